@@ -1,0 +1,125 @@
+// Package connection models a workspace's link to a provider: its kind, its lifecycle state
+// machine and which states admit deliveries.
+package connection
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+)
+
+// Kind is a kind of connection ("GITHUB_APP", "GITHUB_PAT", "GITLAB", …). Provider adapters
+// declare their kinds; the set is open so a new provider adds kinds without touching domain/.
+type Kind struct {
+	name       string
+	provider   provider.Provider
+	webhookURL bool
+	secret     bool
+}
+
+var kindName = regexp.MustCompile(`^[A-Z][A-Z0-9_]{1,40}$`)
+
+// KindSpec describes a kind: its provider, whether the provider posts to a per-connection URL
+// (then the connection verifies deliveries with its own secret) and whether a secret is needed.
+type KindSpec struct {
+	Name          string
+	Provider      provider.Provider
+	WebhookURL    bool
+	RequireSecret bool
+}
+
+// NewKind validates a kind specification.
+func NewKind(s KindSpec) (Kind, error) {
+	if !kindName.MatchString(s.Name) {
+		return Kind{}, fmt.Errorf("invalid connection kind %q", s.Name)
+	}
+	if s.Provider.IsZero() {
+		return Kind{}, fmt.Errorf("connection kind %s needs a provider", s.Name)
+	}
+	if s.WebhookURL && !s.RequireSecret {
+		return Kind{}, fmt.Errorf("connection kind %s posts to its own URL and so needs a secret", s.Name)
+	}
+	return Kind{name: s.Name, provider: s.Provider, webhookURL: s.WebhookURL, secret: s.RequireSecret}, nil
+}
+
+// MustKind is NewKind for kinds fixed at compile time.
+func MustKind(s KindSpec) Kind {
+	k, err := NewKind(s)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+func (k Kind) String() string              { return k.name }
+func (k Kind) IsZero() bool                { return k.name == "" }
+func (k Kind) Provider() provider.Provider { return k.provider }
+func (k Kind) HasWebhookURL() bool         { return k.webhookURL }
+func (k Kind) RequiresSecret() bool        { return k.secret }
+
+// State is the lifecycle state of a connection.
+type State struct{ s string }
+
+var (
+	Active      = State{"ACTIVE"}
+	Suspended   = State{"SUSPENDED"}
+	Uninstalled = State{"UNINSTALLED"}
+)
+
+// ParseState reads a state as stored.
+func ParseState(s string) (State, error) {
+	for _, st := range []State{Active, Suspended, Uninstalled} {
+		if st.s == s {
+			return st, nil
+		}
+	}
+	return State{}, fmt.Errorf("unknown connection state %q", s)
+}
+
+func (s State) String() string { return s.s }
+func (s State) IsZero() bool   { return s.s == "" }
+
+// Admits reports whether a connection in this state may admit a workspace row. Only ACTIVE does.
+func (s State) Admits() bool { return s == Active }
+
+// Action is a lifecycle transition requested by an operator or a provider control event.
+type Action struct{ s string }
+
+var (
+	Activate  = Action{"activate"}
+	Suspend   = Action{"suspend"}
+	Uninstall = Action{"uninstall"}
+)
+
+// ParseAction reads an action from the API path.
+func ParseAction(s string) (Action, error) {
+	for _, a := range []Action{Activate, Suspend, Uninstall} {
+		if a.s == s {
+			return a, nil
+		}
+	}
+	return Action{}, fmt.Errorf("unknown lifecycle action %q", s)
+}
+
+func (a Action) String() string { return a.s }
+
+// ErrForbiddenTransition is returned for a transition the state machine forbids (API: 409).
+var ErrForbiddenTransition = errors.New("forbidden connection transition")
+
+// Next is the state after action, or ErrForbiddenTransition:
+//
+//	ACTIVE --suspend--> SUSPENDED --activate--> ACTIVE
+//	ACTIVE|SUSPENDED --uninstall--> UNINSTALLED --activate--> ACTIVE (a reinstall repairs it)
+func (s State) Next(a Action) (State, error) {
+	switch {
+	case a == Suspend && s == Active:
+		return Suspended, nil
+	case a == Activate && (s == Suspended || s == Uninstalled):
+		return Active, nil
+	case a == Uninstall && (s == Active || s == Suspended):
+		return Uninstalled, nil
+	}
+	return State{}, fmt.Errorf("%w: %s a %s connection", ErrForbiddenTransition, a, s)
+}

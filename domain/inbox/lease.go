@@ -1,0 +1,75 @@
+package inbox
+
+import (
+	"errors"
+	"time"
+)
+
+// Epoch numbers the leases of one row. Each claim increments it; every later write of the
+// claimer names it and changes nothing under a newer epoch.
+type Epoch int64
+
+// Lease is a time-bounded, epoch-numbered right to handle one row. The row, not an advisory
+// lock, holds the scope: a handler runs outside any transaction for up to its timeout, and a
+// session lock would pin a pooled connection and end with the session, not at a fenced expiry.
+type Lease struct {
+	epoch Epoch
+	until time.Time
+}
+
+// NewLease makes a lease; the epoch is positive and the expiry set.
+func NewLease(epoch Epoch, until time.Time) (Lease, error) {
+	if epoch <= 0 {
+		return Lease{}, errors.New("lease epoch must be positive")
+	}
+	if until.IsZero() {
+		return Lease{}, errors.New("lease expiry must be set")
+	}
+	return Lease{epoch: epoch, until: until}, nil
+}
+
+func (l Lease) Epoch() Epoch     { return l.epoch }
+func (l Lease) Until() time.Time { return l.until }
+func (l Lease) IsZero() bool     { return l.epoch == 0 }
+func (l Lease) Expired(now time.Time) bool {
+	return !l.IsZero() && !now.Before(l.until)
+}
+
+// Holds reports whether a write naming epoch may act under this lease.
+func (l Lease) Holds(epoch Epoch) bool { return !l.IsZero() && l.epoch == epoch }
+
+// Renewed extends the lease to until under the same epoch. A renewal never shortens a lease.
+func (l Lease) Renewed(epoch Epoch, until time.Time) (Lease, error) {
+	if !l.Holds(epoch) {
+		return Lease{}, ErrLeaseLost
+	}
+	if until.Before(l.until) {
+		until = l.until
+	}
+	return Lease{epoch: l.epoch, until: until}, nil
+}
+
+// LeaseTiming is the lease length, how often a running handler renews it, and how long a
+// handler may run in all. Renewal must come well inside the lease.
+type LeaseTiming struct {
+	duration       time.Duration
+	renewInterval  time.Duration
+	handlerTimeout time.Duration
+}
+
+// NewLeaseTiming validates lease, renewal and timeout (defaults 2m, 30s, 30m).
+func NewLeaseTiming(duration, renewInterval, handlerTimeout time.Duration) (LeaseTiming, error) {
+	switch {
+	case duration <= 0:
+		return LeaseTiming{}, errors.New("lease duration must be positive")
+	case renewInterval <= 0 || renewInterval >= duration:
+		return LeaseTiming{}, errors.New("renew interval must be positive and shorter than the lease")
+	case handlerTimeout <= 0:
+		return LeaseTiming{}, errors.New("handler timeout must be positive")
+	}
+	return LeaseTiming{duration: duration, renewInterval: renewInterval, handlerTimeout: handlerTimeout}, nil
+}
+
+func (t LeaseTiming) Duration() time.Duration       { return t.duration }
+func (t LeaseTiming) RenewInterval() time.Duration  { return t.renewInterval }
+func (t LeaseTiming) HandlerTimeout() time.Duration { return t.handlerTimeout }

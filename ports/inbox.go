@@ -1,0 +1,80 @@
+package ports
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+)
+
+// Claimed is a leased delivery with what the handler needs.
+type Claimed struct {
+	Delivery inbox.Delivery
+	Payload  json.RawMessage
+	Headers  map[string]string
+}
+
+// Ack names one lease: a write under it changes nothing once a newer epoch exists.
+type Ack struct {
+	ID    int64
+	Epoch inbox.Epoch
+}
+
+// Result is the outcome write of one attempt: inbox.Completed() or a decision of the domain's
+// RetryPolicy (retried or dead). Dropped decisions are never written.
+type Result struct {
+	Ack      Ack
+	Decision inbox.Decision
+}
+
+// Reaped is one expired lease the reaper ended.
+type Reaped struct {
+	Delivery inbox.Delivery // after the transition
+	Decision inbox.Decision
+}
+
+// InboxStore is the persistence boundary of the inbox, shared by every server. It is the one
+// wide port (the claimers, reaper, retention and replay all speak to the same rows).
+// Errors: context errors, or an error wrapping *inbox.TransientError when the database is
+// unreachable; lease-guarded writes report per row whether they applied instead of failing.
+type InboxStore interface {
+	// Claim leases up to limit due QUEUED rows, each the oldest row of a distinct scope that has
+	// no LEASED row and no older QUEUED row, of an ACTIVE workspace or of the installation. Each
+	// claim increments attempt and lease_epoch and sets the lease from the database clock.
+	// owner names this server (for logs and release). A losing race is not an error: it
+	// returns fewer rows.
+	Claim(ctx context.Context, owner string, limit int, lease time.Duration) ([]Claimed, error)
+
+	// Record writes outcomes; applied[i] is false when results[i]'s epoch no longer holds the
+	// row (taken back, erased), in which case the row is unchanged.
+	Record(ctx context.Context, results []Result) (applied []bool, err error)
+
+	// Renew extends the leases still held under their epochs; it skips rows another
+	// transaction holds (SKIP LOCKED) so it never waits on a fenced write. renewed[i] is false
+	// for a lease lost or a row skipped this time.
+	Renew(ctx context.Context, acks []Ack, lease time.Duration) (renewed []bool, err error)
+
+	// Release hands leases back without counting the attempt (a stopping server).
+	Release(ctx context.Context, acks []Ack) (released int, err error)
+
+	// Reap ends up to limit expired leases, skipping locked rows: each row's transition is the
+	// domain's Delivery.Expire under policy.
+	Reap(ctx context.Context, policy inbox.RetryPolicy, limit int) ([]Reaped, error)
+
+	// DeleteEnded deletes up to limit DONE rows ended before doneBefore and DEAD rows ended
+	// before deadBefore (their steps cascade), returning how many went.
+	DeleteEnded(ctx context.Context, doneBefore, deadBefore time.Time, limit int) (int64, error)
+
+	// CountByState counts rows per state, for the integration_inbox_rows gauge.
+	CountByState(ctx context.Context) (map[inbox.State]int64, error)
+
+	// AcquireSingleton takes or keeps the named cluster-wide lease for holder until lease from
+	// now; false when another live holder has it.
+	AcquireSingleton(ctx context.Context, name, holder string, lease time.Duration) (bool, error)
+}
+
+// Notifier wakes this server's claimers after rows were committed (in-process, no LISTEN).
+type Notifier interface {
+	Notify()
+}

@@ -1,0 +1,129 @@
+package ports
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+)
+
+// Request is a raw webhook request: the body is read once, under the size limit, before
+// anything else happens. ConnectionID is the URL's connection (0 where the provider posts to
+// one URL for all connections).
+type Request struct {
+	Headers      http.Header
+	Body         []byte
+	ConnectionID int64
+	ReceivedAt   time.Time
+}
+
+// SourceConnection is a per-connection provider's connection as the verifier needs it. Secret
+// is the decrypted secret; it must never be logged or stored anywhere else.
+type SourceConnection struct {
+	ID              int64
+	WorkspaceID     int64
+	Kind            connection.Kind
+	State           connection.State
+	SourceServerURL string
+	Config          map[string]any
+	Secret          []byte
+}
+
+// Verifier authenticates a raw request before anything is parsed. conn is the URL's connection
+// for per-connection providers and nil otherwise (their secret is app-level configuration).
+// Secrets are compared in constant time. Errors: *RejectedError of kind ErrUnauthenticated
+// (missing or wrong signature, stale timestamp); the reason names which, the response does not.
+type Verifier interface {
+	Verify(req Request, conn *SourceConnection) error
+}
+
+// Resource is something a workspace can subscribe to: "repository"/"123", "group"/"42",
+// "channel"/"C123", "collection"/"uuid".
+type Resource struct {
+	Type string
+	ID   string
+}
+
+// RouteSpec tells admission where a verified delivery may go. The provider adapter fills it;
+// admission reads the matching routes (ProviderEventSubscriptions) in its transaction.
+type RouteSpec struct {
+	// SourceKey names the source connection(s) by their routing key (a GitHub App's installation
+	// id, a Slack team id) of kind SourceKind. Empty for per-connection providers.
+	SourceKind string
+	SourceKey  string
+	// Resources a subscription may match (the repository and its organization, …).
+	Resources []Resource
+	// ConnectionWide: the source connections' own workspaces receive the delivery whatever
+	// they subscribe to (Slack team-wide events, Outline connection-wide events).
+	ConnectionWide bool
+	// RecipientsAnyConnection: subscriptions of any ACTIVE connection of the provider in any
+	// workspace receive the delivery (GitHub: PAT workspaces receive through the App source).
+	// Otherwise only subscriptions of the source connection(s) count.
+	RecipientsAnyConnection bool
+}
+
+// Immediate is an answer a provider expects without anything being stored (GitHub ping,
+// Slack url_verification).
+type Immediate struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// Envelope is a parsed, verified delivery.
+type Envelope struct {
+	EventType   string // "issues", "Merge Request Hook", "message", "documents.update"
+	Action      string // provider action, for logs only
+	DeliveryKey string
+	Subject     inbox.Subject
+	// Control: an installation control event. Stored once with a NULL workspace in the system
+	// scope (its handler can create or repair a connection). Its Route names only the source.
+	Control bool
+	Route   RouteSpec
+	// Headers of the provider (event and delivery headers) to keep with the row. The adapter
+	// never lists a signature, token or cookie header here.
+	Headers map[string]string
+	// Immediate, when set, is answered at once and nothing is stored.
+	Immediate *Immediate
+	// DropReason, when set, means verified but dropped by a provider rule (stored nowhere,
+	// counted as a rejection with this reason, answered 202 "dropped").
+	DropReason string
+}
+
+// EnvelopeParser reads a verified body. The body is already known to be UTF-8 JSON without
+// NUL. Errors: *RejectedError of kind ErrMalformed (e.g. reason "invalid-event-route" for a
+// signed work payload relabeled as a control event, "invalid-payload" for a shape it cannot use).
+type EnvelopeParser interface {
+	Parse(req Request, conn *SourceConnection) (Envelope, error)
+}
+
+// SubjectKeyDeriver owns a provider's subject and delivery key: the delivery key from the
+// provider's idempotency header or body, the subject from stable resource ids (never names).
+type SubjectKeyDeriver interface {
+	DeliveryKey(req Request, body map[string]any) (string, error)
+	Subject(eventType string, body map[string]any) (inbox.Subject, error)
+}
+
+// Webhook is one provider's receiving side, wired at startup by Wire.
+type Webhook interface {
+	Provider() provider.Provider
+	// PerConnection: deliveries arrive on /webhooks/<provider>/{connectionId} and are verified
+	// with that connection's secret.
+	PerConnection() bool
+	Verifier
+	EnvelopeParser
+}
+
+// ProviderModule is everything a provider adapter contributes besides its webhook: its
+// connection kinds, how a connection's config is validated, and its handlers.
+type ProviderModule interface {
+	Provider() provider.Provider
+	Kinds() []connection.Kind
+	// ValidateConfig checks a connection's config for kind and returns its routing key (the
+	// RouteSpec.SourceKey the webhook will name; "" for per-connection kinds). Errors: ErrMalformed.
+	ValidateConfig(kind connection.Kind, config map[string]any) (sourceKey string, err error)
+	// ResourceTypes lists the subscription resource types of the provider.
+	ResourceTypes() []string
+}
