@@ -1,0 +1,67 @@
+// Package httperr is the one place that maps the core's errors to HTTP statuses and JSON
+// error bodies ({"error":"<kebab-case-code>"}).
+package httperr
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// RetryAfterSeconds is sent with every 503.
+const RetryAfterSeconds = "5"
+
+var codes = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{ports.ErrUnauthenticated, http.StatusUnauthorized, "unauthenticated"},
+	{ports.ErrForbidden, http.StatusForbidden, "forbidden"},
+	{ports.ErrNotFound, http.StatusNotFound, "not-found"},
+	{ports.ErrConflict, http.StatusConflict, "conflict"},
+	{ports.ErrMalformed, http.StatusBadRequest, "bad-request"},
+	{ports.ErrTooLarge, http.StatusRequestEntityTooLarge, "too-large"},
+	{ports.ErrUnavailable, http.StatusServiceUnavailable, "retry"},
+}
+
+// Status returns the HTTP status and error code of err. A RejectedError keeps its kind's status
+// and uses its reason as the code where the contract shows the reason (400s); 401 and 503 keep
+// their generic codes so nothing helps a forger or leaks internals. Unknown errors are 500.
+func Status(err error) (int, string) {
+	var transient *inbox.TransientError
+	if errors.As(err, &transient) || errors.Is(err, inbox.ErrBusy) {
+		return http.StatusServiceUnavailable, "retry"
+	}
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			var rej *ports.RejectedError
+			if errors.As(err, &rej) && (c.status == http.StatusBadRequest || c.status == http.StatusConflict) && rej.Reason != "" {
+				return c.status, rej.Reason
+			}
+			return c.status, c.code
+		}
+	}
+	return http.StatusInternalServerError, "internal"
+}
+
+// Write aborts the request with err's status and body; 503s carry Retry-After.
+func Write(c *gin.Context, err error) {
+	status, code := Status(err)
+	if status == http.StatusServiceUnavailable {
+		c.Header("Retry-After", RetryAfterSeconds)
+	}
+	c.AbortWithStatusJSON(status, gin.H{"error": code})
+}
+
+// WriteCode aborts the request with an explicit status and code.
+func WriteCode(c *gin.Context, status int, code string) {
+	if status == http.StatusServiceUnavailable {
+		c.Header("Retry-After", RetryAfterSeconds)
+	}
+	c.AbortWithStatusJSON(status, gin.H{"error": code})
+}
