@@ -62,3 +62,11 @@ type PanicError struct {
 }
 
 func (e *PanicError) Error() string { return "handler panicked with " + e.ValueType }
+
+// IsFenceRejection reports whether err is a rejected inbox write (lease lost, erased, or busy).
+// Provider code with a fallback (try another source, log and continue) must return such an
+// error unchanged before it logs or falls back: swallowing it would let a handler write on
+// after its lease was taken back or its event erased.
+func IsFenceRejection(err error) bool {
+	return errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrErased) || errors.Is(err, ErrBusy)
+}

@@ -89,11 +89,11 @@ func (d *Database) Drop(ctx context.Context) error {
 }
 
 // Truncate empties every table the migrations created (identities restart), keeping the
-// migration bookkeeping and resetting the singleton leases, so each spec starts clean.
+// migration bookkeeping and the seeded singleton rows (reset), so each spec starts clean.
 func Truncate(ctx context.Context, pool *pgxpool.Pool) error {
 	rows, err := pool.Query(ctx, `
 		SELECT quote_ident(tablename) FROM pg_tables
-		WHERE schemaname = 'public' AND tablename NOT IN ('goose_db_version', 'singleton_lease')`)
+		WHERE schemaname = 'public' AND tablename NOT IN ('goose_db_version', 'singleton_lease', 'inbox_erasure_fence')`)
 	if err != nil {
 		return err
 	}
@@ -106,6 +106,10 @@ func Truncate(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("truncate: %w", err)
 		}
 	}
-	_, err = pool.Exec(ctx, "UPDATE singleton_lease SET holder = NULL, leased_until = NULL")
+	// Seeded singleton rows stay; their state is reset.
+	if _, err = pool.Exec(ctx, "UPDATE singleton_lease SET holder = NULL, leased_until = NULL"); err != nil {
+		return err
+	}
+	_, err = pool.Exec(ctx, "UPDATE inbox_erasure_fence SET in_progress = false, erasure_id = NULL")
 	return err
 }
