@@ -1,0 +1,59 @@
+# Hephaestus developer and CI entry points. Everything goes through the go
+# command; PostgreSQL for the tests is started by cmd/pgcluster.
+GO ?= go
+
+.PHONY: build generate test test-inner fuzz-smoke run bench demo migrate clean
+
+## build: compile the server to bin/hephaestus
+build:
+	$(GO) build -o bin/hephaestus ./cmd/hephaestus
+
+## generate: regenerate wire_gen.go (dependency injection)
+generate:
+	$(GO) tool wire ./bootstrap/...
+
+## test: vet, race-enabled tests and a fuzz smoke run against a throwaway
+## PostgreSQL cluster that is always stopped and removed afterwards
+test:
+	$(GO) run ./cmd/pgcluster run -- $(MAKE) test-inner
+
+## test-inner: the body of `test`; needs HEPHAESTUS_TEST_DATABASE_URL
+## (set by `make test`, or by hand against `go run ./cmd/pgcluster up`)
+test-inner:
+	@test -n "$$HEPHAESTUS_TEST_DATABASE_URL" || { \
+		echo "test-inner needs HEPHAESTUS_TEST_DATABASE_URL; use 'make test'" >&2; exit 2; }
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) fuzz-smoke
+
+## fuzz-smoke: run every fuzz target for a few seconds (none is fine)
+fuzz-smoke:
+	@set -e; \
+	for file in $$(grep -rl '^func Fuzz' --include='*_test.go' --exclude-dir=.git --exclude-dir=vendor --exclude-dir=testdata . || true); do \
+		pkg=$$(dirname "$$file"); \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$file"); do \
+			echo "fuzz-smoke: $$name in $$pkg"; \
+			$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime 5s "$$pkg"; \
+		done; \
+	done
+
+## run: start the server with console logs (embedded database unless DATABASE_URL is set)
+run: export HEPHAESTUS_LOG_FORMAT = console
+run:
+	$(GO) run ./cmd/hephaestus serve
+
+## bench: run the benchmark against a throwaway durable cluster
+bench:
+	$(GO) run ./cmd/pgcluster run -durable -- $(GO) run ./cmd/bench
+
+## demo: run the demo
+demo:
+	$(GO) run ./cmd/demo
+
+## migrate: apply database migrations
+migrate:
+	$(GO) run ./cmd/hephaestus migrate
+
+## clean: remove build and benchmark outputs (never .data)
+clean:
+	rm -rf bin bench-results.json
