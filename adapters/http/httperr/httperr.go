@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -27,6 +28,7 @@ var codes = []struct {
 	{ports.ErrMalformed, http.StatusBadRequest, "bad-request"},
 	{ports.ErrTooLarge, http.StatusRequestEntityTooLarge, "too-large"},
 	{ports.ErrUnavailable, http.StatusServiceUnavailable, "retry"},
+	{connection.ErrForbiddenTransition, http.StatusConflict, "forbidden-transition"},
 }
 
 // Status returns the HTTP status and error code of err. A RejectedError keeps its kind's status

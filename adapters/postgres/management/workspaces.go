@@ -1,0 +1,141 @@
+package management
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/workspace"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Workspaces is the store of accounts, workspaces and their members.
+type Workspaces struct {
+	pool *pgxpool.Pool
+}
+
+var (
+	_ ports.AccountStore   = (*Workspaces)(nil)
+	_ ports.WorkspaceStore = (*Workspaces)(nil)
+)
+
+// NewWorkspaces builds the account, workspace and member store.
+func NewWorkspaces(pool *pgxpool.Pool) (*Workspaces, error) {
+	if pool == nil {
+		return nil, errors.New("postgres management: nil pool")
+	}
+	return &Workspaces{pool: pool}, nil
+}
+
+const (
+	createAccount = `
+		INSERT INTO account (login, instance_admin, token_hash) VALUES ($1, $2, $3)
+		RETURNING id, login, instance_admin, created_at`
+	// accountByTokenHash uses uq_account_token_hash: equality on the hash, never on the token.
+	accountByTokenHash = `
+		SELECT id, login, instance_admin, created_at FROM account WHERE token_hash = $1`
+
+	workspaceColumns = `id, slug, name, state, created_at`
+	createWorkspace  = `INSERT INTO workspace (slug, name) VALUES ($1, $2) RETURNING ` + workspaceColumns
+	// deleteWorkspace cascades to members, connections, subscriptions, inbox rows and steps.
+	// It takes the row locks of the workspace's connections, so it waits for admissions that
+	// hold them FOR SHARE and never removes a connection under a running admission.
+	deleteWorkspace     = `DELETE FROM workspace WHERE id = $1`
+	workspaceBySlug     = `SELECT ` + workspaceColumns + ` FROM workspace WHERE slug = $1`
+	countWorkspaces     = `SELECT count(*) FROM workspace`
+	listWorkspacesPaged = `SELECT ` + workspaceColumns + ` FROM workspace ORDER BY id LIMIT $1 OFFSET $2`
+
+	memberRole    = `SELECT role FROM workspace_member WHERE workspace_id = $1 AND account_id = $2`
+	setMemberRole = `
+		INSERT INTO workspace_member (workspace_id, account_id, role) VALUES ($1, $2, $3)
+		ON CONFLICT (workspace_id, account_id) DO UPDATE SET role = EXCLUDED.role
+		RETURNING role`
+)
+
+// CreateAccount implements ports.AccountStore.
+func (w *Workspaces) CreateAccount(ctx context.Context, login string, instanceAdmin bool, tokenHash []byte) (ports.Account, error) {
+	var a ports.Account
+	err := w.pool.QueryRow(ctx, createAccount, login, instanceAdmin, tokenHash).
+		Scan(&a.ID, &a.Login, &a.InstanceAdmin, &a.CreatedAt)
+	return a, pgutil.Interpret("create account", err)
+}
+
+// AccountByTokenHash implements ports.AccountStore.
+func (w *Workspaces) AccountByTokenHash(ctx context.Context, tokenHash []byte) (ports.Account, error) {
+	var a ports.Account
+	err := w.pool.QueryRow(ctx, accountByTokenHash, tokenHash).Scan(&a.ID, &a.Login, &a.InstanceAdmin, &a.CreatedAt)
+	return a, pgutil.Interpret("account by token", err)
+}
+
+func scanWorkspace(row pgx.CollectableRow) (ports.Workspace, error) {
+	var w ports.Workspace
+	err := row.Scan(&w.ID, &w.Slug, &w.Name, &w.State, &w.CreatedAt)
+	return w, err
+}
+
+// CreateWorkspace implements ports.WorkspaceStore.
+func (w *Workspaces) CreateWorkspace(ctx context.Context, slug, name string) (ports.Workspace, error) {
+	rows, _ := w.pool.Query(ctx, createWorkspace, slug, name)
+	ws, err := pgx.CollectExactlyOneRow(rows, scanWorkspace)
+	return ws, pgutil.Interpret("create workspace", err)
+}
+
+// DeleteWorkspace implements ports.WorkspaceStore.
+func (w *Workspaces) DeleteWorkspace(ctx context.Context, id int64) error {
+	tag, err := w.pool.Exec(ctx, deleteWorkspace, id)
+	if err != nil {
+		return pgutil.Interpret("delete workspace", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("delete workspace %d: %w", id, ports.ErrNotFound)
+	}
+	return nil
+}
+
+// WorkspaceBySlug implements ports.WorkspaceStore.
+func (w *Workspaces) WorkspaceBySlug(ctx context.Context, slug string) (ports.Workspace, error) {
+	rows, _ := w.pool.Query(ctx, workspaceBySlug, slug)
+	ws, err := pgx.CollectExactlyOneRow(rows, scanWorkspace)
+	return ws, pgutil.Interpret("workspace by slug", err)
+}
+
+// ListWorkspaces implements ports.WorkspaceStore.
+func (w *Workspaces) ListWorkspaces(ctx context.Context, page ports.PageRequest) ([]ports.Workspace, int, error) {
+	return pageOf(ctx, w.pool, "list workspaces", countWorkspaces, listWorkspacesPaged, nil,
+		page.Size, page.Offset(), scanWorkspace)
+}
+
+// MemberRole implements ports.WorkspaceStore.
+func (w *Workspaces) MemberRole(ctx context.Context, workspaceID, accountID int64) (workspace.Role, error) {
+	var role string
+	if err := w.pool.QueryRow(ctx, memberRole, workspaceID, accountID).Scan(&role); err != nil {
+		return workspace.Role{}, pgutil.Interpret("member role", err)
+	}
+	return restoreRole(role)
+}
+
+// SetMemberRole implements ports.WorkspaceStore.
+func (w *Workspaces) SetMemberRole(ctx context.Context, workspaceID, accountID int64, role workspace.Role) (ports.Membership, error) {
+	var stored string
+	err := w.pool.QueryRow(ctx, setMemberRole, workspaceID, accountID, role.String()).Scan(&stored)
+	if isForeignKeyViolation(err) {
+		return ports.Membership{}, fmt.Errorf("set member role: %w", ports.ErrNotFound)
+	}
+	if err != nil {
+		return ports.Membership{}, pgutil.Interpret("set member role", err)
+	}
+	r, err := restoreRole(stored)
+	return ports.Membership{WorkspaceID: workspaceID, AccountID: accountID, Role: r}, err
+}
+
+func restoreRole(s string) (workspace.Role, error) {
+	r, err := workspace.ParseRole(s)
+	if err != nil {
+		return workspace.Role{}, fmt.Errorf("restore member role: %w", err)
+	}
+	return r, nil
+}

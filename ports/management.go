@@ -1,0 +1,144 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/domain/workspace"
+)
+
+// InstanceAdminAccountID is the account id of the principal authenticated by the configured
+// instance administrator token. No account row has it (identities start at 1), so an audit
+// record that names it unambiguously means "the instance administrator token".
+const InstanceAdminAccountID int64 = 0
+
+// Principal is an authenticated caller of the management API.
+type Principal struct {
+	AccountID     int64
+	InstanceAdmin bool
+}
+
+// PageRequest is one page of a list: Page counts from 0, Size is at least 1.
+type PageRequest struct {
+	Page int
+	Size int
+}
+
+// Offset is the number of rows before the page.
+func (p PageRequest) Offset() int { return p.Page * p.Size }
+
+// Workspace is a workspace as the management API shows it.
+type Workspace struct {
+	ID        int64
+	Slug      string
+	Name      string
+	State     string
+	CreatedAt time.Time
+}
+
+// Account is an account as the management API shows it; its token is never stored.
+type Account struct {
+	ID            int64
+	Login         string
+	InstanceAdmin bool
+	CreatedAt     time.Time
+}
+
+// Membership is one account's role in one workspace.
+type Membership struct {
+	WorkspaceID int64
+	AccountID   int64
+	Role        workspace.Role
+}
+
+// AccountStore keeps accounts and finds them by the SHA-256 hash of their token.
+type AccountStore interface {
+	// CreateAccount stores an account with the hash of its token. Errors: ErrConflict when the
+	// login exists.
+	CreateAccount(ctx context.Context, login string, instanceAdmin bool, tokenHash []byte) (Account, error)
+	// AccountByTokenHash finds the account whose token hashes to tokenHash (the hash is the
+	// index key, so the lookup leaks nothing about the token). Errors: ErrNotFound.
+	AccountByTokenHash(ctx context.Context, tokenHash []byte) (Account, error)
+}
+
+// WorkspaceStore keeps workspaces and their members.
+type WorkspaceStore interface {
+	// CreateWorkspace stores an ACTIVE workspace. Errors: ErrConflict when the slug exists.
+	CreateWorkspace(ctx context.Context, slug, name string) (Workspace, error)
+	// DeleteWorkspace deletes the workspace; its members, connections, subscriptions, inbox
+	// rows and their steps go with it (ON DELETE CASCADE). Errors: ErrNotFound.
+	DeleteWorkspace(ctx context.Context, id int64) error
+	// WorkspaceBySlug finds a workspace. Errors: ErrNotFound.
+	WorkspaceBySlug(ctx context.Context, slug string) (Workspace, error)
+	// ListWorkspaces pages all workspaces in id order and counts them.
+	ListWorkspaces(ctx context.Context, page PageRequest) (items []Workspace, total int, err error)
+	// MemberRole is accountID's role in workspaceID. Errors: ErrNotFound when it is no member.
+	MemberRole(ctx context.Context, workspaceID, accountID int64) (workspace.Role, error)
+	// SetMemberRole makes accountID a member of workspaceID with role, or changes its role.
+	// Errors: ErrNotFound when the account or the workspace does not exist.
+	SetMemberRole(ctx context.Context, workspaceID, accountID int64, role workspace.Role) (Membership, error)
+}
+
+// StoredConnection is a connection as the management API shows it. It carries no secret.
+type StoredConnection struct {
+	ID              int64
+	WorkspaceID     int64
+	Kind            connection.Kind
+	State           connection.State
+	SourceServerURL string
+	Config          map[string]any
+	ConfigVersion   int64
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// NewConnection is a connection to create. SecretCiphertext is already sealed by a SecretBox
+// (nil when the kind has no secret); SourceKey is the provider module's routing key.
+type NewConnection struct {
+	WorkspaceID      int64
+	Kind             connection.Kind
+	SourceServerURL  string
+	Config           map[string]any
+	SourceKey        string
+	SecretCiphertext []byte
+}
+
+// SubscribedResource is one resource a workspace monitors through a connection.
+type SubscribedResource struct {
+	Type string
+	ID   string
+	Name string
+}
+
+// ConnectionStore keeps a workspace's connections and subscriptions. Every method binds the
+// workspace: a connection of another workspace is ErrNotFound.
+type ConnectionStore interface {
+	// CreateConnection stores an ACTIVE connection. Errors: ErrNotFound when the workspace is
+	// gone; a *RejectedError of kind ErrConflict with reason "installation-already-connected"
+	// when a live GITHUB_APP connection already has the source key.
+	CreateConnection(ctx context.Context, c NewConnection) (StoredConnection, error)
+	// ListConnections pages the workspace's connections in id order and counts them.
+	ListConnections(ctx context.Context, workspaceID int64, page PageRequest) (items []StoredConnection, total int, err error)
+	// Connection reads one connection of the workspace. Errors: ErrNotFound.
+	Connection(ctx context.Context, workspaceID, id int64) (StoredConnection, error)
+	// Transition takes the connection's lifecycle lock (the row, FOR UPDATE: it waits for the
+	// admissions holding it FOR SHARE), calls next with the state read under the lock and
+	// stores the state it returns. Errors: ErrNotFound; next's error (nothing changes); the
+	// installation conflict of CreateConnection when a reactivation collides.
+	Transition(ctx context.Context, workspaceID, id int64, next func(current connection.State) (connection.State, error)) (StoredConnection, error)
+	// ReplaceSubscriptions replaces the connection's subscription set under the same lifecycle
+	// lock and bumps its config_version in that transaction, so an admission that waited on
+	// the lock sees the route changed. Errors: ErrNotFound.
+	ReplaceSubscriptions(ctx context.Context, workspaceID, id int64, resources []SubscribedResource) ([]SubscribedResource, error)
+}
+
+// SecretBox encrypts connection secrets at rest. Implementations never log the key or a
+// plaintext.
+type SecretBox interface {
+	// Seal encrypts plaintext; two seals of the same plaintext differ.
+	Seal(plaintext []byte) ([]byte, error)
+	// Open decrypts what Seal returned. Errors: a sealed value that is truncated, tampered
+	// with or sealed under another key.
+	Open(sealed []byte) ([]byte, error)
+}

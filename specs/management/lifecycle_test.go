@@ -1,0 +1,105 @@
+package management_test
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = Describe("Changing a connection's lifecycle", func() {
+	var id int64
+
+	BeforeEach(func() {
+		createWorkspace("acme")
+		id = gitlabConnection("acme")
+	})
+
+	state := func(ctx context.Context) string {
+		GinkgoHelper()
+		var s string
+		Expect(pool.QueryRow(ctx, `SELECT state FROM connection WHERE id = $1`, id).Scan(&s)).To(Succeed())
+		return s
+	}
+
+	It("answers 200 with the connection for each transition the state machine allows", func(ctx SpecContext) {
+		for _, step := range []struct{ action, want string }{
+			{"suspend", "SUSPENDED"}, {"activate", "ACTIVE"}, {"uninstall", "UNINSTALLED"}, {"activate", "ACTIVE"},
+			{"suspend", "SUSPENDED"}, {"uninstall", "UNINSTALLED"},
+		} {
+			r := call(http.MethodPost, connectionPath("acme", id, step.action), adminToken, nil)
+			Expect(r.Status).To(Equal(http.StatusOK), step.action+": "+r.Raw)
+			Expect(r.JSON).To(HaveKeyWithValue("state", step.want))
+			Expect(r.JSON).To(HaveKeyWithValue("id", BeNumerically("==", id)))
+			Expect(r.JSON).To(HaveKeyWithValue("webhookUrl", connectionWebhook(id)))
+			Expect(state(ctx)).To(Equal(step.want))
+		}
+	})
+
+	It("answers 409 for a transition the state machine forbids and changes nothing", func(ctx SpecContext) {
+		r := call(http.MethodPost, connectionPath("acme", id, "activate"), adminToken, nil)
+		Expect(r.Status).To(Equal(http.StatusConflict))
+		Expect(r.JSON).To(Equal(map[string]any{"error": "forbidden-transition"}))
+		Expect(state(ctx)).To(Equal("ACTIVE"))
+
+		Expect(call(http.MethodPost, connectionPath("acme", id, "uninstall"), adminToken, nil).Status).To(Equal(http.StatusOK))
+		Expect(call(http.MethodPost, connectionPath("acme", id, "suspend"), adminToken, nil).Status).To(Equal(http.StatusConflict))
+		Expect(call(http.MethodPost, connectionPath("acme", id, "uninstall"), adminToken, nil).Status).To(Equal(http.StatusConflict))
+		Expect(state(ctx)).To(Equal("UNINSTALLED"))
+	})
+
+	It("answers 404 for a connection id that does not exist", func() {
+		Expect(call(http.MethodPost, connectionPath("acme", id+100, "suspend"), adminToken, nil).Status).To(Equal(http.StatusNotFound))
+		Expect(call(http.MethodPost, "/api/workspaces/acme/connections/abc/suspend", adminToken, nil).Status).To(Equal(http.StatusNotFound))
+	})
+
+	DescribeTable("waits for an open admission that holds the connection's row FOR SHARE",
+		func(ctx SpecContext, method, rest string, body any, check func(ctx context.Context)) {
+			tx, err := pool.Begin(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx SpecContext) { _ = tx.Rollback(ctx) })
+			// What admission's LockConnections does: the scoped lifecycle lock on the row.
+			_, err = tx.Exec(ctx, `SELECT id FROM connection WHERE id = $1 FOR SHARE`, id)
+			Expect(err).NotTo(HaveOccurred())
+
+			done, exited := make(chan response, 1), make(chan struct{})
+			go func() {
+				defer close(exited)
+				defer GinkgoRecover()
+				done <- call(method, connectionPath("acme", id, rest), adminToken, body)
+			}()
+			// Cleanups run last-in first-out: release the lock first, then the request can end.
+			DeferCleanup(func(ctx SpecContext) {
+				_ = tx.Rollback(ctx)
+				Eventually(exited, 10*time.Second).Should(BeClosed())
+			})
+
+			var holder int32
+			Expect(tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holder)).To(Succeed())
+			By("waiting on the lock the admission holds, not merely being slow")
+			Eventually(func(g Gomega) {
+				g.Expect(count(ctx, `
+					SELECT count(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND $1::int = ANY (pg_blocking_pids(pid))`, holder)).To(Equal(1))
+			}, 5*time.Second, 20*time.Millisecond).Should(Succeed())
+			Consistently(done, 300*time.Millisecond).ShouldNot(Receive())
+
+			Expect(tx.Commit(ctx)).To(Succeed())
+			var r response
+			Eventually(done, 5*time.Second).Should(Receive(&r))
+			Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+			check(ctx)
+		},
+		Entry("a suspension", http.MethodPost, "suspend", nil, func(ctx context.Context) {
+			Expect(state(ctx)).To(Equal("SUSPENDED"))
+		}),
+		Entry("a subscription change", http.MethodPut, "subscriptions",
+			map[string]any{"resources": []map[string]any{{"type": "project", "id": "7"}}}, func(ctx context.Context) {
+				Expect(count(ctx, `SELECT count(*) FROM connection_subscription WHERE connection_id = $1`, id)).To(Equal(1))
+			}),
+	)
+})
+
+func connectionWebhook(id int64) string { return "/webhooks/gitlab/" + itoa(id) }

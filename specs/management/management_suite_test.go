@@ -1,0 +1,285 @@
+package management_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"go.uber.org/goleak"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+func TestManagement(t *testing.T) {
+	RegisterFailHandler(Fail)
+	leaks := goleak.IgnoreCurrent()
+	RunSpecs(t, "Management API")
+	goleak.VerifyNone(t, leaks,
+		// Ginkgo's own signal watcher lives as long as the test binary.
+		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"))
+}
+
+// adminToken is the configured instance administrator token of the server under test.
+const adminToken = "spec-instance-admin-token-0123456789"
+
+var (
+	db        *pgtest.Database
+	pool      *pgxpool.Pool
+	box       *secrets.AESGCM
+	directory *pgmanagement.SourceDirectory
+	server    *httptest.Server
+	client    *http.Client
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	var err error
+	db, err = pgtest.NewDatabase(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	pool, err = db.Pool(ctx, 8)
+	Expect(err).NotTo(HaveOccurred())
+
+	key := make([]byte, secrets.KeySize)
+	_, _ = rand.Read(key)
+	box, err = secrets.NewAESGCM(key)
+	Expect(err).NotTo(HaveOccurred())
+
+	modules := fakeModules()
+	var kinds []connection.Kind
+	for _, m := range modules {
+		kinds = append(kinds, m.Kinds()...)
+	}
+	workspaces, err := pgmanagement.NewWorkspaces(pool)
+	Expect(err).NotTo(HaveOccurred())
+	connections, err := pgmanagement.NewConnections(pool, pgmanagement.Config{Kinds: kinds})
+	Expect(err).NotTo(HaveOccurred())
+	directory, err = pgmanagement.NewSourceDirectory(pool, box, pgmanagement.Config{Kinds: kinds})
+	Expect(err).NotTo(HaveOccurred())
+	svc, err := management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, connections, box, modules)
+	Expect(err).NotTo(HaveOccurred())
+
+	gin.SetMode(gin.TestMode)
+	engine := gin.New()
+	managementapi.Register(engine, svc, ginkgoLogger{})
+	server = httptest.NewServer(engine)
+	client = &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+})
+
+var _ = AfterSuite(func(ctx SpecContext) {
+	if client != nil {
+		client.CloseIdleConnections()
+	}
+	if server != nil {
+		server.Close()
+	}
+	if pool != nil {
+		pool.Close()
+	}
+	if db != nil {
+		Expect(db.Drop(ctx)).To(Succeed())
+	}
+})
+
+var _ = BeforeEach(func(ctx SpecContext) {
+	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
+})
+
+// ginkgoLogger writes the API's 500 causes next to the failing spec.
+type ginkgoLogger struct{}
+
+func (ginkgoLogger) Debugw(msg string, kv ...any) { fmt.Fprintln(GinkgoWriter, "DEBUG", msg, kv) }
+func (ginkgoLogger) Infow(msg string, kv ...any)  { fmt.Fprintln(GinkgoWriter, "INFO", msg, kv) }
+func (ginkgoLogger) Warnw(msg string, kv ...any)  { fmt.Fprintln(GinkgoWriter, "WARN", msg, kv) }
+func (ginkgoLogger) Errorw(msg string, kv ...any) { fmt.Fprintln(GinkgoWriter, "ERROR", msg, kv) }
+
+// fakeModule stands in for a provider module (the real ones live in adapters/<provider>): it
+// declares kinds named like the real ones and validates their config the same way.
+type fakeModule struct {
+	provider      provider.Provider
+	kinds         []connection.Kind
+	resourceTypes []string
+	required      map[string]string // kind -> config field it needs
+	sourceOf      map[string]string // kind -> config field that is its routing key (source_key)
+}
+
+var _ ports.ProviderModule = (*fakeModule)(nil)
+
+func (m *fakeModule) Provider() provider.Provider { return m.provider }
+func (m *fakeModule) Kinds() []connection.Kind    { return m.kinds }
+func (m *fakeModule) ResourceTypes() []string     { return m.resourceTypes }
+
+func (m *fakeModule) ValidateConfig(kind connection.Kind, config map[string]any) (string, error) {
+	if field, ok := m.required[kind.String()]; ok {
+		v, present := config[field]
+		if !present || v == nil || v == "" {
+			return "", fmt.Errorf("%s needs %s: %w", kind, field, ports.ErrMalformed)
+		}
+	}
+	field, ok := m.sourceOf[kind.String()]
+	if !ok {
+		return "", nil
+	}
+	switch v := config[field].(type) {
+	case float64:
+		return fmt.Sprintf("%.0f", v), nil
+	case string:
+		return v, nil
+	}
+	return "", fmt.Errorf("%s.%s has the wrong type: %w", kind, field, ports.ErrMalformed)
+}
+
+func fakeModules() []ports.ProviderModule {
+	github, gitlab := provider.MustNew("GITHUB"), provider.MustNew("GITLAB")
+	slack, outline := provider.MustNew("SLACK"), provider.MustNew("OUTLINE")
+	return []ports.ProviderModule{
+		&fakeModule{
+			provider: github,
+			kinds: []connection.Kind{
+				connection.MustKind(connection.KindSpec{Name: "GITHUB_APP", Provider: github}),
+				connection.MustKind(connection.KindSpec{Name: "GITHUB_PAT", Provider: github}),
+			},
+			resourceTypes: []string{"organization", "repository"},
+			required:      map[string]string{"GITHUB_APP": "installationId", "GITHUB_PAT": "login"},
+			sourceOf:      map[string]string{"GITHUB_APP": "installationId"},
+		},
+		&fakeModule{
+			provider:      gitlab,
+			kinds:         []connection.Kind{connection.MustKind(connection.KindSpec{Name: "GITLAB", Provider: gitlab, WebhookURL: true, RequireSecret: true})},
+			resourceTypes: []string{"group", "project"},
+			required:      map[string]string{"GITLAB": "groupId"},
+		},
+		&fakeModule{
+			provider:      slack,
+			kinds:         []connection.Kind{connection.MustKind(connection.KindSpec{Name: "SLACK", Provider: slack})},
+			resourceTypes: []string{"channel"},
+			required:      map[string]string{"SLACK": "teamId"},
+			sourceOf:      map[string]string{"SLACK": "teamId"},
+		},
+		&fakeModule{
+			provider:      outline,
+			kinds:         []connection.Kind{connection.MustKind(connection.KindSpec{Name: "OUTLINE", Provider: outline, WebhookURL: true, RequireSecret: true})},
+			resourceTypes: []string{"collection"},
+		},
+	}
+}
+
+// response is one answer of the API under test.
+type response struct {
+	Status int
+	Header http.Header
+	Raw    string
+	JSON   map[string]any
+}
+
+// call sends body (nil: none; string: as is; otherwise JSON) with token as bearer ("" for none).
+func call(method, path, token string, body any) response {
+	GinkgoHelper()
+	var reader io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		reader = strings.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		Expect(err).NotTo(HaveOccurred())
+		reader = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, server.URL+path, reader)
+	Expect(err).NotTo(HaveOccurred())
+	if reader != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	r := response{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
+	if len(raw) > 0 && raw[0] == '{' {
+		Expect(json.Unmarshal(raw, &r.JSON)).To(Succeed())
+	}
+	return r
+}
+
+// id reads a JSON number field as an id.
+func (r response) id(field string) int64 {
+	GinkgoHelper()
+	v, ok := r.JSON[field].(float64)
+	Expect(ok).To(BeTrue(), "field %q of %s is not a number", field, r.Raw)
+	return int64(v)
+}
+
+func createWorkspace(slug string) int64 {
+	GinkgoHelper()
+	r := call(http.MethodPost, "/api/admin/workspaces", adminToken, map[string]any{"slug": slug, "name": strings.ToUpper(slug)})
+	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
+	return r.id("id")
+}
+
+// createAccount creates an account through the API and returns its id and token.
+func createAccount(login string, instanceAdmin bool) (int64, string) {
+	GinkgoHelper()
+	r := call(http.MethodPost, "/api/admin/accounts", adminToken, map[string]any{"login": login, "instanceAdmin": instanceAdmin})
+	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
+	token, _ := r.JSON["token"].(string)
+	return r.id("id"), token
+}
+
+// memberWithRole creates an account with role in the workspace and returns its token.
+func memberWithRole(slug, login, role string) string {
+	GinkgoHelper()
+	id, token := createAccount(login, false)
+	r := call(http.MethodPut, fmt.Sprintf("/api/workspaces/%s/members/%d", slug, id), adminToken, map[string]any{"role": role})
+	Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+	return token
+}
+
+func createConnection(slug, token string, body map[string]any) response {
+	GinkgoHelper()
+	return call(http.MethodPost, "/api/workspaces/"+slug+"/connections", token, body)
+}
+
+func gitlabConnection(slug string) int64 {
+	GinkgoHelper()
+	r := createConnection(slug, adminToken, map[string]any{
+		"kind": "GITLAB", "sourceServerUrl": "https://gitlab.example.com",
+		"config": map[string]any{"groupId": 42}, "secret": "gitlab-token-" + slug,
+	})
+	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
+	return r.id("id")
+}
+
+func appConnection(slug string, installationID int) int64 {
+	GinkgoHelper()
+	r := createConnection(slug, adminToken, map[string]any{
+		"kind": "GITHUB_APP", "sourceServerUrl": "https://github.com",
+		"config": map[string]any{"installationId": installationID},
+	})
+	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
+	return r.id("id")
+}
+
+func connectionPath(slug string, id int64, rest string) string {
+	return fmt.Sprintf("/api/workspaces/%s/connections/%d/%s", slug, id, rest)
+}
