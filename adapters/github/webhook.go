@@ -1,0 +1,103 @@
+package github
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Header names GitHub sends.
+const (
+	headerSignature   = "X-Hub-Signature-256"
+	headerEvent       = "X-GitHub-Event"
+	headerDelivery    = "X-GitHub-Delivery"
+	headerHookID      = "X-GitHub-Hook-ID"
+	headerTargetID    = "X-GitHub-Hook-Installation-Target-ID"
+	headerTargetType  = "X-GitHub-Hook-Installation-Target-Type"
+	headerUserAgent   = "User-Agent"
+	signaturePrefix   = "sha256="
+	appTargetType     = "integration"
+	maxEventTypeBytes = 100 // inbox.NewDelivery's bound
+	maxDeliveryBytes  = 200 // inbox.NewDelivery's bound
+)
+
+// keptHeaderNames are stored with the row. Never a signature, Authorization or Cookie header.
+var keptHeaderNames = []string{headerEvent, headerDelivery, headerHookID, headerTargetID, headerTargetType, headerUserAgent}
+
+// Config is the GitHub App's receiving configuration.
+type Config struct {
+	// WebhookSecret is the App's webhook secret. Without it every delivery is refused
+	// (reason not-configured): an unset secret must never mean "accept unsigned".
+	WebhookSecret []byte
+	// AppID, when set, is the only App whose deliveries are accepted: a delivery that names
+	// another App (hook target header, or a control body's installation.app_id) is refused.
+	AppID int64
+}
+
+func (c Config) validate() error {
+	if c.AppID < 0 {
+		return errors.New("github: AppID must not be negative")
+	}
+	return nil
+}
+
+// Webhook verifies and parses GitHub App deliveries on POST /webhooks/github.
+type Webhook struct {
+	secret []byte
+	appID  int64
+}
+
+var _ ports.Webhook = (*Webhook)(nil)
+
+// NewWebhook validates cfg. The secret is copied so the caller cannot change it afterwards.
+func NewWebhook(cfg Config) (*Webhook, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Webhook{secret: append([]byte(nil), cfg.WebhookSecret...), appID: cfg.AppID}, nil
+}
+
+func (w *Webhook) Provider() provider.Provider { return Provider }
+
+// PerConnection is false: every installation of the App posts to one URL with one secret.
+func (w *Webhook) PerConnection() bool { return false }
+
+// Verify checks X-Hub-Signature-256, the HMAC-SHA256 of the raw body with the App secret,
+// in constant time. conn is ignored (GitHub is not per connection).
+// Errors: *ports.RejectedError of kind ErrUnauthenticated.
+func (w *Webhook) Verify(req ports.Request, _ *ports.SourceConnection) error {
+	if len(w.secret) == 0 {
+		return ports.Reject(ports.ErrUnauthenticated, "not-configured", "the GitHub App webhook secret is not set")
+	}
+	header := req.Headers.Get(headerSignature)
+	if header == "" {
+		return ports.Reject(ports.ErrUnauthenticated, "missing-signature", headerSignature+" is missing")
+	}
+	hexSig, ok := strings.CutPrefix(header, signaturePrefix)
+	if !ok {
+		return ports.Reject(ports.ErrUnauthenticated, "malformed-signature", "signature is not sha256=<hex>")
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil || len(got) != sha256.Size {
+		return ports.Reject(ports.ErrUnauthenticated, "malformed-signature", "signature is not sha256=<hex>")
+	}
+	mac := hmac.New(sha256.New, w.secret)
+	mac.Write(req.Body)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return ports.Reject(ports.ErrUnauthenticated, "bad-signature", "signature does not match the body")
+	}
+	// The target headers are not signed, so they can only ever refuse, never route: a
+	// delivery that says it is another App's is not ours even if the secrets happen to match.
+	if w.appID != 0 && strings.EqualFold(req.Headers.Get(headerTargetType), appTargetType) {
+		if target := req.Headers.Get(headerTargetID); target != "" && target != strconv.FormatInt(w.appID, 10) {
+			return ports.Reject(ports.ErrUnauthenticated, "wrong-app", "delivery is for another GitHub App")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package gitlab
+
+import (
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// DropNoProjectOrGroup: a verified delivery that names neither a project nor a group has no
+// scope a workspace could subscribe to.
+const DropNoProjectOrGroup = "no-project-or-group"
+
+// Parse reads a verified GitLab delivery of conn (the URL's connection). The event type is
+// X-Gitlab-Event as sent ("Merge Request Hook"); object_kind in the body is not cross-checked,
+// since its spelling differs per hook. Errors: *ports.RejectedError of kind ErrMalformed.
+func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.Envelope, error) {
+	event := req.Headers.Get(headerEvent)
+	if event == "" {
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "missing-event-type", headerEvent+" is missing")
+	}
+	if !validToken(event, maxEventTypeBytes) {
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-event-type", headerEvent+" is not a printable token")
+	}
+	body, err := decodeObject(req.Body)
+	if err != nil {
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", err.Error())
+	}
+	keys := SubjectKeyDeriver{}
+	env := ports.Envelope{EventType: event, Headers: keptHeaders(req.Headers, keptHeaderNames)}
+	if env.DeliveryKey, err = keys.DeliveryKey(req, body); err != nil {
+		return ports.Envelope{}, err
+	}
+	env.Action = action(body)
+
+	project, groups := payloadResources(body)
+	if project == "" && len(groups) == 0 {
+		env.DropReason = DropNoProjectOrGroup
+		return env, nil
+	}
+	if project != "" {
+		env.Route.Resources = append(env.Route.Resources, ports.Resource{Type: ResourceProject, ID: project})
+	}
+	// The hook is installed on the connection's group, so a workspace that subscribes to that
+	// group receives events of projects in its subgroups too, whose payloads name only the
+	// subgroup.
+	if conn != nil {
+		if id, ok := idOf(conn.Config[configGroupID]); ok && !contains(groups, id) {
+			groups = append(groups, id)
+		}
+	}
+	for _, g := range groups {
+		env.Route.Resources = append(env.Route.Resources, ports.Resource{Type: ResourceGroup, ID: g})
+	}
+	if env.Subject, err = keys.Subject(event, body); err != nil {
+		return ports.Envelope{}, err
+	}
+	return env, nil
+}
+
+// action is for logs only: object_attributes.action of work items, else event_name of
+// group-level hooks (member, subgroup, project).
+func action(body object) string {
+	attrs, _ := body.object("object_attributes")
+	for _, v := range []any{attrs["action"], body["event_name"]} {
+		if s, ok := v.(string); ok && validToken(s, maxEventTypeBytes) {
+			return s
+		}
+	}
+	return ""
+}

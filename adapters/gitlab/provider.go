@@ -1,0 +1,53 @@
+// Package gitlab is the receiving side of GitLab group and project webhooks. Each GitLab
+// connection has its own URL (/webhooks/gitlab/{connectionId}) and secret: a plain token sent
+// back in X-Gitlab-Token, or a whsec_ signing key for Standard Webhooks signatures. Deliveries are
+// routed by project and group to the subscriptions of that connection only.
+package gitlab
+
+import (
+	"fmt"
+
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Provider is GitLab.
+var Provider = provider.MustNew("GITLAB")
+
+// Kind is a GitLab connection: a hook on a group (config {"groupId": n}, optional) or on
+// projects, posting to the connection's own URL with the connection's secret.
+var Kind = connection.MustKind(connection.KindSpec{Name: "GITLAB", Provider: Provider, WebhookURL: true, RequireSecret: true})
+
+// Resource types a GitLab subscription names, with GitLab's numeric ids as decimal strings.
+const (
+	ResourceGroup   = "group"
+	ResourceProject = "project"
+)
+
+const configGroupID = "groupId"
+
+// Module is GitLab's contribution besides its webhook.
+type Module struct{}
+
+var _ ports.ProviderModule = Module{}
+
+func (Module) Provider() provider.Provider { return Provider }
+
+func (Module) Kinds() []connection.Kind { return []connection.Kind{Kind} }
+
+func (Module) ResourceTypes() []string { return []string{ResourceGroup, ResourceProject} }
+
+// ValidateConfig checks {"groupId": n} (optional). A GitLab connection has no source key: its
+// deliveries name the connection in the URL. Errors: ErrMalformed.
+func (Module) ValidateConfig(kind connection.Kind, config map[string]any) (string, error) {
+	if kind.Provider() != Provider || kind.String() != Kind.String() {
+		return "", ports.Reject(ports.ErrMalformed, "unknown-kind", fmt.Sprintf("%s is not a GitLab connection kind", kind))
+	}
+	if v, ok := config[configGroupID]; ok && v != nil {
+		if _, ok := idOf(v); !ok {
+			return "", ports.Reject(ports.ErrMalformed, "invalid-config", "groupId must be a positive integer")
+		}
+	}
+	return "", nil
+}

@@ -1,0 +1,169 @@
+package gitlab
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Header names GitLab sends. Standard Webhooks headers are lower-case in GitLab's requests;
+// http.Header lookups are case-insensitive anyway.
+const (
+	headerToken         = "X-Gitlab-Token"
+	headerEvent         = "X-Gitlab-Event"
+	headerEventUUID     = "X-Gitlab-Event-UUID"
+	headerIdempotency   = "Idempotency-Key"
+	headerInstance      = "X-Gitlab-Instance"
+	headerWebhookUUID   = "X-Gitlab-Webhook-UUID"
+	headerSWID          = "webhook-id"
+	headerSWTimestamp   = "webhook-timestamp"
+	headerSWSignature   = "webhook-signature"
+	headerUserAgent     = "User-Agent"
+	signingKeyPrefix    = "whsec_"
+	signatureVersion    = "v1"
+	maxEventTypeBytes   = 100 // inbox.NewDelivery's bound
+	maxDeliveryBytes    = 200 // inbox.NewDelivery's bound
+	defaultTimestampAge = 5 * time.Minute
+)
+
+// keptHeaderNames are stored with the row. Never X-Gitlab-Token or webhook-signature.
+var keptHeaderNames = []string{headerEvent, headerEventUUID, headerIdempotency, headerInstance, headerWebhookUUID, headerSWID, headerSWTimestamp, headerUserAgent}
+
+// Config is GitLab's receiving configuration; secrets are per connection.
+type Config struct {
+	// Now is the clock of the Standard Webhooks timestamp window (default time.Now).
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Webhook verifies and parses deliveries on POST /webhooks/gitlab/{connectionId}.
+type Webhook struct {
+	now func() time.Time
+}
+
+var _ ports.Webhook = (*Webhook)(nil)
+
+// NewWebhook applies cfg's defaults. It returns an error only to keep the constructors of the
+// provider adapters alike; GitLab's Config has nothing that can be invalid.
+func NewWebhook(cfg Config) (*Webhook, error) {
+	cfg.setDefaults()
+	return &Webhook{now: cfg.Now}, nil
+}
+
+func (w *Webhook) Provider() provider.Provider { return Provider }
+
+// PerConnection is true: every connection has its own URL and secret.
+func (w *Webhook) PerConnection() bool { return true }
+
+// Verify authenticates a delivery with conn's secret. A present webhook-signature header is
+// checked as a Standard Webhooks signature and never falls back to X-Gitlab-Token: otherwise a
+// request could carry a broken signature and a leaked token and pass on the weaker scheme.
+// Then X-Gitlab-Instance, when sent, must be the connection's source URL.
+// Errors: *ports.RejectedError of kind ErrUnauthenticated.
+func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error {
+	if conn == nil {
+		return ports.Reject(ports.ErrUnauthenticated, "missing-connection", "GitLab deliveries are verified with their connection's secret")
+	}
+	if len(conn.Secret) == 0 {
+		return ports.Reject(ports.ErrUnauthenticated, "not-configured", "the connection has no secret")
+	}
+	var err error
+	if len(req.Headers.Values(headerSWSignature)) > 0 {
+		err = w.verifySignature(req, conn.Secret)
+	} else {
+		err = verifyToken(req, conn.Secret)
+	}
+	if err != nil {
+		return err
+	}
+	if instance := req.Headers.Get(headerInstance); instance != "" &&
+		strings.TrimRight(instance, "/") != strings.TrimRight(conn.SourceServerURL, "/") {
+		return ports.Reject(ports.ErrUnauthenticated, "wrong-instance", "X-Gitlab-Instance is not the connection's source server")
+	}
+	return nil
+}
+
+// verifyToken compares digests of the token and the secret, so the comparison takes the same
+// time whatever their lengths.
+func verifyToken(req ports.Request, secret []byte) error {
+	token := req.Headers.Get(headerToken)
+	if token == "" {
+		return ports.Reject(ports.ErrUnauthenticated, "missing-token", headerToken+" is missing")
+	}
+	got, want := sha256.Sum256([]byte(token)), sha256.Sum256(secret)
+	if !hmac.Equal(got[:], want[:]) {
+		return ports.Reject(ports.ErrUnauthenticated, "bad-token", headerToken+" is not the connection's secret")
+	}
+	return nil
+}
+
+// verifySignature checks a Standard Webhooks signature: HMAC-SHA256 with the base64 key after
+// "whsec_" over "webhook-id.webhook-timestamp.body"; the header lists space-separated
+// "v1,<base64>" signatures (several during a key rotation) and any one may match.
+func (w *Webhook) verifySignature(req ports.Request, secret []byte) error {
+	key, err := signingKey(secret)
+	if err != nil {
+		return ports.Reject(ports.ErrUnauthenticated, "not-configured", err.Error())
+	}
+	id, ts := req.Headers.Get(headerSWID), req.Headers.Get(headerSWTimestamp)
+	if id == "" {
+		return ports.Reject(ports.ErrUnauthenticated, "malformed-signature", headerSWID+" is missing")
+	}
+	if ts == "" {
+		return ports.Reject(ports.ErrUnauthenticated, "missing-timestamp", headerSWTimestamp+" is missing")
+	}
+	seconds, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return ports.Reject(ports.ErrUnauthenticated, "malformed-timestamp", headerSWTimestamp+" is not whole seconds")
+	}
+	if age := w.now().Sub(time.Unix(seconds, 0)); age > defaultTimestampAge || age < -defaultTimestampAge {
+		return ports.Reject(ports.ErrUnauthenticated, "stale-timestamp", "timestamp is more than 5 minutes from now")
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + ts + "."))
+	mac.Write(req.Body)
+	want := mac.Sum(nil)
+	candidates := 0
+	for _, entry := range strings.Fields(strings.Join(req.Headers.Values(headerSWSignature), " ")) {
+		version, encoded, ok := strings.Cut(entry, ",")
+		if !ok || version != signatureVersion {
+			continue
+		}
+		got, err := base64.StdEncoding.DecodeString(encoded)
+		if err != nil {
+			continue
+		}
+		candidates++
+		if hmac.Equal(got, want) {
+			return nil
+		}
+	}
+	if candidates == 0 {
+		return ports.Reject(ports.ErrUnauthenticated, "malformed-signature", "no v1,<base64> signature")
+	}
+	return ports.Reject(ports.ErrUnauthenticated, "bad-signature", "no signature matches the body")
+}
+
+func signingKey(secret []byte) ([]byte, error) {
+	encoded, ok := strings.CutPrefix(string(secret), signingKeyPrefix)
+	if !ok {
+		return nil, errors.New("the connection's secret is a token, not a whsec_ signing key")
+	}
+	key, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil || len(key) == 0 {
+		return nil, errors.New("the connection's signing key is not base64 after whsec_")
+	}
+	return key, nil
+}

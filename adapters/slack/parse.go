@@ -1,0 +1,96 @@
+package slack
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Outer envelope types of the Events API.
+const (
+	typeURLVerification = "url_verification"
+	typeEventCallback   = "event_callback"
+)
+
+// DropUnsupportedType: a verified delivery of another outer type (app_rate_limited, …) that
+// carries no event to store.
+const DropUnsupportedType = "unsupported-type"
+
+// Parse reads a verified Slack delivery. conn is ignored (Slack is not per connection).
+// Errors: *ports.RejectedError of kind ErrMalformed.
+func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Envelope, error) {
+	body, err := decodeObject(req.Body)
+	if err != nil {
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", err.Error())
+	}
+	env := ports.Envelope{Headers: keptHeaders(req.Headers, keptHeaderNames)}
+	outer, _ := body.str("type")
+	if validToken(outer, maxEventTypeBytes) {
+		env.EventType = outer
+	}
+	switch outer {
+	case typeURLVerification:
+		return urlVerification(env, body)
+	case typeEventCallback:
+	default:
+		env.DropReason = DropUnsupportedType
+		return env, nil
+	}
+
+	keys := SubjectKeyDeriver{}
+	if env.DeliveryKey, err = keys.DeliveryKey(req, body); err != nil {
+		return ports.Envelope{}, err
+	}
+	team, err := teamOf(body)
+	if err != nil {
+		return ports.Envelope{}, err
+	}
+	event, ok := body.object("event")
+	if !ok {
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", "event_callback without an event object")
+	}
+	eventType, _ := event.str("type")
+	if eventType == "" {
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "missing-event-type", "event without type")
+	}
+	if !validToken(eventType, maxEventTypeBytes) {
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-event-type", "event type is not a printable token")
+	}
+	// A message keeps EventType "message" whatever its subtype, so one handler sees edits and
+	// deletions in order with the message itself; the subtype is only for logs.
+	env.EventType = eventType
+	if subtype, ok := event.str("subtype"); ok && validToken(subtype, maxEventTypeBytes) {
+		env.Action = subtype
+	}
+
+	channel, err := channelOf(event)
+	if err != nil {
+		return ports.Envelope{}, err
+	}
+	env.Route = ports.RouteSpec{SourceKind: Kind.String(), SourceKey: team}
+	if channel == "" || isDirect(event, channel) {
+		// Team-wide events and direct messages go to the team's connections themselves.
+		env.Route.ConnectionWide = true
+	} else {
+		env.Route.Resources = []ports.Resource{{Type: ResourceChannel, ID: channel}}
+	}
+	if env.Subject, err = keys.Subject(eventType, body); err != nil {
+		return ports.Envelope{}, err
+	}
+	return env, nil
+}
+
+// urlVerification answers Slack's endpoint check with its challenge; nothing is stored.
+func urlVerification(env ports.Envelope, body object) (ports.Envelope, error) {
+	challenge, ok := body.str("challenge")
+	if !ok || challenge == "" {
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", "url_verification without challenge")
+	}
+	answer, err := json.Marshal(map[string]string{"challenge": challenge})
+	if err != nil {
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", err.Error())
+	}
+	env.Immediate = &ports.Immediate{Status: http.StatusOK, ContentType: "application/json", Body: answer}
+	return env, nil
+}
