@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
+	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/application/admission"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
+)
+
+var webhookSecret = []byte("bench-webhook-secret")
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// benchAdmission serves the real receiver on loopback (no claimers run, so the row measures
+// admission alone) and sends signed deliveries from senders goroutines.
+func benchAdmission(ctx context.Context, dbURL string, senders, deliveries int) (admissionResult, error) {
+	pool, err := openPool(ctx, dbURL, int32(senders+8))
+	if err != nil {
+		return admissionResult{}, err
+	}
+	defer pool.Close()
+	if err := seedRoute(ctx, pool); err != nil {
+		return admissionResult{}, fmt.Errorf("seed: %w", err)
+	}
+
+	addr, stop, err := serveReceiver(ctx, pool)
+	if err != nil {
+		return admissionResult{}, err
+	}
+	defer stop()
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders, MaxConnsPerHost: senders}, Timeout: 30 * time.Second}
+	payloads := make([][]byte, 64)
+	for i := range payloads {
+		payloads[i] = issuePayload(i + 1)
+	}
+	var next atomic.Int64
+	latencies := make([][]time.Duration, senders)
+	errs := make(chan error, senders)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for s := 0; s < senders; s++ {
+		wg.Add(1)
+		go func(s int) {
+			defer wg.Done()
+			for {
+				n := int(next.Add(1))
+				if n > deliveries {
+					return
+				}
+				body := payloads[n%len(payloads)]
+				t := time.Now()
+				if err := send(ctx, client, addr, body); err != nil {
+					errs <- err
+					return
+				}
+				latencies[s] = append(latencies[s], time.Since(t))
+			}
+		}(s)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return admissionResult{}, err
+	}
+	var stored int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM provider_event`).Scan(&stored); err != nil {
+		return admissionResult{}, err
+	}
+	if stored != deliveries {
+		return admissionResult{}, fmt.Errorf("stored %d rows for %d accepted deliveries", stored, deliveries)
+	}
+	var all []time.Duration
+	for _, l := range latencies {
+		all = append(all, l...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	return admissionResult{
+		Senders:   senders,
+		PerSecond: float64(deliveries) / elapsed.Seconds(),
+		P50Ms:     ms(all[len(all)/2]),
+		P99Ms:     ms(all[len(all)*99/100]),
+	}, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func send(ctx context.Context, client *http.Client, addr string, body []byte) error {
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	mac := hmac.New(sha256.New, webhookSecret)
+	mac.Write(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/webhooks/github", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "issues")
+	req.Header.Set("X-GitHub-Delivery", hex.EncodeToString(id[:]))
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted || !bytes.Contains(answer, []byte(`"stored":1`)) {
+		return fmt.Errorf("delivery answered %d %s", resp.StatusCode, answer)
+	}
+	return nil
+}
+
+// serveReceiver wires the production receiving path: gin, the webhook routes, the admission
+// service and the PostgreSQL admission store.
+func serveReceiver(ctx context.Context, pool *pgxpool.Pool) (string, func(), error) {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	box, err := secrets.NewAESGCM(key)
+	if err != nil {
+		return "", nil, err
+	}
+	directory, err := pgmanagement.NewSourceDirectory(pool, box, pgmanagement.Config{Kinds: github.Module{}.Kinds()})
+	if err != nil {
+		return "", nil, err
+	}
+	store, err := admissionstore.New(pool)
+	if err != nil {
+		return "", nil, err
+	}
+	svc, err := admission.New(admission.Config{}, store, directory, consumer.NewSignal(), telemetry.NewMetrics(),
+		zap.NewNop().Sugar(), systemClock{})
+	if err != nil {
+		return "", nil, err
+	}
+	hook, err := github.NewWebhook(github.Config{WebhookSecret: webhookSecret})
+	if err != nil {
+		return "", nil, err
+	}
+	gin.SetMode(gin.ReleaseMode)
+	engine := gin.New()
+	if err := webhookapi.Register(engine, svc, webhookapi.Hooks{hook}, webhookapi.Config{}); err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: engine, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}
+	return ln.Addr().String(), stop, nil
+}
+
+// benchCeiling inserts the same payload with the same unique index straight into PostgreSQL:
+// one autocommit INSERT … ON CONFLICT DO NOTHING per row, clients at a time.
+func benchCeiling(ctx context.Context, dbURL string, clients, deliveries int) (ceilingResult, error) {
+	pool, err := openPool(ctx, dbURL, int32(clients))
+	if err != nil {
+		return ceilingResult{}, err
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
+		return ceilingResult{}, err
+	}
+	var workspaceID int64
+	if err := pool.QueryRow(ctx, `SELECT id FROM workspace WHERE slug = 'bench'`).Scan(&workspaceID); err != nil {
+		return ceilingResult{}, err
+	}
+	body := issuePayload(1)
+	var next atomic.Int64
+	errs := make(chan error, clients)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := next.Add(1)
+				if n > int64(deliveries) {
+					return
+				}
+				tag, err := pool.Exec(ctx, `
+INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject, payload, headers)
+VALUES ($1, 'GITHUB', 'issues', $2, 'ws:1:github:repository:1296269', 'github:repository:1296269', $3, '{}')
+ON CONFLICT DO NOTHING`, workspaceID, fmt.Sprintf("ceiling-%d", n), body)
+				if err == nil && tag.RowsAffected() != 1 {
+					err = errors.New("insert stored nothing")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return ceilingResult{}, err
+	}
+	return ceilingResult{Clients: clients, PerSecond: float64(deliveries) / elapsed.Seconds()}, nil
+}
+
+func openPool(ctx context.Context, dbURL string, size int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = size
+	cfg.MinConns = size
+	return pgxpool.NewWithConfig(ctx, cfg)
+}

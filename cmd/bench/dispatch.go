@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// runDispatchChild pre-fills rows over scopes, runs the real consumer with a no-op handler
+// until every row is DONE, and prints its figures as JSON on stdout.
+func runDispatchChild(ctx context.Context, dbURL string, rows, scopes, claimers int) error {
+	pool, err := openPool(ctx, dbURL, int32(claimers+8))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
+		return err
+	}
+	if err := prefill(ctx, pool, rows, scopes); err != nil {
+		return fmt.Errorf("prefill: %w", err)
+	}
+
+	// The handler records, per scope, the row ids in the order it was called for them.
+	var mu sync.Mutex
+	seen := make(map[string][]int64, scopes)
+	reg := consumer.NewRegistry()
+	reg.Register(github.Provider, "issues", ports.HandlerFunc(func(_ context.Context, d ports.Dispatch) error {
+		mu.Lock()
+		seen[d.Delivery.Scope().String()] = append(seen[d.Delivery.Scope().String()], d.Delivery.ID())
+		mu.Unlock()
+		return nil
+	}))
+	store, err := inboxstore.New(pool, inboxstore.Config{})
+	if err != nil {
+		return err
+	}
+	c, err := consumer.New(consumer.Config{Owner: "bench", Claimers: claimers, PollInterval: 50 * time.Millisecond},
+		store, reg, consumer.NewSignal(), systemClock{}, zap.NewNop().Sugar(), telemetry.NewMetrics())
+	if err != nil {
+		return err
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- c.Run(runCtx) }()
+	var finished time.Time
+	for finished.IsZero() {
+		select {
+		case err := <-done:
+			stop()
+			return fmt.Errorf("consumer stopped early: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM provider_event WHERE state = 'DONE'`).Scan(&n); err != nil {
+			stop()
+			return err
+		}
+		if n == rows {
+			finished = time.Now()
+		}
+	}
+	stop()
+	if err := <-done; err != nil && ctx.Err() == nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
+
+	violations, handled := 0, 0
+	for _, ids := range seen {
+		handled += len(ids)
+		for i := 1; i < len(ids); i++ {
+			if ids[i] <= ids[i-1] {
+				violations++
+			}
+		}
+	}
+	if handled < rows {
+		return fmt.Errorf("handler saw %d of %d rows", handled, rows)
+	}
+	return json.NewEncoder(os.Stdout).Encode(dispatchResult{
+		Rows: rows, Scopes: scopes, Claimers: claimers,
+		PerSecond:       float64(rows) / finished.Sub(start).Seconds(),
+		OrderViolations: violations,
+	})
+}
+
+// prefill copies rows QUEUED rows with 2 KB payloads into the inbox, each in a scope drawn at
+// random (a fixed seed), so scopes interleave as deliveries of many repositories do.
+func prefill(ctx context.Context, pool *pgxpool.Pool, rows, scopes int) error {
+	var workspaceID int64
+	if err := pool.QueryRow(ctx, `SELECT id FROM workspace WHERE slug = 'bench'`).Scan(&workspaceID); err != nil {
+		return err
+	}
+	body := issuePayload(1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := 0
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		if n == rows {
+			return nil, nil
+		}
+		n++
+		scope := rng.IntN(scopes)
+		subject := fmt.Sprintf("github:repository:%d", 1_000_000+scope)
+		return []any{workspaceID, "GITHUB", "issues", fmt.Sprintf("prefill-%d", n),
+			fmt.Sprintf("ws:%d:%s", workspaceID, subject), subject, body, []byte("{}")}, nil
+	})
+	_, err := pool.CopyFrom(ctx, pgx.Identifier{"provider_event"},
+		[]string{"workspace_id", "provider", "event_type", "delivery_key", "scope_key", "subject", "payload", "headers"}, src)
+	if err != nil {
+		return err
+	}
+	_, err = pool.Exec(ctx, `ANALYZE provider_event`)
+	return err
+}

@@ -1,0 +1,205 @@
+// Command bench prints the performance table of CONTRACT.md and writes bench-results.json.
+//
+// It runs against the database named by HEPHAESTUS_TEST_DATABASE_URL (set by `make bench`,
+// which starts a throwaway cluster with PostgreSQL's durable defaults) or DATABASE_URL, in a
+// fresh database it creates and drops. Three measurements, one run, one machine:
+//
+//   - admission: signed 2 KB GitHub deliveries over loopback HTTP through the real receiver
+//     (gin, webhookapi, admission service, admission store), N concurrent senders;
+//   - ceiling: the same number of single-row inserts of the same payload with the same unique
+//     index, straight into PostgreSQL at the same concurrency;
+//   - dispatch: a pre-filled inbox of M rows over S scopes handled by the real consumer with a
+//     no-op handler and C claimers, in a child process whose peak RSS is reported; the
+//     handler records the order it saw, and the per-scope order is verified.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+type admissionResult struct {
+	Senders   int     `json:"senders"`
+	PerSecond float64 `json:"perSecond"`
+	P50Ms     float64 `json:"p50Ms"`
+	P99Ms     float64 `json:"p99Ms"`
+}
+
+type ceilingResult struct {
+	Clients   int     `json:"clients"`
+	PerSecond float64 `json:"perSecond"`
+}
+
+type dispatchResult struct {
+	Rows            int     `json:"rows"`
+	Scopes          int     `json:"scopes"`
+	Claimers        int     `json:"claimers"`
+	PerSecond       float64 `json:"perSecond"`
+	OrderViolations int     `json:"orderViolations"`
+	PeakRssBytes    int64   `json:"peakRssBytes"`
+}
+
+type results struct {
+	Admission admissionResult `json:"admission"`
+	Ceiling   ceilingResult   `json:"ceiling"`
+	Ratio     float64         `json:"ratio"`
+	Dispatch  dispatchResult  `json:"dispatch"`
+}
+
+func main() {
+	phase := flag.String("phase", "all", "all | dispatch (internal: the dispatch child process)")
+	dbURL := flag.String("db", "", "internal: the benchmark database for a child phase")
+	senders := flag.Int("senders", 32, "concurrent HTTP senders (and ceiling clients)")
+	deliveries := flag.Int("deliveries", 20000, "deliveries sent in the admission and ceiling rows")
+	rows := flag.Int("rows", 100000, "rows pre-filled for the dispatch row")
+	scopes := flag.Int("scopes", 1000, "scopes the dispatch rows are spread over")
+	claimers := flag.Int("claimers", 8, "claimers of the dispatch row")
+	out := flag.String("out", "bench-results.json", "where the figures are written (repository root)")
+	flag.Parse()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	var err error
+	switch *phase {
+	case "dispatch":
+		err = runDispatchChild(ctx, *dbURL, *rows, *scopes, *claimers)
+	case "all":
+		err = runAll(ctx, *senders, *deliveries, *rows, *scopes, *claimers, *out)
+	default:
+		err = fmt.Errorf("unknown phase %q", *phase)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func runAll(ctx context.Context, senders, deliveries, rows, scopes, claimers int, out string) error {
+	admin := os.Getenv("HEPHAESTUS_TEST_DATABASE_URL")
+	if admin == "" {
+		admin = os.Getenv("DATABASE_URL")
+	}
+	if admin == "" {
+		return errors.New("no database: run `make bench` (it starts a throwaway cluster), or set DATABASE_URL")
+	}
+	dbURL, drop, err := createDatabase(ctx, admin, "hx_bench")
+	if err != nil {
+		return err
+	}
+	defer drop()
+
+	var r results
+	fmt.Fprintf(os.Stderr, "admission: %d signed deliveries from %d senders…\n", deliveries, senders)
+	if r.Admission, err = benchAdmission(ctx, dbURL, senders, deliveries); err != nil {
+		return fmt.Errorf("admission: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "ceiling: %d single-row inserts from %d clients…\n", deliveries, senders)
+	if r.Ceiling, err = benchCeiling(ctx, dbURL, senders, deliveries); err != nil {
+		return fmt.Errorf("ceiling: %w", err)
+	}
+	if r.Ceiling.PerSecond > 0 {
+		r.Ratio = r.Admission.PerSecond / r.Ceiling.PerSecond
+	}
+	fmt.Fprintf(os.Stderr, "dispatch: %d rows over %d scopes, %d claimers…\n", rows, scopes, claimers)
+	if r.Dispatch, err = dispatchInChild(ctx, dbURL, rows, scopes, claimers); err != nil {
+		return fmt.Errorf("dispatch: %w", err)
+	}
+
+	printTable(r)
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", out, err)
+	}
+	abs, _ := filepath.Abs(out)
+	fmt.Printf("\nwritten to %s\n", abs)
+	if r.Dispatch.OrderViolations > 0 {
+		return fmt.Errorf("%d per-scope order violations", r.Dispatch.OrderViolations)
+	}
+	return nil
+}
+
+// dispatchInChild runs the dispatch row in a child process so that its peak RSS is the
+// server's alone, not the benchmark driver's.
+func dispatchInChild(ctx context.Context, dbURL string, rows, scopes, claimers int) (dispatchResult, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return dispatchResult{}, err
+	}
+	cmd := exec.CommandContext(ctx, self, "-phase", "dispatch", "-db", dbURL,
+		"-rows", fmt.Sprint(rows), "-scopes", fmt.Sprint(scopes), "-claimers", fmt.Sprint(claimers))
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		return dispatchResult{}, fmt.Errorf("dispatch child: %w", err)
+	}
+	var d dispatchResult
+	if err := json.Unmarshal(stdout, &d); err != nil {
+		return dispatchResult{}, fmt.Errorf("read dispatch child result %q: %w", stdout, err)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		d.PeakRssBytes = ru.Maxrss * 1024 // Linux reports kilobytes
+	}
+	return d, nil
+}
+
+func printTable(r results) {
+	fmt.Println()
+	fmt.Println("| row       | setting                              | result                                   |")
+	fmt.Println("|-----------|--------------------------------------|------------------------------------------|")
+	fmt.Printf("| admission | %2d senders, signed 2 KB, HTTP        | %8.0f accepted/s, p50 %.1f ms, p99 %.1f ms |\n",
+		r.Admission.Senders, r.Admission.PerSecond, r.Admission.P50Ms, r.Admission.P99Ms)
+	fmt.Printf("| ceiling   | %2d clients, single-row INSERT        | %8.0f inserts/s                         |\n",
+		r.Ceiling.Clients, r.Ceiling.PerSecond)
+	fmt.Printf("| ratio     | admission / ceiling                  | %8.2f                                 |\n", r.Ratio)
+	fmt.Printf("| dispatch  | %d rows, %d scopes, %d claimers   | %8.0f rows/s, %d order violations, peak RSS %.0f MiB |\n",
+		r.Dispatch.Rows, r.Dispatch.Scopes, r.Dispatch.Claimers, r.Dispatch.PerSecond,
+		r.Dispatch.OrderViolations, float64(r.Dispatch.PeakRssBytes)/(1<<20))
+}
+
+// createDatabase makes a fresh database next to the admin URL's and migrates it.
+func createDatabase(ctx context.Context, admin, name string) (string, func(), error) {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", nil, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		return "", nil, err
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, err
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	drop := func() {
+		c, err := pgx.Connect(context.Background(), admin)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}
+	if err := migrate(ctx, u.String()); err != nil {
+		drop()
+		return "", nil, err
+	}
+	return u.String(), drop, nil
+}
