@@ -185,6 +185,7 @@ func workspace(event string, d ports.Dispatch) (int64, error) {
 
 // writeUsers upserts users in their own fenced transaction, apart from the handler's step.
 func (b base) writeUsers(ctx context.Context, ws int64, us []User) error {
+	us = dedupeUsers(us)
 	if len(us) == 0 {
 		return nil
 	}
@@ -195,6 +196,7 @@ func (b base) writeUsers(ctx context.Context, ws int64, us []User) error {
 
 // writeLabels upserts labels in their own fenced transaction, apart from the handler's step.
 func (b base) writeLabels(ctx context.Context, ws int64, ls []Label) error {
+	ls = dedupeLabels(ls)
 	if len(ls) == 0 {
 		return nil
 	}
@@ -220,14 +222,9 @@ func (b base) upsertRepositoryAndOrganization(ctx context.Context, tx ports.Tx, 
 	return b.deps.Store.UpsertRepository(ctx, tx, ws, repo)
 }
 
-func (b base) logf(level, msg string, kv ...any) {
-	if b.deps.Log == nil {
-		return
-	}
-	switch level {
-	case "warn":
-		b.deps.Log.Warnw(msg, kv...)
-	default:
+// note logs a handled outcome that is worth knowing but is no failure.
+func (b base) note(msg string, kv ...any) {
+	if b.deps.Log != nil {
 		b.deps.Log.Infow(msg, kv...)
 	}
 }
@@ -247,4 +244,29 @@ func orgOf(o *ghOrganization, eventID int64) *Organization {
 		return &org
 	}
 	return nil
+}
+
+// dedupeUsers keeps the last of each user id: one upsert statement must not name a row twice
+// (ON CONFLICT cannot affect a row a second time in the same command).
+func dedupeUsers(us []User) []User {
+	return dedupeBy(us, func(u User) int64 { return u.ID })
+}
+
+// dedupeLabels keeps the last of each label id, for the same reason.
+func dedupeLabels(ls []Label) []Label {
+	return dedupeBy(ls, func(l Label) int64 { return l.ID })
+}
+
+func dedupeBy[T any](xs []T, key func(T) int64) []T {
+	at := map[int64]int{}
+	out := make([]T, 0, len(xs))
+	for _, x := range xs {
+		if i, ok := at[key(x)]; ok {
+			out[i] = x
+			continue
+		}
+		at[key(x)] = len(out)
+		out = append(out, x)
+	}
+	return out
 }

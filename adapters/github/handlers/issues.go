@@ -310,7 +310,7 @@ func (b base) linkedIssues(ctx context.Context, d ports.Dispatch, event string, 
 		return link(ctx, tx, ws, mainIssue.ID, relatedIssue.ID)
 	})
 	if err == nil && skipped {
-		b.logf("info", "github related issue not mirrored: the workspace does not monitor its repository",
+		b.note("github related issue not mirrored: the workspace does not monitor its repository",
 			"event", event, "eventId", eventID, "workspaceId", ws)
 	}
 	return wrap(event, err)

@@ -1,0 +1,368 @@
+// Package api reads GitHub's REST API for the GitHub handlers (handlers.ProviderReader): the
+// commits a push payload left out and the check runs of a commit or a check suite.
+//
+// It works against github.com or a GitHub Enterprise Server (BaseURL
+// "https://ghe.example/api/v3"). The token comes from a function the caller injects, asked on
+// every request, so a rotating installation token can be plugged in later; it is sent only to
+// BaseURL's host (the client builds every URL itself and never follows a URL from a response).
+//
+// Errors are classified for the inbox: transport failures, server errors and rate limits are
+// *inbox.TransientError (retried with backoff, no budget); 404 and 410 wrap
+// handlers.ErrProviderNotFound; a 2xx answer that does not have the documented shape, or is
+// larger than MaxBodyBytes, is a permanent parsing failure; any other status, a rejected token
+// (401) included, is a *StatusError and uses the unknown-failure budget, because a token that
+// GitHub refuses is a configuration problem that retrying alone does not fix. No error carries
+// the token or a response body.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+)
+
+var _ handlers.ProviderReader = (*Client)(nil)
+
+// DefaultBaseURL is github.com's REST API.
+const DefaultBaseURL = "https://api.github.com"
+
+const (
+	defaultMaxBodyBytes = 8 << 20
+	defaultMaxPages     = 10
+	defaultTimeout      = 30 * time.Second
+	perPage             = 100
+	apiVersion          = "2022-11-28"
+)
+
+// Config configures the client; zero values take the defaults.
+type Config struct {
+	// BaseURL is the REST API root: DefaultBaseURL, or a GitHub Enterprise Server's
+	// "https://<host>/api/v3".
+	BaseURL string
+	// Token returns the bearer token for a request. Required.
+	Token func(ctx context.Context) (string, error)
+	// HTTPClient sends the requests (default: a client with a 30 s timeout).
+	HTTPClient *http.Client
+	// MaxBodyBytes bounds each response body (default 8 MiB).
+	MaxBodyBytes int64
+	// MaxPages bounds how many pages of 100 a list reads (default 10).
+	MaxPages int
+	// UserAgent is sent with every request, as GitHub requires (default "hephaestus").
+	UserAgent string
+}
+
+func (c *Config) setDefaults() {
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: defaultTimeout}
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if c.MaxPages == 0 {
+		c.MaxPages = defaultMaxPages
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "hephaestus"
+	}
+}
+
+func (c Config) validate() (*url.URL, error) {
+	if c.Token == nil {
+		return nil, errors.New("github api: a token function is required")
+	}
+	if c.MaxBodyBytes < 0 || c.MaxPages < 0 {
+		return nil, errors.New("github api: MaxBodyBytes and MaxPages must not be negative")
+	}
+	u, err := url.Parse(strings.TrimRight(c.BaseURL, "/"))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("github api: BaseURL %q must be an absolute http(s) URL", c.BaseURL)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("github api: BaseURL must carry no credentials, query or fragment")
+	}
+	return u, nil
+}
+
+// Client is a GitHub REST API client. It is safe for concurrent use.
+type Client struct {
+	cfg  Config
+	base *url.URL
+}
+
+// New validates cfg and makes the client.
+func New(cfg Config) (*Client, error) {
+	cfg.setDefaults()
+	base, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	return &Client{cfg: cfg, base: base}, nil
+}
+
+// StatusError is an answer the client does not classify otherwise (a 400, a 401, a 403 that is
+// not a rate limit, a 422): it uses the unknown-failure budget.
+type StatusError struct {
+	Method string
+	Path   string
+	Status int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("github api %s %s: status %d", e.Method, e.Path, e.Status)
+}
+
+// ErrResponseTooLarge is the cause of a parsing failure for a body over MaxBodyBytes.
+var ErrResponseTooLarge = errors.New("github api response larger than the configured bound")
+
+// repoPath is /repos/{owner}/{name} with both segments escaped. Errors: a parsing failure for a
+// name that is not "owner/name" (it came from a payload).
+func repoPath(repo string) (string, error) {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return "", inbox.ParsingFailure(fmt.Errorf("github api: repository %q is not owner/name", repo))
+	}
+	return "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name), nil
+}
+
+// get requests path with query and decodes a 2xx body into v. more reports whether the answer
+// links a next page.
+func (c *Client) get(ctx context.Context, path string, query url.Values, v any) (more bool, err error) {
+	// path is already escaped segment by segment, and the base has no query or fragment, so
+	// the URL is their concatenation.
+	target := c.base.String() + path + "?" + query.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return false, fmt.Errorf("github api GET %s: %w", path, err)
+	}
+	token, err := c.cfg.Token(ctx)
+	if err != nil {
+		// Not transient: a token source that keeps failing is a configuration problem, and
+		// the unknown-failure budget bounds how long a delivery waits for it.
+		return false, fmt.Errorf("github api token: %w", err)
+	}
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", apiVersion)
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return false, inbox.Transient("github api GET "+path, err)
+	}
+	defer func() {
+		// Drain a little so the connection can be reused; never read an unbounded body.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+	}()
+	if err := classify(resp, path); err != nil {
+		return false, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBodyBytes+1))
+	if err != nil {
+		return false, inbox.Transient("github api read GET "+path, err)
+	}
+	if int64(len(body)) > c.cfg.MaxBodyBytes {
+		return false, inbox.ParsingFailure(fmt.Errorf("GET %s: %w", path, ErrResponseTooLarge))
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return false, inbox.ParsingFailure(fmt.Errorf("github api GET %s: %w", path, err))
+	}
+	return hasNext(resp.Header.Get("Link")), nil
+}
+
+// classify turns a non-2xx status into the inbox's failure classes.
+func classify(resp *http.Response, path string) error {
+	status := resp.StatusCode
+	serr := &StatusError{Method: http.MethodGet, Path: path, Status: status}
+	switch {
+	case status >= 200 && status < 300:
+		return nil
+	case status == http.StatusNotFound || status == http.StatusGone:
+		return fmt.Errorf("%w: %w", handlers.ErrProviderNotFound, serr)
+	case status == http.StatusTooManyRequests || status >= 500:
+		return inbox.Transient("github api", serr)
+	case status == http.StatusForbidden && (resp.Header.Get("X-RateLimit-Remaining") == "0" || resp.Header.Get("Retry-After") != ""):
+		// GitHub answers rate limits (primary and secondary) with 403.
+		return inbox.Transient("github api rate limit", serr)
+	}
+	return serr
+}
+
+// hasNext reports whether a Link header names a next page. The client requests that page by
+// number itself, and never follows the URL, so a token never leaves BaseURL's host.
+func hasNext(link string) bool {
+	for _, part := range strings.Split(link, ",") {
+		if strings.Contains(part, `rel="next"`) {
+			return true
+		}
+	}
+	return false
+}
+
+func pageQuery(page int) url.Values {
+	return url.Values{"per_page": {strconv.Itoa(perPage)}, "page": {strconv.Itoa(page)}}
+}
+
+type apiCheckRun struct {
+	ID          int64      `json:"id"`
+	HeadSHA     string     `json:"head_sha"`
+	Name        string     `json:"name"`
+	Status      string     `json:"status"`
+	Conclusion  *string    `json:"conclusion"`
+	StartedAt   *time.Time `json:"started_at"`
+	CompletedAt *time.Time `json:"completed_at"`
+	CheckSuite  *struct {
+		ID int64 `json:"id"`
+	} `json:"check_suite"`
+}
+
+type checkRunsPage struct {
+	TotalCount *int          `json:"total_count"`
+	CheckRuns  []apiCheckRun `json:"check_runs"`
+}
+
+// CheckRunsForRef implements handlers.ProviderReader (GET /repos/{o}/{r}/commits/{ref}/check-runs).
+func (c *Client) CheckRunsForRef(ctx context.Context, repo, ref string) ([]handlers.CheckRun, error) {
+	rp, err := repoPath(repo)
+	if err != nil {
+		return nil, err
+	}
+	if ref == "" {
+		return nil, inbox.ParsingFailure(errors.New("github api: empty ref"))
+	}
+	return c.checkRuns(ctx, rp+"/commits/"+url.PathEscape(ref)+"/check-runs")
+}
+
+// CheckRunsForSuite implements handlers.ProviderReader
+// (GET /repos/{o}/{r}/check-suites/{id}/check-runs).
+func (c *Client) CheckRunsForSuite(ctx context.Context, repo string, suiteID int64) ([]handlers.CheckRun, error) {
+	rp, err := repoPath(repo)
+	if err != nil {
+		return nil, err
+	}
+	if suiteID <= 0 {
+		return nil, inbox.ParsingFailure(fmt.Errorf("github api: check suite id %d", suiteID))
+	}
+	return c.checkRuns(ctx, rp+"/check-suites/"+strconv.FormatInt(suiteID, 10)+"/check-runs")
+}
+
+func (c *Client) checkRuns(ctx context.Context, path string) ([]handlers.CheckRun, error) {
+	var out []handlers.CheckRun
+	for page := 1; page <= c.cfg.MaxPages; page++ {
+		var p checkRunsPage
+		more, err := c.get(ctx, path, pageQuery(page), &p)
+		if err != nil {
+			return nil, err
+		}
+		if p.TotalCount == nil || p.CheckRuns == nil {
+			return nil, inbox.ParsingFailure(fmt.Errorf("github api GET %s: no check_runs list", path))
+		}
+		for _, r := range p.CheckRuns {
+			if r.ID <= 0 || r.HeadSHA == "" || r.Name == "" {
+				return nil, inbox.ParsingFailure(fmt.Errorf("github api GET %s: check run without id, head SHA or name", path))
+			}
+			run := handlers.CheckRun{
+				ID: r.ID, HeadSHA: strings.ToLower(r.HeadSHA), Name: r.Name, Status: r.Status,
+				Conclusion: r.Conclusion, StartedAt: utc(r.StartedAt), CompletedAt: utc(r.CompletedAt),
+			}
+			if r.CheckSuite != nil && r.CheckSuite.ID > 0 {
+				id := r.CheckSuite.ID
+				run.CheckSuiteID = &id
+			}
+			out = append(out, run)
+		}
+		if !more || len(p.CheckRuns) < perPage {
+			break
+		}
+	}
+	return out, nil
+}
+
+type apiGitActor struct {
+	Name  string     `json:"name"`
+	Email string     `json:"email"`
+	Date  *time.Time `json:"date"`
+}
+
+type apiCommit struct {
+	SHA     string `json:"sha"`
+	HTMLURL string `json:"html_url"`
+	Commit  *struct {
+		Message   string       `json:"message"`
+		Author    *apiGitActor `json:"author"`
+		Committer *apiGitActor `json:"committer"`
+	} `json:"commit"`
+	Author *struct {
+		Login string `json:"login"`
+	} `json:"author"`
+}
+
+type comparePage struct {
+	Commits []apiCommit `json:"commits"`
+}
+
+// CompareCommits implements handlers.ProviderReader (GET /repos/{o}/{r}/compare/{base}...{head}).
+func (c *Client) CompareCommits(ctx context.Context, repo, base, head string) ([]handlers.Commit, error) {
+	rp, err := repoPath(repo)
+	if err != nil {
+		return nil, err
+	}
+	if base == "" || head == "" {
+		return nil, inbox.ParsingFailure(errors.New("github api: compare needs a base and a head"))
+	}
+	path := rp + "/compare/" + url.PathEscape(base) + "..." + url.PathEscape(head)
+	var out []handlers.Commit
+	for page := 1; page <= c.cfg.MaxPages; page++ {
+		var p comparePage
+		more, err := c.get(ctx, path, pageQuery(page), &p)
+		if err != nil {
+			return nil, err
+		}
+		if p.Commits == nil {
+			return nil, inbox.ParsingFailure(fmt.Errorf("github api GET %s: no commits list", path))
+		}
+		for _, ac := range p.Commits {
+			if ac.SHA == "" || ac.Commit == nil {
+				return nil, inbox.ParsingFailure(fmt.Errorf("github api GET %s: commit without sha", path))
+			}
+			cm := handlers.Commit{SHA: strings.ToLower(ac.SHA), Message: ac.Commit.Message, HTMLURL: ac.HTMLURL}
+			if a := ac.Commit.Author; a != nil {
+				cm.AuthorName, cm.AuthorEmail = a.Name, a.Email
+			}
+			if cc := ac.Commit.Committer; cc != nil {
+				cm.CommitterName, cm.CommitterEmail, cm.CommittedAt = cc.Name, cc.Email, utc(cc.Date)
+			}
+			if ac.Author != nil && ac.Author.Login != "" {
+				login := ac.Author.Login
+				cm.AuthorLogin = &login
+			}
+			out = append(out, cm)
+		}
+		if !more || len(p.Commits) < perPage {
+			break
+		}
+	}
+	return out, nil
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,289 @@
+// Package mirrorapi serves the read API of the GitHub mirror:
+//
+//	GET /api/workspaces/{ws}/repositories
+//	GET /api/workspaces/{ws}/repositories/{id}/issues
+//	GET /api/workspaces/{ws}/repositories/{id}/pulls
+//	GET /api/workspaces/{ws}/repositories/{id}/commits
+//
+// Lists are paged like every list of the contract ({"items","page","size","total"}, ?page=0&size=50,
+// size at most 200) and bound to the workspace: a repository the workspace does not mirror, also
+// one of another workspace, is 404.
+//
+// Access: reading the mirror is not managing the workspace, so every member of the workspace
+// may read it, whatever its role (ADMIN or MEMBER), and the instance administrator may read
+// every workspace. 401 without a valid token (managementapi.RequireAuth), 404 for an unknown
+// workspace, 403 for a known workspace the caller is no member of, as the management API answers.
+package mirrorapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/domain/workspace"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Reader reads the mirror; *githubmirror.Store is one. Every method binds the workspace.
+type Reader interface {
+	Repositories(ctx context.Context, workspaceID int64, page ports.PageRequest) ([]githubmirror.RepositoryRow, int, error)
+	// Issues, PullRequests and Commits errors: ports.ErrNotFound when the workspace does not
+	// mirror the repository.
+	Issues(ctx context.Context, workspaceID, repositoryID int64, page ports.PageRequest) ([]githubmirror.IssueRow, int, error)
+	PullRequests(ctx context.Context, workspaceID, repositoryID int64, page ports.PageRequest) ([]githubmirror.PullRequestRow, int, error)
+	Commits(ctx context.Context, workspaceID, repositoryID int64, page ports.PageRequest) ([]githubmirror.CommitRow, int, error)
+}
+
+// Members finds a workspace and its members' roles; ports.WorkspaceStore is one.
+type Members interface {
+	// WorkspaceBySlug errors: ports.ErrNotFound.
+	WorkspaceBySlug(ctx context.Context, slug string) (ports.Workspace, error)
+	// MemberRole errors: ports.ErrNotFound when the account is no member.
+	MemberRole(ctx context.Context, workspaceID, accountID int64) (workspace.Role, error)
+}
+
+// Config is what the routes need.
+type Config struct {
+	Auth    managementapi.Authenticator
+	Members Members
+	Reader  Reader
+	// Log receives the cause of 500 answers (nil: not logged).
+	Log ports.Logger
+}
+
+const readableKey = "hephaestus.mirror.workspace"
+
+// Register adds the read routes to r. Errors: a missing dependency.
+func Register(r gin.IRouter, cfg Config) error {
+	if cfg.Auth == nil || cfg.Members == nil || cfg.Reader == nil {
+		return errors.New("mirror api: an authenticator, a member directory and a reader are required")
+	}
+	h := handlers{reader: cfg.Reader, log: cfg.Log}
+	ws := r.Group("/api/workspaces/:"+managementapi.WorkspaceParam,
+		managementapi.RequireAuth(cfg.Auth), RequireMember(cfg.Members))
+	ws.GET("/repositories", h.repositories)
+	ws.GET("/repositories/:id/issues", h.issues)
+	ws.GET("/repositories/:id/pulls", h.pulls)
+	ws.GET("/repositories/:id/commits", h.commits)
+	return nil
+}
+
+// RequireMember authorises the authenticated caller to read the workspace named by :ws: the
+// instance administrator, or any member of the workspace. 404 for no such workspace, 403 for a
+// known workspace the caller is no member of.
+func RequireMember(m Members) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ws, err := readable(c.Request.Context(), m, managementapi.PrincipalOf(c), c.Param(managementapi.WorkspaceParam))
+		if err != nil {
+			httperr.Write(c, err)
+			return
+		}
+		c.Set(readableKey, ws)
+		c.Next()
+	}
+}
+
+func readable(ctx context.Context, m Members, p ports.Principal, slug string) (ports.Workspace, error) {
+	if workspace.CheckSlug(slug) != nil {
+		return ports.Workspace{}, fmt.Errorf("workspace %q: %w", slug, ports.ErrNotFound)
+	}
+	ws, err := m.WorkspaceBySlug(ctx, slug)
+	if err != nil {
+		return ports.Workspace{}, fmt.Errorf("workspace %q: %w", slug, err)
+	}
+	if p.InstanceAdmin {
+		return ws, nil
+	}
+	if _, err := m.MemberRole(ctx, ws.ID, p.AccountID); err != nil {
+		if errors.Is(err, ports.ErrNotFound) {
+			return ports.Workspace{}, fmt.Errorf("account %d in workspace %q: %w", p.AccountID, slug, ports.ErrForbidden)
+		}
+		return ports.Workspace{}, fmt.Errorf("member role: %w", err)
+	}
+	return ws, nil
+}
+
+type handlers struct {
+	reader Reader
+	log    ports.Logger
+}
+
+func workspaceOf(c *gin.Context) ports.Workspace { return c.MustGet(readableKey).(ports.Workspace) }
+
+func (h handlers) fail(c *gin.Context, err error) {
+	if status, _ := httperr.Status(err); status == http.StatusInternalServerError && h.log != nil {
+		h.log.Errorw("mirror read failed", "route", c.FullPath(), "error", err.Error())
+	}
+	httperr.Write(c, err)
+}
+
+// repositoryID reads :id; anything but a positive id names no repository (404).
+func repositoryID(c *gin.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, ports.ErrNotFound
+	}
+	return id, nil
+}
+
+// list answers one page of a list read.
+func list[R, J any](h handlers, c *gin.Context, read func(ctx context.Context, ws int64, page ports.PageRequest) ([]R, int, error), toJSON func(R) J) {
+	page, err := managementapi.Paging(c)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	rows, total, err := read(c.Request.Context(), workspaceOf(c).ID, page)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	items := make([]J, len(rows))
+	for i, r := range rows {
+		items[i] = toJSON(r)
+	}
+	c.JSON(http.StatusOK, managementapi.NewPage(items, page, total))
+}
+
+// ofRepository binds a repository list read to :id.
+func ofRepository[R any](h handlers, c *gin.Context, read func(ctx context.Context, ws, repo int64, page ports.PageRequest) ([]R, int, error)) (func(ctx context.Context, ws int64, page ports.PageRequest) ([]R, int, error), bool) {
+	id, err := repositoryID(c)
+	if err != nil {
+		h.fail(c, err)
+		return nil, false
+	}
+	return func(ctx context.Context, ws int64, page ports.PageRequest) ([]R, int, error) {
+		return read(ctx, ws, id, page)
+	}, true
+}
+
+func (h handlers) repositories(c *gin.Context) {
+	list(h, c, h.reader.Repositories, toRepositoryJSON)
+}
+
+func (h handlers) issues(c *gin.Context) {
+	if read, ok := ofRepository(h, c, h.reader.Issues); ok {
+		list(h, c, read, toIssueJSON)
+	}
+}
+
+func (h handlers) pulls(c *gin.Context) {
+	if read, ok := ofRepository(h, c, h.reader.PullRequests); ok {
+		list(h, c, read, toPullJSON)
+	}
+}
+
+func (h handlers) commits(c *gin.Context) {
+	if read, ok := ofRepository(h, c, h.reader.Commits); ok {
+		list(h, c, read, toCommitJSON)
+	}
+}
+
+// timestamp is RFC 3339 in UTC, or null.
+func timestamp(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339)
+	return &s
+}
+
+type repositoryJSON struct {
+	ID            int64   `json:"id"`
+	Owner         string  `json:"owner"`
+	Name          string  `json:"name"`
+	FullName      string  `json:"fullName"`
+	Private       bool    `json:"private"`
+	Visibility    string  `json:"visibility"`
+	DefaultBranch string  `json:"defaultBranch"`
+	Archived      bool    `json:"archived"`
+	Fork          bool    `json:"fork"`
+	Description   *string `json:"description"`
+	HTMLURL       string  `json:"htmlUrl"`
+	PushedAt      *string `json:"pushedAt"`
+	UpdatedAt     *string `json:"updatedAt"`
+}
+
+func toRepositoryJSON(r githubmirror.RepositoryRow) repositoryJSON {
+	return repositoryJSON{
+		ID: r.ID, Owner: r.OwnerLogin, Name: r.Name, FullName: r.FullName, Private: r.Private,
+		Visibility: r.Visibility, DefaultBranch: r.DefaultBranch, Archived: r.Archived, Fork: r.Fork,
+		Description: r.Description, HTMLURL: r.HTMLURL, PushedAt: timestamp(r.PushedAt), UpdatedAt: timestamp(r.UpdatedAt),
+	}
+}
+
+type issueJSON struct {
+	ID          int64    `json:"id"`
+	Number      int      `json:"number"`
+	Title       string   `json:"title"`
+	State       string   `json:"state"`
+	StateReason *string  `json:"stateReason"`
+	Locked      bool     `json:"locked"`
+	Author      *string  `json:"author"`
+	Labels      []string `json:"labels"`
+	Comments    int      `json:"comments"`
+	HTMLURL     string   `json:"htmlUrl"`
+	CreatedAt   *string  `json:"createdAt"`
+	UpdatedAt   *string  `json:"updatedAt"`
+	ClosedAt    *string  `json:"closedAt"`
+}
+
+func toIssueJSON(i githubmirror.IssueRow) issueJSON {
+	return issueJSON{
+		ID: i.ID, Number: i.Number, Title: i.Title, State: i.State, StateReason: i.StateReason, Locked: i.Locked,
+		Author: i.AuthorLogin, Labels: i.Labels, Comments: i.CommentCount, HTMLURL: i.HTMLURL,
+		CreatedAt: timestamp(i.CreatedAt), UpdatedAt: timestamp(i.UpdatedAt), ClosedAt: timestamp(i.ClosedAt),
+	}
+}
+
+type pullJSON struct {
+	ID        int64   `json:"id"`
+	Number    int     `json:"number"`
+	Title     string  `json:"title"`
+	State     string  `json:"state"`
+	Draft     bool    `json:"draft"`
+	Merged    bool    `json:"merged"`
+	Author    *string `json:"author"`
+	HeadRef   string  `json:"headRef"`
+	HeadSHA   string  `json:"headSha"`
+	BaseRef   string  `json:"baseRef"`
+	HTMLURL   string  `json:"htmlUrl"`
+	Checks    *string `json:"checks"`
+	CreatedAt *string `json:"createdAt"`
+	UpdatedAt *string `json:"updatedAt"`
+	ClosedAt  *string `json:"closedAt"`
+	MergedAt  *string `json:"mergedAt"`
+}
+
+func toPullJSON(p githubmirror.PullRequestRow) pullJSON {
+	return pullJSON{
+		ID: p.ID, Number: p.Number, Title: p.Title, State: p.State, Draft: p.Draft, Merged: p.Merged,
+		Author: p.AuthorLogin, HeadRef: p.HeadRef, HeadSHA: p.HeadSHA, BaseRef: p.BaseRef, HTMLURL: p.HTMLURL,
+		Checks: p.ChecksState, CreatedAt: timestamp(p.CreatedAt), UpdatedAt: timestamp(p.UpdatedAt),
+		ClosedAt: timestamp(p.ClosedAt), MergedAt: timestamp(p.MergedAt),
+	}
+}
+
+type commitJSON struct {
+	SHA         string  `json:"sha"`
+	Message     string  `json:"message"`
+	AuthorName  string  `json:"authorName"`
+	AuthorLogin *string `json:"authorLogin"`
+	CommittedAt *string `json:"committedAt"`
+	HTMLURL     string  `json:"htmlUrl"`
+}
+
+func toCommitJSON(c githubmirror.CommitRow) commitJSON {
+	return commitJSON{
+		SHA: c.SHA, Message: c.Message, AuthorName: c.AuthorName, AuthorLogin: c.AuthorLogin,
+		CommittedAt: timestamp(c.CommittedAt), HTMLURL: c.HTMLURL,
+	}
+}
