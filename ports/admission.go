@@ -48,7 +48,8 @@ type AdmissionTx interface {
 	// connection-id order across workspaces, and reads their state again.
 	LockConnections(ctx context.Context, ids []int64) ([]LockedConnection, error)
 	// Insert stores the rows with INSERT … ON CONFLICT DO NOTHING on uq_provider_event_delivery;
-	// stored[i] is false for a duplicate.
+	// stored[i] is false for a duplicate. Insert is the admission's last statement: the store
+	// may commit the transaction in the same round trip, so fn must not fail after it succeeded.
 	Insert(ctx context.Context, rows []NewRow) (stored []bool, err error)
 }
 

@@ -29,6 +29,10 @@ type SourceConnection struct {
 	SourceServerURL string
 	Config          map[string]any
 	Secret          []byte
+	// ConfigVersion is the connection's config_version when it was read: admission refuses the
+	// delivery (route-changed, retried) when the route it locks has another version, because the
+	// delivery was verified against a configuration that is no longer current.
+	ConfigVersion int64
 }
 
 // Verifier authenticates a raw request before anything is parsed. conn is the URL's connection

@@ -3,24 +3,41 @@ package inbox
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"unicode/utf8"
 )
 
+// Reasons of a PayloadError, as the receiver answers and counts them.
+const (
+	PayloadNotUTF8 = "invalid-utf8"
+	PayloadNotJSON = "invalid-json"
+	PayloadNUL     = "nul"
+)
+
+// PayloadError names the rule a body broke. It matches ErrInvalidPayload with errors.Is, so
+// callers that only need "invalid or not" keep testing the sentinel.
+type PayloadError struct {
+	Reason string // PayloadNotUTF8, PayloadNotJSON or PayloadNUL
+	detail string
+}
+
+func (e *PayloadError) Error() string { return ErrInvalidPayload.Error() + ": " + e.detail }
+func (e *PayloadError) Unwrap() error { return ErrInvalidPayload }
+
 // ValidatePayload requires UTF-8 JSON without a raw NUL byte and without a \u0000 escape, so
 // that every stored payload can be read as PostgreSQL text (person erasure reads it so).
+// Errors: *PayloadError.
 func ValidatePayload(body []byte) error {
 	switch {
 	case len(body) == 0:
-		return fmt.Errorf("%w: empty body", ErrInvalidPayload)
+		return &PayloadError{Reason: PayloadNotJSON, detail: "empty body"}
 	case !utf8.Valid(body):
-		return fmt.Errorf("%w: not UTF-8", ErrInvalidPayload)
+		return &PayloadError{Reason: PayloadNotUTF8, detail: "not UTF-8"}
 	case bytes.IndexByte(body, 0) >= 0:
-		return fmt.Errorf("%w: raw NUL byte", ErrInvalidPayload)
+		return &PayloadError{Reason: PayloadNUL, detail: "raw NUL byte"}
 	case !json.Valid(body):
-		return fmt.Errorf("%w: not JSON", ErrInvalidPayload)
+		return &PayloadError{Reason: PayloadNotJSON, detail: "not JSON"}
 	case hasEscapedNUL(body):
-		return fmt.Errorf("%w: escaped NUL (\\u0000)", ErrInvalidPayload)
+		return &PayloadError{Reason: PayloadNUL, detail: `escaped NUL (\u0000)`}
 	}
 	return nil
 }

@@ -1,0 +1,150 @@
+// Package webhookapi is the HTTP side of webhook admission: POST /webhooks/<provider> (or
+// /webhooks/<provider>/:connectionId for providers that post per connection). It reads the
+// raw body once under the size limit, hands it to admission and writes CONTRACT.md's answer.
+package webhookapi
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
+	"github.com/hephaestus-dev/hephaestus/application/admission"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// DefaultMaxBytes is HEPHAESTUS_WEBHOOK_MAX_BYTES's default (CONTRACT.md).
+const DefaultMaxBytes = 26214400
+
+// Config configures the endpoints.
+type Config struct {
+	// MaxBytes is the largest body accepted; a larger one is answered 413 (default 25 MiB).
+	MaxBytes int64
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+}
+
+func (c Config) validate() error {
+	if c.MaxBytes < 1 {
+		return fmt.Errorf("webhookapi: MaxBytes must be positive, got %d", c.MaxBytes)
+	}
+	return nil
+}
+
+// Hooks are the providers' receiving sides. Each gets its route from its own provider label
+// and PerConnection, so adding a provider adds one element here and no code.
+type Hooks []ports.Webhook
+
+// Register adds one POST route per hook under /webhooks.
+// Errors: an invalid cfg, a missing service or hook, two hooks of one provider.
+func Register(r gin.IRouter, svc *admission.Service, hooks Hooks, cfg Config) error {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if svc == nil {
+		return errors.New("webhookapi: an admission service is required")
+	}
+	seen := map[string]bool{}
+	for _, w := range hooks {
+		if w == nil || w.Provider().IsZero() {
+			return errors.New("webhookapi: every hook needs a provider")
+		}
+		label := w.Provider().Label()
+		if seen[label] {
+			return fmt.Errorf("webhookapi: two hooks for provider %s", w.Provider())
+		}
+		seen[label] = true
+		h := &handler{svc: svc, hook: w, maxBytes: cfg.MaxBytes}
+		if w.PerConnection() {
+			r.POST("/webhooks/"+label+"/:connectionId", h.receive)
+		} else {
+			r.POST("/webhooks/"+label, h.receive)
+		}
+	}
+	return nil
+}
+
+type handler struct {
+	svc      *admission.Service
+	hook     ports.Webhook
+	maxBytes int64
+}
+
+// acceptedBody and droppedBody keep CONTRACT.md's field order.
+type acceptedBody struct {
+	Status     string `json:"status"`
+	Stored     int    `json:"stored"`
+	Duplicates int    `json:"duplicates"`
+}
+
+type droppedBody struct {
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+}
+
+func (h *handler) receive(c *gin.Context) {
+	var connID int64
+	if h.hook.PerConnection() {
+		// A non-numeric id names no connection: admission answers it as unknown (404).
+		connID, _ = strconv.ParseInt(c.Param("connectionId"), 10, 64)
+	}
+	body, err := h.readBody(c)
+	if err != nil {
+		httperr.Write(c, h.svc.RefuseBody(h.hook, connID, err))
+		return
+	}
+	res, err := h.svc.Receive(c.Request.Context(), h.hook, ports.Request{
+		Headers: c.Request.Header, Body: body, ConnectionID: connID,
+	})
+	if err != nil {
+		httperr.Write(c, err)
+		return
+	}
+	// Receive returns after the admission transaction committed: a 202 follows the commit.
+	switch res.Outcome {
+	case admission.Accepted:
+		c.JSON(http.StatusAccepted, acceptedBody{Status: "accepted", Stored: res.Stored, Duplicates: res.Duplicates})
+	case admission.Dropped:
+		c.JSON(http.StatusAccepted, droppedBody{Status: "dropped", Reason: res.Reason})
+	case admission.Answered:
+		ct := res.Immediate.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		c.Data(res.Immediate.Status, ct, res.Immediate.Body)
+	default:
+		httperr.Write(c, fmt.Errorf("webhookapi: unknown admission outcome %d", res.Outcome))
+	}
+}
+
+// readBody reads the whole body once, refusing it as soon as it passes the limit: a declared
+// length over the limit is refused before reading, a longer stream when it gets there.
+// Errors: *ports.RejectedError of kind ErrTooLarge or ErrMalformed (unreadable).
+func (h *handler) readBody(c *gin.Context) ([]byte, error) {
+	if c.Request.ContentLength > h.maxBytes {
+		return nil, ports.Reject(ports.ErrTooLarge, admission.ReasonTooLarge, "declared length over the limit")
+	}
+	var buf bytes.Buffer
+	if n := c.Request.ContentLength; n > 0 {
+		buf.Grow(int(n) + bytes.MinRead) // one allocation: ReadFrom needs MinRead spare to see EOF
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(c.Writer, c.Request.Body, h.maxBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, ports.Reject(ports.ErrTooLarge, admission.ReasonTooLarge, "body over the limit")
+	case err != nil && !errors.Is(err, io.EOF):
+		return nil, ports.Reject(ports.ErrMalformed, admission.ReasonUnreadable, err.Error())
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,303 @@
+// Package admission is the receiving use case. It verifies a webhook delivery, reads the
+// delivery's routes and stores it in the inbox once for every workspace that an ACTIVE
+// connection admits, all in one transaction, and only then lets the receiver answer.
+//
+// The order of the steps is the contract: the body is verified before anything reads it,
+// validated as UTF-8 JSON without NUL before the provider parses it, and routed under each
+// connection's lifecycle lock, so a suspension either commits before admission reads the
+// state or waits until the inbox insert has committed.
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// HeaderSourceServerURL is stored with every row: the exact source URL of the connection the
+// row was admitted through, which person erasure matches against its registered namespace.
+// It is set here from the connection and never taken from the request.
+const HeaderSourceServerURL = "Hephaestus-Source-Server-Url"
+
+// Refusal reasons decided by admission (counted in webhook_rejected_total{provider,reason}).
+// Provider adapters and inbox.ValidatePayload add their own.
+const (
+	ReasonNotFound           = "not-found"           // unknown or wrong-provider connection in the URL
+	ReasonTooLarge           = "too-large"           // body over the limit
+	ReasonUnreadable         = "unreadable-body"     // the body could not be read to its end
+	ReasonUnverified         = "unverified"          // a verifier failed without saying why
+	ReasonInvalidPayload     = "invalid-payload"     // a parsed envelope the inbox cannot store
+	ReasonNoSource           = "no-source"           // no connection has the signed routing key
+	ReasonSourceInactive     = "source-inactive"     // the source connection is not ACTIVE
+	ReasonNoSubscriber       = "no-subscriber"       // no workspace subscribes to the resource
+	ReasonConnectionInactive = "connection-inactive" // the subscribing connection is not ACTIVE
+	ReasonRouteChanged       = "route-changed"       // a connection changed while admission waited
+	ReasonUnavailable        = "unavailable"         // the database failed
+)
+
+// Outcome is what the receiver answers.
+type Outcome int
+
+const (
+	// Accepted: stored for at least one workspace, or a duplicate of a stored delivery (202).
+	Accepted Outcome = iota + 1
+	// Dropped: verified, but refused or dropped by a rule; nothing stored (202).
+	Dropped
+	// Answered: the provider expects Immediate as the answer; nothing stored.
+	Answered
+)
+
+// Result is a verified delivery's outcome. Refusals with an HTTP error status are errors.
+type Result struct {
+	Outcome    Outcome
+	Stored     int              // Accepted: rows stored now
+	Duplicates int              // Accepted: rows that a redelivery found already stored
+	Reason     string           // Dropped
+	Immediate  *ports.Immediate // Answered
+}
+
+// Config configures admission.
+type Config struct {
+	// DefaultSourceServerURL is stored as Hephaestus-Source-Server-Url on an installation
+	// control row that no source connection names yet (its handler creates the connection).
+	// Default https://github.com: GitHub App installations are the only control events.
+	DefaultSourceServerURL string
+}
+
+func (c *Config) setDefaults() {
+	if c.DefaultSourceServerURL == "" {
+		c.DefaultSourceServerURL = "https://github.com"
+	}
+}
+
+func (c Config) validate() error {
+	u, err := url.Parse(c.DefaultSourceServerURL)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return fmt.Errorf("admission: DefaultSourceServerURL %q is not an absolute URL", c.DefaultSourceServerURL)
+	}
+	return nil
+}
+
+// Service admits webhook deliveries. It is safe for concurrent use.
+type Service struct {
+	cfg       Config
+	store     ports.AdmissionStore
+	directory ports.ConnectionDirectory
+	notifier  ports.Notifier
+	metrics   ports.AdmissionMetrics
+	log       ports.Logger
+	clock     ports.Clock
+}
+
+// New validates cfg and builds the service; every dependency is required.
+func New(cfg Config, store ports.AdmissionStore, directory ports.ConnectionDirectory,
+	notifier ports.Notifier, metrics ports.AdmissionMetrics, log ports.Logger, clock ports.Clock,
+) (*Service, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if store == nil || directory == nil || notifier == nil || metrics == nil || log == nil || clock == nil {
+		return nil, errors.New("admission: store, directory, notifier, metrics, logger and clock are required")
+	}
+	return &Service{cfg: cfg, store: store, directory: directory, notifier: notifier,
+		metrics: metrics, log: log, clock: clock}, nil
+}
+
+// Receive admits one raw delivery of w's provider. The result is returned only after the
+// admission transaction committed, so the receiver's 202 follows the commit.
+// Errors: *ports.RejectedError of kind ErrNotFound (unknown or wrong-provider connection),
+// ErrUnauthenticated (verification failed), ErrMalformed (payload or envelope refused),
+// ErrUnavailable (database failure, or reason route-changed: nothing stored, the provider
+// retries against the current route); other errors are unexpected (context cancellation).
+func (s *Service) Receive(ctx context.Context, w ports.Webhook, req ports.Request) (Result, error) {
+	p := w.Provider()
+	s.metrics.Received(p.Label())
+	if req.ReceivedAt.IsZero() {
+		req.ReceivedAt = s.clock.Now()
+	}
+
+	conn, err := s.sourceConnection(ctx, w, req.ConnectionID)
+	if err != nil {
+		return Result{}, s.refuse(p, req.ConnectionID, "", err)
+	}
+	// Verification comes first: nothing reads an unauthenticated body.
+	if err := w.Verify(req, conn); err != nil {
+		return Result{}, s.refuse(p, req.ConnectionID, "", rejected(err, ports.ErrUnauthenticated, ReasonUnverified))
+	}
+	if err := inbox.ValidatePayload(req.Body); err != nil {
+		return Result{}, s.refuse(p, req.ConnectionID, "", payloadRejection(err))
+	}
+	env, err := w.Parse(req, conn)
+	if err != nil {
+		return Result{}, s.refuse(p, req.ConnectionID, "", rejected(err, ports.ErrMalformed, ReasonInvalidPayload))
+	}
+	switch {
+	case env.Immediate != nil:
+		return Result{Outcome: Answered, Immediate: env.Immediate}, nil
+	case env.DropReason != "":
+		s.refused(p, req.ConnectionID, env.DeliveryKey, env.DropReason, "")
+		return Result{Outcome: Dropped, Reason: env.DropReason}, nil
+	}
+	return s.admit(ctx, p, req, conn, env)
+}
+
+// RefuseBody refuses a delivery whose body the receiver could not read under the size limit
+// (ports.ErrTooLarge with ReasonTooLarge, or ports.ErrMalformed with ReasonUnreadable): it is
+// counted and logged like every refusal, and rej is returned for the response.
+func (s *Service) RefuseBody(w ports.Webhook, connectionID int64, rej error) error {
+	p := w.Provider()
+	s.metrics.Received(p.Label())
+	return s.refuse(p, connectionID, "", rejected(rej, ports.ErrMalformed, ReasonUnreadable))
+}
+
+// sourceConnection finds the URL's connection of a per-connection provider. A connection of
+// another provider, or of a kind that receives no webhooks of its own, is as unknown as a
+// missing one: the URL must not tell them apart.
+func (s *Service) sourceConnection(ctx context.Context, w ports.Webhook, id int64) (*ports.SourceConnection, error) {
+	if !w.PerConnection() {
+		return nil, nil
+	}
+	if id <= 0 {
+		return nil, ports.Reject(ports.ErrNotFound, ReasonNotFound, "no connection id in the URL")
+	}
+	conn, err := s.directory.SourceConnection(ctx, id)
+	switch {
+	case errors.Is(err, ports.ErrNotFound):
+		return nil, ports.Reject(ports.ErrNotFound, ReasonNotFound, "no such connection")
+	case err != nil:
+		return nil, storeFailure("find source connection", err)
+	case conn == nil || conn.Kind.Provider() != w.Provider() || !conn.Kind.HasWebhookURL():
+		return nil, ports.Reject(ports.ErrNotFound, ReasonNotFound, "connection of another provider or kind")
+	}
+	return conn, nil
+}
+
+// decision is what the admission transaction decided, reported after it ended.
+type decision struct {
+	dropReason string
+	refusals   []refusal // recipients refused beside admitted ones
+	stored     int
+	duplicates int
+}
+
+// refusal is one workspace whose subscribing connections were all inactive.
+type refusal struct {
+	workspaceID  int64
+	connectionID int64
+}
+
+func (s *Service) admit(ctx context.Context, p provider.Provider, req ports.Request,
+	conn *ports.SourceConnection, env ports.Envelope,
+) (Result, error) {
+	var d decision
+	err := s.store.Admit(ctx, func(ctx context.Context, tx ports.AdmissionTx) error {
+		d = decision{}
+		targets, err := s.route(ctx, tx, p, req.ConnectionID, conn, env, &d)
+		if err != nil || len(targets) == 0 {
+			return err
+		}
+		rows, err := newRows(p, req, env, targets)
+		if err != nil {
+			return err
+		}
+		stored, err := tx.Insert(ctx, rows)
+		if err != nil {
+			return fmt.Errorf("store delivery: %w", err)
+		}
+		for _, ok := range stored {
+			if ok {
+				d.stored++
+			} else {
+				d.duplicates++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Result{}, s.refuse(p, req.ConnectionID, env.DeliveryKey, storeFailure("admit delivery", err))
+	}
+	// Committed: everything below reports a decision that holds.
+	for _, r := range d.refusals {
+		s.refused(p, r.connectionID, env.DeliveryKey, ReasonConnectionInactive,
+			fmt.Sprintf("workspace %d not admitted", r.workspaceID))
+	}
+	if d.dropReason != "" {
+		s.refused(p, req.ConnectionID, env.DeliveryKey, d.dropReason, "")
+		return Result{Outcome: Dropped, Reason: d.dropReason}, nil
+	}
+	if d.stored > 0 {
+		s.notifier.Notify()
+	}
+	s.log.Debugw("webhook admitted", "provider", p.String(), "eventType", env.EventType,
+		"deliveryKey", env.DeliveryKey, "stored", d.stored, "duplicates", d.duplicates)
+	return Result{Outcome: Accepted, Stored: d.stored, Duplicates: d.duplicates}, nil
+}
+
+// refuse counts and logs a refusal error and returns it for the response. An error that is
+// no refusal is logged as unexpected (unless the request was cancelled) and returned as is.
+func (s *Service) refuse(p provider.Provider, connID int64, deliveryKey string, err error) error {
+	var rej *ports.RejectedError
+	switch {
+	case errors.As(err, &rej) && rej.Reason == ReasonUnavailable:
+		s.metrics.Rejected(p.Label(), rej.Reason)
+		s.log.Warnw("webhook admission failed", "provider", p.String(), "reason", rej.Reason,
+			"deliveryKey", deliveryKey, "connectionId", connID, "error", err.Error())
+	case rej != nil:
+		s.refused(p, connID, deliveryKey, rej.Reason, rej.Detail)
+	case !errors.Is(err, context.Canceled):
+		s.log.Errorw("webhook admission failed unexpectedly", "provider", p.String(),
+			"deliveryKey", deliveryKey, "connectionId", connID, "error", err.Error())
+	}
+	return err
+}
+
+// refused counts one refusal and writes the admission log line. Never a secret: the detail
+// comes from rules and adapters that name what failed, not the values compared.
+func (s *Service) refused(p provider.Provider, connID int64, deliveryKey, reason, detail string) {
+	s.metrics.Rejected(p.Label(), reason)
+	s.log.Infow("webhook refused", "provider", p.String(), "reason", reason,
+		"deliveryKey", deliveryKey, "connectionId", connID, "detail", detail)
+}
+
+// rejected keeps a *ports.RejectedError as it is and turns any other error into one of kind
+// with reason, so that a port that breaks its error contract still fails closed.
+func rejected(err error, kind error, reason string) error {
+	var rej *ports.RejectedError
+	if errors.As(err, &rej) {
+		return err
+	}
+	return ports.Reject(kind, reason, err.Error())
+}
+
+func payloadRejection(err error) error {
+	var pe *inbox.PayloadError
+	if errors.As(err, &pe) {
+		return ports.Reject(ports.ErrMalformed, pe.Reason, err.Error())
+	}
+	return ports.Reject(ports.ErrMalformed, ReasonInvalidPayload, err.Error())
+}
+
+func routeChanged(connID int64) error {
+	return ports.Reject(ports.ErrUnavailable, ReasonRouteChanged,
+		fmt.Sprintf("connection %d changed while admission waited", connID))
+}
+
+// storeFailure makes a database failure (transient, contention or timeout) a 503 that the
+// provider retries; refusals pass unchanged, anything else stays unexpected.
+func storeFailure(op string, err error) error {
+	var rej *ports.RejectedError
+	var transient *inbox.TransientError
+	switch {
+	case errors.As(err, &rej):
+		return err
+	case errors.As(err, &transient), errors.Is(err, inbox.ErrBusy), errors.Is(err, context.DeadlineExceeded):
+		return &ports.RejectedError{Kind: ports.ErrUnavailable, Reason: ReasonUnavailable, Detail: op + ": " + err.Error()}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

@@ -1,0 +1,295 @@
+package admission_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+var _ = Describe("Admission under the connection's lifecycle lock", func() {
+	var (
+		r          *receiver
+		acme, beta int64
+		app, pat   int64
+		repo       = hubResource{Type: "repository", ID: "1296269"}
+		work       = hubBody{Event: "issues", Installation: "1001", Resources: []hubResource{repo}}
+	)
+
+	// setUp builds the receiver with opts and two workspaces: acme's App source and beta's PAT
+	// both subscribe to repo.
+	setUp := func(ctx context.Context, opts receiverOptions) {
+		r = newReceiver(opts)
+		acme, beta = createWorkspace(ctx, "acme"), createWorkspace(ctx, "beta")
+		app = createConnection(ctx, conn{Workspace: acme, Kind: kindHubApp, SourceKey: "1001"})
+		pat = createConnection(ctx, conn{Workspace: beta, Kind: kindHubPAT})
+		subscribe(ctx, app, "repository", repo.ID)
+		subscribe(ctx, pat, "repository", repo.ID)
+	}
+
+	// deliverAsync posts in the background; the channel yields the answer.
+	deliverAsync := func(key string) <-chan response {
+		out := make(chan response, 1)
+		go func() {
+			defer GinkgoRecover()
+			out <- r.deliver(key, work)
+		}()
+		return out
+	}
+
+	// holdLifecycleLock takes app's lifecycle lock as a suspension or reconfiguration does and
+	// applies change in the same, still open, transaction.
+	holdLifecycleLock := func(ctx context.Context, connectionID int64, change string) pgx.Tx {
+		GinkgoHelper()
+		tx, err := pool.Begin(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) { _ = tx.Rollback(ctx) })
+		_, err = tx.Exec(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, connectionID)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = tx.Exec(ctx, `UPDATE connection SET `+change+` WHERE id = $1`, connectionID)
+		Expect(err).NotTo(HaveOccurred())
+		return tx
+	}
+
+	// eventuallyWaitingOnLock waits until some session of the database waits for a row lock.
+	eventuallyWaitingOnLock := func(ctx context.Context) {
+		GinkgoHelper()
+		Eventually(func() (int, error) {
+			var n int
+			err := observer.QueryRow(ctx, `
+				SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+			return n, err
+		}).WithTimeout(10 * time.Second).WithPolling(5 * time.Millisecond).Should(BeNumerically(">=", 1))
+	}
+
+	When("a reconfiguration commits while admission waits for the lock", func() {
+		BeforeEach(func(ctx SpecContext) { setUp(ctx, receiverOptions{}) })
+
+		It("fails with 503 and Retry-After, stores nothing, and the retry follows the current route", func(ctx SpecContext) {
+			tx := holdLifecycleLock(ctx, app, `config_version = config_version + 1`)
+			answer := deliverAsync("d-1")
+			eventuallyWaitingOnLock(ctx)
+			Expect(tx.Commit(ctx)).To(Succeed())
+
+			var res response
+			Eventually(answer).WithTimeout(10 * time.Second).Should(Receive(&res))
+			Expect(res.status).To(Equal(http.StatusServiceUnavailable))
+			Expect(res.body).To(Equal(errorBody("retry")))
+			Expect(res.retryAfter).NotTo(BeEmpty())
+			Expect(rowsOf(ctx, "")).To(BeEmpty())
+			Expect(r.metrics.Rejections("testhub", "route-changed")).To(Equal(1))
+
+			Expect(r.deliver("d-1", work).body).To(Equal(accepted(2, 0)))
+		})
+	})
+
+	When("a suspension holds the lock first", func() {
+		BeforeEach(func(ctx SpecContext) { setUp(ctx, receiverOptions{}) })
+
+		It("waits for the suspension to commit and then refuses the delivery", func(ctx SpecContext) {
+			tx := holdLifecycleLock(ctx, app, `state = 'SUSPENDED'`)
+			answer := deliverAsync("d-1")
+			eventuallyWaitingOnLock(ctx)
+			Consistently(answer).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
+			Expect(tx.Commit(ctx)).To(Succeed())
+
+			var res response
+			Eventually(answer).WithTimeout(10 * time.Second).Should(Receive(&res))
+			Expect(res.body).To(Equal(dropped("source-inactive")))
+			Expect(rowsOf(ctx, "")).To(BeEmpty())
+		})
+	})
+
+	When("an admission holds the lock first", func() {
+		var gate *lockGate
+
+		BeforeEach(func(ctx SpecContext) {
+			gate = &lockGate{locked: make(chan struct{}), release: make(chan struct{})}
+			setUp(ctx, receiverOptions{wrapStore: gate.wrap})
+			DeferCleanup(gate.open) // runs before the server closes, so a failed spec cannot hang it
+		})
+
+		It("makes the suspension wait until the inbox insert commits, having read ACTIVE", func(ctx SpecContext) {
+			answer := deliverAsync("d-1")
+			Eventually(gate.locked).WithTimeout(10 * time.Second).Should(BeClosed())
+
+			suspended := make(chan error, 1)
+			go func() {
+				defer GinkgoRecover()
+				suspended <- pgx.BeginFunc(ctx, observer, func(tx pgx.Tx) error {
+					_, err := tx.Exec(ctx, `UPDATE connection SET state = 'SUSPENDED' WHERE id = $1`, app)
+					return err
+				})
+			}()
+			Consistently(suspended).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
+			gate.open()
+
+			var res response
+			Eventually(answer).WithTimeout(10 * time.Second).Should(Receive(&res))
+			Expect(res.body).To(Equal(accepted(2, 0)))
+			Eventually(suspended).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
+			Expect(rowsOf(ctx, "d-1")).To(HaveLen(2))
+			Expect(r.deliver("d-2", work).body).To(Equal(dropped("source-inactive")))
+		})
+	})
+
+	When("suspensions race admissions", func() {
+		BeforeEach(func(ctx SpecContext) { setUp(ctx, receiverOptions{}) })
+
+		It("never admits a row after the suspension took the lock", func(ctx SpecContext) {
+			const rounds = 50
+			outcomes := map[string]int{}
+			for i := range rounds {
+				setState(ctx, app, connection.Active)
+				key := fmt.Sprintf("race-%d", i)
+				start := make(chan struct{})
+				answer := make(chan response, 1)
+				go func() {
+					defer GinkgoRecover()
+					<-start
+					answer <- r.deliver(key, work)
+				}()
+				// The suspension counts the delivery's rows right after its FOR UPDATE was
+				// granted: every row admission stores must already be there.
+				seen := make(chan int, 1)
+				go func() {
+					defer GinkgoRecover()
+					<-start
+					var n int
+					Expect(pgx.BeginFunc(ctx, observer, func(tx pgx.Tx) error {
+						if _, err := tx.Exec(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, app); err != nil {
+							return err
+						}
+						if err := tx.QueryRow(ctx, `SELECT count(*) FROM provider_event WHERE delivery_key = $1`, key).Scan(&n); err != nil {
+							return err
+						}
+						_, err := tx.Exec(ctx, `UPDATE connection SET state = 'SUSPENDED' WHERE id = $1`, app)
+						return err
+					})).To(Succeed())
+					seen <- n
+				}()
+				close(start)
+
+				var res response
+				var before int
+				Eventually(answer).WithTimeout(10 * time.Second).Should(Receive(&res))
+				Eventually(seen).WithTimeout(10 * time.Second).Should(Receive(&before))
+				Expect(rowsOf(ctx, key)).To(HaveLen(before), "round %d: a row was admitted after the suspension took the lock", i)
+				if before == 0 {
+					Expect(res.body).To(Equal(dropped("source-inactive")), "round %d", i)
+					outcomes["suspended first, refused"]++
+				} else {
+					Expect(res.body).To(Equal(accepted(2, 0)), "round %d", i)
+					outcomes["admitted, then suspended"]++
+				}
+			}
+			GinkgoWriter.Printf("outcomes over %d rounds: %v\n", rounds, outcomes)
+		})
+	})
+
+	When("a per-connection route changes after the delivery was verified", func() {
+		It("fails with 503 so the provider retries against the current configuration", func(ctx SpecContext) {
+			dir := &rotatingDirectory{inner: tableDirectory{pool: pool}}
+			r = newReceiver(receiverOptions{directory: dir})
+			ws := createWorkspace(ctx, "acme")
+			lab := createConnection(ctx, conn{Workspace: ws, Kind: kindLab, Secret: "lab-secret"})
+			subscribe(ctx, lab, "project", "42")
+			dir.rotateOnce.Store(true)
+
+			body := hubBody{Event: "Issue Hook", Resources: []hubResource{{Type: "project", ID: "42"}}}
+			res := r.deliverTo(lab, "lab-secret", "g-1", body)
+
+			Expect(res.status).To(Equal(http.StatusServiceUnavailable))
+			Expect(res.retryAfter).NotTo(BeEmpty())
+			Expect(rowsOf(ctx, "")).To(BeEmpty())
+			Expect(r.metrics.Rejections("testlab", "route-changed")).To(Equal(1))
+			Expect(r.deliverTo(lab, "lab-secret", "g-1", body).body).To(Equal(accepted(1, 0)))
+		})
+	})
+})
+
+var _ = Describe("Admission while the database is unavailable", func() {
+	It("answers 503 retry with Retry-After", func(ctx SpecContext) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		addr := l.Addr().String()
+		Expect(l.Close()).To(Succeed()) // nothing listens there any more
+		down, err := pgxpool.New(ctx, "postgres://postgres@"+addr+"/none?sslmode=disable&connect_timeout=2")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(down.Close)
+		r := newReceiver(receiverOptions{pool: down})
+
+		res := r.deliver("d-1", hubBody{Event: "issues", Installation: "1001", Resources: []hubResource{{Type: "repository", ID: "1"}}})
+
+		Expect(res.status).To(Equal(http.StatusServiceUnavailable))
+		Expect(res.body).To(Equal(errorBody("retry")))
+		Expect(res.retryAfter).NotTo(BeEmpty())
+		Expect(r.metrics.Rejections("testhub", "unavailable")).To(Equal(1))
+	})
+})
+
+// lockGate holds an admission transaction open right after it read the connections' state
+// under their lifecycle locks, before it inserts and commits.
+type lockGate struct {
+	locked     chan struct{}
+	release    chan struct{}
+	once       sync.Once
+	lockedOnce sync.Once
+}
+
+// open lets the held admission commit.
+func (g *lockGate) open() { g.once.Do(func() { close(g.release) }) }
+
+func (g *lockGate) wrap(s ports.AdmissionStore) ports.AdmissionStore {
+	return gatedStore{AdmissionStore: s, gate: g}
+}
+
+type gatedStore struct {
+	ports.AdmissionStore
+	gate *lockGate
+}
+
+func (s gatedStore) Admit(ctx context.Context, fn func(context.Context, ports.AdmissionTx) error) error {
+	return s.AdmissionStore.Admit(ctx, func(ctx context.Context, tx ports.AdmissionTx) error {
+		return fn(ctx, gatedTx{AdmissionTx: tx, gate: s.gate})
+	})
+}
+
+type gatedTx struct {
+	ports.AdmissionTx
+	gate *lockGate
+}
+
+func (t gatedTx) LockConnections(ctx context.Context, ids []int64) ([]ports.LockedConnection, error) {
+	locked, err := t.AdmissionTx.LockConnections(ctx, ids)
+	t.gate.lockedOnce.Do(func() { close(t.gate.locked) })
+	<-t.gate.release
+	return locked, err
+}
+
+// rotatingDirectory commits a reconfiguration of the connection right after reading it, once:
+// as if its secret was rotated between verification and the admission transaction.
+type rotatingDirectory struct {
+	inner      ports.ConnectionDirectory
+	rotateOnce atomic.Bool
+}
+
+func (d *rotatingDirectory) SourceConnection(ctx context.Context, id int64) (*ports.SourceConnection, error) {
+	c, err := d.inner.SourceConnection(ctx, id)
+	if err == nil && d.rotateOnce.CompareAndSwap(true, false) {
+		_, err = pool.Exec(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, id)
+	}
+	return c, err
+}
