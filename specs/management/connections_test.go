@@ -203,6 +203,20 @@ var _ = Describe("Finding a connection for verification", func() {
 		Expect(c.SourceServerURL).To(Equal("https://gitlab.example.com"))
 	})
 
+	It("returns the configuration version admission compares under the lifecycle lock", func(ctx SpecContext) {
+		createWorkspace("acme")
+		id := gitlabConnection("acme")
+		before, err := directory.SourceConnection(ctx, id)
+		Expect(err).NotTo(HaveOccurred())
+		r := call(http.MethodPut, connectionPath("acme", id, "subscriptions"), adminToken,
+			map[string]any{"resources": []map[string]any{{"type": "project", "id": "7"}}})
+		Expect(r.Status).To(Equal(http.StatusOK))
+		after, err := directory.SourceConnection(ctx, id)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(before.ConfigVersion).To(BeNumerically(">", 0))
+		Expect(after.ConfigVersion).To(Equal(before.ConfigVersion + 1))
+	})
+
 	It("reports ErrNotFound for an unknown id", func(ctx SpecContext) {
 		_, err := directory.SourceConnection(ctx, 4242)
 		Expect(errors.Is(err, ports.ErrNotFound)).To(BeTrue(), fmt.Sprint(err))

@@ -37,7 +37,7 @@ func NewSourceDirectory(pool *pgxpool.Pool, secrets ports.SecretBox, cfg Config)
 // sourceConnection reads without a lock: verification only needs the secret and the route;
 // admission takes the lifecycle lock later and reads the state again under it.
 const sourceConnection = `
-	SELECT id, workspace_id, kind, provider, state, source_server_url, config, secret_ciphertext
+	SELECT id, workspace_id, kind, provider, state, source_server_url, config, secret_ciphertext, config_version
 	FROM connection WHERE id = $1`
 
 // SourceConnection implements ports.ConnectionDirectory.
@@ -48,7 +48,7 @@ func (d *SourceDirectory) SourceConnection(ctx context.Context, id int64) (*port
 		sealed                []byte
 	)
 	err := d.pool.QueryRow(ctx, sourceConnection, id).Scan(&c.ID, &c.WorkspaceID, &kind, &provider, &state,
-		&c.SourceServerURL, &c.Config, &sealed)
+		&c.SourceServerURL, &c.Config, &sealed, &c.ConfigVersion)
 	if err != nil {
 		return nil, pgutil.Interpret(fmt.Sprintf("source connection %d", id), err)
 	}
