@@ -1,0 +1,162 @@
+// Package webapi is the Slack Web API as the Slack handlers use it: chat.postEphemeral for the
+// channel join notice and views.publish for App Home, over net/http with the team's bot token.
+//
+// Both calls are external effects. The handlers make them outside every database transaction,
+// and nothing records that a call happened before the delivery completes: a process that stops
+// after a call and before its delivery is completed makes the call again on the retry. Slack
+// offers no idempotency key for either method; views.publish replaces the whole view (a repeat
+// is invisible) and a repeated ephemeral notice is a harmless duplicate.
+package webapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/handlers"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+)
+
+var _ handlers.Notifier = (*Client)(nil)
+
+// DefaultBaseURL is Slack's Web API.
+const DefaultBaseURL = "https://slack.com/api/"
+
+// maxAnswerBytes bounds what is read of an answer; Slack's answers to these methods are small.
+const maxAnswerBytes = 1 << 20
+
+// TokenFunc returns the bot token of a team's installation. Errors are returned unchanged
+// (wrap transport failures of a secret store in inbox.Transient).
+type TokenFunc func(ctx context.Context, teamID string) (string, error)
+
+// Config configures the client.
+type Config struct {
+	// BaseURL of the Web API, ending in "/" (default DefaultBaseURL; a spec points it at an
+	// httptest server).
+	BaseURL string
+	// Token returns the team's bot token. Required.
+	Token TokenFunc
+	// HTTP is the client used (default: a client with Timeout).
+	HTTP *http.Client
+	// Timeout bounds one call when HTTP is not given (default 10 s).
+	Timeout time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if !strings.HasSuffix(c.BaseURL, "/") {
+		c.BaseURL += "/"
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 10 * time.Second
+	}
+	if c.HTTP == nil {
+		c.HTTP = &http.Client{Timeout: c.Timeout}
+	}
+}
+
+func (c Config) validate() error {
+	if c.Token == nil {
+		return errors.New("slack web api: a token function is required")
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("slack web api: base URL %q is not an http(s) URL", c.BaseURL)
+	}
+	return nil
+}
+
+// Client calls the Slack Web API.
+type Client struct {
+	cfg Config
+}
+
+// New validates cfg and makes the client.
+func New(cfg Config) (*Client, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Client{cfg: cfg}, nil
+}
+
+// APIError is Slack's refusal of a call ({"ok": false, "error": "channel_not_found"}). It is not
+// transient: the same call fails the same way, and it uses the unknown-failure budget.
+type APIError struct {
+	Method string
+	Code   string
+}
+
+func (e *APIError) Error() string { return "slack " + e.Method + ": " + e.Code }
+
+// PostEphemeral calls chat.postEphemeral. Errors: *inbox.TransientError for transport failures,
+// 5xx and 429 answers and Slack's own transient codes; *APIError for other refusals.
+func (c *Client) PostEphemeral(ctx context.Context, teamID, channelID, userID, text string) error {
+	return c.call(ctx, teamID, "chat.postEphemeral", map[string]any{
+		"channel": channelID, "user": userID, "text": text,
+	})
+}
+
+// PublishHome calls views.publish. Errors as for PostEphemeral.
+func (c *Client) PublishHome(ctx context.Context, teamID, userID string, view json.RawMessage) error {
+	return c.call(ctx, teamID, "views.publish", map[string]any{"user_id": userID, "view": view})
+}
+
+// transientCodes are Slack error codes that a later call can get past.
+var transientCodes = map[string]bool{
+	"ratelimited": true, "rate_limited": true, "internal_error": true, "fatal_error": true,
+	"service_unavailable": true, "request_timeout": true,
+}
+
+func (c *Client) call(ctx context.Context, teamID, method string, body map[string]any) error {
+	token, err := c.cfg.Token(ctx, teamID)
+	if err != nil {
+		return fmt.Errorf("slack %s: bot token: %w", method, err)
+	}
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("slack %s: encode: %w", method, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.BaseURL+method, bytes.NewReader(payload))
+	if err != nil {
+		return fmt.Errorf("slack %s: %w", method, err)
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := c.cfg.HTTP.Do(req)
+	if err != nil {
+		// The URL error can name the base URL, never the token (it travels in a header).
+		return inbox.Transient("slack "+method, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
+	if err != nil {
+		return inbox.Transient("slack "+method, err)
+	}
+	if res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500 {
+		return inbox.Transient("slack "+method, fmt.Errorf("status %d", res.StatusCode))
+	}
+	var answer struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		return fmt.Errorf("slack %s: status %d with an answer that is not JSON", method, res.StatusCode)
+	}
+	if answer.OK {
+		return nil
+	}
+	if transientCodes[answer.Error] {
+		return inbox.Transient("slack "+method, &APIError{Method: method, Code: answer.Error})
+	}
+	return &APIError{Method: method, Code: answer.Error}
+}

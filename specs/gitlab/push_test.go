@@ -1,0 +1,89 @@
+package gitlab_test
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+)
+
+const (
+	shaA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1"
+	shaB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb2"
+	shaC = "ccccccccccccccccccccccccccccccccccccccc3"
+)
+
+func pushPayload(projectID int64, shas ...string) string {
+	commits := ""
+	for i, sha := range shas {
+		if i > 0 {
+			commits += ","
+		}
+		commits += fmt.Sprintf(`{"id":%q,"message":"change %d\n\nbody","title":"change %d",
+			"timestamp":"2024-05-01T10:0%d:00+02:00","url":"https://gitlab.example/c/%s",
+			"author":{"name":"Ana","email":"ana@example.com"}}`, sha, i, i, i, sha)
+	}
+	return fmt.Sprintf(`{"object_kind":"push","before":"0000000000000000000000000000000000000000",
+		"after":%q,"ref":"refs/heads/main","user_id":7,"project_id":%d,
+		"project":{"id":%d,"name":"api","namespace_id":42,"path_with_namespace":"acme/api",
+		"web_url":"https://gitlab.example/acme/api","default_branch":"main","visibility_level":0},
+		"commits":[%s],"total_commits_count":%d}`, shas[len(shas)-1], projectID, projectID, commits, len(shas))
+}
+
+var _ = Describe("GitLab push", func() {
+	var ws int64
+
+	BeforeEach(func(ctx SpecContext) {
+		ws = newWorkspace(ctx, "acme")
+	})
+
+	When("one commit's write fails", func() {
+		It("rolls back that commit's step, writes the others, and the retry writes the missing commit once", func(ctx SpecContext) {
+			push := leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB, shaC))
+			faulty.failCommitOnce(shaB, errInjected)
+
+			err := push.attempt(ctx)
+			Expect(err).To(MatchError(errInjected), "the delivery must fail so that it is retried")
+			Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
+			// The loop went on past the failing commit: A and C committed, B rolled back.
+			Expect(push.steps(ctx)).To(Equal([]string{
+				"push.commit/101/" + shaA, "push.commit/101/" + shaC, "push.persist",
+			}))
+			Expect(column(ctx, `SELECT sha FROM gitlab_commit WHERE workspace_id = $1 ORDER BY sha`, ws)).
+				To(Equal([]string{shaA, shaC}))
+
+			push.releaseForRetry(ctx)
+			Expect(push.attempt(ctx)).To(Succeed())
+			Expect(push.steps(ctx)).To(Equal([]string{
+				"push.commit/101/" + shaA, "push.commit/101/" + shaB, "push.commit/101/" + shaC, "push.persist",
+			}))
+			Expect(column(ctx, `SELECT sha FROM gitlab_commit WHERE workspace_id = $1 ORDER BY sha`, ws)).
+				To(Equal([]string{shaA, shaB, shaC}))
+			// The retry wrote only the missing commit; the committed ones were skipped.
+			Expect(faulty.commitWrites()).To(Equal(map[string]int{shaA: 1, shaB: 2, shaC: 1}))
+			Expect(column(ctx, `SELECT ref || ' ' || commit_count FROM gitlab_push WHERE workspace_id = $1`, ws)).
+				To(Equal([]string{"refs/heads/main 3"}))
+		})
+	})
+
+	It("names each commit step by project id and SHA, whatever the order of the commits", func(ctx SpecContext) {
+		first := leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB))
+		Expect(first.attempt(ctx)).To(Succeed())
+		// The same commits in another order under a retry: every step is already committed.
+		reordered := first
+		reordered.Payload = pushPayload(101, shaB, shaA)
+		reordered.releaseForRetry(ctx)
+		Expect(reordered.attempt(ctx)).To(Succeed())
+		Expect(faulty.commitWrites()).To(Equal(map[string]int{shaA: 1, shaB: 1}))
+	})
+
+	It("discovers the pushed project", func(ctx context.Context) {
+		push := leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA))
+		Expect(push.attempt(ctx)).To(Succeed())
+		Expect(column(ctx, `SELECT path_with_namespace FROM gitlab_project WHERE workspace_id = $1`, ws)).
+			To(Equal([]string{"acme/api"}))
+	})
+})
