@@ -242,11 +242,15 @@ func (d *Delivery) Expire(now time.Time, policy RetryPolicy) (Decision, error) {
 // replayed it and when. The id is kept, so the row heads its scope again; committed steps stay,
 // so handling resumes rather than restarts. Replay is an explicit late event: it does not
 // rewind later events of the scope.
+//
+// accountID 0 names the instance administrator's configured token, which has no account row
+// (ports.InstanceAdminAccountID): that administrator replays installation rows, so the record
+// must be able to name it; a negative id names nobody.
 func (d *Delivery) Replay(accountID int64, now time.Time) error {
 	if d.state != Dead {
 		return &TransitionError{From: d.state, Action: "replay"}
 	}
-	if accountID <= 0 {
+	if accountID < 0 {
 		return errors.New("replay needs the replaying account")
 	}
 	d.state, d.attempt, d.unknownFailures = Queued, 0, 0

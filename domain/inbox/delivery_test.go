@@ -310,6 +310,16 @@ var _ = Describe("Delivery", func() {
 			Expect(d.Lease().Epoch()).To(Equal(inbox.Epoch(2)), "a replayed row gets a newer epoch than any earlier lease")
 		})
 
+		It("records the instance administrator's token, which has no account row, as account 0", func() {
+			d := dead()
+			Expect(d.Replay(0, t0)).To(Succeed())
+			Expect(d.State()).To(Equal(inbox.Queued))
+			Expect(d.ReplayedBy()).To(BeZero())
+			Expect(d.ReplayedAt()).To(Equal(t0))
+			other := dead()
+			Expect(other.Replay(-1, t0)).To(HaveOccurred())
+		})
+
 		It("refuses to replay a row that is not DEAD", func() {
 			d := claimed()
 			var te *inbox.TransitionError

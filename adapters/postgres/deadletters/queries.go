@@ -1,0 +1,70 @@
+package deadletters
+
+// Every query binds the workspace: "workspace_id = $1" for a workspace, "workspace_id IS NULL"
+// for the installation rows. The two forms are separate statements rather than one
+// "IS NOT DISTINCT FROM" so each uses ix_provider_event_dead (workspace_id, ended_at DESC,
+// id DESC) WHERE state = 'DEAD', and so no caller can reach installation rows by passing NULL.
+
+// deadColumns is what a dead-letter list item is restored from.
+const deadColumns = `e.id, e.workspace_id, e.provider, e.event_type, e.delivery_key, e.subject, e.scope_key,
+	e.attempt, e.unknown_failures, e.lease_epoch, e.due_at, e.received_at, e.ended_at, e.error_class`
+
+const (
+	// listDeadOfWorkspace / listDeadOfInstallation: newest first by end time, then id, so a
+	// page boundary is stable between requests that add no DEAD row.
+	listDeadOfWorkspace = `
+SELECT ` + deadColumns + `
+FROM provider_event e
+WHERE e.state = 'DEAD' AND e.workspace_id = $1
+ORDER BY e.ended_at DESC, e.id DESC
+LIMIT $2 OFFSET $3`
+	listDeadOfInstallation = `
+SELECT ` + deadColumns + `
+FROM provider_event e
+WHERE e.state = 'DEAD' AND e.workspace_id IS NULL
+ORDER BY e.ended_at DESC, e.id DESC
+LIMIT $1 OFFSET $2`
+
+	countDeadOfWorkspace    = `SELECT count(*) FROM provider_event WHERE state = 'DEAD' AND workspace_id = $1`
+	countDeadOfInstallation = `SELECT count(*) FROM provider_event WHERE state = 'DEAD' AND workspace_id IS NULL`
+
+	// deadLetterOfWorkspace / deadLetterOfInstallation read one DEAD row with its payload and
+	// headers; a row of another workspace, or one that is not DEAD, is no row.
+	deadLetterOfWorkspace = `
+SELECT ` + deadColumns + `, e.payload, e.headers
+FROM provider_event e
+WHERE e.id = $1 AND e.state = 'DEAD' AND e.workspace_id = $2`
+	deadLetterOfInstallation = `
+SELECT ` + deadColumns + `, e.payload, e.headers
+FROM provider_event e
+WHERE e.id = $1 AND e.state = 'DEAD' AND e.workspace_id IS NULL`
+)
+
+// The overview of one workspace: three reads of one REPEATABLE READ snapshot, so the counts,
+// the oldest age and the busiest scopes describe the same moment. Ages use the database clock,
+// which also stamped received_at, so servers' clocks do not skew them.
+const (
+	countByStateOfWorkspace = `
+SELECT state, count(*) FROM provider_event WHERE workspace_id = $1 GROUP BY state`
+	oldestQueuedAgeOfWorkspace = `
+SELECT coalesce(extract(epoch FROM clock_timestamp() - min(received_at)), 0)::float8
+FROM provider_event WHERE workspace_id = $1 AND state = 'QUEUED'`
+	busiestScopesOfWorkspace = `
+SELECT scope_key, count(*) AS queued
+FROM provider_event WHERE workspace_id = $1 AND state = 'QUEUED'
+GROUP BY scope_key
+ORDER BY queued DESC, scope_key
+LIMIT $2`
+
+	countByStateOfInstallation = `
+SELECT state, count(*) FROM provider_event WHERE workspace_id IS NULL GROUP BY state`
+	oldestQueuedAgeOfInstallation = `
+SELECT coalesce(extract(epoch FROM clock_timestamp() - min(received_at)), 0)::float8
+FROM provider_event WHERE workspace_id IS NULL AND state = 'QUEUED'`
+	busiestScopesOfInstallation = `
+SELECT scope_key, count(*) AS queued
+FROM provider_event WHERE workspace_id IS NULL AND state = 'QUEUED'
+GROUP BY scope_key
+ORDER BY queued DESC, scope_key
+LIMIT $1`
+)

@@ -1,0 +1,364 @@
+// Package erasure implements ports.ErasureStore on PostgreSQL: person erasure of the two inbox
+// stores (workspace rows and installation rows of provider_event) under the copy fence of
+// migration 00003, with the requests, frozen keys and receipts of migration 00004.
+package erasure
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// discoveryRounds bounds how often start looks for id↔login pairs with the pairs it found
+// (a login found by id can name older payloads that carry yet another id, and so on).
+const discoveryRounds = 4
+
+// cleanupTimeout bounds the lowering of the fence after a failed or cancelled pass.
+const cleanupTimeout = 5 * time.Second
+
+// Store is the PostgreSQL erasure store. It is safe for concurrent use. A runner's Hold keeps
+// one pooled connection while its passes use others, so the pool needs at least two.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ ports.ErasureStore = (*Store)(nil)
+
+// New returns a store on pool.
+func New(pool *pgxpool.Pool) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("erasure: pool is required")
+	}
+	if pool.Config().MaxConns < 2 {
+		return nil, errors.New("erasure: the pool needs at least two connections (a held request and its pass)")
+	}
+	return &Store{pool: pool}, nil
+}
+
+var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
+// identityJSON is the stored form of one identity of a frozen scope.
+type identityJSON struct {
+	ID    string `json:"id,omitempty"`
+	Login string `json:"login,omitempty"`
+}
+
+func identitiesJSON(ids []erasure.Identity) ([]byte, error) {
+	out := make([]identityJSON, len(ids))
+	for i, id := range ids {
+		out[i] = identityJSON{ID: id.ID(), Login: id.Login()}
+	}
+	return json.Marshal(out)
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// grow adds the id↔login pairs found in matching payloads until nothing new turns up.
+func grow(ctx context.Context, q querier, scope erasure.Scope) (erasure.Scope, error) {
+	for round := 0; round < discoveryRounds; round++ {
+		ids, err := identitiesJSON(scope.Identities())
+		if err != nil {
+			return erasure.Scope{}, err
+		}
+		rows, err := q.Query(ctx, discoverPairs, scope.Provider().String(), scope.SourceServerURL(), ids)
+		if err != nil {
+			return erasure.Scope{}, pgutil.Interpret("find identity pairs", err)
+		}
+		pairs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (erasure.Identity, error) {
+			var id, login string
+			err := row.Scan(&id, &login)
+			return erasure.RestoreIdentity(id, login), err
+		})
+		if err != nil {
+			return erasure.Scope{}, pgutil.Interpret("find identity pairs", err)
+		}
+		grown, grew, err := scope.WithPairs(pairs)
+		if err != nil {
+			return erasure.Scope{}, err
+		}
+		scope = grown
+		if !grew {
+			break
+		}
+	}
+	return scope, nil
+}
+
+// Preview implements ports.ErasureStore. One REPEATABLE READ snapshot, so the pairs found and
+// the counts describe the same moment.
+func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.ErasureMatches, error) {
+	var ws, inst int64
+	err := pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(ctx context.Context, tx pgx.Tx) error {
+			grown, err := grow(ctx, tx, scope)
+			if err != nil {
+				return err
+			}
+			ids, err := identitiesJSON(grown.Identities())
+			if err != nil {
+				return err
+			}
+			err = tx.QueryRow(ctx, previewMatches, grown.Provider().String(), grown.SourceServerURL(), ids).Scan(&ws, &inst)
+			return pgutil.Interpret("count erasure matches", err)
+		})
+	if err != nil {
+		return nil, err
+	}
+	return []ports.ErasureMatches{
+		{Store: erasure.WorkspaceInbox, Matches: ws},
+		{Store: erasure.InstallationInbox, Matches: inst},
+	}, nil
+}
+
+// Start implements ports.ErasureStore: the request, its grown scope and its frozen keys commit
+// together, so a request never exists without the keys it froze.
+func (s *Store) Start(ctx context.Context, scope erasure.Scope, requestedBy int64) (erasure.Request, error) {
+	var req erasure.Request
+	err := pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+		grown, err := grow(ctx, tx, scope)
+		if err != nil {
+			return err
+		}
+		ids, err := identitiesJSON(grown.Identities())
+		if err != nil {
+			return err
+		}
+		var (
+			id        int64
+			state     string
+			passes    int32
+			createdAt time.Time
+		)
+		if err := tx.QueryRow(ctx, insertErasure, grown.Provider().String(), grown.SourceServerURL(), ids, requestedBy).
+			Scan(&id, &state, &passes, &createdAt); err != nil {
+			return pgutil.Interpret("store erasure request", err)
+		}
+		if _, err := tx.Exec(ctx, freezeKeys, id); err != nil {
+			return pgutil.Interpret("freeze erasure keys", err)
+		}
+		st, err := erasure.ParseState(state)
+		if err != nil {
+			return err
+		}
+		req = erasure.RestoreRequest(erasure.StoredRequest{
+			ID: id, Scope: grown, State: st, Passes: int(passes), RequestedBy: requestedBy, CreatedAt: createdAt,
+		})
+		return nil
+	})
+	if err != nil {
+		return erasure.Request{}, err
+	}
+	return req, nil
+}
+
+// Erasure implements ports.ErasureStore.
+func (s *Store) Erasure(ctx context.Context, id int64) (erasure.Request, []erasure.Receipt, error) {
+	var (
+		req      erasure.Request
+		receipts []erasure.Receipt
+	)
+	err := pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(ctx context.Context, tx pgx.Tx) error {
+			var err error
+			if req, err = scanRequest(tx.QueryRow(ctx, selectErasure, id)); err != nil {
+				return pgutil.Interpret(fmt.Sprintf("read erasure %d", id), err)
+			}
+			receipts, err = readReceipts(ctx, tx, id)
+			return err
+		})
+	if err != nil {
+		return erasure.Request{}, nil, err
+	}
+	return req, receipts, nil
+}
+
+// Resume implements ports.ErasureStore.
+func (s *Store) Resume(ctx context.Context, id int64) (erasure.Request, error) {
+	var req erasure.Request
+	err := pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		if req, err = scanRequest(tx.QueryRow(ctx, lockErasureForResume, id)); err != nil {
+			return pgutil.Interpret(fmt.Sprintf("resume erasure %d", id), err)
+		}
+		req.Resume()
+		_, err = tx.Exec(ctx, writeResume, id, req.Passes(), req.State().String())
+		return pgutil.Interpret(fmt.Sprintf("resume erasure %d", id), err)
+	})
+	if err != nil {
+		return erasure.Request{}, err
+	}
+	return req, nil
+}
+
+// errNoneFree ends Hold's transaction when no request is free; it never leaves Hold.
+var errNoneFree = errors.New("no free running erasure")
+
+// Hold implements ports.ErasureStore. The hold is a row lock of a READ COMMITTED transaction
+// that stays open while work runs its passes on other connections.
+func (s *Store) Hold(ctx context.Context, work func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.State, error)) (bool, error) {
+	err := pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+		req, err := scanRequest(tx.QueryRow(ctx, holdRunningErasure))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoneFree
+		}
+		if err != nil {
+			return pgutil.Interpret("hold running erasure", err)
+		}
+		receipts, err := readReceipts(ctx, tx, req.ID())
+		if err != nil {
+			return err
+		}
+		state, err := work(ctx, req, receipts)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, writeErasureState, req.ID(), state.String())
+		return pgutil.Interpret(fmt.Sprintf("store state of erasure %d", req.ID()), err)
+	})
+	if errors.Is(err, errNoneFree) {
+		return false, nil
+	}
+	return true, err
+}
+
+// Pass implements ports.ErasureStore.
+func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, pass int) (rc erasure.Receipt, err error) {
+	deleteSQL := deleteWorkspaceMatches
+	switch store {
+	case erasure.WorkspaceInbox:
+	case erasure.InstallationInbox:
+		deleteSQL = deleteInstallationMatches
+	default:
+		return erasure.Receipt{}, fmt.Errorf("erasure pass: unknown store %q", store)
+	}
+	if pass < 1 {
+		return erasure.Receipt{}, fmt.Errorf("erasure pass: pass number %d", pass)
+	}
+
+	// The boundary comes first: every delivery stored before the pass began has an id at or
+	// below it; one admitted while the pass waits for the fence gets a higher id and is left
+	// for the next pass.
+	rc = erasure.Receipt{Store: store, Pass: pass}
+	if err := s.pool.QueryRow(ctx, passBoundary).Scan(&rc.Boundary); err != nil {
+		return erasure.Receipt{}, pgutil.Interpret("read erasure boundary", err)
+	}
+
+	// (a) Raise the flag in a transaction of its own, so fenced writes see it at once.
+	if _, err := s.pool.Exec(ctx, raiseFence, erasureID); err != nil {
+		return erasure.Receipt{}, pgutil.Interpret("raise erasure fence", err)
+	}
+	defer func() {
+		if err != nil {
+			// The deletion rolled back and with it the lowering: lower the flag on its own so
+			// handlers are not held off until the next pass. This also runs when ctx was
+			// cancelled (a stopping server), hence a context that survives it.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			_, _ = s.pool.Exec(cctx, lowerFence, erasureID)
+		}
+	}()
+
+	// (b) Wait for the steps that began before the flag, delete, record, lower: one commit.
+	err = pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+		var inProgress bool
+		if err := tx.QueryRow(ctx, lockFence).Scan(&inProgress); err != nil {
+			return pgutil.Interpret("lock erasure fence", err)
+		}
+		// From here on the pass waits only for short row locks (a claim, a renewal, an outcome);
+		// a table lock queued in between (a migration's ALTER, a TRUNCATE) would otherwise wait
+		// for this runner's held request while the pass waits for it, a cycle PostgreSQL cannot
+		// see because it runs through this process. The pass fails instead and ends FAILED.
+		if _, err := tx.Exec(ctx, setPassLockTimeout); err != nil {
+			return pgutil.Interpret("bound erasure lock waits", err)
+		}
+		tag, err := tx.Exec(ctx, deleteSQL, erasureID, rc.Boundary)
+		if err != nil {
+			return pgutil.Interpret("delete matching deliveries", err)
+		}
+		rc.Deleted = tag.RowsAffected()
+		if err := tx.QueryRow(ctx, insertReceipt, erasureID, store.String(), pass, rc.Deleted, rc.Boundary).Scan(&rc.At); err != nil {
+			return pgutil.Interpret("record erasure receipt", err)
+		}
+		_, err = tx.Exec(ctx, lowerFence, erasureID)
+		return pgutil.Interpret("lower erasure fence", err)
+	})
+	if err != nil {
+		return erasure.Receipt{}, err
+	}
+	return rc, nil
+}
+
+// LowerStaleFence implements ports.ErasureStore.
+func (s *Store) LowerStaleFence(ctx context.Context) (bool, error) {
+	tag, err := s.pool.Exec(ctx, lowerStaleFence)
+	if err != nil {
+		return false, pgutil.Interpret("lower stale erasure fence", err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+func scanRequest(row pgx.Row) (erasure.Request, error) {
+	var (
+		id, requestedBy int64
+		prov, url       string
+		state           string
+		identities      []identityJSON
+		passes          int32
+		createdAt       time.Time
+	)
+	if err := row.Scan(&id, &prov, &url, &identities, &state, &passes, &requestedBy, &createdAt); err != nil {
+		return erasure.Request{}, err
+	}
+	st, err := erasure.ParseState(state)
+	if err != nil {
+		return erasure.Request{}, err
+	}
+	ids := make([]erasure.Identity, len(identities))
+	for i, v := range identities {
+		ids[i] = erasure.RestoreIdentity(v.ID, v.Login)
+	}
+	return erasure.RestoreRequest(erasure.StoredRequest{
+		ID: id, Scope: erasure.RestoreScope(provider.Restore(prov), url, ids), State: st,
+		Passes: int(passes), RequestedBy: requestedBy, CreatedAt: createdAt,
+	}), nil
+}
+
+func readReceipts(ctx context.Context, tx pgx.Tx, id int64) ([]erasure.Receipt, error) {
+	rows, err := tx.Query(ctx, selectReceipts, id)
+	if err != nil {
+		return nil, pgutil.Interpret("read erasure receipts", err)
+	}
+	receipts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (erasure.Receipt, error) {
+		var (
+			rc    erasure.Receipt
+			store string
+			pass  int32
+		)
+		if err := row.Scan(&store, &pass, &rc.Deleted, &rc.Boundary, &rc.At); err != nil {
+			return erasure.Receipt{}, err
+		}
+		st, err := erasure.ParseStore(store)
+		if err != nil {
+			return erasure.Receipt{}, err
+		}
+		rc.Store, rc.Pass = st, int(pass)
+		return rc, nil
+	})
+	if err != nil {
+		return nil, pgutil.Interpret("read erasure receipts", err)
+	}
+	return receipts, nil
+}

@@ -1,0 +1,273 @@
+package erasure
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+)
+
+// Limits of a person-erasure request. The identity scope grows at start by the id↔login pairs
+// found in matching payloads; maxScopeIdentities bounds that growth, so a request that would
+// freeze an unbounded scope is refused instead of silently cut.
+const (
+	MaxIdentities       = 100
+	maxScopeIdentities  = 1000
+	maxIdentityValueLen = 200
+)
+
+// ErrInvalidRequest: an erasure request that names no provider, no registered source
+// namespace, or no identity that can be matched.
+var ErrInvalidRequest = errors.New("invalid erasure request")
+
+// Store is one inbox store an erasure pass works on: the workspace rows or the installation
+// rows (NULL workspace) of provider_event.
+type Store struct{ s string }
+
+var (
+	WorkspaceInbox    = Store{"workspace-inbox"}
+	InstallationInbox = Store{"installation-inbox"}
+)
+
+// Stores lists the stores in the order a pass erases them.
+func Stores() []Store { return []Store{WorkspaceInbox, InstallationInbox} }
+
+// ParseStore reads a store name as stored and shown ("workspace-inbox", …).
+func ParseStore(s string) (Store, error) {
+	for _, st := range Stores() {
+		if st.s == s {
+			return st, nil
+		}
+	}
+	return Store{}, fmt.Errorf("unknown inbox store %q", s)
+}
+
+func (s Store) String() string { return s.s }
+func (s Store) IsZero() bool   { return s.s == "" }
+
+// State is the lifecycle state of an erasure request.
+type State struct{ s string }
+
+var (
+	Running = State{"RUNNING"}
+	Done    = State{"DONE"}
+	Failed  = State{"FAILED"}
+)
+
+// ParseState reads a state as stored ("RUNNING", "DONE", "FAILED").
+func ParseState(s string) (State, error) {
+	for _, st := range []State{Running, Done, Failed} {
+		if st.s == s {
+			return st, nil
+		}
+	}
+	return State{}, fmt.Errorf("unknown erasure state %q", s)
+}
+
+func (s State) String() string { return s.s }
+func (s State) IsZero() bool   { return s.s == "" }
+
+// Identity is one account of the person at the provider: its provider id, its login, or both.
+// Ids are kept as text ("583231", "U024BE7LH") because providers differ in their id types.
+type Identity struct {
+	id    string
+	login string
+}
+
+// NewIdentity validates an identity: at least one of id and login, each printable text of at
+// most 200 bytes without surrounding white space.
+func NewIdentity(id, login string) (Identity, error) {
+	if id == "" && login == "" {
+		return Identity{}, fmt.Errorf("%w: an identity needs an id or a login", ErrInvalidRequest)
+	}
+	for _, v := range []string{id, login} {
+		if err := checkIdentityValue(v); err != nil {
+			return Identity{}, err
+		}
+	}
+	return Identity{id: id, login: login}, nil
+}
+
+// RestoreIdentity rebuilds an identity read from storage.
+func RestoreIdentity(id, login string) Identity { return Identity{id: id, login: login} }
+
+func (i Identity) ID() string    { return i.id }
+func (i Identity) Login() string { return i.login }
+
+func checkIdentityValue(v string) error {
+	if v == "" {
+		return nil
+	}
+	if len(v) > maxIdentityValueLen || !utf8.ValidString(v) {
+		return fmt.Errorf("%w: an identity value is longer than %d bytes or not UTF-8", ErrInvalidRequest, maxIdentityValueLen)
+	}
+	r, _ := utf8.DecodeRuneInString(v)
+	l, _ := utf8.DecodeLastRuneInString(v)
+	if unicode.IsSpace(r) || unicode.IsSpace(l) {
+		return fmt.Errorf("%w: an identity value has surrounding white space", ErrInvalidRequest)
+	}
+	for _, c := range v {
+		if !unicode.IsPrint(c) && c != ' ' {
+			return fmt.Errorf("%w: an identity value has a control character", ErrInvalidRequest)
+		}
+	}
+	return nil
+}
+
+// Scope is the frozen identity scope of an erasure: whose events of which provider, under which
+// registered source namespace (the connection's source server URL that admission stores in
+// every row's Hephaestus-Source-Server-Url header). The same person under another namespace is
+// someone the request does not name.
+type Scope struct {
+	provider        provider.Provider
+	sourceServerURL string
+	identities      []Identity
+}
+
+// NewScope validates a request: a provider, an absolute http(s) source server URL without
+// credentials, query or fragment (the form connections are registered with), and 1 to
+// MaxIdentities identities. Duplicates are folded. Errors wrap ErrInvalidRequest.
+func NewScope(p provider.Provider, sourceServerURL string, identities []Identity) (Scope, error) {
+	if p.IsZero() {
+		return Scope{}, fmt.Errorf("%w: no provider", ErrInvalidRequest)
+	}
+	u, err := url.Parse(sourceServerURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+		u.User != nil || u.RawQuery != "" || u.Fragment != "" || len(sourceServerURL) > 2048 {
+		return Scope{}, fmt.Errorf("%w: sourceServerUrl is not a registered source namespace", ErrInvalidRequest)
+	}
+	if len(identities) == 0 || len(identities) > MaxIdentities {
+		return Scope{}, fmt.Errorf("%w: between 1 and %d identities are required", ErrInvalidRequest, MaxIdentities)
+	}
+	s := Scope{provider: p, sourceServerURL: sourceServerURL}
+	for _, i := range identities {
+		if i == (Identity{}) {
+			return Scope{}, fmt.Errorf("%w: an empty identity", ErrInvalidRequest)
+		}
+		s.add(i)
+	}
+	return s, nil
+}
+
+// RestoreScope rebuilds a frozen scope read from storage.
+func RestoreScope(p provider.Provider, sourceServerURL string, identities []Identity) Scope {
+	s := Scope{provider: p, sourceServerURL: sourceServerURL}
+	for _, i := range identities {
+		s.add(i)
+	}
+	return s
+}
+
+func (s *Scope) add(i Identity) bool {
+	for _, have := range s.identities {
+		if have == i {
+			return false
+		}
+	}
+	s.identities = append(s.identities, i)
+	return true
+}
+
+func (s Scope) Provider() provider.Provider { return s.provider }
+func (s Scope) SourceServerURL() string     { return s.sourceServerURL }
+
+// Identities returns a copy of the scope's identities, the requested ones first.
+func (s Scope) Identities() []Identity { return append([]Identity(nil), s.identities...) }
+
+// WithPairs is the scope grown by id↔login pairs found in payloads that the scope matches, so
+// that a later rename (new login, same id) or an event that names the person by the other half
+// cannot escape the erasure. Pairs need both halves; known pairs add nothing. grew reports
+// whether anything was added. Errors: ErrInvalidRequest when the scope would exceed its bound.
+func (s Scope) WithPairs(pairs []Identity) (grown Scope, grew bool, err error) {
+	grown = Scope{provider: s.provider, sourceServerURL: s.sourceServerURL, identities: s.Identities()}
+	for _, p := range pairs {
+		if p.id == "" || p.login == "" || checkIdentityValue(p.id) != nil || checkIdentityValue(p.login) != nil {
+			continue
+		}
+		if grown.add(p) {
+			grew = true
+		}
+	}
+	if len(grown.identities) > maxScopeIdentities {
+		return Scope{}, false, fmt.Errorf("%w: more than %d identities after adding the pairs found in payloads",
+			ErrInvalidRequest, maxScopeIdentities)
+	}
+	return grown, grew, nil
+}
+
+// Receipt records one committed pass over one store.
+type Receipt struct {
+	Store    Store
+	Pass     int
+	Deleted  int64
+	Boundary int64 // the highest row id the pass covered: rows stored later wait for the next pass
+	At       time.Time
+}
+
+// Request is a person-erasure request of the inbox stores. Passes counts the passes asked for:
+// 1 at start, one more for every resume, so a resume repeats the passes even after DONE.
+type Request struct {
+	id          int64
+	scope       Scope
+	state       State
+	passes      int
+	requestedBy int64
+	createdAt   time.Time
+}
+
+// StoredRequest is the stored form of a request, for RestoreRequest.
+type StoredRequest struct {
+	ID          int64
+	Scope       Scope
+	State       State
+	Passes      int
+	RequestedBy int64
+	CreatedAt   time.Time
+}
+
+// RestoreRequest rebuilds a request read from storage.
+func RestoreRequest(s StoredRequest) Request {
+	return Request{id: s.ID, scope: s.Scope, state: s.State, passes: s.Passes, requestedBy: s.RequestedBy, createdAt: s.CreatedAt}
+}
+
+func (r Request) ID() int64            { return r.id }
+func (r Request) Scope() Scope         { return r.scope }
+func (r Request) State() State         { return r.state }
+func (r Request) Passes() int          { return r.passes }
+func (r Request) RequestedBy() int64   { return r.requestedBy }
+func (r Request) CreatedAt() time.Time { return r.createdAt }
+
+// Resume asks for one more pass over every store, whatever the state: the inbox is a
+// live-predicate store, so a repeated pass erases what matches now, including deliveries
+// stored after the last pass.
+func (r *Request) Resume() {
+	r.passes++
+	r.state = Running
+}
+
+// Next is the pass still to run given the receipts committed so far: the lowest pass number
+// first, and within a pass the stores in Stores() order. ok is false when every pass asked for
+// has its receipts.
+func (r Request) Next(receipts []Receipt) (store Store, pass int, ok bool) {
+	for pass = 1; pass <= r.passes; pass++ {
+		for _, st := range Stores() {
+			if !hasReceipt(receipts, st, pass) {
+				return st, pass, true
+			}
+		}
+	}
+	return Store{}, 0, false
+}
+
+func hasReceipt(receipts []Receipt, st Store, pass int) bool {
+	for _, rc := range receipts {
+		if rc.Store == st && rc.Pass == pass {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,90 @@
+package erasure_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+)
+
+var _ = Describe("A person-erasure request", func() {
+	github := provider.MustNew("GITHUB")
+
+	identity := func(id, login string) erasure.Identity {
+		i, err := erasure.NewIdentity(id, login)
+		Expect(err).NotTo(HaveOccurred())
+		return i
+	}
+
+	Describe("its scope", func() {
+		It("needs an id or a login for every identity", func() {
+			_, err := erasure.NewIdentity("", "")
+			Expect(err).To(MatchError(erasure.ErrInvalidRequest))
+			_, err = erasure.NewIdentity(" 583231", "")
+			Expect(err).To(MatchError(erasure.ErrInvalidRequest))
+		})
+
+		It("names a registered source namespace: an absolute http(s) URL without credentials", func() {
+			ids := []erasure.Identity{identity("583231", "octocat")}
+			for _, bad := range []string{"", "github.com", "ftp://github.com", "https://user:pw@github.com", "https://github.com/?q=1"} {
+				_, err := erasure.NewScope(github, bad, ids)
+				Expect(err).To(MatchError(erasure.ErrInvalidRequest), bad)
+			}
+			s, err := erasure.NewScope(github, "https://github.com", ids)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(s.SourceServerURL()).To(Equal("https://github.com"))
+		})
+
+		It("refuses a request without identities", func() {
+			_, err := erasure.NewScope(github, "https://github.com", nil)
+			Expect(err).To(MatchError(erasure.ErrInvalidRequest))
+		})
+
+		It("grows by the id↔login pairs found, ignoring halves and known pairs", func() {
+			s, err := erasure.NewScope(github, "https://github.com", []erasure.Identity{identity("", "octocat")})
+			Expect(err).NotTo(HaveOccurred())
+			grown, grew, err := s.WithPairs([]erasure.Identity{
+				erasure.RestoreIdentity("583231", "octocat"),
+				erasure.RestoreIdentity("583231", ""),
+				erasure.RestoreIdentity("583231", "octocat"),
+			})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(grew).To(BeTrue())
+			Expect(grown.Identities()).To(Equal([]erasure.Identity{identity("", "octocat"), identity("583231", "octocat")}))
+			Expect(s.Identities()).To(HaveLen(1), "the frozen scope it grew from is unchanged")
+
+			_, grew, err = grown.WithPairs([]erasure.Identity{erasure.RestoreIdentity("583231", "octocat")})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(grew).To(BeFalse())
+		})
+	})
+
+	Describe("its passes", func() {
+		var req erasure.Request
+
+		BeforeEach(func() {
+			req = erasure.RestoreRequest(erasure.StoredRequest{ID: 1, State: erasure.Running, Passes: 1})
+		})
+
+		It("runs the workspace inbox, then the installation inbox, then is done", func() {
+			st, pass, ok := req.Next(nil)
+			Expect([]any{st, pass, ok}).To(Equal([]any{erasure.WorkspaceInbox, 1, true}))
+			receipts := []erasure.Receipt{{Store: erasure.WorkspaceInbox, Pass: 1}}
+			st, pass, ok = req.Next(receipts)
+			Expect([]any{st, pass, ok}).To(Equal([]any{erasure.InstallationInbox, 1, true}))
+			receipts = append(receipts, erasure.Receipt{Store: erasure.InstallationInbox, Pass: 1})
+			_, _, ok = req.Next(receipts)
+			Expect(ok).To(BeFalse())
+		})
+
+		It("repeats both passes on resume, even after it was done", func() {
+			receipts := []erasure.Receipt{{Store: erasure.WorkspaceInbox, Pass: 1}, {Store: erasure.InstallationInbox, Pass: 1}}
+			done := erasure.RestoreRequest(erasure.StoredRequest{ID: 1, State: erasure.Done, Passes: 1})
+			done.Resume()
+			Expect(done.State()).To(Equal(erasure.Running))
+			st, pass, ok := done.Next(receipts)
+			Expect([]any{st, pass, ok}).To(Equal([]any{erasure.WorkspaceInbox, 2, true}))
+		})
+	})
+})

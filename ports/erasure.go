@@ -1,0 +1,54 @@
+package ports
+
+import (
+	"context"
+
+	"github.com/hephaestus-dev/hephaestus/domain/erasure"
+)
+
+// ErasureMatches is the number of rows of one inbox store that a scope matches now.
+type ErasureMatches struct {
+	Store   erasure.Store
+	Matches int64
+}
+
+// ErasureStore keeps person-erasure requests of the two inbox stores and runs their passes.
+// The inbox is a live-predicate store: a pass deletes the rows the frozen scope matches at that
+// moment, plus the rows whose keys were frozen at start.
+type ErasureStore interface {
+	// Preview counts, per store, the rows a request with scope would match now (including the
+	// id↔login pairs that Start would add), deleting nothing.
+	Preview(ctx context.Context, scope erasure.Scope) ([]ErasureMatches, error)
+
+	// Start stores a RUNNING request asking for one pass, in one transaction with its frozen
+	// scope (scope grown by the id↔login pairs found in matching payloads) and its frozen keys
+	// (workspace, provider, delivery key of every row matched at that moment).
+	// Errors: erasure.ErrInvalidRequest when the grown scope exceeds its bound.
+	Start(ctx context.Context, scope erasure.Scope, requestedBy int64) (erasure.Request, error)
+
+	// Erasure reads a request and its receipts (pass order, then store order).
+	// Errors: ErrNotFound.
+	Erasure(ctx context.Context, id int64) (erasure.Request, []erasure.Receipt, error)
+
+	// Resume asks for one more pass (erasure.Request.Resume). It waits while a runner holds
+	// the request, so it is never lost between that runner's last pass and its final state.
+	// Errors: ErrNotFound.
+	Resume(ctx context.Context, id int64) (erasure.Request, error)
+
+	// Hold takes one RUNNING request that no runner of any server holds and calls work with it
+	// and its receipts while holding it; the state work returns is stored when it returns. An
+	// error from work stores nothing (the request stays RUNNING for a later runner). A dead
+	// process releases its hold with its session. ok is false when no request was free.
+	Hold(ctx context.Context, work func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.State, error)) (ok bool, err error)
+
+	// Pass runs one pass of the held request over store: it raises the copy fence, waits for
+	// the fenced writes that began before it, deletes every matching row in every state (their
+	// steps cascade) up to the highest id stored when the pass began (the receipt's boundary),
+	// and commits the receipt and the lowered fence together. Errors: context errors, *inbox.TransientError,
+	// others; on an error nothing was deleted and the fence is lowered again.
+	Pass(ctx context.Context, erasureID int64, store erasure.Store, pass int) (erasure.Receipt, error)
+
+	// LowerStaleFence lowers a copy fence left raised by a process that died mid-pass whose
+	// request is no longer RUNNING (a RUNNING one is resumed by a runner, which lowers it).
+	LowerStaleFence(ctx context.Context) (lowered bool, err error)
+}

@@ -1,0 +1,402 @@
+package operators_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/application/dispatch"
+	"github.com/hephaestus-dev/hephaestus/application/erasure"
+	domain "github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// octocat's payloads, as GitHub sends them: the person as sender, as an issue's user, in an
+// installation event.
+const (
+	octocatSender = `{"action":"opened","sender":{"login":"octocat","id":583231,"type":"User"}}`
+	octocatNested = `{"action":"closed","issue":{"number":1,"user":{"login":"octocat","id":583231}},"sender":{"login":"hubot","id":1}}`
+	hubotSender   = `{"action":"opened","sender":{"login":"hubot","id":1,"type":"User"}}`
+	// A repository whose id equals octocat's id, and a bare id field: no person is named.
+	repositoryOnly = `{"action":"opened","repository":{"id":583231,"full_name":"octo/hello"},"repository_id":583231}`
+)
+
+var _ = Describe("Person erasure of the inbox stores", func() {
+	var acme, globex workspaceFixture
+
+	octocat := map[string]any{
+		"provider": "GITHUB", "sourceServerUrl": githubNamespace,
+		"identities": []map[string]any{{"id": "583231", "login": "octocat"}},
+	}
+
+	BeforeEach(func(ctx SpecContext) {
+		acme, globex = newWorkspace(ctx, "acme"), newWorkspace(ctx, "globex")
+		// Registered first, so it runs last: after a spec's own cleanups released what a pass
+		// may wait for, no request may still be running when the next spec truncates.
+		DeferCleanup(func(ctx SpecContext) {
+			Eventually(func(ctx context.Context) int {
+				var n int
+				Expect(pool.QueryRow(ctx, `SELECT count(*) FROM inbox_erasure WHERE state = 'RUNNING'`).Scan(&n)).To(Succeed())
+				return n
+			}).WithContext(ctx).WithTimeout(settle).Should(BeZero())
+		})
+	})
+
+	start := func(body any) int64 {
+		GinkgoHelper()
+		r := call("POST", "/api/admin/erasures", adminToken, body)
+		Expect(r.Status).To(Equal(http.StatusAccepted), r.Raw)
+		Expect(r.JSON).To(HaveKeyWithValue("state", "RUNNING"))
+		return int64(r.JSON["id"].(float64))
+	}
+	progress := func(id int64) map[string]any {
+		GinkgoHelper()
+		r := call("GET", fmt.Sprintf("/api/admin/erasures/%d", id), adminToken, nil)
+		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+		return r.JSON
+	}
+	awaitDone := func(id int64) []any {
+		GinkgoHelper()
+		Eventually(func() any { return progress(id)["state"] }).WithTimeout(settle).WithPolling(20 * time.Millisecond).
+			Should(Equal("DONE"))
+		return progress(id)["receipts"].([]any)
+	}
+	receipt := func(store string, pass, deleted int) map[string]any {
+		return map[string]any{"store": store, "pass": float64(pass), "deleted": float64(deleted), "at": MatchRegexp(`Z$`)}
+	}
+	matchReceipts := func(want ...map[string]any) OmegaMatcher {
+		ms := make([]any, len(want))
+		for i, w := range want {
+			fields := []OmegaMatcher{HaveLen(4)}
+			for k, v := range w {
+				fields = append(fields, HaveKeyWithValue(k, v))
+			}
+			ms[i] = SatisfyAll(fields...)
+		}
+		return HaveExactElements(ms...)
+	}
+	boundary := func(ctx context.Context, id int64, store string, pass int) int64 {
+		GinkgoHelper()
+		var b int64
+		Expect(pool.QueryRow(ctx, `SELECT boundary FROM inbox_erasure_receipt WHERE erasure_id = $1 AND store = $2 AND pass = $3`,
+			id, store, pass).Scan(&b)).To(Succeed())
+		return b
+	}
+
+	It("deletes the person's rows in every state and both stores, with their steps, and leaves everything else", func(ctx SpecContext) {
+		queued := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "1", Payload: octocatSender})
+		leased := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "2", State: "LEASED", Payload: octocatNested})
+		done := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "3", State: "DONE", Payload: octocatNested})
+		dead := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "4", State: "DEAD", Payload: octocatSender})
+		theirs := insertRow(ctx, pool, row{Workspace: globex.ID, Payload: octocatSender})
+		installation := insertRow(ctx, pool, row{Payload: octocatSender})
+		addStep(ctx, leased, "issue-write")
+		addStep(ctx, done, "issue-write")
+		addStep(ctx, dead, "issue-write")
+
+		someoneElse := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "5", Payload: hubotSender})
+		otherNamespace := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "6", Payload: octocatSender, Namespace: "https://ghe.example.com"})
+		bareID := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "7", Payload: repositoryOnly})
+		addStep(ctx, someoneElse, "issue-write")
+
+		id := start(octocat)
+		Expect(awaitDone(id)).To(matchReceipts(receipt("workspace-inbox", 1, 5), receipt("installation-inbox", 1, 1)))
+
+		Expect(existing(ctx, queued, leased, done, dead, theirs, installation)).To(BeEmpty())
+		Expect(stepCount(ctx, leased, done, dead)).To(BeZero(), "steps cascade")
+		Expect(existing(ctx, someoneElse, otherNamespace, bareID)).To(Equal([]int64{someoneElse, otherNamespace, bareID}))
+		Expect(stepCount(ctx, someoneElse)).To(Equal(1))
+		Expect(fenceRaised(ctx)).To(BeFalse())
+
+		// The handler still running on the erased LEASED row stops at its next write.
+		err := box.Write(dispatch.BindDispatch(ctx, ports.Claimed{Delivery: inbox.RestoreDelivery(inbox.Stored{
+			ID: leased, State: inbox.Leased, LeaseEpoch: 1, LeasedUntil: time.Now().Add(time.Minute)})}),
+			func(context.Context, ports.Tx) error { return nil })
+		Expect(err).To(MatchError(inbox.ErrErased))
+	})
+
+	It("previews the current matches per store without deleting anything", func(ctx SpecContext) {
+		ids := []int64{
+			insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "1", Payload: octocatSender}),
+			insertRow(ctx, pool, row{Workspace: globex.ID, Repo: "1", State: "DEAD", Payload: octocatNested}),
+			insertRow(ctx, pool, row{Payload: octocatSender}),
+			insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "2", Payload: hubotSender}),
+		}
+		r := call("POST", "/api/admin/erasures/preview", adminToken, octocat)
+		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+		Expect(r.JSON).To(Equal(map[string]any{"stores": []any{
+			map[string]any{"store": "workspace-inbox", "matches": 2.0},
+			map[string]any{"store": "installation-inbox", "matches": 1.0},
+		}}))
+		Expect(existing(ctx, ids...)).To(Equal(ids))
+		var requests int
+		Expect(pool.QueryRow(ctx, `SELECT count(*) FROM inbox_erasure`).Scan(&requests)).To(Succeed())
+		Expect(requests).To(BeZero())
+	})
+
+	DescribeTable("matching the person in each provider's payload shape",
+		func(ctx SpecContext, prov, namespace, id, login, payload string, matches bool) {
+			insertRow(ctx, pool, row{Workspace: acme.ID, Provider: prov, Namespace: namespace, Payload: payload})
+			r := call("POST", "/api/admin/erasures/preview", adminToken, map[string]any{
+				"provider": prov, "sourceServerUrl": namespace, "identities": []map[string]any{{"id": id, "login": login}},
+			})
+			Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+			want := 0.0
+			if matches {
+				want = 1
+			}
+			Expect(r.JSON["stores"].([]any)[0]).To(HaveKeyWithValue("matches", want))
+		},
+		Entry("GitHub login anywhere", "GITHUB", githubNamespace, "", "octocat", `{"review":{"user":{"login":"octocat"}}}`, true),
+		Entry("GitHub user-shaped object by numeric id", "GITHUB", githubNamespace, "583231", "", `{"assignee":{"id":583231,"login":"renamed"}}`, true),
+		Entry("GitHub repository id equal to the person's id", "GITHUB", githubNamespace, "583231", "", repositoryOnly, false),
+		Entry("GitHub login null is not an absent login", "GITHUB", githubNamespace, "583231", "", `{"sender":{"login":null}}`, false),
+		Entry("GitLab username", "GITLAB", "https://gitlab.example.com", "", "ana", `{"user":{"id":9,"username":"ana","name":"Ana"}}`, true),
+		Entry("GitLab numeric author_id", "GITLAB", "https://gitlab.example.com", "42", "", `{"object_attributes":{"author_id":42}}`, true),
+		Entry("Slack user field", "SLACK", "https://slack.com", "U024BE7LH", "", `{"event":{"type":"message","user":"U024BE7LH"}}`, true),
+		Entry("Slack another user", "SLACK", "https://slack.com", "U024BE7LH", "", `{"event":{"type":"message","user":"U99"}}`, false),
+		Entry("Outline actorId", "OUTLINE", "https://outline.example.com", "5e3c-aa", "", `{"actorId":"5e3c-aa","payload":{"id":"doc-1"}}`, true),
+		Entry("a trailing slash of the namespace is the same namespace", "GITHUB", githubNamespace+"/", "", "octocat", octocatSender, true),
+	)
+
+	It("freezes the person's id↔login pairs at start, so a pass after a rename erases the renamed events too", func(ctx SpecContext) {
+		insertRow(ctx, pool, row{Workspace: acme.ID, Payload: octocatSender})
+		byLogin := map[string]any{"provider": "GITHUB", "sourceServerUrl": githubNamespace,
+			"identities": []map[string]any{{"login": "octocat"}}}
+		id := start(byLogin)
+		Expect(awaitDone(id)).To(matchReceipts(receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+
+		renamed := insertRow(ctx, pool, row{Workspace: acme.ID, Payload: `{"action":"opened","sender":{"login":"octo-renamed","id":583231}}`})
+		r := call("POST", fmt.Sprintf("/api/admin/erasures/%d/resume", id), adminToken, nil)
+		Expect(r.Status).To(Equal(http.StatusAccepted), r.Raw)
+		Expect(r.JSON).To(HaveKeyWithValue("state", "RUNNING"))
+		Expect(awaitDone(id)).To(matchReceipts(
+			receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0),
+			receipt("workspace-inbox", 2, 1), receipt("installation-inbox", 2, 0)))
+		Expect(existing(ctx, renamed)).To(BeEmpty())
+	})
+
+	It("erases a redelivery under a frozen key even when its payload no longer names the person", func(ctx SpecContext) {
+		insertRow(ctx, pool, row{Workspace: acme.ID, DeliveryKey: "gh-1", Payload: octocatSender})
+		id := start(octocat)
+		awaitDone(id)
+		redelivered := insertRow(ctx, pool, row{Workspace: acme.ID, DeliveryKey: "gh-1", Payload: `{"action":"opened"}`})
+		elsewhere := insertRow(ctx, pool, row{Workspace: globex.ID, DeliveryKey: "gh-1", Payload: `{"action":"opened"}`})
+
+		Expect(call("POST", fmt.Sprintf("/api/admin/erasures/%d/resume", id), adminToken, nil).Status).To(Equal(http.StatusAccepted))
+		awaitDone(id)
+		Expect(existing(ctx, redelivered, elsewhere)).To(Equal([]int64{elsewhere}), "the key names its workspace too")
+	})
+
+	It("leaves a delivery whose admission commits during the pass to the next pass, without waiting for it", func(ctx SpecContext) {
+		before := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "1", Payload: octocatSender})
+
+		// Admission stays available: its transaction stores a matching row and commits only
+		// after the pass finished, without the pass waiting for it.
+		admission, err := other.Begin(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) { _ = admission.Rollback(ctx) })
+		during := insertRow(ctx, admission, row{Workspace: acme.ID, Repo: "2", Payload: octocatSender})
+
+		id := start(octocat)
+		Expect(awaitDone(id)).To(matchReceipts(receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+		Expect(admission.Commit(ctx)).To(Succeed())
+
+		Expect(existing(ctx, before, during)).To(Equal([]int64{during}))
+		Expect(during).To(BeNumerically(">", boundary(ctx, id, "workspace-inbox", 1)),
+			"the documented rule: a row the pass left was stored after its boundary")
+
+		Expect(call("POST", fmt.Sprintf("/api/admin/erasures/%d/resume", id), adminToken, nil).Status).To(Equal(http.StatusAccepted))
+		awaitDone(id)
+		Expect(existing(ctx, during)).To(BeEmpty(), "the next pass erases it")
+	})
+
+	It("erases exactly the rows up to its boundary while deliveries keep arriving", func(ctx SpecContext) {
+		insertRow(ctx, pool, row{Workspace: acme.ID, Payload: octocatSender})
+		const most = 300
+		var (
+			arriving = make(chan int64, most)
+			stop     = make(chan struct{})
+			finished = make(chan struct{})
+		)
+		go func() { // one admission after the other, so ids grow in commit order
+			defer GinkgoRecover()
+			defer close(finished)
+			defer close(arriving)
+			for i := range most {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				arriving <- insertRow(context.Background(), other, row{Workspace: acme.ID, Repo: fmt.Sprint(i % 20), Payload: octocatSender})
+			}
+		}()
+		Eventually(func() int { return len(arriving) }).WithTimeout(settle).Should(BeNumerically(">=", 3))
+		id := start(octocat)
+		awaitDone(id)
+		close(stop)
+		<-finished
+
+		b := boundary(ctx, id, "workspace-inbox", 1)
+		var kept, erased int
+		for rowID := range arriving {
+			if rowID <= b {
+				Expect(existing(ctx, rowID)).To(BeEmpty(), "row %d at or below boundary %d", rowID, b)
+				erased++
+			} else {
+				Expect(existing(ctx, rowID)).To(Equal([]int64{rowID}), "row %d above boundary %d", rowID, b)
+				kept++
+			}
+		}
+		Expect(erased).To(BeNumerically(">=", 3))
+		fmt.Fprintf(GinkgoWriter, "boundary %d: %d arriving rows erased, %d left to the next pass\n", b, erased, kept)
+	})
+
+	When("a fenced write began before the pass", func() {
+		It("waits for it, while every later fenced write is refused without waiting", func(ctx SpecContext) {
+			leased := insertRow(ctx, pool, row{Workspace: acme.ID, State: "LEASED", Epoch: 4, Payload: octocatSender})
+			bystander := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "2", State: "LEASED", Payload: hubotSender})
+
+			step, err := other.Begin(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx context.Context) { _ = step.Rollback(ctx) })
+			Expect(fenced(ctx, step)).To(BeTrue(), "no erasure yet: the step takes the fence")
+
+			id := start(octocat)
+			Eventually(fenceRaised).WithContext(ctx).WithTimeout(settle).Should(BeTrue())
+			// Admission keeps running while the pass waits; this delivery is stored after the
+			// pass began, so it is left to the next pass.
+			admitted := insertRow(ctx, other, row{Workspace: acme.ID, Repo: "3", Payload: octocatSender})
+
+			late, err := other.Begin(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			began := time.Now()
+			Expect(fenced(ctx, late)).To(BeFalse(), "a write that starts after the flag rolls back")
+			Expect(time.Since(began)).To(BeNumerically("<", quick))
+			Expect(late.Rollback(ctx)).To(Succeed())
+
+			// The step runner's own write on a row of someone else is refused as contention.
+			err = box.Write(dispatch.BindDispatch(ctx, ports.Claimed{Delivery: inbox.RestoreDelivery(inbox.Stored{
+				ID: bystander, State: inbox.Leased, LeaseEpoch: 1, LeasedUntil: time.Now().Add(time.Minute)})}),
+				func(context.Context, ports.Tx) error { return nil })
+			Expect(err).To(MatchError(inbox.ErrBusy))
+
+			Consistently(func() any { return progress(id)["state"] }).WithTimeout(300 * time.Millisecond).Should(Equal("RUNNING"))
+			Expect(existing(ctx, leased)).To(Equal([]int64{leased}), "the pass waits for the step that began first")
+
+			Expect(step.Commit(ctx)).To(Succeed())
+			awaitDone(id)
+			Expect(existing(ctx, leased, admitted)).To(Equal([]int64{admitted}))
+			Expect(admitted).To(BeNumerically(">", boundary(ctx, id, "workspace-inbox", 1)))
+			Expect(fenceRaised(ctx)).To(BeFalse())
+
+			after, err := other.Begin(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx context.Context) { _ = after.Rollback(ctx) })
+			Expect(fenced(ctx, after)).To(BeTrue(), "the lowered fence admits writes again")
+		})
+	})
+
+	It("finishes a request whose server died mid-pass and lowers the fence it left raised", func(ctx SpecContext) {
+		mine := insertRow(ctx, pool, row{Workspace: acme.ID, Payload: octocatSender})
+		// What a server leaves when it dies between raising the fence and its deletion: a
+		// RUNNING request nobody holds, and the fence raised in its name.
+		tx, err := pool.Begin(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		var id int64
+		Expect(tx.QueryRow(ctx, `INSERT INTO inbox_erasure (provider, source_server_url, identities, requested_by)
+			VALUES ('GITHUB', $1, '[{"id":"583231","login":"octocat"}]', 0) RETURNING id`, githubNamespace).Scan(&id)).To(Succeed())
+		_, err = tx.Exec(ctx, `UPDATE inbox_erasure_fence SET in_progress = true, erasure_id = $1`, id)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tx.Commit(ctx)).To(Succeed())
+
+		runner.Notify() // what the 30 s tick does on every server
+		Expect(awaitDone(id)).To(matchReceipts(receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+		Expect(existing(ctx, mine)).To(BeEmpty())
+		Expect(fenceRaised(ctx)).To(BeFalse())
+	})
+
+	It("lowers a fence left raised for a request that is no longer running", func(ctx SpecContext) {
+		var id int64
+		Expect(pool.QueryRow(ctx, `INSERT INTO inbox_erasure (provider, source_server_url, identities, requested_by, state)
+			VALUES ('GITHUB', $1, '[{"login":"octocat"}]', 0, 'FAILED') RETURNING id`, githubNamespace).Scan(&id)).To(Succeed())
+		_, err := pool.Exec(ctx, `UPDATE inbox_erasure_fence SET in_progress = true, erasure_id = $1`, id)
+		Expect(err).NotTo(HaveOccurred())
+
+		runner.Notify()
+		Eventually(fenceRaised).WithContext(ctx).WithTimeout(settle).Should(BeFalse())
+		Expect(progress(id)["state"]).To(Equal("FAILED"), "nothing resumes a failed request but an operator")
+	})
+
+	It("is worked by one server at a time", func(ctx SpecContext) {
+		insertRow(ctx, pool, row{Workspace: acme.ID, Payload: octocatSender})
+		second, err := erasure.NewRunner(erasure.RunnerConfig{}, erasures, specLogger{})
+		Expect(err).NotTo(HaveOccurred())
+		runCtx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = second.Run(runCtx)
+		}()
+		DeferCleanup(func() { cancel(); <-done })
+
+		req, err := erasures.Start(ctx, mustScope(), 0)
+		Expect(err).NotTo(HaveOccurred())
+		second.Notify()
+		runner.Notify()
+		Expect(awaitDone(req.ID())).To(matchReceipts(receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+	})
+
+	Describe("its API", func() {
+		It("is the instance administrator's alone", func(ctx SpecContext) {
+			ana := newAccount(ctx, "ana", false, acme, "ADMIN")
+			ops := newAccount(ctx, "ops", true, acme, "")
+			for _, p := range []string{"/api/admin/erasures/preview", "/api/admin/erasures"} {
+				Expect(call("POST", p, "", octocat).Status).To(Equal(http.StatusUnauthorized))
+				Expect(call("POST", p, ana.Token, octocat).Status).To(Equal(http.StatusForbidden))
+			}
+			Expect(call("POST", "/api/admin/erasures/preview", ops.Token, octocat).Status).To(Equal(http.StatusOK))
+			id := start(octocat)
+			Expect(call("GET", fmt.Sprintf("/api/admin/erasures/%d", id), ana.Token, nil).Status).To(Equal(http.StatusForbidden))
+			Expect(call("POST", fmt.Sprintf("/api/admin/erasures/%d/resume", id), ana.Token, nil).Status).To(Equal(http.StatusForbidden))
+			awaitDone(id)
+			Expect(call("GET", "/api/admin/erasures/999999", adminToken, nil).Status).To(Equal(http.StatusNotFound))
+		})
+
+		It("refuses a request that names no namespace or no identity", func() {
+			for _, body := range []map[string]any{
+				{"provider": "GITHUB", "sourceServerUrl": "github.com", "identities": []map[string]any{{"login": "octocat"}}},
+				{"provider": "GITHUB", "sourceServerUrl": githubNamespace, "identities": []map[string]any{}},
+				{"provider": "GITHUB", "sourceServerUrl": githubNamespace, "identities": []map[string]any{{"id": ""}}},
+				{"provider": "github", "sourceServerUrl": githubNamespace, "identities": []map[string]any{{"login": "octocat"}}},
+			} {
+				r := call("POST", "/api/admin/erasures", adminToken, body)
+				Expect(r.Status).To(Equal(http.StatusBadRequest), r.Raw)
+				Expect(r.JSON).To(Equal(map[string]any{"error": "invalid-erasure"}))
+			}
+		})
+
+		It("accepts a numeric identity id as its digits", func(ctx SpecContext) {
+			insertRow(ctx, pool, row{Workspace: acme.ID, Payload: octocatSender})
+			r := call("POST", "/api/admin/erasures/preview", adminToken, map[string]any{
+				"provider": "GITHUB", "sourceServerUrl": githubNamespace, "identities": []map[string]any{{"id": 583231}}})
+			Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+			Expect(r.JSON["stores"].([]any)[0]).To(HaveKeyWithValue("matches", 1.0))
+		})
+	})
+})
+
+func mustScope() domain.Scope {
+	GinkgoHelper()
+	id, err := domain.NewIdentity("583231", "octocat")
+	Expect(err).NotTo(HaveOccurred())
+	s, err := domain.NewScope(githubProvider, githubNamespace, []domain.Identity{id})
+	Expect(err).NotTo(HaveOccurred())
+	return s
+}

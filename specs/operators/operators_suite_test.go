@@ -1,0 +1,215 @@
+package operators_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"go.uber.org/goleak"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
+	pgdeadletters "github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/application/deadletters"
+	"github.com/hephaestus-dev/hephaestus/application/erasure"
+	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+func TestOperators(t *testing.T) {
+	RegisterFailHandler(Fail)
+	leaks := goleak.IgnoreCurrent()
+	RunSpecs(t, "Operators: dead letters, inbox overview, person erasure, alert rules")
+	goleak.VerifyNone(t, leaks,
+		// Ginkgo's own signal watcher lives as long as the test binary.
+		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"))
+}
+
+// adminToken is the configured instance administrator token of the server under test.
+const adminToken = "spec-instance-admin-token-0123456789"
+
+// quick bounds what must not wait; settle bounds background work (the erasure runner).
+const (
+	quick  = 2 * time.Second
+	settle = 15 * time.Second
+)
+
+var (
+	db *pgtest.Database
+	// pool is the server's; other is a second "process" (admission, handlers' fenced writes),
+	// so its transactions can hold locks while the server works.
+	pool, other *pgxpool.Pool
+	svc         *management.Service
+	inboxStore  *inboxstore.Store
+	erasures    *pgerasure.Store
+	runner      *erasure.Runner
+	box         *deliveryinbox.Inbox
+	server      *httptest.Server
+	client      *http.Client
+	wakes       *countingNotifier
+
+	stopRunner context.CancelFunc
+	runnerDone chan struct{}
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	var err error
+	db, err = pgtest.NewDatabase(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	pool, err = db.Pool(ctx, 12)
+	Expect(err).NotTo(HaveOccurred())
+	other, err = db.Pool(ctx, 6)
+	Expect(err).NotTo(HaveOccurred())
+
+	key := make([]byte, secrets.KeySize)
+	_, _ = rand.Read(key)
+	secretBox, err := secrets.NewAESGCM(key)
+	Expect(err).NotTo(HaveOccurred())
+	workspaces, err := pgmanagement.NewWorkspaces(pool)
+	Expect(err).NotTo(HaveOccurred())
+	connections, err := pgmanagement.NewConnections(pool, pgmanagement.Config{})
+	Expect(err).NotTo(HaveOccurred())
+	svc, err = management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, connections, secretBox, nil)
+	Expect(err).NotTo(HaveOccurred())
+
+	inboxStore, err = inboxstore.New(pool, inboxstore.Config{})
+	Expect(err).NotTo(HaveOccurred())
+	reader, err := pgdeadletters.New(pool)
+	Expect(err).NotTo(HaveOccurred())
+	wakes = &countingNotifier{}
+	dead, err := deadletters.New(reader, inboxStore, wakes)
+	Expect(err).NotTo(HaveOccurred())
+
+	erasures, err = pgerasure.New(pool)
+	Expect(err).NotTo(HaveOccurred())
+	runner, err = erasure.NewRunner(erasure.RunnerConfig{}, erasures, specLogger{})
+	Expect(err).NotTo(HaveOccurred())
+	erasureSvc, err := erasure.New(erasures, runner)
+	Expect(err).NotTo(HaveOccurred())
+	box, err = deliveryinbox.New(other)
+	Expect(err).NotTo(HaveOccurred())
+
+	// The runner works in the background as on a server; specs wait for its outcome.
+	var runCtx context.Context
+	runCtx, stopRunner = context.WithCancel(context.Background())
+	runnerDone = make(chan struct{})
+	go func() {
+		defer close(runnerDone)
+		_ = runner.Run(runCtx)
+	}()
+
+	gin.SetMode(gin.TestMode)
+	engine := gin.New()
+	managementapi.Register(engine, svc, specLogger{})
+	operatorapi.Register(engine, svc, dead, erasureSvc, specLogger{})
+	server = httptest.NewServer(engine)
+	client = &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+})
+
+var _ = AfterSuite(func(ctx SpecContext) {
+	if stopRunner != nil {
+		stopRunner()
+		<-runnerDone
+	}
+	if client != nil {
+		client.CloseIdleConnections()
+	}
+	if server != nil {
+		server.Close()
+	}
+	if other != nil {
+		other.Close()
+	}
+	if pool != nil {
+		pool.Close()
+	}
+	if db != nil {
+		Expect(db.Drop(context.WithoutCancel(ctx))).To(Succeed())
+	}
+})
+
+var _ = BeforeEach(func(ctx SpecContext) {
+	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
+})
+
+// specLogger writes the server's logs next to the failing spec.
+type specLogger struct{}
+
+func (specLogger) Debugw(msg string, kv ...any) { fmt.Fprintln(GinkgoWriter, "DEBUG", msg, kv) }
+func (specLogger) Infow(msg string, kv ...any)  { fmt.Fprintln(GinkgoWriter, "INFO", msg, kv) }
+func (specLogger) Warnw(msg string, kv ...any)  { fmt.Fprintln(GinkgoWriter, "WARN", msg, kv) }
+func (specLogger) Errorw(msg string, kv ...any) { fmt.Fprintln(GinkgoWriter, "ERROR", msg, kv) }
+
+// countingNotifier stands in for the claimers' wake signal.
+type countingNotifier struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countingNotifier) Notify() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+}
+
+func (c *countingNotifier) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+var _ ports.Notifier = (*countingNotifier)(nil)
+
+// response is one answer of the API under test.
+type response struct {
+	Status int
+	Raw    string
+	JSON   map[string]any
+}
+
+// call sends body (nil: none; otherwise JSON) with token as bearer ("" for none).
+func call(method, path, token string, body any) response {
+	GinkgoHelper()
+	var reader io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		Expect(err).NotTo(HaveOccurred())
+		reader = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, server.URL+path, reader)
+	Expect(err).NotTo(HaveOccurred())
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := client.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	Expect(err).NotTo(HaveOccurred())
+	r := response{Status: res.StatusCode, Raw: string(raw)}
+	if len(raw) > 0 && raw[0] == '{' {
+		Expect(json.Unmarshal(raw, &r.JSON)).To(Succeed(), string(raw))
+	}
+	return r
+}
