@@ -72,6 +72,15 @@ type InboxStore interface {
 	// AcquireSingleton takes or keeps the named cluster-wide lease for holder until lease from
 	// now; false when another live holder has it.
 	AcquireSingleton(ctx context.Context, name, holder string, lease time.Duration) (bool, error)
+
+	// Replay sets a DEAD row of the workspace (workspaceID 0: an installation row, NULL
+	// workspace) back to QUEUED with attempt 0 under the domain's Delivery.Replay, recording
+	// accountID and the time; an installation replay commits its audit record in the same
+	// transaction. It returns the row after the transition.
+	// Errors: ErrNotFound (no such row in that workspace); ErrConflict, as a *RejectedError
+	// with reason "not-dead", wrapping *inbox.TransitionError (the row is not DEAD, e.g. a
+	// concurrent replay won).
+	Replay(ctx context.Context, workspaceID, id, accountID int64) (inbox.Delivery, error)
 }
 
 // Notifier wakes this server's claimers after rows were committed (in-process, no LISTEN).

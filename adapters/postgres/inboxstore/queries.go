@@ -1,0 +1,194 @@
+package inboxstore
+
+// All statements run at READ COMMITTED. Each one is a single statement (or one short
+// transaction for reaping and replay), so a statement snapshot is what every scope check reads.
+
+// deliveryColumns is what a Delivery is restored from (payload and headers are read only where
+// a handler needs them).
+const deliveryColumns = `e.id, e.workspace_id, e.provider, e.event_type, e.delivery_key, e.subject,
+	e.scope_key, e.state, e.attempt, e.unknown_failures, e.lease_epoch, e.leased_until, e.due_at,
+	e.received_at, e.ended_at, e.error_class, e.replayed_by, e.replayed_at`
+
+// claimOldestDueInFreeScope leases up to $1 rows, each the oldest QUEUED row of its scope, due,
+// of an ACTIVE workspace or of the installation, in a scope with no LEASED row.
+//
+//   - The NOT EXISTS scope checks read the statement snapshot: a row another claimer has locked
+//     but not committed yet is still QUEUED in it, so this claimer skips that whole scope
+//     instead of taking the row behind it.
+//   - FOR UPDATE OF e SKIP LOCKED (only e: the workspace row is read, never locked, so a
+//     workspace operation is not blocked by claims) passes over rows another claimer on any
+//     server is taking; a row changed since the snapshot is rechecked on its newest version
+//     (state and due time), so a row leased meanwhile is not taken twice.
+//   - Every candidate is the oldest QUEUED row of its scope in the snapshot, so the candidates
+//     have distinct scopes and one statement may lease several of them.
+//   - The few races the snapshot cannot see (a replay that makes an older row QUEUED while a
+//     claim of a newer one commits) end at uq_provider_event_leased_scope: the statement fails
+//     with a unique violation and the caller claims again.
+//
+// attempt and lease_epoch go up by one (the domain's Delivery.Claim); the lease runs from the
+// database clock, because servers' clocks differ and expiry is compared in SQL.
+const claimOldestDueInFreeScope = `
+WITH candidates AS (
+	SELECT e.id
+	FROM provider_event e
+	LEFT JOIN workspace w ON w.id = e.workspace_id
+	WHERE e.state = 'QUEUED'
+	  AND e.due_at <= clock_timestamp()
+	  AND (e.workspace_id IS NULL OR w.state = 'ACTIVE')
+	  AND NOT EXISTS (
+		SELECT 1 FROM provider_event l
+		WHERE l.scope_key = e.scope_key AND l.state = 'LEASED')
+	  AND NOT EXISTS (
+		SELECT 1 FROM provider_event o
+		WHERE o.scope_key = e.scope_key AND o.state = 'QUEUED' AND o.id < e.id)
+	ORDER BY e.id
+	LIMIT $1
+	FOR UPDATE OF e SKIP LOCKED
+)
+UPDATE provider_event e
+SET state = 'LEASED',
+    attempt = e.attempt + 1,
+    lease_epoch = e.lease_epoch + 1,
+    leased_until = clock_timestamp() + $2::bigint * interval '1 microsecond',
+    leased_by = $3
+FROM candidates c
+WHERE e.id = c.id
+RETURNING ` + deliveryColumns + `, e.payload, e.headers`
+
+// recordOutcomes writes a batch of outcomes in one statement. The WHERE clause is the SQL
+// backstop of the domain's lease check: a row that is no longer LEASED under the named epoch
+// (taken back by the reaper, released, erased) is left alone and its id is not returned.
+// The UPDATE takes the ordinary row lock: it waits for a step transaction's commit-time
+// recheck (a shared lock) to finish rather than skipping, because an outcome must be written.
+const recordOutcomes = `
+UPDATE provider_event e
+SET state = u.state,
+    attempt = e.attempt + u.attempt_delta,
+    unknown_failures = e.unknown_failures + u.budget_delta,
+    due_at = COALESCE(u.due_at, e.due_at),
+    ended_at = CASE WHEN u.state IN ('DONE', 'DEAD') THEN clock_timestamp() END,
+    error_class = u.error_class,
+    leased_until = NULL,
+    leased_by = NULL
+FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::int[], $7::int[])
+	AS u(id, epoch, state, due_at, error_class, attempt_delta, budget_delta)
+WHERE e.id = u.id AND e.state = 'LEASED' AND e.lease_epoch = u.epoch
+RETURNING e.id`
+
+// renewHeldLeases extends the leases still held under their epochs, never shortening one.
+// FOR NO KEY UPDATE SKIP LOCKED: a named step holds a key-share lock on its event until commit,
+// which does not conflict with this lock, so renewal stays possible during a step; a lock that
+// does conflict (an outcome or reaper transaction) is skipped, not waited on, and the next
+// renewal tries again.
+const renewHeldLeases = `
+WITH held AS (
+	SELECT e.id
+	FROM provider_event e
+	JOIN unnest($1::bigint[], $2::bigint[]) AS a(id, epoch) ON a.id = e.id
+	WHERE e.state = 'LEASED' AND e.lease_epoch = a.epoch
+	FOR NO KEY UPDATE OF e SKIP LOCKED
+)
+UPDATE provider_event e
+SET leased_until = GREATEST(e.leased_until, clock_timestamp() + $3::bigint * interval '1 microsecond')
+FROM held
+WHERE e.id = held.id
+RETURNING e.id`
+
+// releaseHeldLeases hands leases back without counting the attempt (the domain's
+// Delivery.Release): the row is due at once and keeps its id, so it still heads its scope.
+// It takes the ordinary row lock and waits briefly for a committing step: the caller bounds the
+// wait with its shutdown timeout.
+const releaseHeldLeases = `
+UPDATE provider_event e
+SET state = 'QUEUED',
+    attempt = GREATEST(e.attempt - 1, 0),
+    due_at = clock_timestamp(),
+    leased_until = NULL,
+    leased_by = NULL
+FROM unnest($1::bigint[], $2::bigint[]) AS a(id, epoch)
+WHERE e.id = a.id AND e.state = 'LEASED' AND e.lease_epoch = a.epoch`
+
+// selectExpiredLeases reads up to $1 expired leases with the database time that judges them.
+// FOR UPDATE SKIP LOCKED conflicts with a named step's key-share lock, so the reaper passes over
+// a row whose step is committing (and over rows other servers' reapers are taking) instead of
+// waiting; a skipped row is looked at again on the next pass.
+const selectExpiredLeases = `
+SELECT ` + deliveryColumns + `, clock_timestamp()
+FROM provider_event e
+WHERE e.state = 'LEASED' AND e.leased_until <= clock_timestamp()
+ORDER BY e.leased_until
+LIMIT $1
+FOR UPDATE OF e SKIP LOCKED`
+
+// writeExpiredLeases writes the domain's Expire decisions for the rows the same transaction
+// locked; the epoch condition is the backstop (it cannot fail while the lock is held).
+const writeExpiredLeases = `
+UPDATE provider_event e
+SET state = u.state,
+    attempt = u.attempt,
+    unknown_failures = u.unknown_failures,
+    due_at = u.due_at,
+    ended_at = u.ended_at,
+    error_class = u.error_class,
+    leased_until = NULL,
+    leased_by = NULL
+FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::timestamptz[], $8::text[])
+	AS u(id, epoch, state, attempt, unknown_failures, due_at, ended_at, error_class)
+WHERE e.id = u.id AND e.state = 'LEASED' AND e.lease_epoch = u.epoch`
+
+// deleteEndedRows deletes a batch of DONE rows older than the replay window and DEAD rows older
+// than the dead retention; their steps cascade. FOR UPDATE SKIP LOCKED passes over a row a
+// replay holds (the replay's newest version is rechecked, so a row that is QUEUED again is
+// never deleted) and over rows another deleter took.
+const deleteEndedRows = `
+DELETE FROM provider_event
+WHERE id IN (
+	SELECT e.id FROM provider_event e
+	WHERE (e.state = 'DONE' AND e.ended_at < $1)
+	   OR (e.state = 'DEAD' AND e.ended_at < $2)
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED)`
+
+// countByState feeds the integration_inbox_rows gauge.
+const countByState = `SELECT state, count(*) FROM provider_event GROUP BY state`
+
+// acquireSingleton takes the named lease when it is free, expired or already ours. Concurrent
+// takers serialise on the row's lock; under READ COMMITTED the later one rechecks the condition
+// on the committed winner's version and gets no row.
+const acquireSingleton = `
+INSERT INTO singleton_lease AS s (name, holder, leased_until)
+VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond')
+ON CONFLICT (name) DO UPDATE
+SET holder = EXCLUDED.holder, leased_until = EXCLUDED.leased_until
+WHERE s.holder IS NULL OR s.holder = EXCLUDED.holder OR s.leased_until IS NULL
+   OR s.leased_until <= clock_timestamp()
+RETURNING s.holder`
+
+// lockWorkspaceRowForReplay and lockInstallationRowForReplay read the row bound to its
+// workspace (every replay query binds the workspace) with FOR UPDATE: a concurrent replay waits
+// and then reads the replayed row, so two replays make one transition; retention skips the
+// locked row.
+const (
+	lockWorkspaceRowForReplay = `
+SELECT ` + deliveryColumns + `, clock_timestamp()
+FROM provider_event e
+WHERE e.id = $1 AND e.workspace_id = $2
+FOR UPDATE`
+	lockInstallationRowForReplay = `
+SELECT ` + deliveryColumns + `, clock_timestamp()
+FROM provider_event e
+WHERE e.id = $1 AND e.workspace_id IS NULL
+FOR UPDATE`
+)
+
+// writeReplay writes the domain's Replay transition; state = 'DEAD' is the backstop.
+const writeReplay = `
+UPDATE provider_event
+SET state = 'QUEUED', attempt = $2, unknown_failures = $3, due_at = $4, ended_at = NULL,
+    error_class = NULL, replayed_by = $5, replayed_at = $6
+WHERE id = $1 AND state = 'DEAD'`
+
+// insertReplayAudit records an installation replay in the replay's transaction.
+const insertReplayAudit = `
+INSERT INTO provider_event_replay_audit (event_id, account_id, replayed_at, workspace_id)
+VALUES ($1, $2, $3, NULL)`

@@ -1,0 +1,295 @@
+// Package inboxstore implements ports.InboxStore on PostgreSQL: claiming, outcome writes,
+// renewal, release, reaping, retention, replay and the singleton lease that picks the one
+// server running retention. The domain (domain/inbox) decides every transition; the SQL here
+// stores it and backstops the lease rules (epoch conditions, the leased-scope unique index).
+package inboxstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// leasedScopeIndex is the backstop for one LEASED row per scope.
+const leasedScopeIndex = "uq_provider_event_leased_scope"
+
+// Config tunes the store; the zero value is valid.
+type Config struct {
+	// ClaimAttempts is how often Claim runs its statement again after it lost a race at the
+	// leased-scope index before it returns no rows (default 3).
+	ClaimAttempts int
+}
+
+func (c *Config) setDefaults() {
+	if c.ClaimAttempts == 0 {
+		c.ClaimAttempts = 3
+	}
+}
+
+func (c Config) validate() error {
+	if c.ClaimAttempts < 1 {
+		return errors.New("inboxstore: ClaimAttempts must be at least 1")
+	}
+	return nil
+}
+
+// Store is the PostgreSQL inbox store. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  Config
+}
+
+var _ ports.InboxStore = (*Store)(nil)
+
+// New returns a store on pool.
+func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("inboxstore: pool is required")
+	}
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Store{pool: pool, cfg: cfg}, nil
+}
+
+// Claim implements ports.InboxStore. A statement that loses a race at the leased-scope index is
+// contention, not an error: it is run again, and after ClaimAttempts the claim returns no rows.
+func (s *Store) Claim(ctx context.Context, owner string, limit int, lease time.Duration) ([]ports.Claimed, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if lease <= 0 {
+		return nil, errors.New("claim: lease must be positive")
+	}
+	for attempt := 1; ; attempt++ {
+		claimed, err := s.claimOnce(ctx, owner, limit, lease)
+		if err == nil {
+			return claimed, nil
+		}
+		if !isLeasedScopeViolation(err) {
+			return nil, pgutil.Interpret("claim deliveries", err)
+		}
+		if attempt >= s.cfg.ClaimAttempts {
+			return nil, nil
+		}
+	}
+}
+
+func (s *Store) claimOnce(ctx context.Context, owner string, limit int, lease time.Duration) ([]ports.Claimed, error) {
+	rows, err := s.pool.Query(ctx, claimOldestDueInFreeScope, limit, lease.Microseconds(), owner)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	claimed := make([]ports.Claimed, 0, limit)
+	for rows.Next() {
+		var (
+			r       deliveryRow
+			payload []byte
+			headers map[string]string
+		)
+		if err := rows.Scan(append(r.targets(), &payload, &headers)...); err != nil {
+			return nil, err
+		}
+		d, err := r.delivery()
+		if err != nil {
+			return nil, err
+		}
+		claimed = append(claimed, ports.Claimed{Delivery: d, Payload: payload, Headers: headers})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+func isLeasedScopeViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgutil.UniqueViolation && pgErr.ConstraintName == leasedScopeIndex
+}
+
+// Record implements ports.InboxStore: one statement for the whole batch.
+func (s *Store) Record(ctx context.Context, results []ports.Result) ([]bool, error) {
+	if len(results) == 0 {
+		return nil, nil
+	}
+	n := len(results)
+	var (
+		ids          = make([]int64, n)
+		epochs       = make([]int64, n)
+		states       = make([]string, n)
+		dueAts       = make([]*time.Time, n)
+		errorClasses = make([]*string, n)
+		attemptDelta = make([]int32, n)
+		budgetDelta  = make([]int32, n)
+	)
+	for i, r := range results {
+		state, err := stateOf(r.Decision)
+		if err != nil {
+			return nil, fmt.Errorf("record outcome of delivery %d: %w", r.Ack.ID, err)
+		}
+		ids[i], epochs[i], states[i] = r.Ack.ID, int64(r.Ack.Epoch), state.String()
+		switch state {
+		case inbox.Queued:
+			due := r.Decision.DueAt()
+			dueAts[i] = &due
+			if !r.Decision.CountsAttempt() {
+				attemptDelta[i] = -1 // contention gives the attempt back
+			}
+		case inbox.Dead:
+			class := r.Decision.ErrorClass()
+			errorClasses[i] = &class
+		}
+		if r.Decision.UsesBudget() {
+			budgetDelta[i] = 1
+		}
+	}
+	rows, err := s.pool.Query(ctx, recordOutcomes, ids, epochs, states, dueAts, errorClasses, attemptDelta, budgetDelta)
+	if err != nil {
+		return nil, pgutil.Interpret("record outcomes", err)
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, pgutil.Interpret("record outcomes", err)
+	}
+	return appliedFlags(ids, done), nil
+}
+
+// stateOf is the row state an outcome write leaves. Dropped decisions are never written.
+func stateOf(d inbox.Decision) (inbox.State, error) {
+	switch d.Outcome() {
+	case inbox.OutcomeDone:
+		return inbox.Done, nil
+	case inbox.OutcomeRetried:
+		if d.DueAt().IsZero() {
+			return inbox.State{}, errors.New("a retried outcome needs a due time")
+		}
+		return inbox.Queued, nil
+	case inbox.OutcomeDead:
+		return inbox.Dead, nil
+	default:
+		return inbox.State{}, fmt.Errorf("outcome %q is not written", d.Outcome())
+	}
+}
+
+func appliedFlags(ids, returned []int64) []bool {
+	set := make(map[int64]struct{}, len(returned))
+	for _, id := range returned {
+		set[id] = struct{}{}
+	}
+	applied := make([]bool, len(ids))
+	for i, id := range ids {
+		_, applied[i] = set[id]
+	}
+	return applied
+}
+
+func ackArrays(acks []ports.Ack) (ids, epochs []int64) {
+	ids, epochs = make([]int64, len(acks)), make([]int64, len(acks))
+	for i, a := range acks {
+		ids[i], epochs[i] = a.ID, int64(a.Epoch)
+	}
+	return ids, epochs
+}
+
+// Renew implements ports.InboxStore: one statement for every lease of the batch.
+func (s *Store) Renew(ctx context.Context, acks []ports.Ack, lease time.Duration) ([]bool, error) {
+	if len(acks) == 0 {
+		return nil, nil
+	}
+	if lease <= 0 {
+		return nil, errors.New("renew: lease must be positive")
+	}
+	ids, epochs := ackArrays(acks)
+	rows, err := s.pool.Query(ctx, renewHeldLeases, ids, epochs, lease.Microseconds())
+	if err != nil {
+		return nil, pgutil.Interpret("renew leases", err)
+	}
+	renewed, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, pgutil.Interpret("renew leases", err)
+	}
+	return appliedFlags(ids, renewed), nil
+}
+
+// Release implements ports.InboxStore.
+func (s *Store) Release(ctx context.Context, acks []ports.Ack) (int, error) {
+	if len(acks) == 0 {
+		return 0, nil
+	}
+	ids, epochs := ackArrays(acks)
+	tag, err := s.pool.Exec(ctx, releaseHeldLeases, ids, epochs)
+	if err != nil {
+		return 0, pgutil.Interpret("release leases", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// DeleteEnded implements ports.InboxStore (one batch per call).
+func (s *Store) DeleteEnded(ctx context.Context, doneBefore, deadBefore time.Time, limit int) (int64, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, deleteEndedRows, doneBefore, deadBefore, limit)
+	if err != nil {
+		return 0, pgutil.Interpret("delete ended deliveries", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// CountByState implements ports.InboxStore. Every state is present, with 0 when it has no rows.
+func (s *Store) CountByState(ctx context.Context) (map[inbox.State]int64, error) {
+	rows, err := s.pool.Query(ctx, countByState)
+	if err != nil {
+		return nil, pgutil.Interpret("count deliveries", err)
+	}
+	defer rows.Close()
+	counts := make(map[inbox.State]int64, 4)
+	for _, st := range inbox.States() {
+		counts[st] = 0
+	}
+	for rows.Next() {
+		var (
+			state string
+			n     int64
+		)
+		if err := rows.Scan(&state, &n); err != nil {
+			return nil, pgutil.Interpret("count deliveries", err)
+		}
+		st, err := inbox.ParseState(state)
+		if err != nil {
+			return nil, fmt.Errorf("count deliveries: %w", err)
+		}
+		counts[st] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, pgutil.Interpret("count deliveries", err)
+	}
+	return counts, nil
+}
+
+// AcquireSingleton implements ports.InboxStore.
+func (s *Store) AcquireSingleton(ctx context.Context, name, holder string, lease time.Duration) (bool, error) {
+	if name == "" || holder == "" || lease <= 0 {
+		return false, errors.New("acquire singleton: name, holder and a positive lease are required")
+	}
+	var got string
+	err := s.pool.QueryRow(ctx, acquireSingleton, name, holder, lease.Microseconds()).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, pgutil.Interpret("acquire singleton "+name, err)
+	}
+	return got == holder, nil
+}

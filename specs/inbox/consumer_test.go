@@ -1,0 +1,237 @@
+package inbox_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// dispatchKey is the context key a spec's DispatchContext binds.
+type dispatchKey struct{}
+
+// failingRetention is the real store whose retention deletes fail.
+type failingRetention struct {
+	ports.InboxStore
+	calls atomic.Int32
+}
+
+func (f *failingRetention) DeleteEnded(context.Context, time.Time, time.Time, int) (int64, error) {
+	f.calls.Add(1)
+	return 0, errors.New("disk on fire")
+}
+
+// countingClaims is the real store that counts finished claims.
+type countingClaims struct {
+	ports.InboxStore
+	done atomic.Int64
+}
+
+func (c *countingClaims) Claim(ctx context.Context, owner string, limit int, lease time.Duration) ([]ports.Claimed, error) {
+	defer c.done.Add(1)
+	return c.InboxStore.Claim(ctx, owner, limit, lease)
+}
+
+var _ = Describe("The consumer", func() {
+	var ws int64
+
+	BeforeEach(func(ctx SpecContext) {
+		ws = newWorkspace(ctx, pool, "acme", "ACTIVE")
+	})
+
+	Describe("Dispatch", func() {
+		It("passes the row's workspace, payload and headers, in the context DispatchContext built", func(ctx SpecContext) {
+			got := make(chan ports.Dispatch, 2)
+			bound := make(chan any, 2)
+			cfg := specConfig(owner)
+			cfg.DispatchContext = func(ctx context.Context, c ports.Claimed) context.Context {
+				return context.WithValue(ctx, dispatchKey{}, c.Delivery.ID())
+			}
+			reg := consumer.NewRegistry()
+			h := ports.HandlerFunc(func(ctx context.Context, d ports.Dispatch) error {
+				got <- d
+				bound <- ctx.Value(dispatchKey{})
+				return nil
+			})
+			Expect(reg.Register(github, "issues", h)).To(Succeed())
+			Expect(reg.Register(github, "installation", h)).To(Succeed())
+			startServer(cfg, store, reg)
+
+			work := storeRow(ctx, pool, row{Workspace: ws, Payload: `{"n":1}`})
+			var d ports.Dispatch
+			Eventually(got).WithTimeout(5 * time.Second).Should(Receive(&d))
+			Expect(d.Delivery.ID()).To(Equal(work))
+			Expect(d.WorkspaceID).To(Equal(ws))
+			Expect(d.Payload).To(MatchJSON(`{"n":1}`))
+			Expect(d.Headers).To(HaveKeyWithValue("X-GitHub-Event", "issues"))
+			Expect(<-bound).To(Equal(work))
+
+			installation := storeRow(ctx, pool, row{Control: true, EventType: "installation"})
+			Eventually(got).WithTimeout(5 * time.Second).Should(Receive(&d))
+			Expect(d.Delivery.ID()).To(Equal(installation))
+			Expect(d.WorkspaceID).To(BeZero())
+		})
+
+		It("completes an event type without a handler as done, not as a failure", func(ctx SpecContext) {
+			srv := startServer(specConfig(owner), store, consumer.NewRegistry())
+			id := storeRow(ctx, pool, row{Workspace: ws, EventType: "star"})
+			Eventually(func() string { return stateOf(ctx, pool, id) }).WithTimeout(5 * time.Second).Should(Equal("DONE"))
+			Eventually(func() int { return srv.metrics.Count("handled", "github", "done") }).Should(Equal(1))
+			Expect(readRow(ctx, pool, id).UnknownFailures).To(BeZero())
+		})
+
+		It("wakes at once when admission notifies, without waiting for the poll", func(ctx SpecContext) {
+			cfg := specConfig(owner)
+			cfg.PollInterval = time.Hour
+			counting := &countingClaims{InboxStore: store}
+			srv := startServer(cfg, counting, registry(func(context.Context, ports.Dispatch) error { return nil }))
+			Eventually(counting.done.Load).WithTimeout(5 * time.Second).Should(BeNumerically(">=", 1))
+			claims := counting.done.Load()
+
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			Consistently(func() string { return stateOf(ctx, pool, id) }).WithTimeout(300 * time.Millisecond).Should(Equal("QUEUED"))
+			Expect(counting.done.Load()).To(Equal(claims), "the claim loop waits for its hour-long poll")
+			srv.wake.Notify()
+			Eventually(func() string { return stateOf(ctx, pool, id) }).WithTimeout(2 * time.Second).Should(Equal("DONE"))
+		})
+	})
+
+	Describe("Leases of running handlers", func() {
+		It("renews the lease while the handler runs past it", func(ctx SpecContext) {
+			cfg := specConfig(owner)
+			cfg.LeaseDuration = time.Second
+			cfg.RenewInterval = 200 * time.Millisecond
+			cfg.ReaperInterval = 100 * time.Millisecond
+			srv := startServer(cfg, store, registry(func(ctx context.Context, _ ports.Dispatch) error {
+				time.Sleep(2500 * time.Millisecond)
+				return nil
+			}))
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			Eventually(func() string { return stateOf(ctx, pool, id) }).WithTimeout(10 * time.Second).Should(Equal("DONE"))
+			r := readRow(ctx, pool, id)
+			Expect(r.Attempt).To(Equal(1))
+			Expect(r.UnknownFailures).To(BeZero())
+			Expect(srv.metrics.Count("dropped", "github", "lease-lost")).To(BeZero())
+		})
+
+		It("cancels the handler's context at the handler timeout and counts the attempt", func(ctx SpecContext) {
+			cfg := specConfig(owner)
+			cfg.HandlerTimeout = 300 * time.Millisecond
+			var calls atomic.Int32
+			causes := make(chan error, 1)
+			startServer(cfg, store, registry(func(ctx context.Context, _ ports.Dispatch) error {
+				if calls.Add(1) == 1 {
+					<-ctx.Done()
+					causes <- ctx.Err()
+					return ctx.Err()
+				}
+				return nil
+			}))
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			Eventually(causes).WithTimeout(5 * time.Second).Should(Receive(MatchError(context.DeadlineExceeded)))
+			Eventually(func() string { return stateOf(ctx, pool, id) }).WithTimeout(5 * time.Second).Should(Equal("DONE"))
+			r := readRow(ctx, pool, id)
+			Expect(r.Attempt).To(Equal(2))
+			Expect(r.UnknownFailures).To(Equal(1))
+		})
+
+		It("lets its reaper take back a lease nobody renews", func(ctx SpecContext) {
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			_, err := store.Claim(ctx, "a-dead-server", 1, 200*time.Millisecond)
+			Expect(err).NotTo(HaveOccurred())
+			cfg := specConfig(owner)
+			cfg.ReaperInterval = 100 * time.Millisecond
+			srv := startServer(cfg, store, registry(func(context.Context, ports.Dispatch) error { return nil }))
+			Eventually(func() string { return stateOf(ctx, pool, id) }).WithTimeout(5 * time.Second).Should(Equal("DONE"))
+			r := readRow(ctx, pool, id)
+			Expect(r.Attempt).To(Equal(2))
+			Expect(r.UnknownFailures).To(Equal(1))
+			Eventually(func() int { return srv.metrics.Count("retry", "github", "lease-expired") }).Should(Equal(1))
+		})
+	})
+
+	Describe("Retention", func() {
+		oldDone := func(ctx context.Context, n int) {
+			// One transaction, so no running claimer sees the rows QUEUED.
+			tx, err := pool.Begin(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			for range n {
+				id := storeRow(ctx, tx, row{Workspace: ws})
+				_, err := tx.Exec(ctx, `UPDATE provider_event SET state = 'DONE', ended_at = now() - interval '4 days' WHERE id = $1`, id)
+				Expect(err).NotTo(HaveOccurred())
+			}
+			Expect(tx.Commit(ctx)).To(Succeed())
+		}
+
+		It("runs on the one server that holds the retention lease, in batches", func(ctx SpecContext) {
+			oldDone(ctx, 5)
+			cfg := specConfig("server-a")
+			cfg.RetentionInterval = 200 * time.Millisecond
+			cfg.RetentionBatch = 2
+			a := startServer(cfg, store, consumer.NewRegistry())
+			Eventually(func() int { return countRows(ctx, pool, "true") }).WithTimeout(5 * time.Second).Should(BeZero())
+
+			cfg.Owner = "server-b"
+			b := startServer(cfg, store, consumer.NewRegistry())
+			Eventually(func() int { return len(b.log.Find("consumer started")) }).Should(Equal(1))
+			for range 3 {
+				oldDone(ctx, 3)
+				Eventually(func() int { return countRows(ctx, pool, "true") }).WithTimeout(5 * time.Second).Should(BeZero())
+			}
+			Expect(b.log.Find("retention deleted")).To(BeEmpty(), "server-b never held the lease")
+			Expect(len(a.log.Find("retention deleted"))).To(BeNumerically(">=", 4))
+			var holder string
+			Expect(pool.QueryRow(ctx, `SELECT holder FROM singleton_lease WHERE name = 'inbox-retention'`).Scan(&holder)).To(Succeed())
+			Expect(holder).To(Equal("server-a"))
+		})
+
+		It("leaves the rows and counts the failure when deleting fails", func(ctx SpecContext) {
+			oldDone(ctx, 2)
+			failing := &failingRetention{InboxStore: store}
+			cfg := specConfig(owner)
+			cfg.RetentionInterval = 100 * time.Millisecond
+			srv := startServer(cfg, failing, consumer.NewRegistry())
+			Eventually(func() int { return srv.metrics.Count("retention_failures") }).WithTimeout(5 * time.Second).Should(BeNumerically(">=", 2))
+			Expect(countRows(ctx, pool, "true")).To(Equal(2))
+		})
+	})
+
+	It("refreshes the inbox-rows gauge", func(ctx SpecContext) {
+		storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+		suspended := newWorkspace(ctx, pool, "paused", "SUSPENDED")
+		storeRow(ctx, pool, row{Workspace: suspended})
+		srv := startServer(specConfig(owner), store, consumer.NewRegistry())
+		Eventually(func() int64 { return srv.metrics.Rows("DONE") }).WithTimeout(5 * time.Second).Should(Equal(int64(1)))
+		Eventually(func() int64 { return srv.metrics.Rows("QUEUED") }).Should(Equal(int64(1)))
+	})
+
+	It("refuses a config without its owner or with renewal outside the lease", func() {
+		reg := consumer.NewRegistry()
+		_, err := consumer.New(consumer.Config{}, store, reg, consumer.NewSignal(), systemClock{}, &recordingLogger{}, noopMetrics{})
+		Expect(err).To(MatchError(ContainSubstring("Owner")))
+		_, err = consumer.New(consumer.Config{Owner: "x", LeaseDuration: time.Second, RenewInterval: 2 * time.Second},
+			store, reg, consumer.NewSignal(), systemClock{}, &recordingLogger{}, noopMetrics{})
+		Expect(err).To(MatchError(ContainSubstring("renew interval")))
+		c, err := consumer.New(consumer.Config{Owner: "x"}, store, reg, consumer.NewSignal(), systemClock{}, &recordingLogger{}, noopMetrics{})
+		Expect(err).NotTo(HaveOccurred())
+		cfg := c.Config()
+		Expect(cfg.Claimers).To(Equal(8))
+		Expect(cfg.LeaseDuration).To(Equal(2 * time.Minute))
+		Expect(cfg.RenewInterval).To(Equal(30 * time.Second))
+		Expect(cfg.HandlerTimeout).To(Equal(30 * time.Minute))
+		Expect(cfg.ReaperInterval).To(Equal(30 * time.Second))
+		Expect(cfg.PollInterval).To(Equal(5 * time.Second))
+		Expect(cfg.ReplayWindow).To(Equal(72 * time.Hour))
+		Expect(cfg.DeadRetention).To(Equal(30 * 24 * time.Hour))
+		Expect(cfg.RetentionInterval).To(Equal(time.Hour))
+		Expect(cfg.RetryBaseDelay).To(Equal(2 * time.Second))
+		Expect(cfg.RetryMaxDelay).To(Equal(5 * time.Minute))
+		Expect(cfg.PoisonMaxAttempts).To(Equal(10))
+	})
+})

@@ -1,0 +1,68 @@
+package inbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+var _ = Describe("Many servers", func() {
+	It("work 5,000 rows over 50 scopes in each scope's order, one leased row per scope, while handlers fail at random", func(ctx SpecContext) {
+		const (
+			servers  = 3
+			claimers = 4
+			rows     = 5000
+			scopes   = 50
+		)
+		ws := newWorkspace(ctx, pool, "acme", "ACTIVE")
+		repos := make([]string, rows)
+		for i := range repos {
+			repos[i] = fmt.Sprintf("%d", i%scopes)
+		}
+		storeRows(ctx, pool, ws, repos, `{"action":"opened"}`)
+
+		log := newScopeLog()
+		handler := func(_ context.Context, d ports.Dispatch) error {
+			log.enter(d)
+			var err error
+			switch p := rand.Float64(); {
+			case p < 0.08:
+				err = errors.New("unknown failure")
+			case p < 0.12:
+				err = inbox.Transient("provider", errors.New("timeout"))
+			}
+			log.exit(d, err == nil)
+			return err
+		}
+		for i := range servers {
+			// Each server has its own pool, store and consumer, as separate processes would.
+			p, err := db.Pool(ctx, claimers+4)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(p.Close) // registered first, so it runs after the consumer stopped
+			st, err := inboxstore.New(p, inboxstore.Config{})
+			Expect(err).NotTo(HaveOccurred())
+			cfg := specConfig(fmt.Sprintf("server-%d", i))
+			cfg.Claimers = claimers
+			cfg.PoisonMaxAttempts = 1000
+			cfg.RetryBaseDelay = time.Millisecond
+			cfg.RetryMaxDelay = 5 * time.Millisecond
+			cfg.PollInterval = 20 * time.Millisecond
+			startServer(cfg, st, registry(handler))
+		}
+
+		Eventually(func() int { return countRows(ctx, pool, "state = 'DONE'") }).
+			WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(Equal(rows))
+		expectScopeOrder(ctx, pool, log)
+		Expect(countRows(ctx, pool, "attempt > 1")).To(BeNumerically(">", 0), "some handlers failed")
+		Expect(countRows(ctx, pool, "unknown_failures > 0")).To(BeNumerically(">", 0))
+	})
+})

@@ -1,0 +1,522 @@
+package inbox_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+const owner = "server-a"
+
+var _ = Describe("The inbox store", func() {
+	var (
+		ws     int64
+		policy inbox.RetryPolicy
+		lease  = time.Minute
+	)
+
+	BeforeEach(func(ctx SpecContext) {
+		ws = newWorkspace(ctx, pool, "acme", "ACTIVE")
+		var err error
+		policy, err = inbox.NewRetryPolicy(time.Hour, 2*time.Hour, 2)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	claim := func(ctx context.Context, limit int) []ports.Claimed {
+		claimed, err := store.Claim(ctx, owner, limit, lease)
+		Expect(err).NotTo(HaveOccurred())
+		return claimed
+	}
+	complete := func(ctx context.Context, c ports.Claimed) {
+		d := c.Delivery
+		Expect(d.Complete(d.Lease().Epoch(), time.Now())).To(Succeed())
+		applied, err := store.Record(ctx, []ports.Result{{Ack: ackOf(c), Decision: inbox.Completed()}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(applied).To(Equal([]bool{true}))
+	}
+	fail := func(ctx context.Context, c ports.Claimed, cause error) inbox.Decision {
+		d := c.Delivery
+		dec, err := d.Fail(d.Lease().Epoch(), cause, policy, time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		applied, err := store.Record(ctx, []ports.Result{{Ack: ackOf(c), Decision: dec}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(applied).To(Equal([]bool{true}))
+		return dec
+	}
+	// expire claims the scope's head with a lease that is over at once, and reaps it.
+	expireAndReap := func(ctx context.Context) []ports.Reaped {
+		claimed, err := store.Claim(ctx, owner, 1, time.Millisecond)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(claimed).To(HaveLen(1))
+		var reaped []ports.Reaped
+		Eventually(func(g Gomega) {
+			reaped, err = store.Reap(ctx, policy, 10)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(reaped).To(HaveLen(1))
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+		return reaped
+	}
+
+	Describe("Storing", func() {
+		It("stores a redelivery once", func(ctx SpecContext) {
+			first := storeRow(ctx, pool, row{Workspace: ws, DeliveryKey: "gh-1"})
+			Expect(first).NotTo(BeZero())
+			Expect(storeRow(ctx, pool, row{Workspace: ws, DeliveryKey: "gh-1"})).To(BeZero())
+			Expect(countRows(ctx, pool, "delivery_key = 'gh-1'")).To(Equal(1))
+		})
+
+		When("the row belongs to the installation (NULL workspace)", func() {
+			It("stores a redelivery once as well", func(ctx SpecContext) {
+				Expect(storeRow(ctx, pool, row{Control: true, EventType: "installation", DeliveryKey: "gh-2"})).NotTo(BeZero())
+				Expect(storeRow(ctx, pool, row{Control: true, EventType: "installation", DeliveryKey: "gh-2"})).To(BeZero())
+				Expect(countRows(ctx, pool, "delivery_key = 'gh-2' AND workspace_id IS NULL")).To(Equal(1))
+			})
+		})
+	})
+
+	Describe("Claiming", func() {
+		It("keeps a scope's order beside other scopes", func(ctx SpecContext) {
+			a1 := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+			b1 := storeRow(ctx, pool, row{Workspace: ws, Repo: "b"})
+			a2 := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+			b2 := storeRow(ctx, pool, row{Workspace: ws, Repo: "b"})
+			a3 := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+
+			first := claim(ctx, 10)
+			Expect(ids(first)).To(Equal([]int64{a1, b1}), "one row per scope, the oldest")
+			Expect(claim(ctx, 10)).To(BeEmpty(), "both scopes are leased")
+
+			complete(ctx, first[0])
+			second := claim(ctx, 10)
+			Expect(ids(second)).To(Equal([]int64{a2}))
+			complete(ctx, first[1])
+			complete(ctx, second[0])
+			third := claim(ctx, 10)
+			Expect(ids(third)).To(Equal([]int64{b2, a3}))
+		})
+
+		It("increments attempt and epoch and leases from the database clock", func(ctx SpecContext) {
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			c := claim(ctx, 1)[0]
+			Expect(c.Delivery.State()).To(Equal(inbox.Leased))
+			Expect(c.Delivery.Attempt()).To(Equal(1))
+			Expect(c.Delivery.Lease().Epoch()).To(Equal(inbox.Epoch(1)))
+			Expect(c.Payload).To(MatchJSON(`{"action":"opened"}`))
+			Expect(c.Headers).To(HaveKeyWithValue("X-GitHub-Event", "issues"))
+			var (
+				leasedFor float64
+				leasedBy  string
+			)
+			Expect(pool.QueryRow(ctx, `SELECT extract(epoch FROM leased_until - clock_timestamp())::float8, leased_by
+				FROM provider_event WHERE id = $1`, id).Scan(&leasedFor, &leasedBy)).To(Succeed())
+			Expect(leasedFor).To(BeNumerically("~", lease.Seconds(), 5))
+			Expect(leasedBy).To(Equal(owner))
+		})
+
+		It("leases several rows of distinct free scopes in one claim", func(ctx SpecContext) {
+			var want []int64
+			for _, repo := range []string{"a", "b", "c", "d"} {
+				want = append(want, storeRow(ctx, pool, row{Workspace: ws, Repo: repo}))
+				storeRow(ctx, pool, row{Workspace: ws, Repo: repo})
+			}
+			Expect(ids(claim(ctx, 10))).To(Equal(want))
+		})
+
+		When("an older row of the scope failed", func() {
+			It("holds the later rows until the failed row succeeds, even while it is not due", func(ctx SpecContext) {
+				a1 := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+				a2 := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+				b1 := storeRow(ctx, pool, row{Workspace: ws, Repo: "b"})
+
+				first := claim(ctx, 10)
+				Expect(ids(first)).To(Equal([]int64{a1, b1}))
+				dec := fail(ctx, first[0], errors.New("boom"))
+				Expect(dec.Outcome()).To(Equal(inbox.OutcomeRetried))
+				Expect(dec.DueAt()).To(BeTemporally(">", time.Now().Add(30*time.Minute)), "retry in an hour")
+				complete(ctx, first[1])
+
+				Expect(claim(ctx, 10)).To(BeEmpty(), "a1 is not due and a2 waits behind it")
+
+				_, err := pool.Exec(ctx, `UPDATE provider_event SET due_at = clock_timestamp() WHERE id = $1`, a1)
+				Expect(err).NotTo(HaveOccurred())
+				again := claim(ctx, 10)
+				Expect(ids(again)).To(Equal([]int64{a1}))
+				Expect(again[0].Delivery.Attempt()).To(Equal(2))
+				complete(ctx, again[0])
+				Expect(ids(claim(ctx, 10))).To(Equal([]int64{a2}))
+			})
+		})
+
+		When("a workspace is suspended", func() {
+			It("lets its rows wait and claims them once it is ACTIVE again", func(ctx SpecContext) {
+				suspended := newWorkspace(ctx, pool, "paused", "SUSPENDED")
+				id := storeRow(ctx, pool, row{Workspace: suspended})
+				installation := storeRow(ctx, pool, row{Control: true, EventType: "installation"})
+
+				Expect(ids(claim(ctx, 10))).To(Equal([]int64{installation}), "installation rows have no workspace to wait for")
+				_, err := pool.Exec(ctx, `UPDATE workspace SET state = 'ACTIVE' WHERE id = $1`, suspended)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(ids(claim(ctx, 10))).To(Equal([]int64{id}))
+			})
+		})
+
+		When("a claim loses a race at the leased-scope index", func() {
+			It("claims again instead of failing, and leaves the scope to the winner", func(ctx SpecContext) {
+				a1 := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+				a2 := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+				b1 := storeRow(ctx, pool, row{Workspace: ws, Repo: "b"})
+				_, err := pool.Exec(ctx, `UPDATE provider_event SET state = 'DEAD', ended_at = now() WHERE id = $1`, a1)
+				Expect(err).NotTo(HaveOccurred())
+
+				// Another transaction leases a1 (as a replay followed by a claim could) and has not
+				// committed: the claim's snapshot sees a1 DEAD and a2 as the head of scope a.
+				tx, err := pool.Begin(ctx)
+				Expect(err).NotTo(HaveOccurred())
+				defer func() { _ = tx.Rollback(context.Background()) }()
+				_, err = tx.Exec(ctx, `UPDATE provider_event SET state = 'LEASED', ended_at = NULL,
+					leased_until = clock_timestamp() + interval '1 minute' WHERE id = $1`, a1)
+				Expect(err).NotTo(HaveOccurred())
+
+				type result struct {
+					claimed []ports.Claimed
+					err     error
+				}
+				done := make(chan result, 1)
+				go func() {
+					defer GinkgoRecover()
+					c, err := store.Claim(ctx, owner, 10, lease)
+					done <- result{c, err}
+				}()
+				// The claim waits on the uncommitted index entry of scope a.
+				Eventually(func() int {
+					var n int
+					_ = pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+						WHERE wait_event_type = 'Lock' AND query LIKE '%candidates%'`).Scan(&n)
+					return n
+				}).WithTimeout(5 * time.Second).Should(Equal(1))
+				Expect(tx.Commit(ctx)).To(Succeed())
+
+				var res result
+				Eventually(done).WithTimeout(5 * time.Second).Should(Receive(&res))
+				Expect(res.err).NotTo(HaveOccurred())
+				Expect(ids(res.claimed)).To(Equal([]int64{b1}))
+				Expect(stateOf(ctx, pool, a2)).To(Equal("QUEUED"))
+			})
+		})
+
+		It("has a unique leased-scope index that refuses a second LEASED row of a scope", func(ctx SpecContext) {
+			a1 := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+			a2 := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+			_, err := pool.Exec(ctx, `UPDATE provider_event SET state = 'LEASED',
+				leased_until = clock_timestamp() + interval '1 minute' WHERE id IN ($1, $2)`, a1, a2)
+			var pgErr *pgconn.PgError
+			Expect(errors.As(err, &pgErr)).To(BeTrue(), "got %v", err)
+			Expect(pgErr.Code).To(Equal("23505"))
+			Expect(pgErr.ConstraintName).To(Equal("uq_provider_event_leased_scope"))
+		})
+	})
+
+	Describe("Lease fencing", func() {
+		It("refuses a taken-back lease's outcome", func(ctx SpecContext) {
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			reaped := expireAndReap(ctx)
+			Expect(reaped[0].Delivery.State()).To(Equal(inbox.Queued))
+			old := ports.Ack{ID: id, Epoch: 1}
+
+			current := claim(ctx, 1)
+			Expect(ids(current)).To(Equal([]int64{id}))
+			Expect(current[0].Delivery.Lease().Epoch()).To(Equal(inbox.Epoch(2)))
+			snapshot := func() string {
+				var s string
+				Expect(pool.QueryRow(ctx, `SELECT row_to_json(e)::text FROM provider_event e WHERE id = $1`, id).Scan(&s)).To(Succeed())
+				return s
+			}
+			before := snapshot()
+
+			stale := current[0].Delivery // the same row, as the old claimer decided about it
+			retry, err := stale.Fail(stale.Lease().Epoch(), errors.New("boom"), policy, time.Now())
+			Expect(err).NotTo(HaveOccurred())
+			stale = current[0].Delivery
+			dead, err := stale.Fail(stale.Lease().Epoch(), inbox.ParsingFailure(errors.New("bad")), policy, time.Now())
+			Expect(err).NotTo(HaveOccurred())
+			for _, dec := range []inbox.Decision{inbox.Completed(), retry, dead} {
+				applied, err := store.Record(ctx, []ports.Result{{Ack: old, Decision: dec}})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(applied).To(Equal([]bool{false}), "outcome %s under the old epoch", dec.Outcome())
+			}
+			renewed, err := store.Renew(ctx, []ports.Ack{old}, time.Hour)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(renewed).To(Equal([]bool{false}))
+			released, err := store.Release(ctx, []ports.Ack{old})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(released).To(BeZero())
+			Expect(snapshot()).To(Equal(before), "nothing changed under the newer lease")
+
+			complete(ctx, current[0])
+			Expect(stateOf(ctx, pool, id)).To(Equal("DONE"))
+		})
+
+		It("renews a held lease and never shortens it", func(ctx SpecContext) {
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			c := claim(ctx, 1)[0]
+			until := func() time.Time {
+				var t time.Time
+				Expect(pool.QueryRow(ctx, `SELECT leased_until FROM provider_event WHERE id = $1`, id).Scan(&t)).To(Succeed())
+				return t
+			}
+			first := until()
+			renewed, err := store.Renew(ctx, []ports.Ack{ackOf(c)}, time.Hour)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(renewed).To(Equal([]bool{true}))
+			longer := until()
+			Expect(longer).To(BeTemporally(">", first.Add(50*time.Minute)))
+			renewed, err = store.Renew(ctx, []ports.Ack{ackOf(c)}, time.Second)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(renewed).To(Equal([]bool{true}))
+			Expect(until()).To(Equal(longer))
+		})
+
+		It("releases a lease without counting the attempt", func(ctx SpecContext) {
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			c := claim(ctx, 1)[0]
+			released, err := store.Release(ctx, []ports.Ack{ackOf(c)})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(released).To(Equal(1))
+			r := readRow(ctx, pool, id)
+			Expect(r.State).To(Equal("QUEUED"))
+			Expect(r.Attempt).To(BeZero())
+			Expect(r.Leased).To(BeFalse())
+			Expect(ids(claim(ctx, 1))).To(Equal([]int64{id}), "due at once, at the head of its scope")
+		})
+	})
+
+	Describe("Reaping", func() {
+		It("hands an expired lease back to QUEUED while budget is left", func(ctx SpecContext) {
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			reaped := expireAndReap(ctx)
+			Expect(reaped[0].Decision.Outcome()).To(Equal(inbox.OutcomeRetried))
+			r := readRow(ctx, pool, id)
+			Expect(r.State).To(Equal("QUEUED"))
+			Expect(r.UnknownFailures).To(Equal(1))
+			Expect(r.Leased).To(BeFalse())
+			Expect(ids(claim(ctx, 1))).To(Equal([]int64{id}), "due at once")
+		})
+
+		It("makes a reaped row DEAD with LeaseExpired after its attempts", func(ctx SpecContext) {
+			id := storeRow(ctx, pool, row{Workspace: ws, Payload: `{"keep":"me"}`})
+			expireAndReap(ctx)
+			reaped := expireAndReap(ctx) // policy: two unknown failures end the row
+			Expect(reaped[0].Decision.Outcome()).To(Equal(inbox.OutcomeDead))
+			Expect(reaped[0].Delivery.ErrorClass()).To(Equal(inbox.LeaseExpiredClass))
+			r := readRow(ctx, pool, id)
+			Expect(r.State).To(Equal("DEAD"))
+			Expect(r.ErrorClass).To(Equal("LeaseExpired"))
+			Expect(r.UnknownFailures).To(Equal(2))
+			Expect(r.Ended).To(BeTrue())
+			Expect(r.Payload).To(MatchJSON(`{"keep":"me"}`))
+		})
+
+		It("leaves unexpired leases alone", func(ctx SpecContext) {
+			storeRow(ctx, pool, row{Workspace: ws})
+			claim(ctx, 1)
+			reaped, err := store.Reap(ctx, policy, 10)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(reaped).To(BeEmpty())
+		})
+	})
+
+	Describe("Replay", func() {
+		var account int64 = 7
+		// deadRow stores a row and ends it DEAD through a permanent failure.
+		deadRow := func(ctx context.Context, r row) int64 {
+			id := storeRow(ctx, pool, r)
+			c := claim(ctx, 10)
+			Expect(ids(c)).To(ContainElement(id))
+			for _, cl := range c {
+				if cl.Delivery.ID() == id {
+					fail(ctx, cl, inbox.ParsingFailure(errors.New("bad json")))
+				}
+			}
+			Expect(stateOf(ctx, pool, id)).To(Equal("DEAD"))
+			return id
+		}
+
+		It("replays a DEAD row with its payload and committed steps, at the head of its scope", func(ctx SpecContext) {
+			id := deadRow(ctx, row{Workspace: ws, Repo: "a", Payload: `{"n":1}`})
+			later := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+			_, err := pool.Exec(ctx, `INSERT INTO provider_event_step (event_id, step_name) VALUES ($1, 'issue.upsert')`, id)
+			Expect(err).NotTo(HaveOccurred())
+
+			d, err := store.Replay(ctx, ws, id, account)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(d.ID()).To(Equal(id))
+			Expect(d.State()).To(Equal(inbox.Queued))
+			Expect(d.Attempt()).To(BeZero())
+			Expect(d.ReplayedBy()).To(Equal(account))
+			Expect(d.ReplayedAt()).NotTo(BeZero())
+
+			r := readRow(ctx, pool, id)
+			Expect(r.State).To(Equal("QUEUED"))
+			Expect(r.Attempt).To(BeZero())
+			Expect(r.UnknownFailures).To(BeZero())
+			Expect(r.Ended).To(BeFalse())
+			Expect(r.ErrorClass).To(BeEmpty())
+			Expect(r.ReplayedBy).To(Equal(account))
+			Expect(r.Payload).To(MatchJSON(`{"n":1}`))
+			var steps int
+			Expect(pool.QueryRow(ctx, `SELECT count(*) FROM provider_event_step WHERE event_id = $1`, id).Scan(&steps)).To(Succeed())
+			Expect(steps).To(Equal(1))
+
+			Expect(ids(claim(ctx, 10))).To(Equal([]int64{id}), "the replayed row goes before %d", later)
+			var audits int
+			Expect(pool.QueryRow(ctx, `SELECT count(*) FROM provider_event_replay_audit`).Scan(&audits)).To(Succeed())
+			Expect(audits).To(BeZero(), "workspace replays are not instance audits")
+		})
+
+		It("commits an audit record with an installation row's replay", func(ctx SpecContext) {
+			id := deadRow(ctx, row{Control: true, EventType: "installation"})
+			_, err := store.Replay(ctx, 0, id, account)
+			Expect(err).NotTo(HaveOccurred())
+			var event, acct int64
+			var wsID *int64
+			Expect(pool.QueryRow(ctx, `SELECT event_id, account_id, workspace_id FROM provider_event_replay_audit`).
+				Scan(&event, &acct, &wsID)).To(Succeed())
+			Expect(event).To(Equal(id))
+			Expect(acct).To(Equal(account))
+			Expect(wsID).To(BeNil())
+		})
+
+		It("refuses a row that is not DEAD as a conflict", func(ctx SpecContext) {
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			_, err := store.Replay(ctx, ws, id, account)
+			Expect(err).To(MatchError(ports.ErrConflict))
+			var transition *inbox.TransitionError
+			Expect(errors.As(err, &transition)).To(BeTrue())
+			Expect(transition.From).To(Equal(inbox.Queued))
+			Expect(stateOf(ctx, pool, id)).To(Equal("QUEUED"))
+		})
+
+		It("does not find a row of another workspace, or a workspace row as an installation row", func(ctx SpecContext) {
+			other := newWorkspace(ctx, pool, "other", "ACTIVE")
+			id := deadRow(ctx, row{Workspace: ws})
+			_, err := store.Replay(ctx, other, id, account)
+			Expect(err).To(MatchError(ports.ErrNotFound))
+			_, err = store.Replay(ctx, 0, id, account)
+			Expect(err).To(MatchError(ports.ErrNotFound))
+			_, err = store.Replay(ctx, ws, id+1000, account)
+			Expect(err).To(MatchError(ports.ErrNotFound))
+			Expect(stateOf(ctx, pool, id)).To(Equal("DEAD"))
+		})
+
+		It("makes one transition of concurrent replays", func(ctx SpecContext) {
+			id := deadRow(ctx, row{Control: true, EventType: "installation"})
+			const n = 6
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() { _, errs[i] = store.Replay(ctx, 0, id, account+int64(i)) })
+			}
+			wg.Wait()
+			var ok, conflicts int
+			for _, err := range errs {
+				switch {
+				case err == nil:
+					ok++
+				case errors.Is(err, ports.ErrConflict):
+					conflicts++
+				default:
+					Fail("unexpected error: " + err.Error())
+				}
+			}
+			Expect(ok).To(Equal(1))
+			Expect(conflicts).To(Equal(n - 1))
+			var audits int
+			Expect(pool.QueryRow(ctx, `SELECT count(*) FROM provider_event_replay_audit WHERE event_id = $1`, id).Scan(&audits)).To(Succeed())
+			Expect(audits).To(Equal(1))
+		})
+	})
+
+	Describe("Retention", func() {
+		// ended stores a row that ended age ago in state.
+		ended := func(ctx context.Context, state string, age time.Duration) int64 {
+			id := storeRow(ctx, pool, row{Workspace: ws, Repo: "r" + state + age.String()})
+			_, err := pool.Exec(ctx, `UPDATE provider_event SET state = $2, ended_at = $3 WHERE id = $1`,
+				id, state, time.Now().Add(-age))
+			Expect(err).NotTo(HaveOccurred())
+			_, err = pool.Exec(ctx, `INSERT INTO provider_event_step (event_id, step_name) VALUES ($1, 'x')`, id)
+			Expect(err).NotTo(HaveOccurred())
+			return id
+		}
+
+		It("deletes ended rows after their window and keeps younger ones", func(ctx SpecContext) {
+			day := 24 * time.Hour
+			oldDone := ended(ctx, "DONE", 4*day)
+			youngDone := ended(ctx, "DONE", 2*day)
+			oldDead := ended(ctx, "DEAD", 31*day)
+			youngDead := ended(ctx, "DEAD", 10*day)
+			queued := storeRow(ctx, pool, row{Workspace: ws})
+			_, err := pool.Exec(ctx, `UPDATE provider_event SET received_at = now() - interval '90 days' WHERE id = $1`, queued)
+			Expect(err).NotTo(HaveOccurred())
+
+			now := time.Now()
+			deleted, err := store.DeleteEnded(ctx, now.Add(-3*day), now.Add(-30*day), 100)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(deleted).To(Equal(int64(2)))
+			for _, id := range []int64{oldDone, oldDead} {
+				Expect(stateOf(ctx, pool, id)).To(Equal("missing"))
+			}
+			for _, id := range []int64{youngDone, youngDead, queued} {
+				Expect(stateOf(ctx, pool, id)).NotTo(Equal("missing"))
+			}
+			var steps int
+			Expect(pool.QueryRow(ctx, `SELECT count(*) FROM provider_event_step`).Scan(&steps)).To(Succeed())
+			Expect(steps).To(Equal(2), "the deleted rows' steps cascade")
+		})
+
+		It("deletes in batches of the given size", func(ctx SpecContext) {
+			for range 5 {
+				ended(ctx, "DONE", 100*time.Hour)
+			}
+			now := time.Now()
+			deleted, err := store.DeleteEnded(ctx, now.Add(-72*time.Hour), now.Add(-720*time.Hour), 2)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(deleted).To(Equal(int64(2)))
+			Expect(countRows(ctx, pool, "true")).To(Equal(3))
+		})
+
+		It("gives the singleton lease to one holder at a time", func(ctx SpecContext) {
+			mine, err := store.AcquireSingleton(ctx, "inbox-retention", "a", time.Hour)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(mine).To(BeTrue())
+			mine, err = store.AcquireSingleton(ctx, "inbox-retention", "b", time.Hour)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(mine).To(BeFalse())
+			mine, err = store.AcquireSingleton(ctx, "inbox-retention", "a", time.Hour)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(mine).To(BeTrue(), "the holder keeps it")
+
+			_, err = pool.Exec(ctx, `UPDATE singleton_lease SET leased_until = clock_timestamp() - interval '1 second'`)
+			Expect(err).NotTo(HaveOccurred())
+			mine, err = store.AcquireSingleton(ctx, "inbox-retention", "b", time.Hour)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(mine).To(BeTrue(), "an expired holder is replaced")
+		})
+	})
+
+	It("counts rows by state", func(ctx SpecContext) {
+		storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+		storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+		claim(ctx, 1)
+		counts, err := store.CountByState(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(counts).To(Equal(map[inbox.State]int64{inbox.Queued: 1, inbox.Leased: 1, inbox.Done: 0, inbox.Dead: 0}))
+	})
+})
