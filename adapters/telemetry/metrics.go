@@ -1,0 +1,119 @@
+package telemetry
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+var (
+	_ ports.AdmissionMetrics = (*Metrics)(nil)
+	_ ports.ConsumerMetrics  = (*Metrics)(nil)
+)
+
+// Metrics holds the service's Prometheus metrics (CONTRACT.md names) in a registry of its
+// own: nothing is registered globally, so two servers in one test process do not collide.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	received          *prometheus.CounterVec
+	rejected          *prometheus.CounterVec
+	handled           *prometheus.CounterVec
+	retried           *prometheus.CounterVec
+	dropped           *prometheus.CounterVec
+	retentionFailures prometheus.Counter
+	handlerSeconds    *prometheus.HistogramVec
+	inboxRows         *prometheus.GaugeVec
+}
+
+// handlerBuckets span a no-op handler (milliseconds) to the 30-minute handler timeout.
+var handlerBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800}
+
+// NewMetrics registers every metric, plus the Go runtime and process collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		received: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webhook_received_total",
+			Help: "Webhook requests received, by provider.",
+		}, []string{"provider"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webhook_rejected_total",
+			Help: "Webhook requests refused or dropped by a rule, by provider and reason.",
+		}, []string{"provider", "reason"}),
+		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "integration_consumer_handled_total",
+			Help: "Handler attempts by provider and outcome (done, retried, dead, dropped).",
+		}, []string{"provider", "outcome"}),
+		retried: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "integration_consumer_retry_total",
+			Help: "Retried attempts by provider and cause.",
+		}, []string{"provider", "cause"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "integration_message_dropped_total",
+			Help: "Messages dropped while handling, by provider and reason (erased-during-processing, lease-lost, …).",
+		}, []string{"provider", "reason"}),
+		retentionFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "integration_consumer_inbox_retention_failures_total",
+			Help: "Retention passes that failed and left ended rows in place.",
+		}),
+		handlerSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "integration_consumer_handler_seconds",
+			Help:    "Handler run time by provider.",
+			Buckets: handlerBuckets,
+		}, []string{"provider"}),
+		inboxRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "integration_inbox_rows",
+			Help: "Inbox rows by state, as last counted.",
+		}, []string{"state"}),
+	}
+	m.registry.MustRegister(
+		m.received, m.rejected, m.handled, m.retried, m.dropped,
+		m.retentionFailures, m.handlerSeconds, m.inboxRows,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	// Every state is on /metrics from the start, so an alert on DEAD rows sees 0, not absence.
+	for _, s := range inbox.States() {
+		m.inboxRows.WithLabelValues(s.String()).Set(0)
+	}
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// Registry is the metrics' own registry, for collectors another adapter adds (e.g. the pool).
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+func (m *Metrics) Received(provider string) { m.received.WithLabelValues(provider).Inc() }
+
+func (m *Metrics) Rejected(provider, reason string) {
+	m.rejected.WithLabelValues(provider, reason).Inc()
+}
+
+func (m *Metrics) Handled(provider, outcome string) {
+	m.handled.WithLabelValues(provider, outcome).Inc()
+}
+
+func (m *Metrics) Retried(provider, cause string) { m.retried.WithLabelValues(provider, cause).Inc() }
+
+func (m *Metrics) Dropped(provider, reason string) { m.dropped.WithLabelValues(provider, reason).Inc() }
+
+func (m *Metrics) RetentionFailed() { m.retentionFailures.Inc() }
+
+func (m *Metrics) HandlerDuration(provider string, d time.Duration) {
+	m.handlerSeconds.WithLabelValues(provider).Observe(d.Seconds())
+}
+
+func (m *Metrics) InboxRows(state string, n int64) {
+	m.inboxRows.WithLabelValues(state).Set(float64(n))
+}

@@ -1,0 +1,165 @@
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/http/server"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+)
+
+// HTTPShutdownGrace is how long a stopping server lets webhook and API requests in flight
+// finish after it stopped accepting new ones. A 202 is sent only after a commit, so a request
+// cut off here is simply redelivered by its provider.
+const HTTPShutdownGrace = 10 * time.Second
+
+// Runner is a background component the App starts after the HTTP server and stops after it:
+// the consumer (claimers, renewer, reaper, retention). Run returns when ctx is cancelled, after
+// releasing what it holds; an error before that means the component failed.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// services is the object graph that needs the database, built by Wire (buildServices).
+type services struct {
+	registrars []server.Registrar
+	runners    []Runner
+}
+
+// App is one server process: it owns the database, the HTTP server and the consumer, and
+// the order in which they start and stop.
+type App struct {
+	cfg     Config
+	log     *zap.Logger
+	metrics *telemetry.Metrics
+	build   func(ctx context.Context, in graphInput) (*services, func(), error)
+}
+
+// newApp is the App provider; build is the Wire injector of the database-backed graph.
+func newApp(cfg Config, log *zap.Logger, metrics *telemetry.Metrics) *App {
+	return &App{cfg: cfg, log: log, metrics: metrics, build: buildServices}
+}
+
+// Run serves until ctx is cancelled (SIGTERM, SIGINT), then stops in order: stop admitting
+// (the HTTP server refuses new requests and finishes the ones in flight), stop the consumer
+// and wait for it (it releases its unfinished leases without counting the attempt), close the
+// pool, stop the embedded cluster. A cancellation is a clean stop: Run returns nil.
+func (a *App) Run(ctx context.Context) (err error) {
+	log := a.log
+	log.Info("starting", zap.String("serverId", a.cfg.ServerID), zap.Bool("embeddedDatabase", a.cfg.Embedded()))
+
+	// With an external database a missing credentials key fails the start before any
+	// connection is tried; in embedded mode the secrets are generated into the data dir only
+	// once the cluster started (PostgreSQL binaries found, data dir locked).
+	var secrets instanceSecrets
+	if !a.cfg.Embedded() {
+		if secrets, err = resolveSecrets(a.cfg, log); err != nil {
+			return err
+		}
+	}
+	db, err := openDatabase(ctx, a.cfg, log)
+	if err != nil {
+		return startError(ctx, log, err)
+	}
+	defer func() {
+		if cerr := db.close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		log.Info("stopped")
+	}()
+	if a.cfg.Embedded() {
+		if secrets, err = resolveSecrets(a.cfg, log); err != nil {
+			return err
+		}
+	}
+
+	svc, cleanup, err := a.build(ctx, graphInput{Config: a.cfg, Secrets: secrets, Pool: db.pool, Log: log, Metrics: a.metrics})
+	if err != nil {
+		return fmt.Errorf("build services: %w", err)
+	}
+	defer cleanup()
+
+	srv, err := server.New(server.Config{Addr: a.cfg.HTTPAddr}, log.Named("http"), db.ready, a.metrics.Handler(), svc.registrars...)
+	if err != nil {
+		return err
+	}
+
+	// The runners get their own context: they must keep running while the HTTP server
+	// drains (a delivery admitted in the last second is still claimed) and stop only after.
+	runCtx, stopRunners := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRunners()
+	runnersDone := make(chan error, len(svc.runners))
+	for _, r := range svc.runners {
+		go func() { runnersDone <- r.Run(runCtx) }()
+	}
+	// waitRunners is the one place that waits for every runner goroutine.
+	running := len(svc.runners)
+	waitRunners := func() error {
+		var errs []error
+		for ; running > 0; running-- {
+			if err := <-runnersDone; err != nil && !errors.Is(err, context.Canceled) {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
+
+	if err := srv.Start(); err != nil {
+		stopRunners()
+		return errors.Join(err, waitRunners())
+	}
+	log.Info("serving", zap.String("addr", srv.Addr()))
+
+	var failure error
+	select {
+	case <-ctx.Done():
+		log.Info("stopping: signal received")
+	case <-srv.Done():
+		failure = fmt.Errorf("http server stopped serving: %w", srv.Err())
+	case err := <-runnersDone:
+		running--
+		if err == nil {
+			err = errors.New("returned before it was stopped")
+		}
+		failure = fmt.Errorf("consumer stopped on its own: %w", err)
+	}
+	if failure != nil {
+		log.Error("stopping after a failure", zap.Error(failure))
+	}
+
+	// 1. Stop admitting: no new request is accepted, those in flight finish within the grace.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), HTTPShutdownGrace)
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("http requests cut off after the grace period", zap.Error(err))
+	} else {
+		log.Info("http server stopped")
+	}
+	cancel()
+	// 2. Stop the consumer and wait: it releases the leases of unfinished rows.
+	stopRunners()
+	if err := waitRunners(); err != nil {
+		failure = errors.Join(failure, err)
+	}
+	// 3. The deferred calls close the pool and stop the embedded cluster.
+	return failure
+}
+
+// startError turns a failure caused by a stop request during start into a clean stop.
+// A start interrupted by SIGTERM fails in whatever way the interrupted step fails (pg_ctl
+// killed, a dial cancelled), so any error after cancellation counts as the stop it caused.
+func startError(ctx context.Context, log *zap.Logger, err error) error {
+	if ctx.Err() != nil {
+		log.Info("stopped during start", zap.Error(err))
+		return nil
+	}
+	return err
+}
+
+// NewLogger builds the process logger from HEPHAESTUS_LOG_FORMAT and HEPHAESTUS_LOG_LEVEL.
+func NewLogger(cfg Config) (*zap.Logger, error) {
+	return telemetry.NewLogger(cfg.LogFormat, cfg.LogLevel)
+}

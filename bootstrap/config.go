@@ -1,0 +1,414 @@
+// Package bootstrap reads the configuration, composes the service with Wire and owns the
+// process lifecycle (database, HTTP server, claimers, shutdown order).
+package bootstrap
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+)
+
+// Environment variables of CONTRACT.md's Configuration table, plus the operational ones.
+const (
+	EnvDatabaseURL         = "DATABASE_URL"
+	EnvHTTPAddr            = "HEPHAESTUS_HTTP_ADDR"
+	EnvAdminToken          = "HEPHAESTUS_ADMIN_TOKEN"
+	EnvCredentialsKey      = "HEPHAESTUS_CREDENTIALS_KEY"
+	EnvGitHubAppID         = "HEPHAESTUS_GITHUB_APP_ID"
+	EnvGitHubWebhookSecret = "HEPHAESTUS_GITHUB_WEBHOOK_SECRET"
+	EnvSlackSigningSecret  = "HEPHAESTUS_SLACK_SIGNING_SECRET"
+	EnvWebhookMaxBytes     = "HEPHAESTUS_WEBHOOK_MAX_BYTES"
+	EnvDataDir             = "HEPHAESTUS_DATA_DIR"
+	EnvLogFormat           = "HEPHAESTUS_LOG_FORMAT"
+	EnvLogLevel            = "HEPHAESTUS_LOG_LEVEL"
+	EnvServerID            = "HEPHAESTUS_SERVER_ID"
+
+	envConsumer          = "HEPHAESTUS_INTEGRATION_CONSUMER_"
+	EnvClaimers          = envConsumer + "CLAIMERS"
+	EnvReplayWindow      = envConsumer + "REPLAY_WINDOW"
+	EnvDeadRetention     = envConsumer + "DEAD_RETENTION"
+	EnvHandlerTimeout    = envConsumer + "HANDLER_TIMEOUT"
+	EnvPoisonMaxAttempts = envConsumer + "POISON_MAX_ATTEMPTS"
+	EnvPoisonBaseDelay   = envConsumer + "POISON_BASE_DELAY"
+	EnvPoisonMaxDelay    = envConsumer + "POISON_MAX_DELAY"
+	EnvLeaseDuration     = envConsumer + "LEASE_DURATION"
+	EnvRenewInterval     = envConsumer + "RENEW_INTERVAL"
+	EnvReaperInterval    = envConsumer + "REAPER_INTERVAL"
+	EnvPollInterval      = envConsumer + "POLL_INTERVAL"
+	EnvRetentionInterval = envConsumer + "RETENTION_INTERVAL"
+)
+
+// Defaults (CONTRACT.md). They live here and nowhere else.
+const (
+	DefaultHTTPAddr          = ":8080"
+	DefaultWebhookMaxBytes   = 26214400 // 25 MiB: GitHub's own payload cap
+	DefaultDataDir           = "./.data"
+	DefaultLogFormat         = "json"
+	DefaultLogLevel          = "info"
+	DefaultClaimers          = 8
+	DefaultReplayWindow      = 3 * 24 * time.Hour
+	DefaultDeadRetention     = 30 * 24 * time.Hour
+	DefaultHandlerTimeout    = 30 * time.Minute
+	DefaultPoisonMaxAttempts = 10
+	DefaultPoisonBaseDelay   = 2 * time.Second
+	DefaultPoisonMaxDelay    = 5 * time.Minute
+	DefaultLeaseDuration     = 2 * time.Minute
+	DefaultRenewInterval     = 30 * time.Second
+	DefaultReaperInterval    = 30 * time.Second
+	DefaultPollInterval      = 5 * time.Second
+	DefaultRetentionInterval = time.Hour
+
+	// MaxClaimers bounds the claimers of one server: each may hold a pooled connection, and the
+	// pool is sized from them, so a typo like 8000 would exhaust PostgreSQL's max_connections.
+	MaxClaimers = 256
+	// CredentialsKeySize is the AES-256 key size of HEPHAESTUS_CREDENTIALS_KEY.
+	CredentialsKeySize = 32
+)
+
+// Config is the whole configuration of a server process, read once at start by LoadConfig.
+type Config struct {
+	// DatabaseURL is empty in embedded mode (see Embedded).
+	DatabaseURL string
+	HTTPAddr    string
+	// AdminToken is empty when unset; in embedded mode App fills it from the data dir.
+	AdminToken string
+	// CredentialsKey is nil when unset; in embedded mode App fills it from the data dir.
+	CredentialsKey      []byte
+	GitHubAppID         int64 // 0 when unset
+	GitHubWebhookSecret string
+	SlackSigningSecret  string
+	WebhookMaxBytes     int64
+	DataDir             string
+	LogFormat           string // "json" or "console"
+	LogLevel            string // a zap level name
+	ServerID            string
+	Consumer            ConsumerConfig
+}
+
+// ConsumerConfig is the claimers' configuration. Retry and Lease are the validated domain
+// values built from the raw durations beside them.
+type ConsumerConfig struct {
+	Claimers          int
+	ReplayWindow      time.Duration
+	DeadRetention     time.Duration
+	HandlerTimeout    time.Duration
+	PoisonMaxAttempts int
+	PoisonBaseDelay   time.Duration
+	PoisonMaxDelay    time.Duration
+	LeaseDuration     time.Duration
+	RenewInterval     time.Duration
+	ReaperInterval    time.Duration
+	PollInterval      time.Duration
+	RetentionInterval time.Duration
+
+	Retry inbox.RetryPolicy
+	Lease inbox.LeaseTiming
+}
+
+// Embedded reports whether the server runs its own PostgreSQL cluster (DATABASE_URL unset).
+func (c Config) Embedded() bool { return c.DatabaseURL == "" }
+
+// Problem is one invalid variable.
+type Problem struct {
+	Variable string
+	Message  string // what is wrong with the value; never the value of a secret
+}
+
+func (p Problem) String() string { return p.Variable + ": " + p.Message }
+
+// ConfigError lists every invalid variable, so an operator fixes them all in one go.
+type ConfigError struct {
+	Problems []Problem
+}
+
+// Error is one line per problem.
+func (e *ConfigError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// LoadConfig reads every variable through getenv (os.Getenv in production), applies the
+// defaults and validates. A *ConfigError lists all problems, not only the first.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	r := reader{getenv: getenv}
+	c := Config{
+		DatabaseURL:         r.databaseURL(),
+		HTTPAddr:            r.addr(EnvHTTPAddr, DefaultHTTPAddr),
+		AdminToken:          r.adminToken(),
+		CredentialsKey:      r.credentialsKey(),
+		GitHubAppID:         r.gitHubAppID(),
+		GitHubWebhookSecret: r.secret(EnvGitHubWebhookSecret),
+		SlackSigningSecret:  r.secret(EnvSlackSigningSecret),
+		WebhookMaxBytes:     r.wholeNumber(EnvWebhookMaxBytes, DefaultWebhookMaxBytes, 1, 0),
+		DataDir:             r.text(EnvDataDir, DefaultDataDir),
+		LogFormat:           r.oneOf(EnvLogFormat, DefaultLogFormat, "json", "console"),
+		LogLevel:            r.logLevel(),
+		ServerID:            r.serverID(),
+		Consumer: ConsumerConfig{
+			Claimers:          int(r.wholeNumber(EnvClaimers, DefaultClaimers, 1, MaxClaimers)),
+			ReplayWindow:      r.duration(EnvReplayWindow, DefaultReplayWindow),
+			DeadRetention:     r.duration(EnvDeadRetention, DefaultDeadRetention),
+			HandlerTimeout:    r.duration(EnvHandlerTimeout, DefaultHandlerTimeout),
+			PoisonMaxAttempts: int(r.wholeNumber(EnvPoisonMaxAttempts, DefaultPoisonMaxAttempts, 1, 0)),
+			PoisonBaseDelay:   r.duration(EnvPoisonBaseDelay, DefaultPoisonBaseDelay),
+			PoisonMaxDelay:    r.duration(EnvPoisonMaxDelay, DefaultPoisonMaxDelay),
+			LeaseDuration:     r.duration(EnvLeaseDuration, DefaultLeaseDuration),
+			RenewInterval:     r.duration(EnvRenewInterval, DefaultRenewInterval),
+			ReaperInterval:    r.duration(EnvReaperInterval, DefaultReaperInterval),
+			PollInterval:      r.duration(EnvPollInterval, DefaultPollInterval),
+			RetentionInterval: r.duration(EnvRetentionInterval, DefaultRetentionInterval),
+		},
+	}
+	r.crossCheck(&c.Consumer)
+	if len(r.problems) > 0 {
+		return Config{}, &ConfigError{Problems: r.problems}
+	}
+	return c, nil
+}
+
+// reader collects problems while reading, so one pass reports every invalid variable.
+type reader struct {
+	getenv   func(string) string
+	problems []Problem
+	invalid  map[string]bool // variables already reported: cross-checks skip them
+}
+
+func (r *reader) fail(name, format string, args ...any) {
+	r.problems = append(r.problems, Problem{Variable: name, Message: fmt.Sprintf(format, args...)})
+	if r.invalid == nil {
+		r.invalid = map[string]bool{}
+	}
+	r.invalid[name] = true
+}
+
+// get returns the trimmed value and whether the variable is set to something non-blank.
+func (r *reader) get(name string) (string, bool) {
+	v := strings.TrimSpace(r.getenv(name))
+	return v, v != ""
+}
+
+func (r *reader) text(name, def string) string {
+	if v, ok := r.get(name); ok {
+		return v
+	}
+	return def
+}
+
+// secret returns the value exactly as given: a secret's bytes are the provider's to choose,
+// and trimming would silently change an HMAC key.
+func (r *reader) secret(name string) string { return r.getenv(name) }
+
+func (r *reader) databaseURL() string {
+	v, ok := r.get(EnvDatabaseURL)
+	if !ok {
+		return ""
+	}
+	// pgconn's error redacts the password; the value itself is never echoed.
+	if _, err := pgconn.ParseConfig(v); err != nil {
+		r.fail(EnvDatabaseURL, "is not a PostgreSQL connection string (%v)", err)
+	}
+	return v
+}
+
+func (r *reader) addr(name, def string) string {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		r.fail(name, "%q is not a listen address like :8080 or 127.0.0.1:8080", v)
+		return def
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && port != "0") {
+		r.fail(name, "%q has no valid port (0-65535)", v)
+		return def
+	}
+	return v
+}
+
+func (r *reader) credentialsKey() []byte {
+	v, ok := r.get(EnvCredentialsKey)
+	if !ok {
+		return nil
+	}
+	key, err := decodeCredentialsKey(v)
+	if err != nil {
+		r.fail(EnvCredentialsKey, "%v", err)
+		return nil
+	}
+	return key
+}
+
+func (r *reader) adminToken() string {
+	v := r.secret(EnvAdminToken)
+	if v != "" && len(v) < minAdminTokenLength {
+		// The length only: the value is a secret.
+		r.fail(EnvAdminToken, "is shorter than %d characters", minAdminTokenLength)
+		return ""
+	}
+	return v
+}
+
+func (r *reader) gitHubAppID() int64 {
+	v, ok := r.get(EnvGitHubAppID)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		r.fail(EnvGitHubAppID, "%q is not a whole number ≥ 1", v)
+		return 0
+	}
+	return n
+}
+
+// wholeNumber reads an integer in [lo, hi]; hi 0 means no upper bound.
+func (r *reader) wholeNumber(name string, def, lo, hi int64) int64 {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case (err != nil || n < lo) && hi == 0:
+		r.fail(name, "%q is not a whole number ≥ %d", v, lo)
+		return def
+	case hi != 0 && (err != nil || n < lo || n > hi):
+		r.fail(name, "%q is not a whole number between %d and %d", v, lo, hi)
+		return def
+	}
+	return n
+}
+
+func (r *reader) oneOf(name, def string, allowed ...string) string {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	for _, a := range allowed {
+		if strings.EqualFold(v, a) {
+			return a
+		}
+	}
+	r.fail(name, "%q is not one of %s", v, strings.Join(allowed, ", "))
+	return def
+}
+
+func (r *reader) logLevel() string {
+	v, ok := r.get(EnvLogLevel)
+	if !ok {
+		return DefaultLogLevel
+	}
+	lvl, err := zapcore.ParseLevel(v)
+	if err != nil {
+		r.fail(EnvLogLevel, "%q is not a log level (debug, info, warn, error)", v)
+		return DefaultLogLevel
+	}
+	return lvl.String()
+}
+
+func (r *reader) serverID() string {
+	if v, ok := r.get(EnvServerID); ok {
+		if len(v) > 200 {
+			r.fail(EnvServerID, "is longer than 200 characters")
+		}
+		return v
+	}
+	return defaultServerID()
+}
+
+// defaultServerID is hostname-pid-random: unique among servers sharing one database even when
+// two processes of one host get the same pid in different containers.
+func defaultServerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "hephaestus"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// duration reads Go syntax ("90s", "72h") or days ("3d", "1.5d"); it must be positive.
+func (r *reader) duration(name string, def time.Duration) time.Duration {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	d, err := ParseDuration(v)
+	if err != nil {
+		r.fail(name, "%q %v", v, err)
+		return def
+	}
+	if d <= 0 {
+		r.fail(name, "%q is not a positive duration", v)
+		return def
+	}
+	return d
+}
+
+// crossCheck builds the domain's retry policy and lease timing: the domain constructors are
+// the rule, this only says which variables broke it. Variables already reported are skipped
+// so one typo gives one line.
+func (r *reader) crossCheck(c *ConsumerConfig) {
+	if !r.invalid[EnvPoisonBaseDelay] && !r.invalid[EnvPoisonMaxDelay] && !r.invalid[EnvPoisonMaxAttempts] {
+		p, err := inbox.NewRetryPolicy(c.PoisonBaseDelay, c.PoisonMaxDelay, c.PoisonMaxAttempts)
+		if err != nil {
+			r.fail(EnvPoisonMaxDelay, "%s with %s %s: %v", c.PoisonMaxDelay, EnvPoisonBaseDelay, c.PoisonBaseDelay, err)
+		}
+		c.Retry = p
+	}
+	if !r.invalid[EnvLeaseDuration] && !r.invalid[EnvRenewInterval] && !r.invalid[EnvHandlerTimeout] {
+		t, err := inbox.NewLeaseTiming(c.LeaseDuration, c.RenewInterval, c.HandlerTimeout)
+		if err != nil {
+			r.fail(EnvRenewInterval, "%s with %s %s: %v", c.RenewInterval, EnvLeaseDuration, c.LeaseDuration, err)
+		}
+		c.Lease = t
+	}
+}
+
+// ParseDuration accepts Go's syntax ("90s", "1h30m") and a day suffix ("3d", "1.5d").
+func ParseDuration(s string) (time.Duration, error) {
+	days, ok := strings.CutSuffix(s, "d")
+	if !ok {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, errDurationSyntax
+		}
+		return d, nil
+	}
+	n, err := strconv.ParseFloat(days, 64)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+		return 0, errDurationSyntax
+	}
+	// float64(MaxInt64) is 2^63; a product below it converts without overflow.
+	ns := n * float64(24*time.Hour)
+	if math.Abs(ns) >= float64(math.MaxInt64) {
+		return 0, errDurationRange
+	}
+	return time.Duration(ns), nil
+}
+
+type durationError string
+
+func (e durationError) Error() string { return string(e) }
+
+const (
+	errDurationSyntax = durationError("is not a duration (Go syntax like 90s or 1h30m, or days like 3d or 1.5d)")
+	errDurationRange  = durationError("is too long for a duration")
+)

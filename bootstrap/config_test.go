@@ -1,0 +1,278 @@
+package bootstrap_test
+
+import (
+	"encoding/base64"
+	"errors"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
+
+	"github.com/hephaestus-dev/hephaestus/bootstrap"
+)
+
+// env is a fake environment for LoadConfig.
+type env map[string]string
+
+func (e env) get(name string) string { return e[name] }
+
+func load(e env) (bootstrap.Config, error) { return bootstrap.LoadConfig(e.get) }
+
+// problems returns the ConfigError's problems of err, failing the spec for any other error.
+func problems(err error) []bootstrap.Problem {
+	var ce *bootstrap.ConfigError
+	ExpectWithOffset(1, errors.As(err, &ce)).To(BeTrue(), "want a *ConfigError, got %v", err)
+	return ce.Problems
+}
+
+var key32 = make([]byte, 32)
+
+var _ = Describe("Configuration", func() {
+	When("no variable is set", func() {
+		It("uses every default of the contract", func() {
+			c, err := load(env{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.Embedded()).To(BeTrue())
+			Expect(c.DatabaseURL).To(BeEmpty())
+			Expect(c.HTTPAddr).To(Equal(":8080"))
+			Expect(c.AdminToken).To(BeEmpty())
+			Expect(c.CredentialsKey).To(BeNil())
+			Expect(c.GitHubAppID).To(BeZero())
+			Expect(c.WebhookMaxBytes).To(Equal(int64(26214400)))
+			Expect(c.DataDir).To(Equal("./.data"))
+			Expect(c.LogFormat).To(Equal("json"))
+			Expect(c.LogLevel).To(Equal("info"))
+			Expect(c.ServerID).To(MatchRegexp(`^.+-\d+-[0-9a-f]{8}$`))
+
+			k := c.Consumer
+			Expect(k.Claimers).To(Equal(8))
+			Expect(k.ReplayWindow).To(Equal(72 * time.Hour))
+			Expect(k.DeadRetention).To(Equal(30 * 24 * time.Hour))
+			Expect(k.HandlerTimeout).To(Equal(30 * time.Minute))
+			Expect(k.PoisonMaxAttempts).To(Equal(10))
+			Expect(k.PoisonBaseDelay).To(Equal(2 * time.Second))
+			Expect(k.PoisonMaxDelay).To(Equal(5 * time.Minute))
+			Expect(k.LeaseDuration).To(Equal(2 * time.Minute))
+			Expect(k.RenewInterval).To(Equal(30 * time.Second))
+			Expect(k.ReaperInterval).To(Equal(30 * time.Second))
+			Expect(k.PollInterval).To(Equal(5 * time.Second))
+			Expect(k.RetentionInterval).To(Equal(time.Hour))
+		})
+
+		It("builds the domain's retry policy and lease timing from the defaults", func() {
+			c, err := load(env{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.Consumer.Retry.MaxAttempts()).To(Equal(10))
+			Expect(c.Consumer.Retry.Delay(1)).To(Equal(2 * time.Second))
+			Expect(c.Consumer.Retry.Delay(20)).To(Equal(5 * time.Minute))
+			Expect(c.Consumer.Lease.Duration()).To(Equal(2 * time.Minute))
+			Expect(c.Consumer.Lease.RenewInterval()).To(Equal(30 * time.Second))
+			Expect(c.Consumer.Lease.HandlerTimeout()).To(Equal(30 * time.Minute))
+		})
+
+		It("gives each process its own server id", func() {
+			a, _ := load(env{})
+			b, _ := load(env{})
+			Expect(a.ServerID).NotTo(Equal(b.ServerID))
+		})
+	})
+
+	When("every variable is set", func() {
+		It("reads each one", func() {
+			c, err := load(env{
+				"DATABASE_URL":                                        "postgres://app@db.internal:5432/heph?sslmode=disable",
+				"HEPHAESTUS_HTTP_ADDR":                                "127.0.0.1:9090",
+				"HEPHAESTUS_ADMIN_TOKEN":                              "admin-secret-0123456789",
+				"HEPHAESTUS_CREDENTIALS_KEY":                          base64.StdEncoding.EncodeToString(key32),
+				"HEPHAESTUS_GITHUB_APP_ID":                            "4242",
+				"HEPHAESTUS_GITHUB_WEBHOOK_SECRET":                    "gh-secret",
+				"HEPHAESTUS_SLACK_SIGNING_SECRET":                     "slack-secret",
+				"HEPHAESTUS_WEBHOOK_MAX_BYTES":                        "1048576",
+				"HEPHAESTUS_DATA_DIR":                                 "/var/lib/hephaestus",
+				"HEPHAESTUS_LOG_FORMAT":                               "console",
+				"HEPHAESTUS_LOG_LEVEL":                                "debug",
+				"HEPHAESTUS_SERVER_ID":                                "web-1",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS":            "3",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_REPLAY_WINDOW":       "1d",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_DEAD_RETENTION":      "7d",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_HANDLER_TIMEOUT":     "10m",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_POISON_MAX_ATTEMPTS": "4",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_POISON_BASE_DELAY":   "1s",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_POISON_MAX_DELAY":    "1m",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_LEASE_DURATION":      "90s",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_RENEW_INTERVAL":      "20s",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_REAPER_INTERVAL":     "15s",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_POLL_INTERVAL":       "2s",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_RETENTION_INTERVAL":  "30m",
+			})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.Embedded()).To(BeFalse())
+			Expect(c.DatabaseURL).To(Equal("postgres://app@db.internal:5432/heph?sslmode=disable"))
+			Expect(c.HTTPAddr).To(Equal("127.0.0.1:9090"))
+			Expect(c.AdminToken).To(Equal("admin-secret-0123456789"))
+			Expect(c.CredentialsKey).To(Equal(key32))
+			Expect(c.GitHubAppID).To(Equal(int64(4242)))
+			Expect(c.GitHubWebhookSecret).To(Equal("gh-secret"))
+			Expect(c.SlackSigningSecret).To(Equal("slack-secret"))
+			Expect(c.WebhookMaxBytes).To(Equal(int64(1048576)))
+			Expect(c.DataDir).To(Equal("/var/lib/hephaestus"))
+			Expect(c.LogFormat).To(Equal("console"))
+			Expect(c.LogLevel).To(Equal("debug"))
+			Expect(c.ServerID).To(Equal("web-1"))
+			k := c.Consumer
+			Expect([]any{k.Claimers, k.ReplayWindow, k.DeadRetention, k.HandlerTimeout, k.PoisonMaxAttempts,
+				k.PoisonBaseDelay, k.PoisonMaxDelay, k.LeaseDuration, k.RenewInterval, k.ReaperInterval,
+				k.PollInterval, k.RetentionInterval}).To(Equal([]any{3, 24 * time.Hour, 7 * 24 * time.Hour,
+				10 * time.Minute, 4, time.Second, time.Minute, 90 * time.Second, 20 * time.Second,
+				15 * time.Second, 2 * time.Second, 30 * time.Minute}))
+			Expect(k.Retry.MaxAttempts()).To(Equal(4))
+			Expect(k.Lease.Duration()).To(Equal(90 * time.Second))
+		})
+	})
+
+	Describe("durations", func() {
+		DescribeTable("accept Go syntax and a day suffix",
+			func(value string, want time.Duration) {
+				c, err := load(env{"HEPHAESTUS_INTEGRATION_CONSUMER_REPLAY_WINDOW": value})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(c.Consumer.ReplayWindow).To(Equal(want))
+			},
+			Entry("whole days", "3d", 72*time.Hour),
+			Entry("fractional days", "1.5d", 36*time.Hour),
+			Entry("Go seconds", "90s", 90*time.Second),
+			Entry("Go hours", "72h", 72*time.Hour),
+			Entry("Go compound", "1h30m", 90*time.Minute),
+			Entry("surrounding blanks", " 2d ", 48*time.Hour),
+		)
+	})
+
+	Describe("the credentials key", func() {
+		DescribeTable("accepts the standard and URL base64 alphabets, padded or not",
+			func(enc *base64.Encoding) {
+				k := make([]byte, 32)
+				for i := range k {
+					k[i] = byte(250 + i) // bytes that encode to '+', '/', '-' or '_'
+				}
+				c, err := load(env{"HEPHAESTUS_CREDENTIALS_KEY": enc.EncodeToString(k)})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(c.CredentialsKey).To(Equal(k))
+			},
+			Entry("standard", base64.StdEncoding),
+			Entry("standard unpadded", base64.RawStdEncoding),
+			Entry("URL", base64.URLEncoding),
+			Entry("URL unpadded", base64.RawURLEncoding),
+		)
+
+		It("never repeats the key in an error", func() {
+			short := base64.StdEncoding.EncodeToString([]byte("sixteen byte key"))
+			_, err := load(env{"HEPHAESTUS_CREDENTIALS_KEY": short})
+			Expect(err).To(MatchError(ContainSubstring("HEPHAESTUS_CREDENTIALS_KEY: decodes to 16 bytes, not 32")))
+			Expect(err.Error()).NotTo(ContainSubstring(short))
+		})
+	})
+
+	Describe("invalid values", func() {
+		DescribeTable("stop the start with a message naming the variable and the problem",
+			func(name, value string, message any) {
+				_, err := load(env{name: value})
+				Expect(err).To(HaveOccurred())
+				ps := problems(err)
+				Expect(ps).To(HaveLen(1))
+				Expect(ps[0].Variable).To(Equal(name))
+				Expect(err.Error()).To(HavePrefix(name + ": "))
+				if m, ok := message.(string); ok {
+					Expect(err.Error()).To(Equal(name + ": " + m))
+				} else {
+					Expect(ps[0].Message).To(message.(types.GomegaMatcher))
+				}
+			},
+			Entry(nil, "DATABASE_URL", "postgres://a b@:x", ContainSubstring("is not a PostgreSQL connection string")),
+			Entry(nil, "HEPHAESTUS_HTTP_ADDR", "8080", `"8080" is not a listen address like :8080 or 127.0.0.1:8080`),
+			Entry(nil, "HEPHAESTUS_HTTP_ADDR", ":99999", `":99999" has no valid port (0-65535)`),
+			Entry(nil, "HEPHAESTUS_CREDENTIALS_KEY", "not base64!", "is not base64 (standard or URL alphabet) of 32 bytes"),
+			Entry(nil, "HEPHAESTUS_ADMIN_TOKEN", "changeme", "is shorter than 16 characters"),
+			Entry(nil, "HEPHAESTUS_GITHUB_APP_ID", "my-app", `"my-app" is not a whole number ≥ 1`),
+			Entry(nil, "HEPHAESTUS_WEBHOOK_MAX_BYTES", "25MiB", `"25MiB" is not a whole number ≥ 1`),
+			Entry(nil, "HEPHAESTUS_WEBHOOK_MAX_BYTES", "0", `"0" is not a whole number ≥ 1`),
+			Entry(nil, "HEPHAESTUS_LOG_FORMAT", "xml", `"xml" is not one of json, console`),
+			Entry(nil, "HEPHAESTUS_LOG_LEVEL", "loud", `"loud" is not a log level (debug, info, warn, error)`),
+			Entry(nil, "HEPHAESTUS_SERVER_ID", strings.Repeat("s", 201), "is longer than 200 characters"),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS", "0", `"0" is not a whole number between 1 and 256`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS", "8000", `"8000" is not a whole number between 1 and 256`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_REPLAY_WINDOW", "3 days", `"3 days" is not a duration (Go syntax like 90s or 1h30m, or days like 3d or 1.5d)`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_DEAD_RETENTION", "-1d", `"-1d" is not a positive duration`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_DEAD_RETENTION", "999999999d", `"999999999d" is too long for a duration`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_HANDLER_TIMEOUT", "0s", `"0s" is not a positive duration`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_POISON_MAX_ATTEMPTS", "zero", `"zero" is not a whole number ≥ 1`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_POISON_MAX_ATTEMPTS", "-3", `"-3" is not a whole number ≥ 1`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_POISON_BASE_DELAY", "2", `"2" is not a duration (Go syntax like 90s or 1h30m, or days like 3d or 1.5d)`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_POISON_MAX_DELAY", "5 min", `"5 min" is not a duration (Go syntax like 90s or 1h30m, or days like 3d or 1.5d)`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_LEASE_DURATION", "0", `"0" is not a positive duration`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_RENEW_INTERVAL", "often", `"often" is not a duration (Go syntax like 90s or 1h30m, or days like 3d or 1.5d)`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_REAPER_INTERVAL", "-30s", `"-30s" is not a positive duration`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_POLL_INTERVAL", "5x", `"5x" is not a duration (Go syntax like 90s or 1h30m, or days like 3d or 1.5d)`),
+			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_RETENTION_INTERVAL", "NaNd", `"NaNd" is not a duration (Go syntax like 90s or 1h30m, or days like 3d or 1.5d)`),
+		)
+
+		It("never repeats a database password", func() {
+			_, err := load(env{"DATABASE_URL": "postgres://app:hunter2@db:port/heph"})
+			Expect(err).To(MatchError(HavePrefix("DATABASE_URL: ")))
+			Expect(err.Error()).NotTo(ContainSubstring("hunter2"))
+		})
+
+		It("reports every invalid variable, not only the first", func() {
+			_, err := load(env{
+				"HEPHAESTUS_INTEGRATION_CONSUMER_POISON_MAX_ATTEMPTS": "zero",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS":            "many",
+				"HEPHAESTUS_LOG_FORMAT":                               "xml",
+			})
+			vars := []string{}
+			for _, p := range problems(err) {
+				vars = append(vars, p.Variable)
+			}
+			Expect(vars).To(ConsistOf("HEPHAESTUS_INTEGRATION_CONSUMER_POISON_MAX_ATTEMPTS",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS", "HEPHAESTUS_LOG_FORMAT"))
+			Expect(strings.Split(err.Error(), "\n")).To(HaveLen(3))
+		})
+	})
+
+	Describe("cross-checks of the domain rules", func() {
+		It("refuses a renewal that is not shorter than the lease, naming both variables", func() {
+			_, err := load(env{
+				"HEPHAESTUS_INTEGRATION_CONSUMER_LEASE_DURATION": "30s",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_RENEW_INTERVAL": "30s",
+			})
+			ps := problems(err)
+			Expect(ps).To(HaveLen(1))
+			Expect(ps[0].Variable).To(Equal("HEPHAESTUS_INTEGRATION_CONSUMER_RENEW_INTERVAL"))
+			Expect(ps[0].Message).To(ContainSubstring("HEPHAESTUS_INTEGRATION_CONSUMER_LEASE_DURATION"))
+			Expect(ps[0].Message).To(ContainSubstring("renew interval must be positive and shorter than the lease"))
+		})
+
+		It("refuses a max delay below the base delay, naming both variables", func() {
+			_, err := load(env{
+				"HEPHAESTUS_INTEGRATION_CONSUMER_POISON_BASE_DELAY": "10m",
+			})
+			ps := problems(err)
+			Expect(ps).To(HaveLen(1))
+			Expect(ps[0].Variable).To(Equal("HEPHAESTUS_INTEGRATION_CONSUMER_POISON_MAX_DELAY"))
+			Expect(ps[0].Message).To(ContainSubstring("HEPHAESTUS_INTEGRATION_CONSUMER_POISON_BASE_DELAY"))
+			Expect(ps[0].Message).To(ContainSubstring("max delay must not be below the base delay"))
+		})
+
+		It("accepts a max delay equal to the base delay", func() {
+			_, err := load(env{
+				"HEPHAESTUS_INTEGRATION_CONSUMER_POISON_BASE_DELAY": "1m",
+				"HEPHAESTUS_INTEGRATION_CONSUMER_POISON_MAX_DELAY":  "1m",
+			})
+			Expect(err).NotTo(HaveOccurred())
+		})
+
+		It("does not repeat a variable already reported as invalid", func() {
+			_, err := load(env{"HEPHAESTUS_INTEGRATION_CONSUMER_LEASE_DURATION": "soon"})
+			Expect(problems(err)).To(HaveLen(1))
+		})
+	})
+})

@@ -1,0 +1,211 @@
+package bootstrap
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"go.uber.org/zap"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/embedded"
+)
+
+const (
+	// EmbeddedSubdir is where the embedded cluster lives inside HEPHAESTUS_DATA_DIR.
+	EmbeddedSubdir = "postgres"
+	// connectWait is how long a start waits for the database to answer: long enough for a
+	// database container started next to the server, short enough to fail visibly.
+	connectWait = 30 * time.Second
+	// clusterStopTimeout bounds the embedded server's shutdown; pg_ctl gives up after 60 s.
+	clusterStopTimeout = 2 * time.Minute
+	// minPoolConns is the pool floor: admission, management and readiness share it with the
+	// claimers, renewer, reaper and retention.
+	minPoolConns = 16
+)
+
+// PoolSize is the pool's MaxConns: every claimer may hold a connection while its handler
+// writes steps, the renewer, reaper, outcome writer and retention need their own, and HTTP
+// admission needs some for concurrent deliveries.
+func PoolSize(claimers int) int32 { return int32(max(minPoolConns, 2*claimers+8)) }
+
+// dbServer is the PostgreSQL server the process talks to: an external one (DATABASE_URL) or
+// the embedded cluster under the data dir.
+type dbServer struct {
+	url     string
+	cluster *embedded.Cluster // nil for an external server
+	stop    bool              // stop the cluster on close (we started or adopted it)
+	unlock  func()            // releases the data dir lock; nil for an external server
+	log     *zap.Logger
+}
+
+// startServer returns the database to use: DATABASE_URL, or the embedded cluster, started on
+// first use. exclusive (serve) refuses a data dir another process of ours uses; migrate shares
+// a running cluster with the serve that runs it, and leaves it running.
+func startServer(ctx context.Context, cfg Config, log *zap.Logger, exclusive bool) (*dbServer, error) {
+	if !cfg.Embedded() {
+		return &dbServer{url: cfg.DatabaseURL, log: log}, nil
+	}
+	// Look for the binaries first: without them the embedded package's one-paragraph
+	// message (install postgresql or set DATABASE_URL) is the whole answer.
+	binDir, err := embedded.FindBinaries("")
+	if err != nil {
+		return nil, err
+	}
+	unlock, held, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if !held && exclusive {
+		return nil, fmt.Errorf("another hephaestus process uses the data dir %s (its lock file %s is held); "+
+			"stop it, or give this one its own %s", cfg.DataDir, filepath.Join(cfg.DataDir, lockFile), EnvDataDir)
+	}
+	log = log.With(zap.String("component", "embedded-postgres"))
+	opts := embedded.Options{
+		DataDir: filepath.Join(cfg.DataDir, EmbeddedSubdir),
+		BinDir:  binDir,
+		Durable: true, // the default database keeps real data between runs
+		Log:     func(msg string) { log.Info(msg) },
+	}
+	s := &dbServer{log: log, unlock: unlock}
+	if !held {
+		// A serve of ours runs the cluster: use it and leave it to that serve.
+		c, err := embedded.Attach(opts)
+		if err != nil {
+			return nil, fmt.Errorf("use the embedded PostgreSQL of the running server: %w", err)
+		}
+		s.cluster, s.url = c, c.URL()
+		return s, nil
+	}
+	c, err := embedded.Start(ctx, opts)
+	if errors.Is(err, embedded.ErrAlreadyRunning) {
+		// We hold the data dir lock, so no process of ours owns this server: it was left
+		// running by a run that was killed. Adopt it, and stop it when we stop.
+		log.Warn("adopting a PostgreSQL server left running by an earlier run", zap.Error(err))
+		c, err = embedded.Attach(opts)
+	}
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	s.cluster, s.url, s.stop = c, c.URL(), true
+	return s, nil
+}
+
+// close stops the embedded cluster if this process runs it, then releases the data dir.
+func (s *dbServer) close() error {
+	var err error
+	if s.cluster != nil && s.stop {
+		ctx, cancel := context.WithTimeout(context.Background(), clusterStopTimeout)
+		err = s.cluster.Stop(ctx)
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("stop embedded PostgreSQL: %w", err)
+		}
+	}
+	if s.unlock != nil {
+		s.unlock()
+	}
+	return err
+}
+
+// database is the migrated database with the process's pool.
+type database struct {
+	server *dbServer
+	pool   *pgxpool.Pool
+	sqlDB  *sql.DB // database/sql over the pool, for goose's migration status
+}
+
+// openDatabase starts or finds the server, opens the pool, waits for the database to answer
+// and applies the migrations it lacks.
+func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database, err error) {
+	srv, err := startServer(ctx, cfg, log, true)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, srv.close())
+		}
+	}()
+	pcfg, err := pgxpool.ParseConfig(srv.url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database URL: %w", err)
+	}
+	pcfg.MaxConns = PoolSize(cfg.Consumer.Claimers)
+	// Shown in pg_stat_activity, so a DBA sees which server holds which connection.
+	pcfg.ConnConfig.RuntimeParams["application_name"] = "hephaestus " + cfg.ServerID
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database pool: %w", err)
+	}
+	if err := waitForDatabase(ctx, pool, log); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	applied, err := postgres.Migrate(ctx, srv.url)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	log.Info("database migrated", zap.Int("applied", applied), zap.Int32("maxConns", pcfg.MaxConns))
+	return &database{server: srv, pool: pool, sqlDB: stdlib.OpenDBFromPool(pool)}, nil
+}
+
+// waitForDatabase pings until the database answers or connectWait passes.
+func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, connectWait)
+	defer cancel()
+	delay := 100 * time.Millisecond
+	for {
+		err := pool.Ping(ctx)
+		if err == nil {
+			return nil
+		}
+		log.Warn("database not answering yet", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("database did not answer within %s: %w", connectWait, err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// ready is /readyz's check: the database answers and no embedded migration is pending.
+func (d *database) ready(ctx context.Context) error {
+	if err := d.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("database ping: %w", err)
+	}
+	n, err := postgres.Pending(ctx, d.sqlDB)
+	if err != nil {
+		return fmt.Errorf("migration status: %w", err)
+	}
+	if n > 0 {
+		return fmt.Errorf("%d migrations pending", n)
+	}
+	return nil
+}
+
+// close closes the pool, then stops the embedded cluster (if ours).
+func (d *database) close() error {
+	err := d.sqlDB.Close()
+	d.pool.Close()
+	return errors.Join(err, d.server.close())
+}
+
+// Migrate applies the embedded migrations to DATABASE_URL or the embedded default database
+// and stops what it started (`hephaestus migrate`).
+func Migrate(ctx context.Context, cfg Config, log *zap.Logger) (applied int, err error) {
+	srv, err := startServer(ctx, cfg, log, false)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, srv.close()) }()
+	return postgres.Migrate(ctx, srv.url)
+}

@@ -1,0 +1,49 @@
+package bootstrap
+
+import (
+	"github.com/gin-gonic/gin"
+	"github.com/google/wire"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
+	pgdeadletters "github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
+	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/application/deadletters"
+	"github.com/hephaestus-dev/hephaestus/application/erasure"
+	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// operatorSet is the dead-letter API, the inbox overview and person erasure with its runner.
+var operatorSet = wire.NewSet(
+	pgdeadletters.New,
+	wire.Bind(new(ports.DeadLetterReader), new(*pgdeadletters.Reader)),
+	provideDeadLetters,
+	pgerasure.New,
+	wire.Bind(new(ports.ErasureStore), new(*pgerasure.Store)),
+	provideErasureRunner,
+	provideErasures,
+	provideOperatorRoutes,
+)
+
+func provideDeadLetters(reader ports.DeadLetterReader, inbox ports.InboxStore, wake *consumer.Signal) (*deadletters.Service, error) {
+	return deadletters.New(reader, inbox, wake)
+}
+
+func provideErasureRunner(store ports.ErasureStore, log ports.Logger) (*erasure.Runner, error) {
+	return erasure.NewRunner(erasure.RunnerConfig{}, store, log)
+}
+
+func provideErasures(store ports.ErasureStore, runner *erasure.Runner) (*erasure.Service, error) {
+	return erasure.New(store, runner)
+}
+
+// operatorRoutes mounts the operator API.
+type operatorRoutes routeRegistration
+
+func provideOperatorRoutes(manage *management.Service, dead *deadletters.Service, erasures *erasure.Service, log ports.Logger) operatorRoutes {
+	return func(r gin.IRouter) error {
+		operatorapi.Register(r, manage, dead, erasures, log)
+		return nil
+	}
+}

@@ -1,0 +1,42 @@
+package bootstrap
+
+import (
+	"github.com/gin-gonic/gin"
+	"github.com/google/wire"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/outlineread"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline"
+	outlinehandlers "github.com/hephaestus-dev/hephaestus/adapters/outline/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/outlinemirror"
+	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// outlineSet is everything the Outline adapter contributes: its webhook, its handlers (through the
+// DeliveryInbox and the Outline mirror store) and its read API.
+var outlineSet = wire.NewSet(
+	provideOutlineWebhook,
+	outlinemirror.New,
+	provideOutlineHandlers,
+	provideOutlineRoutes,
+)
+
+func provideOutlineWebhook() (*outline.Webhook, error) { return outline.NewWebhook(outline.Config{}) }
+
+// outlineHandlers registers the Outline handlers with the consumer's registry.
+type outlineHandlers handlerRegistration
+
+func provideOutlineHandlers(inbox ports.DeliveryInbox, store *outlinemirror.Store) outlineHandlers {
+	return func(reg handlerRegistry) error {
+		return outlinehandlers.Register(reg, outlinehandlers.Deps{Inbox: inbox, Store: store})
+	}
+}
+
+// outlineRoutes mounts the Outline read API.
+type outlineRoutes routeRegistration
+
+func provideOutlineRoutes(manage *management.Service, members ports.WorkspaceStore, store *outlinemirror.Store, log ports.Logger) outlineRoutes {
+	return func(r gin.IRouter) error {
+		return outlineread.Register(r, outlineread.Config{Auth: manage, Members: members, Store: store, Log: log})
+	}
+}

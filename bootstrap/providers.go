@@ -1,0 +1,237 @@
+package bootstrap
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/wire"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/server"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/application/admission"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/application/dispatch"
+	"github.com/hephaestus-dev/hephaestus/application/erasure"
+	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Provider sets, one per part of the service. buildServices (wire.go) composes them; adding a
+// provider adds its set there and one line to provideWebhooks and provideModules.
+
+// processSet is what exists before the database: metrics and the App.
+var processSet = wire.NewSet(telemetry.NewMetrics, newApp)
+
+// coreSet turns the graph input into the ports every use case shares.
+var coreSet = wire.NewSet(
+	wire.FieldsOf(new(graphInput), "Config", "Secrets", "Pool", "Log", "Metrics"),
+	provideLogger,
+	wire.InterfaceValue(new(ports.Clock), systemClock{}),
+	wire.Bind(new(ports.AdmissionMetrics), new(*telemetry.Metrics)),
+	wire.Bind(new(ports.ConsumerMetrics), new(*telemetry.Metrics)),
+)
+
+// inboxSet is the inbox store and the consumer (claimers, renewer, reaper, retention).
+var inboxSet = wire.NewSet(
+	provideInboxStore,
+	wire.Bind(new(ports.InboxStore), new(*inboxstore.Store)),
+	consumer.NewSignal,
+	wire.Bind(new(ports.Notifier), new(*consumer.Signal)),
+	provideConsumer,
+	provideRunners,
+)
+
+// handlerSet registers the provider handlers with the consumer.
+//
+// Each provider's set provides its handler registration; provideHandlerRegistry lists them.
+var handlerSet = wire.NewSet(
+	provideDeliveryInbox,
+	wire.Bind(new(ports.DeliveryInbox), new(*deliveryinbox.Inbox)),
+	provideHandlerRegistry,
+	wire.Bind(new(ports.HandlerRegistry), new(*consumer.Registry)),
+)
+
+// managementSet is the secret box, the management stores and use cases.
+var managementSet = wire.NewSet(
+	provideSecretBox,
+	wire.Bind(new(ports.SecretBox), new(*secrets.AESGCM)),
+	provideStoreConfig,
+	pgmanagement.NewWorkspaces,
+	wire.Bind(new(ports.AccountStore), new(*pgmanagement.Workspaces)),
+	wire.Bind(new(ports.WorkspaceStore), new(*pgmanagement.Workspaces)),
+	pgmanagement.NewConnections,
+	wire.Bind(new(ports.ConnectionStore), new(*pgmanagement.Connections)),
+	pgmanagement.NewSourceDirectory,
+	wire.Bind(new(ports.ConnectionDirectory), new(*pgmanagement.SourceDirectory)),
+	provideManagement,
+)
+
+// admissionSet is the admission store and use case.
+var admissionSet = wire.NewSet(
+	admissionstore.New,
+	wire.Bind(new(ports.AdmissionStore), new(*admissionstore.Store)),
+	wire.Value(admission.Config{}),
+	admission.New,
+)
+
+// providerSet is every provider adapter's webhook and module.
+//
+// A new provider adds its NewWebhook provider here and one element to provideWebhooks and
+// provideModules.
+var providerSet = wire.NewSet(
+	githubSet,
+	gitlabSet,
+	slackSet,
+	outlineSet,
+	provideWebhooks,
+	provideModules,
+)
+
+// httpSet is the routes the API packages add to the server.
+var httpSet = wire.NewSet(provideRegistrars)
+
+// graphInput is what the service graph is built from once the database is up.
+type graphInput struct {
+	Config  Config
+	Secrets instanceSecrets
+	Pool    *pgxpool.Pool
+	Log     *zap.Logger
+	Metrics *telemetry.Metrics
+}
+
+// systemClock is the wall clock behind ports.Clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+func provideLogger(log *zap.Logger) ports.Logger { return log.Sugar() }
+
+func provideInboxStore(pool *pgxpool.Pool) (*inboxstore.Store, error) {
+	return inboxstore.New(pool, inboxstore.Config{})
+}
+
+// provideConsumer maps the HEPHAESTUS_INTEGRATION_CONSUMER_* variables onto the consumer and
+// binds each handler call to its dispatch identity (the step runner's fence).
+func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerRegistry, wake *consumer.Signal,
+	clock ports.Clock, log ports.Logger, metrics ports.ConsumerMetrics,
+) (*consumer.Consumer, error) {
+	c := cfg.Consumer
+	return consumer.New(consumer.Config{
+		Owner:             cfg.ServerID,
+		Claimers:          c.Claimers,
+		LeaseDuration:     c.LeaseDuration,
+		RenewInterval:     c.RenewInterval,
+		HandlerTimeout:    c.HandlerTimeout,
+		ReaperInterval:    c.ReaperInterval,
+		PollInterval:      c.PollInterval,
+		ReplayWindow:      c.ReplayWindow,
+		DeadRetention:     c.DeadRetention,
+		RetentionInterval: c.RetentionInterval,
+		RetryBaseDelay:    c.PoisonBaseDelay,
+		RetryMaxDelay:     c.PoisonMaxDelay,
+		PoisonMaxAttempts: c.PoisonMaxAttempts,
+		DispatchContext:   dispatch.BindDispatch,
+	}, store, handlers, wake, clock, log, metrics)
+}
+
+// provideRunners lists the background loops App.Run starts and waits for: the consumer
+// (claimers, renewer, reaper, retention) and the person-erasure runner.
+func provideRunners(c *consumer.Consumer, e *erasure.Runner) []Runner { return []Runner{c, e} }
+
+// handlerRegistry is what a provider's handler registration needs from the consumer.
+type handlerRegistry interface {
+	Register(p provider.Provider, eventType string, h ports.Handler) error
+}
+
+// handlerRegistration adds one provider's handlers to the registry; each provider's set
+// provides it under its own named type, so Wire can tell them apart.
+type handlerRegistration func(reg handlerRegistry) error
+
+// routeRegistration mounts one provider's read API.
+type routeRegistration = server.Registrar
+
+// provideHandlerRegistry is the consumer's handler registry with every provider's handlers. A
+// delivery of an event type without a handler is completed and counted, not failed.
+func provideHandlerRegistry(gh githubHandlers, gl gitlabHandlers, sl slackHandlers, ol outlineHandlers) (*consumer.Registry, error) {
+	reg := consumer.NewRegistry()
+	for _, register := range []handlerRegistration{
+		handlerRegistration(gh), handlerRegistration(gl), handlerRegistration(sl), handlerRegistration(ol),
+	} {
+		if err := register(reg); err != nil {
+			return nil, fmt.Errorf("register handlers: %w", err)
+		}
+	}
+	return reg, nil
+}
+
+// provideDeliveryInbox is the step runner every handler writes through.
+func provideDeliveryInbox(pool *pgxpool.Pool) (*deliveryinbox.Inbox, error) {
+	return deliveryinbox.New(pool)
+}
+
+func provideSecretBox(s instanceSecrets) (*secrets.AESGCM, error) {
+	return secrets.NewAESGCM(s.CredentialsKey)
+}
+
+// provideStoreConfig gives the management stores the connection kinds the modules declare.
+func provideStoreConfig(modules []ports.ProviderModule) pgmanagement.Config {
+	var kinds []connection.Kind
+	for _, m := range modules {
+		kinds = append(kinds, m.Kinds()...)
+	}
+	return pgmanagement.Config{Kinds: kinds}
+}
+
+func provideManagement(s instanceSecrets, accounts ports.AccountStore, workspaces ports.WorkspaceStore,
+	connections ports.ConnectionStore, box ports.SecretBox, modules []ports.ProviderModule,
+) (*management.Service, error) {
+	return management.New(management.Config{AdminToken: s.AdminToken}, accounts, workspaces, connections, box, modules)
+}
+
+// provideWebhooks lists the providers' receiving sides: one element per provider.
+func provideWebhooks(gh *github.Webhook, gl *gitlab.Webhook, sl *slack.Webhook, ol *outline.Webhook) webhookapi.Hooks {
+	return webhookapi.Hooks{gh, gl, sl, ol}
+}
+
+// provideModules lists the providers' modules (connection kinds, config validation).
+func provideModules() []ports.ProviderModule {
+	return []ports.ProviderModule{github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{}}
+}
+
+// provideRegistrars mounts the webhook receiver and the management API.
+func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Hooks, manage *management.Service, log ports.Logger,
+	ops operatorRoutes, gh githubRoutes, gl gitlabRoutes, sl slackRoutes, ol outlineRoutes,
+) []server.Registrar {
+	return []server.Registrar{
+		server.Registrar(ops),
+		server.Registrar(gh), server.Registrar(gl), server.Registrar(sl), server.Registrar(ol),
+		func(r gin.IRouter) error {
+			return webhookapi.Register(r, admit, hooks, webhookapi.Config{MaxBytes: cfg.WebhookMaxBytes})
+		},
+		func(r gin.IRouter) error {
+			managementapi.Register(r, manage, log)
+			return nil
+		},
+	}
+}
+
+// newServices collects the graph's products for App.Run.
+func newServices(registrars []server.Registrar, runners []Runner) *services {
+	return &services{registrars: registrars, runners: runners}
+}

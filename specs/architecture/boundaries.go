@@ -1,0 +1,217 @@
+// Package architecture enforces the layering of GUIDE.md: which folder may import what.
+//
+// The checker reads import declarations with go/parser instead of running `go list`: no child
+// process and no build cache, so a cached test result can never hide a new violation (the
+// spec's inputs are the source files themselves), and files behind build tags (wireinject) are
+// checked too.
+package architecture
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Violation is one forbidden import.
+type Violation struct {
+	File   string // slash-separated, relative to the module root
+	Import string
+	Rule   string
+}
+
+func (v Violation) String() string { return fmt.Sprintf("%s imports %q: %s", v.File, v.Import, v.Rule) }
+
+// Third-party packages the core must never see (GUIDE.md anti-patterns).
+var infrastructure = []struct{ prefix, name string }{
+	{"github.com/jackc/pgx", "pgx"},
+	{"github.com/gin-gonic/gin", "gin"},
+	{"go.uber.org/zap", "zap"},
+}
+
+// testLibraries may appear in test files of domain/.
+var testLibraries = []string{"github.com/onsi/ginkgo/v2", "github.com/onsi/gomega", "go.uber.org/goleak", "github.com/google/go-cmp"}
+
+// Check walks the module at moduleRoot (whose path is modulePath) and returns every violation,
+// sorted by file and import. Directories named testdata or vendor, and hidden ones, are skipped
+// the way the go command skips them.
+func Check(moduleRoot, modulePath string) ([]Violation, error) {
+	var out []Violation
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(moduleRoot, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if p != moduleRoot && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(moduleRoot, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return fmt.Errorf("parse %s: %w", rel, err)
+		}
+		for _, spec := range f.Imports {
+			imp, err := strconv.Unquote(spec.Path.Value)
+			if err != nil {
+				return fmt.Errorf("%s: bad import %s", rel, spec.Path.Value)
+			}
+			if rule := violatedRule(rel, imp, modulePath); rule != "" {
+				out = append(out, Violation{File: rel, Import: imp, Rule: rule})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].File != out[j].File {
+			return out[i].File < out[j].File
+		}
+		return out[i].Import < out[j].Import
+	})
+	return out, nil
+}
+
+// violatedRule returns the rule file (slash path relative to the root) breaks by importing
+// imp, or "" when the import is allowed.
+func violatedRule(file, imp, modulePath string) string {
+	dir := path.Dir(file)
+	layer, _, _ := strings.Cut(dir, "/")
+	test := strings.HasSuffix(file, "_test.go")
+	// own is the import's path inside the module ("domain/inbox"), or "" for other modules.
+	own := ""
+	if imp == modulePath {
+		own = "."
+	} else if rest, ok := strings.CutPrefix(imp, modulePath+"/"); ok {
+		own = rest
+	}
+	within := func(folders ...string) bool {
+		for _, f := range folders {
+			if own == f || strings.HasPrefix(own, f+"/") {
+				return true
+			}
+		}
+		return false
+	}
+
+	// Test files are specs of their package; only domain's are held to (nearly) its rule.
+	if test {
+		if layer == "domain" && !IsStdlib(imp) && !within("domain") && !hasPrefix(imp, testLibraries...) {
+			return "domain tests import only the standard library, domain/ and test libraries"
+		}
+		return ""
+	}
+
+	switch layer {
+	case "domain", "ports", "application":
+		for _, inf := range infrastructure {
+			if hasPrefix(imp, inf.prefix) {
+				return inf.name + " never appears in " + layer + "/"
+			}
+		}
+	}
+	switch layer {
+	case "domain":
+		if !IsStdlib(imp) && !within("domain") {
+			return "domain/ imports only the standard library and domain/"
+		}
+	case "ports":
+		if !IsStdlib(imp) && !within("domain", "ports") {
+			return "ports/ imports only the standard library, domain/ and ports/"
+		}
+	case "application":
+		if !IsStdlib(imp) && !within("domain", "ports", "application") && !hasPrefix(imp, "golang.org/x/sync") {
+			return "application/ imports only the standard library, domain/, ports/, application/ and golang.org/x/sync"
+		}
+	case "migrations":
+		if !IsStdlib(imp) {
+			return "migrations/ imports only the standard library"
+		}
+	case "adapters":
+		if within("bootstrap") {
+			return "adapters/ never import bootstrap/"
+		}
+		if isHandlerPackage(dir) && (within("adapters/postgres") || hasPrefix(imp, "github.com/jackc/pgx")) {
+			return "provider handlers write through ports only, never adapters/postgres or pgx"
+		}
+	}
+	return ""
+}
+
+// isHandlerPackage reports whether dir is adapters/<provider>/handlers or below it.
+func isHandlerPackage(dir string) bool {
+	parts := strings.Split(dir, "/")
+	return len(parts) >= 3 && parts[0] == "adapters" && parts[2] == "handlers"
+}
+
+// IsStdlib reports whether imp is a standard library path: its first element has no dot
+// (the go command's own rule; "C" for cgo counts too).
+func IsStdlib(imp string) bool {
+	first, _, _ := strings.Cut(imp, "/")
+	return !strings.Contains(first, ".")
+}
+
+// hasPrefix reports whether imp is one of prefixes or a package below one.
+func hasPrefix(imp string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		if imp == p || strings.HasPrefix(imp, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// FindModule walks up from dir to the nearest go.mod and returns its directory and module path.
+func FindModule(dir string) (root, modulePath string, err error) {
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return "", "", err
+	}
+	for {
+		f, err := os.Open(filepath.Join(dir, "go.mod"))
+		if err == nil {
+			defer f.Close()
+			s := bufio.NewScanner(f)
+			for s.Scan() {
+				if rest, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "module"); ok {
+					mp := strings.Trim(strings.TrimSpace(rest), `"`)
+					if mp != "" {
+						return dir, mp, nil
+					}
+				}
+			}
+			if err := s.Err(); err != nil {
+				return "", "", err
+			}
+			return "", "", fmt.Errorf("%s has no module line", filepath.Join(dir, "go.mod"))
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", "", err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", "", errors.New("no go.mod found above " + dir)
+		}
+		dir = parent
+	}
+}

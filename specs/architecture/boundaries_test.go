@@ -1,0 +1,76 @@
+package architecture_test
+
+import (
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/specs/architecture"
+)
+
+var _ = Describe("Layer boundaries", func() {
+	It("holds for every package of the module", func() {
+		root, modulePath, err := architecture.FindModule(".")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(modulePath).To(Equal("github.com/hephaestus-dev/hephaestus"))
+		Expect(filepath.Join(root, "specs", "architecture")).To(BeADirectory())
+
+		violations, err := architecture.Check(root, modulePath)
+		Expect(err).NotTo(HaveOccurred())
+		lines := make([]string, len(violations))
+		for i, v := range violations {
+			lines[i] = v.String()
+		}
+		Expect(violations).To(BeEmpty(), "layer violations:\n%s", strings.Join(lines, "\n"))
+	})
+
+	When("a tree breaks every rule", func() {
+		var violations []architecture.Violation
+		BeforeEach(func() {
+			var err error
+			violations, err = architecture.Check(filepath.Join("testdata", "violating"), "github.com/hephaestus-dev/hephaestus")
+			Expect(err).NotTo(HaveOccurred())
+		})
+
+		found := func(file, imp string) []string {
+			var rules []string
+			for _, v := range violations {
+				if v.File == file && v.Import == imp {
+					rules = append(rules, v.Rule)
+				}
+			}
+			return rules
+		}
+
+		DescribeTable("reports the violation",
+			func(file, imp, rule string) {
+				Expect(found(file, imp)).To(ConsistOf(ContainSubstring(rule)))
+			},
+			Entry("pgx in domain/", "domain/x.go", "github.com/jackc/pgx/v5", "pgx never appears in domain/"),
+			Entry("gin in application/", "application/y.go", "github.com/gin-gonic/gin", "gin never appears in application/"),
+			Entry("zap in ports/", "ports/z.go", "go.uber.org/zap", "zap never appears in ports/"),
+			Entry("bootstrap in adapters/", "adapters/w.go", "github.com/hephaestus-dev/hephaestus/bootstrap", "adapters/ never import bootstrap/"),
+			Entry("adapters/postgres in a provider's handlers", "adapters/github/handlers/h.go",
+				"github.com/hephaestus-dev/hephaestus/adapters/postgres", "handlers write through ports only"),
+			Entry("the module in migrations/", "migrations/m.go", "github.com/hephaestus-dev/hephaestus/domain/inbox",
+				"migrations/ imports only the standard library"),
+			Entry("zap in a domain test", "domain/y_test.go", "go.uber.org/zap", "domain tests import only"),
+		)
+
+		It("reports nothing else: the standard library, inner layers, x/sync, test libraries and application specs pass", func() {
+			Expect(violations).To(HaveLen(7), "%v", violations)
+		})
+	})
+
+	Describe("standard library detection", func() {
+		DescribeTable("is an import path whose first element has no dot",
+			func(imp string, std bool) { Expect(architecture.IsStdlib(imp)).To(Equal(std)) },
+			Entry(nil, "net/http", true),
+			Entry(nil, "embed", true),
+			Entry(nil, "golang.org/x/sync/errgroup", false),
+			Entry(nil, "github.com/jackc/pgx/v5", false),
+		)
+	})
+})

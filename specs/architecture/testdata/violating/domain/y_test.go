@@ -1,0 +1,5 @@
+package domain
+
+import "go.uber.org/zap"
+
+var _ *zap.Logger
