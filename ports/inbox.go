@@ -28,6 +28,15 @@ type Result struct {
 	Decision inbox.Decision
 }
 
+// RecordStatus is what an outcome write did to its row.
+type RecordStatus int
+
+const (
+	RecordApplied   RecordStatus = iota + 1 // written under the named epoch
+	RecordLeaseLost                         // the row is held by a newer lease or is no longer LEASED
+	RecordGone                              // the row no longer exists
+)
+
 // Reaped is one expired lease the reaper ended.
 type Reaped struct {
 	Delivery inbox.Delivery // after the transition
@@ -46,9 +55,10 @@ type InboxStore interface {
 	// returns fewer rows.
 	Claim(ctx context.Context, owner string, limit int, lease time.Duration) ([]Claimed, error)
 
-	// Record writes outcomes; applied[i] is false when results[i]'s epoch no longer holds the
-	// row (taken back, erased), in which case the row is unchanged.
-	Record(ctx context.Context, results []Result) (applied []bool, err error)
+	// Record writes outcomes; status[i] says whether results[i] applied, or why not: a newer
+	// lease or another state holds the row (RecordLeaseLost), or the row is gone (RecordGone:
+	// erased, or deleted by the handler itself). A row that did not apply is unchanged.
+	Record(ctx context.Context, results []Result) (status []RecordStatus, err error)
 
 	// Renew extends the leases still held under their epochs; it skips rows another
 	// transaction holds (SKIP LOCKED) so it never waits on a fenced write. renewed[i] is false

@@ -445,14 +445,14 @@ func (r *run) flush(ctx context.Context, batch []outcome) bool {
 		results[i] = ports.Result{Ack: o.ack, Decision: o.decision}
 	}
 	bo := newBackoff(r.cfg.BackoffMin, r.cfg.BackoffMax)
-	var applied []bool
+	var status []ports.RecordStatus
 	for {
 		cctx, cancel := r.storeCtx(ctx)
 		var err error
-		applied, err = r.store.Record(cctx, results)
+		status, err = r.store.Record(cctx, results)
 		cancel()
-		if err == nil && len(applied) != len(results) {
-			err = fmt.Errorf("record returned %d flags for %d outcomes", len(applied), len(results))
+		if err == nil && len(status) != len(results) {
+			err = fmt.Errorf("record returned %d statuses for %d outcomes", len(status), len(results))
 		}
 		if err == nil {
 			break
@@ -473,8 +473,20 @@ func (r *run) flush(ctx context.Context, batch []outcome) bool {
 	}
 	for i, o := range batch {
 		r.held.drop(o.ack.ID)
-		if !applied[i] {
-			// A newer lease owns the row, or it is gone: nothing was written.
+		switch {
+		case status[i] == ports.RecordGone && o.decision.Outcome() == inbox.OutcomeDone:
+			// The handler succeeded and the row is gone: a handler step that deliberately
+			// erases its own event is successful handling (or erasure came after the last step).
+			r.metrics.Handled(o.provider, inbox.OutcomeDone.String())
+			continue
+		case status[i] == ports.RecordGone:
+			// Erased while the outcome was on its way: nothing to write, nothing to retry.
+			r.metrics.Dropped(o.provider, inbox.DropErasedDuringProcessing)
+			r.metrics.Handled(o.provider, inbox.OutcomeDropped.String())
+			r.log.Infow("outcome not written: delivery erased", "owner", r.cfg.Owner, "id", o.ack.ID)
+			continue
+		case status[i] != ports.RecordApplied:
+			// A newer lease owns the row: nothing was written.
 			r.metrics.Dropped(o.provider, inbox.DropLeaseLost)
 			r.metrics.Handled(o.provider, inbox.OutcomeDropped.String())
 			r.log.Infow("outcome not written: lease lost", "owner", r.cfg.Owner, "id", o.ack.ID,

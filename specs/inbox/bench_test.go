@@ -181,7 +181,7 @@ func (t *timedStore) Claim(ctx context.Context, owner string, limit int, lease t
 	return c, err
 }
 
-func (t *timedStore) Record(ctx context.Context, results []ports.Result) ([]bool, error) {
+func (t *timedStore) Record(ctx context.Context, results []ports.Result) ([]ports.RecordStatus, error) {
 	start := time.Now()
 	a, err := t.InboxStore.Record(ctx, results)
 	t.mu.Lock()

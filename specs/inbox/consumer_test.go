@@ -86,6 +86,33 @@ var _ = Describe("The consumer", func() {
 			Expect(readRow(ctx, pool, id).UnknownFailures).To(BeZero())
 		})
 
+		It("counts a handler that deleted its own event as successful handling", func(ctx SpecContext) {
+			srv := startServer(specConfig(owner), store, registry(func(ctx context.Context, d ports.Dispatch) error {
+				_, err := pool.Exec(ctx, `DELETE FROM provider_event WHERE id = $1`, d.Delivery.ID())
+				return err
+			}))
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			Eventually(func() int { return srv.metrics.Count("handled", "github", "done") }).WithTimeout(5 * time.Second).Should(Equal(1))
+			Expect(countRows(ctx, pool, "id = $1", id)).To(BeZero())
+			Expect(srv.metrics.Count("dropped", "github", "lease-lost")).To(BeZero())
+			Expect(srv.metrics.Count("handled", "github", "dropped")).To(BeZero())
+		})
+
+		It("drops a failed delivery whose row was erased meanwhile as erased-during-processing, without a retry", func(ctx SpecContext) {
+			srv := startServer(specConfig(owner), store, registry(func(ctx context.Context, d ports.Dispatch) error {
+				if _, err := pool.Exec(ctx, `DELETE FROM provider_event WHERE id = $1`, d.Delivery.ID()); err != nil {
+					return err
+				}
+				return errors.New("the handler failed after erasure removed its event")
+			}))
+			storeRow(ctx, pool, row{Workspace: ws})
+			Eventually(func() int { return srv.metrics.Count("dropped", "github", "erased-during-processing") }).
+				WithTimeout(5 * time.Second).Should(Equal(1))
+			Expect(srv.metrics.Count("handled", "github", "dropped")).To(Equal(1))
+			Expect(srv.metrics.Count("dropped", "github", "lease-lost")).To(BeZero())
+			Expect(srv.metrics.Count("retry", "github", "unknown")).To(BeZero())
+		})
+
 		It("wakes at once when admission notifies, without waiting for the poll", func(ctx SpecContext) {
 			cfg := specConfig(owner)
 			cfg.PollInterval = time.Hour

@@ -40,7 +40,7 @@ var _ = Describe("The inbox store", func() {
 		Expect(d.Complete(d.Lease().Epoch(), time.Now())).To(Succeed())
 		applied, err := store.Record(ctx, []ports.Result{{Ack: ackOf(c), Decision: inbox.Completed()}})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(applied).To(Equal([]bool{true}))
+		Expect(applied).To(Equal([]ports.RecordStatus{ports.RecordApplied}))
 	}
 	fail := func(ctx context.Context, c ports.Claimed, cause error) inbox.Decision {
 		d := c.Delivery
@@ -48,7 +48,7 @@ var _ = Describe("The inbox store", func() {
 		Expect(err).NotTo(HaveOccurred())
 		applied, err := store.Record(ctx, []ports.Result{{Ack: ackOf(c), Decision: dec}})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(applied).To(Equal([]bool{true}))
+		Expect(applied).To(Equal([]ports.RecordStatus{ports.RecordApplied}))
 		return dec
 	}
 	// expire claims the scope's head with a lease that is over at once, and reaps it.
@@ -225,6 +225,29 @@ var _ = Describe("The inbox store", func() {
 	})
 
 	Describe("Lease fencing", func() {
+		It("reports an outcome whose row is gone apart from one under a newer lease", func(ctx SpecContext) {
+			erased := storeRow(ctx, pool, row{Workspace: ws, Repo: "1"})
+			kept := storeRow(ctx, pool, row{Workspace: ws, Repo: "2"})
+			claimed := claim(ctx, 10)
+			Expect(ids(claimed)).To(ConsistOf(erased, kept))
+			_, err := pool.Exec(ctx, `DELETE FROM provider_event WHERE id = $1`, erased)
+			Expect(err).NotTo(HaveOccurred())
+			results := make([]ports.Result, len(claimed))
+			for i, c := range claimed {
+				results[i] = ports.Result{Ack: ackOf(c), Decision: inbox.Completed()}
+			}
+			status, err := store.Record(ctx, results)
+			Expect(err).NotTo(HaveOccurred())
+			for i, c := range claimed {
+				want := ports.RecordApplied
+				if c.Delivery.ID() == erased {
+					want = ports.RecordGone
+				}
+				Expect(status[i]).To(Equal(want), "delivery %d", c.Delivery.ID())
+			}
+			Expect(stateOf(ctx, pool, kept)).To(Equal("DONE"))
+		})
+
 		It("refuses a taken-back lease's outcome", func(ctx SpecContext) {
 			id := storeRow(ctx, pool, row{Workspace: ws})
 			reaped := expireAndReap(ctx)
@@ -250,7 +273,7 @@ var _ = Describe("The inbox store", func() {
 			for _, dec := range []inbox.Decision{inbox.Completed(), retry, dead} {
 				applied, err := store.Record(ctx, []ports.Result{{Ack: old, Decision: dec}})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(applied).To(Equal([]bool{false}), "outcome %s under the old epoch", dec.Outcome())
+				Expect(applied).To(Equal([]ports.RecordStatus{ports.RecordLeaseLost}), "outcome %s under the old epoch", dec.Outcome())
 			}
 			renewed, err := store.Renew(ctx, []ports.Ack{old}, time.Hour)
 			Expect(err).NotTo(HaveOccurred())

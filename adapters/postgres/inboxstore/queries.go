@@ -60,20 +60,32 @@ RETURNING ` + deliveryColumns + `, e.payload, e.headers`
 // (taken back by the reaper, released, erased) is left alone and its id is not returned.
 // The UPDATE takes the ordinary row lock: it waits for a step transaction's commit-time
 // recheck (a shared lock) to finish rather than skipping, because an outcome must be written.
+//
+// Each outcome comes back with whether it applied and, when it did not, whether the row still
+// exists (a newer lease holds it) or is gone (erased, or deleted by its own handler step). The
+// existence check reads the statement snapshot, as of before the update: a row deleted by a
+// transaction that committed after the snapshot still counts as present, and its outcome as
+// lease-lost, which drops the work just the same.
 const recordOutcomes = `
-UPDATE provider_event e
-SET state = u.state,
-    attempt = e.attempt + u.attempt_delta,
-    unknown_failures = e.unknown_failures + u.budget_delta,
-    due_at = COALESCE(u.due_at, e.due_at),
-    ended_at = CASE WHEN u.state IN ('DONE', 'DEAD') THEN clock_timestamp() END,
-    error_class = u.error_class,
-    leased_until = NULL,
-    leased_by = NULL
-FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::int[], $7::int[])
-	AS u(id, epoch, state, due_at, error_class, attempt_delta, budget_delta)
-WHERE e.id = u.id AND e.state = 'LEASED' AND e.lease_epoch = u.epoch
-RETURNING e.id`
+WITH u AS (
+	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::int[], $7::int[])
+		AS u(id, epoch, state, due_at, error_class, attempt_delta, budget_delta)
+), written AS (
+	UPDATE provider_event e
+	SET state = u.state,
+	    attempt = e.attempt + u.attempt_delta,
+	    unknown_failures = e.unknown_failures + u.budget_delta,
+	    due_at = COALESCE(u.due_at, e.due_at),
+	    ended_at = CASE WHEN u.state IN ('DONE', 'DEAD') THEN clock_timestamp() END,
+	    error_class = u.error_class,
+	    leased_until = NULL,
+	    leased_by = NULL
+	FROM u
+	WHERE e.id = u.id AND e.state = 'LEASED' AND e.lease_epoch = u.epoch
+	RETURNING e.id
+)
+SELECT u.id, w.id IS NOT NULL, EXISTS (SELECT 1 FROM provider_event p WHERE p.id = u.id)
+FROM u LEFT JOIN written w ON w.id = u.id`
 
 // renewHeldLeases extends the leases still held under their epochs, never shortening one.
 // FOR NO KEY UPDATE SKIP LOCKED: a named step holds a key-share lock on its event until commit,

@@ -119,7 +119,7 @@ func isLeasedScopeViolation(err error) bool {
 }
 
 // Record implements ports.InboxStore: one statement for the whole batch.
-func (s *Store) Record(ctx context.Context, results []ports.Result) ([]bool, error) {
+func (s *Store) Record(ctx context.Context, results []ports.Result) ([]ports.RecordStatus, error) {
 	if len(results) == 0 {
 		return nil, nil
 	}
@@ -158,11 +158,33 @@ func (s *Store) Record(ctx context.Context, results []ports.Result) ([]bool, err
 	if err != nil {
 		return nil, pgutil.Interpret("record outcomes", err)
 	}
-	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	type written struct {
+		ID      int64
+		Applied bool
+		Present bool
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[written])
 	if err != nil {
 		return nil, pgutil.Interpret("record outcomes", err)
 	}
-	return appliedFlags(ids, done), nil
+	byID := make(map[int64]ports.RecordStatus, len(got))
+	for _, w := range got {
+		switch {
+		case w.Applied:
+			byID[w.ID] = ports.RecordApplied
+		case w.Present:
+			byID[w.ID] = ports.RecordLeaseLost
+		default:
+			byID[w.ID] = ports.RecordGone
+		}
+	}
+	status := make([]ports.RecordStatus, len(ids))
+	for i, id := range ids {
+		if status[i] = byID[id]; status[i] == 0 {
+			status[i] = ports.RecordGone
+		}
+	}
+	return status, nil
 }
 
 // stateOf is the row state an outcome write leaves. Dropped decisions are never written.
