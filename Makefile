@@ -2,6 +2,11 @@
 # command; PostgreSQL for the tests is started by cmd/pgcluster.
 GO ?= go
 
+# Development webhook secrets shared by `run` and `demo` (and exported only for them), so the
+# demo's signatures match the server's; the caller's own values win.
+HEPHAESTUS_GITHUB_WEBHOOK_SECRET ?= dev-github-webhook-secret
+HEPHAESTUS_SLACK_SIGNING_SECRET ?= dev-slack-signing-secret
+
 .PHONY: build generate test test-inner fuzz-smoke run bench demo migrate clean
 
 ## build: compile the server to bin/hephaestus
@@ -42,6 +47,8 @@ fuzz-smoke:
 
 ## run: start the server with console logs (embedded database unless DATABASE_URL is set)
 run: export HEPHAESTUS_LOG_FORMAT = console
+run: export HEPHAESTUS_GITHUB_WEBHOOK_SECRET := $(HEPHAESTUS_GITHUB_WEBHOOK_SECRET)
+run: export HEPHAESTUS_SLACK_SIGNING_SECRET := $(HEPHAESTUS_SLACK_SIGNING_SECRET)
 run:
 	$(GO) run ./cmd/hephaestus serve
 
@@ -50,6 +57,8 @@ bench:
 	$(GO) run ./cmd/pgcluster run -durable -- $(GO) run ./cmd/bench
 
 ## demo: run the demo
+demo: export HEPHAESTUS_GITHUB_WEBHOOK_SECRET := $(HEPHAESTUS_GITHUB_WEBHOOK_SECRET)
+demo: export HEPHAESTUS_SLACK_SIGNING_SECRET := $(HEPHAESTUS_SLACK_SIGNING_SECRET)
 demo:
 	$(GO) run ./cmd/demo
 
