@@ -112,8 +112,11 @@ CREATE UNIQUE INDEX uq_provider_event_leased_scope
 -- its scope exists: both questions are answered by these two partial indexes.
 CREATE INDEX ix_provider_event_queued ON provider_event (id) WHERE state = 'QUEUED';
 CREATE INDEX ix_provider_event_queued_scope ON provider_event (scope_key, id) WHERE state = 'QUEUED';
--- The reaper looks for expired leases.
-CREATE INDEX ix_provider_event_lease_expiry ON provider_event (leased_until) WHERE state = 'LEASED';
+-- The reaper looks for expired leases (leased_until < now() implies the predicate). The predicate
+-- is deliberately not state = 'LEASED': the claim's "scope has a LEASED row" probe must find only
+-- uq_provider_event_leased_scope (an index lookup by scope_key); with two partial indexes of the
+-- same predicate the planner may pick this one and scan it whole per claim.
+CREATE INDEX ix_provider_event_lease_expiry ON provider_event (leased_until) WHERE leased_until IS NOT NULL;
 -- Retention deletes ended rows by age; dead-letter lists page DEAD rows newest first per workspace.
 CREATE INDEX ix_provider_event_ended ON provider_event (state, ended_at) WHERE state IN ('DONE', 'DEAD');
 CREATE INDEX ix_provider_event_dead ON provider_event (workspace_id, ended_at DESC, id DESC) WHERE state = 'DEAD';

@@ -12,6 +12,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -59,6 +61,17 @@ func benchAdmission(ctx context.Context, dbURL string, senders, deliveries int) 
 	payloads := make([][]byte, 64)
 	for i := range payloads {
 		payloads[i] = issuePayload(i + 1)
+	}
+	if admissionProfile != "" {
+		f, err := os.Create(admissionProfile)
+		if err != nil {
+			return admissionResult{}, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return admissionResult{}, err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var next atomic.Int64
 	latencies := make([][]time.Duration, senders)

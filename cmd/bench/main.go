@@ -29,6 +29,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// admissionProfile, when set, names the file the admission row's CPU profile is written to.
+var admissionProfile string
+
 type admissionResult struct {
 	Senders   int     `json:"senders"`
 	PerSecond float64 `json:"perSecond"`
@@ -66,7 +69,9 @@ func main() {
 	scopes := flag.Int("scopes", 1000, "scopes the dispatch rows are spread over")
 	claimers := flag.Int("claimers", 8, "claimers of the dispatch row")
 	out := flag.String("out", "bench-results.json", "where the figures are written (repository root)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the admission row to this file")
 	flag.Parse()
+	admissionProfile = *cpuProfile
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
