@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -28,11 +29,17 @@ const (
 	EnvGitHubAppID         = "HEPHAESTUS_GITHUB_APP_ID"
 	EnvGitHubWebhookSecret = "HEPHAESTUS_GITHUB_WEBHOOK_SECRET"
 	EnvSlackSigningSecret  = "HEPHAESTUS_SLACK_SIGNING_SECRET"
-	EnvWebhookMaxBytes     = "HEPHAESTUS_WEBHOOK_MAX_BYTES"
-	EnvDataDir             = "HEPHAESTUS_DATA_DIR"
-	EnvLogFormat           = "HEPHAESTUS_LOG_FORMAT"
-	EnvLogLevel            = "HEPHAESTUS_LOG_LEVEL"
-	EnvServerID            = "HEPHAESTUS_SERVER_ID"
+	// Optional provider API access (not in CONTRACT.md's table): without a token the handlers
+	// mirror what the payloads carry and send no Slack notices or App Home views.
+	EnvGitHubAPIURL    = "HEPHAESTUS_GITHUB_API_URL"
+	EnvGitHubAPIToken  = "HEPHAESTUS_GITHUB_API_TOKEN"
+	EnvSlackAPIURL     = "HEPHAESTUS_SLACK_API_URL"
+	EnvSlackBotToken   = "HEPHAESTUS_SLACK_BOT_TOKEN"
+	EnvWebhookMaxBytes = "HEPHAESTUS_WEBHOOK_MAX_BYTES"
+	EnvDataDir         = "HEPHAESTUS_DATA_DIR"
+	EnvLogFormat       = "HEPHAESTUS_LOG_FORMAT"
+	EnvLogLevel        = "HEPHAESTUS_LOG_LEVEL"
+	EnvServerID        = "HEPHAESTUS_SERVER_ID"
 
 	envConsumer          = "HEPHAESTUS_INTEGRATION_CONSUMER_"
 	EnvClaimers          = envConsumer + "CLAIMERS"
@@ -52,6 +59,8 @@ const (
 // Defaults (CONTRACT.md). They live here and nowhere else.
 const (
 	DefaultHTTPAddr          = ":8080"
+	DefaultGitHubAPIURL      = "https://api.github.com"
+	DefaultSlackAPIURL       = "https://slack.com/api/"
 	DefaultWebhookMaxBytes   = 26214400 // 25 MiB: GitHub's own payload cap
 	DefaultDataDir           = "./.data"
 	DefaultLogFormat         = "json"
@@ -88,6 +97,10 @@ type Config struct {
 	GitHubAppID         int64 // 0 when unset
 	GitHubWebhookSecret string
 	SlackSigningSecret  string
+	GitHubAPIURL        string // REST root; GitHub Enterprise Server: https://<host>/api/v3
+	GitHubAPIToken      string // empty: no provider reads
+	SlackAPIURL         string
+	SlackBotToken       string // empty: no Web API calls
 	WebhookMaxBytes     int64
 	DataDir             string
 	LogFormat           string // "json" or "console"
@@ -153,6 +166,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		GitHubAppID:         r.gitHubAppID(),
 		GitHubWebhookSecret: r.secret(EnvGitHubWebhookSecret),
 		SlackSigningSecret:  r.secret(EnvSlackSigningSecret),
+		GitHubAPIURL:        r.httpURL(EnvGitHubAPIURL, DefaultGitHubAPIURL),
+		GitHubAPIToken:      r.secret(EnvGitHubAPIToken),
+		SlackAPIURL:         r.httpURL(EnvSlackAPIURL, DefaultSlackAPIURL),
+		SlackBotToken:       r.secret(EnvSlackBotToken),
 		WebhookMaxBytes:     r.wholeNumber(EnvWebhookMaxBytes, DefaultWebhookMaxBytes, 1, 0),
 		DataDir:             r.text(EnvDataDir, DefaultDataDir),
 		LogFormat:           r.oneOf(EnvLogFormat, DefaultLogFormat, "json", "console"),
@@ -211,6 +228,20 @@ func (r *reader) text(name, def string) string {
 // secret returns the value exactly as given: a secret's bytes are the provider's to choose,
 // and trimming would silently change an HMAC key.
 func (r *reader) secret(name string) string { return r.getenv(name) }
+
+// httpURL reads an absolute http(s) URL without credentials (it is logged and used as a base).
+func (r *reader) httpURL(name, def string) string {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		r.fail(name, "is not an absolute http(s) URL without credentials")
+		return def
+	}
+	return v
+}
 
 func (r *reader) databaseURL() string {
 	v, ok := r.get(EnvDatabaseURL)

@@ -40,6 +40,10 @@ var _ = Describe("Configuration", func() {
 			Expect(c.AdminToken).To(BeEmpty())
 			Expect(c.CredentialsKey).To(BeNil())
 			Expect(c.GitHubAppID).To(BeZero())
+			Expect(c.GitHubAPIURL).To(Equal("https://api.github.com"))
+			Expect(c.GitHubAPIToken).To(BeEmpty(), "no token: the GitHub handlers mirror the payloads only")
+			Expect(c.SlackAPIURL).To(Equal("https://slack.com/api/"))
+			Expect(c.SlackBotToken).To(BeEmpty(), "no token: no Slack Web API calls")
 			Expect(c.WebhookMaxBytes).To(Equal(int64(26214400)))
 			Expect(c.DataDir).To(Equal("./.data"))
 			Expect(c.LogFormat).To(Equal("json"))
@@ -194,6 +198,8 @@ var _ = Describe("Configuration", func() {
 			Entry(nil, "HEPHAESTUS_CREDENTIALS_KEY", "not base64!", "is not base64 (standard or URL alphabet) of 32 bytes"),
 			Entry(nil, "HEPHAESTUS_ADMIN_TOKEN", "changeme", "is shorter than 16 characters"),
 			Entry(nil, "HEPHAESTUS_GITHUB_APP_ID", "my-app", `"my-app" is not a whole number ≥ 1`),
+			Entry(nil, "HEPHAESTUS_GITHUB_API_URL", "ghe.example/api/v3", "is not an absolute http(s) URL without credentials"),
+			Entry(nil, "HEPHAESTUS_SLACK_API_URL", "https://user:pw@slack.example/api/", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_WEBHOOK_MAX_BYTES", "25MiB", `"25MiB" is not a whole number ≥ 1`),
 			Entry(nil, "HEPHAESTUS_WEBHOOK_MAX_BYTES", "0", `"0" is not a whole number ≥ 1`),
 			Entry(nil, "HEPHAESTUS_LOG_FORMAT", "xml", `"xml" is not one of json, console`),

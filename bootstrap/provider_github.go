@@ -1,10 +1,14 @@
 package bootstrap
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/api"
 	ghhandlers "github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
@@ -28,13 +32,22 @@ func provideGitHubWebhook(cfg Config) (*github.Webhook, error) {
 // githubHandlers registers the GitHub handlers with the consumer's registry.
 type githubHandlers handlerRegistration
 
-// provideGitHubHandlers mirrors from the payloads alone: provider reads (check runs, commits a
-// push left out) need an installation token, which this service does not mint yet, so no
-// REST reader is configured (Deps.Reader nil is the documented "payloads only" mode).
-func provideGitHubHandlers(inbox ports.DeliveryInbox, store *githubmirror.Store, log ports.Logger) githubHandlers {
-	return func(reg handlerRegistry) error {
-		return ghhandlers.Register(reg, ghhandlers.Deps{Inbox: inbox, Store: store, Log: log})
+// provideGitHubHandlers wires the handlers. Provider reads (check runs, commits a push payload
+// left out) go through the REST adapter when HEPHAESTUS_GITHUB_API_TOKEN is set; without it the
+// handlers mirror what the payloads carry (Deps.Reader nil). Minting App installation tokens is
+// not built yet: the token is a static one with read access to the monitored repositories.
+func provideGitHubHandlers(cfg Config, inbox ports.DeliveryInbox, store *githubmirror.Store, log ports.Logger) (githubHandlers, error) {
+	deps := ghhandlers.Deps{Inbox: inbox, Store: store, Log: log}
+	if cfg.GitHubAPIToken != "" {
+		token := cfg.GitHubAPIToken
+		client, err := api.New(api.Config{BaseURL: cfg.GitHubAPIURL,
+			Token: func(context.Context) (string, error) { return token, nil }})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvGitHubAPIURL, err)
+		}
+		deps.Reader = client
 	}
+	return func(reg handlerRegistry) error { return ghhandlers.Register(reg, deps) }, nil
 }
 
 // githubRoutes mounts the GitHub read API.

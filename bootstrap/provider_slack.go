@@ -1,6 +1,9 @@
 package bootstrap
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
 
@@ -8,6 +11,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	slackhandlers "github.com/hephaestus-dev/hephaestus/adapters/slack/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -28,13 +32,22 @@ func provideSlackWebhook(cfg Config) (*slack.Webhook, error) {
 // slackHandlers registers the Slack handlers with the consumer's registry.
 type slackHandlers handlerRegistration
 
-// provideSlackHandlers runs without a Web API notifier: Slack connections hold no bot token
-// yet, so the join notice and App Home views (external effects) are not sent; every database
-// step runs as specified.
-func provideSlackHandlers(inbox ports.DeliveryInbox, store *slackmirror.Store, log ports.Logger) slackHandlers {
-	return func(reg handlerRegistry) error {
-		return slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store, Log: log})
+// provideSlackHandlers wires the handlers. The join notice and App Home views (external effects,
+// repeatable after a crash) go through the Web API when HEPHAESTUS_SLACK_BOT_TOKEN is set; Slack
+// connections store no per-team bot token yet, so one token serves every team. Without it no
+// Web API call is made; every database step runs as specified either way.
+func provideSlackHandlers(cfg Config, inbox ports.DeliveryInbox, store *slackmirror.Store, log ports.Logger) (slackHandlers, error) {
+	deps := slackhandlers.Deps{Inbox: inbox, Store: store, Log: log}
+	if cfg.SlackBotToken != "" {
+		token := cfg.SlackBotToken
+		client, err := webapi.New(webapi.Config{BaseURL: cfg.SlackAPIURL,
+			Token: func(context.Context, string) (string, error) { return token, nil }})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvSlackAPIURL, err)
+		}
+		deps.Notifier = client
 	}
+	return func(reg handlerRegistry) error { return slackhandlers.Register(reg, deps) }, nil
 }
 
 // slackRoutes mounts the Slack read API.

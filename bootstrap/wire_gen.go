@@ -140,9 +140,15 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapGithubHandlers := provideGitHubHandlers(inbox, githubmirrorStore, portsLogger)
+	bootstrapGithubHandlers, err := provideGitHubHandlers(config, inbox, githubmirrorStore, portsLogger)
+	if err != nil {
+		return nil, nil, err
+	}
 	bootstrapGitlabHandlers := provideGitLabHandlers(inbox, gitlabmirrorStore)
-	bootstrapSlackHandlers := provideSlackHandlers(inbox, slackmirrorStore, portsLogger)
+	bootstrapSlackHandlers, err := provideSlackHandlers(config, inbox, slackmirrorStore, portsLogger)
+	if err != nil {
+		return nil, nil, err
+	}
 	bootstrapOutlineHandlers := provideOutlineHandlers(inbox, outlinemirrorStore)
 	registry, err := provideHandlerRegistry(bootstrapGithubHandlers, bootstrapGitlabHandlers, bootstrapSlackHandlers, bootstrapOutlineHandlers)
 	if err != nil {
