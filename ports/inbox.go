@@ -28,6 +28,14 @@ type Result struct {
 	Decision inbox.Decision
 }
 
+// InboxStats is what the inbox gauges show.
+type InboxStats struct {
+	Counts map[inbox.State]int64
+	// OldestQueuedAge is how long the oldest QUEUED row has been due and unclaimed (0 when none
+	// is due). Measured from due_at, so retry backoff and replays of old rows do not inflate it.
+	OldestQueuedAge time.Duration
+}
+
 // RecordStatus is what an outcome write did to its row.
 type RecordStatus int
 
@@ -76,8 +84,9 @@ type InboxStore interface {
 	// before deadBefore (their steps cascade), returning how many went.
 	DeleteEnded(ctx context.Context, doneBefore, deadBefore time.Time, limit int) (int64, error)
 
-	// CountByState counts rows per state, for the integration_inbox_rows gauge.
-	CountByState(ctx context.Context) (map[inbox.State]int64, error)
+	// Stats counts rows per state (every state present) and measures how long the oldest due
+	// QUEUED row has been waiting past its due time, for the inbox gauges.
+	Stats(ctx context.Context) (InboxStats, error)
 
 	// AcquireSingleton takes or keeps the named cluster-wide lease for holder until lease from
 	// now; false when another live holder has it.

@@ -32,4 +32,5 @@ type ConsumerMetrics interface {
 	RetentionFailed()                                 // integration_consumer_inbox_retention_failures_total
 	HandlerDuration(provider string, d time.Duration) // integration_consumer_handler_seconds
 	InboxRows(state string, n int64)                  // integration_inbox_rows{state}
+	OldestQueuedAge(d time.Duration)                  // integration_inbox_oldest_queued_age_seconds
 }

@@ -30,6 +30,7 @@ type Metrics struct {
 	retentionFailures prometheus.Counter
 	handlerSeconds    *prometheus.HistogramVec
 	inboxRows         *prometheus.GaugeVec
+	oldestQueuedAge   prometheus.Gauge
 }
 
 // handlerBuckets span a no-op handler (milliseconds) to the 30-minute handler timeout.
@@ -72,10 +73,14 @@ func NewMetrics() *Metrics {
 			Name: "integration_inbox_rows",
 			Help: "Inbox rows by state, as last counted.",
 		}, []string{"state"}),
+		oldestQueuedAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "integration_inbox_oldest_queued_age_seconds",
+			Help: "How long the oldest due QUEUED row has waited past its due time, as last measured.",
+		}),
 	}
 	m.registry.MustRegister(
 		m.received, m.rejected, m.handled, m.retried, m.dropped,
-		m.retentionFailures, m.handlerSeconds, m.inboxRows,
+		m.retentionFailures, m.handlerSeconds, m.inboxRows, m.oldestQueuedAge,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -117,3 +122,5 @@ func (m *Metrics) HandlerDuration(provider string, d time.Duration) {
 func (m *Metrics) InboxRows(state string, n int64) {
 	m.inboxRows.WithLabelValues(state).Set(float64(n))
 }
+
+func (m *Metrics) OldestQueuedAge(d time.Duration) { m.oldestQueuedAge.Set(d.Seconds()) }

@@ -54,6 +54,7 @@ var _ = Describe("Metrics", func() {
 		c.RetentionFailed()
 		c.HandlerDuration("github", 1500*time.Millisecond)
 		c.InboxRows("DEAD", 7)
+		c.OldestQueuedAge(90 * time.Second)
 		text := scrape(m)
 		Expect(text).To(ContainSubstring(`integration_consumer_handled_total{outcome="done",provider="github"} 1`))
 		Expect(text).To(ContainSubstring(`integration_consumer_retry_total{cause="contention",provider="gitlab"} 1`))
@@ -65,6 +66,8 @@ var _ = Describe("Metrics", func() {
 		Expect(text).To(ContainSubstring("# TYPE integration_consumer_handler_seconds histogram"))
 		Expect(text).To(ContainSubstring("# TYPE integration_inbox_rows gauge"))
 		Expect(text).To(ContainSubstring(`integration_inbox_rows{state="DEAD"} 7`))
+		Expect(text).To(ContainSubstring("# TYPE integration_inbox_oldest_queued_age_seconds gauge"))
+		Expect(text).To(ContainSubstring("integration_inbox_oldest_queued_age_seconds 90"))
 	})
 
 	It("keeps each server's metrics in its own registry", func() {

@@ -229,13 +229,17 @@ var _ = Describe("The consumer", func() {
 		})
 	})
 
-	It("refreshes the inbox-rows gauge", func(ctx SpecContext) {
+	It("refreshes the inbox-rows and oldest-queued-age gauges", func(ctx SpecContext) {
 		storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
 		suspended := newWorkspace(ctx, pool, "paused", "SUSPENDED")
-		storeRow(ctx, pool, row{Workspace: suspended})
+		waiting := storeRow(ctx, pool, row{Workspace: suspended})
+		_, err := pool.Exec(ctx, `UPDATE provider_event SET due_at = now() - interval '2 minutes' WHERE id = $1`, waiting)
+		Expect(err).NotTo(HaveOccurred())
 		srv := startServer(specConfig(owner), store, consumer.NewRegistry())
 		Eventually(func() int64 { return srv.metrics.Rows("DONE") }).WithTimeout(5 * time.Second).Should(Equal(int64(1)))
 		Eventually(func() int64 { return srv.metrics.Rows("QUEUED") }).Should(Equal(int64(1)))
+		Eventually(srv.metrics.OldestQueued).Should(BeNumerically(">=", 2*time.Minute),
+			"the suspended workspace's row waits past its due time")
 	})
 
 	It("refuses a config without its owner or with renewal outside the lease", func() {

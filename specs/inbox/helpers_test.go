@@ -18,6 +18,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 var github = provider.MustNew("GITHUB")
@@ -138,9 +139,7 @@ func stateOf(ctx context.Context, p *pgxpool.Pool, id int64) string {
 }
 
 func countRows(ctx context.Context, p *pgxpool.Pool, where string, args ...any) int {
-	var n int
-	Expect(p.QueryRow(ctx, `SELECT count(*) FROM provider_event WHERE `+where, args...).Scan(&n)).To(Succeed())
-	return n
+	return support.Count(ctx, p, `SELECT count(*) FROM provider_event WHERE `+where, args...)
 }
 
 func ids(claimed []ports.Claimed) []int64 {
@@ -169,15 +168,17 @@ func (noopMetrics) Dropped(string, string)                {}
 func (noopMetrics) RetentionFailed()                      {}
 func (noopMetrics) HandlerDuration(string, time.Duration) {}
 func (noopMetrics) InboxRows(string, int64)               {}
+func (noopMetrics) OldestQueuedAge(time.Duration)         {}
 
 var _ ports.ConsumerMetrics = noopMetrics{}
 
 // recordingMetrics counts what the consumer reports, by metric and labels.
 type recordingMetrics struct {
-	mu        sync.Mutex
-	counts    map[string]int
-	durations int
-	rows      map[string]int64
+	mu           sync.Mutex
+	counts       map[string]int
+	durations    int
+	rows         map[string]int64
+	oldestQueued time.Duration
 }
 
 var _ ports.ConsumerMetrics = (*recordingMetrics)(nil)
@@ -205,6 +206,18 @@ func (m *recordingMetrics) InboxRows(state string, n int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rows[state] = n
+}
+func (m *recordingMetrics) OldestQueuedAge(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.oldestQueued = d
+}
+
+// OldestQueued is the last oldest-queued-age the consumer reported.
+func (m *recordingMetrics) OldestQueued() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.oldestQueued
 }
 
 // Count returns a counter, e.g. Count("handled", "github", "done").

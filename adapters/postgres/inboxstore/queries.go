@@ -161,8 +161,12 @@ WHERE id IN (
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED)`
 
-// countByState feeds the integration_inbox_rows gauge.
-const countByState = `SELECT state, count(*) FROM provider_event GROUP BY state`
+// inboxStats feeds the inbox gauges in one scan: rows per state, and for QUEUED how long the
+// earliest due time lies in the past (by the database clock, which also judges leases).
+const inboxStats = `
+SELECT state, count(*),
+       COALESCE(EXTRACT(EPOCH FROM greatest(clock_timestamp() - min(due_at), interval '0')), 0)::float8
+FROM provider_event GROUP BY state`
 
 // acquireSingleton takes the named lease when it is free, expired or already ours. Concurrent
 // takers serialise on the row's lock; under READ COMMITTED the later one rechecks the condition

@@ -269,35 +269,40 @@ func (s *Store) DeleteEnded(ctx context.Context, doneBefore, deadBefore time.Tim
 	return tag.RowsAffected(), nil
 }
 
-// CountByState implements ports.InboxStore. Every state is present, with 0 when it has no rows.
-func (s *Store) CountByState(ctx context.Context) (map[inbox.State]int64, error) {
-	rows, err := s.pool.Query(ctx, countByState)
+// Stats implements ports.InboxStore. Every state is present, with 0 when it has no rows.
+func (s *Store) Stats(ctx context.Context) (ports.InboxStats, error) {
+	rows, err := s.pool.Query(ctx, inboxStats)
 	if err != nil {
-		return nil, pgutil.Interpret("count deliveries", err)
+		return ports.InboxStats{}, pgutil.Interpret("count deliveries", err)
 	}
 	defer rows.Close()
 	counts := make(map[inbox.State]int64, 4)
 	for _, st := range inbox.States() {
 		counts[st] = 0
 	}
+	stats := ports.InboxStats{Counts: counts}
 	for rows.Next() {
 		var (
-			state string
-			n     int64
+			state   string
+			n       int64
+			overdue float64
 		)
-		if err := rows.Scan(&state, &n); err != nil {
-			return nil, pgutil.Interpret("count deliveries", err)
+		if err := rows.Scan(&state, &n, &overdue); err != nil {
+			return ports.InboxStats{}, pgutil.Interpret("count deliveries", err)
 		}
 		st, err := inbox.ParseState(state)
 		if err != nil {
-			return nil, fmt.Errorf("count deliveries: %w", err)
+			return ports.InboxStats{}, fmt.Errorf("count deliveries: %w", err)
 		}
 		counts[st] = n
+		if st == inbox.Queued {
+			stats.OldestQueuedAge = time.Duration(overdue * float64(time.Second))
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, pgutil.Interpret("count deliveries", err)
+		return ports.InboxStats{}, pgutil.Interpret("count deliveries", err)
 	}
-	return counts, nil
+	return stats, nil
 }
 
 // AcquireSingleton implements ports.InboxStore.
