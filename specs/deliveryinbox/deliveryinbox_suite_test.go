@@ -2,26 +2,23 @@ package deliveryinbox_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 func TestDeliveryInbox(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "DeliveryInbox Suite")
+	support.RunSpecs(t, "DeliveryInbox Suite")
 }
 
 // quick bounds every statement that must not wait for a lock: if it waited, it would end with
@@ -29,44 +26,26 @@ func TestDeliveryInbox(t *testing.T) {
 const quick = 5 * time.Second
 
 var (
-	db *pgtest.Database
 	// handlerPool is the dispatching server's pool, used by the inbox under test.
 	handlerPool *pgxpool.Pool
 	// otherPool plays the rest of the world: another server's reaper and renewal, erasure, a
 	// workspace operation, the next claimer.
 	otherPool *pgxpool.Pool
 	box       *deliveryinbox.Inbox
-	leakOpts  []goleak.Option
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	leakOpts = []goleak.Option{goleak.IgnoreCurrent()}
+	support.SkipWithoutCluster()
+	db := support.Database(ctx)
+	handlerPool = support.Pool(ctx, db, 10)
+	otherPool = support.Pool(ctx, db, 4)
 	var err error
-	db, err = pgtest.NewDatabase(ctx)
-	if errors.Is(err, pgtest.ErrNoCluster) {
-		Skip(err.Error())
-	}
-	Expect(err).NotTo(HaveOccurred())
-	handlerPool, err = db.Pool(ctx, 10)
-	Expect(err).NotTo(HaveOccurred())
-	otherPool, err = db.Pool(ctx, 4)
-	Expect(err).NotTo(HaveOccurred())
 	box, err = deliveryinbox.New(handlerPool)
 	Expect(err).NotTo(HaveOccurred())
 	// The business table the handler steps write into. n counts writes, so a step that ran
 	// twice shows n = 2 instead of hiding behind the primary key.
 	_, err = handlerPool.Exec(ctx, `CREATE TABLE spec_item (id text PRIMARY KEY, n int NOT NULL DEFAULT 1)`)
 	Expect(err).NotTo(HaveOccurred())
-})
-
-var _ = AfterSuite(func(ctx SpecContext) {
-	if db == nil {
-		return
-	}
-	handlerPool.Close()
-	otherPool.Close()
-	Expect(db.Drop(context.WithoutCancel(ctx))).To(Succeed())
-	Expect(goleak.Find(leakOpts...)).To(Succeed())
 })
 
 var _ = BeforeEach(func(ctx SpecContext) {
@@ -139,12 +118,8 @@ func items(ctx context.Context) map[string]int {
 
 // stepRows lists the committed step names of eventID.
 func stepRows(ctx context.Context, eventID int64) []string {
-	rows, err := otherPool.Query(ctx,
+	return support.Column(ctx, otherPool,
 		`SELECT step_name FROM provider_event_step WHERE event_id = $1 ORDER BY step_name`, eventID)
-	Expect(err).NotTo(HaveOccurred())
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	Expect(err).NotTo(HaveOccurred())
-	return names
 }
 
 // holdLock opens a transaction on the other pool that runs lockSQL and keeps its lock until the

@@ -128,7 +128,7 @@ var _ = Describe("Related issues", func() {
 			Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue_dependency WHERE workspace_id = $1`, ws)).To(BeZero())
 
 			subscribe(ctx, ws, conn, "repository", 5252)
-			Expect(leased(ctx, ws, "issue_dependencies", d.body).handle(ctx, registry(handlers.Deps{}))).To(Succeed())
+			Expect(leased(ctx, ws, "issue_dependencies", []byte(d.Payload)).handle(ctx, registry(handlers.Deps{}))).To(Succeed())
 			Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue_dependency
 				WHERE workspace_id = $1 AND blocked_issue_id = 3001 AND blocking_issue_id = 3002`, ws)).To(Equal(1))
 		})

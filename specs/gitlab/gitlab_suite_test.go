@@ -1,20 +1,14 @@
 package gitlab_test
 
 import (
-	"context"
-	"crypto/rand"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/handlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/gitlabread"
@@ -22,43 +16,31 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/gitlabmirror"
 	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
-	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/management"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 func TestGitLab(t *testing.T) {
-	RegisterFailHandler(Fail)
-	leaks := goleak.IgnoreCurrent()
-	RunSpecs(t, "GitLab handlers, mirror and read API")
-	goleak.VerifyNone(t, leaks,
-		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"))
+	support.RunSpecs(t, "GitLab handlers, mirror and read API")
 }
 
 const adminToken = "spec-instance-admin-token-0123456789"
 
 var (
-	db       *pgtest.Database
 	pool     *pgxpool.Pool
 	store    *gitlabmirror.Store
 	faulty   *faultyStore
 	reader   *fakeReader
-	registry = fakeRegistry{}
+	registry = consumer.NewRegistry()
 	svc      *management.Service
 	server   *httptest.Server
 	client   *http.Client
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	var err error
-	db, err = pgtest.NewDatabase(ctx)
-	if errors.Is(err, pgtest.ErrNoCluster) {
-		Skip(err.Error())
-	}
-	Expect(err).NotTo(HaveOccurred())
-	pool, err = db.Pool(ctx, 8)
-	Expect(err).NotTo(HaveOccurred())
+	support.SkipWithoutCluster()
+	pool = support.Pool(ctx, support.Database(ctx), 8)
 	box, err := deliveryinbox.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	store, err = gitlabmirror.New(pool)
@@ -67,37 +49,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	reader = &fakeReader{}
 	Expect(handlers.Register(registry, handlers.Deps{Inbox: box, Store: faulty, Reader: reader})).To(Succeed())
 
-	key := make([]byte, secrets.KeySize)
-	_, _ = rand.Read(key)
-	secretBox, err := secrets.NewAESGCM(key)
-	Expect(err).NotTo(HaveOccurred())
-	workspaces, err := pgmanagement.NewWorkspaces(pool)
-	Expect(err).NotTo(HaveOccurred())
-	connections, err := pgmanagement.NewConnections(pool, pgmanagement.Config{})
-	Expect(err).NotTo(HaveOccurred())
-	svc, err = management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, connections, secretBox, nil)
-	Expect(err).NotTo(HaveOccurred())
+	var workspaces *pgmanagement.Workspaces
+	svc, workspaces = support.Management(pool, adminToken)
 
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
-	Expect(gitlabread.Register(engine, gitlabread.Config{Auth: svc, Members: workspaces, Store: store, Log: specLogger{}})).To(Succeed())
-	server = httptest.NewServer(engine)
-	client = &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
-})
-
-var _ = AfterSuite(func(ctx SpecContext) {
-	if client != nil {
-		client.CloseIdleConnections()
-	}
-	if server != nil {
-		server.Close()
-	}
-	if pool != nil {
-		pool.Close()
-	}
-	if db != nil {
-		Expect(db.Drop(context.WithoutCancel(ctx))).To(Succeed())
-	}
+	Expect(gitlabread.Register(engine, gitlabread.Config{Auth: svc, Members: workspaces, Store: store, Log: support.Logger{}})).To(Succeed())
+	server, client = support.Serve(engine)
 })
 
 var _ = BeforeEach(func(ctx SpecContext) {
@@ -105,24 +63,3 @@ var _ = BeforeEach(func(ctx SpecContext) {
 	faulty.reset()
 	reader.reset()
 })
-
-// fakeRegistry keeps the handlers Register wires, by event type.
-type fakeRegistry map[string]ports.Handler
-
-func (r fakeRegistry) Register(p provider.Provider, eventType string, h ports.Handler) error {
-	if p.String() != "GITLAB" {
-		return fmt.Errorf("registered for %s", p)
-	}
-	if _, dup := r[eventType]; dup {
-		return fmt.Errorf("%q registered twice", eventType)
-	}
-	r[eventType] = h
-	return nil
-}
-
-type specLogger struct{}
-
-func (specLogger) Debugw(msg string, kv ...any) { fmt.Fprintln(GinkgoWriter, "DEBUG", msg, kv) }
-func (specLogger) Infow(msg string, kv ...any)  { fmt.Fprintln(GinkgoWriter, "INFO", msg, kv) }
-func (specLogger) Warnw(msg string, kv ...any)  { fmt.Fprintln(GinkgoWriter, "WARN", msg, kv) }
-func (specLogger) Errorw(msg string, kv ...any) { fmt.Fprintln(GinkgoWriter, "ERROR", msg, kv) }

@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 func itoa(id int64) string { return strconv.FormatInt(id, 10) }
@@ -26,7 +28,5 @@ func insertEvent(ctx context.Context, workspaceID *int64, connectionID int64, de
 
 func count(ctx context.Context, sql string, args ...any) int {
 	GinkgoHelper()
-	var n int
-	Expect(pool.QueryRow(ctx, sql, args...).Scan(&n)).To(Succeed())
-	return n
+	return support.Count(ctx, pool, sql, args...)
 }

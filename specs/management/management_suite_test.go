@@ -3,7 +3,6 @@ package management_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,13 +10,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
@@ -27,22 +24,17 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 func TestManagement(t *testing.T) {
-	RegisterFailHandler(Fail)
-	leaks := goleak.IgnoreCurrent()
-	RunSpecs(t, "Management API")
-	goleak.VerifyNone(t, leaks,
-		// Ginkgo's own signal watcher lives as long as the test binary.
-		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"))
+	support.RunSpecs(t, "Management API")
 }
 
 // adminToken is the configured instance administrator token of the server under test.
 const adminToken = "spec-instance-admin-token-0123456789"
 
 var (
-	db        *pgtest.Database
 	pool      *pgxpool.Pool
 	box       *secrets.AESGCM
 	directory *pgmanagement.SourceDirectory
@@ -51,16 +43,8 @@ var (
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	var err error
-	db, err = pgtest.NewDatabase(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	pool, err = db.Pool(ctx, 8)
-	Expect(err).NotTo(HaveOccurred())
-
-	key := make([]byte, secrets.KeySize)
-	_, _ = rand.Read(key)
-	box, err = secrets.NewAESGCM(key)
-	Expect(err).NotTo(HaveOccurred())
+	pool = support.Pool(ctx, support.Database(ctx), 8)
+	box = support.SecretBox()
 
 	modules := fakeModules()
 	var kinds []connection.Kind
@@ -78,37 +62,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
-	managementapi.Register(engine, svc, ginkgoLogger{})
-	server = httptest.NewServer(engine)
-	client = &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
-})
-
-var _ = AfterSuite(func(ctx SpecContext) {
-	if client != nil {
-		client.CloseIdleConnections()
-	}
-	if server != nil {
-		server.Close()
-	}
-	if pool != nil {
-		pool.Close()
-	}
-	if db != nil {
-		Expect(db.Drop(ctx)).To(Succeed())
-	}
+	managementapi.Register(engine, svc, support.Logger{})
+	server, client = support.Serve(engine)
 })
 
 var _ = BeforeEach(func(ctx SpecContext) {
 	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
 })
-
-// ginkgoLogger writes the API's 500 causes next to the failing spec.
-type ginkgoLogger struct{}
-
-func (ginkgoLogger) Debugw(msg string, kv ...any) { fmt.Fprintln(GinkgoWriter, "DEBUG", msg, kv) }
-func (ginkgoLogger) Infow(msg string, kv ...any)  { fmt.Fprintln(GinkgoWriter, "INFO", msg, kv) }
-func (ginkgoLogger) Warnw(msg string, kv ...any)  { fmt.Fprintln(GinkgoWriter, "WARN", msg, kv) }
-func (ginkgoLogger) Errorw(msg string, kv ...any) { fmt.Fprintln(GinkgoWriter, "ERROR", msg, kv) }
 
 // fakeModule stands in for a provider module (the real ones live in adapters/<provider>): it
 // declares kinds named like the real ones and validates their config the same way.

@@ -14,6 +14,7 @@ import (
 	domain "github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 // octocat's payloads, as GitHub sends them: the person as sender, as an issue's user, in an
@@ -336,7 +337,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 
 	It("is worked by one server at a time", func(ctx SpecContext) {
 		insertRow(ctx, pool, row{Workspace: acme.ID, Payload: octocatSender})
-		second, err := erasure.NewRunner(erasure.RunnerConfig{}, erasures, specLogger{})
+		second, err := erasure.NewRunner(erasure.RunnerConfig{}, erasures, support.Logger{})
 		Expect(err).NotTo(HaveOccurred())
 		runCtx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})

@@ -13,11 +13,8 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
-
-// instanceAdmin is the principal of the configured administrator token.
-var instanceAdmin = ports.Principal{AccountID: ports.InstanceAdminAccountID, InstanceAdmin: true}
 
 const githubNamespace = "https://github.com"
 
@@ -30,8 +27,7 @@ type workspaceFixture struct {
 
 func newWorkspace(ctx context.Context, slug string) workspaceFixture {
 	GinkgoHelper()
-	ws, err := svc.CreateWorkspace(ctx, instanceAdmin, slug, slug)
-	Expect(err).NotTo(HaveOccurred())
+	ws := support.NewWorkspace(ctx, svc, slug)
 	return workspaceFixture{ID: ws.ID, Slug: ws.Slug}
 }
 
@@ -43,14 +39,7 @@ type accountFixture struct {
 // newAccount creates an account; role ("ADMIN", "MEMBER" or "") makes it a member of ws.
 func newAccount(ctx context.Context, login string, instanceAdminFlag bool, ws workspaceFixture, role string) accountFixture {
 	GinkgoHelper()
-	acc, err := svc.CreateAccount(ctx, instanceAdmin, login, instanceAdminFlag)
-	Expect(err).NotTo(HaveOccurred())
-	if role != "" {
-		m, err := svc.Manage(ctx, instanceAdmin, ws.Slug)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = svc.SetMemberRole(ctx, m, acc.ID, role)
-		Expect(err).NotTo(HaveOccurred())
-	}
+	acc := support.NewAccount(ctx, svc, login, instanceAdminFlag, ws.Slug, role)
 	return accountFixture{ID: acc.ID, Token: acc.Token}
 }
 
@@ -157,9 +146,7 @@ func addStep(ctx context.Context, id int64, name string) {
 
 func stepCount(ctx context.Context, ids ...int64) int {
 	GinkgoHelper()
-	var n int
-	Expect(pool.QueryRow(ctx, `SELECT count(*) FROM provider_event_step WHERE event_id = ANY ($1)`, ids).Scan(&n)).To(Succeed())
-	return n
+	return support.Count(ctx, pool, `SELECT count(*) FROM provider_event_step WHERE event_id = ANY ($1)`, ids)
 }
 
 // existing returns which of ids are still stored.

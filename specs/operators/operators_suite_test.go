@@ -3,9 +3,7 @@ package operators_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
@@ -25,22 +22,16 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
-	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
 	"github.com/hephaestus-dev/hephaestus/application/erasure"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 func TestOperators(t *testing.T) {
-	RegisterFailHandler(Fail)
-	leaks := goleak.IgnoreCurrent()
-	RunSpecs(t, "Operators: dead letters, inbox overview, person erasure, alert rules")
-	goleak.VerifyNone(t, leaks,
-		// Ginkgo's own signal watcher lives as long as the test binary.
-		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"))
+	support.RunSpecs(t, "Operators: dead letters, inbox overview, person erasure, alert rules")
 }
 
 // adminToken is the configured instance administrator token of the server under test.
@@ -53,7 +44,6 @@ const (
 )
 
 var (
-	db *pgtest.Database
 	// pool is the server's; other is a second "process" (admission, handlers' fenced writes),
 	// so its transactions can hold locks while the server works.
 	pool, other *pgxpool.Pool
@@ -71,25 +61,12 @@ var (
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
+	db := support.Database(ctx)
+	pool = support.Pool(ctx, db, 12)
+	other = support.Pool(ctx, db, 6)
+	svc, _ = support.Management(pool, adminToken)
+
 	var err error
-	db, err = pgtest.NewDatabase(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	pool, err = db.Pool(ctx, 12)
-	Expect(err).NotTo(HaveOccurred())
-	other, err = db.Pool(ctx, 6)
-	Expect(err).NotTo(HaveOccurred())
-
-	key := make([]byte, secrets.KeySize)
-	_, _ = rand.Read(key)
-	secretBox, err := secrets.NewAESGCM(key)
-	Expect(err).NotTo(HaveOccurred())
-	workspaces, err := pgmanagement.NewWorkspaces(pool)
-	Expect(err).NotTo(HaveOccurred())
-	connections, err := pgmanagement.NewConnections(pool, pgmanagement.Config{})
-	Expect(err).NotTo(HaveOccurred())
-	svc, err = management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, connections, secretBox, nil)
-	Expect(err).NotTo(HaveOccurred())
-
 	inboxStore, err = inboxstore.New(pool, inboxstore.Config{})
 	Expect(err).NotTo(HaveOccurred())
 	reader, err := pgdeadletters.New(pool)
@@ -100,7 +77,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	erasures, err = pgerasure.New(pool)
 	Expect(err).NotTo(HaveOccurred())
-	runner, err = erasure.NewRunner(erasure.RunnerConfig{}, erasures, specLogger{})
+	runner, err = erasure.NewRunner(erasure.RunnerConfig{}, erasures, support.Logger{})
 	Expect(err).NotTo(HaveOccurred())
 	erasureSvc, err := erasure.New(erasures, runner)
 	Expect(err).NotTo(HaveOccurred())
@@ -118,45 +95,23 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
-	managementapi.Register(engine, svc, specLogger{})
-	operatorapi.Register(engine, svc, dead, erasureSvc, specLogger{})
-	server = httptest.NewServer(engine)
-	client = &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	managementapi.Register(engine, svc, support.Logger{})
+	operatorapi.Register(engine, svc, dead, erasureSvc, support.Logger{})
+	server, client = support.Serve(engine)
 })
 
-var _ = AfterSuite(func(ctx SpecContext) {
+// The runner stops before the server, the pools and the database that support closes after
+// every AfterSuite.
+var _ = AfterSuite(func() {
 	if stopRunner != nil {
 		stopRunner()
 		<-runnerDone
-	}
-	if client != nil {
-		client.CloseIdleConnections()
-	}
-	if server != nil {
-		server.Close()
-	}
-	if other != nil {
-		other.Close()
-	}
-	if pool != nil {
-		pool.Close()
-	}
-	if db != nil {
-		Expect(db.Drop(context.WithoutCancel(ctx))).To(Succeed())
 	}
 })
 
 var _ = BeforeEach(func(ctx SpecContext) {
 	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
 })
-
-// specLogger writes the server's logs next to the failing spec.
-type specLogger struct{}
-
-func (specLogger) Debugw(msg string, kv ...any) { fmt.Fprintln(GinkgoWriter, "DEBUG", msg, kv) }
-func (specLogger) Infow(msg string, kv ...any)  { fmt.Fprintln(GinkgoWriter, "INFO", msg, kv) }
-func (specLogger) Warnw(msg string, kv ...any)  { fmt.Fprintln(GinkgoWriter, "WARN", msg, kv) }
-func (specLogger) Errorw(msg string, kv ...any) { fmt.Fprintln(GinkgoWriter, "ERROR", msg, kv) }
 
 // countingNotifier stands in for the claimers' wake signal.
 type countingNotifier struct {

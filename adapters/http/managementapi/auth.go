@@ -2,6 +2,8 @@ package managementapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/domain/workspace"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -20,6 +23,7 @@ const WorkspaceParam = "ws"
 const (
 	principalKey = "hephaestus.management.principal"
 	managedKey   = "hephaestus.management.managed"
+	memberKey    = "hephaestus.management.member"
 )
 
 // Authenticator finds the caller of a bearer token; *management.Service is one.
@@ -97,6 +101,58 @@ func RequireManager(m Manager) gin.HandlerFunc {
 // run, for the reason PrincipalOf does.
 func ManagedOf(c *gin.Context) management.Managed {
 	return c.MustGet(managedKey).(management.Managed)
+}
+
+// Members finds a workspace and a caller's role in it; ports.WorkspaceStore
+// (adapters/postgres/management.Workspaces) is one.
+type Members interface {
+	// WorkspaceBySlug errors: ports.ErrNotFound.
+	WorkspaceBySlug(ctx context.Context, slug string) (ports.Workspace, error)
+	// MemberRole errors: ports.ErrNotFound when the account is no member.
+	MemberRole(ctx context.Context, workspaceID, accountID int64) (workspace.Role, error)
+}
+
+// RequireMember authorises the authenticated caller (RequireAuth runs first) to read the
+// workspace named by the :ws parameter: the instance administrator, or any member of the
+// workspace whatever its role, since reading (the mirrors' read APIs) manages nothing. 404 for
+// no such workspace, 403 for a known workspace the caller is no member of, as RequireManager
+// answers. Handlers read the result with MemberWorkspaceOf.
+func RequireMember(m Members) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ws, err := memberWorkspace(c.Request.Context(), m, PrincipalOf(c), c.Param(WorkspaceParam))
+		if err != nil {
+			httperr.Write(c, err)
+			return
+		}
+		c.Set(memberKey, ws)
+		c.Next()
+	}
+}
+
+func memberWorkspace(ctx context.Context, m Members, p ports.Principal, slug string) (ports.Workspace, error) {
+	if workspace.CheckSlug(slug) != nil {
+		return ports.Workspace{}, fmt.Errorf("workspace %q: %w", slug, ports.ErrNotFound)
+	}
+	ws, err := m.WorkspaceBySlug(ctx, slug)
+	if err != nil {
+		return ports.Workspace{}, fmt.Errorf("workspace %q: %w", slug, err)
+	}
+	if p.InstanceAdmin {
+		return ws, nil
+	}
+	if _, err := m.MemberRole(ctx, ws.ID, p.AccountID); err != nil {
+		if errors.Is(err, ports.ErrNotFound) {
+			return ports.Workspace{}, fmt.Errorf("account %d in workspace %q: %w", p.AccountID, slug, ports.ErrForbidden)
+		}
+		return ports.Workspace{}, fmt.Errorf("member role: %w", err)
+	}
+	return ws, nil
+}
+
+// MemberWorkspaceOf is the workspace RequireMember authorised. It panics when RequireMember did
+// not run, for the reason PrincipalOf does.
+func MemberWorkspaceOf(c *gin.Context) ports.Workspace {
+	return c.MustGet(memberKey).(ports.Workspace)
 }
 
 // RequireInstanceAdmin answers 403 to an authenticated caller who is not the instance

@@ -1,7 +1,8 @@
 // Package managementapi serves the management API of CONTRACT.md: workspaces, accounts,
 // members, connections, lifecycle transitions and subscriptions. It also exports the bearer
-// authentication, the workspace authorisation and the paging helpers that the other
-// /api routes (dead letters, inbox, erasure) reuse.
+// authentication, the workspace authorisation (RequireManager to manage a workspace,
+// RequireMember to read it) and the paging helpers that the other /api routes (dead letters,
+// inbox, erasure, the mirrors' read APIs) reuse.
 package managementapi
 
 import (

@@ -1,6 +1,8 @@
 package managementapi
 
 import (
+	"context"
+	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -44,6 +46,26 @@ func Paging(c *gin.Context) (ports.PageRequest, error) {
 		return ports.PageRequest{}, ports.Reject(ports.ErrMalformed, "invalid-paging", "size")
 	}
 	return ports.PageRequest{Page: page, Size: size}, nil
+}
+
+// WriteList answers one page of a workspace's list with 200: Paging reads the page, read reads
+// its rows of workspace ws and the total, toJSON shapes each row. Errors (nothing is written):
+// Paging's and read's, for the caller to answer through the error map.
+func WriteList[R, J any](c *gin.Context, ws int64, read func(ctx context.Context, ws int64, page ports.PageRequest) ([]R, int, error), toJSON func(R) J) error {
+	page, err := Paging(c)
+	if err != nil {
+		return err
+	}
+	rows, total, err := read(c.Request.Context(), ws, page)
+	if err != nil {
+		return err
+	}
+	items := make([]J, len(rows))
+	for i, r := range rows {
+		items[i] = toJSON(r)
+	}
+	c.JSON(http.StatusOK, NewPage(items, page, total))
+	return nil
 }
 
 func queryInt(c *gin.Context, name string, def int) (int, error) {

@@ -9,16 +9,16 @@
 // size at most 200) and bound to the workspace: a repository the workspace does not mirror, also
 // one of another workspace, is 404.
 //
-// Access: reading the mirror is not managing the workspace, so every member of the workspace
-// may read it, whatever its role (ADMIN or MEMBER), and the instance administrator may read
-// every workspace. 401 without a valid token (managementapi.RequireAuth), 404 for an unknown
+// Access (managementapi.RequireMember, shared with the GitLab, Slack and Outline read APIs):
+// reading the mirror is not managing the workspace, so every member of the workspace may read
+// it, whatever its role (ADMIN or MEMBER), and the instance administrator may read every
+// workspace. 401 without a valid token (managementapi.RequireAuth), 404 for an unknown
 // workspace, 403 for a known workspace the caller is no member of, as the management API answers.
 package mirrorapi
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -28,7 +28,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/domain/workspace"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -42,24 +41,14 @@ type Reader interface {
 	Commits(ctx context.Context, workspaceID, repositoryID int64, page ports.PageRequest) ([]githubmirror.CommitRow, int, error)
 }
 
-// Members finds a workspace and its members' roles; ports.WorkspaceStore is one.
-type Members interface {
-	// WorkspaceBySlug errors: ports.ErrNotFound.
-	WorkspaceBySlug(ctx context.Context, slug string) (ports.Workspace, error)
-	// MemberRole errors: ports.ErrNotFound when the account is no member.
-	MemberRole(ctx context.Context, workspaceID, accountID int64) (workspace.Role, error)
-}
-
 // Config is what the routes need.
 type Config struct {
 	Auth    managementapi.Authenticator
-	Members Members
+	Members managementapi.Members
 	Reader  Reader
 	// Log receives the cause of 500 answers (nil: not logged).
 	Log ports.Logger
 }
-
-const readableKey = "hephaestus.mirror.workspace"
 
 // Register adds the read routes to r. Errors: a missing dependency.
 func Register(r gin.IRouter, cfg Config) error {
@@ -68,7 +57,7 @@ func Register(r gin.IRouter, cfg Config) error {
 	}
 	h := handlers{reader: cfg.Reader, log: cfg.Log}
 	ws := r.Group("/api/workspaces/:"+managementapi.WorkspaceParam,
-		managementapi.RequireAuth(cfg.Auth), RequireMember(cfg.Members))
+		managementapi.RequireAuth(cfg.Auth), managementapi.RequireMember(cfg.Members))
 	ws.GET("/repositories", h.repositories)
 	ws.GET("/repositories/:id/issues", h.issues)
 	ws.GET("/repositories/:id/pulls", h.pulls)
@@ -76,47 +65,10 @@ func Register(r gin.IRouter, cfg Config) error {
 	return nil
 }
 
-// RequireMember authorises the authenticated caller to read the workspace named by :ws: the
-// instance administrator, or any member of the workspace. 404 for no such workspace, 403 for a
-// known workspace the caller is no member of.
-func RequireMember(m Members) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		ws, err := readable(c.Request.Context(), m, managementapi.PrincipalOf(c), c.Param(managementapi.WorkspaceParam))
-		if err != nil {
-			httperr.Write(c, err)
-			return
-		}
-		c.Set(readableKey, ws)
-		c.Next()
-	}
-}
-
-func readable(ctx context.Context, m Members, p ports.Principal, slug string) (ports.Workspace, error) {
-	if workspace.CheckSlug(slug) != nil {
-		return ports.Workspace{}, fmt.Errorf("workspace %q: %w", slug, ports.ErrNotFound)
-	}
-	ws, err := m.WorkspaceBySlug(ctx, slug)
-	if err != nil {
-		return ports.Workspace{}, fmt.Errorf("workspace %q: %w", slug, err)
-	}
-	if p.InstanceAdmin {
-		return ws, nil
-	}
-	if _, err := m.MemberRole(ctx, ws.ID, p.AccountID); err != nil {
-		if errors.Is(err, ports.ErrNotFound) {
-			return ports.Workspace{}, fmt.Errorf("account %d in workspace %q: %w", p.AccountID, slug, ports.ErrForbidden)
-		}
-		return ports.Workspace{}, fmt.Errorf("member role: %w", err)
-	}
-	return ws, nil
-}
-
 type handlers struct {
 	reader Reader
 	log    ports.Logger
 }
-
-func workspaceOf(c *gin.Context) ports.Workspace { return c.MustGet(readableKey).(ports.Workspace) }
 
 func (h handlers) fail(c *gin.Context, err error) {
 	if status, _ := httperr.Status(err); status == http.StatusInternalServerError && h.log != nil {
@@ -134,23 +86,11 @@ func repositoryID(c *gin.Context) (int64, error) {
 	return id, nil
 }
 
-// list answers one page of a list read.
+// list answers one page of a list read of the workspace managementapi.RequireMember authorised.
 func list[R, J any](h handlers, c *gin.Context, read func(ctx context.Context, ws int64, page ports.PageRequest) ([]R, int, error), toJSON func(R) J) {
-	page, err := managementapi.Paging(c)
-	if err != nil {
+	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, read, toJSON); err != nil {
 		h.fail(c, err)
-		return
 	}
-	rows, total, err := read(c.Request.Context(), workspaceOf(c).ID, page)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	items := make([]J, len(rows))
-	for i, r := range rows {
-		items[i] = toJSON(r)
-	}
-	c.JSON(http.StatusOK, managementapi.NewPage(items, page, total))
 }
 
 // ofRepository binds a repository list read to :id.

@@ -38,7 +38,7 @@ type api struct {
 // Config is what the routes need.
 type Config struct {
 	Auth    managementapi.Authenticator
-	Members Members
+	Members managementapi.Members
 	Store   Store
 	// Log receives the cause of 500 answers (nil: not logged).
 	Log ports.Logger
@@ -51,7 +51,7 @@ func Register(r gin.IRouter, cfg Config) error {
 	}
 	a := api{store: cfg.Store, log: cfg.Log}
 	g := r.Group("/api/workspaces/:"+managementapi.WorkspaceParam+"/gitlab",
-		managementapi.RequireAuth(cfg.Auth), requireReader(cfg.Members))
+		managementapi.RequireAuth(cfg.Auth), managementapi.RequireMember(cfg.Members))
 	g.GET("/projects", a.projects)
 	g.GET("/projects/:id/merge-requests", a.mergeRequests)
 	return nil
@@ -75,25 +75,17 @@ type projectJSON struct {
 	Monitored         bool   `json:"monitored"`
 }
 
+func toProjectJSON(p handlers.ProjectView) projectJSON {
+	return projectJSON{
+		ID: p.ID, NamespaceID: p.NamespaceID, Name: p.Name, PathWithNamespace: p.PathWithNamespace,
+		WebURL: p.WebURL, DefaultBranch: p.DefaultBranch, Visibility: p.Visibility, Monitored: p.Monitored,
+	}
+}
+
 func (a api) projects(c *gin.Context) {
-	page, err := managementapi.Paging(c)
-	if err != nil {
+	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, a.store.ListProjects, toProjectJSON); err != nil {
 		a.fail(c, err)
-		return
 	}
-	ps, total, err := a.store.ListProjects(c.Request.Context(), workspaceOf(c), page)
-	if err != nil {
-		a.fail(c, err)
-		return
-	}
-	items := make([]projectJSON, 0, len(ps))
-	for _, p := range ps {
-		items = append(items, projectJSON{
-			ID: p.ID, NamespaceID: p.NamespaceID, Name: p.Name, PathWithNamespace: p.PathWithNamespace,
-			WebURL: p.WebURL, DefaultBranch: p.DefaultBranch, Visibility: p.Visibility, Monitored: p.Monitored,
-		})
-	}
-	c.JSON(http.StatusOK, managementapi.NewPage(items, page, total))
 }
 
 type mergeRequestJSON struct {
@@ -118,37 +110,34 @@ type mergeRequestJSON struct {
 	ApprovalsLeft   *int    `json:"approvalsLeft"`
 }
 
+func toMergeRequestJSON(m handlers.MergeRequestView) mergeRequestJSON {
+	var updated *time.Time
+	if !m.Version.UpdatedAt.IsZero() {
+		updated = &m.Version.UpdatedAt
+	}
+	return mergeRequestJSON{
+		ID: m.ID, ProjectID: m.ProjectID, IID: m.IID, Title: m.Title, State: m.State, Draft: m.Draft,
+		SourceBranch: m.SourceBranch, TargetBranch: m.TargetBranch, HeadSHA: m.HeadSHA,
+		MergeStatus: m.MergeStatus, AuthorID: m.AuthorID, WebURL: m.WebURL, CreatedAt: timestamp(m.CreatedAt),
+		UpdatedAt: timestamp(updated), MergedAt: timestamp(m.MergedAt), ClosedAt: timestamp(m.ClosedAt),
+		Ready: m.Ready, ReadinessReason: m.ReadinessReason, ApprovalsLeft: m.ApprovalsLeft,
+	}
+}
+
+// mergeRequests lists the merge requests of project :id; anything but a positive id names no
+// project (404, before the paging is read).
 func (a api) mergeRequests(c *gin.Context) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
 		a.fail(c, ports.ErrNotFound)
 		return
 	}
-	page, err := managementapi.Paging(c)
-	if err != nil {
+	read := func(ctx context.Context, ws int64, page ports.PageRequest) ([]handlers.MergeRequestView, int, error) {
+		return a.store.ListMergeRequests(ctx, ws, id, page)
+	}
+	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, read, toMergeRequestJSON); err != nil {
 		a.fail(c, err)
-		return
 	}
-	mrs, total, err := a.store.ListMergeRequests(c.Request.Context(), workspaceOf(c), id, page)
-	if err != nil {
-		a.fail(c, err)
-		return
-	}
-	items := make([]mergeRequestJSON, 0, len(mrs))
-	for _, m := range mrs {
-		var updated *time.Time
-		if !m.Version.UpdatedAt.IsZero() {
-			updated = &m.Version.UpdatedAt
-		}
-		items = append(items, mergeRequestJSON{
-			ID: m.ID, ProjectID: m.ProjectID, IID: m.IID, Title: m.Title, State: m.State, Draft: m.Draft,
-			SourceBranch: m.SourceBranch, TargetBranch: m.TargetBranch, HeadSHA: m.HeadSHA,
-			MergeStatus: m.MergeStatus, AuthorID: m.AuthorID, WebURL: m.WebURL, CreatedAt: timestamp(m.CreatedAt),
-			UpdatedAt: timestamp(updated), MergedAt: timestamp(m.MergedAt), ClosedAt: timestamp(m.ClosedAt),
-			Ready: m.Ready, ReadinessReason: m.ReadinessReason, ApprovalsLeft: m.ApprovalsLeft,
-		})
-	}
-	c.JSON(http.StatusOK, managementapi.NewPage(items, page, total))
 }
 
 // timestamp is RFC 3339 in UTC, or null.

@@ -34,7 +34,7 @@ type api struct {
 // Config is what the routes need.
 type Config struct {
 	Auth    managementapi.Authenticator
-	Members Members
+	Members managementapi.Members
 	Store   Store
 	// Log receives the cause of 500 answers (nil: not logged).
 	Log ports.Logger
@@ -47,9 +47,16 @@ func Register(r gin.IRouter, cfg Config) error {
 	}
 	a := api{store: cfg.Store, log: cfg.Log}
 	g := r.Group("/api/workspaces/:"+managementapi.WorkspaceParam+"/outline",
-		managementapi.RequireAuth(cfg.Auth), requireReader(cfg.Members))
+		managementapi.RequireAuth(cfg.Auth), managementapi.RequireMember(cfg.Members))
 	g.GET("/documents", a.documents)
 	return nil
+}
+
+func (a api) fail(c *gin.Context, err error) {
+	if status, _ := httperr.Status(err); status == http.StatusInternalServerError && a.log != nil {
+		a.log.Errorw("outline mirror read failed", "route", c.FullPath(), "error", err.Error())
+	}
+	httperr.Write(c, err)
 }
 
 type documentJSON struct {
@@ -64,33 +71,22 @@ type documentJSON struct {
 	UpdatedAt        *string `json:"updatedAt"`
 }
 
+func toDocumentJSON(d handlers.Document) documentJSON {
+	var updated *time.Time
+	if !d.Version.UpdatedAt.IsZero() {
+		updated = &d.Version.UpdatedAt
+	}
+	return documentJSON{
+		ID: d.ID, CollectionID: optional(d.CollectionID), ParentDocumentID: optional(d.ParentDocumentID),
+		Title: d.Title, URLID: d.URLID, Revision: d.Version.Revision, PublishedAt: timestamp(d.PublishedAt),
+		ArchivedAt: timestamp(d.ArchivedAt), UpdatedAt: timestamp(updated),
+	}
+}
+
 func (a api) documents(c *gin.Context) {
-	page, err := managementapi.Paging(c)
-	if err != nil {
-		httperr.Write(c, err)
-		return
+	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, a.store.ListDocuments, toDocumentJSON); err != nil {
+		a.fail(c, err)
 	}
-	docs, total, err := a.store.ListDocuments(c.Request.Context(), workspaceOf(c), page)
-	if err != nil {
-		if status, _ := httperr.Status(err); status == http.StatusInternalServerError && a.log != nil {
-			a.log.Errorw("outline mirror read failed", "route", c.FullPath(), "error", err.Error())
-		}
-		httperr.Write(c, err)
-		return
-	}
-	items := make([]documentJSON, 0, len(docs))
-	for _, d := range docs {
-		var updated *time.Time
-		if !d.Version.UpdatedAt.IsZero() {
-			updated = &d.Version.UpdatedAt
-		}
-		items = append(items, documentJSON{
-			ID: d.ID, CollectionID: optional(d.CollectionID), ParentDocumentID: optional(d.ParentDocumentID),
-			Title: d.Title, URLID: d.URLID, Revision: d.Version.Revision, PublishedAt: timestamp(d.PublishedAt),
-			ArchivedAt: timestamp(d.ArchivedAt), UpdatedAt: timestamp(updated),
-		})
-	}
-	c.JSON(http.StatusOK, managementapi.NewPage(items, page, total))
 }
 
 func optional(s string) *string {

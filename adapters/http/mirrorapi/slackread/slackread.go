@@ -37,7 +37,7 @@ type api struct {
 // Config is what the routes need.
 type Config struct {
 	Auth    managementapi.Authenticator
-	Members Members
+	Members managementapi.Members
 	Store   Store
 	// Log receives the cause of 500 answers (nil: not logged).
 	Log ports.Logger
@@ -50,7 +50,7 @@ func Register(r gin.IRouter, cfg Config) error {
 	}
 	a := api{store: cfg.Store, log: cfg.Log}
 	g := r.Group("/api/workspaces/:"+managementapi.WorkspaceParam+"/slack",
-		managementapi.RequireAuth(cfg.Auth), requireReader(cfg.Members))
+		managementapi.RequireAuth(cfg.Auth), managementapi.RequireMember(cfg.Members))
 	g.GET("/channels", a.channels)
 	g.GET("/channels/:id/messages", a.messages)
 	return nil
@@ -70,22 +70,14 @@ type channelJSON struct {
 	Consent string `json:"consent"`
 }
 
+func toChannelJSON(ch handlers.Channel) channelJSON {
+	return channelJSON{ID: ch.ID, TeamID: ch.TeamID, Name: ch.Name, Consent: ch.Consent.String()}
+}
+
 func (a api) channels(c *gin.Context) {
-	page, err := managementapi.Paging(c)
-	if err != nil {
+	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, a.store.ListChannels, toChannelJSON); err != nil {
 		a.fail(c, err)
-		return
 	}
-	chs, total, err := a.store.ListChannels(c.Request.Context(), workspaceOf(c), page)
-	if err != nil {
-		a.fail(c, err)
-		return
-	}
-	items := make([]channelJSON, 0, len(chs))
-	for _, ch := range chs {
-		items = append(items, channelJSON{ID: ch.ID, TeamID: ch.TeamID, Name: ch.Name, Consent: ch.Consent.String()})
-	}
-	c.JSON(http.StatusOK, managementapi.NewPage(items, page, total))
 }
 
 type messageJSON struct {
@@ -97,25 +89,22 @@ type messageJSON struct {
 	EditedTS *string `json:"editedTs"`
 }
 
+func toMessageJSON(m handlers.MessageView) messageJSON {
+	return messageJSON{
+		TS: m.TS, ThreadTS: optional(m.ThreadTS), UserID: optional(m.UserID), Text: m.Text,
+		PostedAt: timestamp(m.PostedAt), EditedTS: optional(m.EditedTS),
+	}
+}
+
+// messages lists the messages of channel :id; a channel the workspace does not have is 404.
 func (a api) messages(c *gin.Context) {
-	page, err := managementapi.Paging(c)
-	if err != nil {
+	channel := c.Param("id")
+	read := func(ctx context.Context, ws int64, page ports.PageRequest) ([]handlers.MessageView, int, error) {
+		return a.store.ListMessages(ctx, ws, channel, page)
+	}
+	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, read, toMessageJSON); err != nil {
 		a.fail(c, err)
-		return
 	}
-	ms, total, err := a.store.ListMessages(c.Request.Context(), workspaceOf(c), c.Param("id"), page)
-	if err != nil {
-		a.fail(c, err)
-		return
-	}
-	items := make([]messageJSON, 0, len(ms))
-	for _, m := range ms {
-		items = append(items, messageJSON{
-			TS: m.TS, ThreadTS: optional(m.ThreadTS), UserID: optional(m.UserID), Text: m.Text,
-			PostedAt: timestamp(m.PostedAt), EditedTS: optional(m.EditedTS),
-		})
-	}
-	c.JSON(http.StatusOK, managementapi.NewPage(items, page, total))
 }
 
 func optional(s string) *string {
