@@ -30,9 +30,12 @@ const (
 	EnvGitHubWebhookSecret = "HEPHAESTUS_GITHUB_WEBHOOK_SECRET"
 	EnvSlackSigningSecret  = "HEPHAESTUS_SLACK_SIGNING_SECRET"
 	// Optional provider API access (not in CONTRACT.md's table): without a token the handlers
-	// mirror what the payloads carry and send no Slack notices or App Home views.
+	// mirror what the payloads carry and send no Slack notices or App Home views. GitLab has no
+	// default API URL: its reads need both the URL and the token.
 	EnvGitHubAPIURL    = "HEPHAESTUS_GITHUB_API_URL"
 	EnvGitHubAPIToken  = "HEPHAESTUS_GITHUB_API_TOKEN"
+	EnvGitLabAPIURL    = "HEPHAESTUS_GITLAB_API_URL"
+	EnvGitLabAPIToken  = "HEPHAESTUS_GITLAB_API_TOKEN"
 	EnvSlackAPIURL     = "HEPHAESTUS_SLACK_API_URL"
 	EnvSlackBotToken   = "HEPHAESTUS_SLACK_BOT_TOKEN"
 	EnvWebhookMaxBytes = "HEPHAESTUS_WEBHOOK_MAX_BYTES"
@@ -99,6 +102,8 @@ type Config struct {
 	SlackSigningSecret  string
 	GitHubAPIURL        string // REST root; GitHub Enterprise Server: https://<host>/api/v3
 	GitHubAPIToken      string // empty: no provider reads
+	GitLabAPIURL        string // REST root, https://<host>/api/v4; empty: no provider reads
+	GitLabAPIToken      string // empty: no provider reads
 	SlackAPIURL         string
 	SlackBotToken       string // empty: no Web API calls
 	WebhookMaxBytes     int64
@@ -168,6 +173,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		SlackSigningSecret:  r.secret(EnvSlackSigningSecret),
 		GitHubAPIURL:        r.httpURL(EnvGitHubAPIURL, DefaultGitHubAPIURL),
 		GitHubAPIToken:      r.secret(EnvGitHubAPIToken),
+		GitLabAPIURL:        r.httpURL(EnvGitLabAPIURL, ""),
+		GitLabAPIToken:      r.secret(EnvGitLabAPIToken),
 		SlackAPIURL:         r.httpURL(EnvSlackAPIURL, DefaultSlackAPIURL),
 		SlackBotToken:       r.secret(EnvSlackBotToken),
 		WebhookMaxBytes:     r.wholeNumber(EnvWebhookMaxBytes, DefaultWebhookMaxBytes, 1, 0),

@@ -42,6 +42,8 @@ var _ = Describe("Configuration", func() {
 			Expect(c.GitHubAppID).To(BeZero())
 			Expect(c.GitHubAPIURL).To(Equal("https://api.github.com"))
 			Expect(c.GitHubAPIToken).To(BeEmpty(), "no token: the GitHub handlers mirror the payloads only")
+			Expect(c.GitLabAPIURL).To(BeEmpty(), "no default instance: the GitLab handlers read nothing")
+			Expect(c.GitLabAPIToken).To(BeEmpty())
 			Expect(c.SlackAPIURL).To(Equal("https://slack.com/api/"))
 			Expect(c.SlackBotToken).To(BeEmpty(), "no token: no Slack Web API calls")
 			Expect(c.WebhookMaxBytes).To(Equal(int64(26214400)))
@@ -93,6 +95,8 @@ var _ = Describe("Configuration", func() {
 				"HEPHAESTUS_GITHUB_APP_ID":                            "4242",
 				"HEPHAESTUS_GITHUB_WEBHOOK_SECRET":                    "gh-secret",
 				"HEPHAESTUS_SLACK_SIGNING_SECRET":                     "slack-secret",
+				"HEPHAESTUS_GITLAB_API_URL":                           "https://gitlab.example/api/v4",
+				"HEPHAESTUS_GITLAB_API_TOKEN":                         "glpat-token",
 				"HEPHAESTUS_WEBHOOK_MAX_BYTES":                        "1048576",
 				"HEPHAESTUS_DATA_DIR":                                 "/var/lib/hephaestus",
 				"HEPHAESTUS_LOG_FORMAT":                               "console",
@@ -120,6 +124,8 @@ var _ = Describe("Configuration", func() {
 			Expect(c.GitHubAppID).To(Equal(int64(4242)))
 			Expect(c.GitHubWebhookSecret).To(Equal("gh-secret"))
 			Expect(c.SlackSigningSecret).To(Equal("slack-secret"))
+			Expect(c.GitLabAPIURL).To(Equal("https://gitlab.example/api/v4"))
+			Expect(c.GitLabAPIToken).To(Equal("glpat-token"))
 			Expect(c.WebhookMaxBytes).To(Equal(int64(1048576)))
 			Expect(c.DataDir).To(Equal("/var/lib/hephaestus"))
 			Expect(c.LogFormat).To(Equal("console"))
@@ -199,6 +205,7 @@ var _ = Describe("Configuration", func() {
 			Entry(nil, "HEPHAESTUS_ADMIN_TOKEN", "changeme", "is shorter than 16 characters"),
 			Entry(nil, "HEPHAESTUS_GITHUB_APP_ID", "my-app", `"my-app" is not a whole number ≥ 1`),
 			Entry(nil, "HEPHAESTUS_GITHUB_API_URL", "ghe.example/api/v3", "is not an absolute http(s) URL without credentials"),
+			Entry(nil, "HEPHAESTUS_GITLAB_API_URL", "gitlab.example/api/v4", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_SLACK_API_URL", "https://user:pw@slack.example/api/", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_WEBHOOK_MAX_BYTES", "25MiB", `"25MiB" is not a whole number ≥ 1`),
 			Entry(nil, "HEPHAESTUS_WEBHOOK_MAX_BYTES", "0", `"0" is not a whole number ≥ 1`),

@@ -1,10 +1,14 @@
 package bootstrap
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/api"
 	gitlabhandlers "github.com/hephaestus-dev/hephaestus/adapters/gitlab/handlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/gitlabread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/gitlabmirror"
@@ -26,10 +30,34 @@ func provideGitLabWebhook() (*gitlab.Webhook, error) { return gitlab.NewWebhook(
 // gitlabHandlers registers the GitLab handlers with the consumer's registry.
 type gitlabHandlers handlerRegistration
 
-func provideGitLabHandlers(inbox ports.DeliveryInbox, store *gitlabmirror.Store) gitlabHandlers {
-	return func(reg handlerRegistry) error {
-		return gitlabhandlers.Register(reg, gitlabhandlers.Deps{Inbox: inbox, Store: store})
+// provideGitLabHandlers wires the handlers. Provider reads (merge request approvals) go through
+// the REST adapter when both HEPHAESTUS_GITLAB_API_URL and HEPHAESTUS_GITLAB_API_TOKEN are set;
+// without them the handlers decide readiness from what the payloads carry (Deps.Reader nil).
+// With only one of the two set, a warning names the missing one and nothing is read.
+//
+// One API base and one token for the whole server is a simplification: each GitLab connection
+// may belong to a different GitLab instance, and project ids are only unique within an
+// instance, so with connections on several instances the reads would ask the configured
+// instance about another instance's project ids. Configure it only when every GitLab
+// connection is on that one instance. Per-connection API bases and tokens are future work.
+func provideGitLabHandlers(cfg Config, inbox ports.DeliveryInbox, store *gitlabmirror.Store, log ports.Logger) (gitlabHandlers, error) {
+	deps := gitlabhandlers.Deps{Inbox: inbox, Store: store}
+	switch {
+	case cfg.GitLabAPIURL != "" && cfg.GitLabAPIToken != "":
+		token := cfg.GitLabAPIToken
+		client, err := api.New(api.Config{BaseURL: cfg.GitLabAPIURL,
+			Token: func(context.Context) (string, error) { return token, nil }})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvGitLabAPIURL, err)
+		}
+		deps.Reader = client
+	case cfg.GitLabAPIURL != "":
+		log.Warnw("GitLab provider reads are off: the API URL is set without a token", "missing", EnvGitLabAPIToken)
+	case cfg.GitLabAPIToken != "":
+		// The variable's name only, never the token.
+		log.Warnw("GitLab provider reads are off: the API token is set without a URL", "missing", EnvGitLabAPIURL)
 	}
+	return func(reg handlerRegistry) error { return gitlabhandlers.Register(reg, deps) }, nil
 }
 
 // gitlabRoutes mounts the GitLab read API.

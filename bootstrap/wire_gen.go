@@ -144,7 +144,10 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapGitlabHandlers := provideGitLabHandlers(inbox, gitlabmirrorStore)
+	bootstrapGitlabHandlers, err := provideGitLabHandlers(config, inbox, gitlabmirrorStore, portsLogger)
+	if err != nil {
+		return nil, nil, err
+	}
 	bootstrapSlackHandlers, err := provideSlackHandlers(config, inbox, slackmirrorStore, portsLogger)
 	if err != nil {
 		return nil, nil, err
