@@ -18,7 +18,7 @@ var _ ports.SubjectKeyDeriver = SubjectKeyDeriver{}
 
 // DeliveryKey is X-GitHub-Delivery. Errors: ErrMalformed (missing-delivery-id, invalid-delivery-id).
 func (SubjectKeyDeriver) DeliveryKey(req ports.Request, _ map[string]any) (string, error) {
-	key := strings.TrimSpace(req.Headers.Get(headerDelivery))
+	key := strings.TrimSpace(deliveryHeader.get(req.Headers))
 	if key == "" {
 		return "", ports.Reject(ports.ErrMalformed, "missing-delivery-id", headerDelivery+" is missing")
 	}
@@ -32,17 +32,25 @@ func (SubjectKeyDeriver) DeliveryKey(req ports.Request, _ map[string]any) (strin
 // anyway), github:repository:<id> for an event with a repository, otherwise
 // github:organization:<id>. Errors: ErrMalformed (invalid-event-route for a control event
 // without installation.id, invalid-payload for an unusable id, no-repository-or-organization).
-func (SubjectKeyDeriver) Subject(eventType string, body map[string]any) (inbox.Subject, error) {
-	o := object(body)
+func (k SubjectKeyDeriver) Subject(eventType string, body map[string]any) (inbox.Subject, error) {
+	return k.subject(eventType, object(body))
+}
+
+// nestedIDs reads key.id of a body, decoded (object) or not (members).
+type nestedIDs interface {
+	nestedID(key string) (id string, present bool, valid bool)
+}
+
+func (SubjectKeyDeriver) subject(eventType string, o nestedIDs) (inbox.Subject, error) {
 	if IsControlEvent(eventType) {
-		id, _, ok := nestedID(o, "installation")
+		id, _, ok := o.nestedID("installation")
 		if !ok {
 			return inbox.Subject{}, ports.Reject(ports.ErrMalformed, "invalid-event-route", "control event without installation.id")
 		}
 		return subject("installation", id)
 	}
 	for _, kind := range []string{ResourceRepository, ResourceOrganization} {
-		id, present, ok := nestedID(o, kind)
+		id, present, ok := o.nestedID(kind)
 		if !present {
 			continue
 		}

@@ -50,14 +50,14 @@ var (
 // Errors: *ports.RejectedError of kind ErrMalformed, or ErrUnauthenticated (wrong-app) for a
 // control body of another App.
 func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Envelope, error) {
-	event := req.Headers.Get(headerEvent)
+	event := eventHeader.get(req.Headers)
 	if event == "" {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "missing-event-type", headerEvent+" is missing")
 	}
 	if !validToken(event, maxEventTypeBytes) {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-event-type", headerEvent+" is not a printable token")
 	}
-	body, err := decodeObject(req.Body)
+	body, err := decodeBody(req.Body)
 	if err != nil {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", err.Error())
 	}
@@ -67,7 +67,7 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 		return env, nil
 	}
 	keys := SubjectKeyDeriver{}
-	if env.DeliveryKey, err = keys.DeliveryKey(req, body); err != nil {
+	if env.DeliveryKey, err = keys.DeliveryKey(req, nil); err != nil { // the key is a header
 		return ports.Envelope{}, err
 	}
 	if action, ok := body.str("action"); ok && validToken(action, maxEventTypeBytes) {
@@ -79,12 +79,12 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 	return parseWork(env, body, keys)
 }
 
-func (w *Webhook) parseControl(env ports.Envelope, body object, keys SubjectKeyDeriver) (ports.Envelope, error) {
+func (w *Webhook) parseControl(env ports.Envelope, body jsonObject, keys SubjectKeyDeriver) (ports.Envelope, error) {
 	installationID, err := w.validateControl(env.EventType, body)
 	if err != nil {
 		return ports.Envelope{}, err
 	}
-	if env.Subject, err = keys.Subject(env.EventType, body); err != nil {
+	if env.Subject, err = keys.subject(env.EventType, body); err != nil {
 		return ports.Envelope{}, err
 	}
 	env.Control = true
@@ -96,7 +96,7 @@ func (w *Webhook) parseControl(env ports.Envelope, body object, keys SubjectKeyD
 // enter the system scope, and returns its installation id. Work payloads carry only a slim
 // installation ({id, node_id}); installation and installation_repositories payloads carry the
 // full installation with its account, installation_target payloads a target_type and account.
-func (w *Webhook) validateControl(event string, body object) (string, error) {
+func (w *Webhook) validateControl(event string, body jsonObject) (string, error) {
 	refuse := func(format string, args ...any) (string, error) {
 		return "", ports.Reject(ports.ErrMalformed, reasonInvalidEventRoute, event+": "+fmt.Sprintf(format, args...))
 	}
@@ -104,7 +104,7 @@ func (w *Webhook) validateControl(event string, body object) (string, error) {
 	if !ok {
 		return refuse("body has no installation object")
 	}
-	id, ok := idOf(inst["id"])
+	id, ok := inst.id("id")
 	if !ok {
 		return refuse("installation.id is not a positive integer")
 	}
@@ -128,7 +128,7 @@ func (w *Webhook) validateControl(event string, body object) (string, error) {
 		if event == eventInstallationRepositories && (!body.array("repositories_added") || !body.array("repositories_removed")) {
 			return refuse("repositories_added and repositories_removed must be arrays")
 		}
-		if app, ok := idOf(inst["app_id"]); ok && w.appID != 0 && app != strconv.FormatInt(w.appID, 10) {
+		if app, ok := inst.id("app_id"); ok && w.appID != 0 && app != strconv.FormatInt(w.appID, 10) {
 			return "", ports.Reject(ports.ErrUnauthenticated, "wrong-app", "installation of another GitHub App")
 		}
 	case eventInstallationTarget:
@@ -145,8 +145,8 @@ func (w *Webhook) validateControl(event string, body object) (string, error) {
 // parseWork routes a work event: its source is the App installation named by the signed body,
 // its recipients are the subscriptions to its repository or organization through any GitHub
 // connection (PAT workspaces receive through the App source).
-func parseWork(env ports.Envelope, body object, keys SubjectKeyDeriver) (ports.Envelope, error) {
-	installationID, present, ok := nestedID(body, "installation")
+func parseWork(env ports.Envelope, body jsonObject, keys SubjectKeyDeriver) (ports.Envelope, error) {
+	installationID, present, ok := body.nestedID("installation")
 	if !present {
 		// Never fall back to a header: X-GitHub-Hook-Installation-Target-ID is not signed.
 		env.DropReason = DropWithoutSource
@@ -157,7 +157,7 @@ func parseWork(env ports.Envelope, body object, keys SubjectKeyDeriver) (ports.E
 	}
 	env.Route = ports.RouteSpec{SourceKind: KindApp.String(), SourceKey: installationID, RecipientsAnyConnection: true}
 	for _, kind := range []string{ResourceRepository, ResourceOrganization} {
-		id, present, ok := nestedID(body, kind)
+		id, present, ok := body.nestedID(kind)
 		if !present {
 			continue
 		}
@@ -172,7 +172,7 @@ func parseWork(env ports.Envelope, body object, keys SubjectKeyDeriver) (ports.E
 		return env, nil
 	}
 	var err error
-	if env.Subject, err = keys.Subject(env.EventType, body); err != nil {
+	if env.Subject, err = keys.subject(env.EventType, body); err != nil {
 		return ports.Envelope{}, err
 	}
 	return env, nil

@@ -28,7 +28,13 @@ const (
 )
 
 // keptHeaderNames are stored with the row. Never a signature, Authorization or Cookie header.
-var keptHeaderNames = []string{headerEvent, headerDelivery, headerHookID, headerTargetID, headerTargetType, headerUserAgent}
+var keptHeaderNames = headerNames(headerEvent, headerDelivery, headerHookID, headerTargetID, headerTargetType, headerUserAgent)
+
+// eventHeader and deliveryHeader are read from every delivery.
+var (
+	eventHeader    = newHeaderName(headerEvent)
+	deliveryHeader = newHeaderName(headerDelivery)
+)
 
 // Config is the GitHub App's receiving configuration.
 type Config struct {

@@ -80,13 +80,21 @@ type handler struct {
 	maxBytes int64
 }
 
-// acceptedBody and droppedBody keep CONTRACT.md's field order.
-type acceptedBody struct {
-	Status     string `json:"status"`
-	Stored     int    `json:"stored"`
-	Duplicates int    `json:"duplicates"`
+// acceptedJSON is CONTRACT.md's accepted answer, {"status":"accepted","stored":N,"duplicates":M}
+// in that field order, written without reflection: it is every stored delivery's answer.
+func acceptedJSON(stored, duplicates int) []byte {
+	b := make([]byte, 0, 64)
+	b = append(b, `{"status":"accepted","stored":`...)
+	b = strconv.AppendInt(b, int64(stored), 10)
+	b = append(b, `,"duplicates":`...)
+	b = strconv.AppendInt(b, int64(duplicates), 10)
+	return append(b, '}')
 }
 
+// jsonContentType is the Content-Type gin's JSON answers carry.
+const jsonContentType = "application/json; charset=utf-8"
+
+// droppedBody keeps CONTRACT.md's field order.
 type droppedBody struct {
 	Status string `json:"status"`
 	Reason string `json:"reason"`
@@ -113,7 +121,7 @@ func (h *handler) receive(c *gin.Context) {
 	// Receive returns after the admission transaction committed: a 202 follows the commit.
 	switch res.Outcome {
 	case admission.Accepted:
-		c.JSON(http.StatusAccepted, acceptedBody{Status: "accepted", Stored: res.Stored, Duplicates: res.Duplicates})
+		c.Data(http.StatusAccepted, jsonContentType, acceptedJSON(res.Stored, res.Duplicates))
 	case admission.Dropped:
 		c.JSON(http.StatusAccepted, droppedBody{Status: "dropped", Reason: res.Reason})
 	case admission.Answered:

@@ -1,65 +1,72 @@
 package admissionstore
 
-// Parameters shared by both routes queries: $1 provider, $2 resource types, $3 resource ids
+import "strings"
+
+// Parameters of both routes statements: $1 provider, $2 resource types, $3 resource ids
 // (pairwise), $4 recipients through any connection of the provider, $5 the source connections
 // themselves receive (connection-wide); then the source: $6 the URL's connection id, or $6 kind
 // and $7 routing key.
-const (
-	// sourceByID: a per-connection provider's source is the connection of the URL.
-	sourceByID = `SELECT c.id FROM connection c WHERE c.provider = $1 AND c.id = $6`
-	// sourceByKey: the connections whose routing key the signed body names (ix_connection_source).
-	sourceByKey = `SELECT c.id FROM connection c WHERE c.provider = $1 AND c.source_key = $7 AND c.kind = $6`
-
-	// routesTail is ProviderEventSubscriptions: the source connections and every connection
-	// whose subscription matches a resource of the delivery (only the sources' subscriptions
-	// unless $4), whatever their state, with the state and config_version of the statement's
-	// snapshot.
-	//
-	// In the same statement, locked takes each candidate's scoped lifecycle lock: the
-	// connection row FOR SHARE, in id order across workspaces. Shared mode lets concurrent
-	// admissions of the same connection run side by side, while a suspension's or
-	// reconfiguration's FOR UPDATE waits until this transaction's inbox insert commits, and
-	// this lock waits for a suspension that already holds the row. The id order is the one
-	// order every multi-connection locker uses, so lockers cannot deadlock each other. After a
-	// wait, READ COMMITTED returns the row as its updater committed it (or no row when it was
-	// deleted), so comparing locked with candidate tells admission that the route changed
-	// while it waited. Reading and locking in one statement saves a round trip per delivery.
-	routesTail = `),
-recipient AS (
-    SELECT s.connection_id AS id
-    FROM connection_subscription s
-    WHERE s.provider = $1
-      AND (s.resource_type, s.resource_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))
-      AND ($4::boolean OR s.connection_id IN (SELECT id FROM source))
-    UNION
-    SELECT id FROM source WHERE $5::boolean
-),
-candidate AS MATERIALIZED (
-    SELECT c.id, c.workspace_id, c.kind, c.state, c.config_version, c.source_server_url,
-           c.id IN (SELECT id FROM source) AS is_source,
-           c.id IN (SELECT id FROM recipient) AS is_recipient
-    FROM connection c
-    WHERE c.id IN (SELECT id FROM source UNION SELECT id FROM recipient) AND c.provider = $1
-),
-locked AS MATERIALIZED (
-    SELECT c.id, c.state, c.config_version
-    FROM connection c
-    WHERE c.id = ANY (ARRAY(SELECT id FROM candidate))
-    ORDER BY c.id
-    FOR SHARE
+var (
+	routesBySourceID  = strings.ReplaceAll(routes, "IS_SOURCE", isSourceByID)
+	routesBySourceKey = strings.ReplaceAll(routes, "IS_SOURCE", isSourceByKey)
 )
+
+const (
+	// isSourceByID: a per-connection provider's source is the connection of the URL.
+	isSourceByID = `c.id = $6`
+	// isSourceByKey: the connections whose routing key the signed body names (ix_connection_source).
+	isSourceByKey = `(c.source_key = $7 AND c.kind = $6)`
+
+	// routes, with IS_SOURCE replaced by one of the predicates above, is
+	// ProviderEventSubscriptions: the source connections and every connection whose
+	// subscription matches a resource of the delivery (only the sources' subscriptions unless
+	// $4), whatever their state, with the state and config_version of the statement's snapshot
+	// (candidate k).
+	//
+	// In the same statement, l takes each candidate's scoped lifecycle lock: the connection
+	// row FOR SHARE, one row after the other in the order of k, which is connection-id order
+	// across workspaces (k is sorted, and the lateral join locks per row of k in that order).
+	// Shared mode lets concurrent admissions of the same connection run side by side, while a
+	// suspension's or reconfiguration's FOR UPDATE waits until this transaction's inbox insert
+	// commits, and this lock waits for a suspension that already holds the row. The id order is
+	// the one order every multi-connection locker uses, so lockers cannot deadlock each other.
+	// After a wait, READ COMMITTED returns the row as its updater committed it (or no row when
+	// it was deleted), so comparing l with k tells admission that the route changed while it
+	// waited. Reading and locking in one statement saves a round trip per delivery.
+	//
+	// The statement is shaped for admission's hot path. The matching subscriptions are read
+	// once into an array (ix_connection_subscription_route), the candidates come from one
+	// bitmap scan of connection (routing key or id, then the array), and the plan stays about a
+	// dozen nodes: executor start-up of a larger plan costs more than the lookups themselves.
+	// OFFSET 0 keeps the subqueries as written: sub is evaluated once, and k keeps its ORDER BY
+	// beneath the lateral join, so the locks follow it. The transaction runs it on its generic
+	// plan (genericPlans), so a delivery does not plan it again.
+	routes = `
 SELECT k.id, k.workspace_id, k.kind, k.state, k.config_version, k.source_server_url,
        k.is_source, k.is_recipient,
-       l.id IS NOT NULL, coalesce(l.state, ''), coalesce(l.config_version, 0)
-FROM candidate k
-LEFT JOIN locked l ON l.id = k.id
+       l.state IS NOT NULL, coalesce(l.state, ''), coalesce(l.config_version, 0)
+FROM (
+    SELECT c.id, c.workspace_id, c.kind, c.state, c.config_version, c.source_server_url,
+           IS_SOURCE AS is_source,
+           (c.id = ANY (sub.ids) AND ($4::boolean OR IS_SOURCE)) OR ($5::boolean AND IS_SOURCE) AS is_recipient
+    FROM (SELECT ARRAY(
+              SELECT s.connection_id
+              FROM unnest($2::text[], $3::text[]) AS r(resource_type, resource_id)
+              JOIN connection_subscription s
+                ON s.provider = $1 AND s.resource_type = r.resource_type AND s.resource_id = r.resource_id
+          ) AS ids
+          OFFSET 0) AS sub,
+         connection c
+    WHERE c.provider = $1 AND (IS_SOURCE OR ($4::boolean AND c.id = ANY (sub.ids)))
+    ORDER BY c.id
+    OFFSET 0) AS k
+LEFT JOIN LATERAL (
+    SELECT x.state, x.config_version FROM connection x WHERE x.id = k.id FOR SHARE
+) AS l ON true
 ORDER BY k.id`
 
-	routesBySourceID  = `WITH source AS (` + sourceByID + routesTail
-	routesBySourceKey = `WITH source AS (` + sourceByKey + routesTail
-
 	// lockConnections takes the lifecycle locks of connections Routes did not lock, with the
-	// same mode and order as routesTail and for the same reasons.
+	// same mode and order as the routes statement and for the same reasons.
 	lockConnections = `
 SELECT id, state, config_version FROM connection
 WHERE id = ANY ($1::bigint[])
@@ -85,4 +92,14 @@ FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::
 ORDER BY r.ord
 ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING
 RETURNING coalesce(workspace_id, 0), provider, delivery_key`
+
+	// insertDelivery is insertDeliveries for the common single row, with the same columns,
+	// conflict target and due time: a VALUES row plans, starts and encodes for less than
+	// arrays, and its command tag (INSERT 0 1 or INSERT 0 0) says whether it was stored.
+	insertDelivery = `
+INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key,
+                            scope_key, subject, payload, headers, due_at, received_at)
+VALUES (nullif($1::bigint, 0), nullif($2::bigint, 0), $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb,
+        least($10::timestamptz, now()), $11)
+ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING`
 )
