@@ -30,7 +30,7 @@ var _ ports.SubjectKeyDeriver = SubjectKeyDeriver{}
 
 // DeliveryKey is the envelope's id. Errors: ErrMalformed (missing-delivery-id, invalid-delivery-id).
 func (SubjectKeyDeriver) DeliveryKey(_ ports.Request, body map[string]any) (string, error) {
-	id, ok := object(body).str("id")
+	id, ok := object(body).Str("id")
 	if !ok || id == "" {
 		return "", ports.Reject(ports.ErrMalformed, "missing-delivery-id", "envelope without id")
 	}
@@ -66,8 +66,8 @@ func (k SubjectKeyDeriver) Subject(eventType string, body map[string]any) (inbox
 }
 
 func payloadAndModel(body object) (payload, model object) {
-	payload, _ = body.object("payload")
-	model, _ = payload.object("model")
+	payload, _ = body.Object("payload")
+	model, _ = payload.Object("model")
 	return payload, model
 }
 

@@ -22,7 +22,7 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 	if env.DeliveryKey, err = keys.DeliveryKey(req, body); err != nil {
 		return ports.Envelope{}, err
 	}
-	event, _ := body.str("event")
+	event, _ := body.Str("event")
 	if event == "" {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "missing-event-type", "envelope without event")
 	}
@@ -55,7 +55,7 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 // (payload.model.id, else payload.id). "" means none (a draft, a user, a group).
 func collectionOf(event string, body object) (string, error) {
 	payload, model := payloadAndModel(body)
-	nested, _ := model.object("collection")
+	nested, _ := model.Object("collection")
 	lookups := []lookup{
 		{model, "collectionId", "payload.model.collectionId"},
 		{nested, "id", "payload.model.collection.id"},

@@ -1,84 +1,17 @@
 package outline
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"net/http"
-	"strings"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 )
 
-// object is a decoded JSON object. Every accessor tolerates a missing key or a value of the
-// wrong type, because a verified body can still have any JSON shape and parsing must never
-// panic on one.
-type object map[string]any
+// The tolerant JSON reading and header keeping shared by the webhook adapters.
+type object = webhookjson.Object
 
-func decodeObject(body []byte) (object, error) {
-	// json.Valid first: the decoder alone would accept trailing values after the first one.
-	if !json.Valid(body) {
-		return nil, errors.New("body is not JSON")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, errors.New("body is not a JSON object")
-	}
-	return object(m), nil
-}
-
-func (o object) object(key string) (object, bool) {
-	m, ok := o[key].(map[string]any)
-	return object(m), ok
-}
-
-func (o object) str(key string) (string, bool) {
-	s, ok := o[key].(string)
-	return s, ok
-}
-
-// validToken accepts a provider token (event type, delivery id) that can be stored and logged:
-// printable ASCII, no control characters, at most max bytes.
-func validToken(s string, max int) bool {
-	if s == "" || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
-// keptHeaders copies the named headers that are present. The list never names a signature,
-// token or cookie header, so nothing here can leak a credential into storage.
+func decodeObject(body []byte) (object, error) { return webhookjson.Decode(body) }
+func validToken(s string, max int) bool        { return webhookjson.ValidToken(s, max) }
 func keptHeaders(h http.Header, names []string) map[string]string {
-	kept := make(map[string]string, len(names))
-	for _, name := range names {
-		if v := strings.Join(h.Values(name), ", "); v != "" {
-			kept[name] = v
-		}
-	}
-	return kept
+	return webhookjson.KeptHeaders(h, names)
 }
-
-// validID accepts an Outline id (a UUID, or a url id) as something that
-// can be a subject part and a subscription id: 1 to 64 letters, digits, '.', '_' or '-'.
-func validID(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+func validID(s string) bool { return webhookjson.ValidID(s) }

@@ -26,7 +26,7 @@ var _ ports.SubjectKeyDeriver = SubjectKeyDeriver{}
 // DeliveryKey is the event_id of an event_callback.
 // Errors: ErrMalformed (missing-delivery-id, invalid-delivery-id).
 func (SubjectKeyDeriver) DeliveryKey(_ ports.Request, body map[string]any) (string, error) {
-	id, ok := object(body).str("event_id")
+	id, ok := object(body).Str("event_id")
 	if !ok || id == "" {
 		return "", ports.Reject(ports.ErrMalformed, "missing-delivery-id", "event_callback without event_id")
 	}
@@ -43,7 +43,7 @@ func (SubjectKeyDeriver) Subject(_ string, body map[string]any) (inbox.Subject, 
 	if err != nil {
 		return inbox.Subject{}, err
 	}
-	event, _ := o.object("event")
+	event, _ := o.Object("event")
 	channel, err := channelOf(event)
 	if err != nil {
 		return inbox.Subject{}, err
@@ -55,7 +55,7 @@ func (SubjectKeyDeriver) Subject(_ string, body map[string]any) (inbox.Subject, 
 }
 
 func teamOf(body object) (string, error) {
-	team, ok := body.str("team_id")
+	team, ok := body.Str("team_id")
 	if !ok || team == "" {
 		return "", ports.Reject(ports.ErrMalformed, "missing-team", "event_callback without team_id")
 	}
@@ -77,7 +77,7 @@ func channelOf(event object) (string, error) {
 		raw = event["channel_id"]
 	}
 	if raw == nil {
-		item, _ := event.object("item")
+		item, _ := event.Object("item")
 		raw = item["channel"]
 	}
 	if raw == nil {
@@ -93,7 +93,7 @@ func channelOf(event object) (string, error) {
 // isDirect tells a direct message (D… channel, channel_type im) or a group direct message
 // (channel_type mpim) from a channel a workspace can subscribe to.
 func isDirect(event object, channel string) bool {
-	kind, _ := event.str("channel_type")
+	kind, _ := event.Str("channel_type")
 	return strings.HasPrefix(channel, "D") || kind == "im" || kind == "mpim"
 }
 

@@ -25,7 +25,7 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", err.Error())
 	}
 	env := ports.Envelope{Headers: keptHeaders(req.Headers, keptHeaderNames)}
-	outer, _ := body.str("type")
+	outer, _ := body.Str("type")
 	if validToken(outer, maxEventTypeBytes) {
 		env.EventType = outer
 	}
@@ -46,11 +46,11 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 	if err != nil {
 		return ports.Envelope{}, err
 	}
-	event, ok := body.object("event")
+	event, ok := body.Object("event")
 	if !ok {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", "event_callback without an event object")
 	}
-	eventType, _ := event.str("type")
+	eventType, _ := event.Str("type")
 	if eventType == "" {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "missing-event-type", "event without type")
 	}
@@ -60,7 +60,7 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 	// A message keeps EventType "message" whatever its subtype, so one handler sees edits and
 	// deletions in order with the message itself; the subtype is only for logs.
 	env.EventType = eventType
-	if subtype, ok := event.str("subtype"); ok && validToken(subtype, maxEventTypeBytes) {
+	if subtype, ok := event.Str("subtype"); ok && validToken(subtype, maxEventTypeBytes) {
 		env.Action = subtype
 	}
 
@@ -83,7 +83,7 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 
 // urlVerification answers Slack's endpoint check with its challenge; nothing is stored.
 func urlVerification(env ports.Envelope, body object) (ports.Envelope, error) {
-	challenge, ok := body.str("challenge")
+	challenge, ok := body.Str("challenge")
 	if !ok || challenge == "" {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", "url_verification without challenge")
 	}

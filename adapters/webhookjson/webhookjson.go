@@ -1,0 +1,90 @@
+// Package webhookjson holds the tolerant JSON reading and header keeping that the provider
+// webhook adapters share: a verified body can still have any JSON shape, and parsing must never
+// panic on one.
+package webhookjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+)
+
+// Object is a decoded JSON object. Every accessor tolerates a missing key or a value of the
+// wrong type, because a verified body can still have any JSON shape and parsing must never
+// panic on one.
+type Object map[string]any
+
+// Decode reads body as one JSON object (numbers kept as json.Number).
+func Decode(body []byte) (Object, error) {
+	// json.Valid first: the decoder alone would accept trailing values after the first one.
+	if !json.Valid(body) {
+		return nil, errors.New("body is not JSON")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("body is not a JSON object")
+	}
+	return Object(m), nil
+}
+
+// Object returns the member key when it is an object.
+func (o Object) Object(key string) (Object, bool) {
+	m, ok := o[key].(map[string]any)
+	return Object(m), ok
+}
+
+// Str returns the member key when it is a string.
+func (o Object) Str(key string) (string, bool) {
+	s, ok := o[key].(string)
+	return s, ok
+}
+
+// ValidToken accepts a provider token (event type, delivery id) that can be stored and logged:
+// printable ASCII, no control characters, at most max bytes.
+func ValidToken(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// KeptHeaders copies the named headers that are present. The list never names a signature,
+// token or cookie header, so nothing here can leak a credential into storage.
+func KeptHeaders(h http.Header, names []string) map[string]string {
+	kept := make(map[string]string, len(names))
+	for _, name := range names {
+		if v := strings.Join(h.Values(name), ", "); v != "" {
+			kept[name] = v
+		}
+	}
+	return kept
+}
+
+// ValidID accepts a provider id (a Slack "C024BE91L", an Outline UUID or url id) as something that
+// can be a subject part and a subscription id: 1 to 64 letters, digits, '.', '_' or '-'.
+func ValidID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
