@@ -77,7 +77,8 @@ func (a *App) Run(ctx context.Context) (err error) {
 		}
 	}
 
-	svc, cleanup, err := a.build(ctx, graphInput{Config: a.cfg, Secrets: secrets, Pool: db.pool, Log: log, Metrics: a.metrics})
+	svc, cleanup, err := a.build(ctx, graphInput{Config: a.cfg, Secrets: secrets, Pool: db.pool,
+		AdmissionPool: db.admission, Log: log, Metrics: a.metrics})
 	if err != nil {
 		return fmt.Errorf("build services: %w", err)
 	}

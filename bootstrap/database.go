@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/embedded"
 )
 
@@ -24,15 +25,17 @@ const (
 	connectWait = 30 * time.Second
 	// clusterStopTimeout bounds the embedded server's shutdown; pg_ctl gives up after 60 s.
 	clusterStopTimeout = 2 * time.Minute
-	// minPoolConns is the pool floor: admission, management and readiness share it with the
-	// claimers, renewer, reaper and retention.
-	minPoolConns = 16
+	// minPoolConns is the main pool's floor: management and readiness share it with the
+	// claimers, renewer, reaper, outcome writer, retention and erasure.
+	minPoolConns = 12
 )
 
-// PoolSize is the pool's MaxConns: every claimer may hold a connection while its handler
-// writes steps, the renewer, reaper, outcome writer and retention need their own, and HTTP
-// admission needs some for concurrent deliveries.
-func PoolSize(claimers int) int32 { return int32(max(minPoolConns, 2*claimers+8)) }
+// PoolSize is the main pool's MaxConns: every claimer may hold a connection while its
+// handler writes steps, and the renewer, reaper, outcome writer, retention and the management
+// API need their own. Webhook admission has a pool of its own (admissionstore.Size()
+// connections, see admissionPool), so a burst of deliveries never waits for connections the
+// claimers hold, nor the claimers for the receiver's.
+func PoolSize(claimers int) int32 { return int32(max(minPoolConns, 2*claimers+4)) }
 
 // dbServer is the PostgreSQL server the process talks to: an external one (DATABASE_URL) or
 // the embedded cluster under the data dir.
@@ -114,12 +117,18 @@ func (s *dbServer) close() error {
 	return err
 }
 
-// database is the migrated database with the process's pool.
+// database is the migrated database with the process's pools.
 type database struct {
-	server *dbServer
-	pool   *pgxpool.Pool
-	sqlDB  *sql.DB // database/sql over the pool, for goose's migration status
+	server    *dbServer
+	pool      *pgxpool.Pool
+	admission admissionPool
+	sqlDB     *sql.DB // database/sql over the pool, for goose's migration status
 }
+
+// admissionPool is the admission store's own pool, prepared by admissionstore.Configure (its
+// sessions default to READ COMMITTED and generic plans, which admission's pipelined
+// transactions rely on and nothing else should inherit).
+type admissionPool struct{ *pgxpool.Pool }
 
 // openDatabase starts or finds the server, opens the pool, waits for the database to answer
 // and applies the migrations it lacks.
@@ -137,9 +146,12 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
+	acfg := pcfg.Copy()
 	pcfg.MaxConns = PoolSize(cfg.Consumer.Claimers)
 	// Shown in pg_stat_activity, so a DBA sees which server holds which connection.
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "hephaestus " + cfg.ServerID
+	admissionstore.Configure(acfg)
+	acfg.ConnConfig.RuntimeParams["application_name"] = "hephaestus " + cfg.ServerID + " admission"
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
@@ -153,8 +165,14 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database
 		pool.Close()
 		return nil, err
 	}
-	log.Info("database migrated", zap.Int("applied", applied), zap.Int32("maxConns", pcfg.MaxConns))
-	return &database{server: srv, pool: pool, sqlDB: stdlib.OpenDBFromPool(pool)}, nil
+	admission, err := pgxpool.NewWithConfig(ctx, acfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open admission pool: %w", err)
+	}
+	log.Info("database migrated", zap.Int("applied", applied), zap.Int32("maxConns", pcfg.MaxConns),
+		zap.Int32("admissionMaxConns", acfg.MaxConns))
+	return &database{server: srv, pool: pool, admission: admissionPool{admission}, sqlDB: stdlib.OpenDBFromPool(pool)}, nil
 }
 
 // waitForDatabase pings until the database answers or connectWait passes.
@@ -192,9 +210,12 @@ func (d *database) ready(ctx context.Context) error {
 	return nil
 }
 
-// close closes the pool, then stops the embedded cluster (if ours).
+// close closes the pools, then stops the embedded cluster (if ours).
 func (d *database) close() error {
 	err := d.sqlDB.Close()
+	if d.admission.Pool != nil {
+		d.admission.Close()
+	}
 	d.pool.Close()
 	return errors.Join(err, d.server.close())
 }

@@ -40,7 +40,7 @@ var processSet = wire.NewSet(telemetry.NewMetrics, newApp)
 
 // coreSet turns the graph input into the ports every use case shares.
 var coreSet = wire.NewSet(
-	wire.FieldsOf(new(graphInput), "Config", "Secrets", "Pool", "Log", "Metrics"),
+	wire.FieldsOf(new(graphInput), "Config", "Secrets", "Pool", "AdmissionPool", "Log", "Metrics"),
 	provideLogger,
 	wire.InterfaceValue(new(ports.Clock), systemClock{}),
 	wire.Bind(new(ports.AdmissionMetrics), new(*telemetry.Metrics)),
@@ -84,7 +84,7 @@ var managementSet = wire.NewSet(
 
 // admissionSet is the admission store and use case.
 var admissionSet = wire.NewSet(
-	admissionstore.New,
+	provideAdmissionStore,
 	wire.Bind(new(ports.AdmissionStore), new(*admissionstore.Store)),
 	wire.Value(admission.Config{}),
 	admission.New,
@@ -108,11 +108,12 @@ var httpSet = wire.NewSet(provideRegistrars)
 
 // graphInput is what the service graph is built from once the database is up.
 type graphInput struct {
-	Config  Config
-	Secrets instanceSecrets
-	Pool    *pgxpool.Pool
-	Log     *zap.Logger
-	Metrics *telemetry.Metrics
+	Config        Config
+	Secrets       instanceSecrets
+	Pool          *pgxpool.Pool
+	AdmissionPool admissionPool
+	Log           *zap.Logger
+	Metrics       *telemetry.Metrics
 }
 
 // systemClock is the wall clock behind ports.Clock.
@@ -121,6 +122,10 @@ type systemClock struct{}
 func (systemClock) Now() time.Time { return time.Now() }
 
 func provideLogger(log *zap.Logger) ports.Logger { return log.Sugar() }
+
+func provideAdmissionStore(pool admissionPool) (*admissionstore.Store, error) {
+	return admissionstore.New(pool.Pool)
+}
 
 func provideInboxStore(pool *pgxpool.Pool) (*inboxstore.Store, error) {
 	return inboxstore.New(pool, inboxstore.Config{})

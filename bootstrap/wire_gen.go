@@ -8,7 +8,6 @@ package bootstrap
 
 import (
 	"context"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
@@ -36,11 +35,12 @@ func InitializeApp(cfg Config, log *zap.Logger) (*App, error) {
 func buildServices(ctx context.Context, in graphInput) (*services, func(), error) {
 	config := in.Config
 	admissionConfig := _wireConfigValue
-	pool := in.Pool
-	store, err := admissionstore.New(pool)
+	bootstrapAdmissionPool := in.AdmissionPool
+	store, err := provideAdmissionStore(bootstrapAdmissionPool)
 	if err != nil {
 		return nil, nil, err
 	}
+	pool := in.Pool
 	bootstrapInstanceSecrets := in.Secrets
 	aesgcm, err := provideSecretBox(bootstrapInstanceSecrets)
 	if err != nil {

@@ -7,7 +7,8 @@
 //   - admission: signed 2 KB GitHub deliveries over loopback HTTP through the real receiver
 //     (gin, webhookapi, admission service, admission store), N concurrent senders;
 //   - ceiling: the same number of single-row inserts of the same payload with the same unique
-//     index, straight into PostgreSQL at the same concurrency;
+//     index, straight into PostgreSQL at the same concurrency; the two rows alternate in
+//     rounds (-rounds, default 4) so that both see the same machine conditions;
 //   - dispatch: a pre-filled inbox of M rows over S scopes handled by the real consumer with a
 //     no-op handler and C claimers, in a child process whose peak RSS is reported; the
 //     handler records the order it saw, and the per-scope order is verified.
@@ -65,11 +66,12 @@ func main() {
 	dbURL := flag.String("db", "", "internal: the benchmark database for a child phase")
 	senders := flag.Int("senders", 32, "concurrent HTTP senders (and ceiling clients)")
 	deliveries := flag.Int("deliveries", 20000, "deliveries sent in the admission and ceiling rows")
+	rounds := flag.Int("rounds", 4, "alternating admission and ceiling rounds the deliveries are split over")
 	rows := flag.Int("rows", 100000, "rows pre-filled for the dispatch row")
 	scopes := flag.Int("scopes", 1000, "scopes the dispatch rows are spread over")
 	claimers := flag.Int("claimers", 8, "claimers of the dispatch row")
 	out := flag.String("out", "bench-results.json", "where the figures are written (repository root)")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the admission row to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the admission and ceiling rounds to this file")
 	flag.Parse()
 	admissionProfile = *cpuProfile
 
@@ -81,7 +83,11 @@ func main() {
 	case "dispatch":
 		err = runDispatchChild(ctx, *dbURL, *rows, *scopes, *claimers)
 	case "all":
-		err = runAll(ctx, *senders, *deliveries, *rows, *scopes, *claimers, *out)
+		if *rounds < 1 || *deliveries < *rounds*(*senders) {
+			err = fmt.Errorf("need at least one round and %d deliveries a round", *senders)
+			break
+		}
+		err = runAll(ctx, *senders, *deliveries, *rounds, *rows, *scopes, *claimers, *out)
 	default:
 		err = fmt.Errorf("unknown phase %q", *phase)
 	}
@@ -91,7 +97,7 @@ func main() {
 	}
 }
 
-func runAll(ctx context.Context, senders, deliveries, rows, scopes, claimers int, out string) error {
+func runAll(ctx context.Context, senders, deliveries, rounds, rows, scopes, claimers int, out string) error {
 	admin := os.Getenv("HEPHAESTUS_TEST_DATABASE_URL")
 	if admin == "" {
 		admin = os.Getenv("DATABASE_URL")
@@ -106,13 +112,10 @@ func runAll(ctx context.Context, senders, deliveries, rows, scopes, claimers int
 	defer drop()
 
 	var r results
-	fmt.Fprintf(os.Stderr, "admission: %d signed deliveries from %d senders…\n", deliveries, senders)
-	if r.Admission, err = benchAdmission(ctx, dbURL, senders, deliveries); err != nil {
-		return fmt.Errorf("admission: %w", err)
-	}
-	fmt.Fprintf(os.Stderr, "ceiling: %d single-row inserts from %d clients…\n", deliveries, senders)
-	if r.Ceiling, err = benchCeiling(ctx, dbURL, senders, deliveries); err != nil {
-		return fmt.Errorf("ceiling: %w", err)
+	fmt.Fprintf(os.Stderr, "admission and ceiling: %d signed deliveries from %d senders, then as many single-row inserts from %d clients, in %d alternating rounds…\n",
+		deliveries, senders, senders, rounds)
+	if r.Admission, r.Ceiling, err = benchAdmissionAndCeiling(ctx, dbURL, senders, deliveries, rounds); err != nil {
+		return err
 	}
 	if r.Ceiling.PerSecond > 0 {
 		r.Ratio = r.Admission.PerSecond / r.Ceiling.PerSecond

@@ -10,15 +10,19 @@ import (
 	. "github.com/onsi/gomega"
 	"go.uber.org/goleak"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
 )
 
-// The suite's database and two pools: pool is the receiving server's, observer is "another
-// connection" that checks what a response promised is already committed.
+// The suite's database and three pools: pool is the receiving server's, admissionPool the
+// admission store's own (prepared by admissionstore.Configure, as `hephaestus serve` opens
+// it), and observer is "another connection" that checks what a response promised is already
+// committed.
 var (
-	db       *pgtest.Database
-	pool     *pgxpool.Pool
-	observer *pgxpool.Pool
+	db            *pgtest.Database
+	pool          *pgxpool.Pool
+	admissionPool *pgxpool.Pool
+	observer      *pgxpool.Pool
 )
 
 func TestAdmission(t *testing.T) {
@@ -39,6 +43,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	pool, err = db.Pool(ctx, 8)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(pool.Close)
+	admissionPool, err = admissionstore.OpenPool(ctx, db.URL)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(admissionPool.Close)
 	observer, err = db.Pool(ctx, 4)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(observer.Close)

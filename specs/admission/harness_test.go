@@ -41,7 +41,7 @@ type receiver struct {
 
 // receiverOptions change the server's collaborators for one spec.
 type receiverOptions struct {
-	pool      *pgxpool.Pool                                   // default: the suite's pool
+	pool      *pgxpool.Pool                                   // the admission store's; default: the suite's admissionPool
 	wrapStore func(ports.AdmissionStore) ports.AdmissionStore // decorate the real store
 	directory ports.ConnectionDirectory                       // default: tableDirectory on the pool
 	hooks     webhookapi.Hooks                                // default: the fake TESTHUB and TESTLAB
@@ -50,7 +50,7 @@ type receiverOptions struct {
 func newReceiver(opts receiverOptions) *receiver {
 	GinkgoHelper()
 	if opts.pool == nil {
-		opts.pool = pool
+		opts.pool = admissionPool
 	}
 	var store ports.AdmissionStore
 	store, err := admissionstore.New(opts.pool)
@@ -59,7 +59,7 @@ func newReceiver(opts receiverOptions) *receiver {
 		store = opts.wrapStore(store)
 	}
 	if opts.directory == nil {
-		opts.directory = tableDirectory{pool: opts.pool}
+		opts.directory = tableDirectory{pool: pool}
 	}
 	r := &receiver{metrics: newMetricsRecorder(), logs: &logRecorder{}, notified: &atomic.Int64{}}
 	svc, err := admission.New(admission.Config{}, store, opts.directory, notifierFunc(func() { r.notified.Add(1) }),

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -226,7 +226,7 @@ var _ = Describe("Admission while the database is unavailable", func() {
 		Expect(err).NotTo(HaveOccurred())
 		addr := l.Addr().String()
 		Expect(l.Close()).To(Succeed()) // nothing listens there any more
-		down, err := pgxpool.New(ctx, "postgres://postgres@"+addr+"/none?sslmode=disable&connect_timeout=2")
+		down, err := admissionstore.OpenPool(ctx, "postgres://postgres@"+addr+"/none?sslmode=disable&connect_timeout=2")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(down.Close)
 		r := newReceiver(receiverOptions{pool: down})

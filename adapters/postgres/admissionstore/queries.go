@@ -40,7 +40,7 @@ const (
 	// dozen nodes: executor start-up of a larger plan costs more than the lookups themselves.
 	// OFFSET 0 keeps the subqueries as written: sub is evaluated once, and k keeps its ORDER BY
 	// beneath the lateral join, so the locks follow it. The transaction runs it on its generic
-	// plan (genericPlans), so a delivery does not plan it again.
+	// plan (the admission pool forces generic plans, see Configure), so a delivery does not plan it again.
 	routes = `
 SELECT k.id, k.workspace_id, k.kind, k.state, k.config_version, k.source_server_url,
        k.is_source, k.is_recipient,

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
@@ -22,7 +23,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// Store runs admission transactions on a pool.
+// Store runs admission transactions on a pool of its own (see Configure).
 type Store struct {
 	pool  *pgxpool.Pool
 	slots chan struct{} // one token per admission transaction that may run at once
@@ -33,17 +34,72 @@ var (
 	_ ports.AdmissionTx    = (*admissionTx)(nil)
 )
 
-// New builds the store on pool. At most MaxConcurrent(pool) admission transactions run at
-// once; further deliveries wait for a slot within their request's context.
+// The session settings every admission connection starts with (see Configure).
+const (
+	isolationParam = "default_transaction_isolation"
+	isolation      = "read committed"
+	planCacheParam = "plan_cache_mode"
+	planCache      = "force_generic_plan"
+)
+
+// Configure prepares cfg for a pool that serves admission alone, and Size is its MaxConns.
+//
+// An admission transaction opens no transaction block: its statements run in one pipeline
+// until a Sync (see Admit), so PostgreSQL runs them as one implicit transaction with the
+// session's default isolation, which Configure pins to READ COMMITTED whatever the server,
+// database or role default. The lifecycle lock needs it: each statement sees what committed
+// before it, and a row lock that waited returns the row as its updater committed it, so a
+// suspension or reconfiguration that admission waited for is seen, not hidden by an older
+// snapshot (and REPEATABLE READ would fail the wait instead).
+//
+// Configure also keeps the pool's statements on their generic plans. Admission's statements
+// are index lookups whose generic plan is right for every delivery, but PostgreSQL re-plans a
+// prepared statement on every execution while custom plans look cheaper, and for the routes
+// statement they do whenever the planner can fold a parameter (a provider that routes only
+// through its sources, or a table whose statistics favour it): that planning costs more than
+// the statement. Both are startup parameters, so they cost no statement per delivery, which
+// is why admission has a pool of its own rather than settings on a shared one.
+func Configure(cfg *pgxpool.Config) {
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	cfg.ConnConfig.RuntimeParams[isolationParam] = isolation
+	cfg.ConnConfig.RuntimeParams[planCacheParam] = planCache
+	cfg.MaxConns = Size()
+	cfg.MinConns = 0
+}
+
+// OpenPool opens a pool on connString prepared by Configure.
+func OpenPool(ctx context.Context, connString string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, err
+	}
+	Configure(cfg)
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// New builds the store on pool, which Configure must have prepared. At most Size()
+// admission transactions run at once; further deliveries wait for a slot within their
+// request's context.
 func New(pool *pgxpool.Pool) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("admissionstore: a pool is required")
 	}
-	return &Store{pool: pool, slots: make(chan struct{}, MaxConcurrent(pool))}, nil
+	params := pool.Config().ConnConfig.RuntimeParams
+	if params[isolationParam] != isolation || params[planCacheParam] != planCache {
+		return nil, errors.New("admissionstore: the pool was not prepared with admissionstore.Configure " +
+			"(its connections must default to READ COMMITTED and generic plans)")
+	}
+	n := int(Size())
+	if m := int(pool.Config().MaxConns); m > 0 && m < n {
+		n = m
+	}
+	return &Store{pool: pool, slots: make(chan struct{}, n)}, nil
 }
 
-// MaxConcurrent is how many admission transactions run at once: four per CPU the process may
-// use, and never more than the pool holds (the claimers share it).
+// Size is how many admission transactions run at once, and the admission pool's size: four
+// per CPU the process may use.
 //
 // Every admission of a connection holds that connection row FOR SHARE until its insert has
 // committed, so concurrent admissions share the row through a MultiXact that each new locker
@@ -52,27 +108,20 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 // where waiting costs CPU that queueing here does not. On the benchmark's two cores, eight
 // transactions in flight took a fifth less database CPU per delivery than thirty-two, at the
 // same or better throughput and a lower p99.
-func MaxConcurrent(pool *pgxpool.Pool) int {
-	n := 4 * runtime.GOMAXPROCS(0)
-	if m := int(pool.Config().MaxConns); m > 0 && m < n {
-		n = m
-	}
-	return n
-}
+func Size() int32 { return int32(4 * runtime.GOMAXPROCS(0)) }
 
 // Admit runs fn in one READ COMMITTED transaction on one pooled connection.
 //
-// READ COMMITTED is what the lifecycle lock needs: each statement sees what committed before
-// it, and a row lock that waited returns the row as its updater committed it, so a suspension
-// or reconfiguration that admission waited for is seen, not hidden by an older snapshot.
-//
-// Admission sits on every webhook's response path, so the transaction costs two round trips:
-// BEGIN travels in one pipeline with the routes statement, and COMMIT in one pipeline with the
-// insert (Insert is the admission's last statement, see ports.AdmissionTx). It first waits for
-// one of MaxConcurrent slots, within ctx. Whatever fn leaves
-// open is committed when fn returns nil and rolled back otherwise; the rollback runs on a
-// context that survives cancellation, so a cancelled request still releases its locks at once.
-// Errors: fn's error; a database failure translated by pgutil (*inbox.TransientError, …).
+// Admission sits on every webhook's response path, so the transaction is a pipeline of
+// prepared statements with no BEGIN or COMMIT of its own: PostgreSQL runs everything sent
+// before a Sync as one implicit transaction and commits it at the Sync. The routes statement
+// goes out with a Flush (the server runs it and answers, the transaction stays open), and the
+// insert goes out with the Sync that commits it (Insert is the admission's last statement, see
+// ports.AdmissionTx): two round trips and three statements fewer than BEGIN … COMMIT. When fn
+// fails or inserts nothing, Admit sends the Sync itself: it rolls back a failed transaction
+// and ends one that only read and locked (nothing to undo). It first waits for one of the
+// slots, within ctx. Errors: fn's error; a database failure translated by pgutil
+// (*inbox.TransientError, …).
 func (s *Store) Admit(ctx context.Context, fn func(ctx context.Context, tx ports.AdmissionTx) error) error {
 	select {
 	case s.slots <- struct{}{}:
@@ -84,105 +133,137 @@ func (s *Store) Admit(ctx context.Context, fn func(ctx context.Context, tx ports
 	if err != nil {
 		return pgutil.Interpret("acquire connection", err)
 	}
-	defer c.Release() // a connection still inside a transaction is destroyed, not pooled
+	defer c.Release()
 	t := &admissionTx{conn: c.Conn()}
+	if err := t.prepare(ctx); err != nil {
+		return pgutil.Interpret("prepare admission statements", err)
+	}
 	defer func() {
 		if p := recover(); p != nil {
-			t.rollback(ctx)
+			t.end()
 			panic(p)
 		}
 	}()
-	return t.finish(ctx, fn(ctx, t))
-}
-
-// admissionTx is one admission transaction. held remembers the connections whose lifecycle
-// lock Routes already took, so LockConnections costs no second round trip.
-type admissionTx struct {
-	conn *pgx.Conn
-	held map[int64]ports.LockedConnection
-}
-
-// beginTx opens the transaction in the same pipeline as the first statement, and genericPlans
-// keeps the transaction's statements on their cached generic plans. Admission's statements are
-// index lookups whose generic plan is right for every delivery, but PostgreSQL re-plans a
-// prepared statement on every execution when custom plans look cheaper, and for the routes
-// statement they do whenever the planner can fold a parameter (a provider that routes only
-// through its sources, or a table whose statistics favour it): that planning costs more than
-// the statement. SET LOCAL ends with the transaction, so the pooled connection is unchanged.
-const (
-	beginTx      = `BEGIN ISOLATION LEVEL READ COMMITTED`
-	genericPlans = `SET LOCAL plan_cache_mode = force_generic_plan`
-)
-
-// open reports whether a transaction is open (or failed and not yet rolled back).
-func (t *admissionTx) open() bool { return t.conn.PgConn().TxStatus() != 'I' }
-
-// send sends the statements queue adds in one round trip, preceded by BEGIN (and
-// genericPlans) when no transaction is open yet, and consumes their results. The caller reads
-// the rest and closes the results.
-func (t *admissionTx) send(ctx context.Context, queue func(b *pgx.Batch)) (pgx.BatchResults, error) {
-	b := &pgx.Batch{}
-	begin := !t.open()
-	if begin {
-		b.Queue(beginTx)
-		b.Queue(genericPlans)
+	err = fn(ctx, t)
+	if t.pipe == nil || t.committed {
+		return err // nothing begun, or Insert committed
 	}
-	queue(b)
-	br := t.conn.SendBatch(ctx, b)
-	if begin {
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				_ = br.Close()
-				return nil, err
-			}
+	if endErr := t.end(); err == nil && endErr != nil {
+		// fn succeeded without inserting: its reads and locks end here; a failure to end them
+		// is the database's, and what fn decided was not stored.
+		return pgutil.Interpret("end transaction", endErr)
+	}
+	return err
+}
+
+// statements are one connection's prepared admission statements (pgx keeps them per
+// connection; preparing again is a map lookup).
+type statements struct {
+	routesByID, routesByKey, lock, insertOne, insertMany *pgconn.StatementDescription
+}
+
+// admissionTx is one admission transaction: a pipeline on one connection, opened by the first
+// statement. held remembers the connections whose lifecycle lock Routes already took, so
+// LockConnections costs no second round trip.
+type admissionTx struct {
+	conn      *pgx.Conn
+	stmt      statements
+	args      pgx.ExtendedQueryBuilder
+	pipe      *pgconn.Pipeline // nil until the first statement
+	committed bool             // Insert's Sync committed the transaction
+	held      map[int64]ports.LockedConnection
+}
+
+func (t *admissionTx) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		sd   **pgconn.StatementDescription
+		name string
+		sql  string
+	}{
+		{&t.stmt.routesByID, "hx_admission_routes_by_id", routesBySourceID},
+		{&t.stmt.routesByKey, "hx_admission_routes_by_key", routesBySourceKey},
+		{&t.stmt.lock, "hx_admission_lock", lockConnections},
+		{&t.stmt.insertOne, "hx_admission_insert_one", insertDelivery},
+		{&t.stmt.insertMany, "hx_admission_insert_many", insertDeliveries},
+	} {
+		sd, err := t.conn.Prepare(ctx, p.name, p.sql)
+		if err != nil {
+			return err
+		}
+		*p.sd = sd
+	}
+	return nil
+}
+
+// send queues sd with args on the transaction's pipeline and sends it: with a Flush message,
+// which makes the server answer and keeps the implicit transaction open, or with the Sync
+// that commits it.
+func (t *admissionTx) send(ctx context.Context, sd *pgconn.StatementDescription, args []any, commit bool) error {
+	if err := t.args.Build(t.conn.TypeMap(), sd, args); err != nil {
+		return err
+	}
+	if t.pipe == nil {
+		t.pipe = t.conn.PgConn().StartPipeline(ctx)
+	}
+	t.pipe.SendQueryStatement(sd, t.args.ParamValues, t.args.ParamFormats, t.args.ResultFormats)
+	if commit {
+		return t.pipe.Sync()
+	}
+	t.pipe.SendFlushRequest() // the protocol's Flush: answer now, keep the transaction open
+	return t.pipe.Flush()
+}
+
+// result is the next statement's result.
+func (t *admissionTx) result() (*pgconn.ResultReader, error) {
+	r, err := t.pipe.GetResults()
+	if err != nil {
+		return nil, err
+	}
+	rr, ok := r.(*pgconn.ResultReader)
+	if !ok {
+		return nil, fmt.Errorf("admission pipeline: expected a statement result, got %T", r)
+	}
+	return rr, nil
+}
+
+// query runs sd (Flush) and scans each row with scan.
+func (t *admissionTx) query(ctx context.Context, sd *pgconn.StatementDescription, args []any, scan func(pgx.Rows) error) error {
+	if err := t.send(ctx, sd, args, false); err != nil {
+		return err
+	}
+	rr, err := t.result()
+	if err != nil {
+		return err
+	}
+	rows := pgx.RowsFromResultReader(t.conn.TypeMap(), rr)
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
 		}
 	}
-	return br, nil
+	rows.Close()
+	return rows.Err()
 }
 
-// readAll runs read on the first statement's results, closes the batch and translates errors.
-func readAll(op string, br pgx.BatchResults, err error, read func(br pgx.BatchResults) error) error {
-	if err != nil {
-		return pgutil.Interpret(op, err)
+// end sends the Sync that ends the implicit transaction (a failed one rolls back) and closes
+// the pipeline. A connection the pipeline cannot bring back to idle is closed, and the pool
+// drops it.
+func (t *admissionTx) end() error {
+	if t.pipe == nil || t.committed {
+		return nil
 	}
-	err = read(br)
-	if cerr := br.Close(); err == nil {
+	t.committed = true // ended, either way
+	err := t.pipe.Sync()
+	if cerr := t.pipe.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return pgutil.Interpret(op, err)
-	}
-	return nil
-}
-
-// finish ends what fn left open: COMMIT when fn succeeded, ROLLBACK otherwise.
-func (t *admissionTx) finish(ctx context.Context, err error) error {
-	switch {
-	case !t.open():
-		return err // nothing begun, or Insert already committed
-	case err != nil:
-		t.rollback(ctx)
-		return err
-	case t.conn.PgConn().TxStatus() == 'E':
-		t.rollback(ctx)
-		return errors.New("admission transaction failed without an error")
-	}
-	if _, err := t.conn.Exec(ctx, "COMMIT"); err != nil {
-		t.rollback(ctx)
-		return pgutil.Interpret("commit", err)
-	}
-	return nil
-}
-
-func (t *admissionTx) rollback(ctx context.Context) {
-	if t.open() && !t.conn.IsClosed() {
-		_, _ = t.conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
-	}
+	return err
 }
 
 // Routes reads the source and recipient connections of spec and, in the same statement, takes
-// every candidate's lifecycle lock in connection-id order (see routesTail). Each Route carries
-// the state and config_version of the statement's snapshot, i.e. before any wait for a lock;
+// every candidate's lifecycle lock in connection-id order (see routes). Each Route carries the
+// state and config_version of the statement's snapshot, i.e. before any wait for a lock;
 // LockConnections answers the values read under the lock.
 func (t *admissionTx) Routes(ctx context.Context, spec ports.RouteSpec, provider string, sourceConnectionID int64) ([]ports.Route, error) {
 	types := make([]string, len(spec.Resources))
@@ -191,52 +272,42 @@ func (t *admissionTx) Routes(ctx context.Context, spec ports.RouteSpec, provider
 		types[i], ids[i] = r.Type, r.ID
 	}
 	args := []any{provider, types, ids, spec.RecipientsAnyConnection, spec.ConnectionWide}
-	query := routesBySourceKey
+	sd := t.stmt.routesByKey
 	if sourceConnectionID > 0 {
-		query, args = routesBySourceID, append(args, sourceConnectionID)
+		sd, args = t.stmt.routesByID, append(args, sourceConnectionID)
 	} else {
 		args = append(args, spec.SourceKind, spec.SourceKey)
 	}
-	br, err := t.send(ctx, func(b *pgx.Batch) { b.Queue(query, args...) })
-	var routes []ports.Route
-	err = readAll("read routes", br, err, func(br pgx.BatchResults) (err error) {
-		routes, err = t.readRoutes(br)
-		return err
-	})
-	return routes, err
-}
-
-func (t *admissionTx) readRoutes(br pgx.BatchResults) ([]ports.Route, error) {
-	rows, err := br.Query()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var routes []ports.Route
 	t.held = map[int64]ports.LockedConnection{}
-	for rows.Next() {
+	err := t.query(ctx, sd, args, func(rows pgx.Rows) error {
 		var r ports.Route
 		var state, lockedState string
 		var lockedVersion int64
 		var exists bool
 		if err := rows.Scan(&r.ConnectionID, &r.WorkspaceID, &r.Kind, &state, &r.ConfigVersion,
 			&r.SourceServerURL, &r.Source, &r.Recipient, &exists, &lockedState, &lockedVersion); err != nil {
-			return nil, err
+			return err
 		}
+		var err error
 		if r.State, err = connection.ParseState(state); err != nil {
-			return nil, fmt.Errorf("connection %d: %w", r.ConnectionID, err)
+			return fmt.Errorf("connection %d: %w", r.ConnectionID, err)
 		}
 		locked := ports.LockedConnection{ConnectionID: r.ConnectionID, Exists: exists}
 		if exists {
 			locked.ConfigVersion = lockedVersion
 			if locked.State, err = connection.ParseState(lockedState); err != nil {
-				return nil, fmt.Errorf("connection %d: %w", r.ConnectionID, err)
+				return fmt.Errorf("connection %d: %w", r.ConnectionID, err)
 			}
 		}
 		t.held[r.ConnectionID] = locked
 		routes = append(routes, r)
+		return nil
+	})
+	if err != nil {
+		return nil, pgutil.Interpret("read routes", err)
 	}
-	return routes, rows.Err()
+	return routes, nil
 }
 
 // LockConnections answers from the locks Routes took when it holds all of ids; otherwise it
@@ -254,29 +325,22 @@ func (t *admissionTx) LockConnections(ctx context.Context, ids []int64) ([]ports
 }
 
 func (t *admissionTx) lock(ctx context.Context, ids []int64) ([]ports.LockedConnection, error) {
-	br, err := t.send(ctx, func(b *pgx.Batch) { b.Queue(lockConnections, ids) })
 	found := map[int64]ports.LockedConnection{}
-	err = readAll("lock connections", br, err, func(br pgx.BatchResults) error {
-		rows, err := br.Query()
-		if err != nil {
+	err := t.query(ctx, t.stmt.lock, []any{ids}, func(rows pgx.Rows) error {
+		l := ports.LockedConnection{Exists: true}
+		var state string
+		if err := rows.Scan(&l.ConnectionID, &state, &l.ConfigVersion); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			l := ports.LockedConnection{Exists: true}
-			var state string
-			if err := rows.Scan(&l.ConnectionID, &state, &l.ConfigVersion); err != nil {
-				return err
-			}
-			if l.State, err = connection.ParseState(state); err != nil {
-				return fmt.Errorf("connection %d: %w", l.ConnectionID, err)
-			}
-			found[l.ConnectionID] = l
+		var err error
+		if l.State, err = connection.ParseState(state); err != nil {
+			return fmt.Errorf("connection %d: %w", l.ConnectionID, err)
 		}
-		return rows.Err()
+		found[l.ConnectionID] = l
+		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, pgutil.Interpret("lock connections", err)
 	}
 	out := make([]ports.LockedConnection, len(ids))
 	for i, id := range ids {
@@ -289,9 +353,9 @@ func (t *admissionTx) lock(ctx context.Context, ids []int64) ([]ports.LockedConn
 	return out, nil
 }
 
-// Insert stores rows with one statement and commits the transaction in the same round trip;
+// Insert stores rows with one statement sent with the Sync that commits the transaction;
 // stored[i] is false when uq_provider_event_delivery already held the row's (workspace,
-// provider, delivery key). When it fails, nothing is committed and Admit rolls back.
+// provider, delivery key). When it fails, nothing is committed.
 func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, error) {
 	switch len(rows) {
 	case 0:
@@ -336,24 +400,21 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 		provider, deliveryKey string
 	}
 	inserted := map[key]bool{}
-	err := t.insertAndCommit(ctx, "insert deliveries", func(b *pgx.Batch) {
-		b.Queue(insertDeliveries, workspaceIDs, connectionIDs, providers, eventTypes,
-			deliveryKeys, scopeKeys, subjects, headers, dueAts, receivedAts, payloadIndex, payloads)
-	}, func(br pgx.BatchResults) error {
-		result, err := br.Query()
-		if err != nil {
-			return err
-		}
-		defer result.Close()
-		for result.Next() {
-			var k key
-			if err := result.Scan(&k.workspaceID, &k.provider, &k.deliveryKey); err != nil {
-				return err
+	err := t.insertAndCommit(ctx, "insert deliveries", t.stmt.insertMany, []any{workspaceIDs, connectionIDs, providers,
+		eventTypes, deliveryKeys, scopeKeys, subjects, headers, dueAts, receivedAts, payloadIndex, payloads},
+		func(rr *pgconn.ResultReader) error {
+			result := pgx.RowsFromResultReader(t.conn.TypeMap(), rr)
+			defer result.Close()
+			for result.Next() {
+				var k key
+				if err := result.Scan(&k.workspaceID, &k.provider, &k.deliveryKey); err != nil {
+					return err
+				}
+				inserted[k] = true
 			}
-			inserted[k] = true
-		}
-		return result.Err()
-	})
+			result.Close()
+			return result.Err()
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -371,42 +432,41 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, error) {
 	d := r.Delivery
 	var stored bool
-	err := t.insertAndCommit(ctx, "insert delivery", func(b *pgx.Batch) {
-		b.Queue(insertDelivery, d.WorkspaceID(), r.ConnectionID, d.Provider().String(), d.EventType(),
-			d.DeliveryKey(), d.Scope().String(), d.Subject().String(), r.Payload, string(headersJSON(r.Headers)),
-			d.DueAt(), d.ReceivedAt())
-	}, func(br pgx.BatchResults) error {
-		tag, err := br.Exec()
-		stored = tag.RowsAffected() == 1 // 0: uq_provider_event_delivery already held the row
-		return err
-	})
+	err := t.insertAndCommit(ctx, "insert delivery", t.stmt.insertOne, []any{d.WorkspaceID(), r.ConnectionID,
+		d.Provider().String(), d.EventType(), d.DeliveryKey(), d.Scope().String(), d.Subject().String(),
+		r.Payload, string(headersJSON(r.Headers)), d.DueAt(), d.ReceivedAt()},
+		func(rr *pgconn.ResultReader) error {
+			tag, err := rr.Close()
+			stored = tag.RowsAffected() == 1 // 0: uq_provider_event_delivery already held the row
+			return err
+		})
 	if err != nil {
 		return nil, err
 	}
 	return []bool{stored}, nil
 }
 
-// insertAndCommit sends the insert queue adds and COMMIT in one round trip, reads the insert's
-// result with read, and reports an error unless both succeeded.
-func (t *admissionTx) insertAndCommit(ctx context.Context, op string, queue func(b *pgx.Batch), read func(pgx.BatchResults) error) error {
-	br, err := t.send(ctx, func(b *pgx.Batch) {
-		queue(b)
-		b.Queue("COMMIT")
-	})
-	err = readAll(op, br, err, func(br pgx.BatchResults) error {
-		if err := read(br); err != nil {
-			return err
+// insertAndCommit sends the insert sd with args and the Sync that commits the transaction in
+// one round trip, reads the insert's result with read, and reports an error unless both the
+// insert and the commit succeeded. Either way the transaction has ended when it returns.
+func (t *admissionTx) insertAndCommit(ctx context.Context, op string, sd *pgconn.StatementDescription, args []any, read func(*pgconn.ResultReader) error) error {
+	err := t.send(ctx, sd, args, true)
+	if err == nil {
+		var rr *pgconn.ResultReader
+		if rr, err = t.result(); err == nil {
+			err = read(rr)
 		}
-		// COMMIT after a failed statement would answer ROLLBACK; here the insert succeeded, so
-		// an error is a failed commit (and the connection reports the transaction state).
-		_, err := br.Exec()
-		return err
-	})
-	if err != nil {
-		return err
 	}
-	if t.open() {
-		return errors.New(op + ": the commit did not end the transaction")
+	if err == nil {
+		// The Sync's answer: ReadyForQuery once the commit succeeded, or the commit's error.
+		_, err = t.pipe.GetResults()
+	}
+	if cerr := t.pipe.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	t.committed = true // the Sync ended the transaction, committed or not
+	if err != nil {
+		return pgutil.Interpret(op, err)
 	}
 	return nil
 }
