@@ -41,7 +41,9 @@ type NewRow struct {
 type AdmissionTx interface {
 	// Routes reads ProviderEventSubscriptions for spec: the source connections and every
 	// recipient, whatever their state (admission decides). sourceConnectionID is the URL's
-	// connection for per-connection providers (0 otherwise).
+	// connection for per-connection providers (0 otherwise). A store may answer with routes it
+	// remembers, provided Insert then stores nothing unless they are still current (see
+	// AdmissionStore).
 	Routes(ctx context.Context, spec RouteSpec, provider string, sourceConnectionID int64) ([]Route, error)
 	// LockConnections takes the connections' scoped lifecycle lock (FOR SHARE: admissions run
 	// side by side, a suspension's FOR UPDATE waits for them and they wait for it) in
@@ -54,7 +56,11 @@ type AdmissionTx interface {
 }
 
 // AdmissionStore runs one admission transaction: fn's work commits together or not at all.
-// Errors: fn's error (rolled back), or *inbox.TransientError wrapping a database failure.
+// A store may run fn more than once, each run in a new transaction of which at most one
+// commits (a run on routes it remembered stores nothing unless they were current, and fn then
+// runs on routes read again), so fn starts from nothing each time and its results are read
+// after Admit returns. Errors: fn's error (rolled back), or *inbox.TransientError wrapping a
+// database failure.
 type AdmissionStore interface {
 	Admit(ctx context.Context, fn func(ctx context.Context, tx AdmissionTx) error) error
 }

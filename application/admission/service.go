@@ -197,7 +197,7 @@ func (s *Service) admit(ctx context.Context, p provider.Provider, req ports.Requ
 ) (Result, error) {
 	var d decision
 	err := s.store.Admit(ctx, func(ctx context.Context, tx ports.AdmissionTx) error {
-		d = decision{}
+		d = decision{} // the store may run this more than once; only the last run's decision holds
 		targets, err := s.route(ctx, tx, p, req.ConnectionID, conn, env, &d)
 		if err != nil || len(targets) == 0 {
 			return err

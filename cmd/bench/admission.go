@@ -91,6 +91,15 @@ func benchAdmissionAndCeiling(ctx context.Context, dbURL string, senders, delive
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if allocationProfile != "" {
+		runtime.MemProfileRate = 4096
+		defer func() {
+			if f, err := os.Create(allocationProfile); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}()
+	}
 	var (
 		latencies                  []time.Duration
 		admissionTime, ceilingTime time.Duration

@@ -30,8 +30,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// admissionProfile, when set, names the file the admission row's CPU profile is written to.
-var admissionProfile string
+// admissionProfile and allocationProfile, when set, name the files the CPU and allocation
+// profiles of the admission and ceiling rounds are written to.
+var admissionProfile, allocationProfile string
 
 type admissionResult struct {
 	Senders   int     `json:"senders"`
@@ -72,8 +73,9 @@ func main() {
 	claimers := flag.Int("claimers", 8, "claimers of the dispatch row")
 	out := flag.String("out", "bench-results.json", "where the figures are written (repository root)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the admission and ceiling rounds to this file")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the admission and ceiling rounds to this file")
 	flag.Parse()
-	admissionProfile = *cpuProfile
+	admissionProfile, allocationProfile = *cpuProfile, *memProfile
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -37,6 +37,7 @@ type receiver struct {
 	metrics  *metricsRecorder
 	logs     *logRecorder
 	notified *atomic.Int64
+	store    *admissionstore.Store // the real store, beneath any wrapStore
 }
 
 // receiverOptions change the server's collaborators for one spec.
@@ -52,16 +53,16 @@ func newReceiver(opts receiverOptions) *receiver {
 	if opts.pool == nil {
 		opts.pool = admissionPool
 	}
-	var store ports.AdmissionStore
-	store, err := admissionstore.New(opts.pool)
+	real, err := admissionstore.New(opts.pool)
 	Expect(err).NotTo(HaveOccurred())
+	var store ports.AdmissionStore = real
 	if opts.wrapStore != nil {
 		store = opts.wrapStore(store)
 	}
 	if opts.directory == nil {
 		opts.directory = tableDirectory{pool: pool}
 	}
-	r := &receiver{metrics: newMetricsRecorder(), logs: &logRecorder{}, notified: &atomic.Int64{}}
+	r := &receiver{metrics: newMetricsRecorder(), logs: &logRecorder{}, notified: &atomic.Int64{}, store: real}
 	svc, err := admission.New(admission.Config{}, store, opts.directory, notifierFunc(func() { r.notified.Add(1) }),
 		r.metrics, r.logs, systemClock{})
 	Expect(err).NotTo(HaveOccurred())

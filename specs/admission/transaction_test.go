@@ -154,6 +154,111 @@ var _ = Describe("The admission transaction", func() {
 	})
 })
 
+// A store remembers the routes it read and admits the next delivery of the same route in one
+// round trip, storing only when that round trip got every lock at once and no connection or
+// subscription changed since. These specs warm the memory with one delivery, change what the
+// routes depend on, and require the answer a fresh read of the routes gives.
+var _ = Describe("Admission from remembered routes", func() {
+	var (
+		r          *receiver
+		acme, beta int64
+		app, pat   int64
+		repo       = hubResource{Type: "repository", ID: "1296269"}
+		work       = hubBody{Event: "issues", Installation: "1001", Resources: []hubResource{repo}}
+	)
+
+	BeforeEach(func(ctx SpecContext) {
+		r = newReceiver(receiverOptions{})
+		acme, beta = createWorkspace(ctx, "acme"), createWorkspace(ctx, "beta")
+		app = createConnection(ctx, conn{Workspace: acme, Kind: kindHubApp, SourceKey: "1001"})
+		subscribe(ctx, app, "repository", repo.ID)
+		Expect(r.deliver("warm-up", work).status).To(Equal(202)) // remembers the route
+	})
+
+	recalls := func() (uint64, uint64) { return r.store.Recalls() }
+
+	It("stores the next delivery of an unchanged route in one round trip", func(ctx SpecContext) {
+		Expect(r.deliver("d-1", work).status).To(Equal(202))
+		Expect(r.deliver("d-2", work).status).To(Equal(202))
+
+		confirmed, missed := recalls()
+		Expect(confirmed).To(BeEquivalentTo(2))
+		Expect(missed).To(BeZero())
+		Expect(rowsOf(ctx, "d-1")).To(HaveLen(1))
+		Expect(rowsOf(ctx, "d-2")).To(HaveLen(1))
+	})
+
+	It("stores for a workspace that subscribed since the route was remembered", func(ctx SpecContext) {
+		pat = createConnection(ctx, conn{Workspace: beta, Kind: kindHubPAT})
+		subscribe(ctx, pat, "repository", repo.ID)
+
+		Expect(r.deliver("d-1", work).status).To(Equal(202))
+
+		Expect(workspacesOf(rowsOf(ctx, "d-1"))).To(ConsistOf(acme, beta))
+		_, missed := recalls()
+		Expect(missed).To(BeEquivalentTo(1))
+	})
+
+	It("refuses the delivery once a suspension committed after the route was remembered", func(ctx SpecContext) {
+		_, err := observer.Exec(ctx, `UPDATE connection SET state = 'SUSPENDED' WHERE id = $1`, app)
+		Expect(err).NotTo(HaveOccurred())
+
+		Expect(r.deliver("d-1", work).body).To(Equal(dropped("source-inactive")))
+
+		Expect(rowsOf(ctx, "d-1")).To(BeEmpty())
+		_, missed := recalls()
+		Expect(missed).To(BeEquivalentTo(1))
+	})
+
+	It("waits for a suspension that holds the lifecycle lock, then refuses, rather than admitting", func(ctx SpecContext) {
+		tx, err := pool.Begin(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) { _ = tx.Rollback(ctx) })
+		_, err = tx.Exec(ctx, `UPDATE connection SET state = 'SUSPENDED' WHERE id = $1`, app)
+		Expect(err).NotTo(HaveOccurred())
+		answer := make(chan response, 1)
+		go func() {
+			defer GinkgoRecover()
+			answer <- r.deliver("d-1", work)
+		}()
+		Consistently(answer).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
+		Expect(tx.Commit(ctx)).To(Succeed())
+
+		var res response
+		Eventually(answer).WithTimeout(10 * time.Second).Should(Receive(&res))
+		Expect(res.body).To(Equal(dropped("source-inactive")))
+		Expect(rowsOf(ctx, "d-1")).To(BeEmpty())
+	})
+
+	It("answers 503 for a reconfiguration that commits while it waits for the lock", func(ctx SpecContext) {
+		tx, err := pool.Begin(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) { _ = tx.Rollback(ctx) })
+		_, err = tx.Exec(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, app)
+		Expect(err).NotTo(HaveOccurred())
+		answer := make(chan response, 1)
+		go func() {
+			defer GinkgoRecover()
+			answer <- r.deliver("d-1", work)
+		}()
+		Consistently(answer).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
+		Expect(tx.Commit(ctx)).To(Succeed())
+
+		var res response
+		Eventually(answer).WithTimeout(10 * time.Second).Should(Receive(&res))
+		Expect(res.status).To(Equal(503))
+		Expect(rowsOf(ctx, "d-1")).To(BeEmpty())
+	})
+
+	It("answers a redelivery as a duplicate", func(ctx SpecContext) {
+		res := r.deliver("warm-up", work)
+
+		Expect(res.status).To(Equal(202))
+		Expect(res.body).To(Equal(accepted(0, 1)))
+		Expect(rowsOf(ctx, "warm-up")).To(HaveLen(1))
+	})
+})
+
 // singleConnectionPool is an admission pool of one connection, so consecutive deliveries
 // share one session.
 func singleConnectionPool(ctx context.Context) *pgxpool.Pool {

@@ -44,7 +44,8 @@ const (
 	routes = `
 SELECT k.id, k.workspace_id, k.kind, k.state, k.config_version, k.source_server_url,
        k.is_source, k.is_recipient,
-       l.state IS NOT NULL, coalesce(l.state, ''), coalesce(l.config_version, 0)
+       l.state IS NOT NULL, coalesce(l.state, ''), coalesce(l.config_version, 0),
+       coalesce((SELECT e.epoch FROM route_epoch e), 0)
 FROM (
     SELECT c.id, c.workspace_id, c.kind, c.state, c.config_version, c.source_server_url,
            IS_SOURCE AS is_source,
@@ -64,6 +65,9 @@ LEFT JOIN LATERAL (
     SELECT x.state, x.config_version FROM connection x WHERE x.id = k.id FOR SHARE
 ) AS l ON true
 ORDER BY k.id`
+
+	// (The last column is the route epoch of the statement's snapshot, see migration 00007: the
+	// routes are remembered with it.)
 
 	// lockConnections takes the lifecycle locks of connections Routes did not lock, with the
 	// same mode and order as the routes statement and for the same reasons.
@@ -93,6 +97,21 @@ ORDER BY r.ord
 ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING
 RETURNING coalesce(workspace_id, 0), provider, delivery_key`
 
+	// lockRemembered takes the lifecycle locks of the connections of remembered routes, in the
+	// same mode and order as the routes statement, but NOWAIT: a lock a lifecycle change holds
+	// fails the statement at once, and admission reads the routes instead, where it waits and
+	// tells a change it waited for (503) from one that came before.
+	lockRemembered = `
+SELECT id FROM connection
+WHERE id = ANY ($1::bigint[])
+ORDER BY id
+FOR SHARE NOWAIT`
+
+	// epochGuard admits a remembered route's rows only when the insert's snapshot still has the
+	// route epoch the routes were remembered with (EPOCH, the statement's last parameter): no
+	// connection or subscription changed since, so the routes statement would answer the same.
+	epochGuard = `coalesce((SELECT e.epoch FROM route_epoch e), 0) = EPOCH`
+
 	// insertDelivery is insertDeliveries for the common single row, with the same columns,
 	// conflict target and due time: a VALUES row plans, starts and encodes for less than
 	// arrays, and its command tag (INSERT 0 1 or INSERT 0 0) says whether it was stored.
@@ -102,4 +121,20 @@ INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, d
 VALUES (nullif($1::bigint, 0), nullif($2::bigint, 0), $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb,
         least($10::timestamptz, now()), $11)
 ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING`
+
+	// insertDeliveryGuarded is insertDelivery behind epochGuard (EPOCH is $12).
+	insertDeliveryGuarded = `
+INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key,
+                            scope_key, subject, payload, headers, due_at, received_at)
+SELECT nullif($1::bigint, 0), nullif($2::bigint, 0), $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb,
+       least($10::timestamptz, now()), $11
+WHERE ` + epochGuard + `
+ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING`
+)
+
+var (
+	insertOneGuarded = strings.Replace(insertDeliveryGuarded, "EPOCH", "$12::bigint", 1)
+	// insertManyGuarded is insertDeliveries behind epochGuard ($13).
+	insertManyGuarded = strings.Replace(insertDeliveries, "ORDER BY r.ord",
+		"WHERE "+strings.Replace(epochGuard, "EPOCH", "$13::bigint", 1)+"\nORDER BY r.ord", 1)
 )

@@ -11,6 +11,10 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -25,9 +29,17 @@ import (
 
 // Store runs admission transactions on a pool of its own (see Configure).
 type Store struct {
-	pool  *pgxpool.Pool
-	slots chan struct{} // one token per admission transaction that may run at once
+	pool   *pgxpool.Pool
+	slots  chan struct{} // one token per admission transaction that may run at once
+	routes routeMemory
+
+	confirmed, missed atomic.Uint64 // admissions on remembered routes that stored, or ran again
 }
+
+// Recalls reports how many admissions stored rows on remembered routes in one round trip
+// (confirmed), and how many found them not current and ran again on routes read from the
+// database (missed).
+func (s *Store) Recalls() (confirmed, missed uint64) { return s.confirmed.Load(), s.missed.Load() }
 
 var (
 	_ ports.AdmissionStore = (*Store)(nil)
@@ -95,7 +107,7 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 	if m := int(pool.Config().MaxConns); m > 0 && m < n {
 		n = m
 	}
-	return &Store{pool: pool, slots: make(chan struct{}, n)}, nil
+	return &Store{pool: pool, slots: make(chan struct{}, n), routes: routeMemory{entries: map[string]remembered{}}}, nil
 }
 
 // Size is how many admission transactions run at once, and the admission pool's size: four
@@ -119,9 +131,20 @@ func Size() int32 { return int32(4 * runtime.GOMAXPROCS(0)) }
 // insert goes out with the Sync that commits it (Insert is the admission's last statement, see
 // ports.AdmissionTx): two round trips and three statements fewer than BEGIN … COMMIT. When fn
 // fails or inserts nothing, Admit sends the Sync itself: it rolls back a failed transaction
-// and ends one that only read and locked (nothing to undo). It first waits for one of the
-// slots, within ctx. Errors: fn's error; a database failure translated by pgutil
-// (*inbox.TransientError, …).
+// and ends one that only read and locked (nothing to undo).
+//
+// Most deliveries take one round trip: Routes answers from the routes this store remembers
+// for the same route (see routeMemory), and Insert sends the NOWAIT locks of their connections
+// and an insert guarded by the route epoch, with the Sync, in one write. That transaction
+// stores rows only when it got every lock at once and no connection or subscription changed
+// since the routes were read, i.e. exactly when reading the routes again would have answered
+// the same without waiting. Every other outcome of a remembered route (a lock was held, the
+// epoch moved, a refusal or drop decided on remembered routes, a duplicate, an error) is
+// discarded, and fn runs again in a new transaction on routes read from the database, which
+// decides. fn must therefore leave its results to be read after Admit returns.
+//
+// Admit first waits for one of the slots, within ctx. Errors: fn's error; a database failure
+// translated by pgutil (*inbox.TransientError, …).
 func (s *Store) Admit(ctx context.Context, fn func(ctx context.Context, tx ports.AdmissionTx) error) error {
 	select {
 	case s.slots <- struct{}{}:
@@ -134,17 +157,32 @@ func (s *Store) Admit(ctx context.Context, fn func(ctx context.Context, tx ports
 		return pgutil.Interpret("acquire connection", err)
 	}
 	defer c.Release()
-	t := &admissionTx{conn: c.Conn()}
+	t := &admissionTx{conn: c.Conn(), memory: &s.routes, mayRecall: true}
 	if err := t.prepare(ctx); err != nil {
 		return pgutil.Interpret("prepare admission statements", err)
 	}
+	err = t.run(ctx, fn)
+	if t.recalled == nil {
+		return err
+	}
+	if t.confirmed {
+		s.confirmed.Add(1)
+		return err
+	}
+	s.missed.Add(1)
+	fresh := &admissionTx{conn: c.Conn(), stmt: t.stmt, memory: &s.routes}
+	return fresh.run(ctx, fn)
+}
+
+// run runs fn in t and ends whatever fn left open.
+func (t *admissionTx) run(ctx context.Context, fn func(ctx context.Context, tx ports.AdmissionTx) error) error {
 	defer func() {
 		if p := recover(); p != nil {
 			t.end()
 			panic(p)
 		}
 	}()
-	err = fn(ctx, t)
+	err := fn(ctx, t)
 	if t.pipe == nil || t.committed {
 		return err // nothing begun, or Insert committed
 	}
@@ -160,6 +198,7 @@ func (s *Store) Admit(ctx context.Context, fn func(ctx context.Context, tx ports
 // connection; preparing again is a map lookup).
 type statements struct {
 	routesByID, routesByKey, lock, insertOne, insertMany *pgconn.StatementDescription
+	lockRemembered, insertOneGuarded, insertManyGuarded  *pgconn.StatementDescription
 }
 
 // admissionTx is one admission transaction: a pipeline on one connection, opened by the first
@@ -172,6 +211,11 @@ type admissionTx struct {
 	pipe      *pgconn.Pipeline // nil until the first statement
 	committed bool             // Insert's Sync committed the transaction
 	held      map[int64]ports.LockedConnection
+
+	memory    *routeMemory
+	mayRecall bool        // Routes may answer from memory
+	recalled  *remembered // what Routes answered from memory
+	confirmed bool        // Insert stored rows on the recalled routes
 }
 
 func (t *admissionTx) prepare(ctx context.Context) error {
@@ -185,6 +229,9 @@ func (t *admissionTx) prepare(ctx context.Context) error {
 		{&t.stmt.lock, "hx_admission_lock", lockConnections},
 		{&t.stmt.insertOne, "hx_admission_insert_one", insertDelivery},
 		{&t.stmt.insertMany, "hx_admission_insert_many", insertDeliveries},
+		{&t.stmt.lockRemembered, "hx_admission_lock_remembered", lockRemembered},
+		{&t.stmt.insertOneGuarded, "hx_admission_insert_one_guarded", insertOneGuarded},
+		{&t.stmt.insertManyGuarded, "hx_admission_insert_many_guarded", insertManyGuarded},
 	} {
 		sd, err := t.conn.Prepare(ctx, p.name, p.sql)
 		if err != nil {
@@ -195,10 +242,8 @@ func (t *admissionTx) prepare(ctx context.Context) error {
 	return nil
 }
 
-// send queues sd with args on the transaction's pipeline and sends it: with a Flush message,
-// which makes the server answer and keeps the implicit transaction open, or with the Sync
-// that commits it.
-func (t *admissionTx) send(ctx context.Context, sd *pgconn.StatementDescription, args []any, commit bool) error {
+// queue adds sd with args to the transaction's pipeline, opening it with the first statement.
+func (t *admissionTx) queue(ctx context.Context, sd *pgconn.StatementDescription, args []any) error {
 	if err := t.args.Build(t.conn.TypeMap(), sd, args); err != nil {
 		return err
 	}
@@ -206,6 +251,16 @@ func (t *admissionTx) send(ctx context.Context, sd *pgconn.StatementDescription,
 		t.pipe = t.conn.PgConn().StartPipeline(ctx)
 	}
 	t.pipe.SendQueryStatement(sd, t.args.ParamValues, t.args.ParamFormats, t.args.ResultFormats)
+	return nil
+}
+
+// send queues sd with args and sends what the pipeline holds: with a Flush message, which
+// makes the server answer and keeps the implicit transaction open, or with the Sync that
+// commits it.
+func (t *admissionTx) send(ctx context.Context, sd *pgconn.StatementDescription, args []any, commit bool) error {
+	if err := t.queue(ctx, sd, args); err != nil {
+		return err
+	}
 	if commit {
 		return t.pipe.Sync()
 	}
@@ -266,6 +321,19 @@ func (t *admissionTx) end() error {
 // state and config_version of the statement's snapshot, i.e. before any wait for a lock;
 // LockConnections answers the values read under the lock.
 func (t *admissionTx) Routes(ctx context.Context, spec ports.RouteSpec, provider string, sourceConnectionID int64) ([]ports.Route, error) {
+	key := routeKey(spec, provider, sourceConnectionID)
+	if t.mayRecall {
+		t.mayRecall = false
+		if r, ok := t.memory.recall(key); ok {
+			t.recalled = &r
+			t.held = make(map[int64]ports.LockedConnection, len(r.routes))
+			for _, route := range r.routes {
+				t.held[route.ConnectionID] = ports.LockedConnection{ConnectionID: route.ConnectionID, Exists: true,
+					State: route.State, ConfigVersion: route.ConfigVersion}
+			}
+			return slices.Clone(r.routes), nil
+		}
+	}
 	types := make([]string, len(spec.Resources))
 	ids := make([]string, len(spec.Resources))
 	for i, r := range spec.Resources {
@@ -278,7 +346,11 @@ func (t *admissionTx) Routes(ctx context.Context, spec ports.RouteSpec, provider
 	} else {
 		args = append(args, spec.SourceKind, spec.SourceKey)
 	}
-	var routes []ports.Route
+	var (
+		routes    []ports.Route
+		epoch     int64
+		unchanged = true // no candidate changed while the statement waited for its lock
+	)
 	t.held = map[int64]ports.LockedConnection{}
 	err := t.query(ctx, sd, args, func(rows pgx.Rows) error {
 		var r ports.Route
@@ -286,7 +358,7 @@ func (t *admissionTx) Routes(ctx context.Context, spec ports.RouteSpec, provider
 		var lockedVersion int64
 		var exists bool
 		if err := rows.Scan(&r.ConnectionID, &r.WorkspaceID, &r.Kind, &state, &r.ConfigVersion,
-			&r.SourceServerURL, &r.Source, &r.Recipient, &exists, &lockedState, &lockedVersion); err != nil {
+			&r.SourceServerURL, &r.Source, &r.Recipient, &exists, &lockedState, &lockedVersion, &epoch); err != nil {
 			return err
 		}
 		var err error
@@ -300,12 +372,19 @@ func (t *admissionTx) Routes(ctx context.Context, spec ports.RouteSpec, provider
 				return fmt.Errorf("connection %d: %w", r.ConnectionID, err)
 			}
 		}
+		unchanged = unchanged && exists && locked.State == r.State && locked.ConfigVersion == r.ConfigVersion
 		t.held[r.ConnectionID] = locked
 		routes = append(routes, r)
 		return nil
 	})
 	if err != nil {
 		return nil, pgutil.Interpret("read routes", err)
+	}
+	if unchanged && len(routes) > 0 {
+		// What the snapshot read is what the locks hold, as of the epoch of the same snapshot.
+		t.memory.remember(key, remembered{routes: slices.Clone(routes), epoch: epoch})
+	} else {
+		t.memory.forget(key)
 	}
 	return routes, nil
 }
@@ -317,6 +396,9 @@ func (t *admissionTx) LockConnections(ctx context.Context, ids []int64) ([]ports
 	for _, id := range ids {
 		l, ok := t.held[id]
 		if !ok {
+			if t.recalled != nil {
+				return nil, errRecallMissed // remembered routes lack it: read them
+			}
 			return t.lock(ctx, ids)
 		}
 		out = append(out, l)
@@ -400,20 +482,21 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 		provider, deliveryKey string
 	}
 	inserted := map[key]bool{}
-	err := t.insertAndCommit(ctx, "insert deliveries", t.stmt.insertMany, []any{workspaceIDs, connectionIDs, providers,
-		eventTypes, deliveryKeys, scopeKeys, subjects, headers, dueAts, receivedAts, payloadIndex, payloads},
-		func(rr *pgconn.ResultReader) error {
+	err := t.insertAndCommit(ctx, "insert deliveries", t.stmt.insertMany, t.stmt.insertManyGuarded, []any{workspaceIDs,
+		connectionIDs, providers, eventTypes, deliveryKeys, scopeKeys, subjects, headers, dueAts, receivedAts,
+		payloadIndex, payloads},
+		func(rr *pgconn.ResultReader) (int, error) {
 			result := pgx.RowsFromResultReader(t.conn.TypeMap(), rr)
 			defer result.Close()
 			for result.Next() {
 				var k key
 				if err := result.Scan(&k.workspaceID, &k.provider, &k.deliveryKey); err != nil {
-					return err
+					return 0, err
 				}
 				inserted[k] = true
 			}
 			result.Close()
-			return result.Err()
+			return len(inserted), result.Err()
 		})
 	if err != nil {
 		return nil, err
@@ -432,13 +515,13 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, error) {
 	d := r.Delivery
 	var stored bool
-	err := t.insertAndCommit(ctx, "insert delivery", t.stmt.insertOne, []any{d.WorkspaceID(), r.ConnectionID,
-		d.Provider().String(), d.EventType(), d.DeliveryKey(), d.Scope().String(), d.Subject().String(),
+	err := t.insertAndCommit(ctx, "insert delivery", t.stmt.insertOne, t.stmt.insertOneGuarded, []any{d.WorkspaceID(),
+		r.ConnectionID, d.Provider().String(), d.EventType(), d.DeliveryKey(), d.Scope().String(), d.Subject().String(),
 		r.Payload, string(headersJSON(r.Headers)), d.DueAt(), d.ReceivedAt()},
-		func(rr *pgconn.ResultReader) error {
+		func(rr *pgconn.ResultReader) (int, error) {
 			tag, err := rr.Close()
 			stored = tag.RowsAffected() == 1 // 0: uq_provider_event_delivery already held the row
-			return err
+			return int(tag.RowsAffected()), err
 		})
 	if err != nil {
 		return nil, err
@@ -447,28 +530,134 @@ func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, er
 }
 
 // insertAndCommit sends the insert sd with args and the Sync that commits the transaction in
-// one round trip, reads the insert's result with read, and reports an error unless both the
-// insert and the commit succeeded. Either way the transaction has ended when it returns.
-func (t *admissionTx) insertAndCommit(ctx context.Context, op string, sd *pgconn.StatementDescription, args []any, read func(*pgconn.ResultReader) error) error {
-	err := t.send(ctx, sd, args, true)
+// one round trip, reads the insert's result with read (which counts the rows stored), and
+// reports an error unless both the insert and the commit succeeded. Either way the
+// transaction has ended when it returns.
+//
+// On remembered routes it sends, in the same write, lockRemembered before the insert and the
+// insert's guarded form with the remembered route epoch, and reports errRecallMissed unless a
+// row was stored: a lock that was held fails lockRemembered (the server then skips the insert
+// and rolls back at the Sync), and a moved epoch makes the insert store nothing. A duplicate
+// stores nothing either; the fresh run that follows tells it apart.
+func (t *admissionTx) insertAndCommit(ctx context.Context, op string, sd, guarded *pgconn.StatementDescription,
+	args []any, read func(*pgconn.ResultReader) (int, error),
+) error {
+	var err error
+	if t.recalled != nil {
+		ids := make([]int64, len(t.recalled.routes))
+		for i, r := range t.recalled.routes {
+			ids[i] = r.ConnectionID
+		}
+		if err = t.queue(ctx, t.stmt.lockRemembered, []any{ids}); err == nil {
+			sd, args = guarded, append(args, t.recalled.epoch)
+		}
+	}
+	if err == nil {
+		err = t.send(ctx, sd, args, true)
+	}
+	stored := 0
+	if err == nil && t.recalled != nil {
+		var rr *pgconn.ResultReader
+		if rr, err = t.result(); err == nil {
+			_, err = rr.Close() // the locks: taken, or the error that skipped the insert
+		}
+	}
 	if err == nil {
 		var rr *pgconn.ResultReader
 		if rr, err = t.result(); err == nil {
-			err = read(rr)
+			stored, err = read(rr)
 		}
 	}
 	if err == nil {
 		// The Sync's answer: ReadyForQuery once the commit succeeded, or the commit's error.
 		_, err = t.pipe.GetResults()
 	}
-	if cerr := t.pipe.Close(); err == nil && cerr != nil {
-		err = cerr
+	if t.pipe != nil {
+		if cerr := t.pipe.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
 	}
 	t.committed = true // the Sync ended the transaction, committed or not
+	if t.recalled != nil {
+		if err == nil && stored > 0 {
+			t.confirmed = true
+			return nil
+		}
+		return errRecallMissed
+	}
 	if err != nil {
 		return pgutil.Interpret(op, err)
 	}
 	return nil
+}
+
+// errRecallMissed ends a transaction on remembered routes that stored nothing; Admit runs fn
+// again on routes read from the database.
+var errRecallMissed = errors.New("admissionstore: the remembered routes were not confirmed")
+
+// routeMemorySize bounds the routes a store remembers: a route is a source and its resources
+// (for GitHub an installation and a repository), so a server that hears from more of them
+// than this reads the routes of some deliveries again.
+const routeMemorySize = 4096
+
+// routeMemory remembers, per route, the routes the database last answered with the route
+// epoch of the same snapshot, for transactions that recall them (see Admit). It is only ever a
+// guess: an insert on remembered routes is guarded by the epoch and the locks.
+type routeMemory struct {
+	mu      sync.Mutex
+	entries map[string]remembered
+}
+
+type remembered struct {
+	routes []ports.Route
+	epoch  int64
+}
+
+func (m *routeMemory) recall(key string) (remembered, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.entries[key]
+	return r, ok
+}
+
+func (m *routeMemory) remember(key string, r remembered) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.entries[key]; !ok && len(m.entries) >= routeMemorySize {
+		for k := range m.entries { // an arbitrary entry makes room
+			delete(m.entries, k)
+			break
+		}
+	}
+	m.entries[key] = r
+}
+
+func (m *routeMemory) forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.entries, key)
+}
+
+// routeKey names what the routes statement reads routes by: every argument, each field
+// length-prefixed so that no two routes share a key.
+func routeKey(spec ports.RouteSpec, provider string, sourceConnectionID int64) string {
+	var b strings.Builder
+	field := func(s string) {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	field(provider)
+	field(strconv.FormatInt(sourceConnectionID, 10))
+	field(spec.SourceKind)
+	field(spec.SourceKey)
+	field(strconv.FormatBool(spec.ConnectionWide))
+	field(strconv.FormatBool(spec.RecipientsAnyConnection))
+	for _, r := range spec.Resources {
+		field(r.Type)
+		field(r.ID)
+	}
+	return b.String()
 }
 
 // headersJSON is the stored headers as a JSON object, keys in order. It writes what

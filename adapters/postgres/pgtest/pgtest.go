@@ -89,11 +89,12 @@ func (d *Database) Drop(ctx context.Context) error {
 }
 
 // Truncate empties every table the migrations created (identities restart), keeping the
-// migration bookkeeping and the seeded singleton rows (reset), so each spec starts clean.
+// migration bookkeeping and the seeded singleton rows (reset; the route epoch only moves on,
+// which the truncation of connection does), so each spec starts clean.
 func Truncate(ctx context.Context, pool *pgxpool.Pool) error {
 	rows, err := pool.Query(ctx, `
 		SELECT quote_ident(tablename) FROM pg_tables
-		WHERE schemaname = 'public' AND tablename NOT IN ('goose_db_version', 'singleton_lease', 'inbox_erasure_fence')`)
+		WHERE schemaname = 'public' AND tablename NOT IN ('goose_db_version', 'singleton_lease', 'inbox_erasure_fence', 'route_epoch')`)
 	if err != nil {
 		return err
 	}
