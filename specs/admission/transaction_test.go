@@ -250,6 +250,17 @@ var _ = Describe("Admission from remembered routes", func() {
 		Expect(rowsOf(ctx, "d-1")).To(BeEmpty())
 	})
 
+	It("stores nothing for a workspace deleted since the route was remembered", func(ctx SpecContext) {
+		_, err := observer.Exec(ctx, `DELETE FROM workspace WHERE id = $1`, acme) // cascades to app
+		Expect(err).NotTo(HaveOccurred())
+
+		Expect(r.deliver("d-1", work).body).To(Equal(dropped("no-source")))
+
+		Expect(rowsOf(ctx, "d-1")).To(BeEmpty())
+		_, missed := recalls()
+		Expect(missed).To(BeEquivalentTo(1))
+	})
+
 	It("answers a redelivery as a duplicate", func(ctx SpecContext) {
 		res := r.deliver("warm-up", work)
 
