@@ -41,6 +41,9 @@ const (
 	// OFFSET 0 keeps the subqueries as written: sub is evaluated once, and k keeps its ORDER BY
 	// beneath the lateral join, so the locks follow it. The transaction runs it on its generic
 	// plan (the admission pool forces generic plans, see Configure), so a delivery does not plan it again.
+	//
+	// The last column is the route epoch of the statement's snapshot (migration 00007): the
+	// routes are remembered with it.
 	routes = `
 SELECT k.id, k.workspace_id, k.kind, k.state, k.config_version, k.source_server_url,
        k.is_source, k.is_recipient,
@@ -66,9 +69,6 @@ LEFT JOIN LATERAL (
 ) AS l ON true
 ORDER BY k.id`
 
-	// (The last column is the route epoch of the statement's snapshot, see migration 00007: the
-	// routes are remembered with it.)
-
 	// lockConnections takes the lifecycle locks of connections Routes did not lock, with the
 	// same mode and order as the routes statement and for the same reasons.
 	lockConnections = `
@@ -83,6 +83,7 @@ FOR SHARE`
 	// installation row (NULL workspace) deduplicate too: a retry or redelivery adds no row.
 	// The claimers compare due_at with the database clock, so a server clock running ahead of
 	// the database must not postpone a new row's first claim: it is due at the latest now().
+	// $13 is the epoch guard (see epochGuard).
 	insertDeliveries = `
 INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key,
                             scope_key, subject, payload, headers, due_at, received_at)
@@ -93,9 +94,30 @@ FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::
             $8::text[], $9::timestamptz[], $10::timestamptz[], $11::int[])
      WITH ORDINALITY AS r(workspace_id, connection_id, provider, event_type, delivery_key, scope_key,
                           subject, headers, due_at, received_at, payload_index, ord)
+WHERE ` + epochGuard13 + `
 ORDER BY r.ord
 ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING
 RETURNING coalesce(workspace_id, 0), provider, delivery_key`
+
+	// insertDelivery is insertDeliveries for the common single row, with the same columns,
+	// conflict target, due time and epoch guard ($12): one row plans, starts and encodes for
+	// less than arrays, and its command tag (INSERT 0 1 or INSERT 0 0) says whether it was
+	// stored.
+	insertDelivery = `
+INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key,
+                            scope_key, subject, payload, headers, due_at, received_at)
+SELECT nullif($1::bigint, 0), nullif($2::bigint, 0), $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb,
+       least($10::timestamptz, now()), $11
+WHERE ` + epochGuard12 + `
+ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING`
+
+	// epochGuard12 and epochGuard13 are the inserts' epoch guard, by the parameter that holds
+	// the epoch. NULL (routes read in this transaction) admits; an epoch (remembered routes)
+	// admits only when the insert's snapshot still has it: no connection or subscription changed
+	// since the routes were read, so the routes statement would answer the same. The subquery
+	// runs only for an epoch.
+	epochGuard12 = `($12::bigint IS NULL OR coalesce((SELECT e.epoch FROM route_epoch e), 0) = $12::bigint)`
+	epochGuard13 = `($13::bigint IS NULL OR coalesce((SELECT e.epoch FROM route_epoch e), 0) = $13::bigint)`
 
 	// lockRemembered takes the lifecycle locks of the connections of remembered routes, in the
 	// same mode and order as the routes statement, but NOWAIT: a lock a lifecycle change holds
@@ -106,35 +128,4 @@ SELECT id FROM connection
 WHERE id = ANY ($1::bigint[])
 ORDER BY id
 FOR SHARE NOWAIT`
-
-	// epochGuard admits a remembered route's rows only when the insert's snapshot still has the
-	// route epoch the routes were remembered with (EPOCH, the statement's last parameter): no
-	// connection or subscription changed since, so the routes statement would answer the same.
-	epochGuard = `coalesce((SELECT e.epoch FROM route_epoch e), 0) = EPOCH`
-
-	// insertDelivery is insertDeliveries for the common single row, with the same columns,
-	// conflict target and due time: a VALUES row plans, starts and encodes for less than
-	// arrays, and its command tag (INSERT 0 1 or INSERT 0 0) says whether it was stored.
-	insertDelivery = `
-INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key,
-                            scope_key, subject, payload, headers, due_at, received_at)
-VALUES (nullif($1::bigint, 0), nullif($2::bigint, 0), $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb,
-        least($10::timestamptz, now()), $11)
-ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING`
-
-	// insertDeliveryGuarded is insertDelivery behind epochGuard (EPOCH is $12).
-	insertDeliveryGuarded = `
-INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key,
-                            scope_key, subject, payload, headers, due_at, received_at)
-SELECT nullif($1::bigint, 0), nullif($2::bigint, 0), $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb,
-       least($10::timestamptz, now()), $11
-WHERE ` + epochGuard + `
-ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING`
-)
-
-var (
-	insertOneGuarded = strings.Replace(insertDeliveryGuarded, "EPOCH", "$12::bigint", 1)
-	// insertManyGuarded is insertDeliveries behind epochGuard ($13).
-	insertManyGuarded = strings.Replace(insertDeliveries, "ORDER BY r.ord",
-		"WHERE "+strings.Replace(epochGuard, "EPOCH", "$13::bigint", 1)+"\nORDER BY r.ord", 1)
 )

@@ -183,8 +183,8 @@ func (t *admissionTx) run(ctx context.Context, fn func(ctx context.Context, tx p
 		}
 	}()
 	err := fn(ctx, t)
-	if t.pipe == nil || t.committed {
-		return err // nothing begun, or Insert committed
+	if t.pipe == nil || t.ended {
+		return err // nothing begun, or Insert's Sync ended it
 	}
 	if endErr := t.end(); err == nil && endErr != nil {
 		// fn succeeded without inserting: its reads and locks end here; a failure to end them
@@ -197,8 +197,7 @@ func (t *admissionTx) run(ctx context.Context, fn func(ctx context.Context, tx p
 // statements are one connection's prepared admission statements (pgx keeps them per
 // connection; preparing again is a map lookup).
 type statements struct {
-	routesByID, routesByKey, lock, insertOne, insertMany *pgconn.StatementDescription
-	lockRemembered, insertOneGuarded, insertManyGuarded  *pgconn.StatementDescription
+	routesByID, routesByKey, lock, lockRemembered, insertOne, insertMany *pgconn.StatementDescription
 }
 
 // admissionTx is one admission transaction: a pipeline on one connection, opened by the first
@@ -209,7 +208,7 @@ type admissionTx struct {
 	stmt      statements
 	args      pgx.ExtendedQueryBuilder
 	pipe      *pgconn.Pipeline // nil until the first statement
-	committed bool             // Insert's Sync committed the transaction
+	ended     bool             // a Sync ended the transaction (Insert's, or end's)
 	held      map[int64]ports.LockedConnection
 
 	memory    *routeMemory
@@ -230,8 +229,6 @@ func (t *admissionTx) prepare(ctx context.Context) error {
 		{&t.stmt.insertOne, "hx_admission_insert_one", insertDelivery},
 		{&t.stmt.insertMany, "hx_admission_insert_many", insertDeliveries},
 		{&t.stmt.lockRemembered, "hx_admission_lock_remembered", lockRemembered},
-		{&t.stmt.insertOneGuarded, "hx_admission_insert_one_guarded", insertOneGuarded},
-		{&t.stmt.insertManyGuarded, "hx_admission_insert_many_guarded", insertManyGuarded},
 	} {
 		sd, err := t.conn.Prepare(ctx, p.name, p.sql)
 		if err != nil {
@@ -305,10 +302,10 @@ func (t *admissionTx) query(ctx context.Context, sd *pgconn.StatementDescription
 // the pipeline. A connection the pipeline cannot bring back to idle is closed, and the pool
 // drops it.
 func (t *admissionTx) end() error {
-	if t.pipe == nil || t.committed {
+	if t.pipe == nil || t.ended {
 		return nil
 	}
-	t.committed = true // ended, either way
+	t.ended = true
 	err := t.pipe.Sync()
 	if cerr := t.pipe.Close(); err == nil {
 		err = cerr
@@ -482,7 +479,7 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 		provider, deliveryKey string
 	}
 	inserted := map[key]bool{}
-	err := t.insertAndCommit(ctx, "insert deliveries", t.stmt.insertMany, t.stmt.insertManyGuarded, []any{workspaceIDs,
+	err := t.insertAndCommit(ctx, "insert deliveries", t.stmt.insertMany, []any{workspaceIDs,
 		connectionIDs, providers, eventTypes, deliveryKeys, scopeKeys, subjects, headers, dueAts, receivedAts,
 		payloadIndex, payloads},
 		func(rr *pgconn.ResultReader) (int, error) {
@@ -515,7 +512,7 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, error) {
 	d := r.Delivery
 	var stored bool
-	err := t.insertAndCommit(ctx, "insert delivery", t.stmt.insertOne, t.stmt.insertOneGuarded, []any{d.WorkspaceID(),
+	err := t.insertAndCommit(ctx, "insert delivery", t.stmt.insertOne, []any{d.WorkspaceID(),
 		r.ConnectionID, d.Provider().String(), d.EventType(), d.DeliveryKey(), d.Scope().String(), d.Subject().String(),
 		r.Payload, string(headersJSON(r.Headers)), d.DueAt(), d.ReceivedAt()},
 		func(rr *pgconn.ResultReader) (int, error) {
@@ -529,29 +526,31 @@ func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, er
 	return []bool{stored}, nil
 }
 
-// insertAndCommit sends the insert sd with args and the Sync that commits the transaction in
-// one round trip, reads the insert's result with read (which counts the rows stored), and
-// reports an error unless both the insert and the commit succeeded. Either way the
-// transaction has ended when it returns.
+// insertAndCommit sends the insert sd with args, its epoch guard, and the Sync that commits
+// the transaction in one round trip, reads the insert's result with read (which counts the
+// rows stored), and reports an error unless both the insert and the commit succeeded. Either
+// way the transaction has ended when it returns.
 //
-// On remembered routes it sends, in the same write, lockRemembered before the insert and the
-// insert's guarded form with the remembered route epoch, and reports errRecallMissed unless a
-// row was stored: a lock that was held fails lockRemembered (the server then skips the insert
-// and rolls back at the Sync), and a moved epoch makes the insert store nothing. A duplicate
-// stores nothing either; the fresh run that follows tells it apart.
-func (t *admissionTx) insertAndCommit(ctx context.Context, op string, sd, guarded *pgconn.StatementDescription,
+// On routes read in this transaction the guard is NULL. On remembered routes it sends, in the
+// same write, lockRemembered before the insert, and the remembered route epoch as the guard,
+// and reports errRecallMissed unless a row was stored: a lock that was held fails
+// lockRemembered (the server then skips the insert and rolls back at the Sync), and a moved
+// epoch makes the insert store nothing. A duplicate stores nothing either; the fresh run that
+// follows tells it apart.
+func (t *admissionTx) insertAndCommit(ctx context.Context, op string, sd *pgconn.StatementDescription,
 	args []any, read func(*pgconn.ResultReader) (int, error),
 ) error {
 	var err error
+	var epoch *int64 // the guard: NULL admits
 	if t.recalled != nil {
 		ids := make([]int64, len(t.recalled.routes))
 		for i, r := range t.recalled.routes {
 			ids[i] = r.ConnectionID
 		}
-		if err = t.queue(ctx, t.stmt.lockRemembered, []any{ids}); err == nil {
-			sd, args = guarded, append(args, t.recalled.epoch)
-		}
+		err = t.queue(ctx, t.stmt.lockRemembered, []any{ids})
+		epoch = &t.recalled.epoch
 	}
+	args = append(args, epoch)
 	if err == nil {
 		err = t.send(ctx, sd, args, true)
 	}
@@ -577,7 +576,7 @@ func (t *admissionTx) insertAndCommit(ctx context.Context, op string, sd, guarde
 			err = cerr
 		}
 	}
-	t.committed = true // the Sync ended the transaction, committed or not
+	t.ended = true // the Sync ended the transaction, committed or not
 	if t.recalled != nil {
 		if err == nil && stored > 0 {
 			t.confirmed = true
