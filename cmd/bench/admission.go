@@ -70,6 +70,10 @@ func benchAdmissionAndCeiling(ctx context.Context, dbURL string, senders, delive
 		return admissionResult{}, ceilingResult{}, err
 	}
 	defer ceilingPool.Close()
+	var workspaceID int64
+	if err := pool.QueryRow(ctx, `SELECT id FROM workspace WHERE slug = 'bench'`).Scan(&workspaceID); err != nil {
+		return admissionResult{}, ceilingResult{}, err
+	}
 	addr, stop, err := serveReceiver(ctx, pool, admissionPool)
 	if err != nil {
 		return admissionResult{}, ceilingResult{}, err
@@ -122,7 +126,7 @@ func benchAdmissionAndCeiling(ctx context.Context, dbURL string, senders, delive
 		if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
 			return admissionResult{}, ceilingResult{}, err
 		}
-		c, err := ceilingRound(ctx, ceilingPool, payloads[0], senders, admitted, n)
+		c, err := ceilingRound(ctx, ceilingPool, workspaceID, payloads[0], senders, admitted, n)
 		if err != nil {
 			return admissionResult{}, ceilingResult{}, fmt.Errorf("ceiling round %d: %w", round, err)
 		}
@@ -147,36 +151,21 @@ func benchAdmissionAndCeiling(ctx context.Context, dbURL string, senders, delive
 
 // admissionRound sends n signed deliveries from senders goroutines and requires n stored rows.
 func admissionRound(ctx context.Context, pool *pgxpool.Pool, addr string, payloads [][]byte, senders, n int) (time.Duration, []time.Duration, error) {
-	var next atomic.Int64
 	latencies := make([][]time.Duration, senders)
-	errs := make(chan error, senders)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for s := 0; s < senders; s++ {
-		wg.Add(1)
-		go func(s int) {
-			defer wg.Done()
-			c := newSender(addr)
-			defer c.close()
-			for {
-				i := int(next.Add(1))
-				if i > n {
-					return
-				}
-				body := payloads[i%len(payloads)]
-				t := time.Now()
-				if err := c.send(body); err != nil {
-					errs <- err
-					return
-				}
-				latencies[s] = append(latencies[s], time.Since(t))
-			}
-		}(s)
+	clients := make([]*sender, senders)
+	for w := range clients {
+		clients[w] = newSender(addr)
+		defer clients[w].close()
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
+	elapsed, err := concurrently(senders, n, func(w, i int) error {
+		t := time.Now()
+		if err := clients[w].send(payloads[i%len(payloads)]); err != nil {
+			return err
+		}
+		latencies[w] = append(latencies[w], time.Since(t))
+		return nil
+	})
+	if err != nil {
 		return 0, nil, err
 	}
 	var stored int
@@ -186,11 +175,30 @@ func admissionRound(ctx context.Context, pool *pgxpool.Pool, addr string, payloa
 	if stored != n {
 		return 0, nil, fmt.Errorf("stored %d rows for %d accepted deliveries", stored, n)
 	}
-	var all []time.Duration
-	for _, l := range latencies {
-		all = append(all, l...)
+	return elapsed, slices.Concat(latencies...), nil
+}
+
+// concurrently runs do for i = 1…n from workers goroutines (w is the worker's index) and
+// answers how long all took, or the first error (each worker stops at its own).
+func concurrently(workers, n int, do func(w, i int) error) (time.Duration, error) {
+	var next atomic.Int64
+	errs := make(chan error, workers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)); i <= n; i = int(next.Add(1)) {
+				if err := do(w, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
 	}
-	return elapsed, all, nil
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	return elapsed, <-errs
 }
 
 // processSample is this process's CPU time and heap allocations at one moment: the receiver
@@ -347,47 +355,19 @@ func serveReceiver(ctx context.Context, pool, admissionPool *pgxpool.Pool) (stri
 }
 
 // ceilingRound inserts the same payload with the same unique index straight into PostgreSQL:
-// n autocommit INSERT … ON CONFLICT DO NOTHING of one row each, clients at a time, with
-// delivery keys after firstKey.
-func ceilingRound(ctx context.Context, pool *pgxpool.Pool, body []byte, clients, firstKey, n int) (time.Duration, error) {
-	var workspaceID int64
-	if err := pool.QueryRow(ctx, `SELECT id FROM workspace WHERE slug = 'bench'`).Scan(&workspaceID); err != nil {
-		return 0, err
-	}
-	var next atomic.Int64
-	errs := make(chan error, clients)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(n) {
-					return
-				}
-				tag, err := pool.Exec(ctx, `
+// n autocommit INSERT … ON CONFLICT DO NOTHING of one row each into workspaceID's inbox,
+// clients at a time, with delivery keys after firstKey.
+func ceilingRound(ctx context.Context, pool *pgxpool.Pool, workspaceID int64, body []byte, clients, firstKey, n int) (time.Duration, error) {
+	return concurrently(clients, n, func(_, i int) error {
+		tag, err := pool.Exec(ctx, `
 INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject, payload, headers)
 VALUES ($1, 'GITHUB', 'issues', $2, 'ws:1:github:repository:1296269', 'github:repository:1296269', $3, '{}')
-ON CONFLICT DO NOTHING`, workspaceID, fmt.Sprintf("ceiling-%d", int64(firstKey)+i), body)
-				if err == nil && tag.RowsAffected() != 1 {
-					err = errors.New("insert stored nothing")
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
-		return 0, err
-	}
-	return elapsed, nil
+ON CONFLICT DO NOTHING`, workspaceID, fmt.Sprintf("ceiling-%d", firstKey+i), body)
+		if err == nil && tag.RowsAffected() != 1 {
+			err = errors.New("insert stored nothing")
+		}
+		return err
+	})
 }
 
 func openPool(ctx context.Context, dbURL string, size int32) (*pgxpool.Pool, error) {
