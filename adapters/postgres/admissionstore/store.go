@@ -204,12 +204,12 @@ type statements struct {
 // statement. held remembers the connections whose lifecycle lock Routes already took, so
 // LockConnections costs no second round trip.
 type admissionTx struct {
-	conn      *pgx.Conn
-	stmt      statements
-	args      pgx.ExtendedQueryBuilder
-	pipe      *pgconn.Pipeline // nil until the first statement
-	ended     bool             // a Sync ended the transaction (Insert's, or end's)
-	held      map[int64]ports.LockedConnection
+	conn  *pgx.Conn
+	stmt  statements
+	args  pgx.ExtendedQueryBuilder
+	pipe  *pgconn.Pipeline // nil until the first statement
+	ended bool             // a Sync ended the transaction (Insert's, or end's)
+	held  map[int64]ports.LockedConnection
 
 	memory    *routeMemory
 	mayRecall bool        // Routes may answer from memory
