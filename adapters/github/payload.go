@@ -5,12 +5,11 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -41,50 +40,8 @@ func (o object) array(key string) bool {
 	return ok
 }
 
-// idOf reads a positive integer id written as a JSON number (integral, possibly in float
-// notation) or a decimal string, and returns it in canonical decimal form.
-func idOf(v any) (string, bool) {
-	var s string
-	switch n := v.(type) {
-	case json.Number:
-		s = n.String()
-	case string:
-		s = n
-	case float64:
-		return floatID(n)
-	case int:
-		return intID(int64(n))
-	case int64:
-		return intID(n)
-	case int32:
-		return intID(int64(n))
-	default:
-		return "", false
-	}
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return intID(i)
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return "", false
-	}
-	return floatID(f)
-}
-
-func intID(i int64) (string, bool) {
-	if i <= 0 {
-		return "", false
-	}
-	return strconv.FormatInt(i, 10), true
-}
-
-// floatID accepts only integral values a float64 represents exactly.
-func floatID(f float64) (string, bool) {
-	if f != math.Trunc(f) || f < 1 || f > 1<<53 {
-		return "", false
-	}
-	return strconv.FormatInt(int64(f), 10), true
-}
+// idOf reads a positive integer id (webhookjson.PositiveID).
+func idOf(v any) (string, bool) { return webhookjson.PositiveID(v) }
 
 // nestedID reads o[key].id: absent when o[key] is missing or null, invalid when it is there but
 // is not an object with a positive integer id.
@@ -100,19 +57,7 @@ func (o object) nestedID(key string) (id string, present bool, valid bool) {
 	return id, true, ok
 }
 
-// validToken accepts a provider token (event type, delivery id) that can be stored and logged:
-// printable ASCII, no control characters, at most max bytes.
-func validToken(s string, max int) bool {
-	if s == "" || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
+func validToken(s string, max int) bool { return webhookjson.ValidToken(s, max) }
 
 // headerName is a header as GitHub names it and as net/http keys it, so that reading it does
 // not canonicalize the name again for every delivery (http.Header.Get does).

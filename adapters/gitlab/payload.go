@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
-	"strconv"
-	"strings"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 )
 
 // object is a decoded JSON object. Numbers stay json.Number so that large ids keep every digit;
@@ -38,73 +37,11 @@ func (o object) object(key string) (object, bool) {
 	return object(m), ok
 }
 
-// idOf reads a positive integer id written as a JSON number (integral, possibly in float
-// notation) or a decimal string, and returns it in canonical decimal form.
-func idOf(v any) (string, bool) {
-	var s string
-	switch n := v.(type) {
-	case json.Number:
-		s = n.String()
-	case string:
-		s = n
-	case float64:
-		return floatID(n)
-	case int:
-		return intID(int64(n))
-	case int64:
-		return intID(n)
-	case int32:
-		return intID(int64(n))
-	default:
-		return "", false
-	}
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return intID(i)
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return "", false
-	}
-	return floatID(f)
-}
+// idOf reads a positive integer id (webhookjson.PositiveID).
+func idOf(v any) (string, bool) { return webhookjson.PositiveID(v) }
 
-func intID(i int64) (string, bool) {
-	if i <= 0 {
-		return "", false
-	}
-	return strconv.FormatInt(i, 10), true
-}
+func validToken(s string, max int) bool { return webhookjson.ValidToken(s, max) }
 
-// floatID accepts only integral values a float64 represents exactly.
-func floatID(f float64) (string, bool) {
-	if f != math.Trunc(f) || f < 1 || f > 1<<53 {
-		return "", false
-	}
-	return strconv.FormatInt(int64(f), 10), true
-}
-
-// validToken accepts a provider token (event type, delivery id) that can be stored and logged:
-// printable ASCII, no control characters, at most max bytes.
-func validToken(s string, max int) bool {
-	if s == "" || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
-// keptHeaders copies the named headers that are present. The list never names a signature,
-// token or cookie header, so nothing here can leak a credential into storage.
 func keptHeaders(h http.Header, names []string) map[string]string {
-	kept := make(map[string]string, len(names))
-	for _, name := range names {
-		if v := strings.Join(h.Values(name), ", "); v != "" {
-			kept[name] = v
-		}
-	}
-	return kept
+	return webhookjson.KeptHeaders(h, names)
 }

@@ -7,7 +7,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -87,4 +89,49 @@ func ValidID(s string) bool {
 		}
 	}
 	return true
+}
+
+// PositiveID reads a positive integer id written as a JSON number (integral, possibly in float
+// notation) or a decimal string, and returns it in canonical decimal form.
+func PositiveID(v any) (string, bool) {
+	var s string
+	switch n := v.(type) {
+	case json.Number:
+		s = n.String()
+	case string:
+		s = n
+	case float64:
+		return floatID(n)
+	case int:
+		return intID(int64(n))
+	case int64:
+		return intID(n)
+	case int32:
+		return intID(int64(n))
+	default:
+		return "", false
+	}
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return intID(i)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return "", false
+	}
+	return floatID(f)
+}
+
+func intID(i int64) (string, bool) {
+	if i <= 0 {
+		return "", false
+	}
+	return strconv.FormatInt(i, 10), true
+}
+
+// floatID accepts only integral values a float64 represents exactly.
+func floatID(f float64) (string, bool) {
+	if f != math.Trunc(f) || f < 1 || f > 1<<53 {
+		return "", false
+	}
+	return strconv.FormatInt(int64(f), 10), true
 }
