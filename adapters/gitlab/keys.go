@@ -59,8 +59,8 @@ func (SubjectKeyDeriver) Subject(_ string, body map[string]any) (inbox.Subject, 
 // payloads differ per event and version, so ids that are missing or not numeric are skipped
 // rather than refused.
 func payloadResources(body object) (project string, groups []string) {
-	projectObj, _ := body.object("project")
-	groupObj, _ := body.object("group")
+	projectObj, _ := body.Object("project")
+	groupObj, _ := body.Object("group")
 	if id, ok := idOf(projectObj["id"]); ok {
 		project = id
 	} else if id, ok := idOf(body["project_id"]); ok {

@@ -58,7 +58,7 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 // action is for logs only: object_attributes.action of work items, else event_name of
 // group-level hooks (member, subgroup, project).
 func action(body object) string {
-	attrs, _ := body.object("object_attributes")
+	attrs, _ := body.Object("object_attributes")
 	for _, v := range []any{attrs["action"], body["event_name"]} {
 		if s, ok := v.(string); ok && validToken(s, maxEventTypeBytes) {
 			return s
