@@ -1,3 +1,5 @@
+//lint:file-ignore U1000 the Wire sets here are used by wire.go, which builds only with the wireinject tag.
+
 package bootstrap
 
 import (

@@ -116,6 +116,7 @@ func (c *Config) setDefaults() {
 func (c *Config) validate() (inbox.LeaseTiming, inbox.RetryPolicy, error) {
 	var errs []error
 	if c.Owner == "" {
+		//lint:ignore ST1005 the message starts with the Config field's name
 		errs = append(errs, errors.New("Owner (the server id) is required"))
 	}
 	for _, f := range []struct {

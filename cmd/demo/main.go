@@ -563,7 +563,7 @@ func (d *demo) mirrored(ctx context.Context) error {
 		Consent string `json:"consent"`
 	}]
 	if err := d.api.get(ctx, ws+"/slack/channels", &channels); err != nil {
-		return fmt.Errorf("Slack channels: %w", err)
+		return fmt.Errorf("seed Slack channels: %w", err)
 	}
 	found = false
 	for _, c := range channels.Items {
@@ -578,7 +578,7 @@ func (d *demo) mirrored(ctx context.Context) error {
 			Text   string  `json:"text"`
 		}]
 		if err := d.api.get(ctx, ws+"/slack/channels/"+s.channelID+"/messages", &msgs); err != nil {
-			return fmt.Errorf("Slack messages: %w", err)
+			return fmt.Errorf("seed Slack messages: %w", err)
 		}
 		found = false
 		for _, m := range msgs.Items {
@@ -596,7 +596,7 @@ func (d *demo) mirrored(ctx context.Context) error {
 		Revision     int64   `json:"revision"`
 	}]
 	if err := d.api.get(ctx, ws+"/outline/documents", &docs); err != nil {
-		return fmt.Errorf("Outline documents: %w", err)
+		return fmt.Errorf("seed Outline documents: %w", err)
 	}
 	found = false
 	for _, doc := range docs.Items {

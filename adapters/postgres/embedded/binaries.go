@@ -85,6 +85,7 @@ func FindBinaries(explicit string) (string, error) {
 // noBinaries builds the single-paragraph, actionable error wrapping
 // ErrNoBinaries.
 func noBinaries(detail string) error {
+	//lint:ignore ST1005 a person reads this paragraph as the whole message, so it is written as sentences
 	return fmt.Errorf("%w (%s). Hephaestus needs a local PostgreSQL %d or newer server "+
 		"for its embedded default database and for its tests: install it "+
 		"(on Debian or Ubuntu: `apt-get install postgresql`), or set DATABASE_URL "+
