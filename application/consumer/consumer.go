@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,7 +61,11 @@ type outcome struct {
 type run struct {
 	*Consumer
 	held     *leases
-	work     chan ports.Claimed // claim loop → workers; closed by the claim loop
+	// contention remembers consecutive contention retries per row (their delay grows);
+	// due wakes the claim loop when a retry scheduled inside the poll interval is due.
+	contention *contentionMemory
+	due        *dueWake
+	work       chan ports.Claimed // claim loop → workers; closed by the claim loop
 	outcomes chan outcome       // workers → outcome writer; never closed (see writeOutcomes)
 	// slotFreed wakes the claim loop when a worker took its hands off a row; nudge when rows or
 	// scopes may have become claimable (outcomes written, leases reaped).
@@ -105,7 +108,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	handlerCtx, cancelHandlers := context.WithCancel(detached)
 	defer cancelHandlers()
 	r := &run{
-		Consumer: c, held: newLeases(),
+		Consumer: c, held: newLeases(), contention: newContentionMemory(),
 		work:      make(chan ports.Claimed, capacity),
 		outcomes:  make(chan outcome, maxHeld), // one outcome per held row at most: sends never block
 		slotFreed: make(chan struct{}, 1),
@@ -113,6 +116,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 		capacity:  capacity, maxHeld: maxHeld, handlerCtx: handlerCtx,
 		refill: max(1, min(c.cfg.ClaimBatch, capacity)/2),
 	}
+	r.due = newDueWake(func() { signal(r.nudge) })
+	defer r.due.stop()
 
 	// The renewer and the outcome writer outlive ctx: leases must be kept and outcomes written
 	// until the shutdown below has settled every row.
@@ -303,6 +308,7 @@ func (r *run) handle(c ports.Claimed) {
 	}
 	now := r.clock.Now()
 	if err == nil {
+		r.contention.ended(ack.ID)
 		if cerr := d.Complete(ack.Epoch, now); cerr != nil {
 			r.dropInvalid(d, cerr)
 			return
@@ -310,10 +316,15 @@ func (r *run) handle(c ports.Claimed) {
 		r.outcomes <- outcome{ack: ack, provider: label, decision: inbox.Completed()}
 		return
 	}
-	dec, ferr := d.Fail(ack.Epoch, err, r.policy, now)
+	dec, ferr := d.FailAfter(ack.Epoch, err, r.policy, r.contention.streak(ack.ID, now), now)
 	if ferr != nil {
 		r.dropInvalid(d, ferr)
 		return
+	}
+	if dec.Class() == inbox.Contention {
+		r.contention.contended(ack.ID, now)
+	} else {
+		r.contention.ended(ack.ID)
 	}
 	r.logFailure(d, attempt, err, dec)
 	if dec.Outcome() == inbox.OutcomeDropped {
@@ -340,7 +351,10 @@ func (r *run) dispatch(h ports.Handler, c ports.Claimed, ack ports.Ack, label st
 		Delivery: c.Delivery, WorkspaceID: c.Delivery.WorkspaceID(), Payload: c.Payload, Headers: c.Headers,
 	})
 	r.metrics.HandlerDuration(label, time.Since(start))
-	return err
+	// A fence rejection the handler caught still reaches the outcome: a nil after a rejected
+	// write is judged as that rejection (retried, or dropped as erased or lease-lost), never DONE
+	// with a step unfinished.
+	return ports.FenceRejectionsFrom(hctx).Verdict(err)
 }
 
 // dropInvalid handles a domain refusal on the claimer's own copy, which holds the lease it was
@@ -367,7 +381,7 @@ func (r *run) logFailure(d inbox.Delivery, attempt int, err error, dec inbox.Dec
 	}
 	switch {
 	case dec.Class() == inbox.Contention:
-		r.log.Debugw("delivery busy; retried at once in order", kv...)
+		r.log.Debugw("delivery busy; retried shortly in order", append(kv, "dueAt", dec.DueAt())...)
 	case dec.Outcome() == inbox.OutcomeDead:
 		r.log.Errorw("delivery dead", append(detail(), "errorClass", dec.ErrorClass())...)
 	case dec.Outcome() == inbox.OutcomeDropped:
@@ -471,6 +485,7 @@ func (r *run) flush(ctx context.Context, batch []outcome) bool {
 			return false
 		}
 	}
+	now := r.clock.Now()
 	for i, o := range batch {
 		r.held.drop(o.ack.ID)
 		switch {
@@ -495,7 +510,10 @@ func (r *run) flush(ctx context.Context, batch []outcome) bool {
 		}
 		r.metrics.Handled(o.provider, o.decision.Outcome().String())
 		if o.decision.Outcome() == inbox.OutcomeRetried {
-			r.metrics.Retried(o.provider, strings.ToLower(o.decision.Class().String()))
+			r.metrics.Retried(o.provider, o.decision.Cause().String())
+			if wait := o.decision.DueAt().Sub(now); wait < r.cfg.PollInterval {
+				r.due.wakeIn(max(wait, 0), now)
+			}
 		}
 	}
 	signal(r.nudge)
@@ -591,7 +609,7 @@ func (r *run) reaped(reaped []ports.Reaped) {
 			r.log.Errorw("expired lease made the delivery dead", append(kv, "errorClass", d.ErrorClass())...)
 			continue
 		}
-		r.metrics.Retried(label, "lease-expired")
+		r.metrics.Retried(label, rp.Decision.Cause().String())
 		r.log.Warnw("expired lease taken back", kv...)
 	}
 	if len(reaped) > 0 {

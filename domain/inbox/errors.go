@@ -199,3 +199,38 @@ func (e *PanicError) Error() string { return "handler panicked with " + e.ValueT
 func IsFenceRejection(err error) bool {
 	return errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrErased) || errors.Is(err, ErrBusy)
 }
+
+// httpDate is the IMF-fixdate layout of an HTTP date (RFC 9110), as Retry-After may carry it.
+const httpDate = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+// ParseRetryAfter reads a Retry-After value, delay-seconds or an HTTP date, as the wait from
+// now; 0 when it is absent, malformed or in the past. Provider clients use it to fill
+// ProviderError.RetryAfter.
+func ParseRetryAfter(value string, now time.Time) time.Duration {
+	if value == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(value, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		return time.Duration(min(secs, int64(maxProviderWait/time.Second))) * time.Second
+	}
+	if t, err := time.Parse(httpDate, value); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// UntilReset reads a rate-limit reset given in Unix seconds (GitHub's X-RateLimit-Reset,
+// GitLab's RateLimit-Reset) as the wait from now; 0 when it is absent, malformed or past.
+func UntilReset(unixSeconds string, now time.Time) time.Duration {
+	secs, err := strconv.ParseInt(unixSeconds, 10, 64)
+	if err != nil || secs <= 0 {
+		return 0
+	}
+	if t := time.Unix(secs, 0); t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
