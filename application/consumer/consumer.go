@@ -60,13 +60,13 @@ type outcome struct {
 // run is the state of one Run: created when it starts, gone when it returns.
 type run struct {
 	*Consumer
-	held     *leases
+	held *leases
 	// contention remembers consecutive contention retries per row (their delay grows);
 	// due wakes the claim loop when a retry scheduled inside the poll interval is due.
 	contention *contentionMemory
 	due        *dueWake
 	work       chan ports.Claimed // claim loop → workers; closed by the claim loop
-	outcomes chan outcome       // workers → outcome writer; never closed (see writeOutcomes)
+	outcomes   chan outcome       // workers → outcome writer; never closed (see writeOutcomes)
 	// slotFreed wakes the claim loop when a worker took its hands off a row; nudge when rows or
 	// scopes may have become claimable (outcomes written, leases reaped).
 	slotFreed chan struct{}

@@ -125,7 +125,9 @@ var _ = Describe("GitHub REST reads", func() {
 		Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
 
-		html := serve(0, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `<html><body>502 Bad Gateway</body></html>`) })
+		html := serve(0, func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, `<html><body>502 Bad Gateway</body></html>`)
+		})
 		_, err = html.CheckRunsForRef(ctx, "acme/app", "main")
 		Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
