@@ -232,4 +232,3 @@ var _ = Describe("Person erasure holding the copy fence while claimers run", fun
 		Expect(contention).To(BeNumerically("<=", rows*40))
 	})
 })
-
