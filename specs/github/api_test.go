@@ -143,6 +143,11 @@ var _ = Describe("GitHub REST reads", func() {
 		func(ctx SpecContext, status int, headers map[string]string, atLeast time.Duration) {
 			c := serve(0, func(w http.ResponseWriter, r *http.Request) {
 				for k, v := range headers {
+					if in, ok := strings.CutPrefix(v, "in "); ok { // a reset time, from the answer's now
+						d, err := time.ParseDuration(in)
+						Expect(err).NotTo(HaveOccurred())
+						v = strconv.FormatInt(time.Now().Add(d).Unix(), 10)
+					}
 					w.Header().Set(k, v)
 				}
 				w.WriteHeader(status)
@@ -157,7 +162,7 @@ var _ = Describe("GitHub REST reads", func() {
 		Entry("a secondary limit's Retry-After", http.StatusForbidden, map[string]string{"Retry-After": "60"}, time.Minute),
 		Entry("a 429's Retry-After", http.StatusTooManyRequests, map[string]string{"Retry-After": "30"}, 30*time.Second),
 		Entry("a primary limit's reset", http.StatusForbidden, map[string]string{
-			"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": strconv.FormatInt(time.Now().Add(20*time.Minute).Unix(), 10),
+			"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "in 20m",
 		}, 20*time.Minute),
 	)
 })
