@@ -37,6 +37,20 @@ const (
 // claimers hold, nor the claimers for the receiver's.
 func PoolSize(claimers int) int32 { return int32(max(minPoolConns, 2*claimers+4)) }
 
+// ConfigureMainPool makes every session of the main pool start at READ COMMITTED, whatever
+// the server's, database's or role's default_transaction_isolation: the claim's scope checks
+// must read the statement snapshot and its SKIP LOCKED must pass over rows other claimers
+// lock, and the outcome, renewal, reaper and retention statements rely on reading the newest
+// committed row. Under REPEATABLE READ or SERIALIZABLE concurrent claimers would fail with
+// serialization errors instead. A startup parameter costs nothing per statement (the
+// admission pool sets it the same way, admissionstore.Configure).
+func ConfigureMainPool(cfg *pgxpool.Config) {
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+}
+
 // dbServer is the PostgreSQL server the process talks to: an external one (DATABASE_URL) or
 // the embedded cluster under the data dir.
 type dbServer struct {
@@ -148,6 +162,7 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database
 	}
 	acfg := pcfg.Copy()
 	pcfg.MaxConns = PoolSize(cfg.Consumer.Claimers)
+	ConfigureMainPool(pcfg)
 	// Shown in pg_stat_activity, so a DBA sees which server holds which connection.
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "hephaestus " + cfg.ServerID
 	admissionstore.Configure(acfg)

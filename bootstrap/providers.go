@@ -30,6 +30,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/erasure"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -38,7 +39,7 @@ import (
 // provider adds its set there and one line to provideWebhooks and provideModules.
 
 // processSet is what exists before the database: metrics and the App.
-var processSet = wire.NewSet(telemetry.NewMetrics, newApp)
+var processSet = wire.NewSet(provideMetrics, newApp)
 
 // coreSet turns the graph input into the ports every use case shares.
 var coreSet = wire.NewSet(
@@ -214,6 +215,30 @@ func provideManagement(s instanceSecrets, accounts ports.AccountStore, workspace
 // provideWebhooks lists the providers' receiving sides: one element per provider.
 func provideWebhooks(gh *github.Webhook, gl *gitlab.Webhook, sl *slack.Webhook, ol *outline.Webhook) webhookapi.Hooks {
 	return webhookapi.Hooks{gh, gl, sl, ol}
+}
+
+// provideMetrics makes the metrics with every label value the service can record exported at
+// 0 from start: the providers of provideModules, each with admission's refusal reasons, the
+// payload rule's and its own (ports.RejectionReasoner).
+func provideMetrics() *telemetry.Metrics {
+	m := telemetry.NewMetrics()
+	m.Declare(metricLabels(provideModules()))
+	return m
+}
+
+// metricLabels collects the label values the modules and the core declare.
+func metricLabels(modules []ports.ProviderModule) telemetry.Labels {
+	l := telemetry.Labels{RejectReasons: map[string][]string{}}
+	for _, mod := range modules {
+		p := mod.Provider().Label()
+		l.Providers = append(l.Providers, p)
+		reasons := append(admission.Reasons(), inbox.PayloadReasons()...)
+		if r, ok := mod.(ports.RejectionReasoner); ok {
+			reasons = append(reasons, r.RejectionReasons()...)
+		}
+		l.RejectReasons[p] = reasons
+	}
+	return l
 }
 
 // provideModules lists the providers' modules (connection kinds, config validation).

@@ -15,7 +15,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/outlinemirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"go.uber.org/zap"
@@ -26,7 +25,7 @@ import (
 // InitializeApp builds the App: what exists before the database is up. Regenerate
 // wire_gen.go with `go tool wire ./bootstrap/...` (make generate).
 func InitializeApp(cfg Config, log *zap.Logger) (*App, error) {
-	metrics := telemetry.NewMetrics()
+	metrics := provideMetrics()
 	app := newApp(cfg, log, metrics)
 	return app, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
 // dispatchKey is the one sanctioned context value of the core: the dispatch identity (event id
@@ -37,4 +38,32 @@ func DispatchFrom(ctx context.Context) (erasure.Fence, bool) {
 // Such work owns its idempotency (natural keys, state transitions, delivery protocols).
 func Detach(ctx context.Context) context.Context {
 	return context.WithValue(ctx, detachedKey{}, true)
+}
+
+// rejectionsKey carries the dispatch's *inbox.FenceRejections: every fence rejection the
+// DeliveryInbox returned to the handler, so the consumer sees one the handler swallowed.
+type rejectionsKey struct{}
+
+// WithFenceRejections binds r as the dispatch's memory of fence rejections (the dispatcher
+// binds a fresh one per handler call, next to the identity).
+func WithFenceRejections(ctx context.Context, r *inbox.FenceRejections) context.Context {
+	return context.WithValue(ctx, rejectionsKey{}, r)
+}
+
+// FenceRejectionsFrom returns the dispatch's memory of fence rejections; nil (which records
+// nothing and changes no verdict) outside dispatch or on a detached context.
+func FenceRejectionsFrom(ctx context.Context) *inbox.FenceRejections {
+	if d, _ := ctx.Value(detachedKey{}).(bool); d {
+		return nil
+	}
+	r, _ := ctx.Value(rejectionsKey{}).(*inbox.FenceRejections)
+	return r
+}
+
+// RecordFenceRejection remembers err for the dispatch on ctx when it is a fence rejection
+// (busy, erased, lease lost). The DeliveryInbox calls it with every error it returns.
+func RecordFenceRejection(ctx context.Context, err error) {
+	if err != nil && inbox.IsFenceRejection(err) {
+		FenceRejectionsFrom(ctx).Record(err)
+	}
 }

@@ -131,3 +131,29 @@ type ProviderModule interface {
 	// ResourceTypes lists the subscription resource types of the provider.
 	ResourceTypes() []string
 }
+
+// Refusal reasons the providers' verifiers and parsers share (webhook_rejected_total{reason}).
+// A provider adapter uses these constants, or its own, in every *RejectedError and DropReason
+// of its webhook, and lists them all in RejectionReasons, from which the metric's label values
+// are exported at 0 from start.
+const (
+	ReasonNotConfigured      = "not-configured"      // the secret to verify with is not set
+	ReasonMissingConnection  = "missing-connection"  // a per-connection delivery without its connection
+	ReasonMissingSignature   = "missing-signature"   // no signature header
+	ReasonMalformedSignature = "malformed-signature" // a signature header of the wrong form
+	ReasonBadSignature       = "bad-signature"       // the signature does not match the body
+	ReasonMissingTimestamp   = "missing-timestamp"   // a signed timestamp is missing
+	ReasonMalformedTimestamp = "malformed-timestamp" // a signed timestamp of the wrong form
+	ReasonStaleTimestamp     = "stale-timestamp"     // more than 5 minutes from now
+	ReasonMissingEventType   = "missing-event-type"  // no event type
+	ReasonInvalidEventType   = "invalid-event-type"  // an event type that is not a printable token
+	ReasonInvalidPayload     = "invalid-payload"     // a body of a shape the provider cannot use
+	ReasonMissingDeliveryID  = "missing-delivery-id" // no delivery id
+	ReasonInvalidDeliveryID  = "invalid-delivery-id" // a delivery id that is not a short printable token
+)
+
+// RejectionReasoner is implemented by a ProviderModule to declare every reason its webhook can
+// refuse or drop a delivery with, so webhook_rejected_total exports each at 0 from start.
+type RejectionReasoner interface {
+	RejectionReasons() []string
+}

@@ -20,10 +20,10 @@ var _ ports.SubjectKeyDeriver = SubjectKeyDeriver{}
 func (SubjectKeyDeriver) DeliveryKey(req ports.Request, _ map[string]any) (string, error) {
 	key := strings.TrimSpace(deliveryHeader.get(req.Headers))
 	if key == "" {
-		return "", ports.Reject(ports.ErrMalformed, "missing-delivery-id", headerDelivery+" is missing")
+		return "", ports.Reject(ports.ErrMalformed, ports.ReasonMissingDeliveryID, headerDelivery+" is missing")
 	}
 	if !validToken(key, maxDeliveryBytes) {
-		return "", ports.Reject(ports.ErrMalformed, "invalid-delivery-id", headerDelivery+" is not a printable token of at most 200 bytes")
+		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidDeliveryID, headerDelivery+" is not a printable token of at most 200 bytes")
 	}
 	return key, nil
 }
@@ -45,7 +45,7 @@ func (SubjectKeyDeriver) subject(eventType string, o nestedIDs) (inbox.Subject, 
 	if IsControlEvent(eventType) {
 		id, _, ok := o.nestedID("installation")
 		if !ok {
-			return inbox.Subject{}, ports.Reject(ports.ErrMalformed, "invalid-event-route", "control event without installation.id")
+			return inbox.Subject{}, ports.Reject(ports.ErrMalformed, reasonInvalidEventRoute, "control event without installation.id")
 		}
 		return subject("installation", id)
 	}
@@ -55,17 +55,17 @@ func (SubjectKeyDeriver) subject(eventType string, o nestedIDs) (inbox.Subject, 
 			continue
 		}
 		if !ok {
-			return inbox.Subject{}, ports.Reject(ports.ErrMalformed, "invalid-payload", kind+".id is not a positive integer")
+			return inbox.Subject{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, kind+".id is not a positive integer")
 		}
 		return subject(kind, id)
 	}
-	return inbox.Subject{}, ports.Reject(ports.ErrMalformed, "no-repository-or-organization", "event names neither a repository nor an organization")
+	return inbox.Subject{}, ports.Reject(ports.ErrMalformed, DropNoRepositoryOrOrg, "event names neither a repository nor an organization")
 }
 
 func subject(kind, id string) (inbox.Subject, error) {
 	s, err := inbox.NewSubject(Provider.Label(), kind, id)
 	if err != nil {
-		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, "invalid-payload", fmt.Sprintf("subject: %v", err))
+		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, fmt.Sprintf("subject: %v", err))
 	}
 	return s, nil
 }

@@ -52,14 +52,14 @@ var (
 func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Envelope, error) {
 	event := eventHeader.get(req.Headers)
 	if event == "" {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "missing-event-type", headerEvent+" is missing")
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingEventType, headerEvent+" is missing")
 	}
 	if !validToken(event, maxEventTypeBytes) {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-event-type", headerEvent+" is not a printable token")
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidEventType, headerEvent+" is not a printable token")
 	}
 	body, err := decodeBody(req.Body)
 	if err != nil {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", err.Error())
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
 	}
 	env := ports.Envelope{EventType: event, Headers: keptHeaders(req.Headers, keptHeaderNames)}
 	if event == eventPing {
@@ -129,7 +129,7 @@ func (w *Webhook) validateControl(event string, body jsonObject) (string, error)
 			return refuse("repositories_added and repositories_removed must be arrays")
 		}
 		if app, ok := inst.id("app_id"); ok && w.appID != 0 && app != strconv.FormatInt(w.appID, 10) {
-			return "", ports.Reject(ports.ErrUnauthenticated, "wrong-app", "installation of another GitHub App")
+			return "", ports.Reject(ports.ErrUnauthenticated, reasonWrongApp, "installation of another GitHub App")
 		}
 	case eventInstallationTarget:
 		if tt, ok := body.str("target_type"); !ok || tt == "" {
@@ -153,7 +153,7 @@ func parseWork(env ports.Envelope, body jsonObject, keys SubjectKeyDeriver) (por
 		return env, nil
 	}
 	if !ok {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", "installation.id is not a positive integer")
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "installation.id is not a positive integer")
 	}
 	env.Route = ports.RouteSpec{SourceKind: KindApp.String(), SourceKey: installationID, RecipientsAnyConnection: true}
 	for _, kind := range []string{ResourceRepository, ResourceOrganization} {
@@ -162,7 +162,7 @@ func parseWork(env ports.Envelope, body jsonObject, keys SubjectKeyDeriver) (por
 			continue
 		}
 		if !ok {
-			return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", kind+".id is not a positive integer")
+			return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, kind+".id is not a positive integer")
 		}
 		env.Route.Resources = append(env.Route.Resources, ports.Resource{Type: kind, ID: id})
 	}

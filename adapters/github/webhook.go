@@ -79,30 +79,30 @@ func (w *Webhook) PerConnection() bool { return false }
 // Errors: *ports.RejectedError of kind ErrUnauthenticated.
 func (w *Webhook) Verify(req ports.Request, _ *ports.SourceConnection) error {
 	if len(w.secret) == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, "not-configured", "the GitHub App webhook secret is not set")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, "the GitHub App webhook secret is not set")
 	}
 	header := req.Headers.Get(headerSignature)
 	if header == "" {
-		return ports.Reject(ports.ErrUnauthenticated, "missing-signature", headerSignature+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingSignature, headerSignature+" is missing")
 	}
 	hexSig, ok := strings.CutPrefix(header, signaturePrefix)
 	if !ok {
-		return ports.Reject(ports.ErrUnauthenticated, "malformed-signature", "signature is not sha256=<hex>")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "signature is not sha256=<hex>")
 	}
 	got, err := hex.DecodeString(hexSig)
 	if err != nil || len(got) != sha256.Size {
-		return ports.Reject(ports.ErrUnauthenticated, "malformed-signature", "signature is not sha256=<hex>")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "signature is not sha256=<hex>")
 	}
 	mac := hmac.New(sha256.New, w.secret)
 	mac.Write(req.Body)
 	if !hmac.Equal(got, mac.Sum(nil)) {
-		return ports.Reject(ports.ErrUnauthenticated, "bad-signature", "signature does not match the body")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonBadSignature, "signature does not match the body")
 	}
 	// The target headers are not signed, so they can only ever refuse, never route: a
 	// delivery that says it is another App's is not ours even if the secrets happen to match.
 	if w.appID != 0 && strings.EqualFold(req.Headers.Get(headerTargetType), appTargetType) {
 		if target := req.Headers.Get(headerTargetID); target != "" && target != strconv.FormatInt(w.appID, 10) {
-			return ports.Reject(ports.ErrUnauthenticated, "wrong-app", "delivery is for another GitHub App")
+			return ports.Reject(ports.ErrUnauthenticated, reasonWrongApp, "delivery is for another GitHub App")
 		}
 	}
 	return nil

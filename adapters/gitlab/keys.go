@@ -26,7 +26,7 @@ func (SubjectKeyDeriver) DeliveryKey(req ports.Request, _ map[string]any) (strin
 			continue
 		}
 		if !validToken(key, maxDeliveryBytes) {
-			return "", ports.Reject(ports.ErrMalformed, "invalid-delivery-id", name+" is not a printable token of at most 200 bytes")
+			return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidDeliveryID, name+" is not a printable token of at most 200 bytes")
 		}
 		return key, nil
 	}
@@ -49,7 +49,7 @@ func (SubjectKeyDeriver) Subject(_ string, body map[string]any) (inbox.Subject, 
 	}
 	s, err := inbox.NewSubject(Provider.Label(), kind, id)
 	if err != nil {
-		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, "invalid-payload", fmt.Sprintf("subject: %v", err))
+		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, fmt.Sprintf("subject: %v", err))
 	}
 	return s, nil
 }

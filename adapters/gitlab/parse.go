@@ -14,14 +14,14 @@ const DropNoProjectOrGroup = "no-project-or-group"
 func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.Envelope, error) {
 	event := req.Headers.Get(headerEvent)
 	if event == "" {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "missing-event-type", headerEvent+" is missing")
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingEventType, headerEvent+" is missing")
 	}
 	if !validToken(event, maxEventTypeBytes) {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-event-type", headerEvent+" is not a printable token")
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidEventType, headerEvent+" is not a printable token")
 	}
 	body, err := decodeObject(req.Body)
 	if err != nil {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", err.Error())
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
 	}
 	keys := SubjectKeyDeriver{}
 	env := ports.Envelope{EventType: event, Headers: keptHeaders(req.Headers, keptHeaderNames)}

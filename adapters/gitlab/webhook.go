@@ -74,10 +74,10 @@ func (w *Webhook) PerConnection() bool { return true }
 // Errors: *ports.RejectedError of kind ErrUnauthenticated.
 func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error {
 	if conn == nil {
-		return ports.Reject(ports.ErrUnauthenticated, "missing-connection", "GitLab deliveries are verified with their connection's secret")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingConnection, "GitLab deliveries are verified with their connection's secret")
 	}
 	if len(conn.Secret) == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, "not-configured", "the connection has no secret")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, "the connection has no secret")
 	}
 	var err error
 	if len(req.Headers.Values(headerSWSignature)) > 0 {
@@ -90,7 +90,7 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 	}
 	if instance := req.Headers.Get(headerInstance); instance != "" &&
 		strings.TrimRight(instance, "/") != strings.TrimRight(conn.SourceServerURL, "/") {
-		return ports.Reject(ports.ErrUnauthenticated, "wrong-instance", "X-Gitlab-Instance is not the connection's source server")
+		return ports.Reject(ports.ErrUnauthenticated, reasonWrongInstance, "X-Gitlab-Instance is not the connection's source server")
 	}
 	return nil
 }
@@ -100,11 +100,11 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 func verifyToken(req ports.Request, secret []byte) error {
 	token := req.Headers.Get(headerToken)
 	if token == "" {
-		return ports.Reject(ports.ErrUnauthenticated, "missing-token", headerToken+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, reasonMissingToken, headerToken+" is missing")
 	}
 	got, want := sha256.Sum256([]byte(token)), sha256.Sum256(secret)
 	if !hmac.Equal(got[:], want[:]) {
-		return ports.Reject(ports.ErrUnauthenticated, "bad-token", headerToken+" is not the connection's secret")
+		return ports.Reject(ports.ErrUnauthenticated, reasonBadToken, headerToken+" is not the connection's secret")
 	}
 	return nil
 }
@@ -115,21 +115,21 @@ func verifyToken(req ports.Request, secret []byte) error {
 func (w *Webhook) verifySignature(req ports.Request, secret []byte) error {
 	key, err := signingKey(secret)
 	if err != nil {
-		return ports.Reject(ports.ErrUnauthenticated, "not-configured", err.Error())
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, err.Error())
 	}
 	id, ts := req.Headers.Get(headerSWID), req.Headers.Get(headerSWTimestamp)
 	if id == "" {
-		return ports.Reject(ports.ErrUnauthenticated, "malformed-signature", headerSWID+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, headerSWID+" is missing")
 	}
 	if ts == "" {
-		return ports.Reject(ports.ErrUnauthenticated, "missing-timestamp", headerSWTimestamp+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingTimestamp, headerSWTimestamp+" is missing")
 	}
 	seconds, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return ports.Reject(ports.ErrUnauthenticated, "malformed-timestamp", headerSWTimestamp+" is not whole seconds")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedTimestamp, headerSWTimestamp+" is not whole seconds")
 	}
 	if age := w.now().Sub(time.Unix(seconds, 0)); age > defaultTimestampAge || age < -defaultTimestampAge {
-		return ports.Reject(ports.ErrUnauthenticated, "stale-timestamp", "timestamp is more than 5 minutes from now")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonStaleTimestamp, "timestamp is more than 5 minutes from now")
 	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(id + "." + ts + "."))
@@ -151,9 +151,9 @@ func (w *Webhook) verifySignature(req ports.Request, secret []byte) error {
 		}
 	}
 	if candidates == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, "malformed-signature", "no v1,<base64> signature")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "no v1,<base64> signature")
 	}
-	return ports.Reject(ports.ErrUnauthenticated, "bad-signature", "no signature matches the body")
+	return ports.Reject(ports.ErrUnauthenticated, ports.ReasonBadSignature, "no signature matches the body")
 }
 
 func signingKey(secret []byte) ([]byte, error) {

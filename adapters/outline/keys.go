@@ -32,10 +32,10 @@ var _ ports.SubjectKeyDeriver = SubjectKeyDeriver{}
 func (SubjectKeyDeriver) DeliveryKey(_ ports.Request, body map[string]any) (string, error) {
 	id, ok := object(body).Str("id")
 	if !ok || id == "" {
-		return "", ports.Reject(ports.ErrMalformed, "missing-delivery-id", "envelope without id")
+		return "", ports.Reject(ports.ErrMalformed, ports.ReasonMissingDeliveryID, "envelope without id")
 	}
 	if !validToken(id, maxDeliveryBytes) {
-		return "", ports.Reject(ports.ErrMalformed, "invalid-delivery-id", "envelope id is not a printable token of at most 200 bytes")
+		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidDeliveryID, "envelope id is not a printable token of at most 200 bytes")
 	}
 	return id, nil
 }
@@ -60,7 +60,7 @@ func (k SubjectKeyDeriver) Subject(eventType string, body map[string]any) (inbox
 		return subject(kind, id)
 	}
 	if k.ConnectionID <= 0 {
-		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, "missing-connection", "a connection-wide event needs its connection")
+		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingConnection, "a connection-wide event needs its connection")
 	}
 	return subject(subjectConnection, strconv.FormatInt(k.ConnectionID, 10))
 }
@@ -88,7 +88,7 @@ func firstID(lookups []lookup) (id string, found bool, err error) {
 		}
 		id, ok := v.(string)
 		if !ok || !validID(id) {
-			return "", false, ports.Reject(ports.ErrMalformed, "invalid-payload", l.field+" is not an Outline id")
+			return "", false, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, l.field+" is not an Outline id")
 		}
 		return id, true, nil
 	}
@@ -98,7 +98,7 @@ func firstID(lookups []lookup) (id string, found bool, err error) {
 func subject(kind, id string) (inbox.Subject, error) {
 	s, err := inbox.NewSubject(Provider.Label(), kind, id)
 	if err != nil {
-		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, "invalid-payload", fmt.Sprintf("subject: %v", err))
+		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, fmt.Sprintf("subject: %v", err))
 	}
 	return s, nil
 }

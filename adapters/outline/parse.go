@@ -12,7 +12,7 @@ import (
 func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.Envelope, error) {
 	body, err := decodeObject(req.Body)
 	if err != nil {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", err.Error())
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
 	}
 	keys := SubjectKeyDeriver{}
 	if conn != nil {
@@ -24,10 +24,10 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 	}
 	event, _ := body.Str("event")
 	if event == "" {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "missing-event-type", "envelope without event")
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingEventType, "envelope without event")
 	}
 	if !validToken(event, maxEventTypeBytes) {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-event-type", "event is not a printable token")
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidEventType, "event is not a printable token")
 	}
 	env.EventType = event
 	if _, verb, ok := strings.Cut(event, "."); ok {

@@ -61,14 +61,14 @@ func (w *Webhook) PerConnection() bool { return true }
 // Errors: *ports.RejectedError of kind ErrUnauthenticated.
 func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error {
 	if conn == nil {
-		return ports.Reject(ports.ErrUnauthenticated, "missing-connection", "Outline deliveries are verified with their connection's secret")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingConnection, "Outline deliveries are verified with their connection's secret")
 	}
 	if len(conn.Secret) == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, "not-configured", "the connection has no secret")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, "the connection has no secret")
 	}
 	header := req.Headers.Get(headerSignature)
 	if header == "" {
-		return ports.Reject(ports.ErrUnauthenticated, "missing-signature", headerSignature+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingSignature, headerSignature+" is missing")
 	}
 	var ts string
 	var signatures []string
@@ -77,7 +77,7 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 		switch key {
 		case "t":
 			if ts != "" {
-				return ports.Reject(ports.ErrUnauthenticated, "malformed-signature", "more than one t=")
+				return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "more than one t=")
 			}
 			ts = value
 		case "s":
@@ -85,14 +85,14 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 		}
 	}
 	if ts == "" {
-		return ports.Reject(ports.ErrUnauthenticated, "missing-timestamp", "signature without t=")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingTimestamp, "signature without t=")
 	}
 	millis, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return ports.Reject(ports.ErrUnauthenticated, "malformed-timestamp", "t= is not whole milliseconds")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedTimestamp, "t= is not whole milliseconds")
 	}
 	if age := w.now().Sub(time.UnixMilli(millis)); age > timestampWindow || age < -timestampWindow {
-		return ports.Reject(ports.ErrUnauthenticated, "stale-timestamp", "timestamp is more than 5 minutes from now")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonStaleTimestamp, "timestamp is more than 5 minutes from now")
 	}
 	mac := hmac.New(sha256.New, conn.Secret)
 	mac.Write([]byte(ts + "."))
@@ -110,7 +110,7 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 		}
 	}
 	if candidates == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, "malformed-signature", "no s=<hex> signature")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "no s=<hex> signature")
 	}
-	return ports.Reject(ports.ErrUnauthenticated, "bad-signature", "signature does not match the body")
+	return ports.Reject(ports.ErrUnauthenticated, ports.ReasonBadSignature, "signature does not match the body")
 }

@@ -28,10 +28,10 @@ var _ ports.SubjectKeyDeriver = SubjectKeyDeriver{}
 func (SubjectKeyDeriver) DeliveryKey(_ ports.Request, body map[string]any) (string, error) {
 	id, ok := object(body).Str("event_id")
 	if !ok || id == "" {
-		return "", ports.Reject(ports.ErrMalformed, "missing-delivery-id", "event_callback without event_id")
+		return "", ports.Reject(ports.ErrMalformed, ports.ReasonMissingDeliveryID, "event_callback without event_id")
 	}
 	if !validToken(id, maxDeliveryBytes) {
-		return "", ports.Reject(ports.ErrMalformed, "invalid-delivery-id", "event_id is not a printable token of at most 200 bytes")
+		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidDeliveryID, "event_id is not a printable token of at most 200 bytes")
 	}
 	return id, nil
 }
@@ -57,10 +57,10 @@ func (SubjectKeyDeriver) Subject(_ string, body map[string]any) (inbox.Subject, 
 func teamOf(body object) (string, error) {
 	team, ok := body.Str("team_id")
 	if !ok || team == "" {
-		return "", ports.Reject(ports.ErrMalformed, "missing-team", "event_callback without team_id")
+		return "", ports.Reject(ports.ErrMalformed, reasonMissingTeam, "event_callback without team_id")
 	}
 	if !validID(team) {
-		return "", ports.Reject(ports.ErrMalformed, "invalid-payload", "team_id is not a Slack id")
+		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "team_id is not a Slack id")
 	}
 	return team, nil
 }
@@ -85,7 +85,7 @@ func channelOf(event object) (string, error) {
 	}
 	id, ok := raw.(string)
 	if !ok || !validID(id) {
-		return "", ports.Reject(ports.ErrMalformed, "invalid-payload", "the event's channel is not a Slack channel id")
+		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "the event's channel is not a Slack channel id")
 	}
 	return id, nil
 }
@@ -100,7 +100,7 @@ func isDirect(event object, channel string) bool {
 func subject(kind, id string) (inbox.Subject, error) {
 	s, err := inbox.NewSubject(Provider.Label(), kind, id)
 	if err != nil {
-		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, "invalid-payload", fmt.Sprintf("subject: %v", err))
+		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, fmt.Sprintf("subject: %v", err))
 	}
 	return s, nil
 }

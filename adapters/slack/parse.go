@@ -22,7 +22,7 @@ const DropUnsupportedType = "unsupported-type"
 func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Envelope, error) {
 	body, err := decodeObject(req.Body)
 	if err != nil {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", err.Error())
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
 	}
 	env := ports.Envelope{Headers: keptHeaders(req.Headers, keptHeaderNames)}
 	outer, _ := body.Str("type")
@@ -48,14 +48,14 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 	}
 	event, ok := body.Object("event")
 	if !ok {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", "event_callback without an event object")
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "event_callback without an event object")
 	}
 	eventType, _ := event.Str("type")
 	if eventType == "" {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "missing-event-type", "event without type")
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingEventType, "event without type")
 	}
 	if !validToken(eventType, maxEventTypeBytes) {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-event-type", "event type is not a printable token")
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidEventType, "event type is not a printable token")
 	}
 	// A message keeps EventType "message" whatever its subtype, so one handler sees edits and
 	// deletions in order with the message itself; the subtype is only for logs.
@@ -85,11 +85,11 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 func urlVerification(env ports.Envelope, body object) (ports.Envelope, error) {
 	challenge, ok := body.Str("challenge")
 	if !ok || challenge == "" {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", "url_verification without challenge")
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "url_verification without challenge")
 	}
 	answer, err := json.Marshal(map[string]string{"challenge": challenge})
 	if err != nil {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", err.Error())
+		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
 	}
 	env.Immediate = &ports.Immediate{Status: http.StatusOK, ContentType: "application/json", Body: answer}
 	return env, nil

@@ -70,36 +70,36 @@ func (w *Webhook) PerConnection() bool { return false }
 // conn is ignored. Errors: *ports.RejectedError of kind ErrUnauthenticated.
 func (w *Webhook) Verify(req ports.Request, _ *ports.SourceConnection) error {
 	if len(w.secret) == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, "not-configured", "the Slack signing secret is not set")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, "the Slack signing secret is not set")
 	}
 	header := req.Headers.Get(headerSignature)
 	if header == "" {
-		return ports.Reject(ports.ErrUnauthenticated, "missing-signature", headerSignature+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingSignature, headerSignature+" is missing")
 	}
 	ts := req.Headers.Get(headerTimestamp)
 	if ts == "" {
-		return ports.Reject(ports.ErrUnauthenticated, "missing-timestamp", headerTimestamp+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingTimestamp, headerTimestamp+" is missing")
 	}
 	seconds, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return ports.Reject(ports.ErrUnauthenticated, "malformed-timestamp", headerTimestamp+" is not whole seconds")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedTimestamp, headerTimestamp+" is not whole seconds")
 	}
 	if age := w.now().Sub(time.Unix(seconds, 0)); age > timestampWindow || age < -timestampWindow {
-		return ports.Reject(ports.ErrUnauthenticated, "stale-timestamp", "timestamp is more than 5 minutes from now")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonStaleTimestamp, "timestamp is more than 5 minutes from now")
 	}
 	hexSig, ok := strings.CutPrefix(header, signatureVersion+"=")
 	if !ok {
-		return ports.Reject(ports.ErrUnauthenticated, "malformed-signature", "signature is not v0=<hex>")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "signature is not v0=<hex>")
 	}
 	got, err := hex.DecodeString(hexSig)
 	if err != nil || len(got) != sha256.Size {
-		return ports.Reject(ports.ErrUnauthenticated, "malformed-signature", "signature is not v0=<hex>")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "signature is not v0=<hex>")
 	}
 	mac := hmac.New(sha256.New, w.secret)
 	mac.Write([]byte(signatureVersion + ":" + ts + ":"))
 	mac.Write(req.Body)
 	if !hmac.Equal(got, mac.Sum(nil)) {
-		return ports.Reject(ports.ErrUnauthenticated, "bad-signature", "signature does not match the body")
+		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonBadSignature, "signature does not match the body")
 	}
 	return nil
 }

@@ -91,6 +91,39 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// Labels are the label values the service can record, declared by the domain and the
+// providers (never a list kept here), so every labelled counter is exported at 0 from start
+// and rate() and alerts work before the first event.
+type Labels struct {
+	// Providers are the metric labels of the wired providers ("github", …).
+	Providers []string
+	// RejectReasons are every provider's refusal reasons, by provider label (admission's own
+	// and the payload rule's included).
+	RejectReasons map[string][]string
+}
+
+// Declare exports every labelled counter at 0 for each provider and each outcome, retry cause
+// (inbox.RetryCauses), drop reason (inbox.DropReasons) and refusal reason it can record.
+// Adding 0 creates the series without changing a count, so Declare may run at any time.
+func (m *Metrics) Declare(l Labels) {
+	for _, p := range l.Providers {
+		m.received.WithLabelValues(p).Add(0)
+		m.handlerSeconds.WithLabelValues(p)
+		for _, o := range inbox.Outcomes() {
+			m.handled.WithLabelValues(p, o.String()).Add(0)
+		}
+		for _, c := range inbox.RetryCauses() {
+			m.retried.WithLabelValues(p, c.String()).Add(0)
+		}
+		for _, r := range inbox.DropReasons() {
+			m.dropped.WithLabelValues(p, r).Add(0)
+		}
+		for _, r := range l.RejectReasons[p] {
+			m.rejected.WithLabelValues(p, r).Add(0)
+		}
+	}
+}
+
 // Handler serves the registry in the Prometheus exposition format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})

@@ -40,6 +40,17 @@ const (
 	ReasonUnavailable        = "unavailable"         // the database failed
 )
 
+// Reasons lists every refusal reason admission itself decides, beside the providers' own
+// (ports.RejectionReasoner) and the payload rule's (inbox.PayloadReasons): the label values of
+// webhook_rejected_total{reason} exported at 0 from start.
+func Reasons() []string {
+	return []string{
+		ReasonNotFound, ReasonTooLarge, ReasonUnreadable, ReasonUnverified, ReasonInvalidPayload,
+		ReasonNoSource, ReasonSourceInactive, ReasonNoSubscriber, ReasonConnectionInactive,
+		ReasonRouteChanged, ReasonUnavailable,
+	}
+}
+
 // Outcome is what the receiver answers.
 type Outcome int
 

@@ -39,3 +39,20 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// storeCtx bounds one store call.
+func (r *run) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.cfg.StoreTimeout)
+}
+
+// backOff is what every loop does after a failed store call: log it at WARN (msg, the wait and
+// the error's text, never a payload), then wait the backoff's next delay. It returns false,
+// logging nothing, when ctx ended before or during the wait: the loop stops.
+func (r *run) backOff(ctx context.Context, bo *backoff, msg string, err error, kv ...any) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	d := bo.delay()
+	r.log.Warnw(msg, append(append([]any{"owner", r.cfg.Owner}, kv...), "retryIn", d, "error", err.Error())...)
+	return sleep(ctx, d)
+}

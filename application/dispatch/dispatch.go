@@ -13,11 +13,15 @@ import (
 	"fmt"
 
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // BindDispatch returns ctx carrying the fence of c: its event id and the epoch of the lease
-// this claimer holds, so every write transaction of the handler is fenced by that lease.
+// this claimer holds, so every write transaction of the handler is fenced by that lease. It
+// also binds a fresh memory of the fence rejections the handler meets
+// (ports.FenceRejectionsFrom): the consumer judges the handler's result with it, so a handler
+// that catches a rejected write and returns nil is treated as if it had returned the rejection.
 //
 // It panics when c has no id or no lease: the consumer dispatches only what it claimed, and a
 // context without an identity would let the handler's writes run unfenced, unseen by a newer
@@ -27,5 +31,5 @@ func BindDispatch(ctx context.Context, c ports.Claimed) context.Context {
 	if err != nil {
 		panic(fmt.Sprintf("dispatch: bind a delivery that was not claimed: %v", err))
 	}
-	return ports.WithDispatch(ctx, f)
+	return ports.WithFenceRejections(ports.WithDispatch(ctx, f), &inbox.FenceRejections{})
 }

@@ -195,10 +195,16 @@ func (d *Delivery) Release(epoch Epoch, now time.Time) error {
 // Fail applies the policy's decision for a failed attempt under the claimer's epoch and
 // returns it. A dropped decision (lease lost, erased) changes nothing.
 func (d *Delivery) Fail(epoch Epoch, cause error, policy RetryPolicy, now time.Time) (Decision, error) {
+	return d.FailAfter(epoch, cause, policy, 0, now)
+}
+
+// FailAfter is Fail for a row that was retried for contention `contended` times in a row just
+// before this attempt (RetryPolicy.DecideAfter).
+func (d *Delivery) FailAfter(epoch Epoch, cause error, policy RetryPolicy, contended int, now time.Time) (Decision, error) {
 	if err := d.checkLease(epoch, "fail"); err != nil {
 		return Decision{}, err
 	}
-	dec := policy.Decide(cause, d.attempt, d.unknownFailures, now)
+	dec := policy.DecideAfter(cause, d.attempt, d.unknownFailures, contended, now)
 	d.apply(dec, now)
 	return dec, nil
 }
@@ -230,9 +236,11 @@ func (d *Delivery) Expire(now time.Time, policy RetryPolicy) (Decision, error) {
 	}
 	var dec Decision
 	if policy.BudgetUsed(d.unknownFailures + 1) {
-		dec = Decision{outcome: OutcomeDead, class: Unknown, usesBudget: true, errorClass: LeaseExpiredClass}
+		dec = Decision{outcome: OutcomeDead, class: Unknown, cause: CauseLeaseExpired, usesBudget: true,
+			errorClass: LeaseExpiredClass}
 	} else {
-		dec = Decision{outcome: OutcomeRetried, class: Unknown, dueAt: now, countsAttempt: true, usesBudget: true}
+		dec = Decision{outcome: OutcomeRetried, class: Unknown, cause: CauseLeaseExpired, dueAt: now,
+			countsAttempt: true, usesBudget: true}
 	}
 	d.apply(dec, now)
 	return dec, nil

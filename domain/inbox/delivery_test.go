@@ -198,13 +198,15 @@ var _ = Describe("Delivery", func() {
 			Expect(d.UnknownFailures()).To(BeZero())
 		})
 
-		It("retries contention at once, gives the attempt back and uses no budget", func() {
+		It("retries contention after a short delay, gives the attempt back and uses no budget", func() {
 			d := claimed()
 			dec, err := d.Fail(1, fmt.Errorf("step: %w", inbox.ErrBusy), policy, t0)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(dec.Outcome()).To(Equal(inbox.OutcomeRetried))
 			Expect(dec.Class()).To(Equal(inbox.Contention))
-			Expect(d.DueAt()).To(Equal(t0))
+			Expect(dec.Cause()).To(Equal(inbox.CauseContention))
+			Expect(d.DueAt()).To(BeTemporally(">=", t0.Add(inbox.ContentionBaseDelay/2)))
+			Expect(d.DueAt()).To(BeTemporally("<=", t0.Add(inbox.ContentionBaseDelay)))
 			Expect(d.Attempt()).To(BeZero())
 			Expect(d.UnknownFailures()).To(BeZero())
 		})

@@ -14,12 +14,14 @@ type FailureClass struct{ s string }
 var (
 	// Permanent: a PayloadParsingError anywhere in the cause chain. DEAD on the first attempt.
 	Permanent = FailureClass{"PERMANENT"}
-	// Retryable: a database or provider transport failure (TransientError). Bounded backoff, no
-	// budget used.
+	// Retryable: a database or provider transport failure, a deadlock, a serialization failure,
+	// a lock timeout, a provider's 5xx or rate limit. Bounded backoff, no budget used.
 	Retryable = FailureClass{"TRANSIENT"}
-	// Contention: a required row was briefly busy. Retried at once in order, no budget used.
+	// Contention: a SKIP LOCKED fence found a required row busy. A short jittered delay, no
+	// budget used.
 	Contention = FailureClass{"CONTENTION"}
-	// Unknown: anything else, including a recovered panic. Uses the unknown-failure budget.
+	// Unknown: anything else, including a recovered panic, a provider's 4xx and an unreadable
+	// provider answer. Uses the unknown-failure budget.
 	Unknown = FailureClass{"UNKNOWN"}
 	// LeaseLost: a newer lease owns the row; this claimer writes nothing more.
 	LeaseLost = FailureClass{"LEASE_LOST"}
@@ -30,15 +32,155 @@ var (
 func (c FailureClass) String() string { return c.s }
 func (c FailureClass) IsZero() bool   { return c.s == "" }
 
-// Classify decides the class of a handler error by looking through its whole wrapped chain
+// Cause is one row of the failure table: why an attempt failed, as
+// integration_consumer_retry_total{cause} and the runbook name it.
+type Cause struct{ s string }
+
+var (
+	// CauseContention: a SKIP LOCKED fence found a required row busy (a renewal, a workspace
+	// operation, person erasure's copy fence).
+	CauseContention = Cause{"contention"}
+	// CauseDatabaseTransport: the database could not be reached or the connection broke.
+	CauseDatabaseTransport = Cause{"database-transport"}
+	// CauseDatabaseConflict: a deadlock, a serialization failure or a lock timeout.
+	CauseDatabaseConflict = Cause{"database-conflict"}
+	// CauseProviderTransport: a provider API gave no answer or a 5xx.
+	CauseProviderTransport = Cause{"provider-transport"}
+	// CauseProviderRateLimit: a provider API answered 429 or its own rate-limit answer.
+	CauseProviderRateLimit = Cause{"provider-rate-limit"}
+	// CauseProviderRefused: a provider API answered another 4xx (a refused token, a 422).
+	CauseProviderRefused = Cause{"provider-refused"}
+	// CauseProviderUnreadable: a provider API answer that is not its documented shape or is
+	// larger than the client reads.
+	CauseProviderUnreadable = Cause{"provider-unreadable"}
+	// CausePayload: the stored delivery's payload does not parse (PayloadParsingError).
+	CausePayload = Cause{"payload"}
+	// CausePanic: the handler panicked (the seed's stack overflow).
+	CausePanic = Cause{"panic"}
+	// CauseUnknown: anything else.
+	CauseUnknown = Cause{"unknown"}
+	// CauseLeaseExpired: the lease ran out before an outcome was recorded (the reaper's).
+	CauseLeaseExpired = Cause{"lease-expired"}
+)
+
+func (c Cause) String() string { return c.s }
+func (c Cause) IsZero() bool   { return c.s == "" }
+
+// DelayRule says when a failed row is due again.
+type DelayRule struct{ s string }
+
+var (
+	// DelayContention: ContentionBaseDelay doubled per consecutive contention retry of the row,
+	// at most ContentionMaxDelay, jittered down to half: short, growing, well under a second.
+	DelayContention = DelayRule{"contention"}
+	// DelayBackoff: the policy's base delay doubled per attempt, at most its max delay
+	// (POISON_BASE_DELAY 2 s to POISON_MAX_DELAY 5 min).
+	DelayBackoff = DelayRule{"backoff"}
+	// DelayProviderWait: DelayBackoff, or the provider's Retry-After or rate-limit reset when
+	// that is later (at most an hour).
+	DelayProviderWait = DelayRule{"backoff-or-provider-wait"}
+	// DelayAtOnce: due again at once (an expired lease: its handler ran for a lease already).
+	DelayAtOnce = DelayRule{"at-once"}
+	// DelayNone: the row is DEAD, never due again.
+	DelayNone = DelayRule{"none"}
+)
+
+func (r DelayRule) String() string { return r.s }
+
+// FailureRule is one row of the table: a cause, its class, whether it counts against the
+// unknown-failure budget, and when the row is due again.
+type FailureRule struct {
+	Cause        Cause
+	Class        FailureClass
+	CountsBudget bool
+	Delay        DelayRule
+}
+
+// failureTable is the one classification table (ARCHITECTURE.md "Failure classes" shows it).
+var failureTable = []FailureRule{
+	{CauseContention, Contention, false, DelayContention},
+	{CauseDatabaseTransport, Retryable, false, DelayBackoff},
+	{CauseDatabaseConflict, Retryable, false, DelayBackoff},
+	{CauseProviderTransport, Retryable, false, DelayProviderWait},
+	{CauseProviderRateLimit, Retryable, false, DelayProviderWait},
+	{CauseProviderRefused, Unknown, true, DelayBackoff},
+	{CauseProviderUnreadable, Unknown, true, DelayBackoff},
+	{CausePayload, Permanent, false, DelayNone},
+	{CausePanic, Unknown, true, DelayBackoff},
+	{CauseUnknown, Unknown, true, DelayBackoff},
+	{CauseLeaseExpired, Unknown, true, DelayAtOnce},
+}
+
+// FailureTable returns the classification table, one row per cause.
+func FailureTable() []FailureRule { return append([]FailureRule(nil), failureTable...) }
+
+// RuleOf returns the table row of c (false for a cause not in the table).
+func RuleOf(c Cause) (FailureRule, bool) {
+	for _, r := range failureTable {
+		if r.Cause == c {
+			return r, true
+		}
+	}
+	return FailureRule{}, false
+}
+
+// RetryCauses lists the causes a row can be retried for: the label values of
+// integration_consumer_retry_total{cause}.
+func RetryCauses() []Cause {
+	var out []Cause
+	for _, r := range failureTable {
+		if r.Delay != DelayNone {
+			out = append(out, r.Cause)
+		}
+	}
+	return out
+}
+
+// CauseOf finds the table row of a handler error by looking through its whole wrapped chain
 // (errors.As / errors.Is follow Unwrap and joined errors). This is the one place that decides.
-// Fence outcomes win over everything: once the lease is lost or the row is erased, nothing the
-// handler says may be written. A parsing error proves permanence wherever it sits.
-func Classify(err error) FailureClass {
+// A fence outcome (erased, lease lost) is no cause: it drops the work (zero Cause). A parsing
+// error proves permanence wherever it sits; a provider's answer never does.
+func CauseOf(err error) Cause {
 	var (
 		parsing   *PayloadParsingError
+		prov      *ProviderError
 		transient *TransientError
+		panicked  *PanicError
 	)
+	switch {
+	case err == nil, errors.Is(err, ErrErased), errors.Is(err, ErrLeaseLost):
+		return Cause{}
+	case errors.As(err, &parsing):
+		return CausePayload
+	case errors.Is(err, ErrBusy):
+		return CauseContention
+	case errors.As(err, &prov):
+		switch prov.Kind {
+		case ProviderTransport, ProviderServerError:
+			return CauseProviderTransport
+		case ProviderRateLimited:
+			return CauseProviderRateLimit
+		case ProviderUnreadable:
+			return CauseProviderUnreadable
+		default:
+			return CauseProviderRefused
+		}
+	case errors.As(err, &transient):
+		if transient.Conflict {
+			return CauseDatabaseConflict
+		}
+		return CauseDatabaseTransport
+	case errors.As(err, &panicked):
+		return CausePanic
+	default:
+		return CauseUnknown
+	}
+}
+
+// Classify decides the class of a handler error: Erased or LeaseLost for a fence outcome (they
+// win over everything: once the lease is lost or the row is erased, nothing the handler says
+// may be written), otherwise the class of its cause's table row.
+func Classify(err error) FailureClass {
 	switch {
 	case err == nil:
 		return FailureClass{}
@@ -46,15 +188,9 @@ func Classify(err error) FailureClass {
 		return Erased
 	case errors.Is(err, ErrLeaseLost):
 		return LeaseLost
-	case errors.As(err, &parsing):
-		return Permanent
-	case errors.Is(err, ErrBusy):
-		return Contention
-	case errors.As(err, &transient):
-		return Retryable
-	default:
-		return Unknown
 	}
+	r, _ := RuleOf(CauseOf(err))
+	return r.Class
 }
 
 // ErrorClass is what a DEAD row records and logs about its cause: the failure class and the Go

@@ -14,6 +14,9 @@ const (
 	PayloadNUL     = "nul"
 )
 
+// PayloadReasons lists the reasons of a PayloadError (webhook_rejected_total{reason}).
+func PayloadReasons() []string { return []string{PayloadNotUTF8, PayloadNotJSON, PayloadNUL} }
+
 // PayloadError names the rule a body broke. It matches ErrInvalidPayload with errors.Is, so
 // callers that only need "invalid or not" keep testing the sentinel.
 type PayloadError struct {

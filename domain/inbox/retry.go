@@ -2,7 +2,17 @@ package inbox
 
 import (
 	"errors"
+	"math/rand/v2"
 	"time"
+)
+
+// Expected contention is retried soon: a fence is held for the length of a transaction (a
+// renewal, a workspace operation) or of an erasure pass (seconds). The delay doubles per
+// consecutive contention retry of the row and stays well under a second, so a long-held fence
+// costs a few attempts per row, not a spin.
+const (
+	ContentionBaseDelay = 25 * time.Millisecond
+	ContentionMaxDelay  = 400 * time.Millisecond
 )
 
 // RetryPolicy turns a failure into a decision: bounded exponential delay between base and max
@@ -11,6 +21,8 @@ type RetryPolicy struct {
 	base        time.Duration
 	max         time.Duration
 	maxAttempts int
+	// jitter returns a wait in [d/2, d]; nil is uniform random. Specs pin it.
+	jitter func(d time.Duration) time.Duration
 }
 
 // NewRetryPolicy validates the policy (defaults: 2s, 5m, 10).
@@ -27,6 +39,31 @@ func NewRetryPolicy(base, max time.Duration, maxAttempts int) (RetryPolicy, erro
 }
 
 func (p RetryPolicy) MaxAttempts() int { return p.maxAttempts }
+
+// WithJitter returns the policy with jitter(d) choosing each contention wait in [d/2, d]
+// (values outside are clamped); for specs that need exact due times.
+func (p RetryPolicy) WithJitter(jitter func(d time.Duration) time.Duration) RetryPolicy {
+	p.jitter = jitter
+	return p
+}
+
+// ContentionDelay is the wait after the row's (contended+1)-th consecutive contention retry:
+// ContentionBaseDelay·2^contended, at most ContentionMaxDelay, jittered down to half so the
+// claimers of several servers that met the same fence do not return in step.
+func (p RetryPolicy) ContentionDelay(contended int) time.Duration {
+	d := ContentionBaseDelay
+	for i := 0; i < contended && d < ContentionMaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, ContentionMaxDelay)
+	var j time.Duration
+	if p.jitter != nil {
+		j = min(max(p.jitter(d), d/2), d)
+	} else {
+		j = d/2 + rand.N(d/2+1)
+	}
+	return j
+}
 
 // Delay is the wait before attempt+1: base·2^(attempt-1), never above max.
 func (p RetryPolicy) Delay(attempt int) time.Duration {
@@ -62,6 +99,7 @@ func (o Outcome) String() string { return o.s }
 type Decision struct {
 	outcome       Outcome
 	class         FailureClass
+	cause         Cause     // the table row (zero for dropped and done)
 	dueAt         time.Time // retried: when the row is due again
 	countsAttempt bool      // retried: false for contention (the attempt is given back)
 	usesBudget    bool      // the failure counts against the unknown-failure budget
@@ -71,6 +109,7 @@ type Decision struct {
 
 func (d Decision) Outcome() Outcome    { return d.outcome }
 func (d Decision) Class() FailureClass { return d.class }
+func (d Decision) Cause() Cause        { return d.cause }
 func (d Decision) DueAt() time.Time    { return d.dueAt }
 func (d Decision) CountsAttempt() bool { return d.countsAttempt }
 func (d Decision) UsesBudget() bool    { return d.usesBudget }
@@ -83,28 +122,53 @@ const (
 	DropLeaseLost              = "lease-lost"
 )
 
+// DropReasons lists every drop reason the consumer records: the label values of
+// integration_message_dropped_total{reason}.
+func DropReasons() []string { return []string{DropErasedDuringProcessing, DropLeaseLost} }
+
+// Outcomes lists every outcome of integration_consumer_handled_total{outcome}.
+func Outcomes() []Outcome { return []Outcome{OutcomeDone, OutcomeRetried, OutcomeDead, OutcomeDropped} }
+
 // Decide maps a handler error of the given attempt to the next write. attempt is the row's
 // attempt after the claim (1 for the first); unknownFailures is the budget used before it.
+// It is DecideAfter for a row with no contention retry before this one.
 func (p RetryPolicy) Decide(err error, attempt, unknownFailures int, now time.Time) Decision {
-	class := Classify(err)
-	switch class {
+	return p.DecideAfter(err, attempt, unknownFailures, 0, now)
+}
+
+// DecideAfter is Decide for a row that was retried for contention `contended` times in a row
+// just before this attempt (what the claimer remembers), which grows its contention delay.
+// The row of the failure table of err's cause decides the class, the budget and the delay.
+func (p RetryPolicy) DecideAfter(err error, attempt, unknownFailures, contended int, now time.Time) Decision {
+	switch Classify(err) {
 	case Erased:
-		return Decision{outcome: OutcomeDropped, class: class, dropReason: DropErasedDuringProcessing}
+		return Decision{outcome: OutcomeDropped, class: Erased, dropReason: DropErasedDuringProcessing}
 	case LeaseLost:
-		return Decision{outcome: OutcomeDropped, class: class, dropReason: DropLeaseLost}
-	case Permanent:
-		return Decision{outcome: OutcomeDead, class: class, errorClass: ErrorClass(err)}
-	case Contention:
-		return Decision{outcome: OutcomeRetried, class: class, dueAt: now}
-	case Retryable:
-		return Decision{outcome: OutcomeRetried, class: class, dueAt: now.Add(p.Delay(attempt)), countsAttempt: true}
-	default:
-		if p.BudgetUsed(unknownFailures + 1) {
-			return Decision{outcome: OutcomeDead, class: Unknown, usesBudget: true, errorClass: ErrorClass(err)}
-		}
-		return Decision{outcome: OutcomeRetried, class: Unknown, dueAt: now.Add(p.Delay(attempt)),
-			countsAttempt: true, usesBudget: true}
+		return Decision{outcome: OutcomeDropped, class: LeaseLost, dropReason: DropLeaseLost}
 	}
+	rule, _ := RuleOf(CauseOf(err))
+	dec := Decision{class: rule.Class, cause: rule.Cause, usesBudget: rule.CountsBudget}
+	if rule.Delay == DelayNone || (rule.CountsBudget && p.BudgetUsed(unknownFailures+1)) {
+		dec.outcome, dec.errorClass = OutcomeDead, ErrorClass(err)
+		return dec
+	}
+	dec.outcome, dec.countsAttempt = OutcomeRetried, true
+	switch rule.Delay {
+	case DelayContention:
+		dec.dueAt, dec.countsAttempt = now.Add(p.ContentionDelay(contended)), false
+	case DelayProviderWait:
+		wait := p.Delay(attempt)
+		var prov *ProviderError
+		if errors.As(err, &prov) {
+			wait = max(wait, prov.Wait())
+		}
+		dec.dueAt = now.Add(wait)
+	case DelayAtOnce:
+		dec.dueAt = now
+	default:
+		dec.dueAt = now.Add(p.Delay(attempt))
+	}
+	return dec
 }
 
 // Completed is the decision of a successful attempt: DONE.

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -109,16 +111,58 @@ var _ = Describe("GitHub REST reads", func() {
 		Expect(inbox.Classify(err)).To(Equal(inbox.Retryable))
 	})
 
-	It("refuses a body over its bound and one without the documented shape as permanent", func(ctx SpecContext) {
+	It("refuses a body over its bound, one without the documented shape and a proxy's HTML page as unknown failures, never permanent", func(ctx SpecContext) {
 		big := serve(64, func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, `{"total_count":0,"check_runs":[],"pad":%q}`, strings.Repeat("x", 200))
 		})
 		_, err := big.CheckRunsForRef(ctx, "acme/app", "main")
 		Expect(errors.Is(err, api.ErrResponseTooLarge)).To(BeTrue())
-		Expect(inbox.Classify(err)).To(Equal(inbox.Permanent))
+		Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
+		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
 
 		shapeless := serve(0, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"items":[]}`) })
 		_, err = shapeless.CheckRunsForRef(ctx, "acme/app", "main")
+		Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
+		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
+
+		html := serve(0, func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, `<html><body>502 Bad Gateway</body></html>`)
+		})
+		_, err = html.CheckRunsForRef(ctx, "acme/app", "main")
+		Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
+		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
+	})
+
+	It("keeps a repository name from the payload that is not owner/name permanent: that is the stored payload", func(ctx SpecContext) {
+		c := serve(0, http.NotFound)
+		_, err := c.CheckRunsForRef(ctx, "not-a-repo", "main")
 		Expect(inbox.Classify(err)).To(Equal(inbox.Permanent))
 	})
+
+	DescribeTable("waits at least as long as GitHub asks on a rate limit",
+		func(ctx SpecContext, status int, headers map[string]string, atLeast time.Duration) {
+			c := serve(0, func(w http.ResponseWriter, r *http.Request) {
+				for k, v := range headers {
+					if in, ok := strings.CutPrefix(v, "in "); ok { // a reset time, from the answer's now
+						d, err := time.ParseDuration(in)
+						Expect(err).NotTo(HaveOccurred())
+						v = strconv.FormatInt(time.Now().Add(d).Unix(), 10)
+					}
+					w.Header().Set(k, v)
+				}
+				w.WriteHeader(status)
+			})
+			_, err := c.CheckRunsForRef(ctx, "acme/app", "main")
+			var perr *inbox.ProviderError
+			Expect(errors.As(err, &perr)).To(BeTrue())
+			Expect(perr.Kind).To(Equal(inbox.ProviderRateLimited))
+			Expect(perr.RetryAfter).To(BeNumerically("~", atLeast, 5*time.Second))
+			Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderRateLimit))
+		},
+		Entry("a secondary limit's Retry-After", http.StatusForbidden, map[string]string{"Retry-After": "60"}, time.Minute),
+		Entry("a 429's Retry-After", http.StatusTooManyRequests, map[string]string{"Retry-After": "30"}, 30*time.Second),
+		Entry("a primary limit's reset", http.StatusForbidden, map[string]string{
+			"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "in 20m",
+		}, 20*time.Minute),
+	)
 })

@@ -57,7 +57,7 @@ var _ = Describe("Poison handling", func() {
 		var calls atomic.Int32
 		srv := startServer(cfg, store, registry(func(context.Context, ports.Dispatch) error {
 			if calls.Add(1) <= 4 {
-				return fmt.Errorf("fetch: %w", inbox.Transient("github api", errors.New("503")))
+				return fmt.Errorf("fetch: %w", &inbox.ProviderError{Provider: "github", Op: "GET /x", Kind: inbox.ProviderServerError, Status: 503})
 			}
 			return nil
 		}))
@@ -67,7 +67,7 @@ var _ = Describe("Poison handling", func() {
 		Expect(r.State).To(Equal("DONE"))
 		Expect(r.Attempt).To(Equal(5))
 		Expect(r.UnknownFailures).To(BeZero())
-		Eventually(func() int { return srv.metrics.Count("retry", "github", "transient") }).Should(Equal(4))
+		Eventually(func() int { return srv.metrics.Count("retry", "github", inbox.CauseProviderTransport.String()) }).Should(Equal(4))
 	})
 
 	It("ends the unknown-failure budget in DEAD", func(ctx SpecContext) {
@@ -104,7 +104,7 @@ var _ = Describe("Poison handling", func() {
 		Expect(r.State).To(Equal("DONE"))
 		Expect(r.UnknownFailures).To(Equal(1), "the panic used the budget")
 		Expect(r.Attempt).To(Equal(2))
-		Eventually(func() int { return srv.metrics.Count("retry", "github", "unknown") }).Should(Equal(1))
+		Eventually(func() int { return srv.metrics.Count("retry", "github", inbox.CausePanic.String()) }).Should(Equal(1))
 
 		first := srv.log.Find("first attempt")
 		Expect(first).To(HaveLen(1))

@@ -6,13 +6,17 @@
 // every request, so a rotating installation token can be plugged in later; it is sent only to
 // BaseURL's host (the client builds every URL itself and never follows a URL from a response).
 //
-// Errors are classified for the inbox: transport failures, server errors and rate limits are
-// *inbox.TransientError (retried with backoff, no budget); 404 and 410 wrap
-// handlers.ErrProviderNotFound; a 2xx answer that does not have the documented shape, or is
-// larger than MaxBodyBytes, is a permanent parsing failure; any other status, a rejected token
-// (401) included, is a *StatusError and uses the unknown-failure budget, because a token that
-// GitHub refuses is a configuration problem that retrying alone does not fix. No error carries
-// the token or a response body.
+// Every failed call is an *inbox.ProviderError, classified for the inbox's failure table:
+// transport failures and 5xx answers (ProviderTransport, ProviderServerError) and rate limits
+// (ProviderRateLimited: 429, or 403 with X-RateLimit-Remaining 0 or Retry-After, waiting for
+// Retry-After or X-RateLimit-Reset) are retried without budget; 404 and 410 also wrap
+// handlers.ErrProviderNotFound; any other status, a rejected token (401) included, is
+// ProviderRefused around a *StatusError and uses the unknown-failure budget, because a token
+// that GitHub refuses is a configuration problem that retrying alone does not fix; a 2xx answer
+// that does not have the documented shape, or is larger than MaxBodyBytes, is
+// ProviderUnreadable and uses the budget too. None of them is a permanent failure: only the
+// stored payload can prove that (a repository name from the payload that is not owner/name).
+// No error carries the token or a response body.
 package api
 
 import (
@@ -112,7 +116,7 @@ func New(cfg Config) (*Client, error) {
 	return &Client{cfg: cfg, base: base}, nil
 }
 
-// StatusError is an answer the client does not classify otherwise (a 400, a 401, a 403 that is
+// StatusError is the cause of a ProviderRefused or 404/410 answer (a 400, a 401, a 403 that is
 // not a rate limit, a 422): it uses the unknown-failure budget.
 type StatusError struct {
 	Method string
@@ -124,7 +128,7 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("github api %s %s: status %d", e.Method, e.Path, e.Status)
 }
 
-// ErrResponseTooLarge is the cause of a parsing failure for a body over MaxBodyBytes.
+// ErrResponseTooLarge is the cause of a ProviderUnreadable failure for a body over MaxBodyBytes.
 var ErrResponseTooLarge = errors.New("github api response larger than the configured bound")
 
 // repoPath is /repos/{owner}/{name} with both segments escaped. Errors: a parsing failure for a
@@ -161,7 +165,7 @@ func (c *Client) get(ctx context.Context, path string, query url.Values, v any) 
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return false, inbox.Transient("github api GET "+path, err)
+		return false, failure(path, inbox.ProviderTransport, 0, err)
 	}
 	defer func() {
 		// Drain a little so the connection can be reused; never read an unbounded body.
@@ -173,33 +177,60 @@ func (c *Client) get(ctx context.Context, path string, query url.Values, v any) 
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBodyBytes+1))
 	if err != nil {
-		return false, inbox.Transient("github api read GET "+path, err)
+		return false, failure(path, inbox.ProviderTransport, resp.StatusCode, err)
 	}
 	if int64(len(body)) > c.cfg.MaxBodyBytes {
-		return false, inbox.ParsingFailure(fmt.Errorf("GET %s: %w", path, ErrResponseTooLarge))
+		return false, failure(path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return false, inbox.ParsingFailure(fmt.Errorf("github api GET %s: %w", path, err))
+		return false, failure(path, inbox.ProviderUnreadable, resp.StatusCode, err)
 	}
 	return hasNext(resp.Header.Get("Link")), nil
 }
 
-// classify turns a non-2xx status into the inbox's failure classes.
+// failure is the *inbox.ProviderError of a GET of path.
+func failure(path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
+	return &inbox.ProviderError{Provider: "github", Op: "GET " + path, Kind: kind, Status: status, Err: cause}
+}
+
+// unreadable is an answer that decoded but lacks what GitHub documents.
+func unreadable(path, what string) error {
+	return failure(path, inbox.ProviderUnreadable, http.StatusOK, errors.New(what))
+}
+
+// classify turns a non-2xx status into the inbox's failure table. A rate limit waits for
+// Retry-After (secondary limits) or, with no requests left, for X-RateLimit-Reset (primary).
 func classify(resp *http.Response, path string) error {
 	status := resp.StatusCode
 	serr := &StatusError{Method: http.MethodGet, Path: path, Status: status}
+	h := resp.Header
+	now := time.Now()
+	wait := max(inbox.ParseRetryAfter(h.Get("Retry-After"), now), rateLimitReset(h, now))
 	switch {
 	case status >= 200 && status < 300:
 		return nil
 	case status == http.StatusNotFound || status == http.StatusGone:
-		return fmt.Errorf("%w: %w", handlers.ErrProviderNotFound, serr)
-	case status == http.StatusTooManyRequests || status >= 500:
-		return inbox.Transient("github api", serr)
-	case status == http.StatusForbidden && (resp.Header.Get("X-RateLimit-Remaining") == "0" || resp.Header.Get("Retry-After") != ""):
-		// GitHub answers rate limits (primary and secondary) with 403.
-		return inbox.Transient("github api rate limit", serr)
+		return fmt.Errorf("%w: %w", handlers.ErrProviderNotFound, failure(path, inbox.ProviderRefused, status, serr))
+	case status == http.StatusTooManyRequests,
+		status == http.StatusForbidden && (h.Get("X-RateLimit-Remaining") == "0" || h.Get("Retry-After") != ""):
+		// GitHub answers rate limits (primary and secondary) with 403 or 429.
+		e := failure(path, inbox.ProviderRateLimited, status, serr)
+		e.RetryAfter = wait
+		return e
+	case status >= 500:
+		e := failure(path, inbox.ProviderServerError, status, serr)
+		e.RetryAfter = wait
+		return e
 	}
-	return serr
+	return failure(path, inbox.ProviderRefused, status, serr)
+}
+
+// rateLimitReset is the wait until X-RateLimit-Reset when no request is left in the window.
+func rateLimitReset(h http.Header, now time.Time) time.Duration {
+	if h.Get("X-RateLimit-Remaining") != "0" {
+		return 0
+	}
+	return inbox.UntilReset(h.Get("X-RateLimit-Reset"), now)
 }
 
 // hasNext reports whether a Link header names a next page. The client requests that page by
@@ -269,11 +300,11 @@ func (c *Client) checkRuns(ctx context.Context, path string) ([]handlers.CheckRu
 			return nil, err
 		}
 		if p.TotalCount == nil || p.CheckRuns == nil {
-			return nil, inbox.ParsingFailure(fmt.Errorf("github api GET %s: no check_runs list", path))
+			return nil, unreadable(path, "no check_runs list")
 		}
 		for _, r := range p.CheckRuns {
 			if r.ID <= 0 || r.HeadSHA == "" || r.Name == "" {
-				return nil, inbox.ParsingFailure(fmt.Errorf("github api GET %s: check run without id, head SHA or name", path))
+				return nil, unreadable(path, "check run without id, head SHA or name")
 			}
 			run := handlers.CheckRun{
 				ID: r.ID, HeadSHA: strings.ToLower(r.HeadSHA), Name: r.Name, Status: r.Status,
@@ -333,11 +364,11 @@ func (c *Client) CompareCommits(ctx context.Context, repo, base, head string) ([
 			return nil, err
 		}
 		if p.Commits == nil {
-			return nil, inbox.ParsingFailure(fmt.Errorf("github api GET %s: no commits list", path))
+			return nil, unreadable(path, "no commits list")
 		}
 		for _, ac := range p.Commits {
 			if ac.SHA == "" || ac.Commit == nil {
-				return nil, inbox.ParsingFailure(fmt.Errorf("github api GET %s: commit without sha", path))
+				return nil, unreadable(path, "commit without sha")
 			}
 			cm := handlers.Commit{SHA: strings.ToLower(ac.SHA), Message: ac.Commit.Message, HTMLURL: ac.HTMLURL}
 			if a := ac.Commit.Author; a != nil {

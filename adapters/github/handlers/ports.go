@@ -138,10 +138,10 @@ type Store interface {
 var ErrProviderNotFound = errors.New("github object not found")
 
 // ProviderReader reads GitHub through its REST API. Handlers call it only outside their write
-// transactions, so no transaction waits for GitHub. Errors: *inbox.TransientError for
-// transport failures, server errors and rate limits (retried with backoff, no budget);
-// ErrProviderNotFound; *inbox.PayloadParsingError for an answer that does not have the
-// documented shape; any other error uses the unknown-failure budget.
+// transactions, so no transaction waits for GitHub. Errors: *inbox.ProviderError: transport
+// failures, server errors and rate limits retried with backoff (no earlier than GitHub asks,
+// no budget); refusals and answers without the documented shape use the unknown-failure
+// budget and are never permanent; ErrProviderNotFound around a 404 or 410.
 type ProviderReader interface {
 	// CompareCommits lists the commits reachable from head and not from base, oldest first
 	// (repo is "owner/name").

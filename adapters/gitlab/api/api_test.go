@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -169,6 +171,31 @@ var _ = Describe("GitLab REST reads", func() {
 		Entry("a refused request", http.StatusBadRequest, "unknown"),
 	)
 
+	It("carries GitLab's Retry-After of a rate limit, so the retry waits at least that long", func(ctx SpecContext) {
+		gl := newFakeGitLab(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", "120")
+			w.WriteHeader(http.StatusTooManyRequests)
+		})
+		_, err := clientOf(gl).MergeRequestApprovals(ctx, 42, 7)
+		var perr *inbox.ProviderError
+		Expect(errors.As(err, &perr)).To(BeTrue())
+		Expect(perr.Kind).To(Equal(inbox.ProviderRateLimited))
+		Expect(perr.RetryAfter).To(Equal(2 * time.Minute))
+		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderRateLimit))
+	})
+
+	It("waits for RateLimit-Reset when a rate limit names no Retry-After", func(ctx SpecContext) {
+		reset := time.Now().Add(10 * time.Minute).Unix()
+		gl := newFakeGitLab(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("RateLimit-Reset", strconv.FormatInt(reset, 10))
+			w.WriteHeader(http.StatusTooManyRequests)
+		})
+		_, err := clientOf(gl).MergeRequestApprovals(ctx, 42, 7)
+		var perr *inbox.ProviderError
+		Expect(errors.As(err, &perr)).To(BeTrue())
+		Expect(perr.RetryAfter).To(BeNumerically("~", 10*time.Minute, 5*time.Second))
+	})
+
 	It("treats a transport failure as transient, without the token", func(ctx SpecContext) {
 		gl := newFakeGitLab(answer(http.StatusOK, premiumApprovals))
 		c := clientOf(gl)
@@ -189,11 +216,12 @@ var _ = Describe("GitLab REST reads", func() {
 		Expect(gl.received()).To(BeEmpty())
 	})
 
-	DescribeTable("refuses an answer without the documented shape as permanent",
+	DescribeTable("refuses an answer without the documented shape as an unknown failure, never as permanent",
 		func(ctx SpecContext, body string) {
 			gl := newFakeGitLab(answer(http.StatusOK, body))
 			_, err := clientOf(gl).MergeRequestApprovals(ctx, 42, 7)
-			Expect(inbox.Classify(err)).To(Equal(inbox.Permanent))
+			Expect(inbox.Classify(err)).To(Equal(inbox.Unknown), "what GitLab answered says nothing about the stored payload")
+			Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
 			Expect(err.Error()).NotTo(ContainSubstring(token))
 		},
 		Entry("not JSON", `<html>sign in</html>`),
@@ -216,12 +244,13 @@ var _ = Describe("GitLab REST reads", func() {
 			Expect(got.Approved).To(BeTrue())
 		})
 
-		It("refuses a larger body as permanent", func(ctx SpecContext) {
+		It("refuses a larger body as an unreadable answer, which uses the budget and is never permanent", func(ctx SpecContext) {
 			gl := newFakeGitLab(answer(http.StatusOK, body+" "))
 			c := clientFor(api.Config{BaseURL: gl.URL, MaxBodyBytes: int64(len(body))})
 			_, err := c.MergeRequestApprovals(ctx, 42, 7)
 			Expect(errors.Is(err, api.ErrResponseTooLarge)).To(BeTrue())
-			Expect(inbox.Classify(err)).To(Equal(inbox.Permanent))
+			Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
+			Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
 		})
 
 		It("bounds a large body by default", func(ctx SpecContext) {

@@ -9,13 +9,15 @@
 // follows a redirect only to that same scheme and host, because Go's HTTP client strips
 // Authorization on a cross-host redirect but forwards a custom header like PRIVATE-TOKEN.
 //
-// Errors are classified for the inbox: transport failures, server errors and rate limits (429)
-// are *inbox.TransientError (retried with backoff, no budget); 404 and 410 wrap
-// handlers.ErrProviderNotFound; a 2xx answer that does not have the documented shape, or is
-// larger than MaxBodyBytes, is a permanent parsing failure; any other status, a rejected token
-// (401, 403) or a refused redirect included, is a *StatusError and uses the unknown-failure
+// Every failed call is an *inbox.ProviderError, classified for the inbox's failure table:
+// transport failures and 5xx answers, and rate limits (429, waiting for Retry-After or
+// RateLimit-Reset), are retried without budget; 404 and 410 also wrap
+// handlers.ErrProviderNotFound; any other status, a rejected token (401, 403) or a refused
+// redirect included, is ProviderRefused around a *StatusError and uses the unknown-failure
 // budget, because a token that GitLab refuses is a configuration problem that retrying alone
-// does not fix. No error carries the token or a response body.
+// does not fix; a 2xx answer that does not have the documented shape, or is larger than
+// MaxBodyBytes, is ProviderUnreadable and uses the budget too, never a permanent failure.
+// No error carries the token or a response body.
 //
 // GitLab answers 404, not 403, for a project the token cannot see, so a token without access
 // to a project reads as "nothing to read" there: the handlers then decide readiness from the
@@ -122,7 +124,7 @@ func sameOrigin(base *url.URL) func(*http.Request, []*http.Request) error {
 	}
 }
 
-// StatusError is an answer the client does not classify otherwise (a 400, a 401, a 403, a
+// StatusError is the cause of a ProviderRefused or 404/410 answer (a 400, a 401, a 403, a
 // redirect it does not follow): it uses the unknown-failure budget.
 type StatusError struct {
 	Method string
@@ -134,7 +136,7 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("gitlab api %s %s: status %d", e.Method, e.Path, e.Status)
 }
 
-// ErrResponseTooLarge is the cause of a parsing failure for a body over MaxBodyBytes.
+// ErrResponseTooLarge is the cause of a ProviderUnreadable failure for a body over MaxBodyBytes.
 var ErrResponseTooLarge = errors.New("gitlab api response larger than the configured bound")
 
 // get requests path (already escaped) and decodes a 2xx body into v.
@@ -157,41 +159,58 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		// *url.Error names the URL, which carries no credentials (validate refused them).
-		return inbox.Transient("gitlab api GET "+path, err)
+		return failure(path, inbox.ProviderTransport, 0, err)
 	}
 	defer func() {
 		// Drain a little so the connection can be reused; never read an unbounded body.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 	}()
-	if err := classify(resp.StatusCode, path); err != nil {
+	if err := classify(resp.StatusCode, resp.Header, path); err != nil {
 		return err
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBodyBytes+1))
 	if err != nil {
-		return inbox.Transient("gitlab api read GET "+path, err)
+		return failure(path, inbox.ProviderTransport, resp.StatusCode, err)
 	}
 	if int64(len(body)) > c.cfg.MaxBodyBytes {
-		return inbox.ParsingFailure(fmt.Errorf("gitlab api GET %s: %w", path, ErrResponseTooLarge))
+		return failure(path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return inbox.ParsingFailure(fmt.Errorf("gitlab api GET %s: %w", path, err))
+		return failure(path, inbox.ProviderUnreadable, resp.StatusCode, err)
 	}
 	return nil
 }
 
-// classify turns a non-2xx status into the inbox's failure classes.
-func classify(status int, path string) error {
+// failure is the *inbox.ProviderError of a GET of path.
+func failure(path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
+	return &inbox.ProviderError{Provider: "gitlab", Op: "GET " + path, Kind: kind, Status: status, Err: cause}
+}
+
+// classify turns a non-2xx status into the inbox's failure table. A 429 or 5xx waits for
+// Retry-After or, failing that, RateLimit-Reset.
+func classify(status int, h http.Header, path string) error {
 	serr := &StatusError{Method: http.MethodGet, Path: path, Status: status}
+	var kind inbox.ProviderFailure
 	switch {
 	case status >= 200 && status < 300:
 		return nil
 	case status == http.StatusNotFound || status == http.StatusGone:
-		return fmt.Errorf("%w: %w", handlers.ErrProviderNotFound, serr)
-	case status == http.StatusTooManyRequests || status >= 500:
-		return inbox.Transient("gitlab api", serr)
+		return fmt.Errorf("%w: %w", handlers.ErrProviderNotFound, failure(path, inbox.ProviderRefused, status, serr))
+	case status == http.StatusTooManyRequests:
+		kind = inbox.ProviderRateLimited
+	case status >= 500:
+		kind = inbox.ProviderServerError
+	default:
+		return failure(path, inbox.ProviderRefused, status, serr)
 	}
-	return serr
+	e := failure(path, kind, status, serr)
+	now := time.Now()
+	e.RetryAfter = inbox.ParseRetryAfter(h.Get("Retry-After"), now)
+	if e.RetryAfter == 0 && status == http.StatusTooManyRequests {
+		e.RetryAfter = inbox.UntilReset(h.Get("RateLimit-Reset"), now)
+	}
+	return e
 }
 
 // approvalsAnswer is the part of GET /projects/:id/merge_requests/:iid/approvals the handlers
@@ -215,14 +234,14 @@ func (c *Client) MergeRequestApprovals(ctx context.Context, projectID int64, iid
 		return handlers.Approvals{}, err
 	}
 	if a.Approved == nil {
-		return handlers.Approvals{}, inbox.ParsingFailure(fmt.Errorf("gitlab api GET %s: no approved field", path))
+		return handlers.Approvals{}, failure(path, inbox.ProviderUnreadable, http.StatusOK, errors.New("no approved field"))
 	}
 	left := 0
 	if a.ApprovalsLeft != nil {
 		left = *a.ApprovalsLeft
 	}
 	if left < 0 {
-		return handlers.Approvals{}, inbox.ParsingFailure(fmt.Errorf("gitlab api GET %s: approvals_left %d", path, left))
+		return handlers.Approvals{}, failure(path, inbox.ProviderUnreadable, http.StatusOK, errors.New("negative approvals_left"))
 	}
 	return handlers.Approvals{Approved: *a.Approved, ApprovalsLeft: left}, nil
 }

@@ -249,9 +249,9 @@ type Approvals struct {
 }
 
 // ProviderReader reads GitLab's REST API. Handlers call it only outside their write
-// transactions, so no transaction waits for GitLab. Errors: *inbox.TransientError for
-// transport failures, server errors and rate limits; ErrProviderNotFound; anything else uses
-// the unknown-failure budget.
+// transactions, so no transaction waits for GitLab. Errors: *inbox.ProviderError (transport
+// failures, server errors and rate limits retried without budget; refusals and unreadable
+// answers use the unknown-failure budget; never permanent), ErrProviderNotFound around one.
 type ProviderReader interface {
 	// MergeRequestApprovals reads the approval state of a project's merge request by iid.
 	MergeRequestApprovals(ctx context.Context, projectID int64, iid int) (Approvals, error)

@@ -19,7 +19,10 @@
 // step row or not at all; what it did outside PostgreSQL (HTTP, SMTP) is not covered.
 //
 // Provider code with a fallback must return a rejected write unchanged before it logs or tries
-// another source (inbox.IsFenceRejection); the consumer classifies it with inbox.Classify.
+// another source (inbox.IsFenceRejection); the consumer classifies it with inbox.Classify. A
+// handler that swallows one anyway does not end its delivery as DONE: every rejection Step and
+// Write return is remembered for the dispatch (ports.RecordFenceRejection), and the consumer
+// judges the handler's nil as that rejection.
 package deliveryinbox
 
 import (
@@ -28,6 +31,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
@@ -77,6 +81,7 @@ func (in *Inbox) Step(ctx context.Context, step inbox.Step, fn func(ctx context.
 		return false, nil
 	}
 	if err != nil {
+		ports.RecordFenceRejection(ctx, err)
 		return false, err
 	}
 	return true, nil
@@ -89,7 +94,9 @@ func (in *Inbox) Write(ctx context.Context, fn func(ctx context.Context, tx port
 	if !fenced {
 		return in.plain(ctx, fn)
 	}
-	return in.fenced(ctx, f, inbox.Step{}, fn)
+	err := in.fenced(ctx, f, inbox.Step{}, fn)
+	ports.RecordFenceRejection(ctx, err)
+	return err
 }
 
 // Completed reports whether step committed for the delivery on ctx; false outside dispatch.
@@ -143,7 +150,7 @@ func (in *Inbox) fenced(ctx context.Context, f erasure.Fence, step inbox.Step, f
 		}
 		tx := &Tx{tx: ptx}
 		if err := fn(ctx, tx); err != nil {
-			return err // fn's own error, unchanged, so the handler and Classify see what it said
+			return fnError(err)
 		}
 		if err := recheck(ctx, ptx, f, tx.deletesOwnEvent); err != nil {
 			return wrap(fmt.Errorf("commit-time recheck: %w", err))
@@ -266,4 +273,24 @@ func rowsExist(ctx context.Context, tx pgx.Tx, eventID int64, workspaceID *int64
 		return false, false, pgutil.Interpret("read fenced rows", err)
 	}
 	return event, workspace, nil
+}
+
+// fnError is what a fenced transaction returns for fn's error: fn's own error, unchanged, so
+// the handler and Classify see what it said, except that a database error a mirror store
+// returned uninterpreted (a deadlock, a serialization failure, a lock timeout, a lost
+// connection) is wrapped in the transient class pgutil gives it. The wrap keeps fn's error in
+// the chain.
+func fnError(err error) error {
+	var (
+		transient *inbox.TransientError
+		pgErr     *pgconn.PgError
+	)
+	if errors.As(err, &transient) || inbox.IsFenceRejection(err) ||
+		(!errors.As(err, &pgErr) && !pgutil.IsConnectionError(err)) {
+		return err
+	}
+	if interpreted := pgutil.Interpret("inbox write", err); errors.As(interpreted, &transient) {
+		return interpreted
+	}
+	return err
 }

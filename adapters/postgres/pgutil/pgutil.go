@@ -61,7 +61,9 @@ func WithTx(ctx context.Context, db Beginner, opts pgx.TxOptions, fn func(ctx co
 // Interpret translates a pgx error of operation op:
 //   - pgx.ErrNoRows → ports.ErrNotFound;
 //   - unique violation → ports.ErrConflict;
-//   - serialization failure, deadlock, lock not available → inbox.ErrBusy (contention);
+//   - serialization failure, deadlock, lock not available (lock_timeout, NOWAIT) →
+//     *inbox.TransientError with Conflict (bounded exponential backoff, no budget; not the
+//     expected contention of a SKIP LOCKED fence, which the fences report as inbox.ErrBusy);
 //   - a lost connection, shutdown or refused connection → *inbox.TransientError;
 //   - context errors pass through unchanged.
 //
@@ -82,7 +84,7 @@ func Interpret(op string, err error) error {
 		case UniqueViolation:
 			return fmt.Errorf("%s: %w (%s)", op, ports.ErrConflict, pgErr.ConstraintName)
 		case SerializationFailure, DeadlockDetected, LockNotAvailable:
-			return fmt.Errorf("%s: %w (sqlstate %s)", op, inbox.ErrBusy, pgErr.Code)
+			return inbox.DatabaseConflict(op, err)
 		case AdminShutdown, CannotConnectNow, QueryCanceled:
 			return inbox.Transient(op, err)
 		}

@@ -245,7 +245,7 @@ type Store interface {
 // Notifier is the Slack Web API as the handlers use it (adapters/slack/webapi). Its calls are
 // external effects: they run outside every write transaction, and a process that stops after
 // one and before the delivery is completed repeats it on the retry. Errors:
-// *inbox.TransientError for transport failures and rate limits.
+// *inbox.ProviderError (transport failures and rate limits retried without budget).
 type Notifier interface {
 	// PostEphemeral shows text to one user in a channel (chat.postEphemeral).
 	PostEphemeral(ctx context.Context, teamID, channelID, userID, text string) error

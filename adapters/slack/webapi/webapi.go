@@ -89,8 +89,10 @@ func New(cfg Config) (*Client, error) {
 	return &Client{cfg: cfg}, nil
 }
 
-// APIError is Slack's refusal of a call ({"ok": false, "error": "channel_not_found"}). It is not
-// transient: the same call fails the same way, and it uses the unknown-failure budget.
+// APIError is Slack's refusal of a call ({"ok": false, "error": "channel_not_found"}), the cause
+// of an *inbox.ProviderError: ProviderRefused for a code that fails the same way again (it uses
+// the unknown-failure budget), ProviderRateLimited or ProviderServerError for Slack's transient
+// codes.
 type APIError struct {
 	Method string
 	Code   string
@@ -98,8 +100,11 @@ type APIError struct {
 
 func (e *APIError) Error() string { return "slack " + e.Method + ": " + e.Code }
 
-// PostEphemeral calls chat.postEphemeral. Errors: *inbox.TransientError for transport failures,
-// 5xx and 429 answers and Slack's own transient codes; *APIError for other refusals.
+// PostEphemeral calls chat.postEphemeral. Errors: *inbox.ProviderError, never a permanent
+// failure: ProviderTransport for no answer, ProviderServerError for a 5xx or Slack's transient
+// codes, ProviderRateLimited for a 429 (waiting for Retry-After) or "ratelimited",
+// ProviderRefused around an *APIError for other refusals, ProviderUnreadable for an answer that
+// is not JSON.
 func (c *Client) PostEphemeral(ctx context.Context, teamID, channelID, userID, text string) error {
 	return c.call(ctx, teamID, "chat.postEphemeral", map[string]any{
 		"channel": channelID, "user": userID, "text": text,
@@ -111,10 +116,11 @@ func (c *Client) PublishHome(ctx context.Context, teamID, userID string, view js
 	return c.call(ctx, teamID, "views.publish", map[string]any{"user_id": userID, "view": view})
 }
 
-// transientCodes are Slack error codes that a later call can get past.
-var transientCodes = map[string]bool{
-	"ratelimited": true, "rate_limited": true, "internal_error": true, "fatal_error": true,
-	"service_unavailable": true, "request_timeout": true,
+// transientCodes are Slack error codes that a later call can get past, with their kind.
+var transientCodes = map[string]inbox.ProviderFailure{
+	"ratelimited": inbox.ProviderRateLimited, "rate_limited": inbox.ProviderRateLimited,
+	"internal_error": inbox.ProviderServerError, "fatal_error": inbox.ProviderServerError,
+	"service_unavailable": inbox.ProviderServerError, "request_timeout": inbox.ProviderServerError,
 }
 
 func (c *Client) call(ctx context.Context, teamID, method string, body map[string]any) error {
@@ -132,31 +138,47 @@ func (c *Client) call(ctx context.Context, teamID, method string, body map[strin
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	req.Header.Set("Authorization", "Bearer "+token)
+	fail := func(kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
+		return &inbox.ProviderError{Provider: "slack", Op: "POST " + method, Kind: kind, Status: status, Err: cause}
+	}
 	res, err := c.cfg.HTTP.Do(req)
 	if err != nil {
 		// The URL error can name the base URL, never the token (it travels in a header).
-		return inbox.Transient("slack "+method, err)
+		return fail(inbox.ProviderTransport, 0, err)
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
 	if err != nil {
-		return inbox.Transient("slack "+method, err)
+		return fail(inbox.ProviderTransport, res.StatusCode, err)
 	}
-	if res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500 {
-		return inbox.Transient("slack "+method, fmt.Errorf("status %d", res.StatusCode))
+	switch {
+	case res.StatusCode == http.StatusTooManyRequests:
+		e := fail(inbox.ProviderRateLimited, res.StatusCode, nil)
+		e.RetryAfter = inbox.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
+		return e
+	case res.StatusCode >= 500:
+		e := fail(inbox.ProviderServerError, res.StatusCode, nil)
+		e.RetryAfter = inbox.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
+		return e
 	}
 	var answer struct {
 		OK    bool   `json:"ok"`
 		Error string `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &answer); err != nil {
-		return fmt.Errorf("slack %s: status %d with an answer that is not JSON", method, res.StatusCode)
+		return fail(inbox.ProviderUnreadable, res.StatusCode, err)
 	}
 	if answer.OK {
 		return nil
 	}
-	if transientCodes[answer.Error] {
-		return inbox.Transient("slack "+method, &APIError{Method: method, Code: answer.Error})
+	apiErr := &APIError{Method: method, Code: answer.Error}
+	if kind, ok := transientCodes[answer.Error]; ok {
+		e := fail(kind, res.StatusCode, apiErr)
+		e.RetryAfter = inbox.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
+		return e
 	}
-	return &APIError{Method: method, Code: answer.Error}
+	if res.StatusCode >= 200 && res.StatusCode < 300 || res.StatusCode >= 400 {
+		return fail(inbox.ProviderRefused, res.StatusCode, apiErr)
+	}
+	return fail(inbox.ProviderUnreadable, res.StatusCode, apiErr)
 }

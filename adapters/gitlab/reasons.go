@@ -1,0 +1,25 @@
+package gitlab
+
+import "github.com/hephaestus-dev/hephaestus/ports"
+
+var _ ports.RejectionReasoner = Module{}
+
+// GitLab's own refusal reasons.
+const (
+	reasonWrongInstance = "wrong-instance" // X-Gitlab-Instance is not the connection's source server
+	reasonMissingToken  = "missing-token"  // no X-Gitlab-Token
+	reasonBadToken      = "bad-token"      // X-Gitlab-Token is not the connection's secret
+)
+
+// RejectionReasons lists every reason the GitLab webhook refuses or drops a delivery with
+// (webhook_rejected_total{provider="gitlab",reason}). specs/architecture checks that every
+// reason the package's verifier and parser use is listed here.
+func (Module) RejectionReasons() []string {
+	return []string{
+		ports.ReasonMissingConnection, ports.ReasonNotConfigured, reasonWrongInstance,
+		reasonMissingToken, reasonBadToken, ports.ReasonMalformedSignature, ports.ReasonMissingTimestamp,
+		ports.ReasonMalformedTimestamp, ports.ReasonStaleTimestamp, ports.ReasonBadSignature,
+		ports.ReasonMissingEventType, ports.ReasonInvalidEventType, ports.ReasonInvalidPayload,
+		ports.ReasonInvalidDeliveryID, DropNoProjectOrGroup,
+	}
+}

@@ -1,0 +1,86 @@
+package consumer
+
+import (
+	"context"
+	"time"
+)
+
+// reserve takes the slots the next claim fills, 0 meaning wait for a worker. While every
+// worker is busy, a claim waits until the claimed-ahead rows ran down to half, so one statement
+// refills many slots instead of one statement per freed slot.
+func (r *run) reserve() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	free := min(r.capacity-r.busy, r.maxHeld-r.held.len()-r.reserved, r.cfg.ClaimBatch)
+	if free <= 0 || (r.busy >= r.cfg.Claimers && free < r.refill) {
+		return 0
+	}
+	r.busy += free
+	r.reserved += free
+	return free
+}
+
+// settle gives back the reserved slots a claim did not fill.
+func (r *run) settle(reserved, claimed int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reserved -= reserved
+	r.busy -= reserved - claimed
+}
+
+// claimLoop leases rows for the workers: min(free slots, batch) per statement, when woken,
+// when outcomes freed scopes, every poll interval, and at once again after a full claim.
+//
+// Claim statements run on claimCtx, which the stop does not cancel: a claim that committed
+// while its caller gave up would leave leases nobody renews or releases, costing their rows a
+// budget unit at expiry. Rows a claim returns after ctx ended are released with the others.
+func (r *run) claimLoop(ctx, claimCtx context.Context) {
+	defer close(r.work)
+	bo := newBackoff(r.cfg.BackoffMin, r.cfg.BackoffMax)
+	poll := time.NewTimer(r.cfg.PollInterval)
+	defer poll.Stop()
+	for ctx.Err() == nil {
+		n := r.reserve()
+		if n == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.slotFreed:
+			case <-r.nudge:
+			}
+			continue
+		}
+		cctx, cancel := r.storeCtx(claimCtx)
+		claimed, err := r.store.Claim(cctx, r.cfg.Owner, n, r.timing.Duration())
+		cancel()
+		for _, c := range claimed {
+			r.held.add(c)
+			r.work <- c // the slot was reserved: never blocks
+		}
+		r.settle(n, len(claimed))
+		if err != nil {
+			if !r.backOff(ctx, bo, "claiming failed; backing off", err) {
+				return
+			}
+			continue
+		}
+		bo.reset()
+		if len(claimed) == n {
+			continue // a full claim: more rows may be waiting
+		}
+		if !poll.Stop() {
+			select {
+			case <-poll.C:
+			default:
+			}
+		}
+		poll.Reset(r.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake.C():
+		case <-r.nudge:
+		case <-poll.C:
+		}
+	}
+}

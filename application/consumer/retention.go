@@ -1,0 +1,61 @@
+package consumer
+
+import (
+	"context"
+	"time"
+)
+
+// retentionLoop deletes ended rows every RetentionInterval on the one server that holds the
+// retention singleton lease. The lease outlives two periods, so its holder keeps it while it
+// lives and another server takes over only after it stopped renewing.
+func (r *run) retentionLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.RetentionInterval)
+	defer t.Stop()
+	for {
+		r.retainOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (r *run) retainOnce(ctx context.Context) {
+	cctx, cancel := r.storeCtx(ctx)
+	mine, err := r.store.AcquireSingleton(cctx, RetentionSingleton, r.cfg.Owner, 2*r.cfg.RetentionInterval)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			r.metrics.RetentionFailed()
+			r.log.Warnw("retention could not take its lease", "owner", r.cfg.Owner, "error", err.Error())
+		}
+		return
+	}
+	if !mine {
+		return
+	}
+	now := r.clock.Now()
+	doneBefore, deadBefore := now.Add(-r.cfg.ReplayWindow), now.Add(-r.cfg.DeadRetention)
+	var total int64
+	for ctx.Err() == nil {
+		cctx, cancel := r.storeCtx(ctx)
+		n, err := r.store.DeleteEnded(cctx, doneBefore, deadBefore, r.cfg.RetentionBatch)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				r.metrics.RetentionFailed()
+				r.log.Warnw("retention failed; the rows stay until the next run", "owner", r.cfg.Owner,
+					"deleted", total, "error", err.Error())
+			}
+			return
+		}
+		total += n
+		if n < int64(r.cfg.RetentionBatch) {
+			break
+		}
+	}
+	if total > 0 {
+		r.log.Infow("retention deleted ended deliveries", "owner", r.cfg.Owner, "deleted", total)
+	}
+}
