@@ -9,39 +9,66 @@ const deliveryColumns = `e.id, e.workspace_id, e.provider, e.event_type, e.deliv
 	e.scope_key, e.state, e.attempt, e.unknown_failures, e.lease_epoch, e.leased_until, e.due_at,
 	e.received_at, e.ended_at, e.error_class, e.replayed_by, e.replayed_at`
 
+// pinClaimPlan runs before claimOldestDueInFreeScope in the same implicit transaction (one
+// pipeline, one Sync): the settings are local to that transaction and end with it.
+const pinClaimPlan = `
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
+       set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true),
+       set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+       set_config('enable_material', 'off', true), set_config('jit', 'off', true)`
+
 // claimOldestDueInFreeScope leases up to $1 rows, each the oldest QUEUED row of its scope, due,
 // of an ACTIVE workspace or of the installation, in a scope with no LEASED row.
 //
-//   - The NOT EXISTS scope checks read the statement snapshot: a row another claimer has locked
-//     but not committed yet is still QUEUED in it, so this claimer skips that whole scope
-//     instead of taking the row behind it.
+// It visits scopes, not rows (migration 00008): it walks provider_event_scope in head order
+// (oldest head first) and, for each scope, f finds the oldest QUEUED row in the statement
+// snapshot with one descent of ix_provider_event_queued_scope. A scope whose head is LEASED or
+// waits for its retry costs those index steps, however many rows wait behind it. The walk is
+// lazy (index scans under nested loops, no sort): a claim visits its $1 scopes plus the blocked
+// scopes with older heads, and stops.
+//
+//   - The scope checks read the statement snapshot: f is the oldest QUEUED row of the scope in
+//     it, and a row another claimer has locked but not committed yet is still QUEUED there, so
+//     this claimer meets it as the head, cannot lock it, and skips the whole scope instead of
+//     taking the row behind it.
 //   - FOR UPDATE OF e SKIP LOCKED (only e: the workspace row is read, never locked, so a
 //     workspace operation is not blocked by claims) passes over rows another claimer on any
-//     server is taking; a row changed since the snapshot is rechecked on its newest version
-//     (state and due time), so a row leased meanwhile is not taken twice.
-//   - Every candidate is the oldest QUEUED row of its scope in the snapshot, so the candidates
-//     have distinct scopes and one statement may lease several of them.
+//     server is taking. The locking scan itself carries state = 'QUEUED' and the due check:
+//     under READ COMMITTED a row changed since the snapshot is rechecked against the locking
+//     scan's own conditions only, so a head that another claimer leased and committed meanwhile
+//     fails them instead of being leased twice.
+//   - Every candidate is the oldest QUEUED row of a distinct scope, so one statement may lease
+//     several of them.
 //   - The few races the snapshot cannot see (a replay that makes an older row QUEUED while a
 //     claim of a newer one commits) end at uq_provider_event_leased_scope: the statement fails
 //     with a unique violation and the caller claims again.
+//
+// The plan must not depend on statistics (a scope table analyzed while it was small once made
+// every step of the walk a sequential scan). The statement is shaped so that only index scans
+// under nested loops answer it lazily — f is ORDER BY … LIMIT 1 on a row comparison that only
+// its index serves, e joins by primary key, the workspace and leased-scope checks are scalar
+// subqueries (one index probe each) — and it runs after pinClaimPlan in the same implicit
+// transaction, which takes sequential scans, sorts, hash and merge joins and JIT off the
+// planner's menu. specs/inbox asserts the plan under misleading statistics.
 //
 // attempt and lease_epoch go up by one (the domain's Delivery.Claim); the lease runs from the
 // database clock, because servers' clocks differ and expiry is compared in SQL.
 const claimOldestDueInFreeScope = `
 WITH candidates AS (
 	SELECT e.id
-	FROM provider_event e
-	LEFT JOIN workspace w ON w.id = e.workspace_id
-	WHERE e.state = 'QUEUED'
+	FROM provider_event_scope h
+	CROSS JOIN LATERAL (
+		SELECT q.scope_key, q.id FROM provider_event q
+		WHERE q.state = 'QUEUED' AND (q.scope_key, q.id) > (h.scope_key, 0)
+		ORDER BY q.scope_key, q.id LIMIT 1) f
+	JOIN provider_event e ON e.id = f.id
+	WHERE f.scope_key = h.scope_key
+	  AND e.state = 'QUEUED'
 	  AND e.due_at <= clock_timestamp()
-	  AND (e.workspace_id IS NULL OR w.state = 'ACTIVE')
-	  AND NOT EXISTS (
-		SELECT 1 FROM provider_event l
-		WHERE l.scope_key = e.scope_key AND l.state = 'LEASED')
-	  AND NOT EXISTS (
-		SELECT 1 FROM provider_event o
-		WHERE o.scope_key = e.scope_key AND o.state = 'QUEUED' AND o.id < e.id)
-	ORDER BY e.id
+	  AND (e.workspace_id IS NULL
+	       OR (SELECT w.state FROM workspace w WHERE w.id = e.workspace_id) = 'ACTIVE')
+	  AND (SELECT count(*) FROM provider_event l WHERE l.scope_key = h.scope_key AND l.state = 'LEASED') = 0
+	ORDER BY h.head_id, h.scope_key
 	LIMIT $1
 	FOR UPDATE OF e SKIP LOCKED
 )

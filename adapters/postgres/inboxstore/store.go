@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -86,7 +87,27 @@ func (s *Store) Claim(ctx context.Context, owner string, limit int, lease time.D
 }
 
 func (s *Store) claimOnce(ctx context.Context, owner string, limit int, lease time.Duration) ([]ports.Claimed, error) {
-	rows, err := s.pool.Query(ctx, claimOldestDueInFreeScope, limit, lease.Microseconds(), owner)
+	// One pipeline, one Sync: pinClaimPlan's settings are local to the implicit transaction
+	// the claim runs in.
+	batch := &pgx.Batch{}
+	batch.Queue(pinClaimPlan)
+	batch.Queue(claimOldestDueInFreeScope, limit, lease.Microseconds(), owner)
+	results := s.pool.SendBatch(ctx, batch)
+	claimed, err := readClaimed(results, limit)
+	if closeErr := results.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+func readClaimed(results pgx.BatchResults, limit int) ([]ports.Claimed, error) {
+	if _, err := results.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := results.Query()
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +132,36 @@ func (s *Store) claimOnce(ctx context.Context, owner string, limit int, lease ti
 		return nil, err
 	}
 	return claimed, nil
+}
+
+// ExplainClaim returns the plan of the claim statement for limit rows, with the settings the
+// claim runs under, as EXPLAIN prints it (FORMAT TEXT). With analyze the statement runs, and
+// leases, inside a transaction that is rolled back, so nothing changes; the plan then shows
+// the actual rows and time of each step. It exists so that operators and specs see the plan
+// the claimers get.
+func (s *Store) ExplainClaim(ctx context.Context, limit int, analyze bool) (string, error) {
+	options := "COSTS, FORMAT TEXT"
+	if analyze {
+		options = "ANALYZE, BUFFERS, " + options
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return "", pgutil.Interpret("explain claim", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, pinClaimPlan); err != nil {
+		return "", pgutil.Interpret("explain claim", err)
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN ("+options+") "+claimOldestDueInFreeScope,
+		limit, time.Minute.Microseconds(), "explain")
+	if err != nil {
+		return "", pgutil.Interpret("explain claim", err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", pgutil.Interpret("explain claim", err)
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 func isLeasedScopeViolation(err error) bool {
