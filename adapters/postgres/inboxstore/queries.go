@@ -47,7 +47,9 @@ SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan'
 // every step of the walk a sequential scan). The statement is shaped so that only index scans
 // under nested loops answer it lazily — f is ORDER BY … LIMIT 1 on a row comparison that only
 // its index serves, e joins by primary key, the workspace and leased-scope checks are scalar
-// subqueries (one index probe each) — and it runs after pinClaimPlan in the same implicit
+// subqueries (one index probe each), and e's state check is written IS NOT DISTINCT FROM (the
+// same test on a NOT NULL column) so that it cannot qualify e for a full scan of a partial
+// QUEUED index — and it runs after pinClaimPlan in the same implicit
 // transaction, which takes sequential scans, sorts, hash and merge joins and JIT off the
 // planner's menu. specs/inbox asserts the plan under misleading statistics.
 //
@@ -63,7 +65,7 @@ WITH candidates AS (
 		ORDER BY q.scope_key, q.id LIMIT 1) f
 	JOIN provider_event e ON e.id = f.id
 	WHERE f.scope_key = h.scope_key
-	  AND e.state = 'QUEUED'
+	  AND e.state IS NOT DISTINCT FROM 'QUEUED'
 	  AND e.due_at <= clock_timestamp()
 	  AND (e.workspace_id IS NULL
 	       OR (SELECT w.state FROM workspace w WHERE w.id = e.workspace_id) = 'ACTIVE')
@@ -187,6 +189,18 @@ WHERE id IN (
 	   OR (e.state = 'DEAD' AND e.ended_at < $2)
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED)`
+
+// sweepScopeHeads repairs provider_event_scope rows whose head is no longer a QUEUED or LEASED
+// row of the scope: a removal that found the scope's latch busy (an admission of the scope in
+// flight, a concurrent removal, a hash collision) left them as they were (migration 00008).
+// provider_event_scope_remove recomputes each under the latch: it moves the head, or deletes
+// the row of a scope that has nothing left. The cost follows the number of scopes, not rows.
+const sweepScopeHeads = `
+SELECT count(provider_event_scope_remove(s.scope_key)::text)
+FROM provider_event_scope s
+WHERE NOT EXISTS (
+	SELECT 1 FROM provider_event p
+	WHERE p.id = s.head_id AND p.scope_key = s.scope_key AND p.state IN ('QUEUED', 'LEASED'))`
 
 // inboxStats feeds the inbox gauges in one scan: rows per state, and for QUEUED how long the
 // earliest due time lies in the past (by the database clock, which also judges leases).

@@ -308,7 +308,8 @@ func (s *Store) Release(ctx context.Context, acks []ports.Ack) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-// DeleteEnded implements ports.InboxStore (one batch per call).
+// DeleteEnded implements ports.InboxStore (one batch per call). The last batch of a run (fewer
+// rows than limit) also runs sweepScopeHeads.
 func (s *Store) DeleteEnded(ctx context.Context, doneBefore, deadBefore time.Time, limit int) (int64, error) {
 	if limit <= 0 {
 		return 0, nil
@@ -316,6 +317,12 @@ func (s *Store) DeleteEnded(ctx context.Context, doneBefore, deadBefore time.Tim
 	tag, err := s.pool.Exec(ctx, deleteEndedRows, doneBefore, deadBefore, limit)
 	if err != nil {
 		return 0, pgutil.Interpret("delete ended deliveries", err)
+	}
+	if tag.RowsAffected() < int64(limit) {
+		// The last batch of a retention run also repairs the scope heads a busy latch left.
+		if _, err := s.pool.Exec(ctx, sweepScopeHeads); err != nil {
+			return 0, pgutil.Interpret("sweep scope heads", err)
+		}
 	}
 	return tag.RowsAffected(), nil
 }
