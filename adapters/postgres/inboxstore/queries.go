@@ -202,12 +202,29 @@ WHERE NOT EXISTS (
 	SELECT 1 FROM provider_event p
 	WHERE p.id = s.head_id AND p.scope_key = s.scope_key AND p.state IN ('QUEUED', 'LEASED'))`
 
-// inboxStats feeds the inbox gauges in one scan: rows per state, and for QUEUED how long the
-// earliest due time lies in the past (by the database clock, which also judges leases).
+// inboxStats feeds the inbox gauges at a cost that does not grow with retained rows
+// (migration 00009): QUEUED, LEASED and DEAD are exact counts over their partial indexes (the
+// backlog and the dead letters), the oldest due time is one step of ix_provider_event_queued_due,
+// and DONE rows (what the replay window retains) are counted only up to $1 + 1 through
+// ix_provider_event_ended. Beyond that the caller estimates DONE from the table's size: the
+// last column is the planner's row estimate of provider_event (reltuples scaled to its current
+// pages), 0 when the table was never analyzed. Ages use the database clock, which also judges
+// leases.
 const inboxStats = `
-SELECT state, count(*),
-       COALESCE(EXTRACT(EPOCH FROM greatest(clock_timestamp() - min(due_at), interval '0')), 0)::float8
-FROM provider_event GROUP BY state`
+WITH queued AS (
+	SELECT count(*) AS n, min(due_at) AS due FROM provider_event WHERE state = 'QUEUED'
+)
+SELECT queued.n,
+       COALESCE(EXTRACT(EPOCH FROM greatest(clock_timestamp() - queued.due, interval '0')), 0)::float8,
+       (SELECT count(*) FROM provider_event WHERE state = 'LEASED'),
+       (SELECT count(*) FROM provider_event WHERE state = 'DEAD'),
+       (SELECT count(*) FROM (SELECT 1 FROM provider_event WHERE state = 'DONE' LIMIT $1::bigint + 1) d),
+       (SELECT CASE WHEN c.relpages > 0 AND c.reltuples >= 0
+                    THEN (c.reltuples / c.relpages
+                          * (pg_relation_size(c.oid) / current_setting('block_size')::bigint))::bigint
+                    ELSE 0 END
+        FROM pg_class c WHERE c.oid = 'provider_event'::regclass)
+FROM queued`
 
 // acquireSingleton takes the named lease when it is free, expired or already ours. Concurrent
 // takers serialise on the row's lock; under READ COMMITTED the later one rechecks the condition
