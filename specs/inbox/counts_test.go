@@ -1,6 +1,7 @@
 package inbox_test
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -9,8 +10,10 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 // fastest runs f three times and returns its shortest duration.
@@ -100,5 +103,43 @@ var _ = Describe("Inbox counts of a small inbox", func() {
 		Expect(stats.DoneEstimated).To(BeFalse())
 		Expect(stats.Counts).To(Equal(map[inbox.State]int64{inbox.Queued: 1, inbox.Leased: 0, inbox.Done: 1, inbox.Dead: 0}))
 		Expect(inboxstore.DoneCountedUpTo).To(BeNumerically(">=", 1000))
+	})
+})
+
+// sawRows says whether the server ever refreshed the inbox-rows gauge.
+func (m *recordingMetrics) sawRows() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.rows) > 0
+}
+
+var _ = Describe("Inbox gauges on several servers", func() {
+	It("are refreshed by one server only", func(ctx SpecContext) {
+		ws := newWorkspace(ctx, pool, "acme", "ACTIVE")
+		storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+		servers := make([]*server, 3)
+		for i := range servers {
+			p, err := db.Pool(ctx, 8)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(p.Close)
+			st, err := inboxstore.New(p, inboxstore.Config{})
+			Expect(err).NotTo(HaveOccurred())
+			servers[i] = startServer(specConfig(fmt.Sprintf("server-%d", i)), st, consumer.NewRegistry())
+		}
+		refreshing := func() int {
+			n := 0
+			for _, s := range servers {
+				if s.metrics.sawRows() {
+					n++
+				}
+			}
+			return n
+		}
+		Eventually(refreshing).WithTimeout(5 * time.Second).Should(Equal(1))
+		Consistently(refreshing).WithTimeout(time.Second).WithPolling(50 * time.Millisecond).Should(Equal(1))
+		holder := support.Scalar[string](ctx, pool, `SELECT holder FROM singleton_lease WHERE name = $1`, consumer.GaugeSingleton)
+		for i, s := range servers {
+			Expect(s.metrics.sawRows()).To(Equal(holder == fmt.Sprintf("server-%d", i)))
+		}
 	})
 })
