@@ -27,6 +27,9 @@ type InboxOverview struct {
 	Counts          map[inbox.State]int64 // every state, 0 when it has no rows
 	OldestQueuedAge time.Duration         // since the oldest QUEUED row was received; 0 when none
 	BusiestScopes   []ScopeBacklog        // most QUEUED rows first
+	// Estimated lists the states whose count is an estimate rather than exact: DONE, once the
+	// workspace retains more DONE rows than the overview counts one by one.
+	Estimated []inbox.State
 }
 
 // DeadLetterReader reads the inbox for operators. Every method binds the workspace:

@@ -34,6 +34,10 @@ type InboxStats struct {
 	// OldestQueuedAge is how long the oldest QUEUED row has been due and unclaimed (0 when none
 	// is due). Measured from due_at, so retry backoff and replays of old rows do not inflate it.
 	OldestQueuedAge time.Duration
+	// DoneEstimated says the DONE count is an estimate: DONE rows are what the replay window
+	// retains, and they are counted exactly only up to a bound, so the gauges cost the same
+	// with millions of them.
+	DoneEstimated bool
 }
 
 // RecordStatus is what an outcome write did to its row.
@@ -84,8 +88,9 @@ type InboxStore interface {
 	// before deadBefore (their steps cascade), returning how many went.
 	DeleteEnded(ctx context.Context, doneBefore, deadBefore time.Time, limit int) (int64, error)
 
-	// Stats counts rows per state (every state present) and measures how long the oldest due
-	// QUEUED row has been waiting past its due time, for the inbox gauges.
+	// Stats counts rows per state (every state present; DONE may be an estimate, see
+	// InboxStats.DoneEstimated) and measures how long the oldest due QUEUED row has been waiting
+	// past its due time, for the inbox gauges. Its cost must not grow with retained DONE rows.
 	Stats(ctx context.Context) (InboxStats, error)
 
 	// AcquireSingleton takes or keeps the named cluster-wide lease for holder until lease from

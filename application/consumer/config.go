@@ -74,6 +74,10 @@ type Config struct {
 // RetentionSingleton is the singleton_lease row that picks the one server running retention.
 const RetentionSingleton = "inbox-retention"
 
+// GaugeSingleton is the singleton_lease row that picks the one server refreshing the
+// instance-wide inbox gauges: every server reads the same database, so one count is enough.
+const GaugeSingleton = "inbox-gauges"
+
 func (c *Config) setDefaults() {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {

@@ -2,23 +2,32 @@ package consumer
 
 import (
 	"context"
+	"github.com/hephaestus-dev/hephaestus/ports"
 	"time"
 )
 
-// gaugeLoop refreshes integration_inbox_rows{state} and the oldest-queued-age gauge.
+// gaugeLoop refreshes integration_inbox_rows{state} and the oldest-queued-age gauge on the one
+// server that holds the gauge singleton lease: the figures are instance-wide, so the other
+// servers leave the database alone. The lease outlives three periods, so its holder keeps it
+// while it lives and another server takes over after it stopped.
 func (r *run) gaugeLoop(ctx context.Context) {
 	t := time.NewTicker(r.cfg.GaugeInterval)
 	defer t.Stop()
 	for {
 		cctx, cancel := r.storeCtx(ctx)
-		stats, err := r.store.Stats(cctx)
+		mine, err := r.store.AcquireSingleton(cctx, GaugeSingleton, r.cfg.Owner, 3*r.cfg.GaugeInterval)
+		var stats ports.InboxStats
+		if err == nil && mine {
+			stats, err = r.store.Stats(cctx)
+		}
 		cancel()
-		if err == nil {
+		switch {
+		case err == nil && mine:
 			for st, n := range stats.Counts {
 				r.metrics.InboxRows(st.String(), n)
 			}
 			r.metrics.OldestQueuedAge(stats.OldestQueuedAge)
-		} else if ctx.Err() == nil {
+		case err != nil && ctx.Err() == nil:
 			r.log.Debugw("counting inbox rows failed", "owner", r.cfg.Owner, "error", err.Error())
 		}
 		select {

@@ -21,8 +21,10 @@ import (
 )
 
 // runDispatchChild pre-fills rows over scopes, runs the real consumer with a no-op handler
-// until every row is DONE, and prints its figures as JSON on stdout.
-func runDispatchChild(ctx context.Context, dbURL string, rows, scopes, claimers int) error {
+// until every row is DONE, and prints its figures as JSON on stdout. With hotRows, one more
+// scope (the hot scope) first gets a head that failed and waits an hour for its retry, and
+// hotRows QUEUED rows behind it, which no claim may take.
+func runDispatchChild(ctx context.Context, dbURL string, rows, scopes, claimers, hotRows int) error {
 	pool, err := openPool(ctx, dbURL, int32(claimers+8))
 	if err != nil {
 		return err
@@ -30,6 +32,11 @@ func runDispatchChild(ctx context.Context, dbURL string, rows, scopes, claimers 
 	defer pool.Close()
 	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
 		return err
+	}
+	if hotRows > 0 {
+		if err := prefillHotScope(ctx, pool, hotRows); err != nil {
+			return fmt.Errorf("prefill hot scope: %w", err)
+		}
 	}
 	if err := prefill(ctx, pool, rows, scopes); err != nil {
 		return fmt.Errorf("prefill: %w", err)
@@ -68,7 +75,7 @@ func runDispatchChild(ctx context.Context, dbURL string, rows, scopes, claimers 
 		case <-time.After(20 * time.Millisecond):
 		}
 		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM provider_event WHERE state = 'DONE'`).Scan(&n); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM provider_event WHERE state = 'DONE' AND delivery_key LIKE 'prefill-%'`).Scan(&n); err != nil {
 			stop()
 			return err
 		}
@@ -126,5 +133,22 @@ func prefill(ctx context.Context, pool *pgxpool.Pool, rows, scopes int) error {
 		return err
 	}
 	_, err = pool.Exec(ctx, `ANALYZE provider_event`)
+	return err
+}
+
+// prefillHotScope stores the hot scope of the hot scope row: a head that failed once and waits
+// an hour for its retry (as the seed's backoff makes a failed row wait), then hotRows QUEUED
+// rows behind it. The backlog's payloads are small: what is measured is whether a claim reads
+// these rows, not their size.
+func prefillHotScope(ctx context.Context, pool *pgxpool.Pool, hotRows int) error {
+	_, err := pool.Exec(ctx, `
+WITH w AS (SELECT id FROM workspace WHERE slug = 'bench')
+INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject,
+                            payload, attempt, lease_epoch, due_at)
+SELECT w.id, 'GITHUB', 'issues', 'hot-' || g, 'ws:' || w.id || ':github:repository:42', 'github:repository:42',
+       '{"action":"edited"}', CASE WHEN g = 0 THEN 1 ELSE 0 END, CASE WHEN g = 0 THEN 1 ELSE 0 END,
+       CASE WHEN g = 0 THEN now() + interval '1 hour' ELSE now() END
+FROM w, generate_series(0, $1::int) g
+ORDER BY g`, hotRows)
 	return err
 }

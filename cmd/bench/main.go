@@ -2,7 +2,7 @@
 //
 // It runs against the database named by HEPHAESTUS_TEST_DATABASE_URL (set by `make bench`,
 // which starts a throwaway cluster with PostgreSQL's durable defaults) or DATABASE_URL, in a
-// fresh database it creates and drops. Three measurements, one run, one machine:
+// fresh database it creates and drops. Four measurements, one run, one machine:
 //
 //   - admission: signed 2 KB GitHub deliveries over loopback HTTP through the real receiver
 //     (gin, webhookapi, admission service, admission store), N concurrent senders;
@@ -11,7 +11,9 @@
 //     rounds (-rounds, default 4) so that both see the same machine conditions;
 //   - dispatch: a pre-filled inbox of M rows over S scopes handled by the real consumer with a
 //     no-op handler and C claimers, in a child process whose peak RSS is reported; the
-//     handler records the order it saw, and the per-scope order is verified.
+//     handler records the order it saw, and the per-scope order is verified;
+//   - hot scope: the dispatch of 10,000 rows over the same scopes, with and without one more
+//     scope holding 200,000 rows behind a head that waits for its retry, alternating.
 package main
 
 import (
@@ -55,11 +57,19 @@ type dispatchResult struct {
 	PeakRssBytes    int64   `json:"peakRssBytes"`
 }
 
+type hotScopeResult struct {
+	Rows      int     `json:"rows"`
+	HotRows   int     `json:"hotRows"`
+	PerSecond float64 `json:"perSecond"`
+	Ratio     float64 `json:"ratio"`
+}
+
 type results struct {
 	Admission admissionResult `json:"admission"`
 	Ceiling   ceilingResult   `json:"ceiling"`
 	Ratio     float64         `json:"ratio"`
 	Dispatch  dispatchResult  `json:"dispatch"`
+	HotScope  hotScopeResult  `json:"hotScope"`
 }
 
 func main() {
@@ -71,6 +81,9 @@ func main() {
 	rows := flag.Int("rows", 100000, "rows pre-filled for the dispatch row")
 	scopes := flag.Int("scopes", 1000, "scopes the dispatch rows are spread over")
 	claimers := flag.Int("claimers", 8, "claimers of the dispatch row")
+	hotRows := flag.Int("hot-rows", 200000, "rows behind the blocked head of the hot scope row")
+	hotColdRows := flag.Int("hot-cold-rows", 10000, "rows over -scopes cold scopes dispatched in the hot scope row")
+	hotRounds := flag.Int("hot-rounds", 2, "alternating rounds of the hot scope row (with and without the hot scope)")
 	out := flag.String("out", "bench-results.json", "where the figures are written (repository root)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the admission and ceiling rounds to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the admission and ceiling rounds to this file")
@@ -83,13 +96,14 @@ func main() {
 	var err error
 	switch *phase {
 	case "dispatch":
-		err = runDispatchChild(ctx, *dbURL, *rows, *scopes, *claimers)
+		err = runDispatchChild(ctx, *dbURL, *rows, *scopes, *claimers, *hotRows)
 	case "all":
 		if *rounds < 1 || *deliveries < *rounds*(*senders) {
 			err = fmt.Errorf("need at least one round and %d deliveries a round", *senders)
 			break
 		}
-		err = runAll(ctx, *senders, *deliveries, *rounds, *rows, *scopes, *claimers, *out)
+		err = runAll(ctx, *senders, *deliveries, *rounds, *rows, *scopes, *claimers, *out,
+			hotScopeSettings{rows: *hotColdRows, hotRows: *hotRows, rounds: *hotRounds})
 	default:
 		err = fmt.Errorf("unknown phase %q", *phase)
 	}
@@ -99,7 +113,10 @@ func main() {
 	}
 }
 
-func runAll(ctx context.Context, senders, deliveries, rounds, rows, scopes, claimers int, out string) error {
+// hotScopeSettings are the knobs of the hot scope row.
+type hotScopeSettings struct{ rows, hotRows, rounds int }
+
+func runAll(ctx context.Context, senders, deliveries, rounds, rows, scopes, claimers int, out string, hot hotScopeSettings) error {
 	admin := os.Getenv("HEPHAESTUS_TEST_DATABASE_URL")
 	if admin == "" {
 		admin = os.Getenv("DATABASE_URL")
@@ -123,8 +140,13 @@ func runAll(ctx context.Context, senders, deliveries, rounds, rows, scopes, clai
 		r.Ratio = r.Admission.PerSecond / r.Ceiling.PerSecond
 	}
 	fmt.Fprintf(os.Stderr, "dispatch: %d rows over %d scopes, %d claimers…\n", rows, scopes, claimers)
-	if r.Dispatch, err = dispatchInChild(ctx, dbURL, rows, scopes, claimers); err != nil {
+	if r.Dispatch, err = dispatchInChild(ctx, dbURL, rows, scopes, claimers, 0); err != nil {
 		return fmt.Errorf("dispatch: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "hot scope: %d rows over %d scopes, %d claimers, with and without %d rows behind a head waiting for its retry, in %d alternating rounds…\n",
+		hot.rows, scopes, claimers, hot.hotRows, hot.rounds)
+	if r.HotScope, err = benchHotScope(ctx, dbURL, scopes, claimers, hot); err != nil {
+		return fmt.Errorf("hot scope: %w", err)
 	}
 
 	printTable(r)
@@ -143,15 +165,45 @@ func runAll(ctx context.Context, senders, deliveries, rounds, rows, scopes, clai
 	return nil
 }
 
+// benchHotScope measures the hot scope row: the same dispatch of hot.rows rows over scopes
+// cold scopes, once plain and once while the hot scope holds hot.hotRows rows behind a head
+// that waits for its retry, alternating for hot.rounds rounds so that both see the same machine.
+// Each variant's rate is its rows over its summed time.
+func benchHotScope(ctx context.Context, dbURL string, scopes, claimers int, hot hotScopeSettings) (hotScopeResult, error) {
+	var plain, blocked time.Duration
+	for round := 1; round <= hot.rounds; round++ {
+		p, err := dispatchInChild(ctx, dbURL, hot.rows, scopes, claimers, 0)
+		if err != nil {
+			return hotScopeResult{}, err
+		}
+		h, err := dispatchInChild(ctx, dbURL, hot.rows, scopes, claimers, hot.hotRows)
+		if err != nil {
+			return hotScopeResult{}, err
+		}
+		if p.OrderViolations+h.OrderViolations > 0 {
+			return hotScopeResult{}, fmt.Errorf("%d per-scope order violations", p.OrderViolations+h.OrderViolations)
+		}
+		fmt.Fprintf(os.Stderr, "  round %d: without %.0f rows/s, with the hot scope %.0f rows/s, ratio %.2f\n",
+			round, p.PerSecond, h.PerSecond, h.PerSecond/p.PerSecond)
+		plain += time.Duration(float64(hot.rows) / p.PerSecond * float64(time.Second))
+		blocked += time.Duration(float64(hot.rows) / h.PerSecond * float64(time.Second))
+	}
+	n := float64(hot.rows * hot.rounds)
+	res := hotScopeResult{Rows: hot.rows, HotRows: hot.hotRows, PerSecond: n / blocked.Seconds()}
+	res.Ratio = res.PerSecond / (n / plain.Seconds())
+	return res, nil
+}
+
 // dispatchInChild runs the dispatch row in a child process so that its peak RSS is the
 // server's alone, not the benchmark driver's.
-func dispatchInChild(ctx context.Context, dbURL string, rows, scopes, claimers int) (dispatchResult, error) {
+func dispatchInChild(ctx context.Context, dbURL string, rows, scopes, claimers, hotRows int) (dispatchResult, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return dispatchResult{}, err
 	}
 	cmd := exec.CommandContext(ctx, self, "-phase", "dispatch", "-db", dbURL,
-		"-rows", fmt.Sprint(rows), "-scopes", fmt.Sprint(scopes), "-claimers", fmt.Sprint(claimers))
+		"-rows", fmt.Sprint(rows), "-scopes", fmt.Sprint(scopes), "-claimers", fmt.Sprint(claimers),
+		"-hot-rows", fmt.Sprint(hotRows))
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.Output()
 	if err != nil {
@@ -179,6 +231,8 @@ func printTable(r results) {
 	fmt.Printf("| dispatch  | %d rows, %d scopes, %d claimers   | %8.0f rows/s, %d order violations, peak RSS %.0f MiB |\n",
 		r.Dispatch.Rows, r.Dispatch.Scopes, r.Dispatch.Claimers, r.Dispatch.PerSecond,
 		r.Dispatch.OrderViolations, float64(r.Dispatch.PeakRssBytes)/(1<<20))
+	fmt.Printf("| hot scope | %d rows, %d behind a waiting head | %8.0f rows/s, %.2f of the same dispatch without it |\n",
+		r.HotScope.Rows, r.HotScope.HotRows, r.HotScope.PerSecond, r.HotScope.Ratio)
 }
 
 // createDatabase makes a fresh database next to the admin URL's and migrates it.

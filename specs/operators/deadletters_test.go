@@ -300,6 +300,7 @@ var _ = Describe("Dead letters of a workspace", func() {
 				"counts":                 map[string]any{"QUEUED": 0.0, "LEASED": 0.0, "DONE": 0.0, "DEAD": 0.0},
 				"oldestQueuedAgeSeconds": 0.0,
 				"busiestScopes":          []any{},
+				"estimatedCounts":        []any{},
 			}))
 			for i := range 12 {
 				insertRow(ctx, pool, row{Workspace: acme.ID, Repo: fmt.Sprint(i)})

@@ -157,6 +157,9 @@ type inboxJSON struct {
 	Counts                 map[string]int64   `json:"counts"`
 	OldestQueuedAgeSeconds int64              `json:"oldestQueuedAgeSeconds"`
 	BusiestScopes          []scopeBacklogJSON `json:"busiestScopes"`
+	// EstimatedCounts names the states whose count is an estimate (DONE beyond the number the
+	// overview counts one by one); empty when every count is exact.
+	EstimatedCounts []string `json:"estimatedCounts"`
 }
 
 func (h handlers) inbox(c *gin.Context) {
@@ -165,7 +168,11 @@ func (h handlers) inbox(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	out := inboxJSON{Counts: make(map[string]int64, 4), BusiestScopes: make([]scopeBacklogJSON, 0, len(o.BusiestScopes))}
+	out := inboxJSON{Counts: make(map[string]int64, 4), BusiestScopes: make([]scopeBacklogJSON, 0, len(o.BusiestScopes)),
+		EstimatedCounts: make([]string, 0, len(o.Estimated))}
+	for _, s := range o.Estimated {
+		out.EstimatedCounts = append(out.EstimatedCounts, s.String())
+	}
 	for _, s := range inbox.States() {
 		out.Counts[s.String()] = o.Counts[s]
 	}

@@ -116,34 +116,30 @@ func (r *Reader) Overview(ctx context.Context, workspaceID int64, busiest int) (
 	}
 	q := [3]string{countByStateOfWorkspace, oldestQueuedAgeOfWorkspace, busiestScopesOfWorkspace}
 	args := []any{workspaceID}
+	estimate := fmt.Sprintf(estimateDoneOfWorkspace, workspaceID)
 	if workspaceID == 0 {
 		q = [3]string{countByStateOfInstallation, oldestQueuedAgeOfInstallation, busiestScopesOfInstallation}
 		args = nil
+		estimate = estimateDoneOfInstallation
 	}
 	o := ports.InboxOverview{Counts: make(map[inbox.State]int64, 4), BusiestScopes: []ports.ScopeBacklog{}}
-	for _, s := range inbox.States() {
-		o.Counts[s] = 0
-	}
 	err := pgutil.WithTx(ctx, r.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, q[0], args...)
-		if err != nil {
+		if _, err := tx.Exec(ctx, pinOverviewPlan); err != nil {
 			return pgutil.Interpret("count inbox rows", err)
 		}
-		counts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (stateCount, error) {
-			var c stateCount
-			err := row.Scan(&c.state, &c.n)
-			return c, err
-		})
-		if err != nil {
+		var queued, leased, dead, done int64
+		if err := tx.QueryRow(ctx, q[0], append(args, DoneCountedUpTo)...).Scan(&queued, &leased, &dead, &done); err != nil {
 			return pgutil.Interpret("count inbox rows", err)
 		}
-		for _, c := range counts {
-			st, err := inbox.ParseState(c.state)
+		if done > DoneCountedUpTo {
+			estimated, err := plannedRows(ctx, tx, estimate)
 			if err != nil {
-				return fmt.Errorf("count inbox rows: %w", err)
+				return err
 			}
-			o.Counts[st] = c.n
+			done = max(done, estimated)
+			o.Estimated = []inbox.State{inbox.Done}
 		}
+		o.Counts[inbox.Queued], o.Counts[inbox.Leased], o.Counts[inbox.Dead], o.Counts[inbox.Done] = queued, leased, dead, done
 
 		var age float64
 		if err := tx.QueryRow(ctx, q[1], args...).Scan(&age); err != nil {
@@ -153,7 +149,7 @@ func (r *Reader) Overview(ctx context.Context, workspaceID int64, busiest int) (
 			o.OldestQueuedAge = time.Duration(age * float64(time.Second))
 		}
 
-		rows, err = tx.Query(ctx, q[2], append(args, busiest)...)
+		rows, err := tx.Query(ctx, q[2], append(args, busiest)...)
 		if err != nil {
 			return pgutil.Interpret("busiest scopes", err)
 		}
@@ -174,9 +170,25 @@ func (r *Reader) Overview(ctx context.Context, workspaceID int64, busiest int) (
 	return o, nil
 }
 
-type stateCount struct {
-	state string
-	n     int64
+// DoneCountedUpTo is how many DONE rows of a workspace the overview counts exactly; beyond it
+// the DONE count is the planner's estimate and the overview says so (InboxOverview.Estimated).
+const DoneCountedUpTo = 10_000
+
+// plannedRows is the planner's row estimate of query (an EXPLAIN (FORMAT JSON)): it reads the
+// statistics, not the rows.
+func plannedRows(ctx context.Context, tx pgx.Tx, query string) (int64, error) {
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		} `json:"Plan"`
+	}
+	if err := tx.QueryRow(ctx, query).Scan(&plan); err != nil {
+		return 0, pgutil.Interpret("estimate done rows", err)
+	}
+	if len(plan) == 0 {
+		return 0, errors.New("estimate done rows: no plan")
+	}
+	return int64(plan[0].Plan.Rows), nil
 }
 
 // deadRow holds deadColumns as scanned.

@@ -9,39 +9,68 @@ const deliveryColumns = `e.id, e.workspace_id, e.provider, e.event_type, e.deliv
 	e.scope_key, e.state, e.attempt, e.unknown_failures, e.lease_epoch, e.leased_until, e.due_at,
 	e.received_at, e.ended_at, e.error_class, e.replayed_by, e.replayed_at`
 
+// pinClaimPlan runs before claimOldestDueInFreeScope in the same implicit transaction (one
+// pipeline, one Sync): the settings are local to that transaction and end with it.
+const pinClaimPlan = `
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
+       set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true),
+       set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+       set_config('enable_material', 'off', true), set_config('jit', 'off', true)`
+
 // claimOldestDueInFreeScope leases up to $1 rows, each the oldest QUEUED row of its scope, due,
 // of an ACTIVE workspace or of the installation, in a scope with no LEASED row.
 //
-//   - The NOT EXISTS scope checks read the statement snapshot: a row another claimer has locked
-//     but not committed yet is still QUEUED in it, so this claimer skips that whole scope
-//     instead of taking the row behind it.
+// It visits scopes, not rows (migration 00008): it walks provider_event_scope in head order
+// (oldest head first) and, for each scope, f finds the oldest QUEUED row in the statement
+// snapshot with one descent of ix_provider_event_queued_scope. A scope whose head is LEASED or
+// waits for its retry costs those index steps, however many rows wait behind it. The walk is
+// lazy (index scans under nested loops, no sort): a claim visits its $1 scopes plus the blocked
+// scopes with older heads, and stops.
+//
+//   - The scope checks read the statement snapshot: f is the oldest QUEUED row of the scope in
+//     it, and a row another claimer has locked but not committed yet is still QUEUED there, so
+//     this claimer meets it as the head, cannot lock it, and skips the whole scope instead of
+//     taking the row behind it.
 //   - FOR UPDATE OF e SKIP LOCKED (only e: the workspace row is read, never locked, so a
 //     workspace operation is not blocked by claims) passes over rows another claimer on any
-//     server is taking; a row changed since the snapshot is rechecked on its newest version
-//     (state and due time), so a row leased meanwhile is not taken twice.
-//   - Every candidate is the oldest QUEUED row of its scope in the snapshot, so the candidates
-//     have distinct scopes and one statement may lease several of them.
+//     server is taking. The locking scan itself carries state = 'QUEUED' and the due check:
+//     under READ COMMITTED a row changed since the snapshot is rechecked against the locking
+//     scan's own conditions only, so a head that another claimer leased and committed meanwhile
+//     fails them instead of being leased twice.
+//   - Every candidate is the oldest QUEUED row of a distinct scope, so one statement may lease
+//     several of them.
 //   - The few races the snapshot cannot see (a replay that makes an older row QUEUED while a
 //     claim of a newer one commits) end at uq_provider_event_leased_scope: the statement fails
 //     with a unique violation and the caller claims again.
+//
+// The plan must not depend on statistics (a scope table analyzed while it was small once made
+// every step of the walk a sequential scan). The statement is shaped so that only index scans
+// under nested loops answer it lazily — f is ORDER BY … LIMIT 1 on a row comparison that only
+// its index serves, e joins by primary key, the workspace and leased-scope checks are scalar
+// subqueries (one index probe each), and e's state check is written IS NOT DISTINCT FROM (the
+// same test on a NOT NULL column) so that it cannot qualify e for a full scan of a partial
+// QUEUED index — and it runs after pinClaimPlan in the same implicit
+// transaction, which takes sequential scans, sorts, hash and merge joins and JIT off the
+// planner's menu. specs/inbox asserts the plan under misleading statistics.
 //
 // attempt and lease_epoch go up by one (the domain's Delivery.Claim); the lease runs from the
 // database clock, because servers' clocks differ and expiry is compared in SQL.
 const claimOldestDueInFreeScope = `
 WITH candidates AS (
 	SELECT e.id
-	FROM provider_event e
-	LEFT JOIN workspace w ON w.id = e.workspace_id
-	WHERE e.state = 'QUEUED'
+	FROM provider_event_scope h
+	CROSS JOIN LATERAL (
+		SELECT q.scope_key, q.id FROM provider_event q
+		WHERE q.state = 'QUEUED' AND (q.scope_key, q.id) > (h.scope_key, 0)
+		ORDER BY q.scope_key, q.id LIMIT 1) f
+	JOIN provider_event e ON e.id = f.id
+	WHERE f.scope_key = h.scope_key
+	  AND e.state IS NOT DISTINCT FROM 'QUEUED'
 	  AND e.due_at <= clock_timestamp()
-	  AND (e.workspace_id IS NULL OR w.state = 'ACTIVE')
-	  AND NOT EXISTS (
-		SELECT 1 FROM provider_event l
-		WHERE l.scope_key = e.scope_key AND l.state = 'LEASED')
-	  AND NOT EXISTS (
-		SELECT 1 FROM provider_event o
-		WHERE o.scope_key = e.scope_key AND o.state = 'QUEUED' AND o.id < e.id)
-	ORDER BY e.id
+	  AND (e.workspace_id IS NULL
+	       OR (SELECT w.state FROM workspace w WHERE w.id = e.workspace_id) = 'ACTIVE')
+	  AND (SELECT count(*) FROM provider_event l WHERE l.scope_key = h.scope_key AND l.state = 'LEASED') = 0
+	ORDER BY h.head_id, h.scope_key
 	LIMIT $1
 	FOR UPDATE OF e SKIP LOCKED
 )
@@ -161,12 +190,41 @@ WHERE id IN (
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED)`
 
-// inboxStats feeds the inbox gauges in one scan: rows per state, and for QUEUED how long the
-// earliest due time lies in the past (by the database clock, which also judges leases).
+// sweepScopeHeads repairs provider_event_scope rows whose head is no longer a QUEUED or LEASED
+// row of the scope: a removal that found the scope's latch busy (an admission of the scope in
+// flight, a concurrent removal, a hash collision) left them as they were (migration 00008).
+// provider_event_scope_remove recomputes each under the latch: it moves the head, or deletes
+// the row of a scope that has nothing left. The cost follows the number of scopes, not rows.
+const sweepScopeHeads = `
+SELECT count(provider_event_scope_remove(s.scope_key)::text)
+FROM provider_event_scope s
+WHERE NOT EXISTS (
+	SELECT 1 FROM provider_event p
+	WHERE p.id = s.head_id AND p.scope_key = s.scope_key AND p.state IN ('QUEUED', 'LEASED'))`
+
+// inboxStats feeds the inbox gauges at a cost that does not grow with retained rows
+// (migration 00009): QUEUED, LEASED and DEAD are exact counts over their partial indexes (the
+// backlog and the dead letters), the oldest due time is one step of ix_provider_event_queued_due,
+// and DONE rows (what the replay window retains) are counted only up to $1 + 1 through
+// ix_provider_event_ended. Beyond that the caller estimates DONE from the table's size: the
+// last column is the planner's row estimate of provider_event (reltuples scaled to its current
+// pages), 0 when the table was never analyzed. Ages use the database clock, which also judges
+// leases.
 const inboxStats = `
-SELECT state, count(*),
-       COALESCE(EXTRACT(EPOCH FROM greatest(clock_timestamp() - min(due_at), interval '0')), 0)::float8
-FROM provider_event GROUP BY state`
+WITH queued AS (
+	SELECT count(*) AS n, min(due_at) AS due FROM provider_event WHERE state = 'QUEUED'
+)
+SELECT queued.n,
+       COALESCE(EXTRACT(EPOCH FROM greatest(clock_timestamp() - queued.due, interval '0')), 0)::float8,
+       (SELECT count(*) FROM provider_event WHERE state = 'LEASED'),
+       (SELECT count(*) FROM provider_event WHERE state = 'DEAD'),
+       (SELECT count(*) FROM (SELECT 1 FROM provider_event WHERE state = 'DONE' LIMIT $1::bigint + 1) d),
+       (SELECT CASE WHEN c.relpages > 0 AND c.reltuples >= 0
+                    THEN (c.reltuples / c.relpages
+                          * (pg_relation_size(c.oid) / current_setting('block_size')::bigint))::bigint
+                    ELSE 0 END
+        FROM pg_class c WHERE c.oid = 'provider_event'::regclass)
+FROM queued`
 
 // acquireSingleton takes the named lease when it is free, expired or already ours. Concurrent
 // takers serialise on the row's lock; under READ COMMITTED the later one rechecks the condition

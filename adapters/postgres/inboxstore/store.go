@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -86,7 +87,27 @@ func (s *Store) Claim(ctx context.Context, owner string, limit int, lease time.D
 }
 
 func (s *Store) claimOnce(ctx context.Context, owner string, limit int, lease time.Duration) ([]ports.Claimed, error) {
-	rows, err := s.pool.Query(ctx, claimOldestDueInFreeScope, limit, lease.Microseconds(), owner)
+	// One pipeline, one Sync: pinClaimPlan's settings are local to the implicit transaction
+	// the claim runs in.
+	batch := &pgx.Batch{}
+	batch.Queue(pinClaimPlan)
+	batch.Queue(claimOldestDueInFreeScope, limit, lease.Microseconds(), owner)
+	results := s.pool.SendBatch(ctx, batch)
+	claimed, err := readClaimed(results, limit)
+	if closeErr := results.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+func readClaimed(results pgx.BatchResults, limit int) ([]ports.Claimed, error) {
+	if _, err := results.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := results.Query()
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +132,36 @@ func (s *Store) claimOnce(ctx context.Context, owner string, limit int, lease ti
 		return nil, err
 	}
 	return claimed, nil
+}
+
+// ExplainClaim returns the plan of the claim statement for limit rows, with the settings the
+// claim runs under, as EXPLAIN prints it (FORMAT TEXT). With analyze the statement runs, and
+// leases, inside a transaction that is rolled back, so nothing changes; the plan then shows
+// the actual rows and time of each step. It exists so that operators and specs see the plan
+// the claimers get.
+func (s *Store) ExplainClaim(ctx context.Context, limit int, analyze bool) (string, error) {
+	options := "COSTS, FORMAT TEXT"
+	if analyze {
+		options = "ANALYZE, BUFFERS, " + options
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return "", pgutil.Interpret("explain claim", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, pinClaimPlan); err != nil {
+		return "", pgutil.Interpret("explain claim", err)
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN ("+options+") "+claimOldestDueInFreeScope,
+		limit, time.Minute.Microseconds(), "explain")
+	if err != nil {
+		return "", pgutil.Interpret("explain claim", err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", pgutil.Interpret("explain claim", err)
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 func isLeasedScopeViolation(err error) bool {
@@ -257,7 +308,8 @@ func (s *Store) Release(ctx context.Context, acks []ports.Ack) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-// DeleteEnded implements ports.InboxStore (one batch per call).
+// DeleteEnded implements ports.InboxStore (one batch per call). The last batch of a run (fewer
+// rows than limit) also runs sweepScopeHeads.
 func (s *Store) DeleteEnded(ctx context.Context, doneBefore, deadBefore time.Time, limit int) (int64, error) {
 	if limit <= 0 {
 		return 0, nil
@@ -266,41 +318,37 @@ func (s *Store) DeleteEnded(ctx context.Context, doneBefore, deadBefore time.Tim
 	if err != nil {
 		return 0, pgutil.Interpret("delete ended deliveries", err)
 	}
+	if tag.RowsAffected() < int64(limit) {
+		// The last batch of a retention run also repairs the scope heads a busy latch left.
+		if _, err := s.pool.Exec(ctx, sweepScopeHeads); err != nil {
+			return 0, pgutil.Interpret("sweep scope heads", err)
+		}
+	}
 	return tag.RowsAffected(), nil
 }
 
-// Stats implements ports.InboxStore. Every state is present, with 0 when it has no rows.
+// DoneCountedUpTo is how many DONE rows Stats counts exactly; beyond it the DONE count is an
+// estimate (ports.InboxStats.DoneEstimated).
+const DoneCountedUpTo = 10_000
+
+// Stats implements ports.InboxStore. Every state is present, with 0 when it has no rows. Its
+// cost follows the backlog and the dead letters, not the DONE rows retained for replay.
 func (s *Store) Stats(ctx context.Context) (ports.InboxStats, error) {
-	rows, err := s.pool.Query(ctx, inboxStats)
+	var (
+		queued, leased, dead, done, tableRows int64
+		overdue                               float64
+	)
+	err := s.pool.QueryRow(ctx, inboxStats, DoneCountedUpTo).Scan(&queued, &overdue, &leased, &dead, &done, &tableRows)
 	if err != nil {
 		return ports.InboxStats{}, pgutil.Interpret("count deliveries", err)
 	}
-	defer rows.Close()
-	counts := make(map[inbox.State]int64, 4)
-	for _, st := range inbox.States() {
-		counts[st] = 0
+	stats := ports.InboxStats{
+		Counts:          map[inbox.State]int64{inbox.Queued: queued, inbox.Leased: leased, inbox.Dead: dead, inbox.Done: done},
+		OldestQueuedAge: time.Duration(overdue * float64(time.Second)),
 	}
-	stats := ports.InboxStats{Counts: counts}
-	for rows.Next() {
-		var (
-			state   string
-			n       int64
-			overdue float64
-		)
-		if err := rows.Scan(&state, &n, &overdue); err != nil {
-			return ports.InboxStats{}, pgutil.Interpret("count deliveries", err)
-		}
-		st, err := inbox.ParseState(state)
-		if err != nil {
-			return ports.InboxStats{}, fmt.Errorf("count deliveries: %w", err)
-		}
-		counts[st] = n
-		if st == inbox.Queued {
-			stats.OldestQueuedAge = time.Duration(overdue * float64(time.Second))
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return ports.InboxStats{}, pgutil.Interpret("count deliveries", err)
+	if done > DoneCountedUpTo {
+		stats.Counts[inbox.Done] = max(done, tableRows-queued-leased-dead)
+		stats.DoneEstimated = true
 	}
 	return stats, nil
 }

@@ -1,0 +1,145 @@
+package inbox_test
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+)
+
+// fastest runs f three times and returns its shortest duration.
+func fastest(f func()) time.Duration {
+	best := time.Duration(1<<63 - 1)
+	for range 3 {
+		start := time.Now()
+		f()
+		best = min(best, time.Since(start))
+	}
+	return best
+}
+
+var _ = Describe("Inbox counts with millions of retained rows", func() {
+	const retained = 2_000_000
+
+	It("are exact for the backlog and the dead letters, estimated for DONE (said so), and cost a small fraction of one count over the table", func(ctx SpecContext) {
+		ws := newWorkspace(ctx, pool, "acme", "ACTIVE")
+		_, err := pool.Exec(ctx, `
+			INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject,
+			                            payload, state, ended_at, received_at)
+			SELECT $1::bigint, 'GITHUB', 'issues', 'done-' || g, 'ws:' || $1::bigint || ':github:repository:' || (g % 1000),
+			       'github:repository:' || (g % 1000), '{}', 'DONE', now(), now()
+			FROM generate_series(1, $2::int) g`, ws, retained)
+		Expect(err).NotTo(HaveOccurred())
+		storeRows(ctx, pool, ws, []string{"a", "a", "b", "c", "d"}, `{}`)
+		_, err = store.Claim(ctx, owner, 1, time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		for _, repo := range []string{"x", "y"} {
+			id := storeRow(ctx, pool, row{Workspace: ws, Repo: repo})
+			_, err = pool.Exec(ctx, `UPDATE provider_event SET state = 'DEAD', ended_at = now(), error_class = 'X' WHERE id = $1`, id)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		_, err = pool.Exec(ctx, `VACUUM ANALYZE provider_event`)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("the gauges")
+		stats, err := store.Stats(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(stats.Counts).To(HaveKeyWithValue(inbox.Queued, int64(4)))
+		Expect(stats.Counts).To(HaveKeyWithValue(inbox.Leased, int64(1)))
+		Expect(stats.Counts).To(HaveKeyWithValue(inbox.Dead, int64(2)))
+		Expect(stats.DoneEstimated).To(BeTrue())
+		Expect(stats.Counts[inbox.Done]).To(BeNumerically("~", retained, retained/10))
+
+		By("the workspace overview")
+		reader, err := deadletters.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		o, err := reader.Overview(ctx, ws, 10)
+		Expect(err).NotTo(HaveOccurred())
+		Expect([]int64{o.Counts[inbox.Queued], o.Counts[inbox.Leased], o.Counts[inbox.Dead]}).To(Equal([]int64{4, 1, 2}))
+		Expect(o.Estimated).To(Equal([]inbox.State{inbox.Done}))
+		Expect(o.Counts[inbox.Done]).To(BeNumerically("~", retained, retained/10))
+		Expect(o.BusiestScopes).To(HaveLen(4))
+
+		By("their cost beside one count over the table, as the gauges ran before")
+		scan := fastest(func() {
+			rows, err := pool.Query(ctx, `SELECT state, count(*) FROM provider_event GROUP BY state`)
+			Expect(err).NotTo(HaveOccurred())
+			rows.Close()
+		})
+		statsTime := fastest(func() {
+			_, err := store.Stats(ctx)
+			Expect(err).NotTo(HaveOccurred())
+		})
+		overviewTime := fastest(func() {
+			_, err := reader.Overview(ctx, ws, 10)
+			Expect(err).NotTo(HaveOccurred())
+		})
+		AddReportEntry("timings", map[string]time.Duration{"scan": scan, "stats": statsTime, "overview": overviewTime})
+		Expect(slices.Max([]time.Duration{statsTime, overviewTime})).To(BeNumerically("<", scan/10),
+			"stats %s, overview %s, one GROUP BY over the table %s", statsTime, overviewTime, scan)
+	}, NodeTimeout(10*time.Minute))
+})
+
+var _ = Describe("Inbox counts of a small inbox", func() {
+	It("are all exact", func(ctx SpecContext) {
+		ws := newWorkspace(ctx, pool, "acme", "ACTIVE")
+		storeRows(ctx, pool, ws, []string{"a", "a"}, `{}`)
+		claimed, err := store.Claim(ctx, owner, 1, time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(claimed).To(HaveLen(1))
+		_, err = store.Record(ctx, []ports.Result{{Ack: ackOf(claimed[0]), Decision: inbox.Completed()}})
+		Expect(err).NotTo(HaveOccurred())
+		stats, err := store.Stats(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(stats.DoneEstimated).To(BeFalse())
+		Expect(stats.Counts).To(Equal(map[inbox.State]int64{inbox.Queued: 1, inbox.Leased: 0, inbox.Done: 1, inbox.Dead: 0}))
+		Expect(inboxstore.DoneCountedUpTo).To(BeNumerically(">=", 1000))
+	})
+})
+
+// sawRows says whether the server ever refreshed the inbox-rows gauge.
+func (m *recordingMetrics) sawRows() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.rows) > 0
+}
+
+var _ = Describe("Inbox gauges on several servers", func() {
+	It("are refreshed by one server only", func(ctx SpecContext) {
+		ws := newWorkspace(ctx, pool, "acme", "ACTIVE")
+		storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+		servers := make([]*server, 3)
+		for i := range servers {
+			p, err := db.Pool(ctx, 8)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(p.Close)
+			st, err := inboxstore.New(p, inboxstore.Config{})
+			Expect(err).NotTo(HaveOccurred())
+			servers[i] = startServer(specConfig(fmt.Sprintf("server-%d", i)), st, consumer.NewRegistry())
+		}
+		refreshing := func() int {
+			n := 0
+			for _, s := range servers {
+				if s.metrics.sawRows() {
+					n++
+				}
+			}
+			return n
+		}
+		Eventually(refreshing).WithTimeout(5 * time.Second).Should(Equal(1))
+		Consistently(refreshing).WithTimeout(time.Second).WithPolling(50 * time.Millisecond).Should(Equal(1))
+		holder := support.Scalar[string](ctx, pool, `SELECT holder FROM singleton_lease WHERE name = $1`, consumer.GaugeSingleton)
+		for i, s := range servers {
+			Expect(s.metrics.sawRows()).To(Equal(holder == fmt.Sprintf("server-%d", i)))
+		}
+	})
+})
