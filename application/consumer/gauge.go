@@ -2,8 +2,9 @@ package consumer
 
 import (
 	"context"
-	"github.com/hephaestus-dev/hephaestus/ports"
 	"time"
+
+	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // gaugeLoop refreshes integration_inbox_rows{state} and the oldest-queued-age gauge on the one
