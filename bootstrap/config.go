@@ -39,10 +39,14 @@ const (
 	EnvSlackAPIURL     = "HEPHAESTUS_SLACK_API_URL"
 	EnvSlackBotToken   = "HEPHAESTUS_SLACK_BOT_TOKEN"
 	EnvWebhookMaxBytes = "HEPHAESTUS_WEBHOOK_MAX_BYTES"
-	EnvDataDir         = "HEPHAESTUS_DATA_DIR"
-	EnvLogFormat       = "HEPHAESTUS_LOG_FORMAT"
-	EnvLogLevel        = "HEPHAESTUS_LOG_LEVEL"
-	EnvServerID        = "HEPHAESTUS_SERVER_ID"
+	// Issue 13's limits (CONTRACT.md "Later additions").
+	EnvWebhookInflightBytes = "HEPHAESTUS_WEBHOOK_INFLIGHT_BYTES"
+	EnvAdmissionLockTimeout = "HEPHAESTUS_ADMISSION_LOCK_TIMEOUT"
+	EnvShutdownTimeout      = "HEPHAESTUS_SHUTDOWN_TIMEOUT"
+	EnvDataDir              = "HEPHAESTUS_DATA_DIR"
+	EnvLogFormat            = "HEPHAESTUS_LOG_FORMAT"
+	EnvLogLevel             = "HEPHAESTUS_LOG_LEVEL"
+	EnvServerID             = "HEPHAESTUS_SERVER_ID"
 
 	envConsumer          = "HEPHAESTUS_INTEGRATION_CONSUMER_"
 	EnvClaimers          = envConsumer + "CLAIMERS"
@@ -61,25 +65,30 @@ const (
 
 // Defaults (CONTRACT.md). They live here and nowhere else.
 const (
-	DefaultHTTPAddr          = ":8080"
-	DefaultGitHubAPIURL      = "https://api.github.com"
-	DefaultSlackAPIURL       = "https://slack.com/api/"
-	DefaultWebhookMaxBytes   = 26214400 // 25 MiB: GitHub's own payload cap
-	DefaultDataDir           = "./.data"
-	DefaultLogFormat         = "json"
-	DefaultLogLevel          = "info"
-	DefaultClaimers          = 8
-	DefaultReplayWindow      = 3 * 24 * time.Hour
-	DefaultDeadRetention     = 30 * 24 * time.Hour
-	DefaultHandlerTimeout    = 30 * time.Minute
-	DefaultPoisonMaxAttempts = 10
-	DefaultPoisonBaseDelay   = 2 * time.Second
-	DefaultPoisonMaxDelay    = 5 * time.Minute
-	DefaultLeaseDuration     = 2 * time.Minute
-	DefaultRenewInterval     = 30 * time.Second
-	DefaultReaperInterval    = 30 * time.Second
-	DefaultPollInterval      = 5 * time.Second
-	DefaultRetentionInterval = time.Hour
+	DefaultHTTPAddr        = ":8080"
+	DefaultGitHubAPIURL    = "https://api.github.com"
+	DefaultSlackAPIURL     = "https://slack.com/api/"
+	DefaultWebhookMaxBytes = 26214400 // 25 MiB: GitHub's own payload cap
+	// DefaultWebhookInflightBytes is webhookapi.DefaultInflightBytes (64 MiB; the reasoning
+	// for a 2-core, 1 GiB container is there).
+	DefaultWebhookInflightBytes = 64 << 20
+	DefaultAdmissionLockTimeout = 2 * time.Second
+	DefaultShutdownTimeout      = 25 * time.Second
+	DefaultDataDir              = "./.data"
+	DefaultLogFormat            = "json"
+	DefaultLogLevel             = "info"
+	DefaultClaimers             = 8
+	DefaultReplayWindow         = 3 * 24 * time.Hour
+	DefaultDeadRetention        = 30 * 24 * time.Hour
+	DefaultHandlerTimeout       = 30 * time.Minute
+	DefaultPoisonMaxAttempts    = 10
+	DefaultPoisonBaseDelay      = 2 * time.Second
+	DefaultPoisonMaxDelay       = 5 * time.Minute
+	DefaultLeaseDuration        = 2 * time.Minute
+	DefaultRenewInterval        = 30 * time.Second
+	DefaultReaperInterval       = 30 * time.Second
+	DefaultPollInterval         = 5 * time.Second
+	DefaultRetentionInterval    = time.Hour
 
 	// MaxClaimers bounds the claimers of one server: each may hold a pooled connection, and the
 	// pool is sized from them, so a typo like 8000 would exhaust PostgreSQL's max_connections.
@@ -107,11 +116,17 @@ type Config struct {
 	SlackAPIURL         string
 	SlackBotToken       string // empty: no Web API calls
 	WebhookMaxBytes     int64
-	DataDir             string
-	LogFormat           string // "json" or "console"
-	LogLevel            string // a zap level name
-	ServerID            string
-	Consumer            ConsumerConfig
+	// WebhookInflightBytes bounds the body bytes all webhook requests hold at once.
+	WebhookInflightBytes int64
+	// AdmissionLockTimeout ends an admission's wait for a lifecycle lock (503 retry).
+	AdmissionLockTimeout time.Duration
+	// ShutdownTimeout bounds the whole stop, from the signal to the last lease released.
+	ShutdownTimeout time.Duration
+	DataDir         string
+	LogFormat       string // "json" or "console"
+	LogLevel        string // a zap level name
+	ServerID        string
+	Consumer        ConsumerConfig
 }
 
 // ConsumerConfig is the claimers' configuration. Retry and Lease are the validated domain
@@ -178,10 +193,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		SlackAPIURL:         r.httpURL(EnvSlackAPIURL, DefaultSlackAPIURL),
 		SlackBotToken:       r.secret(EnvSlackBotToken),
 		WebhookMaxBytes:     r.wholeNumber(EnvWebhookMaxBytes, DefaultWebhookMaxBytes, 1, 0),
-		DataDir:             r.text(EnvDataDir, DefaultDataDir),
-		LogFormat:           r.oneOf(EnvLogFormat, DefaultLogFormat, "json", "console"),
-		LogLevel:            r.logLevel(),
-		ServerID:            r.serverID(),
+		// At least one 32 KiB first read; 1 TiB is far past any machine this runs on.
+		WebhookInflightBytes: r.wholeNumber(EnvWebhookInflightBytes, DefaultWebhookInflightBytes, 32<<10, 1<<40),
+		AdmissionLockTimeout: r.duration(EnvAdmissionLockTimeout, DefaultAdmissionLockTimeout),
+		ShutdownTimeout:      r.duration(EnvShutdownTimeout, DefaultShutdownTimeout),
+		DataDir:              r.text(EnvDataDir, DefaultDataDir),
+		LogFormat:            r.oneOf(EnvLogFormat, DefaultLogFormat, "json", "console"),
+		LogLevel:             r.logLevel(),
+		ServerID:             r.serverID(),
 		Consumer: ConsumerConfig{
 			Claimers:          int(r.wholeNumber(EnvClaimers, DefaultClaimers, 1, MaxClaimers)),
 			ReplayWindow:      r.duration(EnvReplayWindow, DefaultReplayWindow),

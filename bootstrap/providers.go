@@ -227,7 +227,7 @@ func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Ho
 		server.Registrar(ops),
 		server.Registrar(gh), server.Registrar(gl), server.Registrar(sl), server.Registrar(ol),
 		func(r gin.IRouter) error {
-			return webhookapi.Register(r, admit, hooks, webhookapi.Config{MaxBytes: cfg.WebhookMaxBytes})
+			return webhookapi.Register(r, admit, hooks, webhookapi.Config{MaxBytes: cfg.WebhookMaxBytes, InflightBytes: cfg.WebhookInflightBytes})
 		},
 		func(r gin.IRouter) error {
 			managementapi.Register(r, manage, log)
