@@ -151,6 +151,7 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database
 	// Shown in pg_stat_activity, so a DBA sees which server holds which connection.
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "hephaestus " + cfg.ServerID
 	admissionstore.Configure(acfg)
+	admissionstore.SetLockTimeout(acfg, cfg.AdmissionLockTimeout)
 	acfg.ConnConfig.RuntimeParams["application_name"] = "hephaestus " + cfg.ServerID + " admission"
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {

@@ -67,7 +67,9 @@ type WorkspaceStore interface {
 	// CreateWorkspace stores an ACTIVE workspace. Errors: ErrConflict when the slug exists.
 	CreateWorkspace(ctx context.Context, slug, name string) (Workspace, error)
 	// DeleteWorkspace deletes the workspace; its members, connections, subscriptions, inbox
-	// rows and their steps go with it (ON DELETE CASCADE). Errors: ErrNotFound.
+	// rows and their steps go with it. It suspends the workspace's connections first (committed),
+	// then deletes the inbox in batches, so it never holds a lock admission needs for long.
+	// Errors: ErrNotFound.
 	DeleteWorkspace(ctx context.Context, id int64) error
 	// WorkspaceBySlug finds a workspace. Errors: ErrNotFound.
 	WorkspaceBySlug(ctx context.Context, slug string) (Workspace, error)
