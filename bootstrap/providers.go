@@ -152,6 +152,7 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 		RetryMaxDelay:     c.PoisonMaxDelay,
 		PoisonMaxAttempts: c.PoisonMaxAttempts,
 		DispatchContext:   dispatch.BindDispatch,
+		StopBudget:        consumerStopBudget(cfg.ShutdownTimeout),
 	}, store, handlers, wake, clock, log, metrics)
 }
 
