@@ -88,7 +88,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 	}
 
 	svc, cleanup, err := a.build(ctx, graphInput{Config: a.cfg, Secrets: secrets, Pool: db.pool,
-		AdmissionPool: db.admission, Log: log, Metrics: a.metrics})
+		AdmissionPool: db.admission, LookupPool: db.lookup, Log: log, Metrics: a.metrics})
 	if err != nil {
 		return fmt.Errorf("build services: %w", err)
 	}

@@ -40,7 +40,7 @@ var processSet = wire.NewSet(telemetry.NewMetrics, newApp)
 
 // coreSet turns the graph input into the ports every use case shares.
 var coreSet = wire.NewSet(
-	wire.FieldsOf(new(graphInput), "Config", "Secrets", "Pool", "AdmissionPool", "Log", "Metrics"),
+	wire.FieldsOf(new(graphInput), "Config", "Secrets", "Pool", "AdmissionPool", "LookupPool", "Log", "Metrics"),
 	provideLogger,
 	wire.InterfaceValue(new(ports.Clock), systemClock{}),
 	wire.Bind(new(ports.AdmissionMetrics), new(*telemetry.Metrics)),
@@ -77,7 +77,7 @@ var managementSet = wire.NewSet(
 	wire.Bind(new(ports.WorkspaceStore), new(*pgmanagement.Workspaces)),
 	pgmanagement.NewConnections,
 	wire.Bind(new(ports.ConnectionStore), new(*pgmanagement.Connections)),
-	pgmanagement.NewSourceDirectory,
+	provideSourceDirectory,
 	wire.Bind(new(ports.ConnectionDirectory), new(*pgmanagement.SourceDirectory)),
 	provideManagement,
 )
@@ -112,6 +112,7 @@ type graphInput struct {
 	Secrets       instanceSecrets
 	Pool          *pgxpool.Pool
 	AdmissionPool admissionPool
+	LookupPool    lookupPool
 	Log           *zap.Logger
 	Metrics       *telemetry.Metrics
 }
@@ -125,6 +126,14 @@ func provideLogger(log *zap.Logger) ports.Logger { return log.Sugar() }
 
 func provideAdmissionStore(pool admissionPool) (*admissionstore.Store, error) {
 	return admissionstore.New(pool.Pool)
+}
+
+// provideSourceDirectory puts the connection lookups of unauthenticated webhook requests
+// (GitLab, Outline: read the URL's connection and open its secret before verifying) on a
+// pool of their own, so a flood of random ids or tokens waits for those few connections and
+// never for the ones the claimers, the renewer and the reaper use.
+func provideSourceDirectory(pool lookupPool, box ports.SecretBox, cfg pgmanagement.Config) (*pgmanagement.SourceDirectory, error) {
+	return pgmanagement.NewSourceDirectory(pool.Pool, box, cfg)
 }
 
 func provideInboxStore(pool *pgxpool.Pool) (*inboxstore.Store, error) {
