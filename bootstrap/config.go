@@ -217,6 +217,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		},
 	}
 	r.crossCheck(&c.Consumer)
+	r.refuseDevelopmentSecrets(c)
 	if len(r.problems) > 0 {
 		return Config{}, &ConfigError{Problems: r.problems}
 	}
@@ -436,6 +437,27 @@ func (r *reader) crossCheck(c *ConsumerConfig) {
 			r.fail(EnvRenewInterval, "%s with %s %s: %v", c.RenewInterval, EnvLeaseDuration, c.LeaseDuration, err)
 		}
 		c.Lease = t
+	}
+}
+
+// Development webhook secrets: the Makefile exports them for `make run` and `make demo`, so
+// anyone can sign a delivery with them. Only the embedded development database may use them.
+const (
+	DevGitHubWebhookSecret = "dev-github-webhook-secret"
+	DevSlackSigningSecret  = "dev-slack-signing-secret"
+)
+
+// refuseDevelopmentSecrets stops a server with a real database (DATABASE_URL) that was given
+// a well-known development secret, e.g. a production deployment started through make.
+func (r *reader) refuseDevelopmentSecrets(c Config) {
+	if c.Embedded() {
+		return
+	}
+	if c.GitHubWebhookSecret == DevGitHubWebhookSecret {
+		r.fail(EnvGitHubWebhookSecret, "is the public development secret of the Makefile; set the GitHub App's own secret when %s is set", EnvDatabaseURL)
+	}
+	if c.SlackSigningSecret == DevSlackSigningSecret {
+		r.fail(EnvSlackSigningSecret, "is the public development secret of the Makefile; set the Slack app's own signing secret when %s is set", EnvDatabaseURL)
 	}
 }
 

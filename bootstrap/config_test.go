@@ -88,6 +88,26 @@ var _ = Describe("Configuration", func() {
 		})
 	})
 
+	When("a real database is configured", func() {
+		DescribeTable("refuses the Makefile's public development webhook secrets, naming the variable",
+			func(name, value string) {
+				_, err := load(env{"DATABASE_URL": "postgres://app@db.internal/heph", name: value})
+				ps := problems(err)
+				Expect(ps).To(HaveLen(1))
+				Expect(ps[0].Variable).To(Equal(name))
+				Expect(ps[0].Message).To(ContainSubstring("development secret"))
+				Expect(ps[0].Message).NotTo(ContainSubstring(value), "a secret is never echoed")
+			},
+			Entry(nil, "HEPHAESTUS_GITHUB_WEBHOOK_SECRET", "dev-github-webhook-secret"),
+			Entry(nil, "HEPHAESTUS_SLACK_SIGNING_SECRET", "dev-slack-signing-secret"),
+		)
+		It("accepts them with the embedded development database", func() {
+			_, err := load(env{"HEPHAESTUS_GITHUB_WEBHOOK_SECRET": "dev-github-webhook-secret",
+				"HEPHAESTUS_SLACK_SIGNING_SECRET": "dev-slack-signing-secret"})
+			Expect(err).NotTo(HaveOccurred())
+		})
+	})
+
 	When("every variable is set", func() {
 		It("reads each one", func() {
 			c, err := load(env{
