@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -104,8 +105,12 @@ type Config struct {
 	HTTPAddr    string
 	// AdminToken is empty when unset; in embedded mode App fills it from the data dir.
 	AdminToken string
-	// CredentialsKey is nil when unset; in embedded mode App fills it from the data dir.
-	CredentialsKey      []byte
+	// CredentialsKey is nil when unset; in embedded mode App fills it from the data dir. It is
+	// the sealing (first) key of CredentialsKeys.
+	CredentialsKey []byte
+	// CredentialsKeys are all keys of HEPHAESTUS_CREDENTIALS_KEY (`id:base64,…`, or one base64
+	// key named secrets.DefaultKeyID): the first seals, all open.
+	CredentialsKeys     []secrets.Key
 	GitHubAppID         int64 // 0 when unset
 	GitHubWebhookSecret string
 	SlackSigningSecret  string
@@ -182,7 +187,6 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		DatabaseURL:         r.databaseURL(),
 		HTTPAddr:            r.addr(EnvHTTPAddr, DefaultHTTPAddr),
 		AdminToken:          r.adminToken(),
-		CredentialsKey:      r.credentialsKey(),
 		GitHubAppID:         r.gitHubAppID(),
 		GitHubWebhookSecret: r.secret(EnvGitHubWebhookSecret),
 		SlackSigningSecret:  r.secret(EnvSlackSigningSecret),
@@ -215,6 +219,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			PollInterval:      r.duration(EnvPollInterval, DefaultPollInterval),
 			RetentionInterval: r.duration(EnvRetentionInterval, DefaultRetentionInterval),
 		},
+	}
+	c.CredentialsKeys = r.credentialsKeys()
+	if len(c.CredentialsKeys) > 0 {
+		c.CredentialsKey = c.CredentialsKeys[0].Secret
 	}
 	r.crossCheck(&c.Consumer)
 	r.refuseDevelopmentSecrets(c)
@@ -299,17 +307,17 @@ func (r *reader) addr(name, def string) string {
 	return v
 }
 
-func (r *reader) credentialsKey() []byte {
+func (r *reader) credentialsKeys() []secrets.Key {
 	v, ok := r.get(EnvCredentialsKey)
 	if !ok {
 		return nil
 	}
-	key, err := decodeCredentialsKey(v)
+	keys, err := secrets.ParseKeys(v, decodeCredentialsKey)
 	if err != nil {
 		r.fail(EnvCredentialsKey, "%v", err)
 		return nil
 	}
-	return key
+	return keys
 }
 
 func (r *reader) adminToken() string {

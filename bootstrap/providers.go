@@ -201,6 +201,9 @@ func provideDeliveryInbox(pool *pgxpool.Pool) (*deliveryinbox.Inbox, error) {
 }
 
 func provideSecretBox(s instanceSecrets) (*secrets.AESGCM, error) {
+	if len(s.CredentialsKeys) > 0 {
+		return secrets.NewKeyring(s.CredentialsKeys)
+	}
 	return secrets.NewAESGCM(s.CredentialsKey)
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 )
 
 // Files of generated secrets in the data directory (embedded mode only).
@@ -31,6 +33,8 @@ type instanceSecrets struct {
 	AdminToken     string
 	AdminDisabled  bool
 	CredentialsKey []byte
+	// CredentialsKeys, when set, are every key (the first is CredentialsKey and seals).
+	CredentialsKeys []secrets.Key
 }
 
 // resolveSecrets fills the admin token and the credentials key. In embedded mode a missing
@@ -40,7 +44,7 @@ type instanceSecrets struct {
 // A generated admin token is shown once, as a plain line on console (the process's stderr),
 // never in the structured log: JSON logs are shipped and kept where a bearer token must not be.
 func resolveSecrets(cfg Config, log *zap.Logger, console io.Writer) (instanceSecrets, error) {
-	s := instanceSecrets{AdminToken: cfg.AdminToken, CredentialsKey: cfg.CredentialsKey}
+	s := instanceSecrets{AdminToken: cfg.AdminToken, CredentialsKey: cfg.CredentialsKey, CredentialsKeys: cfg.CredentialsKeys}
 	if !cfg.Embedded() {
 		if s.CredentialsKey == nil {
 			return s, &ConfigError{Problems: []Problem{{Variable: EnvCredentialsKey,

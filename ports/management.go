@@ -95,8 +95,10 @@ type StoredConnection struct {
 	UpdatedAt       time.Time
 }
 
-// NewConnection is a connection to create. SecretCiphertext is already sealed by a SecretBox
-// (nil when the kind has no secret); SourceKey is the provider module's routing key.
+// NewConnection is a connection to create. SealSecret, when set, seals the secret for the id
+// the store gives the new connection (SecretBox.Seal binds a secret to its connection, so the
+// id must exist first); SecretCiphertext is then ignored. SourceKey is the provider module's
+// routing key.
 type NewConnection struct {
 	WorkspaceID      int64
 	Kind             connection.Kind
@@ -104,6 +106,7 @@ type NewConnection struct {
 	Config           map[string]any
 	SourceKey        string
 	SecretCiphertext []byte
+	SealSecret       func(connectionID int64) ([]byte, error)
 }
 
 // SubscribedResource is one resource a workspace monitors through a connection.
@@ -135,12 +138,14 @@ type ConnectionStore interface {
 	ReplaceSubscriptions(ctx context.Context, workspaceID, id int64, resources []SubscribedResource) ([]SubscribedResource, error)
 }
 
-// SecretBox encrypts connection secrets at rest. Implementations never log the key or a
+// SecretBox encrypts connection secrets at rest, each bound to its connection: a sealed value
+// moved to another connection's row does not open. Implementations never log a key or a
 // plaintext.
 type SecretBox interface {
-	// Seal encrypts plaintext; two seals of the same plaintext differ.
-	Seal(plaintext []byte) ([]byte, error)
-	// Open decrypts what Seal returned. Errors: a sealed value that is truncated, tampered
-	// with or sealed under another key.
-	Open(sealed []byte) ([]byte, error)
+	// Seal encrypts plaintext for connection connectionID; two seals of the same plaintext
+	// differ.
+	Seal(connectionID int64, plaintext []byte) ([]byte, error)
+	// Open decrypts what Seal returned for the same connection. Errors: a sealed value that is
+	// truncated, tampered with, sealed for another connection or under an unknown key.
+	Open(connectionID int64, sealed []byte) ([]byte, error)
 }
