@@ -45,7 +45,10 @@ fuzz-smoke:
 		done; \
 	done
 
-## run: start the server with console logs (embedded database unless DATABASE_URL is set)
+## run: start the server with console logs on 127.0.0.1:8080 (embedded database unless
+## DATABASE_URL is set; with DATABASE_URL the server refuses the development secrets above)
+run: HEPHAESTUS_HTTP_ADDR ?= 127.0.0.1:8080
+run: export HEPHAESTUS_HTTP_ADDR := $(HEPHAESTUS_HTTP_ADDR)
 run: export HEPHAESTUS_LOG_FORMAT = console
 run: export HEPHAESTUS_GITHUB_WEBHOOK_SECRET := $(HEPHAESTUS_GITHUB_WEBHOOK_SECRET)
 run: export HEPHAESTUS_SLACK_SIGNING_SECRET := $(HEPHAESTUS_SLACK_SIGNING_SECRET)

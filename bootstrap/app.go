@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"go.uber.org/zap"
@@ -12,10 +14,16 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 )
 
-// HTTPShutdownGrace is how long a stopping server lets webhook and API requests in flight
-// finish after it stopped accepting new ones. A 202 is sent only after a commit, so a request
-// cut off here is simply redelivered by its provider.
+// HTTPShutdownGrace is the longest a stopping server lets webhook and API requests in flight
+// finish after it stopped accepting new ones (less when HEPHAESTUS_SHUTDOWN_TIMEOUT is
+// shorter). A 202 is sent only after a commit, so a request cut off here is simply redelivered
+// by its provider.
 const HTTPShutdownGrace = 10 * time.Second
+
+// consumerStopBudget is the part of the whole stop (HEPHAESTUS_SHUTDOWN_TIMEOUT) the consumer
+// may use, from the signal to its last lease released: four fifths, leaving the rest for
+// closing the pools and stopping the embedded cluster.
+func consumerStopBudget(total time.Duration) time.Duration { return total * 4 / 5 }
 
 // Runner is a background component the App starts after the HTTP server and stops after it:
 // the consumer (claimers, renewer, reaper, retention). Run returns when ctx is cancelled, after
@@ -37,17 +45,19 @@ type App struct {
 	log     *zap.Logger
 	metrics *telemetry.Metrics
 	build   func(ctx context.Context, in graphInput) (*services, func(), error)
+	// console receives the one plain line that shows a generated admin token (stderr).
+	console io.Writer
 }
 
 // newApp is the App provider; build is the Wire injector of the database-backed graph.
 func newApp(cfg Config, log *zap.Logger, metrics *telemetry.Metrics) *App {
-	return &App{cfg: cfg, log: log, metrics: metrics, build: buildServices}
+	return &App{cfg: cfg, log: log, metrics: metrics, build: buildServices, console: os.Stderr}
 }
 
-// Run serves until ctx is cancelled (SIGTERM, SIGINT), then stops in order: stop admitting
-// (the HTTP server refuses new requests and finishes the ones in flight), stop the consumer
-// and wait for it (it releases its unfinished leases without counting the attempt), close the
-// pool, stop the embedded cluster. A cancellation is a clean stop: Run returns nil.
+// Run serves until ctx is cancelled (SIGTERM, SIGINT), then stops: admitting (the HTTP server
+// refuses new requests and finishes the ones in flight) and the consumer (it releases its
+// unfinished leases without counting the attempt) stop in parallel, then the pool is closed and
+// the embedded cluster stopped, all within HEPHAESTUS_SHUTDOWN_TIMEOUT. A cancellation is a clean stop: Run returns nil.
 func (a *App) Run(ctx context.Context) (err error) {
 	log := a.log
 	log.Info("starting", zap.String("serverId", a.cfg.ServerID), zap.Bool("embeddedDatabase", a.cfg.Embedded()))
@@ -57,7 +67,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 	// once the cluster started (PostgreSQL binaries found, data dir locked).
 	var secrets instanceSecrets
 	if !a.cfg.Embedded() {
-		if secrets, err = resolveSecrets(a.cfg, log); err != nil {
+		if secrets, err = resolveSecrets(a.cfg, log, a.console); err != nil {
 			return err
 		}
 	}
@@ -72,13 +82,15 @@ func (a *App) Run(ctx context.Context) (err error) {
 		log.Info("stopped")
 	}()
 	if a.cfg.Embedded() {
-		if secrets, err = resolveSecrets(a.cfg, log); err != nil {
+		if secrets, err = resolveSecrets(a.cfg, log, a.console); err != nil {
 			return err
 		}
 	}
 
+	migrateLegacySecrets(ctx, db.pool, secrets, log)
+
 	svc, cleanup, err := a.build(ctx, graphInput{Config: a.cfg, Secrets: secrets, Pool: db.pool,
-		AdmissionPool: db.admission, Log: log, Metrics: a.metrics})
+		AdmissionPool: db.admission, LookupPool: db.lookup, Log: log, Metrics: a.metrics})
 	if err != nil {
 		return fmt.Errorf("build services: %w", err)
 	}
@@ -89,8 +101,8 @@ func (a *App) Run(ctx context.Context) (err error) {
 		return err
 	}
 
-	// The runners get their own context: they must keep running while the HTTP server
-	// drains (a delivery admitted in the last second is still claimed) and stop only after.
+	// The runners get their own context, cancelled by the stop below (not by a failure of the
+	// start path's ctx alone), so Run decides when they stop.
 	runCtx, stopRunners := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRunners()
 	runnersDone := make(chan error, len(svc.runners))
@@ -132,19 +144,29 @@ func (a *App) Run(ctx context.Context) (err error) {
 		log.Error("stopping after a failure", zap.Error(failure))
 	}
 
-	// 1. Stop admitting: no new request is accepted, those in flight finish within the grace.
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), HTTPShutdownGrace)
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		log.Warn("http requests cut off after the grace period", zap.Error(err))
-	} else {
-		log.Info("http server stopped")
-	}
-	cancel()
-	// 2. Stop the consumer and wait: it releases the leases of unfinished rows.
+	// Stop admitting and stop the consumer at once, in parallel: HTTP drains its requests in
+	// flight while the consumer lets its running handlers finish, writes their outcomes and
+	// releases the leases it still holds, both within HEPHAESTUS_SHUTDOWN_TIMEOUT (the
+	// consumer within its StopBudget), so the orchestrator's kill never comes first and no
+	// lease is left to expire. A delivery admitted while draining stays QUEUED for the next
+	// claimer, on this server's next start or on another server.
+	stopBudget := consumerStopBudget(a.cfg.ShutdownTimeout)
+	httpStopped := make(chan struct{})
+	go func() {
+		defer close(httpStopped)
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), min(HTTPShutdownGrace, stopBudget))
+		defer cancel()
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			log.Warn("http requests cut off after the grace period", zap.Error(err))
+		} else {
+			log.Info("http server stopped")
+		}
+	}()
 	stopRunners()
 	if err := waitRunners(); err != nil {
 		failure = errors.Join(failure, err)
 	}
+	<-httpStopped
 	// 3. The deferred calls close the pool and stop the embedded cluster.
 	return failure
 }

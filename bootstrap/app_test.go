@@ -143,7 +143,7 @@ var _ = Describe("App", func() {
 		Expect(err).To(HaveOccurred(), "nothing listens after Run returned")
 	})
 
-	It("stops admitting first, lets requests in flight finish, then stops the consumer, then releases the graph", func() {
+	It("stops admitting and the consumer in parallel, lets requests in flight finish, then releases the graph", func() {
 		var tl timeline
 		entered, release := make(chan struct{}), make(chan struct{})
 		app := &App{cfg: cfg, log: zap.NewNop(), metrics: telemetry.NewMetrics(),
@@ -192,13 +192,49 @@ var _ = Describe("App", func() {
 		cancel() // SIGTERM
 		Eventually(func() error { _, err := get(base + "/healthz"); return err }).Should(HaveOccurred(),
 			"new requests are refused at once")
-		Consistently(tl.has("consumer stopped"), 200*time.Millisecond).Should(BeFalse(),
-			"the consumer keeps running while admission drains")
+		Eventually(tl.has("consumer stopped")).Should(BeTrue(),
+			"the consumer drains while admission drains, not after it")
+		Consistently(result, 200*time.Millisecond).ShouldNot(Receive(), "Run waits for the request in flight")
 
 		close(release)
 		Eventually(slow).Should(Receive(Equal(202)), "the request in flight finishes")
 		Eventually(result).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
-		Expect(tl.all()).To(Equal([]string{"consumer started", "request finished", "consumer stopped", "graph released"}))
+		Expect(tl.all()).To(Equal([]string{"consumer started", "consumer stopped", "request finished", "graph released"}))
+	})
+
+	It("finishes the whole stop within HEPHAESTUS_SHUTDOWN_TIMEOUT even when a request never ends", func() {
+		short := cfg
+		short.ShutdownTimeout = 2 * time.Second
+		entered, release := make(chan struct{}), make(chan struct{})
+		DeferCleanup(func() { close(release) })
+		app := &App{cfg: short, log: zap.NewNop(), metrics: telemetry.NewMetrics(),
+			build: func(ctx context.Context, in graphInput) (*services, func(), error) {
+				return &services{
+					registrars: []server.Registrar{func(r gin.IRouter) error {
+						r.GET("/stuck", func(c *gin.Context) {
+							close(entered)
+							select {
+							case <-release:
+							case <-c.Request.Context().Done():
+							}
+						})
+						return nil
+					}},
+					runners: []Runner{runnerFunc(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })},
+				}, func() {}, nil
+			}}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		result := make(chan error, 1)
+		go func() { result <- app.Run(ctx) }()
+		Eventually(func() (int, error) { return get(base + "/readyz") }).WithTimeout(30 * time.Second).Should(Equal(200))
+		go func() { _, _ = get(base + "/stuck") }()
+		Eventually(entered).Should(BeClosed())
+
+		start := time.Now()
+		cancel() // SIGTERM
+		Eventually(result).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
+		Expect(time.Since(start)).To(BeNumerically("<", short.ShutdownTimeout))
 	})
 
 	It("stops with an error when the consumer fails on its own", func() {

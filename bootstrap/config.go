@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -39,10 +40,14 @@ const (
 	EnvSlackAPIURL     = "HEPHAESTUS_SLACK_API_URL"
 	EnvSlackBotToken   = "HEPHAESTUS_SLACK_BOT_TOKEN"
 	EnvWebhookMaxBytes = "HEPHAESTUS_WEBHOOK_MAX_BYTES"
-	EnvDataDir         = "HEPHAESTUS_DATA_DIR"
-	EnvLogFormat       = "HEPHAESTUS_LOG_FORMAT"
-	EnvLogLevel        = "HEPHAESTUS_LOG_LEVEL"
-	EnvServerID        = "HEPHAESTUS_SERVER_ID"
+	// Issue 13's limits (CONTRACT.md "Later additions").
+	EnvWebhookInflightBytes = "HEPHAESTUS_WEBHOOK_INFLIGHT_BYTES"
+	EnvAdmissionLockTimeout = "HEPHAESTUS_ADMISSION_LOCK_TIMEOUT"
+	EnvShutdownTimeout      = "HEPHAESTUS_SHUTDOWN_TIMEOUT"
+	EnvDataDir              = "HEPHAESTUS_DATA_DIR"
+	EnvLogFormat            = "HEPHAESTUS_LOG_FORMAT"
+	EnvLogLevel             = "HEPHAESTUS_LOG_LEVEL"
+	EnvServerID             = "HEPHAESTUS_SERVER_ID"
 
 	envConsumer          = "HEPHAESTUS_INTEGRATION_CONSUMER_"
 	EnvClaimers          = envConsumer + "CLAIMERS"
@@ -61,25 +66,30 @@ const (
 
 // Defaults (CONTRACT.md). They live here and nowhere else.
 const (
-	DefaultHTTPAddr          = ":8080"
-	DefaultGitHubAPIURL      = "https://api.github.com"
-	DefaultSlackAPIURL       = "https://slack.com/api/"
-	DefaultWebhookMaxBytes   = 26214400 // 25 MiB: GitHub's own payload cap
-	DefaultDataDir           = "./.data"
-	DefaultLogFormat         = "json"
-	DefaultLogLevel          = "info"
-	DefaultClaimers          = 8
-	DefaultReplayWindow      = 3 * 24 * time.Hour
-	DefaultDeadRetention     = 30 * 24 * time.Hour
-	DefaultHandlerTimeout    = 30 * time.Minute
-	DefaultPoisonMaxAttempts = 10
-	DefaultPoisonBaseDelay   = 2 * time.Second
-	DefaultPoisonMaxDelay    = 5 * time.Minute
-	DefaultLeaseDuration     = 2 * time.Minute
-	DefaultRenewInterval     = 30 * time.Second
-	DefaultReaperInterval    = 30 * time.Second
-	DefaultPollInterval      = 5 * time.Second
-	DefaultRetentionInterval = time.Hour
+	DefaultHTTPAddr        = ":8080"
+	DefaultGitHubAPIURL    = "https://api.github.com"
+	DefaultSlackAPIURL     = "https://slack.com/api/"
+	DefaultWebhookMaxBytes = 26214400 // 25 MiB: GitHub's own payload cap
+	// DefaultWebhookInflightBytes is webhookapi.DefaultInflightBytes (64 MiB; the reasoning
+	// for a 2-core, 1 GiB container is there).
+	DefaultWebhookInflightBytes = 64 << 20
+	DefaultAdmissionLockTimeout = 2 * time.Second
+	DefaultShutdownTimeout      = 25 * time.Second
+	DefaultDataDir              = "./.data"
+	DefaultLogFormat            = "json"
+	DefaultLogLevel             = "info"
+	DefaultClaimers             = 8
+	DefaultReplayWindow         = 3 * 24 * time.Hour
+	DefaultDeadRetention        = 30 * 24 * time.Hour
+	DefaultHandlerTimeout       = 30 * time.Minute
+	DefaultPoisonMaxAttempts    = 10
+	DefaultPoisonBaseDelay      = 2 * time.Second
+	DefaultPoisonMaxDelay       = 5 * time.Minute
+	DefaultLeaseDuration        = 2 * time.Minute
+	DefaultRenewInterval        = 30 * time.Second
+	DefaultReaperInterval       = 30 * time.Second
+	DefaultPollInterval         = 5 * time.Second
+	DefaultRetentionInterval    = time.Hour
 
 	// MaxClaimers bounds the claimers of one server: each may hold a pooled connection, and the
 	// pool is sized from them, so a typo like 8000 would exhaust PostgreSQL's max_connections.
@@ -95,8 +105,12 @@ type Config struct {
 	HTTPAddr    string
 	// AdminToken is empty when unset; in embedded mode App fills it from the data dir.
 	AdminToken string
-	// CredentialsKey is nil when unset; in embedded mode App fills it from the data dir.
-	CredentialsKey      []byte
+	// CredentialsKey is nil when unset; in embedded mode App fills it from the data dir. It is
+	// the sealing (first) key of CredentialsKeys.
+	CredentialsKey []byte
+	// CredentialsKeys are all keys of HEPHAESTUS_CREDENTIALS_KEY (`id:base64,…`, or one base64
+	// key named secrets.DefaultKeyID): the first seals, all open.
+	CredentialsKeys     []secrets.Key
 	GitHubAppID         int64 // 0 when unset
 	GitHubWebhookSecret string
 	SlackSigningSecret  string
@@ -107,11 +121,17 @@ type Config struct {
 	SlackAPIURL         string
 	SlackBotToken       string // empty: no Web API calls
 	WebhookMaxBytes     int64
-	DataDir             string
-	LogFormat           string // "json" or "console"
-	LogLevel            string // a zap level name
-	ServerID            string
-	Consumer            ConsumerConfig
+	// WebhookInflightBytes bounds the body bytes all webhook requests hold at once.
+	WebhookInflightBytes int64
+	// AdmissionLockTimeout ends an admission's wait for a lifecycle lock (503 retry).
+	AdmissionLockTimeout time.Duration
+	// ShutdownTimeout bounds the whole stop, from the signal to the last lease released.
+	ShutdownTimeout time.Duration
+	DataDir         string
+	LogFormat       string // "json" or "console"
+	LogLevel        string // a zap level name
+	ServerID        string
+	Consumer        ConsumerConfig
 }
 
 // ConsumerConfig is the claimers' configuration. Retry and Lease are the validated domain
@@ -167,7 +187,6 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		DatabaseURL:         r.databaseURL(),
 		HTTPAddr:            r.addr(EnvHTTPAddr, DefaultHTTPAddr),
 		AdminToken:          r.adminToken(),
-		CredentialsKey:      r.credentialsKey(),
 		GitHubAppID:         r.gitHubAppID(),
 		GitHubWebhookSecret: r.secret(EnvGitHubWebhookSecret),
 		SlackSigningSecret:  r.secret(EnvSlackSigningSecret),
@@ -178,10 +197,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		SlackAPIURL:         r.httpURL(EnvSlackAPIURL, DefaultSlackAPIURL),
 		SlackBotToken:       r.secret(EnvSlackBotToken),
 		WebhookMaxBytes:     r.wholeNumber(EnvWebhookMaxBytes, DefaultWebhookMaxBytes, 1, 0),
-		DataDir:             r.text(EnvDataDir, DefaultDataDir),
-		LogFormat:           r.oneOf(EnvLogFormat, DefaultLogFormat, "json", "console"),
-		LogLevel:            r.logLevel(),
-		ServerID:            r.serverID(),
+		// At least one 32 KiB first read; 1 TiB is far past any machine this runs on.
+		WebhookInflightBytes: r.wholeNumber(EnvWebhookInflightBytes, DefaultWebhookInflightBytes, 32<<10, 1<<40),
+		AdmissionLockTimeout: r.duration(EnvAdmissionLockTimeout, DefaultAdmissionLockTimeout),
+		ShutdownTimeout:      r.duration(EnvShutdownTimeout, DefaultShutdownTimeout),
+		DataDir:              r.text(EnvDataDir, DefaultDataDir),
+		LogFormat:            r.oneOf(EnvLogFormat, DefaultLogFormat, "json", "console"),
+		LogLevel:             r.logLevel(),
+		ServerID:             r.serverID(),
 		Consumer: ConsumerConfig{
 			Claimers:          int(r.wholeNumber(EnvClaimers, DefaultClaimers, 1, MaxClaimers)),
 			ReplayWindow:      r.duration(EnvReplayWindow, DefaultReplayWindow),
@@ -197,7 +220,12 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			RetentionInterval: r.duration(EnvRetentionInterval, DefaultRetentionInterval),
 		},
 	}
+	c.CredentialsKeys = r.credentialsKeys()
+	if len(c.CredentialsKeys) > 0 {
+		c.CredentialsKey = c.CredentialsKeys[0].Secret
+	}
 	r.crossCheck(&c.Consumer)
+	r.refuseDevelopmentSecrets(c)
 	if len(r.problems) > 0 {
 		return Config{}, &ConfigError{Problems: r.problems}
 	}
@@ -279,17 +307,17 @@ func (r *reader) addr(name, def string) string {
 	return v
 }
 
-func (r *reader) credentialsKey() []byte {
+func (r *reader) credentialsKeys() []secrets.Key {
 	v, ok := r.get(EnvCredentialsKey)
 	if !ok {
 		return nil
 	}
-	key, err := decodeCredentialsKey(v)
+	keys, err := secrets.ParseKeys(v, decodeCredentialsKey)
 	if err != nil {
 		r.fail(EnvCredentialsKey, "%v", err)
 		return nil
 	}
-	return key
+	return keys
 }
 
 func (r *reader) adminToken() string {
@@ -417,6 +445,27 @@ func (r *reader) crossCheck(c *ConsumerConfig) {
 			r.fail(EnvRenewInterval, "%s with %s %s: %v", c.RenewInterval, EnvLeaseDuration, c.LeaseDuration, err)
 		}
 		c.Lease = t
+	}
+}
+
+// Development webhook secrets: the Makefile exports them for `make run` and `make demo`, so
+// anyone can sign a delivery with them. Only the embedded development database may use them.
+const (
+	DevGitHubWebhookSecret = "dev-github-webhook-secret"
+	DevSlackSigningSecret  = "dev-slack-signing-secret"
+)
+
+// refuseDevelopmentSecrets stops a server with a real database (DATABASE_URL) that was given
+// a well-known development secret, e.g. a production deployment started through make.
+func (r *reader) refuseDevelopmentSecrets(c Config) {
+	if c.Embedded() {
+		return
+	}
+	if c.GitHubWebhookSecret == DevGitHubWebhookSecret {
+		r.fail(EnvGitHubWebhookSecret, "is the public development secret of the Makefile; set the GitHub App's own secret when %s is set", EnvDatabaseURL)
+	}
+	if c.SlackSigningSecret == DevSlackSigningSecret {
+		r.fail(EnvSlackSigningSecret, "is the public development secret of the Makefile; set the Slack app's own signing secret when %s is set", EnvDatabaseURL)
 	}
 }
 

@@ -47,6 +47,9 @@ var _ = Describe("Configuration", func() {
 			Expect(c.SlackAPIURL).To(Equal("https://slack.com/api/"))
 			Expect(c.SlackBotToken).To(BeEmpty(), "no token: no Slack Web API calls")
 			Expect(c.WebhookMaxBytes).To(Equal(int64(26214400)))
+			Expect(c.WebhookInflightBytes).To(Equal(int64(64 << 20)))
+			Expect(c.AdmissionLockTimeout).To(Equal(2 * time.Second))
+			Expect(c.ShutdownTimeout).To(Equal(25 * time.Second))
 			Expect(c.DataDir).To(Equal("./.data"))
 			Expect(c.LogFormat).To(Equal("json"))
 			Expect(c.LogLevel).To(Equal("info"))
@@ -82,6 +85,26 @@ var _ = Describe("Configuration", func() {
 			a, _ := load(env{})
 			b, _ := load(env{})
 			Expect(a.ServerID).NotTo(Equal(b.ServerID))
+		})
+	})
+
+	When("a real database is configured", func() {
+		DescribeTable("refuses the Makefile's public development webhook secrets, naming the variable",
+			func(name, value string) {
+				_, err := load(env{"DATABASE_URL": "postgres://app@db.internal/heph", name: value})
+				ps := problems(err)
+				Expect(ps).To(HaveLen(1))
+				Expect(ps[0].Variable).To(Equal(name))
+				Expect(ps[0].Message).To(ContainSubstring("development secret"))
+				Expect(ps[0].Message).NotTo(ContainSubstring(value), "a secret is never echoed")
+			},
+			Entry(nil, "HEPHAESTUS_GITHUB_WEBHOOK_SECRET", "dev-github-webhook-secret"),
+			Entry(nil, "HEPHAESTUS_SLACK_SIGNING_SECRET", "dev-slack-signing-secret"),
+		)
+		It("accepts them with the embedded development database", func() {
+			_, err := load(env{"HEPHAESTUS_GITHUB_WEBHOOK_SECRET": "dev-github-webhook-secret",
+				"HEPHAESTUS_SLACK_SIGNING_SECRET": "dev-slack-signing-secret"})
+			Expect(err).NotTo(HaveOccurred())
 		})
 	})
 
@@ -209,6 +232,11 @@ var _ = Describe("Configuration", func() {
 			Entry(nil, "HEPHAESTUS_SLACK_API_URL", "https://user:pw@slack.example/api/", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_WEBHOOK_MAX_BYTES", "25MiB", `"25MiB" is not a whole number ≥ 1`),
 			Entry(nil, "HEPHAESTUS_WEBHOOK_MAX_BYTES", "0", `"0" is not a whole number ≥ 1`),
+			Entry(nil, "HEPHAESTUS_WEBHOOK_INFLIGHT_BYTES", "64MiB", `"64MiB" is not a whole number between 32768 and 1099511627776`),
+			Entry(nil, "HEPHAESTUS_WEBHOOK_INFLIGHT_BYTES", "1024", `"1024" is not a whole number between 32768 and 1099511627776`),
+			Entry(nil, "HEPHAESTUS_ADMISSION_LOCK_TIMEOUT", "soon", ContainSubstring("is not a duration")),
+			Entry(nil, "HEPHAESTUS_ADMISSION_LOCK_TIMEOUT", "0s", `"0s" is not a positive duration`),
+			Entry(nil, "HEPHAESTUS_SHUTDOWN_TIMEOUT", "-5s", `"-5s" is not a positive duration`),
 			Entry(nil, "HEPHAESTUS_LOG_FORMAT", "xml", `"xml" is not one of json, console`),
 			Entry(nil, "HEPHAESTUS_LOG_LEVEL", "loud", `"loud" is not a log level (debug, info, warn, error)`),
 			Entry(nil, "HEPHAESTUS_SERVER_ID", strings.Repeat("s", 201), "is longer than 200 characters"),

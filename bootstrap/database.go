@@ -136,6 +136,7 @@ type database struct {
 	server    *dbServer
 	pool      *pgxpool.Pool
 	admission admissionPool
+	lookup    lookupPool
 	sqlDB     *sql.DB // database/sql over the pool, for goose's migration status
 }
 
@@ -143,6 +144,15 @@ type database struct {
 // sessions default to READ COMMITTED and generic plans, which admission's pipelined
 // transactions rely on and nothing else should inherit).
 type admissionPool struct{ *pgxpool.Pool }
+
+// lookupPool serves the connection lookups of unauthenticated webhook requests (see
+// provideSourceDirectory): LookupPoolSize connections, a bulkhead in front of the main pool.
+type lookupPool struct{ *pgxpool.Pool }
+
+// LookupPoolSize bounds the connections unauthenticated webhook lookups use at once. A lookup
+// is one primary-key read (well under a millisecond), so two answer thousands per second; past
+// that, requests wait for them within their own deadline.
+const LookupPoolSize = 2
 
 // openDatabase starts or finds the server, opens the pool, waits for the database to answer
 // and applies the migrations it lacks.
@@ -161,11 +171,13 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
 	acfg := pcfg.Copy()
+	lcfg := pcfg.Copy()
 	pcfg.MaxConns = PoolSize(cfg.Consumer.Claimers)
 	ConfigureMainPool(pcfg)
 	// Shown in pg_stat_activity, so a DBA sees which server holds which connection.
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "hephaestus " + cfg.ServerID
 	admissionstore.Configure(acfg)
+	admissionstore.SetLockTimeout(acfg, cfg.AdmissionLockTimeout)
 	acfg.ConnConfig.RuntimeParams["application_name"] = "hephaestus " + cfg.ServerID + " admission"
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -185,9 +197,17 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database
 		pool.Close()
 		return nil, fmt.Errorf("open admission pool: %w", err)
 	}
+	lcfg.MaxConns, lcfg.MinConns = LookupPoolSize, 0
+	lcfg.ConnConfig.RuntimeParams["application_name"] = "hephaestus " + cfg.ServerID + " webhook lookups"
+	lookup, err := pgxpool.NewWithConfig(ctx, lcfg)
+	if err != nil {
+		admission.Close()
+		pool.Close()
+		return nil, fmt.Errorf("open webhook lookup pool: %w", err)
+	}
 	log.Info("database migrated", zap.Int("applied", applied), zap.Int32("maxConns", pcfg.MaxConns),
 		zap.Int32("admissionMaxConns", acfg.MaxConns))
-	return &database{server: srv, pool: pool, admission: admissionPool{admission}, sqlDB: stdlib.OpenDBFromPool(pool)}, nil
+	return &database{server: srv, pool: pool, admission: admissionPool{admission}, lookup: lookupPool{lookup}, sqlDB: stdlib.OpenDBFromPool(pool)}, nil
 }
 
 // waitForDatabase pings until the database answers or connectWait passes.
@@ -230,6 +250,9 @@ func (d *database) close() error {
 	err := d.sqlDB.Close()
 	if d.admission.Pool != nil {
 		d.admission.Close()
+	}
+	if d.lookup.Pool != nil {
+		d.lookup.Close()
 	}
 	d.pool.Close()
 	return errors.Join(err, d.server.close())

@@ -43,7 +43,7 @@ var processSet = wire.NewSet(provideMetrics, newApp)
 
 // coreSet turns the graph input into the ports every use case shares.
 var coreSet = wire.NewSet(
-	wire.FieldsOf(new(graphInput), "Config", "Secrets", "Pool", "AdmissionPool", "Log", "Metrics"),
+	wire.FieldsOf(new(graphInput), "Config", "Secrets", "Pool", "AdmissionPool", "LookupPool", "Log", "Metrics"),
 	provideLogger,
 	wire.InterfaceValue(new(ports.Clock), systemClock{}),
 	wire.Bind(new(ports.AdmissionMetrics), new(*telemetry.Metrics)),
@@ -80,7 +80,7 @@ var managementSet = wire.NewSet(
 	wire.Bind(new(ports.WorkspaceStore), new(*pgmanagement.Workspaces)),
 	pgmanagement.NewConnections,
 	wire.Bind(new(ports.ConnectionStore), new(*pgmanagement.Connections)),
-	pgmanagement.NewSourceDirectory,
+	provideSourceDirectory,
 	wire.Bind(new(ports.ConnectionDirectory), new(*pgmanagement.SourceDirectory)),
 	provideManagement,
 )
@@ -115,6 +115,7 @@ type graphInput struct {
 	Secrets       instanceSecrets
 	Pool          *pgxpool.Pool
 	AdmissionPool admissionPool
+	LookupPool    lookupPool
 	Log           *zap.Logger
 	Metrics       *telemetry.Metrics
 }
@@ -128,6 +129,14 @@ func provideLogger(log *zap.Logger) ports.Logger { return log.Sugar() }
 
 func provideAdmissionStore(pool admissionPool) (*admissionstore.Store, error) {
 	return admissionstore.New(pool.Pool)
+}
+
+// provideSourceDirectory puts the connection lookups of unauthenticated webhook requests
+// (GitLab, Outline: read the URL's connection and open its secret before verifying) on a
+// pool of their own, so a flood of random ids or tokens waits for those few connections and
+// never for the ones the claimers, the renewer and the reaper use.
+func provideSourceDirectory(pool lookupPool, box ports.SecretBox, cfg pgmanagement.Config) (*pgmanagement.SourceDirectory, error) {
+	return pgmanagement.NewSourceDirectory(pool.Pool, box, cfg)
 }
 
 func provideInboxStore(pool *pgxpool.Pool) (*inboxstore.Store, error) {
@@ -155,6 +164,7 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 		RetryMaxDelay:     c.PoisonMaxDelay,
 		PoisonMaxAttempts: c.PoisonMaxAttempts,
 		DispatchContext:   dispatch.BindDispatch,
+		StopBudget:        consumerStopBudget(cfg.ShutdownTimeout),
 	}, store, handlers, wake, clock, log, metrics)
 }
 
@@ -194,6 +204,9 @@ func provideDeliveryInbox(pool *pgxpool.Pool) (*deliveryinbox.Inbox, error) {
 }
 
 func provideSecretBox(s instanceSecrets) (*secrets.AESGCM, error) {
+	if len(s.CredentialsKeys) > 0 {
+		return secrets.NewKeyring(s.CredentialsKeys)
+	}
 	return secrets.NewAESGCM(s.CredentialsKey)
 }
 
@@ -254,7 +267,7 @@ func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Ho
 		server.Registrar(ops),
 		server.Registrar(gh), server.Registrar(gl), server.Registrar(sl), server.Registrar(ol),
 		func(r gin.IRouter) error {
-			return webhookapi.Register(r, admit, hooks, webhookapi.Config{MaxBytes: cfg.WebhookMaxBytes})
+			return webhookapi.Register(r, admit, hooks, webhookapi.Config{MaxBytes: cfg.WebhookMaxBytes, InflightBytes: cfg.WebhookInflightBytes})
 		},
 		func(r gin.IRouter) error {
 			managementapi.Register(r, manage, log)

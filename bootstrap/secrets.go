@@ -5,12 +5,15 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 )
 
 // Files of generated secrets in the data directory (embedded mode only).
@@ -30,13 +33,18 @@ type instanceSecrets struct {
 	AdminToken     string
 	AdminDisabled  bool
 	CredentialsKey []byte
+	// CredentialsKeys, when set, are every key (the first is CredentialsKey and seals).
+	CredentialsKeys []secrets.Key
 }
 
 // resolveSecrets fills the admin token and the credentials key. In embedded mode a missing
 // one is read from, or generated into, the data directory; otherwise a missing credentials key
 // is a configuration error and a missing admin token disables the instance administrator.
-func resolveSecrets(cfg Config, log *zap.Logger) (instanceSecrets, error) {
-	s := instanceSecrets{AdminToken: cfg.AdminToken, CredentialsKey: cfg.CredentialsKey}
+//
+// A generated admin token is shown once, as a plain line on console (the process's stderr),
+// never in the structured log: JSON logs are shipped and kept where a bearer token must not be.
+func resolveSecrets(cfg Config, log *zap.Logger, console io.Writer) (instanceSecrets, error) {
+	s := instanceSecrets{AdminToken: cfg.AdminToken, CredentialsKey: cfg.CredentialsKey, CredentialsKeys: cfg.CredentialsKeys}
 	if !cfg.Embedded() {
 		if s.CredentialsKey == nil {
 			return s, &ConfigError{Problems: []Problem{{Variable: EnvCredentialsKey,
@@ -56,6 +64,12 @@ func resolveSecrets(cfg Config, log *zap.Logger) (instanceSecrets, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return s, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
+	// Both files are checked before either is generated: a refused start changes nothing.
+	for _, name := range []string{AdminTokenFile, CredentialsKeyFile} {
+		if err := checkSecretFileMode(filepath.Join(cfg.DataDir, name)); err != nil {
+			return s, err
+		}
+	}
 	if s.AdminToken == "" {
 		path := filepath.Join(cfg.DataDir, AdminTokenFile)
 		token, created, err := readOrCreate(path, randomToken)
@@ -66,11 +80,11 @@ func resolveSecrets(cfg Config, log *zap.Logger) (instanceSecrets, error) {
 			return s, fmt.Errorf("%s holds a token shorter than %d characters: delete it to generate a new one", path, minAdminTokenLength)
 		}
 		if created {
-			// The only log line that ever carries the admin token: it is written once, when
-			// the token is generated, so the person running `make run` can use the API.
-			// Later starts read the file and log only its path.
-			log.Info("generated the instance administrator token (shown only now; kept in the file)",
-				zap.String("adminToken", token), zap.String("file", path))
+			// The only place the admin token is ever written besides its file: once, when it
+			// is generated, so the person running `make run` can use the API. Later starts
+			// read the file and log only its path.
+			fmt.Fprintf(console, "hephaestus: generated the instance administrator token (shown only now; kept in %s): %s\n", path, token)
+			log.Info("generated the instance administrator token (printed on the console, not logged)", zap.String("file", path))
 		} else {
 			log.Info("using the instance administrator token from the data dir", zap.String("file", path))
 		}
@@ -94,38 +108,84 @@ func resolveSecrets(cfg Config, log *zap.Logger) (instanceSecrets, error) {
 	return s, nil
 }
 
-// readOrCreate returns the trimmed content of path, or writes generate()'s value there with
-// mode 0600 when the file does not exist. O_EXCL makes two racing starts agree on one value.
+// readOrCreate returns the trimmed content of path, or writes generate()'s value there when
+// the file does not exist or is empty. The file is written atomically: a temporary file of
+// mode 0600 in the same directory, written and fsynced, renamed over path, and the directory
+// fsynced, so a crash leaves either no file or the whole value, never the empty file that
+// once blocked every later start. An empty file (left by an older version's crash) held no
+// value anything could have used, so it is replaced. A file readable or writable by anyone
+// but its owner is refused: the secret may have leaked, and the operator must decide.
+// Starts are serialised by the data dir's lock, so two processes never race here.
 func readOrCreate(path string, generate func() (string, error)) (value string, created bool, err error) {
-	for attempt := 0; attempt < 2; attempt++ {
-		b, err := os.ReadFile(path)
-		if err == nil {
-			return strings.TrimSpace(string(b)), false, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", false, err
-		}
-		v, err := generate()
-		if err != nil {
-			return "", false, err
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			continue // another process created it first: read theirs
-		}
-		if err != nil {
-			return "", false, err
-		}
-		_, werr := f.WriteString(v + "\n")
-		serr := f.Sync()
-		cerr := f.Close()
-		if err := errors.Join(werr, serr, cerr); err != nil {
-			_ = os.Remove(path)
-			return "", false, fmt.Errorf("write %s: %w", path, err)
-		}
-		return v, true, nil
+	if err := checkSecretFileMode(path); err != nil {
+		return "", false, err
 	}
-	return "", false, fmt.Errorf("%s appeared and vanished while being created", path)
+	_, err = os.Stat(path)
+	switch {
+	case err == nil:
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", false, err
+		}
+		if v := strings.TrimSpace(string(b)); v != "" {
+			return v, false, nil
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", false, err
+	}
+	v, err := generate()
+	if err != nil {
+		return "", false, err
+	}
+	if err := writeSecretFile(path, v+"\n"); err != nil {
+		return "", false, err
+	}
+	return v, true, nil
+}
+
+// checkSecretFileMode refuses a secret file that anyone but its owner may read or write.
+func checkSecretFileMode(path string) error {
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().Perm()&0o077 == 0 {
+		return nil // a missing file is generated; other errors surface when it is read
+	}
+	return fmt.Errorf("%s has mode %04o, readable or writable by others; it holds a secret: "+
+		"check who read it, then `chmod 600 %s` (or delete it to generate a new one)", path, info.Mode().Perm(), path)
+}
+
+// writeSecretFile writes content to path atomically with mode 0600 (see readOrCreate).
+func writeSecretFile(path, content string) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp)
+		}
+	}()
+	// CreateTemp makes the file 0600 already; Chmod states it whatever the umask did.
+	werr := f.Chmod(0o600)
+	if werr == nil {
+		_, werr = f.WriteString(content)
+	}
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	// The rename is durable once the directory entry is.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
 }
 
 // randomToken is 32 random bytes in URL-safe base64: 43 characters, 256 bits.

@@ -39,7 +39,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	pool := in.Pool
+	bootstrapLookupPool := in.LookupPool
 	bootstrapInstanceSecrets := in.Secrets
 	aesgcm, err := provideSecretBox(bootstrapInstanceSecrets)
 	if err != nil {
@@ -47,7 +47,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	}
 	v := provideModules()
 	managementConfig := provideStoreConfig(v)
-	sourceDirectory, err := management.NewSourceDirectory(pool, aesgcm, managementConfig)
+	sourceDirectory, err := provideSourceDirectory(bootstrapLookupPool, aesgcm, managementConfig)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -77,6 +77,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	hooks := provideWebhooks(webhook, gitlabWebhook, slackWebhook, outlineWebhook)
+	pool := in.Pool
 	workspaces, err := management.NewWorkspaces(pool)
 	if err != nil {
 		return nil, nil, err

@@ -67,7 +67,9 @@ type WorkspaceStore interface {
 	// CreateWorkspace stores an ACTIVE workspace. Errors: ErrConflict when the slug exists.
 	CreateWorkspace(ctx context.Context, slug, name string) (Workspace, error)
 	// DeleteWorkspace deletes the workspace; its members, connections, subscriptions, inbox
-	// rows and their steps go with it (ON DELETE CASCADE). Errors: ErrNotFound.
+	// rows and their steps go with it. It suspends the workspace's connections first (committed),
+	// then deletes the inbox in batches, so it never holds a lock admission needs for long.
+	// Errors: ErrNotFound.
 	DeleteWorkspace(ctx context.Context, id int64) error
 	// WorkspaceBySlug finds a workspace. Errors: ErrNotFound.
 	WorkspaceBySlug(ctx context.Context, slug string) (Workspace, error)
@@ -93,8 +95,10 @@ type StoredConnection struct {
 	UpdatedAt       time.Time
 }
 
-// NewConnection is a connection to create. SecretCiphertext is already sealed by a SecretBox
-// (nil when the kind has no secret); SourceKey is the provider module's routing key.
+// NewConnection is a connection to create. SealSecret, when set, seals the secret for the id
+// the store gives the new connection (SecretBox.Seal binds a secret to its connection, so the
+// id must exist first); SecretCiphertext is then ignored. SourceKey is the provider module's
+// routing key.
 type NewConnection struct {
 	WorkspaceID      int64
 	Kind             connection.Kind
@@ -102,6 +106,7 @@ type NewConnection struct {
 	Config           map[string]any
 	SourceKey        string
 	SecretCiphertext []byte
+	SealSecret       func(connectionID int64) ([]byte, error)
 }
 
 // SubscribedResource is one resource a workspace monitors through a connection.
@@ -133,12 +138,14 @@ type ConnectionStore interface {
 	ReplaceSubscriptions(ctx context.Context, workspaceID, id int64, resources []SubscribedResource) ([]SubscribedResource, error)
 }
 
-// SecretBox encrypts connection secrets at rest. Implementations never log the key or a
+// SecretBox encrypts connection secrets at rest, each bound to its connection: a sealed value
+// moved to another connection's row does not open. Implementations never log a key or a
 // plaintext.
 type SecretBox interface {
-	// Seal encrypts plaintext; two seals of the same plaintext differ.
-	Seal(plaintext []byte) ([]byte, error)
-	// Open decrypts what Seal returned. Errors: a sealed value that is truncated, tampered
-	// with or sealed under another key.
-	Open(sealed []byte) ([]byte, error)
+	// Seal encrypts plaintext for connection connectionID; two seals of the same plaintext
+	// differ.
+	Seal(connectionID int64, plaintext []byte) ([]byte, error)
+	// Open decrypts what Seal returned for the same connection. Errors: a sealed value that is
+	// truncated, tampered with, sealed for another connection or under an unknown key.
+	Open(connectionID int64, sealed []byte) ([]byte, error)
 }

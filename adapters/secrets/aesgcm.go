@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -16,40 +17,98 @@ import (
 // KeySize is the key length AES-256 needs.
 const KeySize = 32
 
+// DefaultKeyID names a key given without an id (HEPHAESTUS_CREDENTIALS_KEY as one base64 value,
+// or the embedded mode's generated key).
+const DefaultKeyID = "default"
+
 var (
 	// ErrKeySize: the key is not KeySize bytes long.
 	ErrKeySize = fmt.Errorf("credentials key must be %d bytes", KeySize)
-	// ErrOpen: the sealed value is truncated, tampered with or sealed under another key.
+	// ErrOpen: the sealed value is truncated, tampered with, sealed for another connection or
+	// under a key the box does not have.
 	ErrOpen = errors.New("cannot open sealed secret")
 )
 
-// AESGCM is a ports.SecretBox. A sealed value is nonce || ciphertext-with-tag; every Seal
-// draws a fresh random 96-bit nonce, which is safe for far more seals than connections exist.
+// Key is one credentials key and the id written into what it seals.
+type Key struct {
+	ID     string
+	Secret []byte
+}
+
+// String keeps the key's bytes out of any formatted output.
+func (k Key) String() string { return "secrets.Key{id:" + k.ID + ",secret:redacted}" }
+
+// GoString keeps the key's bytes out of %#v.
+func (k Key) GoString() string { return k.String() }
+
+// sealedVersion starts every value sealed with a key id and associated data. A legacy value
+// (nonce || ciphertext, no associated data, no key id) starts with a random nonce byte, so the
+// version byte alone does not tell them apart: Open tries the versioned form first.
+const sealedVersion = 0x02
+
+// AESGCM is a ports.SecretBox over one or more keys: the first seals, all open. A sealed value
+// is version (1 byte) || key id length (1 byte) || key id || nonce (12 bytes) || ciphertext and
+// tag. The associated data is the connection id and the header, so a ciphertext moved to
+// another connection's row, or relabelled with another key id, does not open. Every Seal draws
+// a fresh random 96-bit nonce, which is safe for far more seals than connections exist.
 type AESGCM struct {
+	keys []sealingKey // keys[0] seals
+}
+
+type sealingKey struct {
+	id   string
 	aead cipher.AEAD
 }
 
 var _ ports.SecretBox = (*AESGCM)(nil)
 
-// NewAESGCM builds the box from a 32-byte key. The key is not kept beyond the cipher's own
+// NewAESGCM builds a box of one key, DefaultKeyID. The key is not kept beyond the cipher's own
 // schedule, and no error names it.
 func NewAESGCM(key []byte) (*AESGCM, error) {
-	if len(key) != KeySize {
-		return nil, fmt.Errorf("%w (got %d)", ErrKeySize, len(key))
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("aes cipher: %w", err)
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, fmt.Errorf("gcm: %w", err)
-	}
-	return &AESGCM{aead: aead}, nil
+	return NewKeyring([]Key{{ID: DefaultKeyID, Secret: key}})
 }
 
-// DecodeKey reads a key written in base64 (standard or URL alphabet, padded or not), as
-// HEPHAESTUS_CREDENTIALS_KEY holds it. Errors never quote the input.
+// NewKeyring builds a box of several keys: the first seals, every one opens. Errors: no key,
+// a key of the wrong size, an id that is empty, too long, repeated or holds ':' or ','.
+func NewKeyring(keys []Key) (*AESGCM, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("secrets: at least one credentials key is required")
+	}
+	b := &AESGCM{}
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if err := checkKeyID(k.ID); err != nil {
+			return nil, err
+		}
+		if seen[k.ID] {
+			return nil, fmt.Errorf("secrets: key id %q appears twice", k.ID)
+		}
+		seen[k.ID] = true
+		if len(k.Secret) != KeySize {
+			return nil, fmt.Errorf("%w (key %q has %d)", ErrKeySize, k.ID, len(k.Secret))
+		}
+		block, err := aes.NewCipher(k.Secret)
+		if err != nil {
+			return nil, fmt.Errorf("aes cipher: %w", err)
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, fmt.Errorf("gcm: %w", err)
+		}
+		b.keys = append(b.keys, sealingKey{id: k.ID, aead: aead})
+	}
+	return b, nil
+}
+
+func checkKeyID(id string) error {
+	if id == "" || len(id) > 64 || strings.ContainsAny(id, ":, \t\n") {
+		return fmt.Errorf("secrets: key id %q must be 1 to 64 characters without ':', ',' or spaces", id)
+	}
+	return nil
+}
+
+// DecodeKey reads a key written in base64 (standard or URL alphabet, padded or not). Errors
+// never quote the input.
 func DecodeKey(s string) ([]byte, error) {
 	s = strings.TrimSpace(s)
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
@@ -63,31 +122,123 @@ func DecodeKey(s string) ([]byte, error) {
 	return nil, errors.New("credentials key is not base64")
 }
 
-// Seal encrypts plaintext under a fresh random nonce.
-func (b *AESGCM) Seal(plaintext []byte) ([]byte, error) {
-	nonce := make([]byte, b.aead.NonceSize(), b.aead.NonceSize()+len(plaintext)+b.aead.Overhead())
+// ParseKeys reads HEPHAESTUS_CREDENTIALS_KEY: one base64 key (id DefaultKeyID) or a list
+// `id:base64,id:base64,…` whose first key seals. decode reads one base64 key. Errors name the
+// entry by position or id, never its value.
+func ParseKeys(s string, decode func(string) ([]byte, error)) ([]Key, error) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, ":") && !strings.Contains(s, ",") {
+		k, err := decode(s)
+		if err != nil {
+			return nil, err
+		}
+		return []Key{{ID: DefaultKeyID, Secret: k}}, nil
+	}
+	var keys []Key
+	for i, entry := range strings.Split(s, ",") {
+		id, value, ok := strings.Cut(strings.TrimSpace(entry), ":")
+		if !ok {
+			return nil, fmt.Errorf("entry %d is not id:base64", i+1)
+		}
+		if err := checkKeyID(id); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i+1, err)
+		}
+		k, err := decode(value)
+		if err != nil {
+			return nil, fmt.Errorf("key %q %w", id, err)
+		}
+		keys = append(keys, Key{ID: id, Secret: k})
+	}
+	if _, err := NewKeyring(keys); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// associatedData binds a sealed value to its connection and its header.
+func associatedData(connectionID int64, header []byte) []byte {
+	ad := strconv.AppendInt([]byte("hephaestus connection secret "), connectionID, 10)
+	return append(append(ad, ' '), header...)
+}
+
+// Seal encrypts plaintext for connection connectionID under the first key and a fresh nonce.
+func (b *AESGCM) Seal(connectionID int64, plaintext []byte) ([]byte, error) {
+	k := b.keys[0]
+	header := append([]byte{sealedVersion, byte(len(k.id))}, k.id...)
+	out := make([]byte, len(header)+k.aead.NonceSize(), len(header)+k.aead.NonceSize()+len(plaintext)+k.aead.Overhead())
+	copy(out, header)
+	nonce := out[len(header):]
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, fmt.Errorf("secret nonce: %w", err)
 	}
-	return b.aead.Seal(nonce, nonce, plaintext, nil), nil
+	return k.aead.Seal(out, nonce, plaintext, associatedData(connectionID, header)), nil
 }
 
-// Open decrypts a value Seal returned. Errors: ErrOpen.
-func (b *AESGCM) Open(sealed []byte) ([]byte, error) {
-	n := b.aead.NonceSize()
-	if len(sealed) < n+b.aead.Overhead() {
-		return nil, ErrOpen
-	}
-	plain, err := b.aead.Open(nil, sealed[:n], sealed[n:], nil)
-	if err != nil {
-		return nil, ErrOpen
-	}
-	return plain, nil
+// Open decrypts what Seal returned for the same connection, under any key of the box, or a
+// legacy value (sealed before key ids, without associated data). Errors: ErrOpen.
+func (b *AESGCM) Open(connectionID int64, sealed []byte) ([]byte, error) {
+	plain, _, err := b.open(connectionID, sealed)
+	return plain, err
 }
 
-// String keeps the cipher's key schedule out of any %v or %+v of the box. Value receivers, so
+// Form is how a sealed value was sealed.
+type Form int
+
+// The forms of a sealed value.
+const (
+	// Legacy: sealed before key ids, without associated data.
+	Legacy Form = iota
+	// OlderKey: the current form under a key other than the sealing one.
+	OlderKey
+	// Current: the current form under the sealing key; rotation leaves it alone.
+	Current
+)
+
+// FormOf tells how sealed was sealed for connectionID (rotation re-seals all but Current).
+// Errors: ErrOpen.
+func (b *AESGCM) FormOf(connectionID int64, sealed []byte) (Form, error) {
+	_, f, err := b.open(connectionID, sealed)
+	return f, err
+}
+
+func (b *AESGCM) open(connectionID int64, sealed []byte) (plain []byte, form Form, err error) {
+	if len(sealed) >= 2 && sealed[0] == sealedVersion && len(sealed) >= 2+int(sealed[1]) {
+		n := int(sealed[1])
+		id, header := string(sealed[2:2+n]), sealed[:2+n]
+		for i, k := range b.keys {
+			if k.id != id {
+				continue
+			}
+			rest := sealed[2+n:]
+			if len(rest) < k.aead.NonceSize()+k.aead.Overhead() {
+				break
+			}
+			ns := k.aead.NonceSize()
+			if p, err := k.aead.Open(nil, rest[:ns], rest[ns:], associatedData(connectionID, header)); err == nil {
+				if i == 0 {
+					return p, Current, nil
+				}
+				return p, OlderKey, nil
+			}
+			break
+		}
+	}
+	// A legacy value: nonce || ciphertext under one of the keys, no associated data.
+	for _, k := range b.keys {
+		ns := k.aead.NonceSize()
+		if len(sealed) < ns+k.aead.Overhead() {
+			continue
+		}
+		if p, err := k.aead.Open(nil, sealed[:ns], sealed[ns:], nil); err == nil {
+			return p, Legacy, nil
+		}
+	}
+	return nil, Legacy, ErrOpen
+}
+
+// String keeps the ciphers' key schedules out of any %v or %+v of the box. Value receivers, so
 // that printing a copy of the struct is covered too.
-func (b AESGCM) String() string { return "secrets.AESGCM{key:redacted}" }
+func (b AESGCM) String() string { return "secrets.AESGCM{keys:redacted}" }
 
-// GoString keeps the key schedule out of %#v.
+// GoString keeps the key schedules out of %#v.
 func (b AESGCM) GoString() string { return b.String() }

@@ -38,6 +38,7 @@ const (
 	ReasonConnectionInactive = "connection-inactive" // the subscribing connection is not ACTIVE
 	ReasonRouteChanged       = "route-changed"       // a connection changed while admission waited
 	ReasonUnavailable        = "unavailable"         // the database failed
+	ReasonOverloaded         = "overloaded"          // webhook bodies in flight at their byte budget
 )
 
 // Reasons lists every refusal reason admission itself decides, beside the providers' own

@@ -48,6 +48,12 @@ type Config struct {
 	// ShutdownTimeout bounds the last outcome writes and the release of the leases still held
 	// when Run stops (default 10s).
 	ShutdownTimeout time.Duration
+	// StopBudget, when positive, bounds Run's whole stop, from the cancellation of its context
+	// to its return (HEPHAESTUS_SHUTDOWN_TIMEOUT less what the process needs after it): the
+	// waits above end early enough to leave a fifth of it for releasing the leases still held,
+	// so a stop never ends in a kill that leaves leases to expire. Zero: each wait takes its
+	// own duration.
+	StopBudget time.Duration
 
 	// OutcomeBatch flushes outcome writes when this many are pending (default 128);
 	// OutcomeDelay is how long the first pending outcome waits for company (default 2ms).
@@ -151,6 +157,9 @@ func (c *Config) validate() (inbox.LeaseTiming, inbox.RetryPolicy, error) {
 		if f.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", f.name))
 		}
+	}
+	if c.StopBudget < 0 {
+		errs = append(errs, errors.New("StopBudget must not be negative"))
 	}
 	if c.BackoffMax < c.BackoffMin {
 		errs = append(errs, errors.New("BackoffMax must not be below BackoffMin"))

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -150,29 +151,46 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 	<-ctx.Done()
 	c.log.Infow("consumer stopping", "owner", c.cfg.Owner, "held", r.held.len())
+	// Within StopBudget, every wait ends by waitsEnd and the release by releaseEnd.
+	releaseCtx := detached
+	bound := func(d time.Duration) time.Duration { return d }
+	if c.cfg.StopBudget > 0 {
+		releaseEnd := time.Now().Add(c.cfg.StopBudget)
+		waitsEnd := releaseEnd.Add(-c.cfg.StopBudget / 5)
+		bound = func(d time.Duration) time.Duration { return max(0, min(d, time.Until(waitsEnd))) }
+		var cancelRelease context.CancelFunc
+		releaseCtx, cancelRelease = context.WithDeadline(detached, releaseEnd)
+		defer cancelRelease()
+	}
 	loopsDone := make(chan struct{})
 	go func() { loops.Wait(); close(loopsDone) }()
-	if !waitFor(loopsDone, c.cfg.ShutdownTimeout) {
+	if !waitFor(loopsDone, bound(c.cfg.ShutdownTimeout)) {
 		stopClaims()
 		<-loopsDone
 	} // the claim loop has closed r.work: no new rows
-	if !waitFor(workersDone, c.cfg.ShutdownGrace) {
+	if !waitFor(workersDone, bound(c.cfg.ShutdownGrace)) {
 		// Handlers that return now because of this cancellation are released, not recorded.
 		cancelHandlers()
-		if !waitFor(workersDone, c.cfg.ShutdownGrace) {
+		if !waitFor(workersDone, bound(c.cfg.ShutdownGrace)) {
 			c.log.Errorw("handlers ignore their cancelled context; releasing their leases anyway",
 				"owner", c.cfg.Owner)
 		}
 	}
 	close(writerStop)
-	if !waitFor(writerDone, c.cfg.ShutdownTimeout) {
+	if !waitFor(writerDone, bound(c.cfg.ShutdownTimeout)) {
 		stopWriter()
 		<-writerDone
 	}
 	stopKeep()
 	keeper.Wait()
-	err := r.releaseHeld(detached)
-	<-workersDone // Run owns every handler goroutine, even one that ignores cancellation
+	err := r.releaseHeld(releaseCtx)
+	// Run owns every handler goroutine and waits even for one that ignores cancellation, but
+	// not past the stop budget: the process is exiting, and a kill would cost more.
+	select {
+	case <-workersDone:
+	case <-releaseCtx.Done():
+		c.log.Errorw("stopped with a handler still running past the stop budget", "owner", c.cfg.Owner)
+	}
 	c.log.Infow("consumer stopped", "owner", c.cfg.Owner)
 	return err
 }

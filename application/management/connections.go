@@ -55,19 +55,23 @@ func (s *Service) CreateConnection(ctx context.Context, m Managed, req Connectio
 	if len(req.Secret) > maxSecretLength || !utf8.ValidString(req.Secret) {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-secret", "")
 	}
-	var sealed []byte
+	var seal func(int64) ([]byte, error)
 	if req.Secret != "" {
-		if sealed, err = s.secrets.Seal([]byte(req.Secret)); err != nil {
-			return ports.StoredConnection{}, fmt.Errorf("seal connection secret: %w", err)
+		seal = func(id int64) ([]byte, error) {
+			sealed, err := s.secrets.Seal(id, []byte(req.Secret))
+			if err != nil {
+				return nil, fmt.Errorf("seal connection secret: %w", err)
+			}
+			return sealed, nil
 		}
 	}
 	c, err := s.connections.CreateConnection(ctx, ports.NewConnection{
-		WorkspaceID:      m.ws.ID,
-		Kind:             entry.kind,
-		SourceServerURL:  req.SourceServerURL,
-		Config:           config,
-		SourceKey:        sourceKey,
-		SecretCiphertext: sealed,
+		WorkspaceID:     m.ws.ID,
+		Kind:            entry.kind,
+		SourceServerURL: req.SourceServerURL,
+		Config:          config,
+		SourceKey:       sourceKey,
+		SealSecret:      seal,
 	})
 	if err != nil {
 		return ports.StoredConnection{}, fmt.Errorf("create %s connection: %w", entry.kind, err)

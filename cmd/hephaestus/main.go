@@ -1,5 +1,6 @@
 // Command hephaestus is the integration backend: `serve` runs the webhook receiver and the
-// claimers, `migrate` applies the embedded migrations. Configuration comes from the
+// claimers, `migrate` applies the embedded migrations, `rotate-credentials` re-seals the
+// connection secrets with the first credentials key. Configuration comes from the
 // environment (CONTRACT.md's Configuration table); bootstrap owns everything else.
 package main
 
@@ -30,6 +31,9 @@ const usage = `usage: hephaestus <command>
 commands:
   serve     receive webhooks and run the claimers until SIGTERM or SIGINT
   migrate   apply the embedded database migrations and exit
+  rotate-credentials
+            re-seal every connection secret with the first key of HEPHAESTUS_CREDENTIALS_KEY
+            (servers keep running)
   version   print the version
 
 Configuration is read from the environment (DATABASE_URL, HEPHAESTUS_*). Without DATABASE_URL
@@ -53,6 +57,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return serve(getenv, stderr)
 	case "migrate":
 		return migrate(getenv, stdout, stderr)
+	case "rotate-credentials":
+		return rotateCredentials(getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "hephaestus", version())
 		return exitOK
@@ -122,6 +128,23 @@ func migrate(getenv func(string) string, stdout, stderr io.Writer) int {
 		return report(stderr, err)
 	}
 	fmt.Fprintf(stdout, "applied %d migrations\n", applied)
+	return exitOK
+}
+
+func rotateCredentials(getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, log, code, ok := setup(getenv, stderr)
+	if !ok {
+		return code
+	}
+	defer func() { _ = log.Sync() }()
+	ctx, stop := signalContext()
+	defer stop()
+	res, err := bootstrap.RotateCredentials(ctx, cfg, log, stderr)
+	fmt.Fprintf(stdout, "checked %d connection secrets, re-sealed %d\n", res.Checked, res.Resealed)
+	if err != nil {
+		_ = log.Sync()
+		return report(stderr, err)
+	}
 	return exitOK
 }
 

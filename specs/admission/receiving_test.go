@@ -137,6 +137,8 @@ var _ = Describe("Receiving a webhook", func() {
 		Entry("a raw NUL byte", []byte("{\"event\":\"issues\",\"installation\":\"1001\",\"t\":\"a\x00\"}"), "nul"),
 		Entry("an escaped NUL", []byte(`{"event":"issues","installation":"1001","t":"a\u0000"}`), "nul"),
 		Entry("invalid JSON", []byte(`{"event":"issues",`), "invalid-json"),
+		Entry("a lone surrogate escape jsonb refuses", []byte(`{"event":"issues","installation":"1001","t":"\ud800"}`), "invalid-escape"),
+		Entry("a number jsonb's numeric cannot hold", []byte(`{"event":"issues","installation":"1001","n":1e131072}`), "number-out-of-range"),
 	)
 
 	It("refuses a signed work payload relabeled as a control event with invalid-event-route", func(ctx SpecContext) {

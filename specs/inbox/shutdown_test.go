@@ -70,4 +70,31 @@ var _ = Describe("Shutdown", func() {
 			Expect(r.Attempt).To(Equal(1))
 		})
 	})
+
+	When("a handler ignores its cancelled context and the stop has a budget", func() {
+		It("still returns within the budget and releases the lease instead of leaving it to expire", func(ctx SpecContext) {
+			cfg := specConfig(owner)
+			cfg.ShutdownGrace = 10 * time.Second // alone, the waits would add up past a minute
+			cfg.ShutdownTimeout = 10 * time.Second
+			cfg.StopBudget = 2 * time.Second
+			entered, unblock := make(chan struct{}), make(chan struct{})
+			srv := startServer(cfg, store, registry(func(context.Context, ports.Dispatch) error {
+				close(entered)
+				<-unblock // a handler stuck in a call that does not honour its context
+				return nil
+			}))
+			// The stuck goroutine ends with the spec, after Run gave up on it.
+			DeferCleanup(func() { close(unblock) })
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			Eventually(entered).WithTimeout(5 * time.Second).Should(BeClosed())
+
+			start := time.Now()
+			Expect(srv.stop()).To(Succeed())
+			Expect(time.Since(start)).To(BeNumerically("<", cfg.StopBudget+500*time.Millisecond))
+			r := readRow(ctx, pool, id)
+			Expect(r.State).To(Equal("QUEUED"), "released, not left LEASED until its lease expires")
+			Expect(r.Attempt).To(BeZero())
+			Expect(r.Leased).To(BeFalse())
+		})
+	})
 })

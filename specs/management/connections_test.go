@@ -70,7 +70,7 @@ var _ = Describe("Creating a connection", func() {
 			Expect(pool.QueryRow(ctx, `SELECT secret_ciphertext FROM connection WHERE id = $1`, id).Scan(&sealed)).To(Succeed())
 			Expect(sealed).NotTo(BeEmpty())
 			Expect(string(sealed)).NotTo(ContainSubstring(secret))
-			plain, err := box.Open(sealed)
+			plain, err := box.Open(id, sealed)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(string(plain)).To(Equal(secret))
 		},

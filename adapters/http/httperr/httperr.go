@@ -33,11 +33,17 @@ var codes = []struct {
 
 // Status returns the HTTP status and error code of err. A RejectedError keeps its kind's status
 // and uses its reason as the code where the contract shows the reason (400s); 401 and 503 keep
-// their generic codes so nothing helps a forger or leaks internals. Unknown errors are 500.
+// their generic codes so nothing helps a forger or leaks internals. A PostgreSQL data exception
+// (SQLSTATE class 22) is 400 bad-request. Unknown errors are 500.
 func Status(err error) (int, string) {
 	var transient *inbox.TransientError
 	if errors.As(err, &transient) || errors.Is(err, inbox.ErrBusy) {
 		return http.StatusServiceUnavailable, "retry"
+	}
+	if dataException(err) {
+		// PostgreSQL refused a value of the request (bad encoding, an escape jsonb refuses, a
+		// number out of range): the caller's input, never a fault of ours, and never retried.
+		return http.StatusBadRequest, "bad-request"
 	}
 	for _, c := range codes {
 		if errors.Is(err, c.err) {
@@ -49,6 +55,23 @@ func Status(err error) (int, string) {
 		}
 	}
 	return http.StatusInternalServerError, "internal"
+}
+
+// sqlState is what *pgconn.PgError offers; read through an interface so the status map needs
+// no driver import.
+type sqlState interface{ SQLState() string }
+
+// dataException reports a PostgreSQL data exception (SQLSTATE class 22: 22P02 invalid text
+// representation, 22P05 untranslatable character, 22021 bad encoding, 22003 out of range …)
+// anywhere in err's chain. The receiver and the management API refuse such input before the
+// database sees it; this is the backstop for what they miss.
+func dataException(err error) bool {
+	var st sqlState
+	if !errors.As(err, &st) {
+		return false
+	}
+	code := st.SQLState()
+	return len(code) == 5 && code[:2] == "22"
 }
 
 // Write aborts the request with err's status and body; 503s carry Retry-After.

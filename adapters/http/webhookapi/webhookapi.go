@@ -4,10 +4,8 @@
 package webhookapi
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -25,17 +23,28 @@ const DefaultMaxBytes = 26214400
 type Config struct {
 	// MaxBytes is the largest body accepted; a larger one is answered 413 (default 25 MiB).
 	MaxBytes int64
+	// InflightBytes is the budget of body bytes all webhook requests hold at once
+	// (HEPHAESTUS_WEBHOOK_INFLIGHT_BYTES, default DefaultInflightBytes); past it, 503 retry.
+	InflightBytes int64
+	// Budget, when set, is used instead of a new one of InflightBytes: a spec observes it.
+	Budget *Budget
 }
 
 func (c *Config) setDefaults() {
 	if c.MaxBytes == 0 {
 		c.MaxBytes = DefaultMaxBytes
 	}
+	if c.InflightBytes == 0 {
+		c.InflightBytes = DefaultInflightBytes
+	}
 }
 
 func (c Config) validate() error {
 	if c.MaxBytes < 1 {
 		return fmt.Errorf("webhookapi: MaxBytes must be positive, got %d", c.MaxBytes)
+	}
+	if c.InflightBytes < firstChunk {
+		return fmt.Errorf("webhookapi: InflightBytes must be at least %d, got %d", firstChunk, c.InflightBytes)
 	}
 	return nil
 }
@@ -54,6 +63,13 @@ func Register(r gin.IRouter, svc *admission.Service, hooks Hooks, cfg Config) er
 	if svc == nil {
 		return errors.New("webhookapi: an admission service is required")
 	}
+	budget := cfg.Budget
+	if budget == nil {
+		var err error
+		if budget, err = NewBudget(cfg.InflightBytes); err != nil {
+			return err
+		}
+	}
 	seen := map[string]bool{}
 	for _, w := range hooks {
 		if w == nil || w.Provider().IsZero() {
@@ -64,7 +80,7 @@ func Register(r gin.IRouter, svc *admission.Service, hooks Hooks, cfg Config) er
 			return fmt.Errorf("webhookapi: two hooks for provider %s", w.Provider())
 		}
 		seen[label] = true
-		h := &handler{svc: svc, hook: w, maxBytes: cfg.MaxBytes}
+		h := &handler{svc: svc, hook: w, maxBytes: cfg.MaxBytes, budget: budget}
 		if w.PerConnection() {
 			r.POST("/webhooks/"+label+"/:connectionId", h.receive)
 		} else {
@@ -78,6 +94,7 @@ type handler struct {
 	svc      *admission.Service
 	hook     ports.Webhook
 	maxBytes int64
+	budget   *Budget // shared by every hook of the server
 }
 
 // acceptedJSON is CONTRACT.md's accepted answer, {"status":"accepted","stored":N,"duplicates":M}
@@ -106,8 +123,15 @@ func (h *handler) receive(c *gin.Context) {
 		// A non-numeric id names no connection: admission answers it as unknown (404).
 		connID, _ = strconv.ParseInt(c.Param("connectionId"), 10, 64)
 	}
-	body, err := h.readBody(c)
+	// The body's bytes stay reserved until the answer is written: admission holds them.
+	reader := bodyReader{budget: h.budget}
+	defer reader.Release()
+	body, err := reader.read(c.Writer, c.Request, h.maxBytes)
 	if err != nil {
+		if errors.Is(err, ports.ErrUnavailable) {
+			// The rest of the body is not read: close the connection rather than drain it.
+			c.Header("Connection", "close")
+		}
 		httperr.Write(c, h.svc.RefuseBody(h.hook, connID, err))
 		return
 	}
@@ -133,26 +157,4 @@ func (h *handler) receive(c *gin.Context) {
 	default:
 		httperr.Write(c, fmt.Errorf("webhookapi: unknown admission outcome %d", res.Outcome))
 	}
-}
-
-// readBody reads the whole body once, refusing it as soon as it passes the limit: a declared
-// length over the limit is refused before reading, a longer stream when it gets there.
-// Errors: *ports.RejectedError of kind ErrTooLarge or ErrMalformed (unreadable).
-func (h *handler) readBody(c *gin.Context) ([]byte, error) {
-	if c.Request.ContentLength > h.maxBytes {
-		return nil, ports.Reject(ports.ErrTooLarge, admission.ReasonTooLarge, "declared length over the limit")
-	}
-	var buf bytes.Buffer
-	if n := c.Request.ContentLength; n > 0 {
-		buf.Grow(int(n) + bytes.MinRead) // one allocation: ReadFrom needs MinRead spare to see EOF
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(c.Writer, c.Request.Body, h.maxBytes))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, ports.Reject(ports.ErrTooLarge, admission.ReasonTooLarge, "body over the limit")
-	case err != nil && !errors.Is(err, io.EOF):
-		return nil, ports.Reject(ports.ErrMalformed, admission.ReasonUnreadable, err.Error())
-	}
-	return buf.Bytes(), nil
 }

@@ -52,7 +52,26 @@ const (
 	isolation      = "read committed"
 	planCacheParam = "plan_cache_mode"
 	planCache      = "force_generic_plan"
+	// lockTimeoutParam ends a wait for a lifecycle lock (a workspace deletion or a suspension
+	// holding a connection row): the statement fails with 55P03, which is contention
+	// (pgutil.Interpret), so the delivery is answered 503 retry and the provider delivers it
+	// again, instead of every provider's admission stalling behind one long transaction.
+	lockTimeoutParam = "lock_timeout"
 )
+
+// DefaultLockTimeout is HEPHAESTUS_ADMISSION_LOCK_TIMEOUT's default.
+const DefaultLockTimeout = 2 * time.Second
+
+// SetLockTimeout sets the longest an admission statement waits for a row lock on a pool that
+// Configure prepared (a startup parameter: no statement per delivery). d is rounded up to a
+// millisecond; it must be positive.
+func SetLockTimeout(cfg *pgxpool.Config, d time.Duration) {
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	cfg.ConnConfig.RuntimeParams[lockTimeoutParam] = strconv.FormatInt(int64(max(ms, 1)), 10)
+}
 
 // Configure prepares cfg for a pool that serves admission alone, and Size is its MaxConns.
 //
@@ -70,13 +89,17 @@ const (
 // statement they do whenever the planner can fold a parameter (a provider that routes only
 // through its sources, or a table whose statistics favour it): that planning costs more than
 // the statement. Both are startup parameters, so they cost no statement per delivery, which
-// is why admission has a pool of its own rather than settings on a shared one.
+// is why admission has a pool of its own rather than settings on a shared one. Its sessions
+// also wait at most DefaultLockTimeout for a row lock unless SetLockTimeout chose another.
 func Configure(cfg *pgxpool.Config) {
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
 	cfg.ConnConfig.RuntimeParams[isolationParam] = isolation
 	cfg.ConnConfig.RuntimeParams[planCacheParam] = planCache
+	if cfg.ConnConfig.RuntimeParams[lockTimeoutParam] == "" {
+		SetLockTimeout(cfg, DefaultLockTimeout)
+	}
 	cfg.MaxConns = Size()
 	cfg.MinConns = 0
 }

@@ -3,8 +3,9 @@
 //
 // It backs the "embedded default database" of `hephaestus serve` when
 // DATABASE_URL is unset, and the test harness (cmd/pgcluster). The cluster
-// lives in a directory of the caller's choosing, listens on 127.0.0.1 only,
-// and trusts local connections, so it must never be exposed beyond the host.
+// lives in a directory of the caller's choosing, listens on 127.0.0.1 only, and
+// accepts only the process that started it: every connection proves a generated
+// password kept in a 0600 file of that process's user (auth.go).
 package embedded
 
 import (
@@ -13,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,8 +32,8 @@ import (
 const (
 	// DatabaseName is the application database created on first start.
 	DatabaseName = "hephaestus"
-	// superuser is the bootstrap role initdb creates (-U). Authentication
-	// is "trust", so it has no password.
+	// superuser is the bootstrap role initdb creates (-U). Its password is
+	// generated into DataDir (PasswordFile) and required by scram-sha-256.
 	superuser = "postgres"
 
 	pgDataSubdir    = "pgdata"
@@ -95,6 +97,7 @@ type Cluster struct {
 	port          int
 	opts          Options
 	run           *runner
+	password      string // empty: a cluster of an older version that trusted local connections
 
 	mu      sync.Mutex
 	stopped bool
@@ -126,6 +129,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 	}
 
+	if c.password, err = c.ensurePassword(); err != nil {
+		return nil, err
+	}
 	if err := c.ensureInitialized(ctx); err != nil {
 		return nil, err
 	}
@@ -137,7 +143,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.cleanupSocketDir()
 		return nil, err
 	}
-	if err := c.ensureDatabase(ctx); err != nil {
+	err = c.requirePassword(ctx)
+	if err == nil {
+		err = c.ensureDatabase(ctx)
+	}
+	if err != nil {
 		// Do not leave a half-usable server behind; the caller got no handle
 		// with which to stop it.
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*startTimeout*time.Second)
@@ -168,6 +178,9 @@ func Attach(opts Options) (*Cluster, error) {
 	}
 	c.port = pid.port
 	c.socketDir = pid.socketDir
+	if c.password, err = readPassword(filepath.Join(c.dataDir, PasswordFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	// A socket directory we created under the temp dir has to go when the
 	// server stops, whichever process stops it.
 	c.ownsSocketDir = c.socketDir != filepath.Join(c.dataDir, socketSubdir) &&
@@ -219,8 +232,14 @@ func (c *Cluster) URL() string { return c.url(DatabaseName) }
 // for callers that create and drop databases (e.g. one per test package).
 func (c *Cluster) AdminURL() string { return c.url("postgres") }
 
-func (c *Cluster) url(db string) string {
-	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", superuser, c.port, db)
+func (c *Cluster) url(db string) string { return c.urlWithPassword(db, c.password) }
+
+func (c *Cluster) urlWithPassword(db, password string) string {
+	user := superuser
+	if password != "" {
+		user += ":" + password
+	}
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", user, c.port, db)
 }
 
 // Port is the TCP port the server listens on (on 127.0.0.1).
@@ -305,8 +324,14 @@ func (c *Cluster) ensureInitialized(ctx context.Context) error {
 	// that does not depend on the machine's installed locales; plain C is
 	// the fallback for systems without it.
 	var outputs []string
+	pwFile, removePW, err := c.initdbPasswordFile()
+	if err != nil {
+		return err
+	}
+	defer removePW()
 	for _, locale := range []string{"C.UTF-8", "C"} {
-		args := []string{"-D", c.pgData, "-U", superuser, "-A", "trust", "-E", "UTF8", "--locale=" + locale}
+		args := []string{"-D", c.pgData, "-U", superuser, "-A", "scram-sha-256", "--pwfile=" + pwFile,
+			"-E", "UTF8", "--locale=" + locale}
 		if !c.opts.Durable {
 			args = append(args, "--no-sync")
 		}
@@ -344,7 +369,7 @@ func (c *Cluster) prepareRuntimeFiles() error {
 
 	// pg_ctl (as the server user) appends to the log; pre-create it so it
 	// does not need write access to DataDir itself.
-	f, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
+	f, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("embedded postgres: create log file: %w", err)
 	}
@@ -360,8 +385,12 @@ func (c *Cluster) chooseSocketDir() (dir string, owned bool, err error) {
 
 	local := filepath.Join(c.dataDir, socketSubdir)
 	if fits(local) {
-		if err := os.MkdirAll(local, 0o755); err != nil {
+		// 0700: only the server's user (and root) reach the socket.
+		if err := os.MkdirAll(local, 0o700); err != nil {
 			return "", false, fmt.Errorf("embedded postgres: create socket dir: %w", err)
+		}
+		if err := os.Chmod(local, 0o700); err != nil {
+			return "", false, fmt.Errorf("embedded postgres: socket dir mode: %w", err)
 		}
 		return local, false, nil
 	}

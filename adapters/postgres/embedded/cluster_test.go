@@ -136,8 +136,12 @@ var _ = Describe("Cluster", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		Expect(cluster.Port()).To(BeNumerically(">", 0))
-		Expect(cluster.URL()).To(Equal(fmt.Sprintf("postgres://postgres@127.0.0.1:%d/hephaestus?sslmode=disable", cluster.Port())))
-		Expect(cluster.AdminURL()).To(Equal(fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", cluster.Port())))
+		pw, err := os.ReadFile(filepath.Join(dataDir, embedded.PasswordFile))
+		Expect(err).NotTo(HaveOccurred())
+		password := strings.TrimSpace(string(pw))
+		Expect(password).To(HaveLen(48))
+		Expect(cluster.URL()).To(Equal(fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/hephaestus?sslmode=disable", password, cluster.Port())))
+		Expect(cluster.AdminURL()).To(Equal(fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", password, cluster.Port())))
 		Expect(filepath.Join(dataDir, "pgdata", "PG_VERSION")).To(BeAnExistingFile())
 		Expect(filepath.Join(dataDir, "postgres.log")).To(BeAnExistingFile())
 
@@ -145,6 +149,49 @@ var _ = Describe("Cluster", Ordered, func() {
 		Expect(queryString(ctx, cluster.URL(), "SELECT current_setting('server_version_num')")).To(
 			WithTransform(func(s string) int { n, _ := strconv.Atoi(s); return n }, BeNumerically(">=", 150000)))
 		exec1(ctx, cluster.URL(), "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('survives restarts')")
+	}, NodeTimeout(specTimeout))
+
+	It("accepts only its owner: every connection needs the generated password, kept in a 0600 file, and the socket dir is 0700", func(ctx SpecContext) {
+		pwPath := filepath.Join(dataDir, embedded.PasswordFile)
+		fi, err := os.Stat(pwPath)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fi.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+		Expect(int(fi.Sys().(*syscall.Stat_t).Uid)).To(Equal(os.Geteuid()), "owned by the process that started the cluster")
+		socketDir := postmasterSocketDir(dataDir)
+		si, err := os.Stat(socketDir)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(si.Mode().Perm()).To(Equal(os.FileMode(0o700)))
+
+		// Any local process reaches 127.0.0.1 and, as root, the socket: without the password,
+		// or with another one, it is refused.
+		noPassword := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", cluster.Port())
+		wrong := fmt.Sprintf("postgres://postgres:guess@127.0.0.1:%d/postgres?sslmode=disable", cluster.Port())
+		overSocket := fmt.Sprintf("postgres://postgres@/postgres?host=%s&port=%d&sslmode=disable", socketDir, cluster.Port())
+		for _, url := range []string{noPassword, wrong, overSocket} {
+			conn, err := pgx.Connect(ctx, url)
+			if err == nil {
+				_ = conn.Close(ctx)
+			}
+			Expect(err).To(MatchError(Or(ContainSubstring("password authentication failed"), ContainSubstring("password"))), url)
+		}
+
+		if os.Geteuid() != 0 {
+			return
+		}
+		// As root, prove it as another local user: nobody can neither read the password nor log in.
+		psql, err := exec.LookPath("psql")
+		if err != nil {
+			psql = filepath.Join(binDir(), "psql")
+		}
+		out, err := exec.CommandContext(ctx, "runuser", "-u", "nobody", "--", "cat", pwPath).CombinedOutput()
+		Expect(err).To(HaveOccurred(), "nobody read the password file: %s", out)
+		out, err = exec.CommandContext(ctx, "runuser", "-u", "nobody", "--", psql, "-w", "-h", "127.0.0.1",
+			"-p", strconv.Itoa(cluster.Port()), "-U", "postgres", "-d", "postgres", "-c", "SELECT 1").CombinedOutput()
+		Expect(err).To(HaveOccurred(), "nobody connected over TCP: %s", out)
+		Expect(string(out)).To(ContainSubstring("password"))
+		out, err = exec.CommandContext(ctx, "runuser", "-u", "nobody", "--", psql, "-w", "-h", socketDir,
+			"-p", strconv.Itoa(cluster.Port()), "-U", "postgres", "-d", "postgres", "-c", "SELECT 1").CombinedOutput()
+		Expect(err).To(HaveOccurred(), "nobody connected over the socket: %s", out)
 	}, NodeTimeout(specTimeout))
 
 	It("applies the non-durable test settings and the extra settings", func(ctx SpecContext) {
@@ -243,5 +290,29 @@ var _ = Describe("a cluster whose DataDir is too long for a unix socket path", f
 
 		Expect(c.Stop(ctx)).To(Succeed())
 		Expect(socketDir).NotTo(BeAnExistingFile())
+	}, NodeTimeout(specTimeout))
+})
+
+var _ = Describe("A cluster of an older version that trusted local connections", func() {
+	It("requires the generated password from its next start on", func(ctx SpecContext) {
+		if binDir() == "" {
+			Skip("HEPHAESTUS_TEST_PG_BIN is not set")
+		}
+		dataDir := newDataDir()
+		opts := embedded.Options{DataDir: dataDir, BinDir: binDir(), Log: func(msg string) { GinkgoWriter.Println(msg) }}
+		c, err := embedded.Start(ctx, opts)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Stop(ctx)).To(Succeed())
+		// What an older version left: trust in pg_hba.conf and no password file.
+		hba := filepath.Join(dataDir, "pgdata", "pg_hba.conf")
+		Expect(os.WriteFile(hba, []byte("local all all trust\nhost all all 127.0.0.1/32 trust\n"), 0o600)).To(Succeed())
+		Expect(os.Remove(filepath.Join(dataDir, embedded.PasswordFile))).To(Succeed())
+
+		c, err = embedded.Start(ctx, opts)
+		Expect(err).NotTo(HaveOccurred())
+		stopOnCleanup(c)
+		Expect(queryString(ctx, c.URL(), "SELECT current_database()")).To(Equal("hephaestus"))
+		_, err = pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.Port()))
+		Expect(err).To(MatchError(ContainSubstring("password")))
 	}, NodeTimeout(specTimeout))
 })

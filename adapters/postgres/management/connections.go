@@ -37,9 +37,13 @@ func NewConnections(pool *pgxpool.Pool, cfg Config) (*Connections, error) {
 const (
 	connectionColumns = `id, workspace_id, kind, provider, state, source_server_url, config, config_version, created_at, updated_at`
 	createConnection  = `
-		INSERT INTO connection (workspace_id, kind, provider, source_server_url, config, secret_ciphertext, source_key)
-		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''))
+		INSERT INTO connection (id, workspace_id, kind, provider, source_server_url, config, secret_ciphertext, source_key)
+		OVERRIDING SYSTEM VALUE
+		VALUES (COALESCE($8::bigint, nextval(pg_get_serial_sequence('connection', 'id'))), $1, $2, $3, $4, $5, $6, NULLIF($7, ''))
 		RETURNING ` + connectionColumns
+	// nextConnectionID reserves the id of a connection whose secret is sealed for it (the
+	// secret's associated data) before the row is inserted.
+	nextConnectionID = `SELECT nextval(pg_get_serial_sequence('connection', 'id'))`
 	countConnections = `SELECT count(*) FROM connection WHERE workspace_id = $1`
 	listConnections  = `
 		SELECT ` + connectionColumns + ` FROM connection WHERE workspace_id = $1
@@ -96,8 +100,20 @@ func installationConflict() error {
 
 // CreateConnection implements ports.ConnectionStore.
 func (s *Connections) CreateConnection(ctx context.Context, nc ports.NewConnection) (ports.StoredConnection, error) {
+	var id *int64
+	if nc.SealSecret != nil {
+		var next int64
+		if err := s.pool.QueryRow(ctx, nextConnectionID).Scan(&next); err != nil {
+			return ports.StoredConnection{}, pgutil.Interpret("reserve connection id", err)
+		}
+		sealed, err := nc.SealSecret(next)
+		if err != nil {
+			return ports.StoredConnection{}, err
+		}
+		id, nc.SecretCiphertext = &next, sealed
+	}
 	rows, _ := s.pool.Query(ctx, createConnection, nc.WorkspaceID, nc.Kind.String(), nc.Kind.Provider().String(),
-		nc.SourceServerURL, nc.Config, nc.SecretCiphertext, nc.SourceKey)
+		nc.SourceServerURL, nc.Config, nc.SecretCiphertext, nc.SourceKey, id)
 	c, err := pgx.CollectExactlyOneRow(rows, s.scan)
 	switch {
 	case isUniqueViolationOf(err, installationConstraint):

@@ -64,7 +64,7 @@ func (d *SourceDirectory) SourceConnection(ctx context.Context, id int64) (*port
 	if sealed != nil {
 		// A failure here means the credentials key changed or the row was tampered with: an
 		// operator's problem, reported as such and never as "not found".
-		if c.Secret, err = d.secrets.Open(sealed); err != nil {
+		if c.Secret, err = d.secrets.Open(c.ID, sealed); err != nil {
 			return nil, fmt.Errorf("open secret of connection %d: %w", id, err)
 		}
 	}

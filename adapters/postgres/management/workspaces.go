@@ -41,9 +41,25 @@ const (
 
 	workspaceColumns = `id, slug, name, state, created_at`
 	createWorkspace  = `INSERT INTO workspace (slug, name) VALUES ($1, $2) RETURNING ` + workspaceColumns
-	// deleteWorkspace cascades to members, connections, subscriptions, inbox rows and steps.
-	// It takes the row locks of the workspace's connections, so it waits for admissions that
-	// hold them FOR SHARE and never removes a connection under a running admission.
+	// Workspace deletion runs in three steps so that it never holds a lock admission needs for
+	// long (DeleteWorkspace). suspendWorkspace stops the workspace's claims (claimers take rows
+	// of ACTIVE workspaces only) and names the workspace that exists.
+	suspendWorkspace = `UPDATE workspace SET state = 'SUSPENDED' WHERE id = $1`
+	// suspendWorkspaceConnections stops admission for the workspace: a suspended connection
+	// admits no row. It takes the connections' row locks (waiting for admissions that hold them
+	// FOR SHARE) for one short statement; config_version moves because the state changed.
+	suspendWorkspaceConnections = `
+		UPDATE connection SET state = 'SUSPENDED', config_version = config_version + 1, updated_at = now()
+		WHERE workspace_id = $1 AND state = 'ACTIVE'`
+	// deleteWorkspaceInboxBatch deletes up to $2 of the workspace's inbox rows (their steps
+	// cascade) in one short transaction of its own; no connection row is locked.
+	deleteWorkspaceInboxBatch = `
+		DELETE FROM provider_event WHERE id IN (
+			SELECT id FROM provider_event WHERE workspace_id = $1 ORDER BY id LIMIT $2)`
+	// deleteWorkspace cascades to members, connections, subscriptions and the mirror. It takes
+	// the row locks of the workspace's connections, so it waits for admissions that hold them
+	// FOR SHARE and never removes a connection under a running admission; with the inbox gone
+	// already it commits quickly.
 	deleteWorkspace     = `DELETE FROM workspace WHERE id = $1`
 	workspaceBySlug     = `SELECT ` + workspaceColumns + ` FROM workspace WHERE slug = $1`
 	countWorkspaces     = `SELECT count(*) FROM workspace`
@@ -84,8 +100,45 @@ func (w *Workspaces) CreateWorkspace(ctx context.Context, slug, name string) (po
 	return ws, pgutil.Interpret("create workspace", err)
 }
 
-// DeleteWorkspace implements ports.WorkspaceStore.
+// DeleteInboxBatch is how many inbox rows one transaction of a workspace deletion deletes.
+const DeleteInboxBatch = 1000
+
+// DeleteWorkspace implements ports.WorkspaceStore. A single cascading DELETE held the
+// workspace's connection rows locked while it deleted the whole inbox (minutes for a large
+// one), stalling every provider's admission behind it. Instead:
+//  1. one transaction suspends the workspace and its ACTIVE connections and commits: from then
+//     on admission refuses the workspace's deliveries and claimers skip its rows;
+//  2. its inbox is deleted DeleteInboxBatch rows per transaction, locking no connection;
+//  3. the workspace is deleted, cascading to what is left (members, connections, routes,
+//     mirror).
+//
+// A deletion that fails after step 1 leaves a suspended workspace; deleting it again finishes.
 func (w *Workspaces) DeleteWorkspace(ctx context.Context, id int64) error {
+	err := pgutil.WithTx(ctx, w.pool, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, suspendWorkspace, id)
+		if err != nil {
+			return pgutil.Interpret("suspend workspace", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("delete workspace %d: %w", id, ports.ErrNotFound)
+		}
+		if _, err := tx.Exec(ctx, suspendWorkspaceConnections, id); err != nil {
+			return pgutil.Interpret("suspend workspace connections", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for {
+		tag, err := w.pool.Exec(ctx, deleteWorkspaceInboxBatch, id, DeleteInboxBatch)
+		if err != nil {
+			return pgutil.Interpret("delete workspace inbox", err)
+		}
+		if tag.RowsAffected() < DeleteInboxBatch {
+			break
+		}
+	}
 	tag, err := w.pool.Exec(ctx, deleteWorkspace, id)
 	if err != nil {
 		return pgutil.Interpret("delete workspace", err)

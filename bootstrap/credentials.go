@@ -1,0 +1,74 @@
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+)
+
+// RotateCredentials re-seals every connection secret that is not sealed under the first key of
+// HEPHAESTUS_CREDENTIALS_KEY in the current form (`hephaestus rotate-credentials`), while the
+// servers keep running. Rotating a key: add the new key at the end of every server's list and
+// roll them out (all open with it); put it first everywhere and roll out (new secrets are
+// sealed with it); run this command; then drop the old key. Legacy values (sealed before key
+// ids) are re-sealed too. Errors: a secret no configured key opens (the others are re-sealed),
+// the database.
+func RotateCredentials(ctx context.Context, cfg Config, log *zap.Logger, console io.Writer) (_ pgmanagement.ResealResult, err error) {
+	srv, err := startServer(ctx, cfg, log, false)
+	if err != nil {
+		return pgmanagement.ResealResult{}, err
+	}
+	defer func() { err = errors.Join(err, srv.close()) }()
+	secrets, err := resolveSecrets(cfg, log, console)
+	if err != nil {
+		return pgmanagement.ResealResult{}, err
+	}
+	box, err := provideSecretBox(secrets)
+	if err != nil {
+		return pgmanagement.ResealResult{}, err
+	}
+	pcfg, err := pgxpool.ParseConfig(srv.url)
+	if err != nil {
+		return pgmanagement.ResealResult{}, fmt.Errorf("parse database URL: %w", err)
+	}
+	pcfg.MaxConns = 2
+	pcfg.ConnConfig.RuntimeParams["application_name"] = "hephaestus rotate-credentials"
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return pgmanagement.ResealResult{}, fmt.Errorf("open database pool: %w", err)
+	}
+	defer pool.Close()
+	if err := waitForDatabase(ctx, pool, log); err != nil {
+		return pgmanagement.ResealResult{}, err
+	}
+	res, err := pgmanagement.ResealSecrets(ctx, pool, box, pgmanagement.ResealAll)
+	log.Info("rotated connection secrets", zap.Int("checked", res.Checked), zap.Int("resealed", res.Resealed))
+	return res, err
+}
+
+// migrateLegacySecrets re-seals, at start, the connection secrets sealed before key ids and
+// associated data existed, with this server's sealing key. It touches nothing else (a server
+// started with an older key list must not undo a rotation). A failure is logged and the
+// server starts anyway: legacy values still open, and the next start or
+// `hephaestus rotate-credentials` finishes the migration.
+func migrateLegacySecrets(ctx context.Context, pool *pgxpool.Pool, s instanceSecrets, log *zap.Logger) {
+	box, err := provideSecretBox(s)
+	if err != nil {
+		return // the service graph reports it
+	}
+	res, err := pgmanagement.ResealSecrets(ctx, pool, box, pgmanagement.ResealLegacy)
+	if err != nil {
+		log.Warn("connection secrets sealed before key ids were not all migrated; they still open",
+			zap.Int("resealed", res.Resealed), zap.Error(err))
+		return
+	}
+	if res.Resealed > 0 {
+		log.Info("migrated connection secrets to key ids and associated data", zap.Int("resealed", res.Resealed))
+	}
+}
