@@ -43,6 +43,9 @@ const (
 	EnvLogFormat       = "HEPHAESTUS_LOG_FORMAT"
 	EnvLogLevel        = "HEPHAESTUS_LOG_LEVEL"
 	EnvServerID        = "HEPHAESTUS_SERVER_ID"
+	// EnvAccessRecheckInterval is how often subscriptions vouched for by a connection's own
+	// token (GitHub PAT) are checked again with the provider (one server runs it).
+	EnvAccessRecheckInterval = "HEPHAESTUS_ACCESS_RECHECK_INTERVAL"
 
 	envConsumer          = "HEPHAESTUS_INTEGRATION_CONSUMER_"
 	EnvClaimers          = envConsumer + "CLAIMERS"
@@ -80,6 +83,7 @@ const (
 	DefaultReaperInterval    = 30 * time.Second
 	DefaultPollInterval      = 5 * time.Second
 	DefaultRetentionInterval = time.Hour
+	DefaultAccessRecheck     = 24 * time.Hour
 
 	// MaxClaimers bounds the claimers of one server: each may hold a pooled connection, and the
 	// pool is sized from them, so a typo like 8000 would exhaust PostgreSQL's max_connections.
@@ -111,7 +115,9 @@ type Config struct {
 	LogFormat           string // "json" or "console"
 	LogLevel            string // a zap level name
 	ServerID            string
-	Consumer            ConsumerConfig
+	// AccessRecheckInterval is the period of the PAT access recheck.
+	AccessRecheckInterval time.Duration
+	Consumer              ConsumerConfig
 }
 
 // ConsumerConfig is the claimers' configuration. Retry and Lease are the validated domain
@@ -164,24 +170,25 @@ func (e *ConfigError) Error() string {
 func LoadConfig(getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
 	c := Config{
-		DatabaseURL:         r.databaseURL(),
-		HTTPAddr:            r.addr(EnvHTTPAddr, DefaultHTTPAddr),
-		AdminToken:          r.adminToken(),
-		CredentialsKey:      r.credentialsKey(),
-		GitHubAppID:         r.gitHubAppID(),
-		GitHubWebhookSecret: r.secret(EnvGitHubWebhookSecret),
-		SlackSigningSecret:  r.secret(EnvSlackSigningSecret),
-		GitHubAPIURL:        r.httpURL(EnvGitHubAPIURL, DefaultGitHubAPIURL),
-		GitHubAPIToken:      r.secret(EnvGitHubAPIToken),
-		GitLabAPIURL:        r.httpURL(EnvGitLabAPIURL, ""),
-		GitLabAPIToken:      r.secret(EnvGitLabAPIToken),
-		SlackAPIURL:         r.httpURL(EnvSlackAPIURL, DefaultSlackAPIURL),
-		SlackBotToken:       r.secret(EnvSlackBotToken),
-		WebhookMaxBytes:     r.wholeNumber(EnvWebhookMaxBytes, DefaultWebhookMaxBytes, 1, 0),
-		DataDir:             r.text(EnvDataDir, DefaultDataDir),
-		LogFormat:           r.oneOf(EnvLogFormat, DefaultLogFormat, "json", "console"),
-		LogLevel:            r.logLevel(),
-		ServerID:            r.serverID(),
+		DatabaseURL:           r.databaseURL(),
+		HTTPAddr:              r.addr(EnvHTTPAddr, DefaultHTTPAddr),
+		AdminToken:            r.adminToken(),
+		CredentialsKey:        r.credentialsKey(),
+		GitHubAppID:           r.gitHubAppID(),
+		GitHubWebhookSecret:   r.secret(EnvGitHubWebhookSecret),
+		SlackSigningSecret:    r.secret(EnvSlackSigningSecret),
+		GitHubAPIURL:          r.httpURL(EnvGitHubAPIURL, DefaultGitHubAPIURL),
+		GitHubAPIToken:        r.secret(EnvGitHubAPIToken),
+		GitLabAPIURL:          r.httpURL(EnvGitLabAPIURL, ""),
+		GitLabAPIToken:        r.secret(EnvGitLabAPIToken),
+		SlackAPIURL:           r.httpURL(EnvSlackAPIURL, DefaultSlackAPIURL),
+		SlackBotToken:         r.secret(EnvSlackBotToken),
+		WebhookMaxBytes:       r.wholeNumber(EnvWebhookMaxBytes, DefaultWebhookMaxBytes, 1, 0),
+		DataDir:               r.text(EnvDataDir, DefaultDataDir),
+		LogFormat:             r.oneOf(EnvLogFormat, DefaultLogFormat, "json", "console"),
+		LogLevel:              r.logLevel(),
+		ServerID:              r.serverID(),
+		AccessRecheckInterval: r.duration(EnvAccessRecheckInterval, DefaultAccessRecheck),
 		Consumer: ConsumerConfig{
 			Claimers:          int(r.wholeNumber(EnvClaimers, DefaultClaimers, 1, MaxClaimers)),
 			ReplayWindow:      r.duration(EnvReplayWindow, DefaultReplayWindow),

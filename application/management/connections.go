@@ -2,10 +2,12 @@ package management
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
@@ -29,10 +31,22 @@ type ConnectionRequest struct {
 	Secret string
 }
 
+// ReasonInstallFlowRequired refuses a workspace ADMIN who creates a shared-URL connection
+// (GITHUB_APP, SLACK) directly: only the provider's install flow, or the instance
+// administrator, may bind a workspace to an installation or a team.
+const ReasonInstallFlowRequired = "install-flow-required"
+
 // CreateConnection creates an ACTIVE connection in the managed workspace. The kind's provider
 // module validates the config and names its routing key.
-// Errors: ports.ErrMalformed ("unknown-kind", "invalid-source-server-url", "invalid-config",
-// "secret-required", "invalid-secret"); the installation conflict of ports.ConnectionStore.
+//
+// A kind with a routing key and no URL of its own (GITHUB_APP, SLACK) receives the deliveries
+// that the provider posts to one URL for every tenant, chosen by that key: whoever creates
+// the connection claims the key's data. Only the instance administrator may create one
+// directly; a workspace ADMIN goes through the provider's install flow, which proves with the
+// provider that the installation or team is theirs.
+// Errors: ports.ErrForbidden ("install-flow-required"); ports.ErrMalformed ("unknown-kind",
+// "invalid-source-server-url", "invalid-config", "secret-required", "invalid-secret"); the
+// source conflicts of ports.ConnectionStore.
 func (s *Service) CreateConnection(ctx context.Context, m Managed, req ConnectionRequest) (ports.StoredConnection, error) {
 	entry, ok := s.kinds[req.Kind]
 	if !ok {
@@ -48,6 +62,9 @@ func (s *Service) CreateConnection(ctx context.Context, m Managed, req Connectio
 	sourceKey, err := entry.module.ValidateConfig(entry.kind, config)
 	if err != nil {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-config", err.Error())
+	}
+	if sourceKey != "" && !entry.kind.HasWebhookURL() && !m.by.InstanceAdmin {
+		return ports.StoredConnection{}, ports.Reject(ports.ErrForbidden, ReasonInstallFlowRequired, entry.kind.String())
 	}
 	if entry.kind.RequiresSecret() && req.Secret == "" {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "secret-required", entry.kind.String())
@@ -124,10 +141,20 @@ func (s *Service) Transition(ctx context.Context, m Managed, id int64, action co
 }
 
 // SetSubscriptions replaces the resources the managed workspace monitors through a connection.
-// Resource types must be among the provider module's ResourceTypes.
+// Resource types must be among the provider module's ResourceTypes, and ids of the shape its
+// ResourceValidator wants.
+//
+// A connection whose kind has an access checker (GITHUB_PAT) subscribes only to what its own
+// credential can read: every resource is checked with the provider before anything is
+// stored, outside any database transaction (a slow provider holds no lock), and the set is
+// stored VERIFIED only when every check admitted. Other kinds' subscriptions are VERIFIED
+// because their source vouches at admission (an App receives only its installation's
+// deliveries).
 // Errors: ports.ErrNotFound; ports.ErrMalformed ("unknown-resource-type", "invalid-resource",
-// "duplicate-resource"); ports.ErrConflict ("unknown-provider") for a connection whose
-// provider module is no longer wired.
+// "duplicate-resource", "unsupported-resource", "secret-required"); ports.ErrForbidden
+// ("resource-not-accessible"); ports.ErrUnavailable ("provider-unavailable": no answer,
+// retry); ports.ErrConflict ("unknown-provider") for a connection whose provider module is no
+// longer wired.
 func (s *Service) SetSubscriptions(ctx context.Context, m Managed, id int64, resources []ports.SubscribedResource) ([]ports.SubscribedResource, error) {
 	c, err := s.connections.Connection(ctx, m.ws.ID, id)
 	if err != nil {
@@ -147,11 +174,20 @@ func (s *Service) SetSubscriptions(ctx context.Context, m Managed, id int64, res
 			!utf8.ValidString(r.ID) || !utf8.ValidString(r.Name) {
 			return nil, ports.Reject(ports.ErrMalformed, "invalid-resource", r.Type)
 		}
+		if v, ok := entry.module.(ports.ResourceValidator); ok {
+			if err := v.ValidateResource(ports.Resource{Type: r.Type, ID: r.ID}); err != nil {
+				return nil, ports.Reject(ports.ErrMalformed, "invalid-resource", err.Error())
+			}
+		}
 		key := [2]string{r.Type, r.ID}
 		if seen[key] {
 			return nil, ports.Reject(ports.ErrMalformed, "duplicate-resource", r.Type+"/"+r.ID)
 		}
 		seen[key] = true
+	}
+	resources, err = s.verifyAccess(ctx, m, c, resources)
+	if err != nil {
+		return nil, err
 	}
 	set, err := s.connections.ReplaceSubscriptions(ctx, m.ws.ID, id, resources)
 	if err != nil {
@@ -159,3 +195,98 @@ func (s *Service) SetSubscriptions(ctx context.Context, m Managed, id int64, res
 	}
 	return set, nil
 }
+
+// maxConcurrentAccessChecks bounds the provider calls one subscription change makes at once.
+const maxConcurrentAccessChecks = 4
+
+// ReasonProviderUnavailable is a 503 (retry): the provider gave no usable answer to a check.
+const ReasonProviderUnavailable = "provider-unavailable"
+
+// verifyAccess checks every resource with c's own credential when c's kind has an access
+// checker, and returns the resources with the access to store. It runs before the
+// subscription transaction and outside any: the provider's answer decides whether the
+// transaction runs at all.
+func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredConnection, resources []ports.SubscribedResource) ([]ports.SubscribedResource, error) {
+	out := make([]ports.SubscribedResource, len(resources))
+	checker, checked := s.checkers[c.Kind.String()]
+	for i, r := range resources {
+		out[i] = ports.SubscribedResource{Type: r.Type, ID: r.ID, Name: r.Name, Access: connection.Verified}
+		if checked && !slices.Contains(checker.ResourceTypes(), r.Type) {
+			return nil, ports.Reject(ports.ErrMalformed, "unsupported-resource", c.Kind.String()+" cannot subscribe to "+r.Type)
+		}
+	}
+	if !checked || len(out) == 0 {
+		return out, nil
+	}
+	sealed, err := s.connections.SealedSecret(ctx, m.ws.ID, c.ID)
+	if err != nil {
+		return nil, fmt.Errorf("secret of connection %d: %w", c.ID, err)
+	}
+	if sealed == nil {
+		return nil, ports.Reject(ports.ErrMalformed, "secret-required", c.Kind.String()+" has no token to check access with")
+	}
+	credential, err := s.secrets.Open(sealed)
+	if err != nil {
+		return nil, fmt.Errorf("open secret of connection %d: %w", c.ID, err)
+	}
+	defer clear(credential)
+
+	errs := make([]error, len(out))
+	sem := make(chan struct{}, maxConcurrentAccessChecks)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = checker.CheckAccess(ctx, credential, ports.Resource{Type: out[i].Type, ID: out[i].ID})
+		}()
+	}
+	wg.Wait()
+	checkedAt := s.now().UTC()
+	for i, err := range errs {
+		var rej *ports.RejectedError
+		switch {
+		case err == nil:
+			out[i].AccessCheckedAt = &checkedAt
+		case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
+			return nil, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
+				fmt.Sprintf("%s %s: %s", out[i].Type, out[i].ID, rej.Detail))
+		case errors.Is(err, ports.ErrMalformed):
+			return nil, ports.Reject(ports.ErrMalformed, "invalid-resource", err.Error())
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		default:
+			return nil, &ports.RejectedError{Kind: ports.ErrUnavailable, Reason: ReasonProviderUnavailable,
+				Detail: fmt.Sprintf("%s %s: %v", out[i].Type, out[i].ID, err)}
+		}
+	}
+	return out, nil
+}
+
+// Subscriptions reads the resources the managed workspace monitors through a connection,
+// with their access. Errors: ports.ErrNotFound.
+func (s *Service) Subscriptions(ctx context.Context, m Managed, id int64) ([]ports.SubscribedResource, error) {
+	set, err := s.connections.Subscriptions(ctx, m.ws.ID, id)
+	if err != nil {
+		return nil, fmt.Errorf("subscriptions of connection %d: %w", id, err)
+	}
+	return set, nil
+}
+
+// ConnectionAccess is what a connection of a kind with an access checker shows as its access:
+// UNVERIFIED with reason "token-missing" when it has no credential (it receives nothing),
+// VERIFIED otherwise (each subscription then shows its own access). Empty for other kinds.
+func (s *Service) ConnectionAccess(c ports.StoredConnection) (access connection.Access, reason string) {
+	if _, checked := s.checkers[c.Kind.String()]; !checked {
+		return connection.Access{}, ""
+	}
+	if !c.HasSecret {
+		return connection.Unverified, ReasonTokenMissing
+	}
+	return connection.Verified, ""
+}
+
+// ReasonTokenMissing is the access reason of a connection, and of its subscriptions, that
+// has no credential to check access with.
+const ReasonTokenMissing = "token-missing"

@@ -32,8 +32,9 @@ var codes = []struct {
 }
 
 // Status returns the HTTP status and error code of err. A RejectedError keeps its kind's status
-// and uses its reason as the code where the contract shows the reason (400s); 401 and 503 keep
-// their generic codes so nothing helps a forger or leaks internals. Unknown errors are 500.
+// and uses its reason as the code where the contract shows the reason (400, 403 and 409: e.g.
+// "resource-not-accessible", "install-flow-required"); 401 and 503 keep their generic codes so
+// nothing helps a forger or leaks internals. Unknown errors are 500.
 func Status(err error) (int, string) {
 	var transient *inbox.TransientError
 	if errors.As(err, &transient) || errors.Is(err, inbox.ErrBusy) {
@@ -42,13 +43,17 @@ func Status(err error) (int, string) {
 	for _, c := range codes {
 		if errors.Is(err, c.err) {
 			var rej *ports.RejectedError
-			if errors.As(err, &rej) && (c.status == http.StatusBadRequest || c.status == http.StatusConflict) && rej.Reason != "" {
+			if errors.As(err, &rej) && showsReason(c.status) && rej.Reason != "" {
 				return c.status, rej.Reason
 			}
 			return c.status, c.code
 		}
 	}
 	return http.StatusInternalServerError, "internal"
+}
+
+func showsReason(status int) bool {
+	return status == http.StatusBadRequest || status == http.StatusForbidden || status == http.StatusConflict
 }
 
 // Write aborts the request with err's status and body; 503s carry Retry-After.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,8 +36,9 @@ func NewConnections(pool *pgxpool.Pool, cfg Config) (*Connections, error) {
 }
 
 const (
-	connectionColumns = `id, workspace_id, kind, provider, state, source_server_url, config, config_version, created_at, updated_at`
-	createConnection  = `
+	connectionColumns = `id, workspace_id, kind, provider, state, source_server_url, config, config_version,
+		secret_ciphertext IS NOT NULL, created_at, updated_at`
+	createConnection = `
 		INSERT INTO connection (workspace_id, kind, provider, source_server_url, config, secret_ciphertext, source_key)
 		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''))
 		RETURNING ` + connectionColumns
@@ -54,16 +56,20 @@ const (
 		RETURNING ` + connectionColumns
 	deleteSubscriptions = `DELETE FROM connection_subscription WHERE connection_id = $1 AND workspace_id = $2`
 	insertSubscriptions = `
-		INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id, name)
-		SELECT $1, $2, $3, t, i, n FROM unnest($4::text[], $5::text[], $6::text[]) AS r(t, i, n)`
+		INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id, name,
+		                                     access, access_reason, access_checked_at)
+		SELECT $1, $2, $3, t, i, n, a, nullif(ar, ''), ac
+		FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::timestamptz[]) AS r(t, i, n, a, ar, ac)`
 	// bumpConfigVersion tells an admission that waited on the lifecycle lock that the route it
 	// read before waiting is stale (it compares the version again under the lock).
 	bumpConfigVersion = `
 		UPDATE connection SET config_version = config_version + 1, updated_at = now()
 		WHERE workspace_id = $1 AND id = $2`
 	subscriptionsOf = `
-		SELECT resource_type, resource_id, name FROM connection_subscription
+		SELECT resource_type, resource_id, name, access, coalesce(access_reason, ''), access_checked_at
+		FROM connection_subscription
 		WHERE connection_id = $1 AND workspace_id = $2 ORDER BY resource_type, resource_id`
+	sealedSecretOf = `SELECT secret_ciphertext FROM connection WHERE workspace_id = $1 AND id = $2`
 )
 
 func (s *Connections) scan(row pgx.CollectableRow) (ports.StoredConnection, error) {
@@ -73,7 +79,7 @@ func (s *Connections) scan(row pgx.CollectableRow) (ports.StoredConnection, erro
 		state          string
 	)
 	if err := row.Scan(&c.ID, &c.WorkspaceID, &kind, &provider, &state, &c.SourceServerURL, &c.Config,
-		&c.ConfigVersion, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		&c.ConfigVersion, &c.HasSecret, &c.CreatedAt, &c.UpdatedAt); err != nil {
 		return c, err
 	}
 	var err error
@@ -89,9 +95,17 @@ func (s *Connections) scan(row pgx.CollectableRow) (ports.StoredConnection, erro
 	return c, nil
 }
 
-// installationConflict is the answer when a live App connection already has the installation.
-func installationConflict() error {
-	return ports.Reject(ports.ErrConflict, "installation-already-connected", "")
+// sourceConflict is the answer when a live connection already has the source key: one live
+// App connection per installation, one live Slack connection per team (unique indexes), or
+// nil when err is no such violation.
+func sourceConflict(err error) error {
+	switch {
+	case isUniqueViolationOf(err, installationConstraint):
+		return ports.Reject(ports.ErrConflict, "installation-already-connected", "")
+	case isUniqueViolationOf(err, slackTeamConstraint):
+		return ports.Reject(ports.ErrConflict, "team-already-connected", "")
+	}
+	return nil
 }
 
 // CreateConnection implements ports.ConnectionStore.
@@ -99,9 +113,10 @@ func (s *Connections) CreateConnection(ctx context.Context, nc ports.NewConnecti
 	rows, _ := s.pool.Query(ctx, createConnection, nc.WorkspaceID, nc.Kind.String(), nc.Kind.Provider().String(),
 		nc.SourceServerURL, nc.Config, nc.SecretCiphertext, nc.SourceKey)
 	c, err := pgx.CollectExactlyOneRow(rows, s.scan)
+	if conflict := sourceConflict(err); conflict != nil {
+		return ports.StoredConnection{}, conflict
+	}
 	switch {
-	case isUniqueViolationOf(err, installationConstraint):
-		return ports.StoredConnection{}, installationConflict()
 	case isForeignKeyViolation(err):
 		return ports.StoredConnection{}, fmt.Errorf("create connection: workspace %d: %w", nc.WorkspaceID, ports.ErrNotFound)
 	}
@@ -144,8 +159,8 @@ func (s *Connections) Transition(ctx context.Context, workspaceID, id int64,
 		}
 		rows, _ := tx.Query(ctx, setState, workspaceID, id, to.String())
 		out, err = pgx.CollectExactlyOneRow(rows, s.scan)
-		if isUniqueViolationOf(err, installationConstraint) {
-			return installationConflict()
+		if conflict := sourceConflict(err); conflict != nil {
+			return conflict
 		}
 		return pgutil.Interpret("set connection state", err)
 	})
@@ -157,11 +172,15 @@ func (s *Connections) Transition(ctx context.Context, workspaceID, id int64,
 
 // ReplaceSubscriptions implements ports.ConnectionStore.
 func (s *Connections) ReplaceSubscriptions(ctx context.Context, workspaceID, id int64, resources []ports.SubscribedResource) (set []ports.SubscribedResource, err error) {
-	types := make([]string, len(resources))
-	ids := make([]string, len(resources))
-	names := make([]string, len(resources))
+	n := len(resources)
+	types, ids, names := make([]string, n), make([]string, n), make([]string, n)
+	access, reasons, checked := make([]string, n), make([]string, n), make([]*time.Time, n)
 	for i, r := range resources {
 		types[i], ids[i], names[i] = r.Type, r.ID, r.Name
+		access[i], reasons[i], checked[i] = connection.Verified.String(), r.AccessReason, r.AccessCheckedAt
+		if !r.Access.IsZero() {
+			access[i] = r.Access.String()
+		}
 	}
 	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		c, err := s.lock(ctx, tx, workspaceID, id)
@@ -172,26 +191,65 @@ func (s *Connections) ReplaceSubscriptions(ctx context.Context, workspaceID, id 
 			return pgutil.Interpret("delete subscriptions", err)
 		}
 		if len(resources) > 0 {
-			if _, err := tx.Exec(ctx, insertSubscriptions, id, workspaceID, c.Kind.Provider().String(), types, ids, names); err != nil {
+			if _, err := tx.Exec(ctx, insertSubscriptions, id, workspaceID, c.Kind.Provider().String(),
+				types, ids, names, access, reasons, checked); err != nil {
 				return pgutil.Interpret("insert subscriptions", err)
 			}
 		}
 		if _, err := tx.Exec(ctx, bumpConfigVersion, workspaceID, id); err != nil {
 			return pgutil.Interpret("bump config version", err)
 		}
-		rows, _ := tx.Query(ctx, subscriptionsOf, id, workspaceID)
-		set, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ports.SubscribedResource, error) {
-			var r ports.SubscribedResource
-			err := row.Scan(&r.Type, &r.ID, &r.Name)
-			return r, err
-		})
-		return pgutil.Interpret("read subscriptions", err)
+		set, err = readSubscriptions(ctx, tx, workspaceID, id)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return set, nil
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func readSubscriptions(ctx context.Context, q querier, workspaceID, id int64) ([]ports.SubscribedResource, error) {
+	rows, _ := q.Query(ctx, subscriptionsOf, id, workspaceID)
+	set, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ports.SubscribedResource, error) {
+		var (
+			r      ports.SubscribedResource
+			access string
+		)
+		if err := row.Scan(&r.Type, &r.ID, &r.Name, &access, &r.AccessReason, &r.AccessCheckedAt); err != nil {
+			return r, err
+		}
+		var err error
+		r.Access, err = connection.ParseAccess(access)
+		return r, err
+	})
+	if err != nil {
+		return nil, pgutil.Interpret("read subscriptions", err)
 	}
 	if set == nil {
 		set = []ports.SubscribedResource{}
 	}
 	return set, nil
+}
+
+// Subscriptions implements ports.ConnectionStore.
+func (s *Connections) Subscriptions(ctx context.Context, workspaceID, id int64) ([]ports.SubscribedResource, error) {
+	if _, err := s.Connection(ctx, workspaceID, id); err != nil {
+		return nil, err
+	}
+	return readSubscriptions(ctx, s.pool, workspaceID, id)
+}
+
+// SealedSecret implements ports.ConnectionStore.
+func (s *Connections) SealedSecret(ctx context.Context, workspaceID, id int64) ([]byte, error) {
+	var sealed []byte
+	err := s.pool.QueryRow(ctx, sealedSecretOf, workspaceID, id).Scan(&sealed)
+	if err != nil {
+		return nil, pgutil.Interpret("connection secret", err)
+	}
+	return sealed, nil
 }
