@@ -411,3 +411,8 @@ func count(ctx context.Context, sql string, args ...any) int {
 func connectionPath(slug string, id int64, rest string) string {
 	return fmt.Sprintf("/api/workspaces/%s/connections/%d/%s", slug, id, rest)
 }
+
+func column(ctx context.Context, sql string, args ...any) []string {
+	GinkgoHelper()
+	return support.Column(ctx, pool, sql, args...)
+}
