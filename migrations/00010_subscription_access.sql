@@ -18,6 +18,11 @@ ALTER TABLE connection_subscription
     ADD COLUMN access_reason     text,
     ADD COLUMN access_checked_at timestamptz;
 
+-- The routes statement reads only subscriptions that may route, by resource.
+DROP INDEX ix_connection_subscription_route;
+CREATE INDEX ix_connection_subscription_route ON connection_subscription (provider, resource_type, resource_id)
+    WHERE access = 'VERIFIED';
+
 -- Existing PAT subscriptions were never checked with a token: they stop receiving until one is
 -- (the access recheck verifies those whose connection has a token; the others need a token).
 UPDATE connection_subscription s
@@ -25,11 +30,9 @@ SET access = 'UNVERIFIED',
     access_reason = CASE WHEN c.secret_ciphertext IS NULL THEN 'token-missing' ELSE 'not-yet-verified' END
 FROM connection c
 WHERE c.id = s.connection_id AND c.kind = 'GITHUB_PAT';
-
--- The routes statement reads only subscriptions that may route, by resource.
-DROP INDEX ix_connection_subscription_route;
-CREATE INDEX ix_connection_subscription_route ON connection_subscription (provider, resource_type, resource_id)
-    WHERE access = 'VERIFIED';
+-- The update queued route-epoch bumps (deferred triggers); fire them now, so the rest of the
+-- migration's transaction may still change the table.
+SET CONSTRAINTS ALL IMMEDIATE;
 
 -- The access recheck runs on one server at a time, like retention.
 INSERT INTO singleton_lease (name) VALUES ('access-recheck') ON CONFLICT (name) DO NOTHING;

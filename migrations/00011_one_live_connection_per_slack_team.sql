@@ -32,6 +32,9 @@ BEGIN
 END
 $$;
 -- +goose StatementEnd
+-- The uninstalls queued route-epoch bumps (deferred triggers); fire them before the index, which
+-- PostgreSQL refuses to build on a table with pending trigger events.
+SET CONSTRAINTS ALL IMMEDIATE;
 
 CREATE UNIQUE INDEX uq_connection_slack_team ON connection (source_key)
     WHERE kind = 'SLACK' AND state <> 'UNINSTALLED';
