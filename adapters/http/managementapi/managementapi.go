@@ -230,6 +230,7 @@ func (h handlers) createConnection(c *gin.Context) {
 		Secret:          req.Secret,
 	})
 	if err != nil {
+		h.logRefusal(c, "connection refused", 0, err)
 		h.fail(c, err)
 		return
 	}
@@ -322,21 +323,24 @@ func (h handlers) setSubscriptions(c *gin.Context) {
 	}
 	set, err := h.svc.SetSubscriptions(c.Request.Context(), ManagedOf(c), id, in)
 	if err != nil {
-		h.refusedSubscriptions(c, id, err)
+		h.logRefusal(c, "subscription refused", id, err)
 		h.fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toSubscriptionsJSON(set))
 }
 
-// refusedSubscriptions logs a subscription change the provider's answer refused or could not
-// decide, with its reason and cause (a kebab-case code or a status, never the token).
-func (h handlers) refusedSubscriptions(c *gin.Context, id int64, err error) {
+// logRefusal logs a connection or subscription change refused for tenant isolation (403
+// install-flow-required or resource-not-accessible, 409 installation- or team-already-connected)
+// or left undecided by the provider (503), with its reason and cause: a kind name, a kebab-case
+// cause or a status, never a token or a request body.
+func (h handlers) logRefusal(c *gin.Context, msg string, connectionID int64, err error) {
 	var rej *ports.RejectedError
-	if h.log == nil || !errors.As(err, &rej) || (!errors.Is(err, ports.ErrForbidden) && !errors.Is(err, ports.ErrUnavailable)) {
+	if h.log == nil || !errors.As(err, &rej) ||
+		!(errors.Is(err, ports.ErrForbidden) || errors.Is(err, ports.ErrConflict) || errors.Is(err, ports.ErrUnavailable)) {
 		return
 	}
-	h.log.Infow("subscription refused", "workspace", ManagedOf(c).Workspace().Slug, "connectionId", id,
+	h.log.Infow(msg, "workspace", ManagedOf(c).Workspace().Slug, "connectionId", connectionID,
 		"reason", rej.Reason, "detail", rej.Detail)
 }
 
