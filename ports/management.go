@@ -143,6 +143,13 @@ type ConnectionStore interface {
 	ReplaceSubscriptions(ctx context.Context, workspaceID, id int64, resources []SubscribedResource) ([]SubscribedResource, error)
 	// Subscriptions reads the connection's subscription set. Errors: ErrNotFound.
 	Subscriptions(ctx context.Context, workspaceID, id int64) ([]SubscribedResource, error)
+	// ReplaceSecret stores the connection's new sealed secret under its lifecycle lock and
+	// bumps its config_version (an admission verified with the old secret answers 503 and the
+	// provider retries). access gives the verdicts of a credential check made with the new
+	// secret, by resource type and id; every other subscription of the connection becomes
+	// UNVERIFIED with reason unchecked (it was set while the check ran) when access is not nil.
+	// Errors: ErrNotFound.
+	ReplaceSecret(ctx context.Context, workspaceID, id int64, sealed []byte, access []SubscribedResource, unchecked string) (StoredConnection, error)
 	// SealedSecret reads the connection's sealed secret (nil when it has none), for a use case
 	// that checks the provider with it. Errors: ErrNotFound.
 	SealedSecret(ctx context.Context, workspaceID, id int64) ([]byte, error)

@@ -231,18 +231,7 @@ func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredCon
 	}
 	defer clear(credential)
 
-	errs := make([]error, len(out))
-	sem := make(chan struct{}, maxConcurrentAccessChecks)
-	var wg sync.WaitGroup
-	for i := range out {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = checker.CheckAccess(ctx, credential, ports.Resource{Type: out[i].Type, ID: out[i].ID})
-		}()
-	}
-	wg.Wait()
+	errs := checkEach(ctx, checker, credential, out)
 	checkedAt := s.now().UTC()
 	for i, err := range errs {
 		var rej *ports.RejectedError
@@ -290,3 +279,86 @@ func (s *Service) ConnectionAccess(c ports.StoredConnection) (access connection.
 // ReasonTokenMissing is the access reason of a connection, and of its subscriptions, that
 // has no credential to check access with.
 const ReasonTokenMissing = "token-missing"
+
+// checkEach checks every resource with credential, at most maxConcurrentAccessChecks at once,
+// and returns each check's error.
+func checkEach(ctx context.Context, checker ports.ResourceAccessChecker, credential []byte, resources []ports.SubscribedResource) []error {
+	errs := make([]error, len(resources))
+	sem := make(chan struct{}, maxConcurrentAccessChecks)
+	var wg sync.WaitGroup
+	for i := range resources {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = checker.CheckAccess(ctx, credential, ports.Resource{Type: resources[i].Type, ID: resources[i].ID})
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// ReasonTokenChanged is the access reason of a subscription set while its connection's token
+// was being replaced: it was checked with the old token, so the recheck checks it again.
+const ReasonTokenChanged = "token-changed"
+
+// ReplaceSecret sets a connection's secret (a GitLab token or signing key, an Outline signing
+// secret, a PAT), for kinds that carry one. Its config_version moves, so a delivery verified
+// with the old secret while the change commits is answered 503 and retried.
+//
+// For a kind with an access checker (GITHUB_PAT) every current subscription is checked with
+// the new token first, outside any transaction, and stored with its verdict in the same
+// transaction as the token: VERIFIED, or REVOKED with the provider's cause. This is how a PAT
+// connection without a token (migration 00010: UNVERIFIED token-missing) starts receiving.
+// Errors: ports.ErrNotFound; ports.ErrMalformed ("secret-not-supported", "secret-required",
+// "invalid-secret"); ports.ErrUnavailable ("provider-unavailable": nothing stored, retry).
+func (s *Service) ReplaceSecret(ctx context.Context, m Managed, id int64, secret string) (ports.StoredConnection, error) {
+	c, err := s.connections.Connection(ctx, m.ws.ID, id)
+	if err != nil {
+		return ports.StoredConnection{}, fmt.Errorf("connection %d: %w", id, err)
+	}
+	switch {
+	case !c.Kind.RequiresSecret():
+		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "secret-not-supported", c.Kind.String())
+	case secret == "":
+		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "secret-required", c.Kind.String())
+	case len(secret) > maxSecretLength || !utf8.ValidString(secret):
+		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-secret", "")
+	}
+	var access []ports.SubscribedResource
+	if checker, checked := s.checkers[c.Kind.String()]; checked {
+		set, err := s.connections.Subscriptions(ctx, m.ws.ID, id)
+		if err != nil {
+			return ports.StoredConnection{}, fmt.Errorf("subscriptions of connection %d: %w", id, err)
+		}
+		access = make([]ports.SubscribedResource, 0, len(set))
+		errs := checkEach(ctx, checker, []byte(secret), set)
+		checkedAt := s.now().UTC()
+		for i, r := range set {
+			v := ports.SubscribedResource{Type: r.Type, ID: r.ID, Access: connection.Verified, AccessCheckedAt: &checkedAt}
+			var rej *ports.RejectedError
+			switch err := errs[i]; {
+			case err == nil:
+			case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
+				v.Access, v.AccessReason = connection.Revoked, rej.Detail
+			case errors.Is(err, ports.ErrMalformed):
+				v.Access, v.AccessReason = connection.Revoked, "unsupported-resource"
+			case ctx.Err() != nil:
+				return ports.StoredConnection{}, ctx.Err()
+			default:
+				return ports.StoredConnection{}, &ports.RejectedError{Kind: ports.ErrUnavailable, Reason: ReasonProviderUnavailable,
+					Detail: fmt.Sprintf("%s %s: %v", r.Type, r.ID, err)}
+			}
+			access = append(access, v)
+		}
+	}
+	sealed, err := s.secrets.Seal([]byte(secret))
+	if err != nil {
+		return ports.StoredConnection{}, fmt.Errorf("seal connection secret: %w", err)
+	}
+	out, err := s.connections.ReplaceSecret(ctx, m.ws.ID, id, sealed, access, ReasonTokenChanged)
+	if err != nil {
+		return ports.StoredConnection{}, fmt.Errorf("replace secret of connection %d: %w", id, err)
+	}
+	return out, nil
+}

@@ -50,6 +50,8 @@ func Register(r gin.IRouter, svc *management.Service, log ports.Logger) {
 	ws.PUT("/connections/:id/subscriptions", h.setSubscriptions)
 	// Who: the instance administrator and the workspace's ADMINs (RequireManager), like the PUT.
 	ws.GET("/connections/:id/subscriptions", h.subscriptions)
+	// Who: the instance administrator and the workspace's ADMINs (RequireManager).
+	ws.PUT("/connections/:id/secret", h.replaceSecret)
 }
 
 // fail answers err through the one error map, logging what becomes a 500.
@@ -356,4 +358,28 @@ func (h handlers) subscriptions(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, toSubscriptionsJSON(set))
+}
+
+// replaceSecret sets a connection's secret ({"secret":"…"}) and answers the connection, never
+// the secret.
+func (h handlers) replaceSecret(c *gin.Context) {
+	id, err := idParam(c, "id")
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	var req struct {
+		Secret string `json:"secret"`
+	}
+	if err := bindJSON(c, &req); err != nil {
+		h.fail(c, err)
+		return
+	}
+	conn, err := h.svc.ReplaceSecret(c.Request.Context(), ManagedOf(c), id, req.Secret)
+	if err != nil {
+		h.logRefusal(c, "secret refused", id, err)
+		h.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, h.toConnectionJSON(conn))
 }

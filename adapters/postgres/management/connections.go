@@ -70,6 +70,25 @@ const (
 		FROM connection_subscription
 		WHERE connection_id = $1 AND workspace_id = $2 ORDER BY resource_type, resource_id`
 	sealedSecretOf = `SELECT secret_ciphertext FROM connection WHERE workspace_id = $1 AND id = $2`
+	// replaceSecret stores a new secret; config_version moves with it, so an admission that
+	// verified a delivery with the old secret and waited on the lock answers 503.
+	replaceSecret = `
+		UPDATE connection SET secret_ciphertext = $3, config_version = config_version + 1, updated_at = now()
+		WHERE workspace_id = $1 AND id = $2
+		RETURNING ` + connectionColumns
+	// setCheckedAccess writes the verdicts of a check made with the new secret and marks every
+	// subscription the check did not see UNVERIFIED ($7): it was set while the check ran, and
+	// was checked (if at all) with the old secret.
+	setCheckedAccess = `
+		UPDATE connection_subscription s
+		SET access = coalesce(v.access, 'UNVERIFIED'),
+		    access_reason = CASE WHEN v.access IS NULL THEN $7 ELSE nullif(v.reason, '') END,
+		    access_checked_at = CASE WHEN v.access IS NULL THEN NULL ELSE v.checked_at END
+		FROM connection_subscription s0
+		LEFT JOIN unnest($3::text[], $4::text[], $5::text[], $6::text[], $8::timestamptz[]) AS v(t, i, access, reason, checked_at)
+		       ON v.t = s0.resource_type AND v.i = s0.resource_id
+		WHERE s.connection_id = $1 AND s.workspace_id = $2
+		  AND s0.connection_id = s.connection_id AND s0.resource_type = s.resource_type AND s0.resource_id = s.resource_id`
 )
 
 func (s *Connections) scan(row pgx.CollectableRow) (ports.StoredConnection, error) {
@@ -252,4 +271,33 @@ func (s *Connections) SealedSecret(ctx context.Context, workspaceID, id int64) (
 		return nil, pgutil.Interpret("connection secret", err)
 	}
 	return sealed, nil
+}
+
+// ReplaceSecret implements ports.ConnectionStore.
+func (s *Connections) ReplaceSecret(ctx context.Context, workspaceID, id int64, sealed []byte,
+	access []ports.SubscribedResource, unchecked string,
+) (out ports.StoredConnection, err error) {
+	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := s.lock(ctx, tx, workspaceID, id); err != nil {
+			return err
+		}
+		if access != nil {
+			n := len(access)
+			types, ids, states, reasons, checked := make([]string, n), make([]string, n), make([]string, n),
+				make([]string, n), make([]*time.Time, n)
+			for i, r := range access {
+				types[i], ids[i], states[i], reasons[i], checked[i] = r.Type, r.ID, r.Access.String(), r.AccessReason, r.AccessCheckedAt
+			}
+			if _, err := tx.Exec(ctx, setCheckedAccess, id, workspaceID, types, ids, states, reasons, unchecked, checked); err != nil {
+				return pgutil.Interpret("set checked access", err)
+			}
+		}
+		rows, _ := tx.Query(ctx, replaceSecret, workspaceID, id, sealed)
+		out, err = pgx.CollectExactlyOneRow(rows, s.scan)
+		return pgutil.Interpret("replace secret", err)
+	})
+	if err != nil {
+		return ports.StoredConnection{}, err
+	}
+	return out, nil
 }
