@@ -1,8 +1,10 @@
 package tenancy_test
 
 import (
+	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -69,6 +71,49 @@ var _ = Describe("The periodic access recheck", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(st).To(Equal(accessrecheck.Stats{Ran: true, Checked: 1}))
 		Expect(deliver().JSON).To(HaveKeyWithValue("stored", 2.0))
+	})
+
+	It("lets no delivery that starts after a revocation committed reach the workspace, while deliveries race it", func(ctx SpecContext) {
+		var (
+			revoked atomic.Bool
+			stop    = make(chan struct{})
+			wg      sync.WaitGroup
+		)
+		for s := range 4 {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					phase := "before"
+					if revoked.Load() {
+						phase = "after"
+					}
+					r := deliverIssue(installationA, repoOfA, fmt.Sprintf("%s-%d-%d", phase, s, i))
+					// 503: the route changed while admission waited for the lock; GitHub retries.
+					Expect(r.Status).To(BeElementOf(http.StatusAccepted, http.StatusServiceUnavailable), r.Raw)
+				}
+			}()
+		}
+		Eventually(func() int { return storedFor(ctx, wsB) }).WithContext(ctx).Should(BeNumerically(">=", 20))
+
+		fakeGitHub.revoke("ghp_token", repoOfA)
+		st, err := recheckServer(ctx, "server-2").RunOnce(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Revoked).To(Equal(1))
+		revoked.Store(true)
+		Eventually(func() int {
+			return count(ctx, `SELECT count(*) FROM provider_event WHERE workspace_id = $1 AND delivery_key LIKE 'after-%'`, wsA)
+		}).WithContext(ctx).Should(BeNumerically(">=", 20))
+		close(stop)
+		wg.Wait()
+
+		Expect(count(ctx, `SELECT count(*) FROM provider_event WHERE workspace_id = $1 AND delivery_key LIKE 'after-%'`, wsB)).To(BeZero())
 	})
 
 	It("runs on one server at a time", func(ctx SpecContext) {
