@@ -115,9 +115,10 @@ type Config struct {
 	LogFormat           string // "json" or "console"
 	LogLevel            string // a zap level name
 	ServerID            string
+	Consumer            ConsumerConfig
+
 	// AccessRecheckInterval is the period of the PAT access recheck.
 	AccessRecheckInterval time.Duration
-	Consumer              ConsumerConfig
 }
 
 // ConsumerConfig is the claimers' configuration. Retry and Lease are the validated domain
@@ -170,25 +171,24 @@ func (e *ConfigError) Error() string {
 func LoadConfig(getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
 	c := Config{
-		DatabaseURL:           r.databaseURL(),
-		HTTPAddr:              r.addr(EnvHTTPAddr, DefaultHTTPAddr),
-		AdminToken:            r.adminToken(),
-		CredentialsKey:        r.credentialsKey(),
-		GitHubAppID:           r.gitHubAppID(),
-		GitHubWebhookSecret:   r.secret(EnvGitHubWebhookSecret),
-		SlackSigningSecret:    r.secret(EnvSlackSigningSecret),
-		GitHubAPIURL:          r.httpURL(EnvGitHubAPIURL, DefaultGitHubAPIURL),
-		GitHubAPIToken:        r.secret(EnvGitHubAPIToken),
-		GitLabAPIURL:          r.httpURL(EnvGitLabAPIURL, ""),
-		GitLabAPIToken:        r.secret(EnvGitLabAPIToken),
-		SlackAPIURL:           r.httpURL(EnvSlackAPIURL, DefaultSlackAPIURL),
-		SlackBotToken:         r.secret(EnvSlackBotToken),
-		WebhookMaxBytes:       r.wholeNumber(EnvWebhookMaxBytes, DefaultWebhookMaxBytes, 1, 0),
-		DataDir:               r.text(EnvDataDir, DefaultDataDir),
-		LogFormat:             r.oneOf(EnvLogFormat, DefaultLogFormat, "json", "console"),
-		LogLevel:              r.logLevel(),
-		ServerID:              r.serverID(),
-		AccessRecheckInterval: r.duration(EnvAccessRecheckInterval, DefaultAccessRecheck),
+		DatabaseURL:         r.databaseURL(),
+		HTTPAddr:            r.addr(EnvHTTPAddr, DefaultHTTPAddr),
+		AdminToken:          r.adminToken(),
+		CredentialsKey:      r.credentialsKey(),
+		GitHubAppID:         r.gitHubAppID(),
+		GitHubWebhookSecret: r.secret(EnvGitHubWebhookSecret),
+		SlackSigningSecret:  r.secret(EnvSlackSigningSecret),
+		GitHubAPIURL:        r.httpURL(EnvGitHubAPIURL, DefaultGitHubAPIURL),
+		GitHubAPIToken:      r.secret(EnvGitHubAPIToken),
+		GitLabAPIURL:        r.httpURL(EnvGitLabAPIURL, ""),
+		GitLabAPIToken:      r.secret(EnvGitLabAPIToken),
+		SlackAPIURL:         r.httpURL(EnvSlackAPIURL, DefaultSlackAPIURL),
+		SlackBotToken:       r.secret(EnvSlackBotToken),
+		WebhookMaxBytes:     r.wholeNumber(EnvWebhookMaxBytes, DefaultWebhookMaxBytes, 1, 0),
+		DataDir:             r.text(EnvDataDir, DefaultDataDir),
+		LogFormat:           r.oneOf(EnvLogFormat, DefaultLogFormat, "json", "console"),
+		LogLevel:            r.logLevel(),
+		ServerID:            r.serverID(),
 		Consumer: ConsumerConfig{
 			Claimers:          int(r.wholeNumber(EnvClaimers, DefaultClaimers, 1, MaxClaimers)),
 			ReplayWindow:      r.duration(EnvReplayWindow, DefaultReplayWindow),
@@ -204,6 +204,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			RetentionInterval: r.duration(EnvRetentionInterval, DefaultRetentionInterval),
 		},
 	}
+	c.AccessRecheckInterval = r.duration(EnvAccessRecheckInterval, DefaultAccessRecheck)
 	r.crossCheck(&c.Consumer)
 	if len(r.problems) > 0 {
 		return Config{}, &ConfigError{Problems: r.problems}
