@@ -48,6 +48,9 @@ const (
 	EnvLogFormat            = "HEPHAESTUS_LOG_FORMAT"
 	EnvLogLevel             = "HEPHAESTUS_LOG_LEVEL"
 	EnvServerID             = "HEPHAESTUS_SERVER_ID"
+	// EnvAccessRecheckInterval is how often subscriptions vouched for by a connection's own
+	// token (GitHub PAT) are checked again with the provider (one server runs it).
+	EnvAccessRecheckInterval = "HEPHAESTUS_ACCESS_RECHECK_INTERVAL"
 
 	envConsumer          = "HEPHAESTUS_INTEGRATION_CONSUMER_"
 	EnvClaimers          = envConsumer + "CLAIMERS"
@@ -90,6 +93,7 @@ const (
 	DefaultReaperInterval       = 30 * time.Second
 	DefaultPollInterval         = 5 * time.Second
 	DefaultRetentionInterval    = time.Hour
+	DefaultAccessRecheck        = 24 * time.Hour
 
 	// MaxClaimers bounds the claimers of one server: each may hold a pooled connection, and the
 	// pool is sized from them, so a typo like 8000 would exhaust PostgreSQL's max_connections.
@@ -132,6 +136,9 @@ type Config struct {
 	LogLevel        string // a zap level name
 	ServerID        string
 	Consumer        ConsumerConfig
+
+	// AccessRecheckInterval is the period of the PAT access recheck.
+	AccessRecheckInterval time.Duration
 }
 
 // ConsumerConfig is the claimers' configuration. Retry and Lease are the validated domain
@@ -224,6 +231,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if len(c.CredentialsKeys) > 0 {
 		c.CredentialsKey = c.CredentialsKeys[0].Secret
 	}
+	c.AccessRecheckInterval = r.duration(EnvAccessRecheckInterval, DefaultAccessRecheck)
 	r.crossCheck(&c.Consumer)
 	r.refuseDevelopmentSecrets(c)
 	if len(r.problems) > 0 {

@@ -22,6 +22,7 @@ import (
 // the DeliveryInbox and the GitHub mirror store) and its read API.
 var githubSet = wire.NewSet(
 	provideGitHubWebhook,
+	provideGitHubAccess,
 	githubmirror.New,
 	provideGitHubHandlers,
 	provideGitHubRoutes,
@@ -29,6 +30,16 @@ var githubSet = wire.NewSet(
 
 func provideGitHubWebhook(cfg Config) (*github.Webhook, error) {
 	return github.NewWebhook(github.Config{WebhookSecret: []byte(cfg.GitHubWebhookSecret), AppID: cfg.GitHubAppID})
+}
+
+// provideGitHubAccess checks GITHUB_PAT subscriptions with the connection's token against
+// HEPHAESTUS_GITHUB_API_URL (GET /repositories/{id}).
+func provideGitHubAccess(cfg Config) (*api.RepositoryAccess, error) {
+	a, err := api.NewRepositoryAccess(api.AccessConfig{BaseURL: cfg.GitHubAPIURL})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvGitHubAPIURL, err)
+	}
+	return a, nil
 }
 
 // githubHandlers registers the GitHub handlers with the consumer's registry.

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	githubapi "github.com/hephaestus-dev/hephaestus/adapters/github/api"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/server"
@@ -24,6 +25,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/application/accessrecheck"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
@@ -82,7 +84,9 @@ var managementSet = wire.NewSet(
 	wire.Bind(new(ports.ConnectionStore), new(*pgmanagement.Connections)),
 	provideSourceDirectory,
 	wire.Bind(new(ports.ConnectionDirectory), new(*pgmanagement.SourceDirectory)),
+	provideAccessCheckers,
 	provideManagement,
+	provideAccessRecheck,
 )
 
 // admissionSet is the admission store and use case.
@@ -169,8 +173,25 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 }
 
 // provideRunners lists the background loops App.Run starts and waits for: the consumer
-// (claimers, renewer, reaper, retention) and the person-erasure runner.
-func provideRunners(c *consumer.Consumer, e *erasure.Runner) []Runner { return []Runner{c, e} }
+// (claimers, renewer, reaper, retention), the person-erasure runner and the access recheck.
+func provideRunners(c *consumer.Consumer, e *erasure.Runner, a *accessrecheck.Recheck) []Runner {
+	return []Runner{c, e, a}
+}
+
+// provideAccessCheckers lists the providers' access checkers: one element per kind whose
+// subscriptions are checked with the connection's own credential.
+func provideAccessCheckers(gh *githubapi.RepositoryAccess) []ports.ResourceAccessChecker {
+	return []ports.ResourceAccessChecker{gh}
+}
+
+// provideAccessRecheck is the periodic recheck of those subscriptions, on the one server
+// holding its singleton lease (taken like retention's, through the inbox store).
+func provideAccessRecheck(cfg Config, store *pgmanagement.Connections, lease *inboxstore.Store, box ports.SecretBox,
+	checkers []ports.ResourceAccessChecker, log ports.Logger, clock ports.Clock,
+) (*accessrecheck.Recheck, error) {
+	return accessrecheck.New(accessrecheck.Config{Owner: cfg.ServerID, Interval: cfg.AccessRecheckInterval},
+		store, lease, box, checkers, log, clock)
+}
 
 // handlerRegistry is what a provider's handler registration needs from the consumer.
 type handlerRegistry interface {
@@ -221,8 +242,10 @@ func provideStoreConfig(modules []ports.ProviderModule) pgmanagement.Config {
 
 func provideManagement(s instanceSecrets, accounts ports.AccountStore, workspaces ports.WorkspaceStore,
 	connections ports.ConnectionStore, box ports.SecretBox, modules []ports.ProviderModule,
+	checkers []ports.ResourceAccessChecker,
 ) (*management.Service, error) {
-	return management.New(management.Config{AdminToken: s.AdminToken}, accounts, workspaces, connections, box, modules)
+	return management.New(management.Config{AdminToken: s.AdminToken, AccessCheckers: checkers},
+		accounts, workspaces, connections, box, modules)
 }
 
 // provideWebhooks lists the providers' receiving sides: one element per provider.

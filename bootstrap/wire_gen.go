@@ -86,7 +86,12 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	managementService, err := provideManagement(bootstrapInstanceSecrets, workspaces, workspaces, connections, aesgcm, v)
+	repositoryAccess, err := provideGitHubAccess(config)
+	if err != nil {
+		return nil, nil, err
+	}
+	v2 := provideAccessCheckers(repositoryAccess)
+	managementService, err := provideManagement(bootstrapInstanceSecrets, workspaces, workspaces, connections, aesgcm, v, v2)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -135,7 +140,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapOutlineRoutes := provideOutlineRoutes(managementService, workspaces, outlinemirrorStore, portsLogger)
-	v2 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes)
+	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes)
 	inbox, err := provideDeliveryInbox(pool)
 	if err != nil {
 		return nil, nil, err
@@ -161,8 +166,12 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	v3 := provideRunners(consumerConsumer, runner)
-	bootstrapServices := newServices(v2, v3)
+	recheck, err := provideAccessRecheck(config, connections, inboxstoreStore, aesgcm, v2, portsLogger, clock)
+	if err != nil {
+		return nil, nil, err
+	}
+	v4 := provideRunners(consumerConsumer, runner, recheck)
+	bootstrapServices := newServices(v3, v4)
 	return bootstrapServices, func() {
 	}, nil
 }

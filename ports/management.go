@@ -91,8 +91,11 @@ type StoredConnection struct {
 	SourceServerURL string
 	Config          map[string]any
 	ConfigVersion   int64
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// HasSecret: the connection has a stored secret (a PAT connection without one receives
+	// nothing: its subscriptions cannot be verified).
+	HasSecret bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // NewConnection is a connection to create. SealSecret, when set, seals the secret for the id
@@ -109,11 +112,17 @@ type NewConnection struct {
 	SealSecret       func(connectionID int64) ([]byte, error)
 }
 
-// SubscribedResource is one resource a workspace monitors through a connection.
+// SubscribedResource is one resource a workspace monitors through a connection, with whether
+// the provider vouches for the workspace's access to it (only Verified routes deliveries).
 type SubscribedResource struct {
 	Type string
 	ID   string
 	Name string
+	// Access, AccessReason (why not Verified) and AccessCheckedAt (nil: the provider vouches at
+	// admission, or never checked) as stored; the management service sets them before storing.
+	Access          connection.Access
+	AccessReason    string
+	AccessCheckedAt *time.Time
 }
 
 // ConnectionStore keeps a workspace's connections and subscriptions. Every method binds the
@@ -121,7 +130,8 @@ type SubscribedResource struct {
 type ConnectionStore interface {
 	// CreateConnection stores an ACTIVE connection. Errors: ErrNotFound when the workspace is
 	// gone; a *RejectedError of kind ErrConflict with reason "installation-already-connected"
-	// when a live GITHUB_APP connection already has the source key.
+	// when a live GITHUB_APP connection already has the source key, "team-already-connected"
+	// when a live SLACK connection already has it (both enforced by unique indexes).
 	CreateConnection(ctx context.Context, c NewConnection) (StoredConnection, error)
 	// ListConnections pages the workspace's connections in id order and counts them.
 	ListConnections(ctx context.Context, workspaceID int64, page PageRequest) (items []StoredConnection, total int, err error)
@@ -136,6 +146,18 @@ type ConnectionStore interface {
 	// lock and bumps its config_version in that transaction, so an admission that waited on
 	// the lock sees the route changed. Errors: ErrNotFound.
 	ReplaceSubscriptions(ctx context.Context, workspaceID, id int64, resources []SubscribedResource) ([]SubscribedResource, error)
+	// Subscriptions reads the connection's subscription set. Errors: ErrNotFound.
+	Subscriptions(ctx context.Context, workspaceID, id int64) ([]SubscribedResource, error)
+	// ReplaceSecret stores the connection's new sealed secret under its lifecycle lock and
+	// bumps its config_version (an admission verified with the old secret answers 503 and the
+	// provider retries). access gives the verdicts of a credential check made with the new
+	// secret, by resource type and id; every other subscription of the connection becomes
+	// UNVERIFIED with reason unchecked (it was set while the check ran) when access is not nil.
+	// Errors: ErrNotFound.
+	ReplaceSecret(ctx context.Context, workspaceID, id int64, sealed []byte, access []SubscribedResource, unchecked string) (StoredConnection, error)
+	// SealedSecret reads the connection's sealed secret (nil when it has none), for a use case
+	// that checks the provider with it. Errors: ErrNotFound.
+	SealedSecret(ctx context.Context, workspaceID, id int64) ([]byte, error)
 }
 
 // SecretBox encrypts connection secrets at rest, each bound to its connection: a sealed value

@@ -62,9 +62,12 @@ type RouteSpec struct {
 	// ConnectionWide: the source connections' own workspaces receive the delivery whatever
 	// they subscribe to (Slack team-wide events, Outline connection-wide events).
 	ConnectionWide bool
-	// RecipientsAnyConnection: subscriptions of any ACTIVE connection of the provider in any
-	// workspace receive the delivery (GitHub: PAT workspaces receive through the App source).
-	// Otherwise only subscriptions of the source connection(s) count.
+	// RecipientsAnyConnection: VERIFIED subscriptions of ACTIVE connections of the provider's
+	// other kinds, in any workspace, receive the delivery too (GitHub: PAT workspaces receive
+	// through the App source while their token's access is verified). A connection of
+	// SourceKind receives only as a source: another installation's App connection never
+	// receives this one's deliveries. Otherwise only subscriptions of the source
+	// connection(s) count.
 	RecipientsAnyConnection bool
 }
 

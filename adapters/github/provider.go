@@ -10,6 +10,7 @@ package github
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -25,9 +26,10 @@ var (
 	// webhook secret is configuration). Config {"installationId": n}; its source key is n.
 	KindApp = connection.MustKind(connection.KindSpec{Name: "GITHUB_APP", Provider: Provider})
 	// KindPAT is a personal-access-token connection. It has no webhook and no source key: its
-	// workspace receives through the App installation that covers its repositories.
-	// Config {"login": "..."}.
-	KindPAT = connection.MustKind(connection.KindSpec{Name: "GITHUB_PAT", Provider: Provider})
+	// workspace receives through the App installation that covers its repositories, for the
+	// repositories its token can read. Config {"login": "..."}; its secret is the token, which
+	// every subscription is checked with (api.RepositoryAccess), so it is required.
+	KindPAT = connection.MustKind(connection.KindSpec{Name: "GITHUB_PAT", Provider: Provider, RequireSecret: true})
 )
 
 // Resource types a GitHub subscription names, with GitHub's numeric ids as decimal strings.
@@ -42,7 +44,10 @@ var loginPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9]|-[A-Za-z0-9]){
 // Module is GitHub's contribution besides its webhook.
 type Module struct{}
 
-var _ ports.ProviderModule = Module{}
+var (
+	_ ports.ProviderModule    = Module{}
+	_ ports.ResourceValidator = Module{}
+)
 
 func (Module) Provider() provider.Provider { return Provider }
 
@@ -71,4 +76,14 @@ func (Module) ValidateConfig(kind connection.Kind, config map[string]any) (strin
 		return "", nil
 	}
 	return "", ports.Reject(ports.ErrMalformed, "unknown-kind", fmt.Sprintf("%s is not a GitHub connection kind", kind))
+}
+
+// ValidateResource wants the provider's numeric id in canonical decimal, the form deliveries
+// name it in: any other id could never match a delivery. Errors: ErrMalformed.
+func (Module) ValidateResource(r ports.Resource) error {
+	n, err := strconv.ParseInt(r.ID, 10, 64)
+	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != r.ID {
+		return ports.Reject(ports.ErrMalformed, "invalid-resource", r.Type+" id must be a positive integer")
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ package gitlab
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -30,7 +31,10 @@ const configGroupID = "groupId"
 // Module is GitLab's contribution besides its webhook.
 type Module struct{}
 
-var _ ports.ProviderModule = Module{}
+var (
+	_ ports.ProviderModule    = Module{}
+	_ ports.ResourceValidator = Module{}
+)
 
 func (Module) Provider() provider.Provider { return Provider }
 
@@ -50,4 +54,14 @@ func (Module) ValidateConfig(kind connection.Kind, config map[string]any) (strin
 		}
 	}
 	return "", nil
+}
+
+// ValidateResource wants the provider's numeric id in canonical decimal, the form deliveries
+// name it in: any other id could never match a delivery. Errors: ErrMalformed.
+func (Module) ValidateResource(r ports.Resource) error {
+	n, err := strconv.ParseInt(r.ID, 10, 64)
+	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != r.ID {
+		return ports.Reject(ports.ErrMalformed, "invalid-resource", r.Type+" id must be a positive integer")
+	}
+	return nil
 }

@@ -40,7 +40,7 @@ func (s *Service) route(ctx context.Context, tx ports.AdmissionTx, p provider.Pr
 		if r.Source {
 			sources = append(sources, r)
 		}
-		if r.Recipient {
+		if r.Recipient && !otherTenantsSource(r, env.Route) {
 			recipients = append(recipients, r)
 		}
 	}
@@ -114,6 +114,14 @@ func (s *Service) route(ctx context.Context, tx ports.AdmissionTx, p provider.Pr
 	// the same order and the second waits for the first instead of deadlocking.
 	slices.SortFunc(targets, func(a, b target) int { return cmp.Compare(a.workspaceID, b.workspaceID) })
 	return targets, nil
+}
+
+// otherTenantsSource reports a route that the store must not have answered as a recipient: a
+// connection of the source's kind that is not a source of this delivery is the source of
+// another installation or team, which never receives this one's deliveries, whatever it
+// subscribes to (tenant isolation; the routes statement already leaves it out).
+func otherTenantsSource(r ports.Route, spec ports.RouteSpec) bool {
+	return !r.Source && spec.SourceKind != "" && r.Kind == spec.SourceKind
 }
 
 // controlTarget is the one NULL-workspace row of an installation control event. Its source is

@@ -2,10 +2,12 @@ package management
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
@@ -29,10 +31,22 @@ type ConnectionRequest struct {
 	Secret string
 }
 
+// ReasonInstallFlowRequired refuses a workspace ADMIN who creates a shared-URL connection
+// (GITHUB_APP, SLACK) directly: only the provider's install flow, or the instance
+// administrator, may bind a workspace to an installation or a team.
+const ReasonInstallFlowRequired = "install-flow-required"
+
 // CreateConnection creates an ACTIVE connection in the managed workspace. The kind's provider
 // module validates the config and names its routing key.
-// Errors: ports.ErrMalformed ("unknown-kind", "invalid-source-server-url", "invalid-config",
-// "secret-required", "invalid-secret"); the installation conflict of ports.ConnectionStore.
+//
+// A kind with a routing key and no URL of its own (GITHUB_APP, SLACK) receives the deliveries
+// that the provider posts to one URL for every tenant, chosen by that key: whoever creates
+// the connection claims the key's data. Only the instance administrator may create one
+// directly; a workspace ADMIN goes through the provider's install flow, which proves with the
+// provider that the installation or team is theirs.
+// Errors: ports.ErrForbidden ("install-flow-required"); ports.ErrMalformed ("unknown-kind",
+// "invalid-source-server-url", "invalid-config", "secret-required", "invalid-secret"); the
+// source conflicts of ports.ConnectionStore.
 func (s *Service) CreateConnection(ctx context.Context, m Managed, req ConnectionRequest) (ports.StoredConnection, error) {
 	entry, ok := s.kinds[req.Kind]
 	if !ok {
@@ -48,6 +62,9 @@ func (s *Service) CreateConnection(ctx context.Context, m Managed, req Connectio
 	sourceKey, err := entry.module.ValidateConfig(entry.kind, config)
 	if err != nil {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-config", err.Error())
+	}
+	if sourceKey != "" && !entry.kind.HasWebhookURL() && !m.by.InstanceAdmin {
+		return ports.StoredConnection{}, ports.Reject(ports.ErrForbidden, ReasonInstallFlowRequired, entry.kind.String())
 	}
 	if entry.kind.RequiresSecret() && req.Secret == "" {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "secret-required", entry.kind.String())
@@ -128,10 +145,20 @@ func (s *Service) Transition(ctx context.Context, m Managed, id int64, action co
 }
 
 // SetSubscriptions replaces the resources the managed workspace monitors through a connection.
-// Resource types must be among the provider module's ResourceTypes.
+// Resource types must be among the provider module's ResourceTypes, and ids of the shape its
+// ResourceValidator wants.
+//
+// A connection whose kind has an access checker (GITHUB_PAT) subscribes only to what its own
+// credential can read: every resource is checked with the provider before anything is
+// stored, outside any database transaction (a slow provider holds no lock), and the set is
+// stored VERIFIED only when every check admitted. Other kinds' subscriptions are VERIFIED
+// because their source vouches at admission (an App receives only its installation's
+// deliveries).
 // Errors: ports.ErrNotFound; ports.ErrMalformed ("unknown-resource-type", "invalid-resource",
-// "duplicate-resource"); ports.ErrConflict ("unknown-provider") for a connection whose
-// provider module is no longer wired.
+// "duplicate-resource", "unsupported-resource", "secret-required"); ports.ErrForbidden
+// ("resource-not-accessible"); ports.ErrUnavailable ("provider-unavailable": no answer,
+// retry); ports.ErrConflict ("unknown-provider") for a connection whose provider module is no
+// longer wired.
 func (s *Service) SetSubscriptions(ctx context.Context, m Managed, id int64, resources []ports.SubscribedResource) ([]ports.SubscribedResource, error) {
 	c, err := s.connections.Connection(ctx, m.ws.ID, id)
 	if err != nil {
@@ -151,15 +178,191 @@ func (s *Service) SetSubscriptions(ctx context.Context, m Managed, id int64, res
 			!utf8.ValidString(r.ID) || !utf8.ValidString(r.Name) {
 			return nil, ports.Reject(ports.ErrMalformed, "invalid-resource", r.Type)
 		}
+		if v, ok := entry.module.(ports.ResourceValidator); ok {
+			if err := v.ValidateResource(ports.Resource{Type: r.Type, ID: r.ID}); err != nil {
+				return nil, ports.Reject(ports.ErrMalformed, "invalid-resource", err.Error())
+			}
+		}
 		key := [2]string{r.Type, r.ID}
 		if seen[key] {
 			return nil, ports.Reject(ports.ErrMalformed, "duplicate-resource", r.Type+"/"+r.ID)
 		}
 		seen[key] = true
 	}
+	resources, err = s.verifyAccess(ctx, m, c, resources)
+	if err != nil {
+		return nil, err
+	}
 	set, err := s.connections.ReplaceSubscriptions(ctx, m.ws.ID, id, resources)
 	if err != nil {
 		return nil, fmt.Errorf("replace subscriptions of connection %d: %w", id, err)
 	}
 	return set, nil
+}
+
+// maxConcurrentAccessChecks bounds the provider calls one subscription change makes at once.
+const maxConcurrentAccessChecks = 4
+
+// ReasonProviderUnavailable is a 503 (retry): the provider gave no usable answer to a check.
+const ReasonProviderUnavailable = "provider-unavailable"
+
+// verifyAccess checks every resource with c's own credential when c's kind has an access
+// checker, and returns the resources with the access to store. It runs before the
+// subscription transaction and outside any: the provider's answer decides whether the
+// transaction runs at all.
+func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredConnection, resources []ports.SubscribedResource) ([]ports.SubscribedResource, error) {
+	out := make([]ports.SubscribedResource, len(resources))
+	checker, checked := s.checkers[c.Kind.String()]
+	for i, r := range resources {
+		out[i] = ports.SubscribedResource{Type: r.Type, ID: r.ID, Name: r.Name, Access: connection.Verified}
+		if checked && !slices.Contains(checker.ResourceTypes(), r.Type) {
+			return nil, ports.Reject(ports.ErrMalformed, "unsupported-resource", c.Kind.String()+" cannot subscribe to "+r.Type)
+		}
+	}
+	if !checked || len(out) == 0 {
+		return out, nil
+	}
+	sealed, err := s.connections.SealedSecret(ctx, m.ws.ID, c.ID)
+	if err != nil {
+		return nil, fmt.Errorf("secret of connection %d: %w", c.ID, err)
+	}
+	if sealed == nil {
+		return nil, ports.Reject(ports.ErrMalformed, "secret-required", c.Kind.String()+" has no token to check access with")
+	}
+	credential, err := s.secrets.Open(c.ID, sealed)
+	if err != nil {
+		return nil, fmt.Errorf("open secret of connection %d: %w", c.ID, err)
+	}
+	defer clear(credential)
+
+	errs := checkEach(ctx, checker, credential, out)
+	checkedAt := s.now().UTC()
+	for i, err := range errs {
+		var rej *ports.RejectedError
+		switch {
+		case err == nil:
+			out[i].AccessCheckedAt = &checkedAt
+		case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
+			return nil, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
+				fmt.Sprintf("%s %s: %s", out[i].Type, out[i].ID, rej.Detail))
+		case errors.Is(err, ports.ErrMalformed):
+			return nil, ports.Reject(ports.ErrMalformed, "invalid-resource", err.Error())
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		default:
+			return nil, &ports.RejectedError{Kind: ports.ErrUnavailable, Reason: ReasonProviderUnavailable,
+				Detail: fmt.Sprintf("%s %s: %v", out[i].Type, out[i].ID, err)}
+		}
+	}
+	return out, nil
+}
+
+// Subscriptions reads the resources the managed workspace monitors through a connection,
+// with their access. Errors: ports.ErrNotFound.
+func (s *Service) Subscriptions(ctx context.Context, m Managed, id int64) ([]ports.SubscribedResource, error) {
+	set, err := s.connections.Subscriptions(ctx, m.ws.ID, id)
+	if err != nil {
+		return nil, fmt.Errorf("subscriptions of connection %d: %w", id, err)
+	}
+	return set, nil
+}
+
+// ConnectionAccess is what a connection of a kind with an access checker shows as its access:
+// UNVERIFIED with reason "token-missing" when it has no credential (it receives nothing),
+// VERIFIED otherwise (each subscription then shows its own access). Empty for other kinds.
+func (s *Service) ConnectionAccess(c ports.StoredConnection) (access connection.Access, reason string) {
+	if _, checked := s.checkers[c.Kind.String()]; !checked {
+		return connection.Access{}, ""
+	}
+	if !c.HasSecret {
+		return connection.Unverified, ReasonTokenMissing
+	}
+	return connection.Verified, ""
+}
+
+// ReasonTokenMissing is the access reason of a connection, and of its subscriptions, that
+// has no credential to check access with.
+const ReasonTokenMissing = "token-missing"
+
+// checkEach checks every resource with credential, at most maxConcurrentAccessChecks at once,
+// and returns each check's error.
+func checkEach(ctx context.Context, checker ports.ResourceAccessChecker, credential []byte, resources []ports.SubscribedResource) []error {
+	errs := make([]error, len(resources))
+	sem := make(chan struct{}, maxConcurrentAccessChecks)
+	var wg sync.WaitGroup
+	for i := range resources {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = checker.CheckAccess(ctx, credential, ports.Resource{Type: resources[i].Type, ID: resources[i].ID})
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// ReasonTokenChanged is the access reason of a subscription set while its connection's token
+// was being replaced: it was checked with the old token, so the recheck checks it again.
+const ReasonTokenChanged = "token-changed"
+
+// ReplaceSecret sets a connection's secret (a GitLab token or signing key, an Outline signing
+// secret, a PAT), for kinds that carry one. Its config_version moves, so a delivery verified
+// with the old secret while the change commits is answered 503 and retried.
+//
+// For a kind with an access checker (GITHUB_PAT) every current subscription is checked with
+// the new token first, outside any transaction, and stored with its verdict in the same
+// transaction as the token: VERIFIED, or REVOKED with the provider's cause. This is how a PAT
+// connection without a token (migration 00010: UNVERIFIED token-missing) starts receiving.
+// Errors: ports.ErrNotFound; ports.ErrMalformed ("secret-not-supported", "secret-required",
+// "invalid-secret"); ports.ErrUnavailable ("provider-unavailable": nothing stored, retry).
+func (s *Service) ReplaceSecret(ctx context.Context, m Managed, id int64, secret string) (ports.StoredConnection, error) {
+	c, err := s.connections.Connection(ctx, m.ws.ID, id)
+	if err != nil {
+		return ports.StoredConnection{}, fmt.Errorf("connection %d: %w", id, err)
+	}
+	switch {
+	case !c.Kind.RequiresSecret():
+		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "secret-not-supported", c.Kind.String())
+	case secret == "":
+		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "secret-required", c.Kind.String())
+	case len(secret) > maxSecretLength || !utf8.ValidString(secret):
+		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-secret", "")
+	}
+	var access []ports.SubscribedResource
+	if checker, checked := s.checkers[c.Kind.String()]; checked {
+		set, err := s.connections.Subscriptions(ctx, m.ws.ID, id)
+		if err != nil {
+			return ports.StoredConnection{}, fmt.Errorf("subscriptions of connection %d: %w", id, err)
+		}
+		access = make([]ports.SubscribedResource, 0, len(set))
+		errs := checkEach(ctx, checker, []byte(secret), set)
+		checkedAt := s.now().UTC()
+		for i, r := range set {
+			v := ports.SubscribedResource{Type: r.Type, ID: r.ID, Access: connection.Verified, AccessCheckedAt: &checkedAt}
+			var rej *ports.RejectedError
+			switch err := errs[i]; {
+			case err == nil:
+			case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
+				v.Access, v.AccessReason = connection.Revoked, rej.Detail
+			case errors.Is(err, ports.ErrMalformed):
+				v.Access, v.AccessReason = connection.Revoked, "unsupported-resource"
+			case ctx.Err() != nil:
+				return ports.StoredConnection{}, ctx.Err()
+			default:
+				return ports.StoredConnection{}, &ports.RejectedError{Kind: ports.ErrUnavailable, Reason: ReasonProviderUnavailable,
+					Detail: fmt.Sprintf("%s %s: %v", r.Type, r.ID, err)}
+			}
+			access = append(access, v)
+		}
+	}
+	sealed, err := s.secrets.Seal(id, []byte(secret))
+	if err != nil {
+		return ports.StoredConnection{}, fmt.Errorf("seal connection secret: %w", err)
+	}
+	out, err := s.connections.ReplaceSecret(ctx, m.ws.ID, id, sealed, access, ReasonTokenChanged)
+	if err != nil {
+		return ports.StoredConnection{}, fmt.Errorf("replace secret of connection %d: %w", id, err)
+	}
+	return out, nil
 }

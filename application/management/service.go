@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -26,6 +27,12 @@ type Config struct {
 	// Its principal is ports.InstanceAdminAccountID with InstanceAdmin set; it has no account
 	// row, so it works before any account exists and is rotated by changing the configuration.
 	AdminToken string
+	// AccessCheckers check, with a connection's own credential, each resource a connection of
+	// their kind subscribes to before the subscription commits (GitHub PAT). At most one per
+	// kind; a kind without one subscribes unchecked (its source vouches at admission).
+	AccessCheckers []ports.ResourceAccessChecker
+	// Now is the clock of access checks (default time.Now).
+	Now func() time.Time
 }
 
 func (c Config) validate() error {
@@ -49,6 +56,8 @@ type Service struct {
 	connections ports.ConnectionStore
 	secrets     ports.SecretBox
 	kinds       map[string]kindEntry
+	checkers    map[string]ports.ResourceAccessChecker // by connection kind
+	now         func() time.Time
 }
 
 // New builds the service. modules are the provider modules wired at startup; their kinds are
@@ -66,7 +75,23 @@ func New(cfg Config, accounts ports.AccountStore, workspaces ports.WorkspaceStor
 	if err != nil {
 		return nil, err
 	}
+	checkers := make(map[string]ports.ResourceAccessChecker, len(cfg.AccessCheckers))
+	for _, c := range cfg.AccessCheckers {
+		if c == nil {
+			return nil, errors.New("management: nil access checker")
+		}
+		if _, dup := checkers[c.Kind().String()]; dup {
+			return nil, fmt.Errorf("management: two access checkers for connection kind %s", c.Kind())
+		}
+		checkers[c.Kind().String()] = c
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
 	return &Service{
+		checkers: checkers,
+		now:      now,
 		// Only the hash is kept: Authenticate compares hashes, which have a fixed length, so
 		// the comparison time does not depend on the length of the configured token either.
 		adminHash:   sha256.Sum256([]byte(cfg.AdminToken)),

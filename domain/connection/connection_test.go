@@ -93,3 +93,22 @@ var _ = Describe("Providers", func() {
 		}
 	})
 })
+
+var _ = Describe("Subscription access", func() {
+	It("routes deliveries only when VERIFIED", func() {
+		Expect(connection.Verified.Routes()).To(BeTrue())
+		Expect(connection.Unverified.Routes()).To(BeFalse())
+		Expect(connection.Revoked.Routes()).To(BeFalse())
+		Expect(connection.Access{}.Routes()).To(BeFalse())
+	})
+
+	It("reads only the access states it knows", func() {
+		for _, a := range []connection.Access{connection.Verified, connection.Unverified, connection.Revoked} {
+			got, err := connection.ParseAccess(a.String())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got).To(Equal(a))
+		}
+		_, err := connection.ParseAccess("verified")
+		Expect(err).To(HaveOccurred())
+	})
+})

@@ -158,7 +158,10 @@ var _ = Describe("Authorising a workspace", func() {
 	BeforeEach(func() {
 		createWorkspace("acme")
 		createWorkspace("globex")
-		body = map[string]any{"kind": "SLACK", "sourceServerUrl": "https://slack.com", "config": map[string]any{"teamId": "T1"}}
+		// GitLab: a kind that workspace ADMINs may create directly (SLACK and GITHUB_APP need the
+		// install flow, see specs/tenancy).
+		body = map[string]any{"kind": "GITLAB", "sourceServerUrl": "https://gitlab.example.com",
+			"config": map[string]any{"groupId": 42}, "secret": "gitlab-token"}
 	})
 
 	It("answers 403 to a member of the workspace who is not ADMIN", func() {

@@ -42,7 +42,7 @@ var _ = Describe("Creating a connection", func() {
 			}
 		},
 		Entry("GITHUB_APP", "GITHUB_APP", "https://github.com", map[string]any{"installationId": 1001}, "", "", "1001"),
-		Entry("GITHUB_PAT", "GITHUB_PAT", "https://github.com", map[string]any{"login": "octocat"}, "", "", ""),
+		Entry("GITHUB_PAT", "GITHUB_PAT", "https://github.com", map[string]any{"login": "octocat"}, "ghp_personal-access-token", "", ""),
 		Entry("GITLAB with a token", "GITLAB", "https://gitlab.example.com", map[string]any{"groupId": 42}, "plain-token", "gitlab", ""),
 		Entry("GITLAB with a signing key", "GITLAB", "https://gitlab.example.com", map[string]any{"groupId": 42}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "gitlab", ""),
 		Entry("SLACK", "SLACK", "https://slack.com", map[string]any{"teamId": "T1", "appId": "A1"}, "", "", "T1"),

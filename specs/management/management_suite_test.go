@@ -114,7 +114,7 @@ func fakeModules() []ports.ProviderModule {
 			provider: github,
 			kinds: []connection.Kind{
 				connection.MustKind(connection.KindSpec{Name: "GITHUB_APP", Provider: github}),
-				connection.MustKind(connection.KindSpec{Name: "GITHUB_PAT", Provider: github}),
+				connection.MustKind(connection.KindSpec{Name: "GITHUB_PAT", Provider: github, RequireSecret: true}),
 			},
 			resourceTypes: []string{"organization", "repository"},
 			required:      map[string]string{"GITHUB_APP": "installationId", "GITHUB_PAT": "login"},

@@ -51,8 +51,8 @@ var _ = Describe("Setting a connection's subscriptions", func() {
 		r := put(map[string]any{"type": "repository", "id": "123", "name": "octo/hello"}, map[string]any{"type": "organization", "id": "9", "name": "octo"})
 		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 		Expect(r.JSON).To(Equal(map[string]any{"resources": []any{
-			map[string]any{"type": "organization", "id": "9", "name": "octo"},
-			map[string]any{"type": "repository", "id": "123", "name": "octo/hello"},
+			map[string]any{"type": "organization", "id": "9", "name": "octo", "access": "VERIFIED"},
+			map[string]any{"type": "repository", "id": "123", "name": "octo/hello", "access": "VERIFIED"},
 		}}))
 		Expect(stored(ctx)).To(Equal([]string{"organization/9/octo/GITHUB/1", "repository/123/octo/hello/GITHUB/1"}))
 		Expect(version(ctx)).To(Equal(before + 1))

@@ -32,9 +32,10 @@ var codes = []struct {
 }
 
 // Status returns the HTTP status and error code of err. A RejectedError keeps its kind's status
-// and uses its reason as the code where the contract shows the reason (400s); 401 and 503 keep
-// their generic codes so nothing helps a forger or leaks internals. A PostgreSQL data exception
-// (SQLSTATE class 22) is 400 bad-request. Unknown errors are 500.
+// and uses its reason as the code where the contract shows the reason (400, 403 and 409: e.g.
+// "resource-not-accessible", "install-flow-required"); 401 and 503 keep their generic codes so
+// nothing helps a forger or leaks internals. A PostgreSQL data exception (SQLSTATE class 22)
+// is 400 bad-request. Unknown errors are 500.
 func Status(err error) (int, string) {
 	var transient *inbox.TransientError
 	if errors.As(err, &transient) || errors.Is(err, inbox.ErrBusy) {
@@ -48,7 +49,7 @@ func Status(err error) (int, string) {
 	for _, c := range codes {
 		if errors.Is(err, c.err) {
 			var rej *ports.RejectedError
-			if errors.As(err, &rej) && (c.status == http.StatusBadRequest || c.status == http.StatusConflict) && rej.Reason != "" {
+			if errors.As(err, &rej) && showsReason(c.status) && rej.Reason != "" {
 				return c.status, rej.Reason
 			}
 			return c.status, c.code
@@ -72,6 +73,10 @@ func dataException(err error) bool {
 	}
 	code := st.SQLState()
 	return len(code) == 5 && code[:2] == "22"
+}
+
+func showsReason(status int) bool {
+	return status == http.StatusBadRequest || status == http.StatusForbidden || status == http.StatusConflict
 }
 
 // Write aborts the request with err's status and body; 503s carry Retry-After.

@@ -50,6 +50,10 @@ func Register(r gin.IRouter, svc *management.Service, log ports.Logger) {
 	ws.POST("/connections/:id/suspend", h.transition(connection.Suspend))
 	ws.POST("/connections/:id/uninstall", h.transition(connection.Uninstall))
 	ws.PUT("/connections/:id/subscriptions", h.setSubscriptions)
+	// Who: the instance administrator and the workspace's ADMINs (RequireManager), like the PUT.
+	ws.GET("/connections/:id/subscriptions", h.subscriptions)
+	// Who: the instance administrator and the workspace's ADMINs (RequireManager).
+	ws.PUT("/connections/:id/secret", h.replaceSecret)
 }
 
 // fail answers err through the one error map, logging what becomes a 500.
@@ -188,11 +192,22 @@ type connectionJSON struct {
 	Config          map[string]any `json:"config"`
 	ConfigVersion   int64          `json:"configVersion"`
 	WebhookURL      string         `json:"webhookUrl,omitempty"`
-	CreatedAt       string         `json:"createdAt"`
-	UpdatedAt       string         `json:"updatedAt"`
+	// Access and AccessReason: for kinds whose subscriptions are checked with the
+	// connection's own credential (GITHUB_PAT), UNVERIFIED "token-missing" without one.
+	Access       string `json:"access,omitempty"`
+	AccessReason string `json:"accessReason,omitempty"`
+	CreatedAt    string `json:"createdAt"`
+	UpdatedAt    string `json:"updatedAt"`
 }
 
 // toConnectionJSON shows a connection. ports.StoredConnection has no secret, so none can leak.
+func (h handlers) toConnectionJSON(c ports.StoredConnection) connectionJSON {
+	out := toConnectionJSON(c)
+	access, reason := h.svc.ConnectionAccess(c)
+	out.Access, out.AccessReason = access.String(), reason
+	return out
+}
+
 func toConnectionJSON(c ports.StoredConnection) connectionJSON {
 	return connectionJSON{
 		ID:              c.ID,
@@ -226,10 +241,11 @@ func (h handlers) createConnection(c *gin.Context) {
 		Secret:          req.Secret,
 	})
 	if err != nil {
+		h.logRefusal(c, "connection refused", 0, err)
 		h.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, toConnectionJSON(conn))
+	c.JSON(http.StatusCreated, h.toConnectionJSON(conn))
 }
 
 func (h handlers) listConnections(c *gin.Context) {
@@ -245,7 +261,7 @@ func (h handlers) listConnections(c *gin.Context) {
 	}
 	out := make([]connectionJSON, len(items))
 	for i, it := range items {
-		out[i] = toConnectionJSON(it)
+		out[i] = h.toConnectionJSON(it)
 	}
 	c.JSON(http.StatusOK, NewPage(out, page, total))
 }
@@ -262,7 +278,7 @@ func (h handlers) transition(action connection.Action) gin.HandlerFunc {
 			h.fail(c, err)
 			return
 		}
-		c.JSON(http.StatusOK, toConnectionJSON(conn))
+		c.JSON(http.StatusOK, h.toConnectionJSON(conn))
 	}
 }
 
@@ -272,8 +288,26 @@ type resourceJSON struct {
 	Name string `json:"name"`
 }
 
-type subscriptionsJSON struct {
-	Resources []resourceJSON `json:"resources"`
+// subscribedJSON is a stored subscription: the resource and whether the provider vouches for
+// the workspace's access to it (VERIFIED, UNVERIFIED, REVOKED), why not, and when it was
+// last checked with the connection's credential.
+type subscribedJSON struct {
+	resourceJSON
+	Access          string `json:"access"`
+	AccessReason    string `json:"accessReason,omitempty"`
+	AccessCheckedAt string `json:"accessCheckedAt,omitempty"`
+}
+
+func toSubscriptionsJSON(set []ports.SubscribedResource) gin.H {
+	out := make([]subscribedJSON, len(set))
+	for i, r := range set {
+		out[i] = subscribedJSON{resourceJSON: resourceJSON{Type: r.Type, ID: r.ID, Name: r.Name},
+			Access: r.Access.String(), AccessReason: r.AccessReason}
+		if r.AccessCheckedAt != nil {
+			out[i].AccessCheckedAt = timestamp(*r.AccessCheckedAt)
+		}
+	}
+	return gin.H{"resources": out}
 }
 
 func (h handlers) setSubscriptions(c *gin.Context) {
@@ -300,12 +334,61 @@ func (h handlers) setSubscriptions(c *gin.Context) {
 	}
 	set, err := h.svc.SetSubscriptions(c.Request.Context(), ManagedOf(c), id, in)
 	if err != nil {
+		h.logRefusal(c, "subscription refused", id, err)
 		h.fail(c, err)
 		return
 	}
-	out := subscriptionsJSON{Resources: make([]resourceJSON, len(set))}
-	for i, r := range set {
-		out.Resources[i] = resourceJSON{Type: r.Type, ID: r.ID, Name: r.Name}
+	c.JSON(http.StatusOK, toSubscriptionsJSON(set))
+}
+
+// logRefusal logs a connection or subscription change refused for tenant isolation (403
+// install-flow-required or resource-not-accessible, 409 installation- or team-already-connected)
+// or left undecided by the provider (503), with its reason and cause: a kind name, a kebab-case
+// cause or a status, never a token or a request body.
+func (h handlers) logRefusal(c *gin.Context, msg string, connectionID int64, err error) {
+	var rej *ports.RejectedError
+	if h.log == nil || !errors.As(err, &rej) ||
+		!(errors.Is(err, ports.ErrForbidden) || errors.Is(err, ports.ErrConflict) || errors.Is(err, ports.ErrUnavailable)) {
+		return
 	}
-	c.JSON(http.StatusOK, out)
+	h.log.Infow(msg, "workspace", ManagedOf(c).Workspace().Slug, "connectionId", connectionID,
+		"reason", rej.Reason, "detail", rej.Detail)
+}
+
+func (h handlers) subscriptions(c *gin.Context) {
+	id, err := idParam(c, "id")
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	set, err := h.svc.Subscriptions(c.Request.Context(), ManagedOf(c), id)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toSubscriptionsJSON(set))
+}
+
+// replaceSecret sets a connection's secret ({"secret":"…"}) and answers the connection, never
+// the secret.
+func (h handlers) replaceSecret(c *gin.Context) {
+	id, err := idParam(c, "id")
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	var req struct {
+		Secret string `json:"secret"`
+	}
+	if err := bindJSON(c, &req); err != nil {
+		h.fail(c, err)
+		return
+	}
+	conn, err := h.svc.ReplaceSecret(c.Request.Context(), ManagedOf(c), id, req.Secret)
+	if err != nil {
+		h.logRefusal(c, "secret refused", id, err)
+		h.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, h.toConnectionJSON(conn))
 }

@@ -7,8 +7,8 @@ import "strings"
 // themselves receive (connection-wide); then the source: $6 the URL's connection id, or $6 kind
 // and $7 routing key.
 var (
-	routesBySourceID  = strings.ReplaceAll(routes, "IS_SOURCE", isSourceByID)
-	routesBySourceKey = strings.ReplaceAll(routes, "IS_SOURCE", isSourceByKey)
+	routesBySourceID  = strings.NewReplacer("IS_SOURCE", isSourceByID, "OTHER_TENANT_KIND", otherKindByID).Replace(routes)
+	routesBySourceKey = strings.NewReplacer("IS_SOURCE", isSourceByKey, "OTHER_TENANT_KIND", otherKindByKey).Replace(routes)
 )
 
 const (
@@ -17,11 +17,23 @@ const (
 	// isSourceByKey: the connections whose routing key the signed body names (ix_connection_source).
 	isSourceByKey = `(c.source_key = $7 AND c.kind = $6)`
 
-	// routes, with IS_SOURCE replaced by one of the predicates above, is
-	// ProviderEventSubscriptions: the source connections and every connection whose
+	// otherKindByKey and otherKindByID say which connections may receive through another
+	// connection's source ($4, tenant isolation): never one of the source's own kind. A
+	// connection of the source kind with another routing key is another tenant's source (a
+	// GitHub App connection of another installation): it receives only its own installation's
+	// deliveries, whatever it subscribes to. GitHub PAT connections receive through the App
+	// source, and only through subscriptions whose access the provider verified (sub).
+	// A per-connection provider's deliveries go to that connection's subscriptions alone.
+	otherKindByKey = `c.kind <> $6`
+	otherKindByID  = `false`
+
+	// routes, with IS_SOURCE and OTHER_TENANT_KIND replaced by the predicates above, is
+	// ProviderEventSubscriptions: the source connections and every connection whose VERIFIED
 	// subscription matches a resource of the delivery (only the sources' subscriptions unless
-	// $4), whatever their state, with the state and config_version of the statement's snapshot
-	// (candidate k).
+	// $4, and then only connections of another kind than the source's), whatever their state,
+	// with the state and config_version of the statement's snapshot (candidate k). A
+	// subscription whose access is UNVERIFIED or REVOKED routes nothing: the decision reads
+	// only database state, never the provider.
 	//
 	// In the same statement, l takes each candidate's scoped lifecycle lock: the connection
 	// row FOR SHARE, one row after the other in the order of k, which is connection-id order
@@ -52,16 +64,18 @@ SELECT k.id, k.workspace_id, k.kind, k.state, k.config_version, k.source_server_
 FROM (
     SELECT c.id, c.workspace_id, c.kind, c.state, c.config_version, c.source_server_url,
            IS_SOURCE AS is_source,
-           (c.id = ANY (sub.ids) AND ($4::boolean OR IS_SOURCE)) OR ($5::boolean AND IS_SOURCE) AS is_recipient
+           (c.id = ANY (sub.ids) AND (($4::boolean AND OTHER_TENANT_KIND) OR IS_SOURCE))
+               OR ($5::boolean AND IS_SOURCE) AS is_recipient
     FROM (SELECT ARRAY(
               SELECT s.connection_id
               FROM unnest($2::text[], $3::text[]) AS r(resource_type, resource_id)
               JOIN connection_subscription s
                 ON s.provider = $1 AND s.resource_type = r.resource_type AND s.resource_id = r.resource_id
+               AND s.access = 'VERIFIED'
           ) AS ids
           OFFSET 0) AS sub,
          connection c
-    WHERE c.provider = $1 AND (IS_SOURCE OR ($4::boolean AND c.id = ANY (sub.ids)))
+    WHERE c.provider = $1 AND (IS_SOURCE OR ($4::boolean AND OTHER_TENANT_KIND AND c.id = ANY (sub.ids)))
     ORDER BY c.id
     OFFSET 0) AS k
 LEFT JOIN LATERAL (

@@ -64,7 +64,7 @@ SELECT (SELECT count(*) FROM provider_event WHERE workspace_id = $1 AND state = 
        (SELECT count(*) FROM (
             SELECT 1 FROM provider_event WHERE workspace_id = $1 AND state = 'DONE'
             ORDER BY workspace_id, provider, delivery_key LIMIT $2::bigint + 1) d)`
-	estimateDoneOfWorkspace = `EXPLAIN (FORMAT JSON) SELECT 1 FROM provider_event WHERE workspace_id = %d AND state = 'DONE'`
+	estimateDoneOfWorkspace    = `EXPLAIN (FORMAT JSON) SELECT 1 FROM provider_event WHERE workspace_id = %d AND state = 'DONE'`
 	oldestQueuedAgeOfWorkspace = `
 SELECT coalesce(extract(epoch FROM clock_timestamp() - min(received_at)), 0)::float8
 FROM provider_event WHERE workspace_id = $1 AND state = 'QUEUED'`
@@ -82,7 +82,7 @@ SELECT (SELECT count(*) FROM provider_event WHERE workspace_id IS NULL AND state
        (SELECT count(*) FROM (
             SELECT 1 FROM provider_event WHERE workspace_id IS NULL AND state = 'DONE'
             ORDER BY workspace_id, provider, delivery_key LIMIT $1::bigint + 1) d)`
-	estimateDoneOfInstallation = `EXPLAIN (FORMAT JSON) SELECT 1 FROM provider_event WHERE workspace_id IS NULL AND state = 'DONE'`
+	estimateDoneOfInstallation    = `EXPLAIN (FORMAT JSON) SELECT 1 FROM provider_event WHERE workspace_id IS NULL AND state = 'DONE'`
 	oldestQueuedAgeOfInstallation = `
 SELECT coalesce(extract(epoch FROM clock_timestamp() - min(received_at)), 0)::float8
 FROM provider_event WHERE workspace_id IS NULL AND state = 'QUEUED'`

@@ -53,8 +53,12 @@ func (ks kinds) restore(name, prov string) (connection.Kind, error) {
 	return k, nil
 }
 
-// installationConstraint is the partial unique index of live App connections per installation.
-const installationConstraint = "uq_connection_installation"
+// installationConstraint and slackTeamConstraint are the partial unique indexes of live App
+// connections per installation and live Slack connections per team.
+const (
+	installationConstraint = "uq_connection_installation"
+	slackTeamConstraint    = "uq_connection_slack_team"
+)
 
 func isUniqueViolationOf(err error, constraint string) bool {
 	var pgErr *pgconn.PgError

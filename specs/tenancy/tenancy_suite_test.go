@@ -1,0 +1,418 @@
+package tenancy_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	githubapi "github.com/hephaestus-dev/hephaestus/adapters/github/api"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/application/accessrecheck"
+	"github.com/hephaestus-dev/hephaestus/application/admission"
+	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+)
+
+func TestTenancy(t *testing.T) {
+	support.RunSpecs(t, "Tenant isolation")
+}
+
+const (
+	adminToken    = "spec-instance-admin-token-0123456789"
+	githubSecret  = "github-app-webhook-secret"
+	slackSecret   = "slack-signing-secret"
+	repoOfA       = 500 // workspace A's private repository, covered by A's installation
+	installationA = 1001
+	teamA         = "T0A"
+)
+
+var (
+	db         *pgtest.Database
+	pool       *pgxpool.Pool
+	box        *secrets.AESGCM
+	fakeGitHub *gitHubAPI
+	checker    *githubapi.RepositoryAccess
+	server     *httptest.Server
+	client     *http.Client
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	gin.SetMode(gin.TestMode)
+	db = support.Database(ctx)
+	pool = support.Pool(ctx, db, 8)
+	admissionPool, err := admissionstore.OpenPool(ctx, db.URL)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(admissionPool.Close)
+	box = support.SecretBox()
+
+	fakeGitHub = newGitHubAPI()
+	checker, err = githubapi.NewRepositoryAccess(githubapi.AccessConfig{BaseURL: fakeGitHub.server.URL,
+		HTTPClient: &http.Client{Timeout: 2 * time.Second}})
+	Expect(err).NotTo(HaveOccurred())
+
+	modules := []ports.ProviderModule{github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{}}
+	var kinds []connection.Kind
+	for _, m := range modules {
+		kinds = append(kinds, m.Kinds()...)
+	}
+	cfg := pgmanagement.Config{Kinds: kinds}
+	workspaces, err := pgmanagement.NewWorkspaces(pool)
+	Expect(err).NotTo(HaveOccurred())
+	connections, err := pgmanagement.NewConnections(pool, cfg)
+	Expect(err).NotTo(HaveOccurred())
+	directory, err := pgmanagement.NewSourceDirectory(pool, box, cfg)
+	Expect(err).NotTo(HaveOccurred())
+	svc, err := management.New(management.Config{AdminToken: adminToken, AccessCheckers: []ports.ResourceAccessChecker{checker}},
+		workspaces, workspaces, connections, box, modules)
+	Expect(err).NotTo(HaveOccurred())
+
+	store, err := admissionstore.New(admissionPool)
+	Expect(err).NotTo(HaveOccurred())
+	admit, err := admission.New(admission.Config{}, store, directory, noNotifier{}, noMetrics{}, support.Logger{}, systemClock{})
+	Expect(err).NotTo(HaveOccurred())
+	ghHook, err := github.NewWebhook(github.Config{WebhookSecret: []byte(githubSecret)})
+	Expect(err).NotTo(HaveOccurred())
+	slHook, err := slack.NewWebhook(slack.Config{SigningSecret: []byte(slackSecret)})
+	Expect(err).NotTo(HaveOccurred())
+
+	engine := gin.New()
+	managementapi.Register(engine, svc, support.Logger{})
+	Expect(webhookapi.Register(engine, admit, webhookapi.Hooks{ghHook, slHook}, webhookapi.Config{})).To(Succeed())
+	server, client = support.Serve(engine)
+})
+
+var _ = BeforeEach(func(ctx SpecContext) {
+	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
+	fakeGitHub.reset()
+})
+
+// recheckServer is one server's access recheck, on a pool of its own (a "server").
+func recheckServer(ctx context.Context, owner string) *accessrecheck.Recheck {
+	GinkgoHelper()
+	p := support.Pool(ctx, db, 2)
+	connections, err := pgmanagement.NewConnections(p, pgmanagement.Config{Kinds: []connection.Kind{github.KindApp, github.KindPAT}})
+	Expect(err).NotTo(HaveOccurred())
+	lease, err := inboxstore.New(p, inboxstore.Config{})
+	Expect(err).NotTo(HaveOccurred())
+	r, err := accessrecheck.New(accessrecheck.Config{Owner: owner, Interval: time.Hour}, connections, lease, box,
+		[]ports.ResourceAccessChecker{checker}, support.Logger{}, systemClock{})
+	Expect(err).NotTo(HaveOccurred())
+	return r
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+type noNotifier struct{}
+
+func (noNotifier) Notify() {}
+
+type noMetrics struct{}
+
+func (noMetrics) Received(string)         {}
+func (noMetrics) Rejected(string, string) {}
+
+// gitHubAPI is a fake GitHub REST API: GET /repositories/{id} answers as GitHub documents it,
+// 200 with the repository when the bearer token may read it, 404 otherwise; a status set for
+// a repository overrides that, and "hang" closes the connection without an answer.
+type gitHubAPI struct {
+	server *httptest.Server
+
+	mu       sync.Mutex
+	readable map[string]map[int64]bool // token -> repository ids it reads
+	status   map[int64]int             // repository id -> forced status (0: none, -1: no answer)
+	header   map[int64]http.Header     // repository id -> headers of the forced status
+	otherID  map[int64]int64           // repository id -> id to answer instead (a wrong answer)
+	calls    []apiCall
+}
+
+type apiCall struct {
+	Path  string
+	Token string
+}
+
+func newGitHubAPI() *gitHubAPI {
+	f := &gitHubAPI{}
+	f.reset()
+	f.server = httptest.NewServer(http.HandlerFunc(f.serve))
+	DeferCleanup(f.server.Close)
+	return f
+}
+
+func (f *gitHubAPI) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readable, f.status, f.header, f.otherID, f.calls = map[string]map[int64]bool{}, map[int64]int{},
+		map[int64]http.Header{}, map[int64]int64{}, nil
+}
+
+func (f *gitHubAPI) grant(token string, repo int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.readable[token] == nil {
+		f.readable[token] = map[int64]bool{}
+	}
+	f.readable[token][repo] = true
+}
+
+func (f *gitHubAPI) revoke(token string, repo int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.readable[token], repo)
+}
+
+func (f *gitHubAPI) force(repo int64, status int, header http.Header) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status[repo], f.header[repo] = status, header
+}
+
+func (f *gitHubAPI) answerFor(repo, other int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.otherID[repo] = other
+}
+
+func (f *gitHubAPI) recorded() []apiCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]apiCall(nil), f.calls...)
+}
+
+func (f *gitHubAPI) serve(w http.ResponseWriter, r *http.Request) {
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	f.mu.Lock()
+	f.calls = append(f.calls, apiCall{Path: r.URL.Path, Token: token})
+	raw, ok := strings.CutPrefix(r.URL.Path, "/repositories/")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	status, header, other := f.status[id], f.header[id], f.otherID[id]
+	can := f.readable[token][id]
+	f.mu.Unlock()
+	if r.Method != http.MethodGet || !ok || err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	switch {
+	case status == -1:
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+		return
+	case status != 0:
+		for k, v := range header {
+			w.Header()[k] = v
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, `{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest"}`)
+		return
+	case !can:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"message":"Not Found","documentation_url":"https://docs.github.com/rest/repos/repos#get-a-repository"}`)
+		return
+	}
+	if other != 0 {
+		id = other
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "node_id": "R_kgDO", "name": "secret",
+		"full_name": "acme/secret", "private": true, "owner": map[string]any{"login": "acme", "id": 1}})
+}
+
+// response is one answer of the server under test.
+type response struct {
+	Status int
+	Header http.Header
+	Raw    string
+	JSON   map[string]any
+}
+
+func call(method, path, token string, body any) response {
+	GinkgoHelper()
+	var reader io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		Expect(err).NotTo(HaveOccurred())
+		reader = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, server.URL+path, reader)
+	Expect(err).NotTo(HaveOccurred())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return do(req)
+}
+
+func do(req *http.Request) response {
+	GinkgoHelper()
+	resp, err := client.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	r := response{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
+	if len(raw) > 0 && raw[0] == '{' {
+		Expect(json.Unmarshal(raw, &r.JSON)).To(Succeed())
+	}
+	return r
+}
+
+func (r response) id() int64 {
+	GinkgoHelper()
+	v, ok := r.JSON["id"].(float64)
+	Expect(ok).To(BeTrue(), r.Raw)
+	return int64(v)
+}
+
+// workspace creates a workspace with an ADMIN account and returns the workspace id and the
+// ADMIN's token.
+func workspace(slug string) (int64, string) {
+	GinkgoHelper()
+	r := call(http.MethodPost, "/api/admin/workspaces", adminToken, map[string]any{"slug": slug, "name": slug})
+	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
+	ws := r.id()
+	return ws, member(slug, slug+"-admin", "ADMIN")
+}
+
+func member(slug, login, role string) string {
+	GinkgoHelper()
+	a := call(http.MethodPost, "/api/admin/accounts", adminToken, map[string]any{"login": login, "instanceAdmin": false})
+	Expect(a.Status).To(Equal(http.StatusCreated), a.Raw)
+	m := call(http.MethodPut, fmt.Sprintf("/api/workspaces/%s/members/%d", slug, a.id()), adminToken, map[string]any{"role": role})
+	Expect(m.Status).To(Equal(http.StatusOK), m.Raw)
+	return a.JSON["token"].(string)
+}
+
+func createConnection(slug, token string, body map[string]any) response {
+	GinkgoHelper()
+	return call(http.MethodPost, "/api/workspaces/"+slug+"/connections", token, body)
+}
+
+func appConnection(slug string, installation int) int64 {
+	GinkgoHelper()
+	r := createConnection(slug, adminToken, map[string]any{"kind": "GITHUB_APP", "sourceServerUrl": "https://github.com",
+		"config": map[string]any{"installationId": installation}})
+	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
+	return r.id()
+}
+
+func patConnection(slug, token, pat string) response {
+	GinkgoHelper()
+	body := map[string]any{"kind": "GITHUB_PAT", "sourceServerUrl": "https://github.com", "config": map[string]any{"login": "mallory"}}
+	if pat != "" {
+		body["secret"] = pat
+	}
+	return createConnection(slug, token, body)
+}
+
+func subscriptionsPath(slug string, id int64) string {
+	return fmt.Sprintf("/api/workspaces/%s/connections/%d/subscriptions", slug, id)
+}
+
+func subscribe(slug, token string, id int64, resources ...map[string]any) response {
+	GinkgoHelper()
+	if resources == nil {
+		resources = []map[string]any{}
+	}
+	return call(http.MethodPut, subscriptionsPath(slug, id), token, map[string]any{"resources": resources})
+}
+
+func repository(id int64) map[string]any {
+	return map[string]any{"type": "repository", "id": strconv.FormatInt(id, 10), "name": "acme/secret"}
+}
+
+// deliverIssue posts a signed GitHub issues delivery of installation for repository.
+func deliverIssue(installation, repo int64, deliveryKey string) response {
+	GinkgoHelper()
+	body, err := json.Marshal(map[string]any{
+		"action":       "opened",
+		"installation": map[string]any{"id": installation, "node_id": "MDIz"},
+		"repository":   map[string]any{"id": repo, "name": "secret", "full_name": "acme/secret", "private": true},
+		"issue":        map[string]any{"id": 77, "number": 1, "title": "private plans", "body": "do not leak"},
+		"sender":       map[string]any{"id": 9, "login": "ana"},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	mac := hmac.New(sha256.New, []byte(githubSecret))
+	mac.Write(body)
+	req, err := http.NewRequest(http.MethodPost, server.URL+"/webhooks/github", bytes.NewReader(body))
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "issues")
+	req.Header.Set("X-GitHub-Delivery", deliveryKey)
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	return do(req)
+}
+
+// deliverSlack posts a signed Slack message event of team in channel.
+func deliverSlack(team, channel, eventID string) response {
+	GinkgoHelper()
+	body, err := json.Marshal(map[string]any{
+		"type": "event_callback", "team_id": team, "api_app_id": "A1", "event_id": eventID, "event_time": 1700000000,
+		"event": map[string]any{"type": "message", "channel": channel, "user": "U1", "text": "private", "ts": "1700000000.000100"},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(slackSecret))
+	mac.Write([]byte("v0:" + ts + ":"))
+	mac.Write(body)
+	req, err := http.NewRequest(http.MethodPost, server.URL+"/webhooks/slack", bytes.NewReader(body))
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	return do(req)
+}
+
+// storedFor counts the inbox rows of a workspace.
+func storedFor(ctx context.Context, ws int64) int {
+	GinkgoHelper()
+	return support.Count(ctx, pool, `SELECT count(*) FROM provider_event WHERE workspace_id = $1`, ws)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func count(ctx context.Context, sql string, args ...any) int {
+	GinkgoHelper()
+	return support.Count(ctx, pool, sql, args...)
+}
+
+func connectionPath(slug string, id int64, rest string) string {
+	return fmt.Sprintf("/api/workspaces/%s/connections/%d/%s", slug, id, rest)
+}
+
+func column(ctx context.Context, sql string, args ...any) []string {
+	GinkgoHelper()
+	return support.Column(ctx, pool, sql, args...)
+}
