@@ -53,7 +53,7 @@ const (
 		RETURNING ` + tokenColumns
 	// lockAccount takes the account row FOR UPDATE: issuing, rotating and disabling serialise
 	// on it, so no token is issued to an account whose disable commits concurrently.
-	lockAccount = `SELECT disabled_at IS NOT NULL FROM account WHERE id = $1 FOR UPDATE`
+	lockAccount   = `SELECT disabled_at IS NOT NULL FROM account WHERE id = $1 FOR UPDATE`
 	accountExists = `SELECT true FROM account WHERE id = $1`
 	listTokens    = `SELECT ` + tokenColumns + ` FROM account_token
 		WHERE account_id = $1 AND (expires_at IS NULL OR expires_at > clock_timestamp()) ORDER BY id`
