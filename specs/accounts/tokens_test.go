@@ -17,7 +17,9 @@ import (
 // probe answers 200 to an ADMIN of acme and 401 to a token that does not authenticate.
 const probe = "/api/workspaces/acme/connections"
 
-func tokensPath(accountID int64) string { return fmt.Sprintf("/api/admin/accounts/%d/tokens", accountID) }
+func tokensPath(accountID int64) string {
+	return fmt.Sprintf("/api/admin/accounts/%d/tokens", accountID)
+}
 
 func memberPath(slug string, accountID int64) string {
 	return fmt.Sprintf("/api/workspaces/%s/members/%d", slug, accountID)
