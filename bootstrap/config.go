@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -39,10 +40,19 @@ const (
 	EnvSlackAPIURL     = "HEPHAESTUS_SLACK_API_URL"
 	EnvSlackBotToken   = "HEPHAESTUS_SLACK_BOT_TOKEN"
 	EnvWebhookMaxBytes = "HEPHAESTUS_WEBHOOK_MAX_BYTES"
-	EnvDataDir         = "HEPHAESTUS_DATA_DIR"
-	EnvLogFormat       = "HEPHAESTUS_LOG_FORMAT"
-	EnvLogLevel        = "HEPHAESTUS_LOG_LEVEL"
-	EnvServerID        = "HEPHAESTUS_SERVER_ID"
+	// Install flows (CONTRACT.md "Install flows"): the GitHub flow needs the App slug and its
+	// OAuth client id and secret, the Slack flow the Slack app's client id and secret.
+	EnvGitHubOAuthURL     = "HEPHAESTUS_GITHUB_OAUTH_URL"
+	EnvGitHubAppSlug      = "HEPHAESTUS_GITHUB_APP_SLUG"
+	EnvGitHubClientID     = "HEPHAESTUS_GITHUB_CLIENT_ID"
+	EnvGitHubClientSecret = "HEPHAESTUS_GITHUB_CLIENT_SECRET"
+	EnvSlackClientID      = "HEPHAESTUS_SLACK_CLIENT_ID"
+	EnvSlackClientSecret  = "HEPHAESTUS_SLACK_CLIENT_SECRET"
+	EnvPublicURL          = "HEPHAESTUS_PUBLIC_URL"
+	EnvDataDir            = "HEPHAESTUS_DATA_DIR"
+	EnvLogFormat          = "HEPHAESTUS_LOG_FORMAT"
+	EnvLogLevel           = "HEPHAESTUS_LOG_LEVEL"
+	EnvServerID           = "HEPHAESTUS_SERVER_ID"
 
 	envConsumer          = "HEPHAESTUS_INTEGRATION_CONSUMER_"
 	EnvClaimers          = envConsumer + "CLAIMERS"
@@ -64,6 +74,7 @@ const (
 	DefaultHTTPAddr          = ":8080"
 	DefaultGitHubAPIURL      = "https://api.github.com"
 	DefaultSlackAPIURL       = "https://slack.com/api/"
+	DefaultGitHubOAuthURL    = "https://github.com"
 	DefaultWebhookMaxBytes   = 26214400 // 25 MiB: GitHub's own payload cap
 	DefaultDataDir           = "./.data"
 	DefaultLogFormat         = "json"
@@ -106,6 +117,13 @@ type Config struct {
 	GitLabAPIToken      string // empty: no provider reads
 	SlackAPIURL         string
 	SlackBotToken       string // empty: no Web API calls
+	GitHubOAuthURL      string // GitHub web and OAuth root of the install flow
+	GitHubAppSlug       string // empty: no GitHub install flow
+	GitHubClientID      string // the App's OAuth client id; empty: no GitHub install flow
+	GitHubClientSecret  string
+	SlackClientID       string // empty: no Slack install flow
+	SlackClientSecret   string
+	PublicURL           string // external base URL; empty: Slack links send no redirect_uri
 	WebhookMaxBytes     int64
 	DataDir             string
 	LogFormat           string // "json" or "console"
@@ -177,6 +195,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		GitLabAPIToken:      r.secret(EnvGitLabAPIToken),
 		SlackAPIURL:         r.httpURL(EnvSlackAPIURL, DefaultSlackAPIURL),
 		SlackBotToken:       r.secret(EnvSlackBotToken),
+		GitHubOAuthURL:      r.httpURL(EnvGitHubOAuthURL, DefaultGitHubOAuthURL),
+		GitHubAppSlug:       r.text(EnvGitHubAppSlug, ""),
+		GitHubClientID:      r.text(EnvGitHubClientID, ""),
+		GitHubClientSecret:  r.secret(EnvGitHubClientSecret),
+		SlackClientID:       r.text(EnvSlackClientID, ""),
+		SlackClientSecret:   r.secret(EnvSlackClientSecret),
+		PublicURL:           r.httpURL(EnvPublicURL, ""),
 		WebhookMaxBytes:     r.wholeNumber(EnvWebhookMaxBytes, DefaultWebhookMaxBytes, 1, 0),
 		DataDir:             r.text(EnvDataDir, DefaultDataDir),
 		LogFormat:           r.oneOf(EnvLogFormat, DefaultLogFormat, "json", "console"),
@@ -198,6 +223,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		},
 	}
 	r.crossCheck(&c.Consumer)
+	r.installFlows(c)
 	if len(r.problems) > 0 {
 		return Config{}, &ConfigError{Problems: r.problems}
 	}
@@ -450,3 +476,19 @@ const (
 	errDurationSyntax = durationError("is not a duration (Go syntax like 90s or 1h30m, or days like 3d or 1.5d)")
 	errDurationRange  = durationError("is too long for a duration")
 )
+
+// installFlows refuses half-configured install flows: a client id without its secret (or the
+// reverse) would only fail when a person is already on the provider's page.
+func (r *reader) installFlows(c Config) {
+	if (c.GitHubClientID == "") != (c.GitHubClientSecret == "") {
+		r.fail(EnvGitHubClientSecret, "%s and %s must be set together", EnvGitHubClientID, EnvGitHubClientSecret)
+	}
+	if c.GitHubAppSlug != "" && !appSlugPattern.MatchString(c.GitHubAppSlug) {
+		r.fail(EnvGitHubAppSlug, "%q is not a GitHub App slug", c.GitHubAppSlug)
+	}
+	if (c.SlackClientID == "") != (c.SlackClientSecret == "") {
+		r.fail(EnvSlackClientSecret, "%s and %s must be set together", EnvSlackClientID, EnvSlackClientSecret)
+	}
+}
+
+var appSlugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,99}$`)

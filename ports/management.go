@@ -87,6 +87,8 @@ type AccountStore interface {
 	// and records the token's use when its last recorded use is more than a minute old.
 	// Errors: ErrNotFound.
 	TokenOwner(ctx context.Context, tokenHash []byte) (TokenOwner, error)
+	// Account reads an enabled account. Errors: ErrNotFound (also for a disabled account).
+	Account(ctx context.Context, id int64) (Account, error)
 	// IssueToken adds a token to an enabled account. Errors: ErrNotFound (no such account);
 	// ErrConflict "account-disabled"; ErrMalformed "invalid-expires-at" for an expiry that is not
 	// in the future (database time).
@@ -124,8 +126,6 @@ type WorkspaceStore interface {
 	// (decided under a lock on the workspace's ADMIN rows, so two concurrent removals cannot
 	// both pass). Errors: ErrNotFound when it is no member; ErrConflict "last-admin".
 	RemoveMember(ctx context.Context, workspaceID, accountID int64) error
-	// WorkspaceByID finds a workspace. Errors: ErrNotFound.
-	WorkspaceByID(ctx context.Context, id int64) (Workspace, error)
 }
 
 // StoredConnection is a connection as the management API shows it. It carries no secret.

@@ -44,6 +44,8 @@ const (
 		)
 		SELECT id, account_id, login, instance_admin, created_at FROM t`
 
+	enabledAccount = `SELECT id, login, instance_admin, created_at FROM account WHERE id = $1 AND disabled_at IS NULL`
+
 	tokenColumns = `id, account_id, created_at, expires_at, last_used_at`
 	// issueToken inserts only for an enabled account and an expiry in the future; lockAccount
 	// ran first in the same transaction, so a concurrent disable cannot slip in between.
@@ -73,6 +75,13 @@ func (w *Workspaces) CreateAccount(ctx context.Context, login string, instanceAd
 	err := w.pool.QueryRow(ctx, createAccount, login, instanceAdmin, tokenHash).
 		Scan(&a.ID, &a.Login, &a.InstanceAdmin, &a.CreatedAt)
 	return a, pgutil.Interpret("create account", err)
+}
+
+// Account implements ports.AccountStore.
+func (w *Workspaces) Account(ctx context.Context, id int64) (ports.Account, error) {
+	var a ports.Account
+	err := w.pool.QueryRow(ctx, enabledAccount, id).Scan(&a.ID, &a.Login, &a.InstanceAdmin, &a.CreatedAt)
+	return a, pgutil.Interpret(fmt.Sprintf("account %d", id), err)
 }
 
 // TokenOwner implements ports.AccountStore.

@@ -39,7 +39,6 @@ const (
 	// hold them FOR SHARE and never removes a connection under a running admission.
 	deleteWorkspace     = `DELETE FROM workspace WHERE id = $1`
 	workspaceBySlug     = `SELECT ` + workspaceColumns + ` FROM workspace WHERE slug = $1`
-	workspaceByID       = `SELECT ` + workspaceColumns + ` FROM workspace WHERE id = $1`
 	countWorkspaces     = `SELECT count(*) FROM workspace`
 	listWorkspacesPaged = `SELECT ` + workspaceColumns + ` FROM workspace ORDER BY id LIMIT $1 OFFSET $2`
 
@@ -80,13 +79,6 @@ func (w *Workspaces) WorkspaceBySlug(ctx context.Context, slug string) (ports.Wo
 	rows, _ := w.pool.Query(ctx, workspaceBySlug, slug)
 	ws, err := pgx.CollectExactlyOneRow(rows, scanWorkspace)
 	return ws, pgutil.Interpret("workspace by slug", err)
-}
-
-// WorkspaceByID implements ports.WorkspaceStore.
-func (w *Workspaces) WorkspaceByID(ctx context.Context, id int64) (ports.Workspace, error) {
-	rows, _ := w.pool.Query(ctx, workspaceByID, id)
-	ws, err := pgx.CollectExactlyOneRow(rows, scanWorkspace)
-	return ws, pgutil.Interpret("workspace by id", err)
 }
 
 // ListWorkspaces implements ports.WorkspaceStore.
