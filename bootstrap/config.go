@@ -480,14 +480,20 @@ const (
 // installFlows refuses half-configured install flows: a client id without its secret (or the
 // reverse) would only fail when a person is already on the provider's page.
 func (r *reader) installFlows(c Config) {
-	if (c.GitHubClientID == "") != (c.GitHubClientSecret == "") {
-		r.fail(EnvGitHubClientSecret, "%s and %s must be set together", EnvGitHubClientID, EnvGitHubClientSecret)
-	}
+	r.pair(EnvGitHubClientID, c.GitHubClientID, EnvGitHubClientSecret, c.GitHubClientSecret)
+	r.pair(EnvSlackClientID, c.SlackClientID, EnvSlackClientSecret, c.SlackClientSecret)
 	if c.GitHubAppSlug != "" && !appSlugPattern.MatchString(c.GitHubAppSlug) {
 		r.fail(EnvGitHubAppSlug, "%q is not a GitHub App slug", c.GitHubAppSlug)
 	}
-	if (c.SlackClientID == "") != (c.SlackClientSecret == "") {
-		r.fail(EnvSlackClientSecret, "%s and %s must be set together", EnvSlackClientID, EnvSlackClientSecret)
+}
+
+// pair reports the one of two variables that is set without the other (never its value).
+func (r *reader) pair(name1, v1, name2, v2 string) {
+	switch {
+	case v1 != "" && v2 == "":
+		r.fail(name1, "is set without %s", name2)
+	case v1 == "" && v2 != "":
+		r.fail(name2, "is set without %s", name1)
 	}
 }
 
