@@ -7,7 +7,7 @@ GO ?= go
 HEPHAESTUS_GITHUB_WEBHOOK_SECRET ?= dev-github-webhook-secret
 HEPHAESTUS_SLACK_SIGNING_SECRET ?= dev-slack-signing-secret
 
-.PHONY: build generate test test-inner fuzz-smoke run bench demo migrate clean
+.PHONY: build generate hygiene test test-inner fuzz-smoke run bench demo migrate clean
 
 ## build: compile the server to bin/hephaestus
 build:
@@ -17,7 +17,17 @@ build:
 generate:
 	$(GO) tool wire ./bootstrap/...
 
-## test: vet, race-enabled tests and a fuzz smoke run against a throwaway
+## hygiene: gofmt, go mod tidy, go vet, staticcheck and Wire freshness; every tool is pinned in
+## go.mod (`tool` lines), so a fresh machine needs nothing but Go
+hygiene:
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then \
+		echo "gofmt: these files need formatting:"; echo "$$unformatted"; exit 1; fi
+	$(GO) mod tidy -diff
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	@$(GO) tool wire diff ./bootstrap/... || { echo "bootstrap/wire_gen.go is stale: run 'make generate'"; exit 1; }
+
+## test: hygiene, race-enabled tests and a fuzz smoke run against a throwaway
 ## PostgreSQL cluster that is always stopped and removed afterwards
 test:
 	$(GO) run ./cmd/pgcluster run -- $(MAKE) test-inner
@@ -27,7 +37,7 @@ test:
 test-inner:
 	@test -n "$$HEPHAESTUS_TEST_DATABASE_URL" || { \
 		echo "test-inner needs HEPHAESTUS_TEST_DATABASE_URL; use 'make test'" >&2; exit 2; }
-	$(GO) vet ./...
+	$(MAKE) hygiene
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) fuzz-smoke
 

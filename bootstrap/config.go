@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -51,6 +52,15 @@ const (
 	// EnvAccessRecheckInterval is how often subscriptions vouched for by a connection's own
 	// token (GitHub PAT) are checked again with the provider (one server runs it).
 	EnvAccessRecheckInterval = "HEPHAESTUS_ACCESS_RECHECK_INTERVAL"
+	// Install flows (CONTRACT.md "Install flows"): the GitHub flow needs the App slug and its
+	// OAuth client id and secret, the Slack flow the Slack app's client id and secret.
+	EnvGitHubOAuthURL     = "HEPHAESTUS_GITHUB_OAUTH_URL"
+	EnvGitHubAppSlug      = "HEPHAESTUS_GITHUB_APP_SLUG"
+	EnvGitHubClientID     = "HEPHAESTUS_GITHUB_CLIENT_ID"
+	EnvGitHubClientSecret = "HEPHAESTUS_GITHUB_CLIENT_SECRET"
+	EnvSlackClientID      = "HEPHAESTUS_SLACK_CLIENT_ID"
+	EnvSlackClientSecret  = "HEPHAESTUS_SLACK_CLIENT_SECRET"
+	EnvPublicURL          = "HEPHAESTUS_PUBLIC_URL"
 
 	envConsumer          = "HEPHAESTUS_INTEGRATION_CONSUMER_"
 	EnvClaimers          = envConsumer + "CLAIMERS"
@@ -94,6 +104,7 @@ const (
 	DefaultPollInterval         = 5 * time.Second
 	DefaultRetentionInterval    = time.Hour
 	DefaultAccessRecheck        = 24 * time.Hour
+	DefaultGitHubOAuthURL       = "https://github.com"
 
 	// MaxClaimers bounds the claimers of one server: each may hold a pooled connection, and the
 	// pool is sized from them, so a typo like 8000 would exhaust PostgreSQL's max_connections.
@@ -124,6 +135,13 @@ type Config struct {
 	GitLabAPIToken      string // empty: no provider reads
 	SlackAPIURL         string
 	SlackBotToken       string // empty: no Web API calls
+	GitHubOAuthURL      string // GitHub web and OAuth root of the install flow
+	GitHubAppSlug       string // empty: no GitHub install flow
+	GitHubClientID      string // the App's OAuth client id; empty: no GitHub install flow
+	GitHubClientSecret  string
+	SlackClientID       string // empty: no Slack install flow
+	SlackClientSecret   string
+	PublicURL           string // external base URL; empty: Slack links send no redirect_uri
 	WebhookMaxBytes     int64
 	// WebhookInflightBytes bounds the body bytes all webhook requests hold at once.
 	WebhookInflightBytes int64
@@ -203,6 +221,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		GitLabAPIToken:      r.secret(EnvGitLabAPIToken),
 		SlackAPIURL:         r.httpURL(EnvSlackAPIURL, DefaultSlackAPIURL),
 		SlackBotToken:       r.secret(EnvSlackBotToken),
+		GitHubOAuthURL:      r.httpURL(EnvGitHubOAuthURL, DefaultGitHubOAuthURL),
+		GitHubAppSlug:       r.text(EnvGitHubAppSlug, ""),
+		GitHubClientID:      r.text(EnvGitHubClientID, ""),
+		GitHubClientSecret:  r.secret(EnvGitHubClientSecret),
+		SlackClientID:       r.text(EnvSlackClientID, ""),
+		SlackClientSecret:   r.secret(EnvSlackClientSecret),
+		PublicURL:           r.httpURL(EnvPublicURL, ""),
 		WebhookMaxBytes:     r.wholeNumber(EnvWebhookMaxBytes, DefaultWebhookMaxBytes, 1, 0),
 		// At least one 32 KiB first read; 1 TiB is far past any machine this runs on.
 		WebhookInflightBytes: r.wholeNumber(EnvWebhookInflightBytes, DefaultWebhookInflightBytes, 32<<10, 1<<40),
@@ -234,6 +259,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.AccessRecheckInterval = r.duration(EnvAccessRecheckInterval, DefaultAccessRecheck)
 	r.crossCheck(&c.Consumer)
 	r.refuseDevelopmentSecrets(c)
+	r.installFlows(c)
 	if len(r.problems) > 0 {
 		return Config{}, &ConfigError{Problems: r.problems}
 	}
@@ -507,3 +533,25 @@ const (
 	errDurationSyntax = durationError("is not a duration (Go syntax like 90s or 1h30m, or days like 3d or 1.5d)")
 	errDurationRange  = durationError("is too long for a duration")
 )
+
+// installFlows refuses half-configured install flows: a client id without its secret (or the
+// reverse) would only fail when a person is already on the provider's page.
+func (r *reader) installFlows(c Config) {
+	r.pair(EnvGitHubClientID, c.GitHubClientID, EnvGitHubClientSecret, c.GitHubClientSecret)
+	r.pair(EnvSlackClientID, c.SlackClientID, EnvSlackClientSecret, c.SlackClientSecret)
+	if c.GitHubAppSlug != "" && !appSlugPattern.MatchString(c.GitHubAppSlug) {
+		r.fail(EnvGitHubAppSlug, "%q is not a GitHub App slug", c.GitHubAppSlug)
+	}
+}
+
+// pair reports the one of two variables that is set without the other (never its value).
+func (r *reader) pair(name1, v1, name2, v2 string) {
+	switch {
+	case v1 != "" && v2 == "":
+		r.fail(name1, "is set without %s", name2)
+	case v1 == "" && v2 != "":
+		r.fail(name2, "is set without %s", name1)
+	}
+}
+
+var appSlugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,99}$`)

@@ -120,6 +120,23 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapOperatorRoutes := provideOperatorRoutes(managementService, deadlettersService, erasureService, portsLogger)
+	installStates, err := management.NewInstallStates(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	gitHubInstallAuthority, err := provideGitHubInstallAuthority(config)
+	if err != nil {
+		return nil, nil, err
+	}
+	slackInstallAuthority, err := provideSlackInstallAuthority(config)
+	if err != nil {
+		return nil, nil, err
+	}
+	installflowService, err := provideInstallFlows(config, bootstrapInstanceSecrets, managementService, installStates, gitHubInstallAuthority, slackInstallAuthority, clock, portsLogger)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
 	githubmirrorStore, err := githubmirror.New(pool)
 	if err != nil {
 		return nil, nil, err
@@ -140,7 +157,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapOutlineRoutes := provideOutlineRoutes(managementService, workspaces, outlinemirrorStore, portsLogger)
-	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes)
+	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapInstallRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes)
 	inbox, err := provideDeliveryInbox(pool)
 	if err != nil {
 		return nil, nil, err

@@ -13,10 +13,19 @@ import (
 // record that names it unambiguously means "the instance administrator token".
 const InstanceAdminAccountID int64 = 0
 
-// Principal is an authenticated caller of the management API.
+// Principal is an authenticated caller of the management API: an account (AccountID ≥ 1,
+// authenticated by its token TokenID) or the configured instance administrator token
+// (AccountID InstanceAdminAccountID, no TokenID).
 type Principal struct {
 	AccountID     int64
 	InstanceAdmin bool
+	TokenID       int64
+}
+
+// IsAdminToken reports whether p is the configured instance administrator token, which is no
+// account: audit records name it as such, never as an account id.
+func (p Principal) IsAdminToken() bool {
+	return p.InstanceAdmin && p.AccountID == InstanceAdminAccountID
 }
 
 // PageRequest is one page of a list: Page counts from 0, Size is at least 1.
@@ -52,14 +61,49 @@ type Membership struct {
 	Role        workspace.Role
 }
 
-// AccountStore keeps accounts and finds them by the SHA-256 hash of their token.
+// Token is one bearer token of an account as it is listed: never the token, nor its hash.
+type Token struct {
+	ID         int64
+	AccountID  int64
+	CreatedAt  time.Time
+	ExpiresAt  *time.Time // nil: never expires
+	LastUsedAt *time.Time // nil: never used; written at most once a minute
+}
+
+// TokenOwner is the account a presented token belongs to, and which of its tokens it is.
+type TokenOwner struct {
+	Account Account
+	TokenID int64
+}
+
+// AccountStore keeps accounts and their tokens, found by the SHA-256 hash of a token (the hash
+// is the index key, so a lookup leaks nothing about the token). No implementation caches a
+// token: a revoked, expired or disabled account's token fails at its next use on every server.
 type AccountStore interface {
-	// CreateAccount stores an account with the hash of its token. Errors: ErrConflict when the
+	// CreateAccount stores an account with its first token's hash. Errors: ErrConflict when the
 	// login exists.
 	CreateAccount(ctx context.Context, login string, instanceAdmin bool, tokenHash []byte) (Account, error)
-	// AccountByTokenHash finds the account whose token hashes to tokenHash (the hash is the
-	// index key, so the lookup leaks nothing about the token). Errors: ErrNotFound.
-	AccountByTokenHash(ctx context.Context, tokenHash []byte) (Account, error)
+	// TokenOwner finds the enabled account whose live (not expired) token hashes to tokenHash,
+	// and records the token's use when its last recorded use is more than a minute old.
+	// Errors: ErrNotFound.
+	TokenOwner(ctx context.Context, tokenHash []byte) (TokenOwner, error)
+	// Account reads an enabled account. Errors: ErrNotFound (also for a disabled account).
+	Account(ctx context.Context, id int64) (Account, error)
+	// IssueToken adds a token to an enabled account. Errors: ErrNotFound (no such account);
+	// ErrConflict "account-disabled"; ErrMalformed "invalid-expires-at" for an expiry that is not
+	// in the future (database time).
+	IssueToken(ctx context.Context, accountID int64, tokenHash []byte, expiresAt *time.Time) (Token, error)
+	// ListTokens lists the account's live tokens in id order. Errors: ErrNotFound.
+	ListTokens(ctx context.Context, accountID int64) ([]Token, error)
+	// RevokeToken deletes one token of the account. Errors: ErrNotFound.
+	RevokeToken(ctx context.Context, accountID, tokenID int64) error
+	// ReplaceToken replaces tokenID of the account by a token with newHash and the same expiry,
+	// in one transaction. Errors: ErrNotFound when tokenID is no longer a live token of it (a
+	// concurrent rotation or revocation won).
+	ReplaceToken(ctx context.Context, accountID, tokenID int64, newHash []byte) (Token, error)
+	// DisableAccount marks the account disabled and deletes its tokens; the row stays, so
+	// audit records keep its id and login. Disabling twice is not an error. Errors: ErrNotFound.
+	DisableAccount(ctx context.Context, accountID int64) error
 }
 
 // WorkspaceStore keeps workspaces and their members.
@@ -80,6 +124,10 @@ type WorkspaceStore interface {
 	// SetMemberRole makes accountID a member of workspaceID with role, or changes its role.
 	// Errors: ErrNotFound when the account or the workspace does not exist.
 	SetMemberRole(ctx context.Context, workspaceID, accountID int64, role workspace.Role) (Membership, error)
+	// RemoveMember removes accountID from workspaceID, unless it is the workspace's last ADMIN
+	// (decided under a lock on the workspace's ADMIN rows, so two concurrent removals cannot
+	// both pass). Errors: ErrNotFound when it is no member; ErrConflict "last-admin".
+	RemoveMember(ctx context.Context, workspaceID, accountID int64) error
 }
 
 // StoredConnection is a connection as the management API shows it. It carries no secret.

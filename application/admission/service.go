@@ -48,7 +48,7 @@ func Reasons() []string {
 	return []string{
 		ReasonNotFound, ReasonTooLarge, ReasonUnreadable, ReasonUnverified, ReasonInvalidPayload,
 		ReasonNoSource, ReasonSourceInactive, ReasonNoSubscriber, ReasonConnectionInactive,
-		ReasonRouteChanged, ReasonUnavailable,
+		ReasonRouteChanged, ReasonUnavailable, ReasonOverloaded,
 	}
 }
 

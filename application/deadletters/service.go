@@ -44,8 +44,11 @@ func New(reader ports.DeadLetterReader, inbox ports.InboxStore, wake ports.Notif
 type Replayed struct {
 	ID         int64
 	State      inbox.State
-	ReplayedBy int64 // ports.InstanceAdminAccountID (0) for the configured administrator token
-	ReplayedAt time.Time
+	ReplayedBy int64 // the replaying account; 0 when ByAdminToken
+	// ByAdminToken: the configured instance administrator token replayed it, which is no
+	// account, so it is shown and stored as its own principal, never as an account id.
+	ByAdminToken bool
+	ReplayedAt   time.Time
 }
 
 // List pages the managed workspace's DEAD rows, newest first.
@@ -132,7 +135,8 @@ func (s *Service) replay(ctx context.Context, workspaceID, id int64, by ports.Pr
 	// The replay committed: this server's claimers look now; other servers find the row at
 	// their next poll.
 	s.wake.Notify()
-	return Replayed{ID: d.ID(), State: d.State(), ReplayedBy: d.ReplayedBy(), ReplayedAt: d.ReplayedAt()}, nil
+	return Replayed{ID: d.ID(), State: d.State(), ReplayedBy: d.ReplayedBy(),
+		ByAdminToken: d.ReplayedBy() == ports.InstanceAdminAccountID, ReplayedAt: d.ReplayedAt()}, nil
 }
 
 func requireInstanceAdmin(p ports.Principal) error {

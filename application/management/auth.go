@@ -37,7 +37,7 @@ func HashToken(token string) []byte {
 }
 
 // Authenticate finds the caller of a bearer token: the instance administrator (the configured
-// token, compared in constant time) or the account whose token hash matches.
+// token, compared in constant time) or the enabled account one of whose live tokens matches.
 // Errors: ports.ErrUnauthenticated for an empty, unknown or overlong token.
 func (s *Service) Authenticate(ctx context.Context, token string) (ports.Principal, error) {
 	if token == "" || len(token) > maxTokenLength {
@@ -47,14 +47,16 @@ func (s *Service) Authenticate(ctx context.Context, token string) (ports.Princip
 	if subtle.ConstantTimeCompare(hash, s.adminHash[:]) == 1 {
 		return ports.Principal{AccountID: ports.InstanceAdminAccountID, InstanceAdmin: true}, nil
 	}
-	acc, err := s.accounts.AccountByTokenHash(ctx, hash)
+	// No cache: the store's lookup is the only source, so a revoked or expired token, or one of
+	// a disabled account, fails on every server at its next request.
+	owner, err := s.accounts.TokenOwner(ctx, hash)
 	if errors.Is(err, ports.ErrNotFound) {
 		return ports.Principal{}, ports.ErrUnauthenticated
 	}
 	if err != nil {
 		return ports.Principal{}, fmt.Errorf("authenticate: %w", err)
 	}
-	return ports.Principal{AccountID: acc.ID, InstanceAdmin: acc.InstanceAdmin}, nil
+	return ports.Principal{AccountID: owner.Account.ID, InstanceAdmin: owner.Account.InstanceAdmin, TokenID: owner.TokenID}, nil
 }
 
 // Managed is a workspace its caller may manage. Only Service.Manage makes one, so every use

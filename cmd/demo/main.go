@@ -665,18 +665,19 @@ func (d *demo) printDead(items []deadLetterJSON) {
 func (d *demo) replay(ctx context.Context, dead deadLetterJSON) error {
 	path := "/api/workspaces/" + d.s.slug + "/integration/dead-letters/" + strconv.FormatInt(dead.ID, 10)
 	var r struct {
-		ID         int64  `json:"id"`
-		State      string `json:"state"`
-		ReplayedBy int64  `json:"replayedBy"`
-		ReplayedAt string `json:"replayedAt"`
+		ID                  int64  `json:"id"`
+		State               string `json:"state"`
+		ReplayedBy          *int64 `json:"replayedBy"`
+		ReplayedByPrincipal string `json:"replayedByPrincipal"`
+		ReplayedAt          string `json:"replayedAt"`
 	}
 	d.printf("\nReplaying dead letter %d: ", dead.ID)
 	if err := d.api.call(ctx, http.MethodPost, path+"/replay", nil, http.StatusOK, &r); err != nil {
 		return fmt.Errorf("replay dead letter %d: %w", dead.ID, err)
 	}
-	by := fmt.Sprintf("account %d", r.ReplayedBy)
-	if r.ReplayedBy == 0 {
-		by = "the instance administrator's token"
+	by := "the instance administrator's token"
+	if r.ReplayedByPrincipal == "ACCOUNT" && r.ReplayedBy != nil {
+		by = fmt.Sprintf("account %d", *r.ReplayedBy)
 	}
 	d.printf("answered %s (replayed by %s at %s)\n", r.State, by, r.ReplayedAt)
 	d.expect(r.State == "QUEUED", "replay of %d answered state %s, want QUEUED", dead.ID, r.State)

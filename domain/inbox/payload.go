@@ -25,7 +25,9 @@ const (
 )
 
 // PayloadReasons lists the reasons of a PayloadError (webhook_rejected_total{reason}).
-func PayloadReasons() []string { return []string{PayloadNotUTF8, PayloadNotJSON, PayloadNUL} }
+func PayloadReasons() []string {
+	return []string{PayloadNotUTF8, PayloadNotJSON, PayloadNUL, PayloadEscape, PayloadNumberRange}
+}
 
 // PayloadError names the rule a body broke. It matches ErrInvalidPayload with errors.Is, so
 // callers that only need "invalid or not" keep testing the sentinel.
@@ -391,7 +393,7 @@ func hex4(b []byte, i int) (uint16, bool) {
 // numberFitsNumeric reports whether the well-formed JSON number n fits PostgreSQL's numeric.
 // Short plain numbers (most of them) always fit and are decided on their length alone.
 func numberFitsNumeric(n []byte) bool {
-	if len(n) <= numericMaxScale && bytes.IndexAny(n, "eE") < 0 {
+	if len(n) <= numericMaxScale && !bytes.ContainsAny(n, "eE") {
 		return true
 	}
 	if n[0] == '-' {

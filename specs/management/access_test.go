@@ -47,7 +47,7 @@ var _ = Describe("Creating an account", func() {
 		Expect(r.Header.Get("Cache-Control")).To(Equal("no-store"))
 
 		var stored []byte
-		Expect(pool.QueryRow(ctx, `SELECT token_hash FROM account WHERE id = $1`, r.id("id")).Scan(&stored)).To(Succeed())
+		Expect(pool.QueryRow(ctx, `SELECT token_hash FROM account_token WHERE account_id = $1`, r.id("id")).Scan(&stored)).To(Succeed())
 		sum := sha256.Sum256([]byte(token))
 		Expect(stored).To(Equal(sum[:]))
 

@@ -227,31 +227,51 @@ var _ = Describe("Dead letters of a workspace", func() {
 	})
 
 	Describe("installation replay", func() {
-		auditRows := func(ctx context.Context, id int64) []int64 {
+		// auditRows names each audit record's principal: "INSTANCE_ADMIN_TOKEN" (no account
+		// id), or "ACCOUNT:<id>:<login>".
+		auditRows := func(ctx context.Context, id int64) []string {
 			GinkgoHelper()
-			rows, err := pool.Query(ctx, `SELECT account_id FROM provider_event_replay_audit WHERE event_id = $1`, id)
+			rows, err := pool.Query(ctx, `
+				SELECT principal || coalesce(':' || account_id || ':' || account_login, '')
+				FROM provider_event_replay_audit WHERE event_id = $1 ORDER BY id`, id)
 			Expect(err).NotTo(HaveOccurred())
-			var accounts []int64
+			var principals []string
 			for rows.Next() {
-				var a int64
+				var a string
 				Expect(rows.Scan(&a)).To(Succeed())
-				accounts = append(accounts, a)
+				principals = append(principals, a)
 			}
 			Expect(rows.Err()).NotTo(HaveOccurred())
-			return accounts
+			return principals
 		}
 		replayPath := func(id int64) string { return fmt.Sprintf("/api/admin/integration/dead-letters/%d/replay", id) }
 
-		It("commits its audit record with the replay, recording the administrator token as account 0", func(ctx SpecContext) {
+		It("commits its audit record with the replay, recording the administrator token as its own principal, not as an account id", func(ctx SpecContext) {
 			id := insertRow(ctx, pool, row{State: "DEAD"})
 			r := call("POST", replayPath(id), adminToken, nil)
 			Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
-			Expect(r.JSON).To(HaveKeyWithValue("replayedBy", BeNumerically("==", 0)))
+			Expect(r.JSON).To(HaveKeyWithValue("replayedBy", BeNil()))
+			Expect(r.JSON).To(HaveKeyWithValue("replayedByPrincipal", "INSTANCE_ADMIN_TOKEN"))
 			Expect(readRow(ctx, id).State).To(Equal("QUEUED"))
-			Expect(auditRows(ctx, id)).To(Equal([]int64{0}))
+			Expect(readRow(ctx, id).ReplayedBy).To(BeNil(), "no account id is stored for the administrator token")
+			Expect(auditRows(ctx, id)).To(Equal([]string{"INSTANCE_ADMIN_TOKEN"}))
 
 			Expect(call("POST", replayPath(id), operator.Token, nil).Status).To(Equal(http.StatusConflict))
-			Expect(auditRows(ctx, id)).To(Equal([]int64{0}), "a refused replay leaves no audit record")
+			Expect(auditRows(ctx, id)).To(Equal([]string{"INSTANCE_ADMIN_TOKEN"}), "a refused replay leaves no audit record")
+		})
+
+		It("records an instance administrator account by its id and login, which stay after the account is disabled", func(ctx SpecContext) {
+			id := insertRow(ctx, pool, row{State: "DEAD"})
+			r := call("POST", replayPath(id), operator.Token, nil)
+			Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+			Expect(r.JSON).To(HaveKeyWithValue("replayedBy", BeNumerically("==", operator.ID)))
+			Expect(r.JSON).To(HaveKeyWithValue("replayedByPrincipal", "ACCOUNT"))
+			want := []string{fmt.Sprintf("ACCOUNT:%d:ops", operator.ID)}
+			Expect(auditRows(ctx, id)).To(Equal(want))
+
+			Expect(call("DELETE", fmt.Sprintf("/api/admin/accounts/%d", operator.ID), adminToken, nil).Status).To(Equal(http.StatusNoContent))
+			Expect(call("GET", "/api/admin/integration/dead-letters", operator.Token, nil).Status).To(Equal(http.StatusUnauthorized))
+			Expect(auditRows(ctx, id)).To(Equal(want))
 		})
 
 		It("does not commit the replay when its audit record cannot be written", func(ctx SpecContext) {

@@ -41,9 +41,17 @@ func Register(r gin.IRouter, svc *management.Service, log ports.Logger) {
 	api.POST("/admin/workspaces", h.createWorkspace)
 	api.DELETE("/admin/workspaces/:"+WorkspaceParam, h.deleteWorkspace)
 	api.POST("/admin/accounts", h.createAccount)
+	// Account and token routes: the instance administrator only (the use cases check it, so a
+	// workspace ADMIN or MEMBER gets 403); rotation is any account's own.
+	api.DELETE("/admin/accounts/:accountId", h.disableAccount)
+	api.POST("/admin/accounts/:accountId/tokens", h.issueToken)
+	api.GET("/admin/accounts/:accountId/tokens", h.listTokens)
+	api.DELETE("/admin/accounts/:accountId/tokens/:tokenId", h.revokeToken)
+	api.POST("/me/tokens/rotate", h.rotateOwnToken)
 
 	ws := api.Group("/workspaces/:"+WorkspaceParam, RequireManager(svc))
 	ws.PUT("/members/:accountId", h.setMember)
+	ws.DELETE("/members/:accountId", h.removeMember)
 	ws.POST("/connections", h.createConnection)
 	ws.GET("/connections", h.listConnections)
 	ws.POST("/connections/:id/activate", h.transition(connection.Activate))
@@ -391,4 +399,17 @@ func (h handlers) replaceSecret(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, h.toConnectionJSON(conn))
+}
+
+func (h handlers) removeMember(c *gin.Context) {
+	accountID, err := idParam(c, "accountId")
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	if err := h.svc.RemoveMember(c.Request.Context(), ManagedOf(c), accountID); err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
 }

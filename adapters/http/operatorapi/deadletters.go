@@ -45,15 +45,23 @@ func toDeadLetterDetailJSON(d ports.DeadLetter) deadLetterDetailJSON {
 	return deadLetterDetailJSON{deadLetterJSON: toDeadLetterJSON(d.Delivery), Payload: d.Payload, Headers: d.Headers}
 }
 
+// replayedJSON names who replayed: replayedBy is the account id, or null when the configured
+// instance administrator token (no account) replayed; replayedByPrincipal says which.
 type replayedJSON struct {
-	ID         int64  `json:"id"`
-	State      string `json:"state"`
-	ReplayedBy int64  `json:"replayedBy"`
-	ReplayedAt string `json:"replayedAt"`
+	ID                  int64  `json:"id"`
+	State               string `json:"state"`
+	ReplayedBy          *int64 `json:"replayedBy"`
+	ReplayedByPrincipal string `json:"replayedByPrincipal"`
+	ReplayedAt          string `json:"replayedAt"`
 }
 
 func toReplayedJSON(r deadletters.Replayed) replayedJSON {
-	return replayedJSON{ID: r.ID, State: r.State.String(), ReplayedBy: r.ReplayedBy, ReplayedAt: timestamp(r.ReplayedAt)}
+	out := replayedJSON{ID: r.ID, State: r.State.String(), ReplayedByPrincipal: "INSTANCE_ADMIN_TOKEN", ReplayedAt: timestamp(r.ReplayedAt)}
+	if !r.ByAdminToken {
+		by := r.ReplayedBy
+		out.ReplayedBy, out.ReplayedByPrincipal = &by, "ACCOUNT"
+	}
+	return out
 }
 
 func (h handlers) answerPage(c *gin.Context, page ports.PageRequest, items []inbox.Delivery, total int) {

@@ -259,10 +259,16 @@ FOR UPDATE`
 const writeReplay = `
 UPDATE provider_event
 SET state = 'QUEUED', attempt = $2, unknown_failures = $3, due_at = $4, ended_at = NULL,
-    error_class = NULL, replayed_by = $5, replayed_at = $6
+    error_class = NULL, replayed_by = NULLIF($5::bigint, 0), replayed_by_admin_token = ($5::bigint = 0),
+    replayed_at = $6
 WHERE id = $1 AND state = 'DEAD'`
 
-// insertReplayAudit records an installation replay in the replay's transaction.
+// insertReplayAudit records an installation replay in the replay's transaction. Account id 0
+// is the configured administrator token (ports.InstanceAdminAccountID), which is no account: it
+// is recorded as that principal with no account id. An account's login is copied, so the
+// record still names it however the account changes later.
 const insertReplayAudit = `
-INSERT INTO provider_event_replay_audit (event_id, account_id, replayed_at, workspace_id)
-VALUES ($1, $2, $3, NULL)`
+INSERT INTO provider_event_replay_audit (event_id, account_id, replayed_at, workspace_id, principal, account_login)
+SELECT $1, NULLIF($2::bigint, 0), $3, NULL,
+       CASE WHEN $2::bigint = 0 THEN 'INSTANCE_ADMIN_TOKEN' ELSE 'ACCOUNT' END,
+       (SELECT login FROM account WHERE id = $2::bigint)`

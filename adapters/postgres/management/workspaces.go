@@ -32,13 +32,6 @@ func NewWorkspaces(pool *pgxpool.Pool) (*Workspaces, error) {
 }
 
 const (
-	createAccount = `
-		INSERT INTO account (login, instance_admin, token_hash) VALUES ($1, $2, $3)
-		RETURNING id, login, instance_admin, created_at`
-	// accountByTokenHash uses uq_account_token_hash: equality on the hash, never on the token.
-	accountByTokenHash = `
-		SELECT id, login, instance_admin, created_at FROM account WHERE token_hash = $1`
-
 	workspaceColumns = `id, slug, name, state, created_at`
 	createWorkspace  = `INSERT INTO workspace (slug, name) VALUES ($1, $2) RETURNING ` + workspaceColumns
 	// Workspace deletion runs in three steps so that it never holds a lock admission needs for
@@ -71,21 +64,6 @@ const (
 		ON CONFLICT (workspace_id, account_id) DO UPDATE SET role = EXCLUDED.role
 		RETURNING role`
 )
-
-// CreateAccount implements ports.AccountStore.
-func (w *Workspaces) CreateAccount(ctx context.Context, login string, instanceAdmin bool, tokenHash []byte) (ports.Account, error) {
-	var a ports.Account
-	err := w.pool.QueryRow(ctx, createAccount, login, instanceAdmin, tokenHash).
-		Scan(&a.ID, &a.Login, &a.InstanceAdmin, &a.CreatedAt)
-	return a, pgutil.Interpret("create account", err)
-}
-
-// AccountByTokenHash implements ports.AccountStore.
-func (w *Workspaces) AccountByTokenHash(ctx context.Context, tokenHash []byte) (ports.Account, error) {
-	var a ports.Account
-	err := w.pool.QueryRow(ctx, accountByTokenHash, tokenHash).Scan(&a.ID, &a.Login, &a.InstanceAdmin, &a.CreatedAt)
-	return a, pgutil.Interpret("account by token", err)
-}
 
 func scanWorkspace(row pgx.CollectableRow) (ports.Workspace, error) {
 	var w ports.Workspace
@@ -191,4 +169,33 @@ func restoreRole(s string) (workspace.Role, error) {
 		return workspace.Role{}, fmt.Errorf("restore member role: %w", err)
 	}
 	return r, nil
+}
+
+const (
+	// lockAdmins locks the workspace's ADMIN rows: two removals of the last two ADMINs
+	// serialise here, and the second, re-reading after the first commits, finds one ADMIN.
+	lockAdmins   = `SELECT account_id FROM workspace_member WHERE workspace_id = $1 AND role = 'ADMIN' FOR UPDATE`
+	removeMember = `DELETE FROM workspace_member WHERE workspace_id = $1 AND account_id = $2`
+)
+
+// RemoveMember implements ports.WorkspaceStore.
+func (w *Workspaces) RemoveMember(ctx context.Context, workspaceID, accountID int64) error {
+	return pgutil.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, lockAdmins, workspaceID)
+		admins, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return pgutil.Interpret("lock workspace admins", err)
+		}
+		if len(admins) == 1 && admins[0] == accountID {
+			return ports.Reject(ports.ErrConflict, "last-admin", "")
+		}
+		tag, err := tx.Exec(ctx, removeMember, workspaceID, accountID)
+		if err != nil {
+			return pgutil.Interpret("remove member", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("member %d of workspace %d: %w", accountID, workspaceID, ports.ErrNotFound)
+		}
+		return nil
+	})
 }

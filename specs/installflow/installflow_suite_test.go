@@ -1,0 +1,311 @@
+package installflow_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	githuboauth "github.com/hephaestus-dev/hephaestus/adapters/github/oauth"
+	httpinstall "github.com/hephaestus-dev/hephaestus/adapters/http/installflow"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	slackoauth "github.com/hephaestus-dev/hephaestus/adapters/slack/oauth"
+	"github.com/hephaestus-dev/hephaestus/application/installflow"
+	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+)
+
+func TestInstallFlows(t *testing.T) {
+	support.RunSpecs(t, "Install flows")
+}
+
+const (
+	adminToken    = "spec-instance-admin-token-0123456789"
+	appSlug       = "hephaestus-spec"
+	githubClient  = "Iv1.spec-client"
+	githubSecret  = "spec-github-client-secret"
+	slackClientID = "111.222"
+	slackSecret   = "spec-slack-client-secret"
+	publicURL     = "https://hx.example"
+)
+
+// server is one "server" of the service: own pool, own services, own HTTP handler.
+type server struct {
+	url    string
+	client *http.Client
+}
+
+var (
+	pool     *pgxpool.Pool
+	box      *secrets.AESGCM
+	clock    = &fakeClock{}
+	logs     = &recordingLogger{}
+	fakeGH   *fakeGitHub
+	fakeSl   *fakeSlack
+	a, b     server
+	stateKey = make([]byte, 32)
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	db := support.Database(ctx)
+	pool = support.Pool(ctx, db, 4)
+	box = support.SecretBox()
+	_, _ = rand.Read(stateKey)
+	fakeGH, fakeSl = newFakeGitHub(), newFakeSlack()
+	gin.SetMode(gin.TestMode)
+	a, b = start(ctx, db), start(ctx, db)
+})
+
+func start(ctx context.Context, db *pgtest.Database) server {
+	GinkgoHelper()
+	p := support.Pool(ctx, db, 8)
+	modules := []ports.ProviderModule{github.Module{}, slack.Module{}}
+	var kinds []connection.Kind
+	for _, m := range modules {
+		kinds = append(kinds, m.Kinds()...)
+	}
+	workspaces, err := pgmanagement.NewWorkspaces(p)
+	Expect(err).NotTo(HaveOccurred())
+	connections, err := pgmanagement.NewConnections(p, pgmanagement.Config{Kinds: kinds})
+	Expect(err).NotTo(HaveOccurred())
+	svc, err := management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, connections, box, modules)
+	Expect(err).NotTo(HaveOccurred())
+	states, err := pgmanagement.NewInstallStates(p)
+	Expect(err).NotTo(HaveOccurred())
+	gh, err := githuboauth.New(githuboauth.Config{APIURL: fakeGH.URL + "/api/v3", OAuthURL: fakeGH.URL, ClientID: githubClient, ClientSecret: githubSecret})
+	Expect(err).NotTo(HaveOccurred())
+	sl, err := slackoauth.New(slackoauth.Config{APIURL: fakeSl.URL + "/api/", ClientID: slackClientID, ClientSecret: slackSecret})
+	Expect(err).NotTo(HaveOccurred())
+	flows, err := installflow.New(installflow.Config{
+		StateKey: stateKey, GitHubWebURL: fakeGH.URL, GitHubAppSlug: appSlug,
+		SlackClientID: slackClientID, PublicURL: publicURL,
+	}, svc, states, gh, sl, clock, logs)
+	Expect(err).NotTo(HaveOccurred())
+
+	engine := gin.New()
+	managementapi.Register(engine, svc, support.Logger{})
+	httpinstall.Register(engine, flows, svc)
+	s, c := support.Serve(engine)
+	// The callbacks are browser redirects: the client must not follow anything.
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return server{url: s.URL, client: c}
+}
+
+var _ = BeforeEach(func(ctx SpecContext) {
+	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
+	clock.set(time.Now())
+	logs.reset()
+	fakeGH.reset()
+	fakeSl.reset()
+})
+
+// fakeClock is the flows' clock, moved by specs.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// recordingLogger keeps every line the flows log, rendered, to look for reasons and secrets.
+type recordingLogger struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *recordingLogger) record(level, msg string, kv ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprint(level, " ", msg, " ", kv))
+}
+func (l *recordingLogger) Debugw(msg string, kv ...any) { l.record("DEBUG", msg, kv...) }
+func (l *recordingLogger) Infow(msg string, kv ...any)  { l.record("INFO", msg, kv...) }
+func (l *recordingLogger) Warnw(msg string, kv ...any)  { l.record("WARN", msg, kv...) }
+func (l *recordingLogger) Errorw(msg string, kv ...any) { l.record("ERROR", msg, kv...) }
+func (l *recordingLogger) reset()                       { l.mu.Lock(); defer l.mu.Unlock(); l.lines = nil }
+func (l *recordingLogger) all() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+type response struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+func (s server) do(method, path, token string) response {
+	GinkgoHelper()
+	req, err := http.NewRequestWithContext(context.Background(), method, s.url+path, nil)
+	Expect(err).NotTo(HaveOccurred())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := s.client.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return response{Status: res.StatusCode, Header: res.Header, Body: string(raw)}
+}
+
+func (s server) post(path, token string, body string) response {
+	GinkgoHelper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, s.url+path, strings.NewReader(body))
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := s.client.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return response{Status: res.StatusCode, Header: res.Header, Body: string(raw)}
+}
+
+// fakeGitHub answers as GitHub documents the OAuth code exchange and GET /user/installations
+// (under /api/v3, as a GitHub Enterprise Server root would be).
+type fakeGitHub struct {
+	*httptest.Server
+	mu            sync.Mutex
+	codes         map[string]string  // code -> user token
+	installations map[string][]int64 // user token -> installation ids (two per page)
+	exchangeFails bool
+	listFails     bool
+	exchanges     []*http.Request
+	lists         []*http.Request
+}
+
+func newFakeGitHub() *fakeGitHub {
+	f := &fakeGitHub{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /login/oauth/access_token", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		_ = r.ParseForm()
+		f.exchanges = append(f.exchanges, r)
+		w.Header().Set("Content-Type", "application/json")
+		if f.exchangeFails {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		token, ok := f.codes[r.PostForm.Get("code")]
+		if r.Header.Get("Accept") != "application/json" || r.PostForm.Get("client_id") != githubClient ||
+			r.PostForm.Get("client_secret") != githubSecret || !ok {
+			// GitHub answers a bad code with 200 and an error member.
+			_, _ = io.WriteString(w, `{"error":"bad_verification_code","error_description":"The code passed is incorrect or expired."}`)
+			return
+		}
+		fmt.Fprintf(w, `{"access_token":%q,"token_type":"bearer","scope":""}`, token)
+	})
+	mux.HandleFunc("GET /api/v3/user/installations", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.lists = append(f.lists, r)
+		w.Header().Set("Content-Type", "application/json")
+		if f.listFails {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		ids, ok := f.installations[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		if !ok {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"message":"Bad credentials"}`)
+			return
+		}
+		page := 1
+		if r.URL.Query().Get("page") == "2" {
+			page = 2
+		}
+		lo, hi := (page-1)*2, min(page*2, len(ids))
+		if page == 1 && len(ids) > 2 {
+			w.Header().Set("Link", fmt.Sprintf(`<%s/api/v3/user/installations?per_page=100&page=2>; rel="next"`, f.URL))
+		}
+		var items []string
+		for _, id := range ids[lo:hi] {
+			items = append(items, fmt.Sprintf(`{"id":%d,"account":{"login":"octo-org","id":1},"app_slug":%q}`, id, appSlug))
+		}
+		fmt.Fprintf(w, `{"total_count":%d,"installations":[%s]}`, len(ids), strings.Join(items, ","))
+	})
+	f.Server = httptest.NewServer(mux)
+	DeferCleanup(f.Close)
+	return f
+}
+
+func (f *fakeGitHub) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.codes = map[string]string{"code-ana": "gho_user-token-of-ana"}
+	// The installation the specs connect is on the second page.
+	f.installations = map[string][]int64{"gho_user-token-of-ana": {11, 12, 1001}}
+	f.exchangeFails, f.listFails = false, false
+	f.exchanges, f.lists = nil, nil
+}
+
+// fakeSlack answers oauth.v2.access as Slack documents it.
+type fakeSlack struct {
+	*httptest.Server
+	mu        sync.Mutex
+	fails     bool
+	exchanges []url.Values
+}
+
+const botToken = "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy"
+
+func newFakeSlack() *fakeSlack {
+	f := &fakeSlack{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/oauth.v2.access", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		_ = r.ParseForm()
+		f.exchanges = append(f.exchanges, r.PostForm)
+		w.Header().Set("Content-Type", "application/json")
+		id, secret, ok := r.BasicAuth()
+		if f.fails || !ok || id != slackClientID || secret != slackSecret || r.PostForm.Get("code") != "slack-code" ||
+			r.PostForm.Get("redirect_uri") != publicURL+"/connect/slack/callback" {
+			_, _ = io.WriteString(w, `{"ok":false,"error":"invalid_code"}`)
+			return
+		}
+		fmt.Fprintf(w, `{"ok":true,"access_token":%q,"token_type":"bot","scope":"channels:history,chat:write",
+			"bot_user_id":"U0KRQLJ9H","app_id":"A0KRD7HC3","team":{"name":"Slack Softball Team","id":"T9TK3CUKW"},
+			"enterprise":null,"authed_user":{"id":"U1234","scope":"chat:write","access_token":"xoxp-1234","token_type":"user"}}`, botToken)
+	})
+	f.Server = httptest.NewServer(mux)
+	DeferCleanup(f.Close)
+	return f
+}
+
+func (f *fakeSlack) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fails, f.exchanges = false, nil
+}
