@@ -10,16 +10,20 @@
 -- (an index-only count of the backlog).
 CREATE INDEX ix_provider_event_queued_due ON provider_event (due_at) WHERE state = 'QUEUED';
 
--- One workspace's backlog for the inbox overview: QUEUED and LEASED counts, the oldest QUEUED
--- arrival (one index step) and the busiest scopes (scope_key is included so they are counted
--- from the index alone). NULL workspace is the installation's backlog.
-CREATE INDEX ix_provider_event_open_workspace ON provider_event (workspace_id, state, received_at)
-    INCLUDE (scope_key) WHERE state IN ('QUEUED', 'LEASED');
+-- One workspace's queue for the inbox overview: the QUEUED count, the oldest QUEUED arrival (one
+-- index step) and the busiest scopes (scope_key is included so they are counted from the index
+-- alone). NULL workspace is the installation's queue. LEASED rows are not in it: they are
+-- counted along uq_provider_event_leased_scope, whose size is bounded by the claimers of all
+-- servers. An index holding both states with state as a later key column would also match the
+-- claim's "scope has a LEASED row" probe, and a planner that chose it there (it did, on fresh
+-- statistics) would scan the whole backlog once per scope the claim visits.
+CREATE INDEX ix_provider_event_queued_workspace ON provider_event (workspace_id, received_at)
+    INCLUDE (scope_key) WHERE state = 'QUEUED';
 
 -- The server that refreshes the instance-wide inbox gauges (see consumer.GaugeSingleton).
 INSERT INTO singleton_lease (name) VALUES ('inbox-gauges') ON CONFLICT (name) DO NOTHING;
 
 -- +goose Down
 DELETE FROM singleton_lease WHERE name = 'inbox-gauges';
-DROP INDEX ix_provider_event_open_workspace;
+DROP INDEX ix_provider_event_queued_workspace;
 DROP INDEX ix_provider_event_queued_due;

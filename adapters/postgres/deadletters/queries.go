@@ -44,8 +44,9 @@ WHERE e.id = $1 AND e.state = 'DEAD' AND e.workspace_id IS NULL`
 // oldest age and the busiest scopes describe the same moment. Ages use the database clock,
 // which also stamped received_at, so servers' clocks do not skew them.
 //
-// Their cost does not grow with retained rows (migration 00009): QUEUED and LEASED rows come
-// from ix_provider_event_open_workspace (the workspace's backlog), DEAD rows from
+// Their cost does not grow with retained rows (migration 00009): QUEUED rows come from
+// ix_provider_event_queued_workspace (the workspace's queue), LEASED rows from
+// uq_provider_event_leased_scope (at most the claimers of all servers), DEAD rows from
 // ix_provider_event_dead, and DONE rows, which the replay window retains by the million, are
 // counted only up to $2 + 1 along uq_provider_event_delivery, whose order the ORDER BY asks for
 // (the snapshot runs with sequential scans and sorts off, see pinOverviewPlan, so no plan can
