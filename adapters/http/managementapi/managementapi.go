@@ -72,10 +72,13 @@ func (h handlers) fail(c *gin.Context, err error) {
 	httperr.Write(c, err)
 }
 
-// bindJSON decodes a bounded body strictly: an unknown field is a caller's mistake worth a 400,
-// not something to ignore silently.
-func bindJSON(c *gin.Context, v any) error {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes))
+// bindJSON decodes a management request body (at most maxBodyBytes) with BindJSON.
+func bindJSON(c *gin.Context, v any) error { return BindJSON(c, v, maxBodyBytes) }
+
+// BindJSON decodes a body of at most limit bytes strictly, for every API that takes JSON: an
+// unknown field is a caller's mistake worth a 400, not something to ignore silently.
+func BindJSON(c *gin.Context, v any, limit int64) error {
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return ports.ErrTooLarge

@@ -5,10 +5,6 @@
 package operatorapi
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -94,26 +90,5 @@ func optionalTimestamp(t time.Time) *string {
 	return &s
 }
 
-// bindJSON decodes a bounded body strictly: an unknown field is a caller's mistake worth a 400.
-func bindJSON(c *gin.Context, v any) error {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return ports.ErrTooLarge
-	}
-	// What PostgreSQL would refuse in a text or jsonb column (a NUL, a lone surrogate escape,
-	// invalid UTF-8) is refused here with 400, before any statement runs.
-	var pe *inbox.PayloadError
-	if err == nil && errors.As(inbox.ValidatePayload(raw), &pe) && pe.Reason != inbox.PayloadNotJSON {
-		return ports.Reject(ports.ErrMalformed, pe.Reason, "")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err != nil || dec.Decode(v) != nil {
-		return ports.Reject(ports.ErrMalformed, "invalid-json", "")
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return ports.Reject(ports.ErrMalformed, "invalid-json", "trailing data")
-	}
-	return nil
-}
+// bindJSON decodes an operator request body (at most maxBodyBytes) strictly.
+func bindJSON(c *gin.Context, v any) error { return managementapi.BindJSON(c, v, maxBodyBytes) }
