@@ -121,8 +121,10 @@ type WorkspaceStore interface {
 	ListWorkspaces(ctx context.Context, page PageRequest) (items []Workspace, total int, err error)
 	// MemberRole is accountID's role in workspaceID. Errors: ErrNotFound when it is no member.
 	MemberRole(ctx context.Context, workspaceID, accountID int64) (workspace.Role, error)
-	// SetMemberRole makes accountID a member of workspaceID with role, or changes its role.
-	// Errors: ErrNotFound when the account or the workspace does not exist.
+	// SetMemberRole makes accountID a member of workspaceID with role, or changes its role;
+	// demoting the workspace's last ADMIN is refused under the same lock as RemoveMember.
+	// Errors: ErrNotFound when the account or the workspace does not exist; ErrConflict
+	// "last-admin".
 	SetMemberRole(ctx context.Context, workspaceID, accountID int64, role workspace.Role) (Membership, error)
 	// RemoveMember removes accountID from workspaceID, unless it is the workspace's last ADMIN
 	// (decided under a lock on the workspace's ADMIN rows, so two concurrent removals cannot

@@ -103,7 +103,8 @@ func (s *Service) CreateAccount(ctx context.Context, p ports.Principal, login st
 }
 
 // SetMemberRole makes an account a member of the managed workspace with role, or changes its
-// role. Errors: ports.ErrMalformed ("invalid-role"); ports.ErrNotFound for no such account.
+// role. Errors: ports.ErrMalformed ("invalid-role"); ports.ErrNotFound for no such account;
+// ports.ErrConflict "last-admin" for a demotion of the workspace's last ADMIN.
 func (s *Service) SetMemberRole(ctx context.Context, m Managed, accountID int64, role string) (ports.Membership, error) {
 	r, err := workspace.ParseRole(role)
 	if err != nil {

@@ -84,3 +84,82 @@ var _ = Describe("Removing a member", func() {
 		})
 	})
 })
+
+var _ = Describe("Demoting a member", func() {
+	var ana account
+
+	BeforeEach(func() {
+		createWorkspace("acme")
+		ana = createAccount("ana", false, "acme", "ADMIN")
+	})
+
+	adminsOfAcme := func(ctx SpecContext) []string {
+		GinkgoHelper()
+		return support.Column(ctx, pool, `SELECT m.account_id::text FROM workspace_member m JOIN workspace w ON w.id = m.workspace_id
+			WHERE w.slug = 'acme' AND m.role = 'ADMIN' ORDER BY m.account_id`)
+	}
+
+	It("refuses to make the workspace's last ADMIN a MEMBER with 409 last-admin, also for the instance administrator", func(ctx SpecContext) {
+		for _, token := range []string{ana.Token, adminToken} {
+			r := a.call(http.MethodPut, memberPath("acme", ana.ID), token, map[string]any{"role": "MEMBER"})
+			Expect(r.Status).To(Equal(http.StatusConflict), r.Raw)
+			Expect(r.JSON).To(Equal(map[string]any{"error": "last-admin"}))
+		}
+		Expect(adminsOfAcme(ctx)).To(Equal([]string{fmt.Sprint(ana.ID)}))
+
+		r := a.call(http.MethodPut, memberPath("acme", ana.ID), ana.Token, map[string]any{"role": "ADMIN"})
+		Expect(r.Status).To(Equal(http.StatusOK), "keeping the last ADMIN an ADMIN is no demotion")
+	})
+
+	It("demotes an ADMIN while another ADMIN stays", func(ctx SpecContext) {
+		bob := createAccount("bob", false, "acme", "ADMIN")
+		r := a.call(http.MethodPut, memberPath("acme", ana.ID), bob.Token, map[string]any{"role": "MEMBER"})
+		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+		Expect(r.JSON).To(HaveKeyWithValue("role", "MEMBER"))
+		Expect(adminsOfAcme(ctx)).To(Equal([]string{fmt.Sprint(bob.ID)}))
+		Expect(a.call(http.MethodPut, memberPath("acme", bob.ID), adminToken, map[string]any{"role": "MEMBER"}).JSON).
+			To(HaveKeyWithValue("error", "last-admin"))
+	})
+
+	It("keeps one ADMIN when the last two are demoted on two servers at once", func(ctx SpecContext) {
+		for round := range 10 {
+			createAccount(fmt.Sprintf("admin%d", round), false, "acme", "ADMIN")
+			admins := adminsOfAcme(ctx)
+			Expect(admins).To(HaveLen(2))
+
+			results := make([]int, 2)
+			var wg sync.WaitGroup
+			for i, s := range []server{a, b} {
+				wg.Go(func() {
+					defer GinkgoRecover()
+					results[i] = s.call(http.MethodPut, "/api/workspaces/acme/members/"+admins[i], adminToken, map[string]any{"role": "MEMBER"}).Status
+				})
+			}
+			wg.Wait()
+			Expect(results).To(ConsistOf(http.StatusOK, http.StatusConflict), "round %d", round)
+			Expect(adminsOfAcme(ctx)).To(HaveLen(1), "round %d", round)
+		}
+	})
+
+	It("keeps one ADMIN when one of the last two is demoted while the other is removed", func(ctx SpecContext) {
+		for round := range 10 {
+			createAccount(fmt.Sprintf("admin%d", round), false, "acme", "ADMIN")
+			admins := adminsOfAcme(ctx)
+			Expect(admins).To(HaveLen(2))
+
+			results := make([]int, 2)
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				defer GinkgoRecover()
+				results[0] = a.call(http.MethodPut, "/api/workspaces/acme/members/"+admins[0], adminToken, map[string]any{"role": "MEMBER"}).Status
+			})
+			wg.Go(func() {
+				defer GinkgoRecover()
+				results[1] = b.call(http.MethodDelete, "/api/workspaces/acme/members/"+admins[1], adminToken, nil).Status
+			})
+			wg.Wait()
+			Expect(results).To(Or(Equal([]int{http.StatusOK, http.StatusConflict}), Equal([]int{http.StatusConflict, http.StatusNoContent})), "round %d", round)
+			Expect(adminsOfAcme(ctx)).To(HaveLen(1), "round %d", round)
+		}
+	})
+})

@@ -149,15 +149,34 @@ func (w *Workspaces) MemberRole(ctx context.Context, workspaceID, accountID int6
 	return restoreRole(role)
 }
 
-// SetMemberRole implements ports.WorkspaceStore.
+// SetMemberRole implements ports.WorkspaceStore. A change to a role other than ADMIN takes
+// the same lock on the workspace's ADMIN rows as RemoveMember: two concurrent demotions (or a
+// demotion and a removal) of the last two ADMINs serialise there, and the second, re-reading
+// after the first commits, finds one ADMIN and refuses.
 func (w *Workspaces) SetMemberRole(ctx context.Context, workspaceID, accountID int64, role workspace.Role) (ports.Membership, error) {
 	var stored string
-	err := w.pool.QueryRow(ctx, setMemberRole, workspaceID, accountID, role.String()).Scan(&stored)
-	if isForeignKeyViolation(err) {
-		return ports.Membership{}, fmt.Errorf("set member role: %w", ports.ErrNotFound)
-	}
+	err := pgutil.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+		if role != workspace.Admin {
+			rows, _ := tx.Query(ctx, lockAdmins, workspaceID)
+			admins, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				return pgutil.Interpret("lock workspace admins", err)
+			}
+			if len(admins) == 1 && admins[0] == accountID {
+				return ports.Reject(ports.ErrConflict, "last-admin", "")
+			}
+		}
+		err := tx.QueryRow(ctx, setMemberRole, workspaceID, accountID, role.String()).Scan(&stored)
+		if isForeignKeyViolation(err) {
+			return fmt.Errorf("set member role: %w", ports.ErrNotFound)
+		}
+		if err != nil {
+			return pgutil.Interpret("set member role", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return ports.Membership{}, pgutil.Interpret("set member role", err)
+		return ports.Membership{}, err
 	}
 	r, err := restoreRole(stored)
 	return ports.Membership{WorkspaceID: workspaceID, AccountID: accountID, Role: r}, err
