@@ -10,6 +10,7 @@ import (
 	"github.com/google/wire"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/slackread"
+	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	slackhandlers "github.com/hephaestus-dev/hephaestus/adapters/slack/handlers"
@@ -23,6 +24,7 @@ import (
 var slackSet = wire.NewSet(
 	provideSlackWebhook,
 	slackmirror.New,
+	pgmanagement.NewLiveSecrets,
 	provideSlackHandlers,
 	provideSlackRoutes,
 )
@@ -35,20 +37,21 @@ func provideSlackWebhook(cfg Config) (*slack.Webhook, error) {
 type slackHandlers handlerRegistration
 
 // provideSlackHandlers wires the handlers. The join notice and App Home views (external effects,
-// repeatable after a crash) go through the Web API when HEPHAESTUS_SLACK_BOT_TOKEN is set; Slack
-// connections store no per-team bot token yet, so one token serves every team. Without it no
-// Web API call is made; every database step runs as specified either way.
-func provideSlackHandlers(cfg Config, inbox ports.DeliveryInbox, store *slackmirror.Store, log ports.Logger) (slackHandlers, error) {
-	deps := slackhandlers.Deps{Inbox: inbox, Store: store, Log: log}
-	if cfg.SlackBotToken != "" {
-		token := cfg.SlackBotToken
-		client, err := webapi.New(webapi.Config{BaseURL: cfg.SlackAPIURL,
-			Token: func(context.Context, string) (string, error) { return token, nil }})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", EnvSlackAPIURL, err)
-		}
-		deps.Notifier = client
+// repeatable after a crash) go through the Web API with the bot token of the workspace's
+// connection of the team (stored sealed by the Slack install flow, or given as the secret when
+// the instance administrator creates the connection); HEPHAESTUS_SLACK_BOT_TOKEN is only the
+// fallback for a connection that stores none. A team with neither gets no Web API call; every
+// database step runs as specified either way.
+func provideSlackHandlers(cfg Config, inbox ports.DeliveryInbox, store *slackmirror.Store, secrets *pgmanagement.LiveSecrets, log ports.Logger) (slackHandlers, error) {
+	stored := func(ctx context.Context, workspaceID int64, teamID string) (string, bool, error) {
+		token, found, err := secrets.LiveSecret(ctx, workspaceID, slack.Kind, teamID)
+		return string(token), found, err
 	}
+	client, err := webapi.New(webapi.Config{BaseURL: cfg.SlackAPIURL, Token: webapi.StoredTokens(stored, cfg.SlackBotToken)})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvSlackAPIURL, err)
+	}
+	deps := slackhandlers.Deps{Inbox: inbox, Store: store, Log: log, Notifier: client}
 	return func(reg handlerRegistry) error { return slackhandlers.Register(reg, deps) }, nil
 }
 

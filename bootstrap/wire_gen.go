@@ -170,7 +170,11 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapSlackHandlers, err := provideSlackHandlers(config, inbox, slackmirrorStore, portsLogger)
+	liveSecrets, err := management.NewLiveSecrets(pool, aesgcm)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapSlackHandlers, err := provideSlackHandlers(config, inbox, slackmirrorStore, liveSecrets, portsLogger)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -100,14 +100,14 @@ func (n *fakeNotifier) reset() {
 	n.ephemerals, n.homes = nil, nil
 }
 
-func (n *fakeNotifier) PostEphemeral(_ context.Context, team, channel, user, _ string) error {
+func (n *fakeNotifier) PostEphemeral(_ context.Context, _ int64, team, channel, user, _ string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.ephemerals = append(n.ephemerals, team+" "+channel+" "+user)
 	return nil
 }
 
-func (n *fakeNotifier) PublishHome(_ context.Context, _, _ string, view json.RawMessage) error {
+func (n *fakeNotifier) PublishHome(_ context.Context, _ int64, _, _ string, view json.RawMessage) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.homes = append(n.homes, view)

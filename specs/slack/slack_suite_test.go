@@ -28,26 +28,28 @@ func TestSlack(t *testing.T) {
 const adminToken = "spec-instance-admin-token-0123456789"
 
 var (
-	pool     *pgxpool.Pool
-	store    *slackmirror.Store
-	faulty   *faultyStore
-	notifier *fakeNotifier
-	registry = consumer.NewRegistry()
-	svc      *management.Service
-	server   *httptest.Server
-	client   *http.Client
+	pool          *pgxpool.Pool
+	deliveryInbox *deliveryinbox.Inbox
+	store         *slackmirror.Store
+	faulty        *faultyStore
+	notifier      *fakeNotifier
+	registry      = consumer.NewRegistry()
+	svc           *management.Service
+	server        *httptest.Server
+	client        *http.Client
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	support.SkipWithoutCluster()
 	pool = support.Pool(ctx, support.Database(ctx), 8)
-	box, err := deliveryinbox.New(pool)
+	var err error
+	deliveryInbox, err = deliveryinbox.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	store, err = slackmirror.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	faulty = &faultyStore{Store: store}
 	notifier = &fakeNotifier{}
-	Expect(handlers.Register(registry, handlers.Deps{Inbox: box, Store: faulty, Notifier: notifier, Log: support.Logger{}})).To(Succeed())
+	Expect(handlers.Register(registry, handlers.Deps{Inbox: deliveryInbox, Store: faulty, Notifier: notifier, Log: support.Logger{}})).To(Succeed())
 
 	var workspaces *pgmanagement.Workspaces
 	svc, workspaces = support.Management(pool, adminToken)

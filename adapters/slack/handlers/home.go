@@ -41,7 +41,7 @@ func (b base) appHome(ctx context.Context, d ports.Dispatch) error {
 	if err != nil {
 		return wrap(event, err)
 	}
-	return wrap(event, b.deps.Notifier.PublishHome(ctx, p.TeamID, p.Event.User, view))
+	return wrap(event, b.deps.Notifier.PublishHome(ctx, ws, p.TeamID, p.Event.User, view))
 }
 
 // homeView is the Block Kit Home tab of a summary.

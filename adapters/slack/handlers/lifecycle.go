@@ -114,7 +114,7 @@ func (b base) memberJoined(ctx context.Context, d ports.Dispatch) error {
 	if err != nil || !found || !c.Consent.StoresMessages() {
 		return wrap(event, err)
 	}
-	return wrap(event, b.deps.Notifier.PostEphemeral(ctx, p.TeamID, p.Event.Channel.ID, p.Event.User, JoinNotice))
+	return wrap(event, b.deps.Notifier.PostEphemeral(ctx, ws, p.TeamID, p.Event.Channel.ID, p.Event.User, JoinNotice))
 }
 
 // uninstall handles app_uninstalled and tokens_revoked in one claimed step, the uninstall

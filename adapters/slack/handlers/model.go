@@ -247,10 +247,11 @@ type Store interface {
 // one and before the delivery is completed repeats it on the retry. Errors:
 // *inbox.ProviderError (transport failures and rate limits retried without budget).
 type Notifier interface {
-	// PostEphemeral shows text to one user in a channel (chat.postEphemeral).
-	PostEphemeral(ctx context.Context, teamID, channelID, userID, text string) error
-	// PublishHome publishes a user's App Home view (views.publish).
-	PublishHome(ctx context.Context, teamID, userID string, view json.RawMessage) error
+	// PostEphemeral shows text to one user in a channel (chat.postEphemeral), with the bot
+	// token of the workspace's connection of the team.
+	PostEphemeral(ctx context.Context, workspaceID int64, teamID, channelID, userID, text string) error
+	// PublishHome publishes a user's App Home view (views.publish), with the same token.
+	PublishHome(ctx context.Context, workspaceID int64, teamID, userID string, view json.RawMessage) error
 }
 
 // MessageView is a mirrored channel message as the read API lists it (EditedTS "": never

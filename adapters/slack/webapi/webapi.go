@@ -1,5 +1,5 @@
 // Package webapi is the Slack Web API as the Slack handlers use it: chat.postEphemeral for the
-// channel join notice and views.publish for App Home, over net/http with the team's bot token.
+// channel join notice and views.publish for App Home, over net/http with the bot token of the workspace's connection of the team (StoredTokens).
 //
 // Both calls are external effects. The handlers make them outside every database transaction,
 // and nothing records that a call happened before the delivery completes: a process that stops
@@ -32,9 +32,38 @@ const DefaultBaseURL = "https://slack.com/api/"
 // maxAnswerBytes bounds what is read of an answer; Slack's answers to these methods are small.
 const maxAnswerBytes = 1 << 20
 
-// TokenFunc returns the bot token of a team's installation. Errors are returned unchanged
-// (wrap transport failures of a secret store in inbox.Transient).
-type TokenFunc func(ctx context.Context, teamID string) (string, error)
+// TokenFunc returns the bot token of a workspace's installation of a team. Errors are returned
+// unchanged (wrap transport failures of a secret store in inbox.Transient); ErrNoToken means
+// the team has no token, and the call is not made.
+type TokenFunc func(ctx context.Context, workspaceID int64, teamID string) (string, error)
+
+// ErrNoToken is a TokenFunc's answer for a team without a bot token: the client makes no call
+// and reports success, as the handlers do when no Web API is configured at all.
+var ErrNoToken = errors.New("slack web api: no bot token for the team")
+
+// StoredTokenFunc reads the bot token a workspace's live connection of a team stores (sealed;
+// found is false when it stores none).
+type StoredTokenFunc func(ctx context.Context, workspaceID int64, teamID string) (token string, found bool, err error)
+
+// StoredTokens is the TokenFunc of a running server: the bot token the team's connection stores
+// (the Slack install flow stores the token oauth.v2.access answered), else fallback (the static
+// HEPHAESTUS_SLACK_BOT_TOKEN, for connections the instance administrator created without a
+// token; "" for none), else ErrNoToken.
+func StoredTokens(stored StoredTokenFunc, fallback string) TokenFunc {
+	return func(ctx context.Context, workspaceID int64, teamID string) (string, error) {
+		token, found, err := stored(ctx, workspaceID, teamID)
+		if err != nil {
+			return "", err
+		}
+		if found && token != "" {
+			return token, nil
+		}
+		if fallback != "" {
+			return fallback, nil
+		}
+		return "", ErrNoToken
+	}
+}
 
 // Config configures the client.
 type Config struct {
@@ -105,15 +134,15 @@ func (e *APIError) Error() string { return "slack " + e.Method + ": " + e.Code }
 // codes, ProviderRateLimited for a 429 (waiting for Retry-After) or "ratelimited",
 // ProviderRefused around an *APIError for other refusals, ProviderUnreadable for an answer that
 // is not JSON.
-func (c *Client) PostEphemeral(ctx context.Context, teamID, channelID, userID, text string) error {
-	return c.call(ctx, teamID, "chat.postEphemeral", map[string]any{
+func (c *Client) PostEphemeral(ctx context.Context, workspaceID int64, teamID, channelID, userID, text string) error {
+	return c.call(ctx, workspaceID, teamID, "chat.postEphemeral", map[string]any{
 		"channel": channelID, "user": userID, "text": text,
 	})
 }
 
 // PublishHome calls views.publish. Errors as for PostEphemeral.
-func (c *Client) PublishHome(ctx context.Context, teamID, userID string, view json.RawMessage) error {
-	return c.call(ctx, teamID, "views.publish", map[string]any{"user_id": userID, "view": view})
+func (c *Client) PublishHome(ctx context.Context, workspaceID int64, teamID, userID string, view json.RawMessage) error {
+	return c.call(ctx, workspaceID, teamID, "views.publish", map[string]any{"user_id": userID, "view": view})
 }
 
 // transientCodes are Slack error codes that a later call can get past, with their kind.
@@ -123,8 +152,11 @@ var transientCodes = map[string]inbox.ProviderFailure{
 	"service_unavailable": inbox.ProviderServerError, "request_timeout": inbox.ProviderServerError,
 }
 
-func (c *Client) call(ctx context.Context, teamID, method string, body map[string]any) error {
-	token, err := c.cfg.Token(ctx, teamID)
+func (c *Client) call(ctx context.Context, workspaceID int64, teamID, method string, body map[string]any) error {
+	token, err := c.cfg.Token(ctx, workspaceID, teamID)
+	if errors.Is(err, ErrNoToken) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("slack %s: bot token: %w", method, err)
 	}

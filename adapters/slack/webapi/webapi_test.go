@@ -58,7 +58,7 @@ func clientOf(base string) *webapi.Client {
 	c, err := webapi.New(webapi.Config{
 		BaseURL: base,
 		HTTP:    &http.Client{Transport: transport},
-		Token:   func(_ context.Context, team string) (string, error) { return "xoxb-" + team, nil },
+		Token:   func(_ context.Context, _ int64, team string) (string, error) { return "xoxb-" + team, nil },
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return c
@@ -67,7 +67,7 @@ func clientOf(base string) *webapi.Client {
 var _ = Describe("Slack Web API client", func() {
 	It("posts the ephemeral notice with the team's bot token", func(ctx SpecContext) {
 		slack := newFakeSlack(200, `{"ok":true}`)
-		Expect(clientOf(slack.URL).PostEphemeral(ctx, "T1", "C1", "U1", "hello")).To(Succeed())
+		Expect(clientOf(slack.URL).PostEphemeral(ctx, 1, "T1", "C1", "U1", "hello")).To(Succeed())
 		Expect(slack.received()).To(Equal([]call{{
 			Path: "/chat.postEphemeral", Auth: "Bearer xoxb-T1",
 			Body: map[string]any{"channel": "C1", "user": "U1", "text": "hello"},
@@ -76,7 +76,7 @@ var _ = Describe("Slack Web API client", func() {
 
 	It("publishes the App Home view", func(ctx SpecContext) {
 		slack := newFakeSlack(200, `{"ok":true}`)
-		Expect(clientOf(slack.URL).PublishHome(ctx, "T1", "U1", json.RawMessage(`{"type":"home","blocks":[]}`))).To(Succeed())
+		Expect(clientOf(slack.URL).PublishHome(ctx, 1, "T1", "U1", json.RawMessage(`{"type":"home","blocks":[]}`))).To(Succeed())
 		got := slack.received()
 		Expect(got).To(HaveLen(1))
 		Expect(got[0].Path).To(Equal("/views.publish"))
@@ -86,7 +86,7 @@ var _ = Describe("Slack Web API client", func() {
 	DescribeTable("classifies server errors and rate limits as transient",
 		func(ctx SpecContext, status int, answer string) {
 			slack := newFakeSlack(status, answer)
-			err := clientOf(slack.URL).PostEphemeral(ctx, "T1", "C1", "U1", "x")
+			err := clientOf(slack.URL).PostEphemeral(ctx, 1, "T1", "C1", "U1", "x")
 			Expect(inbox.Classify(err)).To(Equal(inbox.Retryable))
 		},
 		Entry("a 503", 503, ``),
@@ -97,13 +97,13 @@ var _ = Describe("Slack Web API client", func() {
 	It("classifies a transport failure as transient", func(ctx SpecContext) {
 		slack := newFakeSlack(200, `{"ok":true}`)
 		slack.Close()
-		err := clientOf(slack.URL).PostEphemeral(ctx, "T1", "C1", "U1", "x")
+		err := clientOf(slack.URL).PostEphemeral(ctx, 1, "T1", "C1", "U1", "x")
 		Expect(inbox.Classify(err)).To(Equal(inbox.Retryable))
 	})
 
 	It("returns Slack's refusal as an APIError that is not transient", func(ctx SpecContext) {
 		slack := newFakeSlack(200, `{"ok":false,"error":"channel_not_found"}`)
-		err := clientOf(slack.URL).PostEphemeral(ctx, "T1", "C1", "U1", "x")
+		err := clientOf(slack.URL).PostEphemeral(ctx, 1, "T1", "C1", "U1", "x")
 		var apiErr *webapi.APIError
 		Expect(errors.As(err, &apiErr)).To(BeTrue())
 		Expect(apiErr.Code).To(Equal("channel_not_found"))
