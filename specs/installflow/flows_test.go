@@ -282,6 +282,22 @@ var _ = Describe("Install flows", func() {
 			Expect(fakeSl.exchanges).To(BeEmpty())
 		})
 
+		It("says the team is already connected when a live connection has it, and creates no second connection", func(ctx SpecContext) {
+			r := a.post("/api/workspaces/globex/connections", adminToken, `{"kind":"SLACK","sourceServerUrl":"https://slack.com","config":{"teamId":"T9TK3CUKW"}}`)
+			Expect(r.Status).To(Equal(http.StatusCreated), r.Body)
+			expectPage(slackCallback(b, "slack-code", state), http.StatusConflict, "already connected")
+			Expect(support.Column(ctx, pool, `SELECT w.slug || ' ' || c.kind || ' ' || c.source_key FROM connection c JOIN workspace w ON w.id = c.workspace_id`)).
+				To(Equal([]string{"globex SLACK T9TK3CUKW"}), "only the earlier connection")
+			Expect(support.Scalar[bool](ctx, pool, `SELECT secret_ciphertext IS NULL FROM connection`)).To(BeTrue(), "the refused flow's bot token is stored nowhere")
+			Expect(logs.all()).To(ContainSubstring("already-connected"))
+			expectCleanLogs(state)
+
+			Expect(a.do(http.MethodPost, "/api/workspaces/globex/connections/"+fmt.Sprint(support.Scalar[int64](ctx, pool, `SELECT id FROM connection`))+"/uninstall", adminToken).Status).To(Equal(http.StatusOK))
+			expectPage(slackCallback(a, "slack-code", installURL(a, "slack", "acme", ana.Token).Query().Get("state")), http.StatusOK, "connection was created")
+			Expect(support.Column(ctx, pool, `SELECT w.slug || ' ' || c.state FROM connection c JOIN workspace w ON w.id = c.workspace_id ORDER BY c.id`)).
+				To(Equal([]string{"globex UNINSTALLED", "acme ACTIVE"}), "an UNINSTALLED connection no longer holds the team")
+		})
+
 		It("creates nothing when the person declined on Slack's page", func(ctx SpecContext) {
 			r := a.do(http.MethodGet, "/connect/slack/callback?error=access_denied&state="+url.QueryEscape(state), "")
 			expectPage(r, http.StatusOK, "cancelled")
