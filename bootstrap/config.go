@@ -5,6 +5,7 @@ package bootstrap
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/api"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
@@ -34,13 +36,17 @@ const (
 	// Optional provider API access (not in CONTRACT.md's table): without a token the handlers
 	// mirror what the payloads carry and send no Slack notices or App Home views. GitLab has no
 	// default API URL: its reads need both the URL and the token.
-	EnvGitHubAPIURL    = "HEPHAESTUS_GITHUB_API_URL"
-	EnvGitHubAPIToken  = "HEPHAESTUS_GITHUB_API_TOKEN"
-	EnvGitLabAPIURL    = "HEPHAESTUS_GITLAB_API_URL"
-	EnvGitLabAPIToken  = "HEPHAESTUS_GITLAB_API_TOKEN"
-	EnvSlackAPIURL     = "HEPHAESTUS_SLACK_API_URL"
-	EnvSlackBotToken   = "HEPHAESTUS_SLACK_BOT_TOKEN"
-	EnvWebhookMaxBytes = "HEPHAESTUS_WEBHOOK_MAX_BYTES"
+	EnvGitHubAPIURL   = "HEPHAESTUS_GITHUB_API_URL"
+	EnvGitHubAPIToken = "HEPHAESTUS_GITHUB_API_TOKEN"
+	// EnvGitHubAppPrivateKey is the App's PEM private key; EnvGitHubAppPrivateKeyFile names a
+	// file holding it (owner-only mode, like the other secret files).
+	EnvGitHubAppPrivateKey     = "HEPHAESTUS_GITHUB_APP_PRIVATE_KEY"
+	EnvGitHubAppPrivateKeyFile = "HEPHAESTUS_GITHUB_APP_PRIVATE_KEY_FILE"
+	EnvGitLabAPIURL            = "HEPHAESTUS_GITLAB_API_URL"
+	EnvGitLabAPIToken          = "HEPHAESTUS_GITLAB_API_TOKEN"
+	EnvSlackAPIURL             = "HEPHAESTUS_SLACK_API_URL"
+	EnvSlackBotToken           = "HEPHAESTUS_SLACK_BOT_TOKEN"
+	EnvWebhookMaxBytes         = "HEPHAESTUS_WEBHOOK_MAX_BYTES"
 	// Issue 13's limits (CONTRACT.md "Later additions").
 	EnvWebhookInflightBytes = "HEPHAESTUS_WEBHOOK_INFLIGHT_BYTES"
 	EnvAdmissionLockTimeout = "HEPHAESTUS_ADMISSION_LOCK_TIMEOUT"
@@ -131,6 +137,9 @@ type Config struct {
 	SlackSigningSecret  string
 	GitHubAPIURL        string // REST root; GitHub Enterprise Server: https://<host>/api/v3
 	GitHubAPIToken      string // empty: no provider reads
+	// GitHubAppPrivateKey is the App's PEM private key (validated at load); empty: no App
+	// authentication, GitHubAPIToken is the reads' fallback.
+	GitHubAppPrivateKey string
 	GitLabAPIURL        string // REST root, https://<host>/api/v4; empty: no provider reads
 	GitLabAPIToken      string // empty: no provider reads
 	SlackAPIURL         string
@@ -257,6 +266,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		c.CredentialsKey = c.CredentialsKeys[0].Secret
 	}
 	c.AccessRecheckInterval = r.duration(EnvAccessRecheckInterval, DefaultAccessRecheck)
+	c.GitHubAppPrivateKey = r.gitHubAppKey(c.GitHubAppID)
 	r.crossCheck(&c.Consumer)
 	r.refuseDevelopmentSecrets(c)
 	r.installFlows(c)
@@ -362,6 +372,44 @@ func (r *reader) adminToken() string {
 		return ""
 	}
 	return v
+}
+
+// gitHubAppKey reads the App's private key from the variable or the file it names (not both),
+// refuses a file that others may read, and checks that it parses; messages never show key
+// material.
+func (r *reader) gitHubAppKey(appID int64) string {
+	_, inline := r.get(EnvGitHubAppPrivateKey)
+	pemText := r.secret(EnvGitHubAppPrivateKey)
+	path, fromFile := r.get(EnvGitHubAppPrivateKeyFile)
+	name := EnvGitHubAppPrivateKey
+	switch {
+	case inline && fromFile:
+		r.fail(EnvGitHubAppPrivateKeyFile, "is set together with %s; set one", EnvGitHubAppPrivateKey)
+		return ""
+	case fromFile:
+		name = EnvGitHubAppPrivateKeyFile
+		if err := checkSecretFileMode(path); err != nil {
+			r.fail(name, "%v", err)
+			return ""
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			r.fail(name, "cannot read %s: %v", path, errors.Unwrap(err))
+			return ""
+		}
+		pemText = string(raw)
+	case !inline:
+		return ""
+	}
+	if _, err := api.ParseAppPrivateKey([]byte(pemText)); err != nil {
+		r.fail(name, "is not a PEM-encoded RSA private key")
+		return ""
+	}
+	if appID == 0 && !r.invalid[EnvGitHubAppID] {
+		r.fail(name, "is set without %s (the JWT's issuer)", EnvGitHubAppID)
+		return ""
+	}
+	return pemText
 }
 
 func (r *reader) gitHubAppID() int64 {

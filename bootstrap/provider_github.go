@@ -3,8 +3,8 @@
 package bootstrap
 
 import (
-	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
@@ -14,6 +14,7 @@ import (
 	ghhandlers "github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
+	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -23,6 +24,7 @@ import (
 var githubSet = wire.NewSet(
 	provideGitHubWebhook,
 	provideGitHubAccess,
+	provideGitHubApp,
 	githubmirror.New,
 	provideGitHubHandlers,
 	provideGitHubRoutes,
@@ -45,20 +47,44 @@ func provideGitHubAccess(cfg Config) (*api.RepositoryAccess, error) {
 // githubHandlers registers the GitHub handlers with the consumer's registry.
 type githubHandlers handlerRegistration
 
+// provideGitHubApp is the App authentication of HEPHAESTUS_GITHUB_APP_PRIVATE_KEY (or _FILE)
+// and HEPHAESTUS_GITHUB_APP_ID against HEPHAESTUS_GITHUB_API_URL; nil without a key.
+func provideGitHubApp(cfg Config) (*api.App, error) {
+	if cfg.GitHubAppPrivateKey == "" {
+		return nil, nil
+	}
+	key, err := api.ParseAppPrivateKey([]byte(cfg.GitHubAppPrivateKey))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvGitHubAppPrivateKey, err)
+	}
+	app, err := api.NewApp(api.AppConfig{BaseURL: cfg.GitHubAPIURL, AppID: strconv.FormatInt(cfg.GitHubAppID, 10), Key: key})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvGitHubAPIURL, err)
+	}
+	return app, nil
+}
+
 // provideGitHubHandlers wires the handlers. Provider reads (check runs, commits a push payload
-// left out) go through the REST adapter when HEPHAESTUS_GITHUB_API_TOKEN is set; without it the
-// handlers mirror what the payloads carry (Deps.Reader nil). Minting App installation tokens is
-// not built yet: the token is a static one with read access to the monitored repositories.
-func provideGitHubHandlers(cfg Config, inbox ports.DeliveryInbox, store *githubmirror.Store, log ports.Logger) (githubHandlers, error) {
+// left out) go through the REST adapter when App authentication or HEPHAESTUS_GITHUB_API_TOKEN
+// is configured; without either the handlers mirror what the payloads carry (Deps.Reader nil).
+// Each read carries the row's workspace's credential (api.Credentials): the installation token
+// of the delivery's installation for an App workspace, the verified PAT for a PAT workspace,
+// and the static token only when no App key is configured. With App authentication the
+// installation handler verifies the installation's status with the App.
+func provideGitHubHandlers(cfg Config, inbox ports.DeliveryInbox, store *githubmirror.Store, app *api.App,
+	secrets *pgmanagement.LiveSecrets, log ports.Logger,
+) (githubHandlers, error) {
 	deps := ghhandlers.Deps{Inbox: inbox, Store: store, Log: log}
-	if cfg.GitHubAPIToken != "" {
-		token := cfg.GitHubAPIToken
-		client, err := api.New(api.Config{BaseURL: cfg.GitHubAPIURL,
-			Token: func(context.Context) (string, error) { return token, nil }})
+	if app != nil || cfg.GitHubAPIToken != "" {
+		creds := &api.Credentials{App: app, Store: secrets, Static: cfg.GitHubAPIToken}
+		client, err := api.New(api.Config{BaseURL: cfg.GitHubAPIURL, Token: creds.Token})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", EnvGitHubAPIURL, err)
 		}
 		deps.Reader = client
+	}
+	if app != nil {
+		deps.Installations = app
 	}
 	return func(reg handlerRegistry) error { return ghhandlers.Register(reg, deps) }, nil
 }

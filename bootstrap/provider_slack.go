@@ -24,7 +24,6 @@ import (
 var slackSet = wire.NewSet(
 	provideSlackWebhook,
 	slackmirror.New,
-	pgmanagement.NewLiveSecrets,
 	provideSlackHandlers,
 	provideSlackRoutes,
 )

@@ -84,6 +84,8 @@ var managementSet = wire.NewSet(
 	wire.Bind(new(ports.ConnectionStore), new(*pgmanagement.Connections)),
 	provideSourceDirectory,
 	wire.Bind(new(ports.ConnectionDirectory), new(*pgmanagement.SourceDirectory)),
+	// The provider clients' per-workspace credentials (Slack bot tokens, GitHub PATs).
+	pgmanagement.NewLiveSecrets,
 	provideAccessCheckers,
 	provideManagement,
 	provideAccessRecheck,

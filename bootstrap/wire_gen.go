@@ -162,15 +162,19 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapGithubHandlers, err := provideGitHubHandlers(config, inbox, githubmirrorStore, portsLogger)
-	if err != nil {
-		return nil, nil, err
-	}
-	bootstrapGitlabHandlers, err := provideGitLabHandlers(config, inbox, gitlabmirrorStore, portsLogger)
+	app, err := provideGitHubApp(config)
 	if err != nil {
 		return nil, nil, err
 	}
 	liveSecrets, err := management.NewLiveSecrets(pool, aesgcm)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapGithubHandlers, err := provideGitHubHandlers(config, inbox, githubmirrorStore, app, liveSecrets, portsLogger)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapGitlabHandlers, err := provideGitLabHandlers(config, inbox, gitlabmirrorStore, portsLogger)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -31,17 +31,17 @@ func corpusDir() string {
 // and has nothing else to say.
 type stubChecks struct{}
 
-func (stubChecks) CompareCommits(context.Context, string, string, string) ([]handlers.Commit, error) {
+func (stubChecks) CompareCommits(context.Context, handlers.Access, string, string, string) ([]handlers.Commit, error) {
 	return nil, nil
 }
 
-func (stubChecks) CheckRunsForRef(_ context.Context, _, ref string) ([]handlers.CheckRun, error) {
+func (stubChecks) CheckRunsForRef(_ context.Context, _ handlers.Access, _, ref string) ([]handlers.CheckRun, error) {
 	done := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	ok := "success"
 	return []handlers.CheckRun{{ID: 1, HeadSHA: ref, Name: "build", Status: "completed", Conclusion: &ok, CompletedAt: &done}}, nil
 }
 
-func (stubChecks) CheckRunsForSuite(context.Context, string, int64) ([]handlers.CheckRun, error) {
+func (stubChecks) CheckRunsForSuite(context.Context, handlers.Access, string, int64) ([]handlers.CheckRun, error) {
 	return nil, nil
 }
 

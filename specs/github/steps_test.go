@@ -221,7 +221,7 @@ func (f *fakeGitHub) client() *api.Client {
 	GinkgoHelper()
 	c, err := api.New(api.Config{
 		BaseURL: f.srv.URL + "/api/v3",
-		Token:   func(context.Context) (string, error) { return "spec-token", nil },
+		Token:   func(context.Context, handlers.Access) (string, error) { return "spec-token", nil },
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return c

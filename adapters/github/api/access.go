@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -49,7 +50,7 @@ type RepositoryAccess struct {
 // NewRepositoryAccess validates cfg.
 func NewRepositoryAccess(cfg AccessConfig) (*RepositoryAccess, error) {
 	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent,
-		Token: func(context.Context) (string, error) { return "", nil }}
+		Token: func(context.Context, handlers.Access) (string, error) { return "", nil }}
 	c.setDefaults()
 	base, err := c.validate()
 	if err != nil {

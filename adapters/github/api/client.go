@@ -53,8 +53,9 @@ type Config struct {
 	// BaseURL is the REST API root: DefaultBaseURL, or a GitHub Enterprise Server's
 	// "https://<host>/api/v3".
 	BaseURL string
-	// Token returns the bearer token for a request. Required.
-	Token func(ctx context.Context) (string, error)
+	// Token returns the bearer token for a read of acc ("" for none). Required. A server's is
+	// Credentials.Token: the installation token or PAT of the workspace.
+	Token func(ctx context.Context, acc handlers.Access) (string, error)
 	// HTTPClient sends the requests (default: a client with a 30 s timeout).
 	HTTPClient *http.Client
 	// MaxBodyBytes bounds each response body (default 8 MiB).
@@ -143,7 +144,7 @@ func repoPath(repo string) (string, error) {
 
 // get requests path with query and decodes a 2xx body into v. more reports whether the answer
 // links a next page.
-func (c *Client) get(ctx context.Context, path string, query url.Values, v any) (more bool, err error) {
+func (c *Client) get(ctx context.Context, acc handlers.Access, path string, query url.Values, v any) (more bool, err error) {
 	// path is already escaped segment by segment, and the base has no query or fragment, so
 	// the URL is their concatenation.
 	target := c.base.String() + path + "?" + query.Encode()
@@ -151,7 +152,7 @@ func (c *Client) get(ctx context.Context, path string, query url.Values, v any) 
 	if err != nil {
 		return false, fmt.Errorf("github api GET %s: %w", path, err)
 	}
-	token, err := c.cfg.Token(ctx)
+	token, err := c.cfg.Token(ctx, acc)
 	if err != nil {
 		// Not transient: a token source that keeps failing is a configuration problem, and
 		// the unknown-failure budget bounds how long a delivery waits for it.
@@ -190,7 +191,12 @@ func (c *Client) get(ctx context.Context, path string, query url.Values, v any) 
 
 // failure is the *inbox.ProviderError of a GET of path.
 func failure(path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
-	return &inbox.ProviderError{Provider: "github", Op: "GET " + path, Kind: kind, Status: status, Err: cause}
+	return failureOf(http.MethodGet, path, kind, status, cause)
+}
+
+// failureOf is the *inbox.ProviderError of a call of method to path.
+func failureOf(method, path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
+	return &inbox.ProviderError{Provider: "github", Op: method + " " + path, Kind: kind, Status: status, Err: cause}
 }
 
 // unreadable is an answer that decoded but lacks what GitHub documents.
@@ -201,8 +207,16 @@ func unreadable(path, what string) error {
 // classify turns a non-2xx status into the inbox's failure table. A rate limit waits for
 // Retry-After (secondary limits) or, with no requests left, for X-RateLimit-Reset (primary).
 func classify(resp *http.Response, path string) error {
+	return classifyCall(resp, http.MethodGet, path)
+}
+
+// classifyCall is classify for a call of any method.
+func classifyCall(resp *http.Response, method, path string) error {
 	status := resp.StatusCode
-	serr := &StatusError{Method: http.MethodGet, Path: path, Status: status}
+	serr := &StatusError{Method: method, Path: path, Status: status}
+	failure := func(path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
+		return failureOf(method, path, kind, status, cause)
+	}
 	h := resp.Header
 	now := time.Now()
 	wait := max(inbox.ParseRetryAfter(h.Get("Retry-After"), now), rateLimitReset(h, now))
@@ -267,7 +281,7 @@ type checkRunsPage struct {
 }
 
 // CheckRunsForRef implements handlers.ProviderReader (GET /repos/{o}/{r}/commits/{ref}/check-runs).
-func (c *Client) CheckRunsForRef(ctx context.Context, repo, ref string) ([]handlers.CheckRun, error) {
+func (c *Client) CheckRunsForRef(ctx context.Context, acc handlers.Access, repo, ref string) ([]handlers.CheckRun, error) {
 	rp, err := repoPath(repo)
 	if err != nil {
 		return nil, err
@@ -275,12 +289,12 @@ func (c *Client) CheckRunsForRef(ctx context.Context, repo, ref string) ([]handl
 	if ref == "" {
 		return nil, inbox.ParsingFailure(errors.New("github api: empty ref"))
 	}
-	return c.checkRuns(ctx, rp+"/commits/"+url.PathEscape(ref)+"/check-runs")
+	return c.checkRuns(ctx, acc, rp+"/commits/"+url.PathEscape(ref)+"/check-runs")
 }
 
 // CheckRunsForSuite implements handlers.ProviderReader
 // (GET /repos/{o}/{r}/check-suites/{id}/check-runs).
-func (c *Client) CheckRunsForSuite(ctx context.Context, repo string, suiteID int64) ([]handlers.CheckRun, error) {
+func (c *Client) CheckRunsForSuite(ctx context.Context, acc handlers.Access, repo string, suiteID int64) ([]handlers.CheckRun, error) {
 	rp, err := repoPath(repo)
 	if err != nil {
 		return nil, err
@@ -288,14 +302,14 @@ func (c *Client) CheckRunsForSuite(ctx context.Context, repo string, suiteID int
 	if suiteID <= 0 {
 		return nil, inbox.ParsingFailure(fmt.Errorf("github api: check suite id %d", suiteID))
 	}
-	return c.checkRuns(ctx, rp+"/check-suites/"+strconv.FormatInt(suiteID, 10)+"/check-runs")
+	return c.checkRuns(ctx, acc, rp+"/check-suites/"+strconv.FormatInt(suiteID, 10)+"/check-runs")
 }
 
-func (c *Client) checkRuns(ctx context.Context, path string) ([]handlers.CheckRun, error) {
+func (c *Client) checkRuns(ctx context.Context, acc handlers.Access, path string) ([]handlers.CheckRun, error) {
 	var out []handlers.CheckRun
 	for page := 1; page <= c.cfg.MaxPages; page++ {
 		var p checkRunsPage
-		more, err := c.get(ctx, path, pageQuery(page), &p)
+		more, err := c.get(ctx, acc, path, pageQuery(page), &p)
 		if err != nil {
 			return nil, err
 		}
@@ -347,7 +361,7 @@ type comparePage struct {
 }
 
 // CompareCommits implements handlers.ProviderReader (GET /repos/{o}/{r}/compare/{base}...{head}).
-func (c *Client) CompareCommits(ctx context.Context, repo, base, head string) ([]handlers.Commit, error) {
+func (c *Client) CompareCommits(ctx context.Context, acc handlers.Access, repo, base, head string) ([]handlers.Commit, error) {
 	rp, err := repoPath(repo)
 	if err != nil {
 		return nil, err
@@ -359,7 +373,7 @@ func (c *Client) CompareCommits(ctx context.Context, repo, base, head string) ([
 	var out []handlers.Commit
 	for page := 1; page <= c.cfg.MaxPages; page++ {
 		var p comparePage
-		more, err := c.get(ctx, path, pageQuery(page), &p)
+		more, err := c.get(ctx, acc, path, pageQuery(page), &p)
 		if err != nil {
 			return nil, err
 		}

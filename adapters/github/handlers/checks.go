@@ -59,7 +59,7 @@ func (b base) status(ctx context.Context, d ports.Dispatch) error {
 		return wrap(event, err)
 	}
 	err = b.checkRuns(ctx, d, ws, repo.ID, stepStatusRuns, func(ctx context.Context) ([]CheckRun, error) {
-		return b.deps.Reader.CheckRunsForRef(ctx, repo.FullName, sha)
+		return b.deps.Reader.CheckRunsForRef(ctx, p.access(ws, repo.ID), repo.FullName, sha)
 	})
 	if err != nil {
 		return wrap(event, err)
@@ -126,7 +126,7 @@ func (b base) checkSuite(ctx context.Context, d ports.Dispatch) error {
 		return wrap(event, err)
 	}
 	err = b.checkRuns(ctx, d, ws, repo.ID, stepCheckSuiteRuns, func(ctx context.Context) ([]CheckRun, error) {
-		return b.deps.Reader.CheckRunsForSuite(ctx, repo.FullName, suite.ID)
+		return b.deps.Reader.CheckRunsForSuite(ctx, p.access(ws, repo.ID), repo.FullName, suite.ID)
 	})
 	if err != nil {
 		return wrap(event, err)

@@ -250,6 +250,19 @@ type envelope struct {
 	Action       string          `json:"action"`
 	Repository   *ghRepository   `json:"repository"`
 	Organization *ghOrganization `json:"organization"`
+	Installation *struct {
+		ID int64 `json:"id"`
+	} `json:"installation"`
+}
+
+// access is the credential scope of a read for workspace ws of repository repositoryID that
+// this delivery causes.
+func (e envelope) access(ws, repositoryID int64) Access {
+	acc := Access{WorkspaceID: ws, RepositoryID: repositoryID}
+	if e.Installation != nil {
+		acc.InstallationID = e.Installation.ID
+	}
+	return acc
 }
 
 // versionOf is the version of an object with the provider timestamp t, written by the

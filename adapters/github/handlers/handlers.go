@@ -47,6 +47,10 @@ type Deps struct {
 	// Reader reads GitHub's REST API (check runs, commits a push payload left out). nil: no
 	// provider reads are configured, and the handlers mirror what the payloads carry.
 	Reader ProviderReader
+	// Installations verifies an installation's status with the App (GET
+	// /app/installations/{id} with the App JWT). nil: no App authentication is configured,
+	// and the installation handler trusts the signed event's action.
+	Installations InstallationVerifier
 	// Log receives notes that are not failures (an installation with no connection to
 	// repair, a transition the state machine refuses). nil: discarded. Never a payload.
 	Log ports.Logger

@@ -70,7 +70,10 @@ func coveredRepositories(installationID int64, repos []ghInstalledRepository, de
 //     workspace; deleted marks them uncovered.
 //
 // The connection moves only when this event's installation version is not older than the
-// recorded one, so a replayed older event cannot undo a later suspension or reinstall.
+// recorded one, so a replayed older event cannot undo a later suspension or reinstall. With App
+// authentication (Deps.Installations), the step first verifies the installation's status with
+// the App inside its transaction, as the seed's boundary says, and GitHub's answer (deleted,
+// suspended or active) decides the transition instead of the event's action.
 func (b base) installation(ctx context.Context, d ports.Dispatch) error {
 	const event = EventInstallation
 	var p struct {
@@ -102,9 +105,32 @@ func (b base) installation(ctx context.Context, d ports.Dispatch) error {
 		hasAction = false // new_permissions_accepted and the like: recorded only
 	}
 
-	var outcome string
+	var outcome, verified string
+	eventAction, eventState := action, record.State
 	err := b.step(ctx, stepInstallation, func(ctx context.Context, tx ports.Tx) error {
-		outcome = ""
+		outcome, verified = "", ""
+		action, record.State = eventAction, eventState
+		if hasAction && b.deps.Installations != nil {
+			// The seed's boundary: the status read runs inside this handler transaction, which
+			// it holds until GitHub answers (before any lock of this step is taken). GitHub's
+			// current status decides the transition, so a delayed or replayed event cannot
+			// reactivate a suspended or deleted installation.
+			status, err := b.deps.Installations.InstallationStatus(ctx, inst.ID)
+			if err != nil {
+				return err
+			}
+			switch {
+			case !status.Exists:
+				action, record.State = connection.Uninstall, "DELETED"
+			case status.Suspended:
+				action, record.State = connection.Suspend, "SUSPENDED"
+			default:
+				action, record.State = connection.Activate, "ACTIVE"
+			}
+			if action != eventAction {
+				verified = record.State
+			}
+		}
 		conn, found, err := b.deps.Store.LockAppConnection(ctx, tx, inst.ID, hasAction && action == connection.Activate)
 		if err != nil {
 			return err
@@ -139,15 +165,19 @@ func (b base) installation(ctx context.Context, d ports.Dispatch) error {
 				return err
 			}
 		}
-		switch p.Action {
-		case "created":
+		switch {
+		case p.Action == "created" && action == connection.Activate:
 			return b.deps.Store.SetInstallationRepositories(ctx, tx, conn.WorkspaceID,
 				coveredRepositories(inst.ID, p.Repositories, false, eventID))
-		case "deleted":
+		case hasAction && action == connection.Uninstall:
 			return b.deps.Store.RemoveInstallationRepositories(ctx, tx, conn.WorkspaceID, inst.ID, versionOf(ghTime{}, eventID))
 		}
 		return nil
 	})
+	if err == nil && verified != "" {
+		b.note("github installation status verified with the App differs from the event",
+			"action", p.Action, "installationId", inst.ID, "eventId", eventID, "status", verified)
+	}
 	if err == nil && outcome != "" {
 		b.note("github installation event changed no connection",
 			"action", p.Action, "installationId", inst.ID, "eventId", eventID, "outcome", outcome)

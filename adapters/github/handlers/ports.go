@@ -145,9 +145,32 @@ var ErrProviderNotFound = errors.New("github object not found")
 type ProviderReader interface {
 	// CompareCommits lists the commits reachable from head and not from base, oldest first
 	// (repo is "owner/name").
-	CompareCommits(ctx context.Context, repo, base, head string) ([]Commit, error)
+	CompareCommits(ctx context.Context, acc Access, repo, base, head string) ([]Commit, error)
 	// CheckRunsForRef lists the check runs of a commit SHA or ref.
-	CheckRunsForRef(ctx context.Context, repo, ref string) ([]CheckRun, error)
+	CheckRunsForRef(ctx context.Context, acc Access, repo, ref string) ([]CheckRun, error)
 	// CheckRunsForSuite lists the check runs of a check suite.
-	CheckRunsForSuite(ctx context.Context, repo string, suiteID int64) ([]CheckRun, error)
+	CheckRunsForSuite(ctx context.Context, acc Access, repo string, suiteID int64) ([]CheckRun, error)
+}
+
+// Access says whose credential a read uses: the dispatched row's workspace, the delivery's
+// signed installation id (0: none) and the repository read. The reader picks that
+// workspace's installation token or PAT from it (CONTRACT.md "Provider access").
+type Access struct {
+	WorkspaceID    int64
+	InstallationID int64
+	RepositoryID   int64
+}
+
+// InstallationStatus is what GitHub says of an installation now.
+type InstallationStatus struct {
+	// Exists is false when GitHub answers 404: the installation was deleted.
+	Exists bool
+	// Suspended is true when the installation has a suspended_at.
+	Suspended bool
+}
+
+// InstallationVerifier reads an installation's current status as the App. Errors:
+// *inbox.ProviderError (transport failures and rate limits retried without budget).
+type InstallationVerifier interface {
+	InstallationStatus(ctx context.Context, installationID int64) (InstallationStatus, error)
 }

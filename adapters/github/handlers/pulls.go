@@ -71,7 +71,7 @@ func (b base) pullRequest(ctx context.Context, d ports.Dispatch) error {
 	}
 	if head.HeadSHA != "" {
 		err := b.checkRuns(ctx, d, ws, repo.ID, stepPullRequestRuns, func(ctx context.Context) ([]CheckRun, error) {
-			return b.deps.Reader.CheckRunsForRef(ctx, repo.FullName, head.HeadSHA)
+			return b.deps.Reader.CheckRunsForRef(ctx, p.access(ws, repo.ID), repo.FullName, head.HeadSHA)
 		})
 		if err != nil {
 			return wrap(event, err)

@@ -86,7 +86,7 @@ func (b base) push(ctx context.Context, d ports.Dispatch) error {
 	}
 
 	if b.deps.Reader != nil && before != zeroSHA && leftOut(len(p.Commits), p.Size, p.DistinctSize) {
-		read, err := b.deps.Reader.CompareCommits(ctx, repo.FullName, before, after)
+		read, err := b.deps.Reader.CompareCommits(ctx, p.access(ws, repo.ID), repo.FullName, before, after)
 		if err != nil && !errors.Is(err, ErrProviderNotFound) {
 			return wrap(event, err)
 		}
@@ -105,7 +105,7 @@ func (b base) push(ctx context.Context, d ports.Dispatch) error {
 		}
 	}
 	return wrap(event, b.checkRuns(ctx, d, ws, repo.ID, stepPushRuns, func(ctx context.Context) ([]CheckRun, error) {
-		return b.deps.Reader.CheckRunsForRef(ctx, repo.FullName, after)
+		return b.deps.Reader.CheckRunsForRef(ctx, p.access(ws, repo.ID), repo.FullName, after)
 	}))
 }
 

@@ -63,3 +63,52 @@ func (s *LiveSecrets) LiveSecret(ctx context.Context, workspaceID int64, kind co
 	}
 	return opened, true, nil
 }
+
+// liveConnectionExists: the workspace has a live connection of kind with the routing key.
+const liveConnectionExists = `
+	SELECT EXISTS (SELECT 1 FROM connection
+		WHERE workspace_id = $1 AND kind = $2 AND source_key = $3 AND state <> 'UNINSTALLED')`
+
+// HasLiveConnection reports whether workspaceID has a live connection of kind whose routing
+// key is sourceKey (a GitHub App connection of an installation). Errors: database errors.
+func (s *LiveSecrets) HasLiveConnection(ctx context.Context, workspaceID int64, kind connection.Kind, sourceKey string) (bool, error) {
+	var ok bool
+	if err := s.pool.QueryRow(ctx, liveConnectionExists, workspaceID, kind.String(), sourceKey).Scan(&ok); err != nil {
+		return false, pgutil.Interpret("live connection", err)
+	}
+	return ok, nil
+}
+
+// verifiedSubscriberSecret is the secret of the workspace's live connection of kind whose
+// subscription of the resource is VERIFIED: the token that was checked to read it (a PAT).
+// Newest connection first.
+const verifiedSubscriberSecret = `
+	SELECT c.id, c.secret_ciphertext FROM connection c
+	JOIN connection_subscription s ON s.connection_id = c.id AND s.workspace_id = c.workspace_id
+	WHERE c.workspace_id = $1 AND c.kind = $2 AND c.state <> 'UNINSTALLED' AND c.secret_ciphertext IS NOT NULL
+	  AND s.resource_type = $3 AND s.resource_id = $4 AND s.access = 'VERIFIED'
+	ORDER BY c.id DESC LIMIT 1`
+
+// VerifiedSubscriberSecret returns the opened secret of workspaceID's live connection of kind
+// that has a VERIFIED subscription of (resourceType, resourceID); found is false when none.
+// Errors as for LiveSecret.
+func (s *LiveSecrets) VerifiedSubscriberSecret(ctx context.Context, workspaceID int64, kind connection.Kind,
+	resourceType, resourceID string,
+) (secret []byte, found bool, err error) {
+	var (
+		id     int64
+		sealed []byte
+	)
+	err = s.pool.QueryRow(ctx, verifiedSubscriberSecret, workspaceID, kind.String(), resourceType, resourceID).Scan(&id, &sealed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, pgutil.Interpret("verified subscriber secret", err)
+	}
+	opened, err := s.secrets.Open(id, sealed)
+	if err != nil {
+		return nil, false, fmt.Errorf("open secret of connection %d: %w", id, err)
+	}
+	return opened, true, nil
+}
