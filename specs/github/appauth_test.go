@@ -5,6 +5,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -276,6 +277,34 @@ var _ = Describe("GitHub App authentication", func() {
 		Expect(fake.mintsOf(4711)).To(Equal(1))
 		Expect(fake.mintStarted.Load()).To(Equal(int64(1)))
 	})
+
+	DescribeTable("treats GitHub's rate limits of a mint as transient, waiting at least what GitHub asked",
+		func(ctx SpecContext, status int, header map[string]string, atLeast time.Duration) {
+			limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				for k, v := range header {
+					if v == "in 20m" { // epoch seconds, computed when the request is answered
+						v = strconv.FormatInt(time.Now().Add(20*time.Minute).Unix(), 10)
+					}
+					w.Header().Set(k, v)
+				}
+				w.WriteHeader(status)
+				fmt.Fprint(w, `{"message":"API rate limit exceeded"}`)
+			}))
+			DeferCleanup(limited.Close)
+			app, err := api.NewApp(api.AppConfig{BaseURL: limited.URL, AppID: specAppID, Key: key})
+			Expect(err).NotTo(HaveOccurred())
+			_, err = app.InstallationToken(ctx, 4711)
+			var perr *inbox.ProviderError
+			Expect(errors.As(err, &perr)).To(BeTrue(), "%v", err)
+			Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderRateLimit))
+			Expect(perr.RetryAfter).To(BeNumerically("~", atLeast, 5*time.Second))
+		},
+		Entry("a secondary limit (403 with Retry-After)", http.StatusForbidden, map[string]string{"Retry-After": "60"}, time.Minute),
+		Entry("a 429 with Retry-After", http.StatusTooManyRequests, map[string]string{"Retry-After": "30"}, 30*time.Second),
+		Entry("the primary limit (X-RateLimit-Remaining 0 until X-RateLimit-Reset)", http.StatusForbidden, map[string]string{
+			"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "in 20m",
+		}, 20*time.Minute),
+	)
 
 	Describe("which credential a GitHub read carries", func() {
 		var (

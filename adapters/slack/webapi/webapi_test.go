@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -93,6 +94,20 @@ var _ = Describe("Slack Web API client", func() {
 		Entry("a 429", 429, ``),
 		Entry("Slack's ratelimited code", 200, `{"ok":false,"error":"ratelimited"}`),
 	)
+
+	It("waits at least the Retry-After of Slack's 429", func(ctx SpecContext) {
+		slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}))
+		DeferCleanup(slack.Close)
+		err := clientOf(slack.URL).PublishHome(ctx, 1, "T1", "U1", json.RawMessage(`{"type":"home","blocks":[]}`))
+		var perr *inbox.ProviderError
+		Expect(errors.As(err, &perr)).To(BeTrue(), "%v", err)
+		Expect(perr.Kind).To(Equal(inbox.ProviderRateLimited))
+		Expect(perr.RetryAfter).To(Equal(30 * time.Second))
+		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderRateLimit))
+	})
 
 	It("classifies a transport failure as transient", func(ctx SpecContext) {
 		slack := newFakeSlack(200, `{"ok":true}`)
