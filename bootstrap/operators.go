@@ -6,9 +6,11 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
 	pgdeadletters "github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
 	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
+	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
 	"github.com/hephaestus-dev/hephaestus/application/erasure"
@@ -21,12 +23,31 @@ var operatorSet = wire.NewSet(
 	pgdeadletters.New,
 	wire.Bind(new(ports.DeadLetterReader), new(*pgdeadletters.Reader)),
 	provideDeadLetters,
+	provideErasureConfig,
 	pgerasure.New,
 	wire.Bind(new(ports.ErasureStore), new(*pgerasure.Store)),
 	provideErasureRunner,
 	provideErasures,
 	provideOperatorRoutes,
 )
+
+// personData is one provider module's declaration to person erasure.
+type personData struct {
+	fields ports.PersonFields
+	store  ports.PersonDataStore
+}
+
+// provideErasureConfig collects the providers' person-data declarations; installation rows
+// carry admission's default source (GitHub App installations).
+func provideErasureConfig(gh githubPersonData, gl gitlabPersonData, sl slackPersonData, ol outlinePersonData, adm admission.Config) pgerasure.Config {
+	cfg := pgerasure.Config{InstallationNamespaces: map[string]string{}}
+	for _, d := range []personData{personData(gh), personData(gl), personData(sl), personData(ol)} {
+		cfg.Fields = append(cfg.Fields, d.fields)
+		cfg.Mirrors = append(cfg.Mirrors, d.store)
+	}
+	cfg.InstallationNamespaces[github.Provider.String()] = adm.SourceServerURLOfInstallations()
+	return cfg
+}
 
 func provideDeadLetters(reader ports.DeadLetterReader, inbox ports.InboxStore, wake *consumer.Signal) (*deadletters.Service, error) {
 	return deadletters.New(reader, inbox, wake)

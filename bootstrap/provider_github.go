@@ -26,6 +26,7 @@ var githubSet = wire.NewSet(
 	provideGitHubAccess,
 	provideGitHubApp,
 	githubmirror.New,
+	provideGitHubPersonData,
 	provideGitHubHandlers,
 	provideGitHubRoutes,
 )
@@ -96,4 +97,12 @@ func provideGitHubRoutes(manage *management.Service, members ports.WorkspaceStor
 	return func(r gin.IRouter) error {
 		return mirrorapi.Register(r, mirrorapi.Config{Auth: manage, Members: members, Reader: store, Log: log})
 	}
+}
+
+// githubPersonData is what the GitHub module declares to person erasure: where its payloads name
+// a person, and its mirror store's personal-data map.
+type githubPersonData personData
+
+func provideGitHubPersonData(store *githubmirror.Store) githubPersonData {
+	return githubPersonData{fields: github.PersonFields(), store: store}
 }

@@ -23,6 +23,7 @@ import (
 var gitlabSet = wire.NewSet(
 	provideGitLabWebhook,
 	gitlabmirror.New,
+	provideGitLabPersonData,
 	provideGitLabHandlers,
 	provideGitLabRoutes,
 )
@@ -69,4 +70,12 @@ func provideGitLabRoutes(manage *management.Service, members ports.WorkspaceStor
 	return func(r gin.IRouter) error {
 		return gitlabread.Register(r, gitlabread.Config{Auth: manage, Members: members, Store: store, Log: log})
 	}
+}
+
+// gitlabPersonData is what the GitLab module declares to person erasure: where its payloads name
+// a person, and its mirror store's personal-data map.
+type gitlabPersonData personData
+
+func provideGitLabPersonData(store *gitlabmirror.Store) gitlabPersonData {
+	return gitlabPersonData{fields: gitlab.PersonFields(), store: store}
 }

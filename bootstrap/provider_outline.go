@@ -19,6 +19,7 @@ import (
 var outlineSet = wire.NewSet(
 	provideOutlineWebhook,
 	outlinemirror.New,
+	provideOutlinePersonData,
 	provideOutlineHandlers,
 	provideOutlineRoutes,
 )
@@ -41,4 +42,12 @@ func provideOutlineRoutes(manage *management.Service, members ports.WorkspaceSto
 	return func(r gin.IRouter) error {
 		return outlineread.Register(r, outlineread.Config{Auth: manage, Members: members, Store: store, Log: log})
 	}
+}
+
+// outlinePersonData is what the Outline module declares to person erasure: where its payloads name
+// a person, and its mirror store's personal-data map.
+type outlinePersonData personData
+
+func provideOutlinePersonData(store *outlinemirror.Store) outlinePersonData {
+	return outlinePersonData{fields: outline.PersonFields(), store: store}
 }

@@ -24,6 +24,7 @@ import (
 var slackSet = wire.NewSet(
 	provideSlackWebhook,
 	slackmirror.New,
+	provideSlackPersonData,
 	provideSlackHandlers,
 	provideSlackRoutes,
 )
@@ -61,4 +62,12 @@ func provideSlackRoutes(manage *management.Service, members ports.WorkspaceStore
 	return func(r gin.IRouter) error {
 		return slackread.Register(r, slackread.Config{Auth: manage, Members: members, Store: store, Log: log})
 	}
+}
+
+// slackPersonData is what the Slack module declares to person erasure: where its payloads name
+// a person, and its mirror store's personal-data map.
+type slackPersonData personData
+
+func provideSlackPersonData(store *slackmirror.Store) slackPersonData {
+	return slackPersonData{fields: slack.PersonFields(), store: store}
 }

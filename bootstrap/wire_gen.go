@@ -107,7 +107,28 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	erasureStore, err := erasure.New(pool)
+	githubmirrorStore, err := githubmirror.New(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapGithubPersonData := provideGitHubPersonData(githubmirrorStore)
+	gitlabmirrorStore, err := gitlabmirror.New(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapGitlabPersonData := provideGitLabPersonData(gitlabmirrorStore)
+	slackmirrorStore, err := slackmirror.New(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapSlackPersonData := provideSlackPersonData(slackmirrorStore)
+	outlinemirrorStore, err := outlinemirror.New(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapOutlinePersonData := provideOutlinePersonData(outlinemirrorStore)
+	erasureConfig := provideErasureConfig(bootstrapGithubPersonData, bootstrapGitlabPersonData, bootstrapSlackPersonData, bootstrapOutlinePersonData, admissionConfig)
+	erasureStore, err := erasure.New(pool, erasureConfig)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,25 +158,9 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
-	githubmirrorStore, err := githubmirror.New(pool)
-	if err != nil {
-		return nil, nil, err
-	}
 	bootstrapGithubRoutes := provideGitHubRoutes(managementService, workspaces, githubmirrorStore, portsLogger)
-	gitlabmirrorStore, err := gitlabmirror.New(pool)
-	if err != nil {
-		return nil, nil, err
-	}
 	bootstrapGitlabRoutes := provideGitLabRoutes(managementService, workspaces, gitlabmirrorStore, portsLogger)
-	slackmirrorStore, err := slackmirror.New(pool)
-	if err != nil {
-		return nil, nil, err
-	}
 	bootstrapSlackRoutes := provideSlackRoutes(managementService, workspaces, slackmirrorStore, portsLogger)
-	outlinemirrorStore, err := outlinemirror.New(pool)
-	if err != nil {
-		return nil, nil, err
-	}
 	bootstrapOutlineRoutes := provideOutlineRoutes(managementService, workspaces, outlinemirrorStore, portsLogger)
 	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapInstallRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes)
 	inbox, err := provideDeliveryInbox(pool)

@@ -4,26 +4,35 @@ import (
 	"context"
 
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 )
 
-// ErasureMatches is the number of rows of one inbox store that a scope matches now.
+// ErasureMatches is the number of rows of one store that a scope matches now.
 type ErasureMatches struct {
 	Store   erasure.Store
 	Matches int64
 }
 
-// ErasureStore keeps person-erasure requests of the two inbox stores and runs their passes.
-// The inbox is a live-predicate store: a pass deletes the rows the frozen scope matches at that
-// moment, plus the rows whose keys were frozen at start.
+// ErasureStore keeps person-erasure requests and runs their passes over every store that can
+// hold the person: the provider's mirror stores (PersonDataStore), then the two inbox stores.
+// All are live-predicate stores: a pass erases what the frozen scope matches at that moment,
+// and in the inbox also the rows whose keys were frozen at start.
 type ErasureStore interface {
-	// Preview counts, per store, the rows a request with scope would match now (including the
-	// id↔login pairs that Start would add), deleting nothing.
+	// Mirrors lists the mirror stores an erasure of provider p runs before the inbox stores,
+	// in their order.
+	Mirrors(p provider.Provider) []erasure.Store
+
+	// Preview counts, per store in pass order, the rows a request with scope would match now
+	// (including the id↔login pairs that Start would add), deleting nothing.
+	// Errors: erasure.ErrUnknownSource when the scope's source namespace is not this
+	// instance's; erasure.ErrInvalidRequest as Start.
 	Preview(ctx context.Context, scope erasure.Scope) ([]ErasureMatches, error)
 
 	// Start stores a RUNNING request asking for one pass, in one transaction with its frozen
 	// scope (scope grown by the id↔login pairs found in matching payloads) and its frozen keys
 	// (workspace, provider, delivery key of every row matched at that moment).
-	// Errors: erasure.ErrInvalidRequest when the grown scope exceeds its bound.
+	// Errors: erasure.ErrUnknownSource (nothing is stored); erasure.ErrInvalidRequest when the
+	// grown scope exceeds its bound.
 	Start(ctx context.Context, scope erasure.Scope, requestedBy int64) (erasure.Request, error)
 
 	// Erasure reads a request and its receipts (pass order, then store order).
@@ -41,11 +50,16 @@ type ErasureStore interface {
 	// process releases its hold with its session. ok is false when no request was free.
 	Hold(ctx context.Context, work func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.State, error)) (ok bool, err error)
 
-	// Pass runs one pass of the held request over store: it raises the copy fence, waits for
-	// the fenced writes that began before it, deletes every matching row in every state (their
-	// steps cascade) up to the highest id stored when the pass began (the receipt's boundary),
-	// and commits the receipt and the lowered fence together. Errors: context errors, *inbox.TransientError,
-	// others; on an error nothing was deleted and the fence is lowered again.
+	// Pass runs one pass of the held request over store: it raises the copy fence (or finds it
+	// raised by the pass's earlier store), waits for the fenced writes that began before it,
+	// then erases: a mirror store through its PersonDataStore; an inbox store by deleting
+	// every matching row in every state (their steps cascade) up to the highest id stored when
+	// the pass began (the receipt's boundary). The receipt commits with the erasure. The fence
+	// stays raised from the first store of a pass to its last (the installation inbox), whose
+	// transaction lowers it: no fenced mirror write can commit between the mirror erasure and
+	// the deletion of the deliveries it came from. Errors: context errors,
+	// *inbox.TransientError, others; on an error nothing of the store was erased and the fence
+	// is lowered again.
 	Pass(ctx context.Context, erasureID int64, store erasure.Store, pass int) (erasure.Receipt, error)
 
 	// LowerStaleFence lowers a copy fence left raised by a process that died mid-pass whose

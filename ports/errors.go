@@ -12,6 +12,7 @@ var (
 	ErrNotFound        = errors.New("not found")               // 404
 	ErrConflict        = errors.New("conflict")                // 409
 	ErrMalformed       = errors.New("malformed")               // 400
+	ErrUnprocessable   = errors.New("unprocessable")           // 422: well formed, names nothing this instance has
 	ErrTooLarge        = errors.New("too large")               // 413
 	ErrUnavailable     = errors.New("temporarily unavailable") // 503 with Retry-After
 )

@@ -81,6 +81,13 @@ type Config struct {
 	DefaultSourceServerURL string
 }
 
+// SourceServerURLOfInstallations is the namespace stored on installation rows no connection
+// names (DefaultSourceServerURL, or its default): person erasure accepts it as a namespace.
+func (c Config) SourceServerURLOfInstallations() string {
+	c.setDefaults()
+	return c.DefaultSourceServerURL
+}
+
 func (c *Config) setDefaults() {
 	if c.DefaultSourceServerURL == "" {
 		c.DefaultSourceServerURL = "https://github.com"

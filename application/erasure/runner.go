@@ -103,8 +103,9 @@ func (r *Runner) drain(ctx context.Context) {
 // request RUNNING; any other failure is logged by cause types, never by message (a message can
 // quote identity values or payload), and ends the request FAILED.
 func (r *Runner) erase(ctx context.Context, req erasure.Request, receipts []erasure.Receipt) (erasure.State, error) {
+	mirrors := r.store.Mirrors(req.Scope().Provider())
 	for {
-		store, pass, ok := req.Next(receipts)
+		store, pass, ok := req.Next(mirrors, receipts)
 		if !ok {
 			r.log.Infow("person erasure done", "erasure", req.ID(), "passes", req.Passes())
 			return erasure.Done, nil

@@ -1,10 +1,12 @@
-// Package erasure holds the use cases of person erasure of the two inbox stores (workspace rows
-// and installation rows): preview, start, progress and resume for the instance administrator,
-// and the Runner that works RUNNING requests pass by pass.
+// Package erasure holds the use cases of person erasure: preview, start, progress and resume
+// for the instance administrator, and the Runner that works RUNNING requests pass by pass over
+// every store that can hold the person: the provider's mirror stores (the ordinary source
+// erasure), then the two inbox stores (workspace rows and installation rows).
 //
-// The inbox is a live-predicate erasure store: a pass deletes what the frozen identity scope
-// matches at that moment plus the rows whose keys were frozen at start, so preview counts may
-// change without invalidating the scope, and a resume repeats the passes even after DONE.
+// Every store is a live-predicate erasure store: a pass erases what the frozen identity scope
+// matches at that moment (in the inbox also the rows whose keys were frozen at start), so
+// preview counts may change without invalidating the scope, and a resume repeats the passes
+// even after DONE.
 package erasure
 
 import (
@@ -20,10 +22,15 @@ import (
 // ReasonInvalidErasure is the 400 code of a request the domain refuses.
 const ReasonInvalidErasure = "invalid-erasure"
 
-// Identity is one requested account of the person: its provider id, its login, or both.
+// ReasonUnknownSource is the 422 code of a request whose sourceServerUrl names no namespace
+// this instance has; nothing is started.
+const ReasonUnknownSource = "unknown-source"
+
+// Identity is one requested account of the person: its provider id, login, e-mail address.
 type Identity struct {
 	ID    string
 	Login string
+	Email string
 }
 
 // Request is a preview or start request as the API receives it.
@@ -48,7 +55,8 @@ func New(store ports.ErasureStore, runner ports.Notifier) (*Service, error) {
 }
 
 // Preview counts the current matches of each inbox store for req, deleting nothing.
-// Errors: ports.ErrForbidden; ports.ErrMalformed (reason invalid-erasure).
+// Errors: ports.ErrForbidden; ports.ErrMalformed (reason invalid-erasure);
+// ports.ErrUnprocessable (reason unknown-source).
 func (s *Service) Preview(ctx context.Context, p ports.Principal, req Request) ([]ports.ErasureMatches, error) {
 	if err := requireInstanceAdmin(p); err != nil {
 		return nil, err
@@ -65,7 +73,8 @@ func (s *Service) Preview(ctx context.Context, p ports.Principal, req Request) (
 }
 
 // Start stores a RUNNING request with its frozen scope and keys and wakes the runner; the
-// passes run in the background. Errors: ports.ErrForbidden; ports.ErrMalformed.
+// passes run in the background. Errors: ports.ErrForbidden; ports.ErrMalformed;
+// ports.ErrUnprocessable (reason unknown-source: nothing was started).
 func (s *Service) Start(ctx context.Context, p ports.Principal, req Request) (erasure.Request, error) {
 	if err := requireInstanceAdmin(p); err != nil {
 		return erasure.Request{}, err
@@ -125,7 +134,7 @@ func scopeOf(req Request) (erasure.Scope, error) {
 	}
 	ids := make([]erasure.Identity, 0, len(req.Identities))
 	for _, i := range req.Identities {
-		id, err := erasure.NewIdentity(i.ID, i.Login)
+		id, err := erasure.NewIdentity(i.ID, i.Login, i.Email)
 		if err != nil {
 			return erasure.Scope{}, ports.Reject(ports.ErrMalformed, ReasonInvalidErasure, "identity")
 		}
@@ -138,8 +147,12 @@ func scopeOf(req Request) (erasure.Scope, error) {
 	return scope, nil
 }
 
-// invalid turns the domain's refusal of a grown scope into the 400 of the API.
+// invalid turns the store's refusal of a namespace into the 422 of the API, and the domain's
+// refusal of a grown scope into its 400.
 func invalid(err error) error {
+	if errors.Is(err, erasure.ErrUnknownSource) {
+		return ports.Reject(ports.ErrUnprocessable, ReasonUnknownSource, "")
+	}
 	if errors.Is(err, erasure.ErrInvalidRequest) {
 		return ports.Reject(ports.ErrMalformed, ReasonInvalidErasure, "scope too large")
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -24,8 +25,14 @@ const (
 // namespace, or no identity that can be matched.
 var ErrInvalidRequest = errors.New("invalid erasure request")
 
-// Store is one inbox store an erasure pass works on: the workspace rows or the installation
-// rows (NULL workspace) of provider_event.
+// ErrUnknownSource: the request's sourceServerUrl is well formed but names no namespace this
+// instance has (no connection of the provider with that source, nor the installation
+// namespace), so it cannot match anything stored here and is refused before anything starts.
+var ErrUnknownSource = errors.New("unknown erasure source")
+
+// Store is one store an erasure pass works on: a provider's mirror ("github-mirror", the
+// ordinary source erasure), or one of the two inbox stores, the workspace rows and the
+// installation rows (NULL workspace) of provider_event.
 type Store struct{ s string }
 
 var (
@@ -33,21 +40,43 @@ var (
 	InstallationInbox = Store{"installation-inbox"}
 )
 
-// Stores lists the stores in the order a pass erases them.
-func Stores() []Store { return []Store{WorkspaceInbox, InstallationInbox} }
+// InboxStores lists the inbox stores in the order a pass erases them, after the mirrors.
+func InboxStores() []Store { return []Store{WorkspaceInbox, InstallationInbox} }
 
-// ParseStore reads a store name as stored and shown ("workspace-inbox", …).
+// MirrorStore is the mirror store of provider p: "github-mirror", "gitlab-mirror", ….
+func MirrorStore(p provider.Provider) Store {
+	if p.IsZero() {
+		return Store{}
+	}
+	return Store{strings.ToLower(p.String()) + "-mirror"}
+}
+
+// Plan is the order of one pass: the mirror stores (the ordinary source erasure) first, then
+// the two inbox stores, as the seed orders them.
+func Plan(mirrors []Store) []Store {
+	return append(append([]Store(nil), mirrors...), InboxStores()...)
+}
+
+// ParseStore reads a store name as stored and shown ("workspace-inbox", "github-mirror", …).
 func ParseStore(s string) (Store, error) {
-	for _, st := range Stores() {
+	for _, st := range InboxStores() {
 		if st.s == s {
 			return st, nil
 		}
 	}
-	return Store{}, fmt.Errorf("unknown inbox store %q", s)
+	if name, ok := strings.CutSuffix(s, "-mirror"); ok {
+		if p, err := provider.New(strings.ToUpper(name)); err == nil && strings.ToLower(p.String()) == name {
+			return MirrorStore(p), nil
+		}
+	}
+	return Store{}, fmt.Errorf("unknown erasure store %q", s)
 }
 
 func (s Store) String() string { return s.s }
 func (s Store) IsZero() bool   { return s.s == "" }
+
+// IsInbox tells the two inbox stores from the mirror stores.
+func (s Store) IsInbox() bool { return s == WorkspaceInbox || s == InstallationInbox }
 
 // State is the lifecycle state of an erasure request.
 type State struct{ s string }
@@ -71,32 +100,44 @@ func ParseState(s string) (State, error) {
 func (s State) String() string { return s.s }
 func (s State) IsZero() bool   { return s.s == "" }
 
-// Identity is one account of the person at the provider: its provider id, its login, or both.
-// Ids are kept as text ("583231", "U024BE7LH") because providers differ in their id types.
+// Identity is one account of the person at the provider: its provider id, its login, its
+// e-mail address, or several of them. Ids are kept as text ("583231", "U024BE7LH") because
+// providers differ in their id types. Ids match exactly; logins and e-mail addresses match
+// case-insensitively where the provider treats them so (see the personal-data map).
 type Identity struct {
 	id    string
 	login string
+	email string
 }
 
-// NewIdentity validates an identity: at least one of id and login, each printable text of at
-// most 200 bytes without surrounding white space.
-func NewIdentity(id, login string) (Identity, error) {
-	if id == "" && login == "" {
-		return Identity{}, fmt.Errorf("%w: an identity needs an id or a login", ErrInvalidRequest)
+// NewIdentity validates an identity: at least one of id, login and email, each printable text
+// of at most 200 bytes without surrounding white space; an email has one '@' inside it.
+func NewIdentity(id, login, email string) (Identity, error) {
+	if id == "" && login == "" && email == "" {
+		return Identity{}, fmt.Errorf("%w: an identity needs an id, a login or an email", ErrInvalidRequest)
 	}
-	for _, v := range []string{id, login} {
+	for _, v := range []string{id, login, email} {
 		if err := checkIdentityValue(v); err != nil {
 			return Identity{}, err
 		}
 	}
-	return Identity{id: id, login: login}, nil
+	if email != "" {
+		at := strings.IndexByte(email, '@')
+		if at <= 0 || at == len(email)-1 || strings.Count(email, "@") != 1 {
+			return Identity{}, fmt.Errorf("%w: an identity email is not an address", ErrInvalidRequest)
+		}
+	}
+	return Identity{id: id, login: login, email: email}, nil
 }
 
 // RestoreIdentity rebuilds an identity read from storage.
-func RestoreIdentity(id, login string) Identity { return Identity{id: id, login: login} }
+func RestoreIdentity(id, login, email string) Identity {
+	return Identity{id: id, login: login, email: email}
+}
 
 func (i Identity) ID() string    { return i.id }
 func (i Identity) Login() string { return i.login }
+func (i Identity) Email() string { return i.email }
 
 func checkIdentityValue(v string) error {
 	if v == "" {
@@ -241,20 +282,21 @@ func (r Request) Passes() int          { return r.passes }
 func (r Request) RequestedBy() int64   { return r.requestedBy }
 func (r Request) CreatedAt() time.Time { return r.createdAt }
 
-// Resume asks for one more pass over every store, whatever the state: the inbox is a
-// live-predicate store, so a repeated pass erases what matches now, including deliveries
-// stored after the last pass.
+// Resume asks for one more pass over every store, whatever the state: the mirrors and the
+// inbox are live-predicate stores, so a repeated pass erases what matches now, including
+// deliveries stored and mirror rows written after the last pass.
 func (r *Request) Resume() {
 	r.passes++
 	r.state = Running
 }
 
 // Next is the pass still to run given the receipts committed so far: the lowest pass number
-// first, and within a pass the stores in Stores() order. ok is false when every pass asked for
-// has its receipts.
-func (r Request) Next(receipts []Receipt) (store Store, pass int, ok bool) {
+// first, and within a pass the stores in Plan(mirrors) order (the request's provider's mirror
+// stores, then the inbox stores). ok is false when every pass asked for has its receipts.
+func (r Request) Next(mirrors []Store, receipts []Receipt) (store Store, pass int, ok bool) {
+	plan := Plan(mirrors)
 	for pass = 1; pass <= r.passes; pass++ {
-		for _, st := range Stores() {
+		for _, st := range plan {
 			if !hasReceipt(receipts, st, pass) {
 				return st, pass, true
 			}

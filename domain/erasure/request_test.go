@@ -12,16 +12,16 @@ var _ = Describe("A person-erasure request", func() {
 	github := provider.MustNew("GITHUB")
 
 	identity := func(id, login string) erasure.Identity {
-		i, err := erasure.NewIdentity(id, login)
+		i, err := erasure.NewIdentity(id, login, "")
 		Expect(err).NotTo(HaveOccurred())
 		return i
 	}
 
 	Describe("its scope", func() {
 		It("needs an id or a login for every identity", func() {
-			_, err := erasure.NewIdentity("", "")
+			_, err := erasure.NewIdentity("", "", "")
 			Expect(err).To(MatchError(erasure.ErrInvalidRequest))
-			_, err = erasure.NewIdentity(" 583231", "")
+			_, err = erasure.NewIdentity(" 583231", "", "")
 			Expect(err).To(MatchError(erasure.ErrInvalidRequest))
 		})
 
@@ -36,6 +36,16 @@ var _ = Describe("A person-erasure request", func() {
 			Expect(s.SourceServerURL()).To(Equal("https://github.com"))
 		})
 
+		It("takes an e-mail address as an identity, and refuses what is no address", func() {
+			i, err := erasure.NewIdentity("", "", "Mona@Example.com")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(i.Email()).To(Equal("Mona@Example.com"))
+			for _, bad := range []string{"mona", "@example.com", "mona@", "a@b@c"} {
+				_, err := erasure.NewIdentity("", "", bad)
+				Expect(err).To(MatchError(erasure.ErrInvalidRequest), bad)
+			}
+		})
+
 		It("refuses a request without identities", func() {
 			_, err := erasure.NewScope(github, "https://github.com", nil)
 			Expect(err).To(MatchError(erasure.ErrInvalidRequest))
@@ -45,16 +55,16 @@ var _ = Describe("A person-erasure request", func() {
 			s, err := erasure.NewScope(github, "https://github.com", []erasure.Identity{identity("", "octocat")})
 			Expect(err).NotTo(HaveOccurred())
 			grown, grew, err := s.WithPairs([]erasure.Identity{
-				erasure.RestoreIdentity("583231", "octocat"),
-				erasure.RestoreIdentity("583231", ""),
-				erasure.RestoreIdentity("583231", "octocat"),
+				erasure.RestoreIdentity("583231", "octocat", ""),
+				erasure.RestoreIdentity("583231", "", ""),
+				erasure.RestoreIdentity("583231", "octocat", ""),
 			})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(grew).To(BeTrue())
 			Expect(grown.Identities()).To(Equal([]erasure.Identity{identity("", "octocat"), identity("583231", "octocat")}))
 			Expect(s.Identities()).To(HaveLen(1), "the frozen scope it grew from is unchanged")
 
-			_, grew, err = grown.WithPairs([]erasure.Identity{erasure.RestoreIdentity("583231", "octocat")})
+			_, grew, err = grown.WithPairs([]erasure.Identity{erasure.RestoreIdentity("583231", "octocat", "")})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(grew).To(BeFalse())
 		})
@@ -68,14 +78,36 @@ var _ = Describe("A person-erasure request", func() {
 		})
 
 		It("runs the workspace inbox, then the installation inbox, then is done", func() {
-			st, pass, ok := req.Next(nil)
+			st, pass, ok := req.Next(nil, nil)
 			Expect([]any{st, pass, ok}).To(Equal([]any{erasure.WorkspaceInbox, 1, true}))
 			receipts := []erasure.Receipt{{Store: erasure.WorkspaceInbox, Pass: 1}}
-			st, pass, ok = req.Next(receipts)
+			st, pass, ok = req.Next(nil, receipts)
 			Expect([]any{st, pass, ok}).To(Equal([]any{erasure.InstallationInbox, 1, true}))
 			receipts = append(receipts, erasure.Receipt{Store: erasure.InstallationInbox, Pass: 1})
-			_, _, ok = req.Next(receipts)
+			_, _, ok = req.Next(nil, receipts)
 			Expect(ok).To(BeFalse())
+		})
+
+		It("runs the provider's mirror stores before both inbox stores", func() {
+			mirrors := []erasure.Store{erasure.MirrorStore(github)}
+			Expect(mirrors[0].String()).To(Equal("github-mirror"))
+			st, pass, ok := req.Next(mirrors, nil)
+			Expect([]any{st, pass, ok}).To(Equal([]any{erasure.MirrorStore(github), 1, true}))
+			st, _, _ = req.Next(mirrors, []erasure.Receipt{{Store: erasure.MirrorStore(github), Pass: 1}})
+			Expect(st).To(Equal(erasure.WorkspaceInbox))
+			Expect(erasure.Plan(mirrors)).To(Equal([]erasure.Store{erasure.MirrorStore(github), erasure.WorkspaceInbox, erasure.InstallationInbox}))
+		})
+
+		It("reads its store names back, and no invented one", func() {
+			for _, name := range []string{"github-mirror", "workspace-inbox", "installation-inbox"} {
+				st, err := erasure.ParseStore(name)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(st.String()).To(Equal(name))
+			}
+			for _, bad := range []string{"", "mirror", "-mirror", "GITHUB-mirror", "github-inbox"} {
+				_, err := erasure.ParseStore(bad)
+				Expect(err).To(HaveOccurred(), bad)
+			}
 		})
 
 		It("repeats both passes on resume, even after it was done", func() {
@@ -83,7 +115,7 @@ var _ = Describe("A person-erasure request", func() {
 			done := erasure.RestoreRequest(erasure.StoredRequest{ID: 1, State: erasure.Done, Passes: 1})
 			done.Resume()
 			Expect(done.State()).To(Equal(erasure.Running))
-			st, pass, ok := done.Next(receipts)
+			st, pass, ok := done.Next(nil, receipts)
 			Expect([]any{st, pass, ok}).To(Equal([]any{erasure.WorkspaceInbox, 2, true}))
 		})
 	})

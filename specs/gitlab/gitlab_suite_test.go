@@ -13,6 +13,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/handlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/gitlabread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/gitlabmirror"
 	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
@@ -36,6 +37,7 @@ var (
 	svc      *management.Service
 	server   *httptest.Server
 	client   *http.Client
+	erasures *pgerasure.Store
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
@@ -48,6 +50,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	faulty = &faultyStore{Store: store}
 	reader = &fakeReader{}
 	Expect(handlers.Register(registry, handlers.Deps{Inbox: box, Store: faulty, Reader: reader})).To(Succeed())
+
+	erasures = support.ErasureStore(pool)
 
 	var workspaces *pgmanagement.Workspaces
 	svc, workspaces = support.Management(pool, adminToken)

@@ -106,7 +106,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		addStep(ctx, someoneElse, "issue-write")
 
 		id := start(octocat)
-		Expect(awaitDone(id)).To(matchReceipts(receipt("workspace-inbox", 1, 5), receipt("installation-inbox", 1, 1)))
+		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 5), receipt("installation-inbox", 1, 1)))
 
 		Expect(existing(ctx, queued, leased, done, dead, theirs, installation)).To(BeEmpty())
 		Expect(stepCount(ctx, leased, done, dead)).To(BeZero(), "steps cascade")
@@ -131,6 +131,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		r := call("POST", "/api/admin/erasures/preview", adminToken, octocat)
 		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 		Expect(r.JSON).To(Equal(map[string]any{"stores": []any{
+			map[string]any{"store": "github-mirror", "matches": 0.0},
 			map[string]any{"store": "workspace-inbox", "matches": 2.0},
 			map[string]any{"store": "installation-inbox", "matches": 1.0},
 		}}))
@@ -142,6 +143,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 
 	DescribeTable("matching the person in each provider's payload shape",
 		func(ctx SpecContext, prov, namespace, id, login, payload string, matches bool) {
+			registerSource(ctx, acme, prov, namespace)
 			insertRow(ctx, pool, row{Workspace: acme.ID, Provider: prov, Namespace: namespace, Payload: payload})
 			r := call("POST", "/api/admin/erasures/preview", adminToken, map[string]any{
 				"provider": prov, "sourceServerUrl": namespace, "identities": []map[string]any{{"id": id, "login": login}},
@@ -151,7 +153,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 			if matches {
 				want = 1
 			}
-			Expect(r.JSON["stores"].([]any)[0]).To(HaveKeyWithValue("matches", want))
+			Expect(storeMatches(r.JSON, "workspace-inbox")).To(Equal(want))
 		},
 		Entry("GitHub login anywhere", "GITHUB", githubNamespace, "", "octocat", `{"review":{"user":{"login":"octocat"}}}`, true),
 		Entry("GitHub user-shaped object by numeric id", "GITHUB", githubNamespace, "583231", "", `{"assignee":{"id":583231,"login":"renamed"}}`, true),
@@ -170,15 +172,15 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		byLogin := map[string]any{"provider": "GITHUB", "sourceServerUrl": githubNamespace,
 			"identities": []map[string]any{{"login": "octocat"}}}
 		id := start(byLogin)
-		Expect(awaitDone(id)).To(matchReceipts(receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
 
 		renamed := insertRow(ctx, pool, row{Workspace: acme.ID, Payload: `{"action":"opened","sender":{"login":"octo-renamed","id":583231}}`})
 		r := call("POST", fmt.Sprintf("/api/admin/erasures/%d/resume", id), adminToken, nil)
 		Expect(r.Status).To(Equal(http.StatusAccepted), r.Raw)
 		Expect(r.JSON).To(HaveKeyWithValue("state", "RUNNING"))
 		Expect(awaitDone(id)).To(matchReceipts(
-			receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0),
-			receipt("workspace-inbox", 2, 1), receipt("installation-inbox", 2, 0)))
+			receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0),
+			receipt("github-mirror", 2, 0), receipt("workspace-inbox", 2, 1), receipt("installation-inbox", 2, 0)))
 		Expect(existing(ctx, renamed)).To(BeEmpty())
 	})
 
@@ -205,7 +207,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		during := insertRow(ctx, admission, row{Workspace: acme.ID, Repo: "2", Payload: octocatSender})
 
 		id := start(octocat)
-		Expect(awaitDone(id)).To(matchReceipts(receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
 		Expect(admission.Commit(ctx)).To(Succeed())
 
 		Expect(existing(ctx, before, during)).To(Equal([]int64{during}))
@@ -271,8 +273,9 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 
 			id := start(octocat)
 			Eventually(fenceRaised).WithContext(ctx).WithTimeout(settle).Should(BeTrue())
-			// Admission keeps running while the pass waits; this delivery is stored after the
-			// pass began, so it is left to the next pass.
+			// Admission keeps running while the pass waits at its first store (the mirror); this
+			// delivery is stored before the pass's inbox step, so that step erases it: its
+			// handler cannot write the person into the mirror after the mirror was erased.
 			admitted := insertRow(ctx, other, row{Workspace: acme.ID, Repo: "3", Payload: octocatSender})
 
 			late, err := other.Begin(ctx)
@@ -293,8 +296,9 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 
 			Expect(step.Commit(ctx)).To(Succeed())
 			awaitDone(id)
-			Expect(existing(ctx, leased, admitted)).To(Equal([]int64{admitted}))
-			Expect(admitted).To(BeNumerically(">", boundary(ctx, id, "workspace-inbox", 1)))
+			Expect(existing(ctx, leased, admitted)).To(BeEmpty())
+			Expect(admitted).To(BeNumerically("<=", boundary(ctx, id, "workspace-inbox", 1)),
+				"stored during the mirror step, before the inbox step's boundary")
 			Expect(fenceRaised(ctx)).To(BeFalse())
 
 			after, err := other.Begin(ctx)
@@ -318,7 +322,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		Expect(tx.Commit(ctx)).To(Succeed())
 
 		runner.Notify() // what the 30 s tick does on every server
-		Expect(awaitDone(id)).To(matchReceipts(receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
 		Expect(existing(ctx, mine)).To(BeEmpty())
 		Expect(fenceRaised(ctx)).To(BeFalse())
 	})
@@ -351,7 +355,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		Expect(err).NotTo(HaveOccurred())
 		second.Notify()
 		runner.Notify()
-		Expect(awaitDone(req.ID())).To(matchReceipts(receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+		Expect(awaitDone(req.ID())).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
 	})
 
 	Describe("its API", func() {
@@ -383,21 +387,91 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 			}
 		})
 
+		It("refuses a source namespace this instance does not have with 422 unknown-source, and starts nothing", func(ctx SpecContext) {
+			registerSource(ctx, acme, "GITLAB", "https://gitlab.example.com")
+			insertRow(ctx, pool, row{Workspace: acme.ID, Provider: "GITLAB", Namespace: "https://gitlab.example.com",
+				Payload: `{"user":{"id":9,"username":"ana"}}`})
+			for _, body := range []map[string]any{
+				{"provider": "GITHUB", "sourceServerUrl": "https://githb.com", "identities": []map[string]any{{"login": "octocat"}}},
+				{"provider": "GITLAB", "sourceServerUrl": "https://gitlab.exmaple.com", "identities": []map[string]any{{"login": "ana"}}},
+				{"provider": "SLACK", "sourceServerUrl": "https://gitlab.example.com", "identities": []map[string]any{{"id": "U1"}}},
+			} {
+				for _, path := range []string{"/api/admin/erasures/preview", "/api/admin/erasures"} {
+					r := call("POST", path, adminToken, body)
+					Expect(r.Status).To(Equal(http.StatusUnprocessableEntity), path+" "+r.Raw)
+					Expect(r.JSON).To(Equal(map[string]any{"error": "unknown-source"}))
+				}
+			}
+			var requests int
+			Expect(pool.QueryRow(ctx, `SELECT count(*) FROM inbox_erasure`).Scan(&requests)).To(Succeed())
+			Expect(requests).To(BeZero())
+
+			r := call("POST", "/api/admin/erasures/preview", adminToken, map[string]any{"provider": "GITLAB",
+				"sourceServerUrl": "https://gitlab.example.com/", "identities": []map[string]any{{"login": "ana"}}})
+			Expect(r.Status).To(Equal(http.StatusOK), "the registered source, trailing slash aside: "+r.Raw)
+			Expect(storeMatches(r.JSON, "workspace-inbox")).To(Equal(1.0))
+		})
+
+		It("matches GitHub and GitLab logins and e-mail addresses whatever their case", func(ctx SpecContext) {
+			registerSource(ctx, acme, "GITLAB", "https://gitlab.example.com")
+			insertRow(ctx, pool, row{Workspace: acme.ID, Payload: `{"action":"opened","sender":{"login":"OctoCat","id":583231}}`})
+			insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "2", Payload: `{"ref":"refs/heads/main","commits":[{"author":{"name":"Mona","email":"Mona@Example.COM"}}]}`})
+			insertRow(ctx, pool, row{Workspace: acme.ID, Provider: "GITLAB", Namespace: "https://gitlab.example.com",
+				Payload: `{"object_kind":"push","user_username":"Ana.Dev","user_email":"ANA@example.com"}`})
+			preview := func(prov, ns string, identity map[string]any) any {
+				GinkgoHelper()
+				r := call("POST", "/api/admin/erasures/preview", adminToken, map[string]any{
+					"provider": prov, "sourceServerUrl": ns, "identities": []map[string]any{identity}})
+				Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+				return storeMatches(r.JSON, "workspace-inbox")
+			}
+			Expect(preview("GITHUB", githubNamespace, map[string]any{"login": "octocat"})).To(Equal(1.0))
+			Expect(preview("GITHUB", githubNamespace, map[string]any{"email": "mona@example.com"})).To(Equal(1.0))
+			Expect(preview("GITLAB", "https://gitlab.example.com", map[string]any{"login": "ana.dev"})).To(Equal(1.0))
+			Expect(preview("GITLAB", "https://gitlab.example.com", map[string]any{"email": "ana@EXAMPLE.com"})).To(Equal(1.0))
+			Expect(preview("GITHUB", githubNamespace, map[string]any{"login": "octocats"})).To(Equal(0.0))
+
+			id := start(map[string]any{"provider": "GITHUB", "sourceServerUrl": githubNamespace,
+				"identities": []map[string]any{{"login": "OCTOCAT"}}})
+			Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+		})
+
 		It("accepts a numeric identity id as its digits", func(ctx SpecContext) {
 			insertRow(ctx, pool, row{Workspace: acme.ID, Payload: octocatSender})
 			r := call("POST", "/api/admin/erasures/preview", adminToken, map[string]any{
 				"provider": "GITHUB", "sourceServerUrl": githubNamespace, "identities": []map[string]any{{"id": 583231}}})
 			Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
-			Expect(r.JSON["stores"].([]any)[0]).To(HaveKeyWithValue("matches", 1.0))
+			Expect(storeMatches(r.JSON, "workspace-inbox")).To(Equal(1.0))
 		})
 	})
 })
 
 func mustScope() domain.Scope {
 	GinkgoHelper()
-	id, err := domain.NewIdentity("583231", "octocat")
+	id, err := domain.NewIdentity("583231", "octocat", "")
 	Expect(err).NotTo(HaveOccurred())
 	s, err := domain.NewScope(githubProvider, githubNamespace, []domain.Identity{id})
 	Expect(err).NotTo(HaveOccurred())
 	return s
+}
+
+// storeMatches is one store's count in a preview answer.
+func storeMatches(answer map[string]any, store string) any {
+	GinkgoHelper()
+	for _, s := range answer["stores"].([]any) {
+		if m := s.(map[string]any); m["store"] == store {
+			return m["matches"]
+		}
+	}
+	Fail("no store " + store + " in the preview")
+	return nil
+}
+
+// registerSource gives ws a connection of prov registered with namespace, which makes the
+// namespace one this instance has.
+func registerSource(ctx context.Context, ws workspaceFixture, prov, namespace string) {
+	GinkgoHelper()
+	_, err := pool.Exec(ctx, `INSERT INTO connection (workspace_id, kind, provider, source_server_url) VALUES ($1, $2, $2, $3)`,
+		ws.ID, prov, namespace)
+	Expect(err).NotTo(HaveOccurred())
 }

@@ -75,8 +75,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	dead, err := deadletters.New(reader, inboxStore, wakes)
 	Expect(err).NotTo(HaveOccurred())
 
-	erasures, err = pgerasure.New(pool)
-	Expect(err).NotTo(HaveOccurred())
+	erasures = support.ErasureStore(pool)
 	runner, err = erasure.NewRunner(erasure.RunnerConfig{}, erasures, support.Logger{})
 	Expect(err).NotTo(HaveOccurred())
 	erasureSvc, err := erasure.New(erasures, runner)

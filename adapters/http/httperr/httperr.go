@@ -27,6 +27,7 @@ var codes = []struct {
 	{ports.ErrConflict, http.StatusConflict, "conflict"},
 	{ports.ErrMalformed, http.StatusBadRequest, "bad-request"},
 	{ports.ErrTooLarge, http.StatusRequestEntityTooLarge, "too-large"},
+	{ports.ErrUnprocessable, http.StatusUnprocessableEntity, "unprocessable"},
 	{ports.ErrUnavailable, http.StatusServiceUnavailable, "retry"},
 	{connection.ErrForbiddenTransition, http.StatusConflict, "forbidden-transition"},
 }
@@ -76,7 +77,8 @@ func dataException(err error) bool {
 }
 
 func showsReason(status int) bool {
-	return status == http.StatusBadRequest || status == http.StatusForbidden || status == http.StatusConflict
+	return status == http.StatusBadRequest || status == http.StatusForbidden || status == http.StatusConflict ||
+		status == http.StatusUnprocessableEntity
 }
 
 // Write aborts the request with err's status and body; 503s carry Retry-After.

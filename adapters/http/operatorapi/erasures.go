@@ -15,13 +15,14 @@ import (
 )
 
 // erasureBody is the preview and start body:
-// {"provider","sourceServerUrl","identities":[{"id","login"}…]}.
+// {"provider","sourceServerUrl","identities":[{"id","login","email"}…]}.
 type erasureBody struct {
 	Provider        string `json:"provider"`
 	SourceServerURL string `json:"sourceServerUrl"`
 	Identities      []struct {
 		ID    json.RawMessage `json:"id"`
 		Login string          `json:"login"`
+		Email string          `json:"email"`
 	} `json:"identities"`
 }
 
@@ -47,7 +48,7 @@ func (b erasureBody) request() (erasure.Request, error) {
 		default:
 			return erasure.Request{}, ports.Reject(ports.ErrMalformed, erasure.ReasonInvalidErasure, "identity id")
 		}
-		req.Identities = append(req.Identities, erasure.Identity{ID: id, Login: i.Login})
+		req.Identities = append(req.Identities, erasure.Identity{ID: id, Login: i.Login, Email: i.Email})
 	}
 	return req, nil
 }

@@ -43,6 +43,11 @@ func PgxTx(tx ports.Tx) (pgx.Tx, error) {
 	return ownedTx{t.tx}, nil
 }
 
+// Adopt lends tx, a transaction another PostgreSQL adapter owns, to a mirror store as a
+// ports.Tx: person erasure runs each provider's declared erasure (ports.PersonDataStore) in
+// its own pass transaction, which holds the copy fence. The owner commits or rolls back tx.
+func Adopt(tx pgx.Tx) ports.Tx { return &Tx{tx: tx} }
+
 // ownedTx is the inbox's transaction without its end.
 type ownedTx struct{ pgx.Tx }
 

@@ -1,5 +1,13 @@
 package erasure
 
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
 // The live predicate of person erasure, built from three fragments so preview, start and every
 // pass match with exactly the same rule:
 //
@@ -7,54 +15,100 @@ package erasure
 //   - namespace: the row's Hephaestus-Source-Server-Url (set by admission from the connection,
 //     never from the request) is the request's registered source namespace, a trailing '/'
 //     ignored on both sides; the same person under another namespace is not matched;
-//   - person: the payload names one of the identities (personPath below).
+//   - person: the payload names one of the identities where the provider's own module says its
+//     payloads name a person (ports.PersonFields, declared by adapters/<provider>).
 //
-// Identity values reach jsonpath only as variables (the vars argument of jsonb_path_exists),
-// never by concatenation into SQL or jsonpath text.
+// Identity values reach SQL only as bind parameters or through the request row, never by
+// concatenation; the member names concatenated into the jsonpath and SQL text are the
+// providers' compile-time declarations, checked against memberName.
 
-// personPath matches an object anywhere in the payload (.** includes the root) that
-//   - has login or username equal to the identity's login; or
-//   - has id equal to the identity's id (as text, or as a number when the id is numeric) and
-//     is user-shaped: it also has a login, username or name (a repository id equal to the
-//     person's id, or any bare id elsewhere, does not match);
-//   - or has a field user, user_id, actorId or author_id equal to the identity's id (Slack
-//     "user":"U…", Outline "actorId", GitLab "user_id"/"author_id", which GitLab sends as
-//     numbers).
+// memberName is what a declared payload member may look like.
+var memberName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// matcher is the SQL of one provider's declaration.
+type matcher struct {
+	preview, discover, freeze, deleteWorkspace, deleteInstallation string
+}
+
+// idn is the identity's id as a JSON number when it is an integer in canonical form (GitHub
+// and GitLab send numeric ids), else NULL: a JSON id matches the identity as text or as number.
+func idn(v string) string {
+	return `(CASE WHEN ` + v + `->>'id' ~ '^(0|-?[1-9][0-9]{0,30})$' THEN to_jsonb((` + v + `->>'id')::numeric) END)`
+}
+
+// candidates is the jsonpath that walks every object of a payload having one of members
+// (strict mode: a member test on something that is not an object is an error, which the filter
+// treats as not matching; lax mode would unwrap arrays and merge unrelated objects).
+func candidates(members []string) string {
+	tests := make([]string, len(members))
+	for i, m := range members {
+		tests[i] = `exists(@."` + m + `")`
+	}
+	return `strict $.** ? (` + strings.Join(tests, " || ") + `)`
+}
+
+// personCondition is true when object x names identity v by the declaration f:
+//   - a login member equals the identity's login, case-insensitively;
+//   - x is user-shaped (has a UserShape member) and its id equals the identity's id;
+//   - a reference member equals the identity's id;
+//   - an email member equals the identity's email, case-insensitively.
 //
-// strict mode: a member accessor on something that is not an object, or a missing member, is an
-// error, which a filter treats as unknown (not a match). Lax mode would unwrap arrays, so an
-// array holding a repository {"id":…} and some other user's {"login":…} would look like one
-// user-shaped object. An absent half of an identity is passed as [] (an empty sequence), which
-// equals nothing, so it can never match a JSON null in a payload.
-const personPath = `strict $.** ? (
-	@.login == $login || @.username == $login
-	|| ((@.id == $id || @.id == $idn) && (exists(@.login) || exists(@.username) || exists(@.name)))
-	|| @.user == $id || @.user == $idn || @.user_id == $id || @.user_id == $idn
-	|| @.actorId == $id || @.actorId == $idn || @.author_id == $id || @.author_id == $idn)`
+// A JSON null, an absent half of the identity or a member of another type compares as NULL,
+// which is never a match.
+func personCondition(f ports.PersonFields, x, v string) string {
+	var or []string
+	for _, m := range f.Logins {
+		or = append(or, `lower(`+x+`->>'`+m+`') = lower(`+v+`->>'login')`)
+	}
+	if len(f.UserShape) > 0 {
+		shape := make([]string, len(f.UserShape))
+		for i, m := range f.UserShape {
+			shape[i] = x + ` ? '` + m + `'`
+		}
+		or = append(or, `((`+strings.Join(shape, " OR ")+`) AND (`+x+`->'id' = `+v+`->'id' OR `+x+`->'id' = `+idn(v)+`))`)
+	}
+	for _, m := range f.References {
+		or = append(or, `(`+x+`->'`+m+`' = `+v+`->'id' OR `+x+`->'`+m+`' = `+idn(v)+`)`)
+	}
+	for _, m := range f.Emails {
+		or = append(or, `lower(`+x+`->>'`+m+`') = lower(`+v+`->>'email')`)
+	}
+	return `(` + strings.Join(or, "\n\t\t OR ") + `)`
+}
 
-// pairPath finds the user-shaped objects that name an identity and carry both halves of it:
-// their (id, login or username) pairs freeze the identity scope at start.
-const pairPath = `strict $.** ? (
-	exists(@.id) && (exists(@.login) || exists(@.username))
-	&& (@.login == $login || @.username == $login || @.id == $id || @.id == $idn))`
+// members is every member the declaration names, plus id for the user shape.
+func members(f ports.PersonFields) []string {
+	var all []string
+	all = append(all, f.Logins...)
+	all = append(all, f.UserShape...)
+	all = append(all, f.References...)
+	all = append(all, f.Emails...)
+	return all
+}
 
-// varsOf turns one stored identity {"id":…,"login":…} (the SQL expression elem) into the
-// jsonpath variables of personPath and pairPath. idn is the id as a JSON number when it is an
-// integer in canonical form (GitHub and GitLab send numeric ids), otherwise the id itself.
-func varsOf(elem string) string {
-	return `jsonb_build_object(
-		'login', coalesce(` + elem + `->'login', '[]'::jsonb),
-		'id', coalesce(` + elem + `->'id', '[]'::jsonb),
-		'idn', CASE WHEN ` + elem + `->>'id' ~ '^(0|-?[1-9][0-9]{0,30})$'
-		            THEN to_jsonb((` + elem + `->>'id')::numeric)
-		            ELSE coalesce(` + elem + `->'id', '[]'::jsonb) END)`
+func validFields(f ports.PersonFields) error {
+	if f.Provider.IsZero() {
+		return fmt.Errorf("person fields without a provider")
+	}
+	all := members(f)
+	if len(all) == 0 {
+		return fmt.Errorf("person fields of %s name no member", f.Provider)
+	}
+	for _, m := range all {
+		if !memberName.MatchString(m) {
+			return fmt.Errorf("person fields of %s: member %q is not a plain name", f.Provider, m)
+		}
+	}
+	return nil
 }
 
 // namesPerson is the person fragment for payload expression payload and the identities array
 // expression identities.
-func namesPerson(payload, identities string) string {
-	return `EXISTS (SELECT 1 FROM jsonb_array_elements(` + identities + `) AS i(v)
-		WHERE jsonb_path_exists(` + payload + `, '` + personPath + `', ` + varsOf("i.v") + `))`
+func namesPerson(f ports.PersonFields, payload, identities string) string {
+	return `EXISTS (SELECT 1
+		FROM jsonb_path_query(` + payload + `, '` + candidates(members(f)) + `') AS o(x)
+		CROSS JOIN jsonb_array_elements(` + identities + `) AS i(v)
+		WHERE ` + personCondition(f, "o.x", "i.v") + `)`
 }
 
 // inNamespace is the provider and namespace fragment.
@@ -63,31 +117,94 @@ func inNamespace(prov, url string) string {
 		AND rtrim(e.headers->>'Hephaestus-Source-Server-Url', '/') = rtrim(` + url + `, '/')`
 }
 
-// Parameters of previewMatches, discoverPairs and freezeKeys: $1 provider, $2 source server
-// URL, $3 identities (jsonb array).
-var (
-	// previewMatches counts the current matches of each store; it deletes nothing and locks
-	// nothing (a plain read: the answer is a moment's count of a live store).
-	previewMatches = `
+// newMatcher builds the SQL of one provider's declaration. Parameters of preview and
+// discover: $1 provider, $2 source server URL, $3 identities (jsonb array); of freeze: $1
+// erasure id; of the deletions: $1 erasure id, $2 boundary.
+func newMatcher(f ports.PersonFields) (matcher, error) {
+	if err := validFields(f); err != nil {
+		return matcher{}, err
+	}
+	m := matcher{
+		// preview counts the current matches of each store; it deletes nothing and locks
+		// nothing (a plain read: the answer is a moment's count of a live store).
+		preview: `
 SELECT count(*) FILTER (WHERE e.workspace_id IS NOT NULL),
        count(*) FILTER (WHERE e.workspace_id IS NULL)
 FROM provider_event e
 WHERE ` + inNamespace("$1", "$2") + `
-  AND ` + namesPerson("e.payload", "$3::jsonb")
+  AND ` + namesPerson(f, "e.payload", "$3::jsonb"),
 
-	// discoverPairs lists the (id, login) pairs of the user-shaped objects that name an
-	// identity, in rows of the request's provider and namespace. Bounded: the domain refuses a
-	// scope that grows beyond its limit anyway.
-	discoverPairs = `
-SELECT DISTINCT o->>'id', coalesce(o->>'login', o->>'username')
+		// freeze stores the keys of every row the (grown) scope matches at start.
+		freeze: `
+INSERT INTO inbox_erasure_key (erasure_id, workspace_id, provider, delivery_key)
+SELECT r.id, e.workspace_id, e.provider, e.delivery_key
+FROM inbox_erasure r
+JOIN provider_event e ON ` + inNamespace("r.provider", "r.source_server_url") + `
+WHERE r.id = $1
+  AND ` + namesPerson(f, "e.payload", "r.identities") + `
+ON CONFLICT DO NOTHING`,
+		deleteWorkspace:    deleteMatches(f, "e.workspace_id IS NOT NULL"),
+		deleteInstallation: deleteMatches(f, "e.workspace_id IS NULL"),
+	}
+	if len(f.UserShape) > 0 && len(f.Logins) > 0 {
+		// discover lists the (id, login) pairs of the user-shaped objects that name an
+		// identity, in rows of the request's provider and namespace. Bounded: the domain
+		// refuses a scope that grows beyond its limit anyway.
+		login := make([]string, len(f.Logins))
+		for i, l := range f.Logins {
+			login[i] = `o.x->'` + l + `'`
+		}
+		loginExpr := `coalesce(` + strings.Join(login, ", ") + `)`
+		m.discover = `
+SELECT DISTINCT o.x->>'id', ` + loginExpr + ` #>> '{}'
 FROM provider_event e
+CROSS JOIN LATERAL jsonb_path_query(e.payload, '` + candidates(f.UserShape) + `') AS o(x)
 CROSS JOIN jsonb_array_elements($3::jsonb) AS i(v)
-CROSS JOIN LATERAL jsonb_path_query(e.payload, '` + pairPath + `', ` + varsOf("i.v") + `) AS o
 WHERE ` + inNamespace("$1", "$2") + `
-  AND jsonb_typeof(o->'id') IN ('string', 'number')
-  AND jsonb_typeof(coalesce(o->'login', o->'username')) = 'string'
+  AND jsonb_typeof(o.x->'id') IN ('string', 'number')
+  AND jsonb_typeof(` + loginExpr + `) = 'string'
+  AND ` + personCondition(f, "o.x", "i.v") + `
 LIMIT 5000`
-)
+	}
+	return m, nil
+}
+
+// deleteMatches deletes, in one store, the rows of every state (LEASED included: a handler
+// still running on one stops at its next fenced write with erased-during-processing) that the
+// live predicate or the frozen keys match, up to the pass boundary; their steps cascade.
+// $1 erasure id, $2 boundary. The DELETE waits briefly for rows a claim, renewal, outcome or
+// reaper statement holds; it never waits for a step, since the fence lock already did.
+func deleteMatches(f ports.PersonFields, storeFilter string) string {
+	return `
+DELETE FROM provider_event e
+USING inbox_erasure r
+WHERE r.id = $1
+  AND e.id <= $2
+  AND ` + storeFilter + `
+  AND ((` + inNamespace("r.provider", "r.source_server_url") + `
+        AND ` + namesPerson(f, "e.payload", "r.identities") + `)
+       OR EXISTS (SELECT 1 FROM inbox_erasure_key k
+                  WHERE k.erasure_id = r.id
+                    AND k.workspace_id IS NOT DISTINCT FROM e.workspace_id
+                    AND k.provider = e.provider
+                    AND k.delivery_key = e.delivery_key))`
+}
+
+// knownNamespace answers whether this instance has the namespace $2 for provider $1: a
+// connection of the provider registered with that source (in any state: an uninstalled
+// connection's mirror and deliveries may still hold the person), or the installation namespace
+// $3 (admission's default source of installation rows; ” when the provider has none).
+const knownNamespace = `
+SELECT EXISTS (SELECT 1 FROM connection c
+               WHERE c.provider = $1 AND rtrim(c.source_server_url, '/') = rtrim($2, '/'))
+    OR ($3 <> '' AND rtrim($3, '/') = rtrim($2, '/'))`
+
+// namespaceWorkspaces lists the workspaces whose mirror of provider $1 may hold data of the
+// namespace $2: those with a connection of the provider registered with that source.
+const namespaceWorkspaces = `
+SELECT coalesce(array_agg(DISTINCT c.workspace_id ORDER BY c.workspace_id), '{}')
+FROM connection c
+WHERE c.provider = $1 AND rtrim(c.source_server_url, '/') = rtrim($2, '/')`
 
 const (
 	insertErasure = `
@@ -127,18 +244,11 @@ FOR NO KEY UPDATE SKIP LOCKED`
 SELECT store, pass, deleted, boundary, at
 FROM inbox_erasure_receipt
 WHERE erasure_id = $1
-ORDER BY pass, CASE store WHEN 'workspace-inbox' THEN 0 ELSE 1 END`
-)
+ORDER BY pass, at, CASE store WHEN 'workspace-inbox' THEN 1 WHEN 'installation-inbox' THEN 2 ELSE 0 END`
 
-// freezeKeys stores the keys of every row the (grown) scope matches at start: $1 erasure id.
-var freezeKeys = `
-INSERT INTO inbox_erasure_key (erasure_id, workspace_id, provider, delivery_key)
-SELECT r.id, e.workspace_id, e.provider, e.delivery_key
-FROM inbox_erasure r
-JOIN provider_event e ON ` + inNamespace("r.provider", "r.source_server_url") + `
-WHERE r.id = $1
-  AND ` + namesPerson("e.payload", "r.identities") + `
-ON CONFLICT DO NOTHING`
+	// selectScope reads the frozen scope of a request for a pass of a mirror store.
+	selectScope = `SELECT provider, source_server_url, identities FROM inbox_erasure WHERE id = $1`
+)
 
 // The copy fence (migration 00003 explains the protocol from the writers' side).
 const (
@@ -192,30 +302,4 @@ SET in_progress = false, erasure_id = NULL, changed_at = clock_timestamp()
 WHERE f.name IN (SELECT name FROM inbox_erasure_fence WHERE name = 'inbox' FOR NO KEY UPDATE SKIP LOCKED)
   AND f.in_progress
   AND NOT EXISTS (SELECT 1 FROM inbox_erasure r WHERE r.id = f.erasure_id AND r.state = 'RUNNING')`
-)
-
-// deleteMatches deletes, in one store, the rows of every state (LEASED included: a handler
-// still running on one stops at its next fenced write with erased-during-processing) that the
-// live predicate or the frozen keys match, up to the pass boundary; their steps cascade.
-// $1 erasure id, $2 boundary. The DELETE waits briefly for rows a claim, renewal, outcome or
-// reaper statement holds; it never waits for a step, since the fence lock already did.
-func deleteMatches(storeFilter string) string {
-	return `
-DELETE FROM provider_event e
-USING inbox_erasure r
-WHERE r.id = $1
-  AND e.id <= $2
-  AND ` + storeFilter + `
-  AND ((` + inNamespace("r.provider", "r.source_server_url") + `
-        AND ` + namesPerson("e.payload", "r.identities") + `)
-       OR EXISTS (SELECT 1 FROM inbox_erasure_key k
-                  WHERE k.erasure_id = r.id
-                    AND k.workspace_id IS NOT DISTINCT FROM e.workspace_id
-                    AND k.provider = e.provider
-                    AND k.delivery_key = e.delivery_key))`
-}
-
-var (
-	deleteWorkspaceMatches    = deleteMatches("e.workspace_id IS NOT NULL")
-	deleteInstallationMatches = deleteMatches("e.workspace_id IS NULL")
 )

@@ -1,6 +1,7 @@
-// Package erasure implements ports.ErasureStore on PostgreSQL: person erasure of the two inbox
-// stores (workspace rows and installation rows of provider_event) under the copy fence of
-// migration 00003, with the requests, frozen keys and receipts of migration 00004.
+// Package erasure implements ports.ErasureStore on PostgreSQL: person erasure of the providers'
+// mirror stores (each a ports.PersonDataStore declared by its provider) and then of the two
+// inbox stores (workspace rows and installation rows of provider_event), under the copy fence
+// of migration 00003, with the requests, frozen keys and receipts of migrations 00004 and 00021.
 package erasure
 
 import (
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -29,20 +31,94 @@ const cleanupTimeout = 5 * time.Second
 // Store is the PostgreSQL erasure store. It is safe for concurrent use. A runner's Hold keeps
 // one pooled connection while its passes use others, so the pool needs at least two.
 type Store struct {
-	pool *pgxpool.Pool
+	pool          *pgxpool.Pool
+	matchers      map[string]matcher
+	mirrors       map[string][]ports.PersonDataStore
+	installations map[string]string
 }
 
 var _ ports.ErasureStore = (*Store)(nil)
 
-// New returns a store on pool.
-func New(pool *pgxpool.Pool) (*Store, error) {
+// Config is what the providers declare to person erasure, collected by bootstrap.
+type Config struct {
+	// Fields says, per provider, where its payloads name a person (the inbox stores).
+	Fields []ports.PersonFields
+	// Mirrors are the providers' mirror stores, run in this order before the inbox stores.
+	Mirrors []ports.PersonDataStore
+	// InstallationNamespaces is, per provider name, the source namespace admission stores on
+	// installation rows that no connection names yet (GitHub: https://github.com).
+	InstallationNamespaces map[string]string
+}
+
+// New returns a store on pool. A provider without declared person fields has nothing this
+// store can match: its requests are refused as of an unknown source.
+func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("erasure: pool is required")
 	}
 	if pool.Config().MaxConns < 2 {
 		return nil, errors.New("erasure: the pool needs at least two connections (a held request and its pass)")
 	}
-	return &Store{pool: pool}, nil
+	s := &Store{pool: pool, matchers: map[string]matcher{}, mirrors: map[string][]ports.PersonDataStore{},
+		installations: map[string]string{}}
+	for _, f := range cfg.Fields {
+		if _, dup := s.matchers[f.Provider.String()]; dup {
+			return nil, fmt.Errorf("erasure: person fields of %s declared twice", f.Provider)
+		}
+		m, err := newMatcher(f)
+		if err != nil {
+			return nil, fmt.Errorf("erasure: %w", err)
+		}
+		s.matchers[f.Provider.String()] = m
+	}
+	for _, m := range cfg.Mirrors {
+		if m == nil || m.Provider().IsZero() {
+			return nil, errors.New("erasure: a mirror store without a provider")
+		}
+		s.mirrors[m.Provider().String()] = append(s.mirrors[m.Provider().String()], m)
+	}
+	for p, u := range cfg.InstallationNamespaces {
+		s.installations[p] = u
+	}
+	return s, nil
+}
+
+// Mirrors implements ports.ErasureStore: one store per provider, named for it.
+func (s *Store) Mirrors(p provider.Provider) []erasure.Store {
+	if len(s.mirrors[p.String()]) == 0 {
+		return nil
+	}
+	return []erasure.Store{erasure.MirrorStore(p)}
+}
+
+// matcherOf is the SQL of the scope's provider. Errors: erasure.ErrUnknownSource when the
+// provider declared no person fields.
+func (s *Store) matcherOf(p provider.Provider) (matcher, error) {
+	m, ok := s.matchers[p.String()]
+	if !ok {
+		return matcher{}, fmt.Errorf("%w: no person fields declared for the provider", erasure.ErrUnknownSource)
+	}
+	return m, nil
+}
+
+// checkNamespace refuses a scope whose namespace this instance does not have.
+func (s *Store) checkNamespace(ctx context.Context, q pgx.Tx, scope erasure.Scope) error {
+	var known bool
+	if err := q.QueryRow(ctx, knownNamespace, scope.Provider().String(), scope.SourceServerURL(),
+		s.installations[scope.Provider().String()]).Scan(&known); err != nil {
+		return pgutil.Interpret("check erasure namespace", err)
+	}
+	if !known {
+		return fmt.Errorf("%w: no connection of the provider has this source", erasure.ErrUnknownSource)
+	}
+	return nil
+}
+
+// workspacesOf lists the workspaces whose mirror belongs to the scope's namespace.
+func workspacesOf(ctx context.Context, q pgx.Tx, scope erasure.Scope) ([]int64, error) {
+	var ws []int64
+	err := q.QueryRow(ctx, namespaceWorkspaces, scope.Provider().String(), scope.SourceServerURL()).Scan(&ws)
+	return ws, pgutil.Interpret("list erasure workspaces", err)
 }
 
 var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
@@ -51,12 +127,13 @@ var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 type identityJSON struct {
 	ID    string `json:"id,omitempty"`
 	Login string `json:"login,omitempty"`
+	Email string `json:"email,omitempty"`
 }
 
 func identitiesJSON(ids []erasure.Identity) ([]byte, error) {
 	out := make([]identityJSON, len(ids))
 	for i, id := range ids {
-		out[i] = identityJSON{ID: id.ID(), Login: id.Login()}
+		out[i] = identityJSON{ID: id.ID(), Login: id.Login(), Email: id.Email()}
 	}
 	return json.Marshal(out)
 }
@@ -67,20 +144,23 @@ type querier interface {
 }
 
 // grow adds the id↔login pairs found in matching payloads until nothing new turns up.
-func grow(ctx context.Context, q querier, scope erasure.Scope) (erasure.Scope, error) {
+func grow(ctx context.Context, q querier, m matcher, scope erasure.Scope) (erasure.Scope, error) {
+	if m.discover == "" {
+		return scope, nil // the provider's payloads carry no logins to pair
+	}
 	for round := 0; round < discoveryRounds; round++ {
 		ids, err := identitiesJSON(scope.Identities())
 		if err != nil {
 			return erasure.Scope{}, err
 		}
-		rows, err := q.Query(ctx, discoverPairs, scope.Provider().String(), scope.SourceServerURL(), ids)
+		rows, err := q.Query(ctx, m.discover, scope.Provider().String(), scope.SourceServerURL(), ids)
 		if err != nil {
 			return erasure.Scope{}, pgutil.Interpret("find identity pairs", err)
 		}
 		pairs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (erasure.Identity, error) {
 			var id, login string
 			err := row.Scan(&id, &login)
-			return erasure.RestoreIdentity(id, login), err
+			return erasure.RestoreIdentity(id, login, ""), err
 		})
 		if err != nil {
 			return erasure.Scope{}, pgutil.Interpret("find identity pairs", err)
@@ -98,37 +178,70 @@ func grow(ctx context.Context, q querier, scope erasure.Scope) (erasure.Scope, e
 }
 
 // Preview implements ports.ErasureStore. One REPEATABLE READ snapshot, so the pairs found and
-// the counts describe the same moment.
+// the counts of every store describe the same moment.
 func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.ErasureMatches, error) {
-	var ws, inst int64
-	err := pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+	m, err := s.matcherOf(scope.Provider())
+	if err != nil {
+		return nil, err
+	}
+	var out []ports.ErasureMatches
+	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(ctx context.Context, tx pgx.Tx) error {
-			grown, err := grow(ctx, tx, scope)
+			if err := s.checkNamespace(ctx, tx, scope); err != nil {
+				return err
+			}
+			grown, err := grow(ctx, tx, m, scope)
 			if err != nil {
 				return err
+			}
+			if mirrors := s.mirrors[scope.Provider().String()]; len(mirrors) > 0 {
+				ws, err := workspacesOf(ctx, tx, grown)
+				if err != nil {
+					return err
+				}
+				var n int64
+				for _, mirror := range mirrors {
+					c, err := mirror.CountPerson(ctx, deliveryinbox.Adopt(tx), ws, grown)
+					if err != nil {
+						return fmt.Errorf("count %s: %w", erasure.MirrorStore(scope.Provider()), err)
+					}
+					n += c
+				}
+				out = append(out, ports.ErasureMatches{Store: erasure.MirrorStore(scope.Provider()), Matches: n})
 			}
 			ids, err := identitiesJSON(grown.Identities())
 			if err != nil {
 				return err
 			}
-			err = tx.QueryRow(ctx, previewMatches, grown.Provider().String(), grown.SourceServerURL(), ids).Scan(&ws, &inst)
-			return pgutil.Interpret("count erasure matches", err)
+			var wsRows, instRows int64
+			err = tx.QueryRow(ctx, m.preview, grown.Provider().String(), grown.SourceServerURL(), ids).Scan(&wsRows, &instRows)
+			if err != nil {
+				return pgutil.Interpret("count erasure matches", err)
+			}
+			out = append(out,
+				ports.ErasureMatches{Store: erasure.WorkspaceInbox, Matches: wsRows},
+				ports.ErasureMatches{Store: erasure.InstallationInbox, Matches: instRows})
+			return nil
 		})
 	if err != nil {
 		return nil, err
 	}
-	return []ports.ErasureMatches{
-		{Store: erasure.WorkspaceInbox, Matches: ws},
-		{Store: erasure.InstallationInbox, Matches: inst},
-	}, nil
+	return out, nil
 }
 
 // Start implements ports.ErasureStore: the request, its grown scope and its frozen keys commit
 // together, so a request never exists without the keys it froze.
 func (s *Store) Start(ctx context.Context, scope erasure.Scope, requestedBy int64) (erasure.Request, error) {
+	m, err := s.matcherOf(scope.Provider())
+	if err != nil {
+		return erasure.Request{}, err
+	}
 	var req erasure.Request
-	err := pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
-		grown, err := grow(ctx, tx, scope)
+	err = pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.checkNamespace(ctx, tx, scope); err != nil {
+			return err
+		}
+		grown, err := grow(ctx, tx, m, scope)
 		if err != nil {
 			return err
 		}
@@ -146,7 +259,7 @@ func (s *Store) Start(ctx context.Context, scope erasure.Scope, requestedBy int6
 			Scan(&id, &state, &passes, &createdAt); err != nil {
 			return pgutil.Interpret("store erasure request", err)
 		}
-		if _, err := tx.Exec(ctx, freezeKeys, id); err != nil {
+		if _, err := tx.Exec(ctx, m.freeze, id); err != nil {
 			return pgutil.Interpret("freeze erasure keys", err)
 		}
 		st, err := erasure.ParseState(state)
@@ -236,33 +349,33 @@ func (s *Store) Hold(ctx context.Context, work func(ctx context.Context, r erasu
 
 // Pass implements ports.ErasureStore.
 func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, pass int) (rc erasure.Receipt, err error) {
-	deleteSQL := deleteWorkspaceMatches
-	switch store {
-	case erasure.WorkspaceInbox:
-	case erasure.InstallationInbox:
-		deleteSQL = deleteInstallationMatches
-	default:
-		return erasure.Receipt{}, fmt.Errorf("erasure pass: unknown store %q", store)
-	}
 	if pass < 1 {
 		return erasure.Receipt{}, fmt.Errorf("erasure pass: pass number %d", pass)
 	}
+	if store.IsZero() {
+		return erasure.Receipt{}, errors.New("erasure pass: no store")
+	}
+	// The installation inbox is the last store of every pass: its transaction lowers the
+	// fence that the pass's first store raised.
+	last := store == erasure.InstallationInbox
 
 	// The boundary comes first: every delivery stored before the pass began has an id at or
 	// below it; one admitted while the pass waits for the fence gets a higher id and is left
-	// for the next pass.
+	// for the next pass. (A mirror store records it too: the deliveries stored when it ran.)
 	rc = erasure.Receipt{Store: store, Pass: pass}
 	if err := s.pool.QueryRow(ctx, passBoundary).Scan(&rc.Boundary); err != nil {
 		return erasure.Receipt{}, pgutil.Interpret("read erasure boundary", err)
 	}
 
-	// (a) Raise the flag in a transaction of its own, so fenced writes see it at once.
+	// (a) Raise the flag in a transaction of its own, so fenced writes see it at once. For a
+	// later store of the pass it is raised already (a no-op write of the same values); after a
+	// restart mid-pass this raises it again before the pass goes on.
 	if _, err := s.pool.Exec(ctx, raiseFence, erasureID); err != nil {
 		return erasure.Receipt{}, pgutil.Interpret("raise erasure fence", err)
 	}
 	defer func() {
 		if err != nil {
-			// The deletion rolled back and with it the lowering: lower the flag on its own so
+			// The erasure rolled back and with it any lowering: lower the flag on its own so
 			// handlers are not held off until the next pass. This also runs when ctx was
 			// cancelled (a stopping server), hence a context that survives it.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -271,7 +384,8 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 		}
 	}()
 
-	// (b) Wait for the steps that began before the flag, delete, record, lower: one commit.
+	// (b) Wait for the steps that began before the flag, erase, record (and lower, at the
+	// end of the pass): one commit.
 	err = pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		var inProgress bool
 		if err := tx.QueryRow(ctx, lockFence).Scan(&inProgress); err != nil {
@@ -284,13 +398,16 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 		if _, err := tx.Exec(ctx, setPassLockTimeout); err != nil {
 			return pgutil.Interpret("bound erasure lock waits", err)
 		}
-		tag, err := tx.Exec(ctx, deleteSQL, erasureID, rc.Boundary)
+		n, err := s.erase(ctx, tx, erasureID, store, rc.Boundary)
 		if err != nil {
-			return pgutil.Interpret("delete matching deliveries", err)
+			return err
 		}
-		rc.Deleted = tag.RowsAffected()
+		rc.Deleted = n
 		if err := tx.QueryRow(ctx, insertReceipt, erasureID, store.String(), pass, rc.Deleted, rc.Boundary).Scan(&rc.At); err != nil {
 			return pgutil.Interpret("record erasure receipt", err)
+		}
+		if !last {
+			return nil
 		}
 		_, err = tx.Exec(ctx, lowerFence, erasureID)
 		return pgutil.Interpret("lower erasure fence", err)
@@ -301,6 +418,45 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 	return rc, nil
 }
 
+// erase runs one store's erasure inside the pass transaction tx, which holds the fence.
+func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store erasure.Store, boundary int64) (int64, error) {
+	scope, err := scanScope(tx.QueryRow(ctx, selectScope, erasureID))
+	if err != nil {
+		return 0, pgutil.Interpret(fmt.Sprintf("read scope of erasure %d", erasureID), err)
+	}
+	if store.IsInbox() {
+		m, err := s.matcherOf(scope.Provider())
+		if err != nil {
+			return 0, err
+		}
+		deleteSQL := m.deleteWorkspace
+		if store == erasure.InstallationInbox {
+			deleteSQL = m.deleteInstallation
+		}
+		tag, err := tx.Exec(ctx, deleteSQL, erasureID, boundary)
+		if err != nil {
+			return 0, pgutil.Interpret("delete matching deliveries", err)
+		}
+		return tag.RowsAffected(), nil
+	}
+	if store != erasure.MirrorStore(scope.Provider()) {
+		return 0, fmt.Errorf("erasure pass: store %q is not a store of a %s erasure", store, scope.Provider())
+	}
+	ws, err := workspacesOf(ctx, tx, scope)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, mirror := range s.mirrors[scope.Provider().String()] {
+		c, err := mirror.ErasePerson(ctx, deliveryinbox.Adopt(tx), ws, scope)
+		if err != nil {
+			return 0, fmt.Errorf("erase %s: %w", store, err)
+		}
+		n += c
+	}
+	return n, nil
+}
+
 // LowerStaleFence implements ports.ErasureStore.
 func (s *Store) LowerStaleFence(ctx context.Context) (bool, error) {
 	tag, err := s.pool.Exec(ctx, lowerStaleFence)
@@ -308,6 +464,21 @@ func (s *Store) LowerStaleFence(ctx context.Context) (bool, error) {
 		return false, pgutil.Interpret("lower stale erasure fence", err)
 	}
 	return tag.RowsAffected() > 0, nil
+}
+
+func scanScope(row pgx.Row) (erasure.Scope, error) {
+	var (
+		prov, url  string
+		identities []identityJSON
+	)
+	if err := row.Scan(&prov, &url, &identities); err != nil {
+		return erasure.Scope{}, err
+	}
+	ids := make([]erasure.Identity, len(identities))
+	for i, v := range identities {
+		ids[i] = erasure.RestoreIdentity(v.ID, v.Login, v.Email)
+	}
+	return erasure.RestoreScope(provider.Restore(prov), url, ids), nil
 }
 
 func scanRequest(row pgx.Row) (erasure.Request, error) {
@@ -328,7 +499,7 @@ func scanRequest(row pgx.Row) (erasure.Request, error) {
 	}
 	ids := make([]erasure.Identity, len(identities))
 	for i, v := range identities {
-		ids[i] = erasure.RestoreIdentity(v.ID, v.Login)
+		ids[i] = erasure.RestoreIdentity(v.ID, v.Login, v.Email)
 	}
 	return erasure.RestoreRequest(erasure.StoredRequest{
 		ID: id, Scope: erasure.RestoreScope(provider.Restore(prov), url, ids), State: st,

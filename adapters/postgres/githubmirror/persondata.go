@@ -1,0 +1,177 @@
+package githubmirror
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+var _ ports.PersonDataStore = (*Store)(nil)
+
+// GhostID and GhostLogin are GitHub's own tombstone of a deleted account (the "ghost" user):
+// erasure puts them wherever a shared row referred to the person.
+const (
+	GhostID    = 10137
+	GhostLogin = "ghost"
+	ghostID    = "10137" // GhostID in SQL text
+)
+
+// ghostIn rewrites the person's ids in an id array to the ghost, keeping the order.
+func ghostIn(col string) string {
+	return `ARRAY(SELECT CASE WHEN u.x = ANY(@ids) THEN ` + ghostID + ` ELSE u.x END
+		FROM unnest(` + col + `) WITH ORDINALITY AS u(x, n) ORDER BY u.n)`
+}
+
+// authorIs and committerIs tell whose half of a commit is the person's: the author by login or
+// e-mail; the committer by e-mail, or as the same person as a matching author (same name or
+// e-mail: GitHub sends no committer login).
+const (
+	authorIs    = `(lower(author_login) = ANY(@logins) OR lower(author_email) = ANY(@emails))`
+	committerIs = `(lower(committer_email) = ANY(@emails) OR (` + authorIs + ` AND (committer_email = author_email OR committer_name = author_name)))`
+)
+
+// githubPersonData is the GitHub mirror's personal-data map, in erasure order: the person's
+// own rows, then what they wrote alone, then the shared rows that keep a tombstone.
+//
+// Parameters: @workspaces (bigint[]), @ids the person's GitHub ids (bigint[]), @logins their
+// logins, @emails their e-mail addresses (text[], lower case).
+var githubPersonData = []pgutil.PersonRule{
+	// The person's own rows.
+	{Table: "github_user", Where: `id = ANY(@ids) OR lower(login) = ANY(@logins)`},
+	{Table: "github_organization_member", Where: `user_id = ANY(@ids)`},
+	{Table: "github_repository_collaborator", Where: `user_id = ANY(@ids)`},
+	{Table: "github_team_member", Where: `user_id = ANY(@ids)`},
+	// What they wrote alone.
+	{Table: "github_issue_comment", Where: `author_id = ANY(@ids)`},
+	{Table: "github_review", Where: `author_id = ANY(@ids)`},
+	{Table: "github_review_comment", Where: `author_id = ANY(@ids)`},
+	// Shared items: every reference becomes the ghost; counts and timestamps stay.
+	{Table: "github_issue", Where: `author_id = ANY(@ids) OR assignee_ids && @ids::bigint[]`,
+		Set: `author_id = CASE WHEN author_id = ANY(@ids) THEN ` + ghostID + ` ELSE author_id END,
+		assignee_ids = ` + ghostIn("assignee_ids")},
+	{Table: "github_pull_request", Where: `author_id = ANY(@ids) OR assignee_ids && @ids::bigint[] OR requested_reviewer_ids && @ids::bigint[]`,
+		Set: `author_id = CASE WHEN author_id = ANY(@ids) THEN ` + ghostID + ` ELSE author_id END,
+		assignee_ids = ` + ghostIn("assignee_ids") + `,
+		requested_reviewer_ids = ` + ghostIn("requested_reviewer_ids")},
+	// A repository the person owns keeps its name and URLs (the repository's identity at
+	// GitHub, which deletes such repositories with the account); its owner becomes the ghost.
+	{Table: "github_repository", Where: `owner_id = ANY(@ids) OR lower(owner_login) = ANY(@logins)`,
+		Set: `owner_id = ` + ghostID + `, owner_login = '` + GhostLogin + `'`},
+	// Commits keep SHA, message and time; the person's names and e-mail addresses go.
+	{Table: "github_commit", Where: authorIs + ` OR ` + committerIs,
+		Set: `author_name = CASE WHEN ` + authorIs + ` THEN '' ELSE author_name END,
+		author_email = CASE WHEN ` + authorIs + ` THEN '' ELSE author_email END,
+		author_login = CASE WHEN ` + authorIs + ` THEN '` + GhostLogin + `' ELSE author_login END,
+		committer_name = CASE WHEN ` + committerIs + ` THEN '' ELSE committer_name END,
+		committer_email = CASE WHEN ` + committerIs + ` THEN '' ELSE committer_email END`},
+	// The installation record of an App installed on the person's own account (instance-wide:
+	// installation rows belong to the App's namespace).
+	{Table: "github_installation", InstanceWide: true, Where: `account_id = ANY(@ids) OR lower(account_login) = ANY(@logins)`,
+		Set: `account_id = ` + ghostID + `, account_login = '` + GhostLogin + `'`},
+}
+
+// resolvePersonIDs adds to the requested numeric ids the ids of the mirrored users whose login
+// is one of the person's (a login-only request still finds the rows that refer by id).
+const resolvePersonIDs = `
+SELECT coalesce(array_agg(DISTINCT id), '{}') FROM (
+	SELECT unnest(@ids::bigint[]) AS id
+	UNION
+	SELECT id FROM github_user WHERE workspace_id = ANY(@workspaces) AND lower(login) = ANY(@logins)
+) AS ids`
+
+// putGhost gives each workspace whose rows now name the ghost the ghost's user row, so the
+// read API shows the tombstone ("ghost") where the person was. Oldest version: a real event
+// about the ghost account overwrites it.
+var putGhost = `
+INSERT INTO github_user (workspace_id, id, login, type, source_updated_at, source_event_id)
+SELECT w, ` + ghostID + `, '` + GhostLogin + `', 'User', '-infinity', 0 FROM unnest(@workspaces::bigint[]) AS w
+ON CONFLICT (workspace_id, id) DO NOTHING`
+
+// Provider implements ports.PersonDataStore.
+func (s *Store) Provider() provider.Provider { return github.Provider }
+
+// personArgs are the parameters of the rules for scope: ids as numbers (GitHub ids are
+// numeric; another id matches nothing), logins and e-mail addresses in lower case (GitHub
+// compares both case-insensitively).
+func personArgs(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (pgx.NamedArgs, error) {
+	var ids []int64
+	var logins, emails []string
+	for _, i := range scope.Identities() {
+		if n, err := strconv.ParseInt(i.ID(), 10, 64); err == nil && n > 0 && n != GhostID {
+			ids = append(ids, n)
+		}
+		if i.Login() != "" && !strings.EqualFold(i.Login(), GhostLogin) {
+			logins = append(logins, strings.ToLower(i.Login()))
+		}
+		if i.Email() != "" {
+			emails = append(emails, strings.ToLower(i.Email()))
+		}
+	}
+	ptx, err := txOf(tx)
+	if err != nil {
+		return nil, err
+	}
+	if workspaces == nil {
+		workspaces = []int64{}
+	}
+	if ids == nil {
+		ids = []int64{}
+	}
+	args := pgx.NamedArgs{"workspaces": workspaces, "ids": ids, "logins": nonNil(logins), "emails": nonNil(emails)}
+	if err := ptx.QueryRow(ctx, resolvePersonIDs, args).Scan(&ids); err != nil {
+		return nil, pgutil.Interpret("resolve github person ids", err)
+	}
+	args["ids"] = ids
+	return args, nil
+}
+
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}
+
+// CountPerson implements ports.PersonDataStore.
+func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
+	args, err := personArgs(ctx, tx, workspaces, scope)
+	if err != nil {
+		return 0, err
+	}
+	ptx, err := txOf(tx)
+	if err != nil {
+		return 0, err
+	}
+	return pgutil.CountPerson(ctx, ptx, githubPersonData, args)
+}
+
+// ErasePerson implements ports.PersonDataStore.
+func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
+	args, err := personArgs(ctx, tx, workspaces, scope)
+	if err != nil {
+		return 0, err
+	}
+	ptx, err := txOf(tx)
+	if err != nil {
+		return 0, err
+	}
+	total, err := pgutil.ErasePerson(ctx, ptx, githubPersonData, args)
+	if err != nil {
+		return 0, fmt.Errorf("erase github person data: %w", err)
+	}
+	if total > 0 {
+		if _, err := ptx.Exec(ctx, putGhost, args); err != nil {
+			return 0, pgutil.Interpret("put the github ghost user", err)
+		}
+	}
+	return total, nil
+}

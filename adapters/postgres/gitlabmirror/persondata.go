@@ -1,0 +1,102 @@
+package gitlabmirror
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+var _ ports.PersonDataStore = (*Store)(nil)
+
+// gitlabPersonData is the GitLab mirror's personal-data map, in erasure order. GitLab's own
+// tombstone (the "Ghost User") has an id of its own on every instance, so a shared row's
+// reference to the person is removed (NULL), which the read API shows as no author.
+// Parameters: @workspaces (bigint[]), @ids the person's GitLab ids (bigint[]), @usernames and
+// @emails (text[], lower case).
+var gitlabPersonData = []pgutil.PersonRule{
+	// The person's own rows.
+	{Table: "gitlab_member", Where: `user_id = ANY(@ids) OR lower(username) = ANY(@usernames)`},
+	// What they wrote alone.
+	{Table: "gitlab_note", Where: `author_id = ANY(@ids)`},
+	// Shared items keep their content, counts and timestamps.
+	{Table: "gitlab_issue", Where: `author_id = ANY(@ids)`, Set: `author_id = NULL`},
+	{Table: "gitlab_merge_request", Where: `author_id = ANY(@ids)`, Set: `author_id = NULL`},
+	{Table: "gitlab_push", Where: `user_id = ANY(@ids)`, Set: `user_id = NULL`},
+	// Commits keep SHA, title, message and time; GitLab names their authors by name and e-mail.
+	{Table: "gitlab_commit", Where: `lower(author_email) = ANY(@emails)`, Set: `author_name = '', author_email = ''`},
+}
+
+// resolvePersonIDs adds the ids of the mirrored members whose username is the person's.
+const resolvePersonIDs = `
+SELECT coalesce(array_agg(DISTINCT id), '{}') FROM (
+	SELECT unnest(@ids::bigint[]) AS id
+	UNION
+	SELECT user_id FROM gitlab_member WHERE workspace_id = ANY(@workspaces) AND lower(username) = ANY(@usernames)
+) AS ids`
+
+// Provider implements ports.PersonDataStore.
+func (s *Store) Provider() provider.Provider { return gitlab.Provider }
+
+func personArgs(ctx context.Context, ptx pgx.Tx, workspaces []int64, scope erasure.Scope) (pgx.NamedArgs, error) {
+	ids, usernames, emails := []int64{}, []string{}, []string{}
+	for _, i := range scope.Identities() {
+		if n, err := strconv.ParseInt(i.ID(), 10, 64); err == nil && n > 0 {
+			ids = append(ids, n)
+		}
+		if i.Login() != "" {
+			usernames = append(usernames, strings.ToLower(i.Login()))
+		}
+		if i.Email() != "" {
+			emails = append(emails, strings.ToLower(i.Email()))
+		}
+	}
+	if workspaces == nil {
+		workspaces = []int64{}
+	}
+	args := pgx.NamedArgs{"workspaces": workspaces, "ids": ids, "usernames": usernames, "emails": emails}
+	if err := ptx.QueryRow(ctx, resolvePersonIDs, args).Scan(&ids); err != nil {
+		return nil, pgutil.Interpret("resolve gitlab person ids", err)
+	}
+	args["ids"] = ids
+	return args, nil
+}
+
+// CountPerson implements ports.PersonDataStore.
+func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
+	ptx, err := deliveryinbox.PgxTx(tx)
+	if err != nil {
+		return 0, err
+	}
+	args, err := personArgs(ctx, ptx, workspaces, scope)
+	if err != nil {
+		return 0, err
+	}
+	return pgutil.CountPerson(ctx, ptx, gitlabPersonData, args)
+}
+
+// ErasePerson implements ports.PersonDataStore.
+func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
+	ptx, err := deliveryinbox.PgxTx(tx)
+	if err != nil {
+		return 0, err
+	}
+	args, err := personArgs(ctx, ptx, workspaces, scope)
+	if err != nil {
+		return 0, err
+	}
+	n, err := pgutil.ErasePerson(ctx, ptx, gitlabPersonData, args)
+	if err != nil {
+		return 0, fmt.Errorf("erase gitlab person data: %w", err)
+	}
+	return n, nil
+}

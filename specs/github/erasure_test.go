@@ -1,0 +1,333 @@
+package github_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
+	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/application/erasure"
+	domain "github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+)
+
+// The person of GitHub's documented example payloads: Codertocat opens, edits, comments,
+// reviews, pushes and is the sender throughout the corpus.
+const (
+	personID    = "21031067"
+	personLogin = "Codertocat"
+	personEmail = "21031067+Codertocat@users.noreply.github.com"
+)
+
+// personTraces are what must not be found anywhere after the erasure: the id, the login (also
+// the person's display name in the corpus) and the e-mail address, compared case-insensitively.
+var personTraces = []string{personID, personLogin, personEmail}
+
+// hit is one place a trace of the person was found.
+type hit struct{ Table, Column, Trace string }
+
+// searchMirror looks for every trace in every text, jsonb and array column of every table whose
+// name starts with one of prefixes (found through information_schema, so a table or column
+// added later is searched too), and for the id in every bigint column and bigint array; the
+// version and key columns that hold inbox or workspace ids are not person references.
+func searchMirror(ctx context.Context, prefixes ...string) []hit {
+	GinkgoHelper()
+	type column struct{ table, name, kind string }
+	rows, err := pool.Query(ctx, `
+		SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns
+		WHERE table_schema = current_schema() AND data_type IN ('text', 'jsonb', 'ARRAY', 'bigint', 'character varying')
+		ORDER BY table_name, ordinal_position`)
+	Expect(err).NotTo(HaveOccurred())
+	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (column, error) {
+		var c column
+		return c, r.Scan(&c.table, &c.name, &c.kind)
+	})
+	Expect(err).NotTo(HaveOccurred())
+	notPersons := []string{"workspace_id", "source_event_id", "refreshed_by_event", "monitor_event_id", "readiness_event_id", "connection_id", "event_id"}
+	var hits []hit
+	for _, c := range cols {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(c.table, p) }) {
+			continue
+		}
+		col := pgx.Identifier{c.name}.Sanitize()
+		table := pgx.Identifier{c.table}.Sanitize()
+		var sql string
+		args := []any{}
+		switch c.kind {
+		case "bigint":
+			if slices.Contains(notPersons, c.name) {
+				continue
+			}
+			sql, args = `SELECT count(*) FROM `+table+` WHERE `+col+` = $1::bigint`, []any{personID}
+			if n := support.Count(ctx, pool, sql, args...); n > 0 {
+				hits = append(hits, hit{c.table, c.name, personID})
+			}
+			continue
+		default:
+			sql = `SELECT count(*) FROM ` + table + ` WHERE strpos(lower(` + col + `::text), lower($1)) > 0`
+		}
+		for _, t := range personTraces {
+			if n := support.Count(ctx, pool, sql, t); n > 0 {
+				hits = append(hits, hit{c.table, c.name, t})
+			}
+		}
+	}
+	return hits
+}
+
+// corpusWork lists the corpus work payloads the handlers take, read in place. The person's
+// personal repository Codertocat/Hello-World is read as the organization's
+// Octocoders/Hello-World: a repository the person owns keeps its name (see the personal-data
+// map), and the spec is about what the person did in a shared one.
+func corpusWork() map[string][]byte {
+	GinkgoHelper()
+	dir := corpusDir()
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		Skip(fmt.Sprintf("GitHub corpus not found at %s (set HEPHAESTUS_GITHUB_CORPUS)", dir))
+	}
+	out := map[string][]byte{}
+	for _, event := range handlers.EventTypes() {
+		if strings.HasPrefix(event, "installation") {
+			continue // instance-wide control events, not about a workspace's mirror
+		}
+		files, err := filepath.Glob(filepath.Join(dir, event, "*.json"))
+		Expect(err).NotTo(HaveOccurred())
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			out[event+"/"+filepath.Base(f)] = []byte(strings.ReplaceAll(string(raw), "Codertocat/Hello-World", "Octocoders/Hello-World"))
+		}
+	}
+	Expect(out).NotTo(BeEmpty())
+	return out
+}
+
+var _ = Describe("Person erasure of the GitHub mirror", func() {
+	var (
+		erasures *pgerasure.Store
+		runner   *erasure.Runner
+		reg      *consumer.Registry
+	)
+
+	BeforeEach(func() {
+		erasures = support.ErasureStore(pool)
+		var err error
+		runner, err = erasure.NewRunner(erasure.RunnerConfig{}, erasures, support.Logger{})
+		Expect(err).NotTo(HaveOccurred())
+		runCtx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = runner.Run(runCtx)
+		}()
+		DeferCleanup(func() { cancel(); <-done })
+		reg = registry(handlers.Deps{Reader: stubChecks{}})
+	})
+
+	// namespaced gives the row the source header admission sets from the connection.
+	namespaced := func(ctx context.Context, d *delivery) *delivery {
+		GinkgoHelper()
+		_, err := pool.Exec(ctx, `UPDATE provider_event SET headers = jsonb_build_object('Hephaestus-Source-Server-Url', 'https://github.com') WHERE id = $1`, d.ID)
+		Expect(err).NotTo(HaveOccurred())
+		return d
+	}
+	scopeOf := func(identities ...domain.Identity) domain.Scope {
+		GinkgoHelper()
+		s, err := domain.NewScope(github.Provider, "https://github.com", identities)
+		Expect(err).NotTo(HaveOccurred())
+		return s
+	}
+	identity := func(id, login, email string) domain.Identity {
+		GinkgoHelper()
+		i, err := domain.NewIdentity(id, login, email)
+		Expect(err).NotTo(HaveOccurred())
+		return i
+	}
+	erase := func(ctx context.Context, scope domain.Scope) []domain.Receipt {
+		GinkgoHelper()
+		req, err := erasures.Start(ctx, scope, 0)
+		Expect(err).NotTo(HaveOccurred())
+		runner.Notify()
+		var receipts []domain.Receipt
+		Eventually(func(ctx context.Context) string {
+			r, rc, err := erasures.Erasure(ctx, req.ID())
+			Expect(err).NotTo(HaveOccurred())
+			receipts = rc
+			return r.State().String()
+		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal("DONE"))
+		return receipts
+	}
+
+	When("the corpus payloads of a person are mirrored", func() {
+		var workspaces []int64
+
+		BeforeEach(func(ctx SpecContext) {
+			workspaces = nil
+			payloads := corpusWork()
+			names := make([]string, 0, len(payloads))
+			for n := range payloads {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			for i, name := range names {
+				// One workspace per file, as in the corpus spec, each with its App connection
+				// in the github.com namespace.
+				ws := newWorkspace(ctx, fmt.Sprintf("e%d", i))
+				appConnection(ctx, ws, int64(9000+i), "ACTIVE")
+				workspaces = append(workspaces, ws)
+				event := strings.SplitN(name, "/", 2)[0]
+				Expect(namespaced(ctx, leased(ctx, ws, event, payloads[name])).handle(ctx, reg)).To(Succeed(), name)
+			}
+		})
+
+		It("finds the person nowhere in the mirror or the inbox afterwards, with tombstones where shared items stay", func(ctx SpecContext) {
+			before := searchMirror(ctx, "github_", "provider_event")
+			Expect(before).To(ContainElements(
+				hit{"github_user", "login", personLogin}, hit{"github_commit", "author_email", personEmail},
+				hit{"github_issue", "author_id", personID}, hit{"provider_event", "payload", personLogin}),
+				"the search finds the person before the erasure")
+			authoredIssues := scalar[int](ctx, `SELECT count(*) FROM github_issue WHERE author_id = $1::bigint`, personID)
+			Expect(authoredIssues).To(BeNumerically(">", 0))
+			commits := scalar[int](ctx, `SELECT count(*) FROM github_commit`)
+			Expect(commits).To(BeNumerically(">", 0))
+			comments := scalar[int](ctx, `SELECT count(*) FROM github_issue_comment WHERE author_id <> $1::bigint`, personID)
+
+			// A case variant of the login and the id: GitHub logins are case-insensitive.
+			receipts := erase(ctx, scopeOf(identity(personID, strings.ToLower(personLogin), "")))
+			Expect(receipts).To(HaveLen(3))
+			Expect([]string{receipts[0].Store.String(), receipts[1].Store.String(), receipts[2].Store.String()}).
+				To(Equal([]string{"github-mirror", "workspace-inbox", "installation-inbox"}))
+			Expect(receipts[0].Deleted).To(BeNumerically(">", 0))
+			Expect(receipts[1].Deleted).To(BeNumerically(">", 0))
+
+			Expect(searchMirror(ctx, "github_", "provider_event")).To(BeEmpty())
+
+			By("shared items staying, with the ghost where the person was")
+			Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue WHERE author_id = $1`, 10137)).To(Equal(authoredIssues))
+			Expect(scalar[int](ctx, `SELECT count(*) FROM github_commit`)).To(Equal(commits), "commits stay")
+			Expect(scalar[int](ctx, `SELECT count(*) FROM github_commit WHERE sha <> '' AND message <> '' AND author_login = 'ghost'
+				AND author_name = '' AND author_email = '' AND committer_email = ''`)).To(Equal(commits))
+			Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue_comment`)).To(Equal(comments), "only the person's comments went")
+
+			By("a repeated pass finding nothing more")
+			again := erase(ctx, scopeOf(identity(personID, "", "")))
+			for _, rc := range again {
+				Expect(rc.Deleted).To(BeZero(), rc.Store.String())
+			}
+		})
+
+		It("shows no trace of the person in any read API answer, and the ghost as author", func(ctx SpecContext) {
+			members, err := management.NewWorkspaces(pool)
+			Expect(err).NotTo(HaveOccurred())
+			gin.SetMode(gin.TestMode)
+			engine := gin.New()
+			Expect(mirrorapi.Register(engine, mirrorapi.Config{
+				Auth:    tokens{"root": {AccountID: ports.InstanceAdminAccountID, InstanceAdmin: true}},
+				Members: members, Reader: store,
+			})).To(Succeed())
+			answers := func() string {
+				GinkgoHelper()
+				var all strings.Builder
+				for _, ws := range workspaces {
+					slug := scalar[string](ctx, `SELECT slug FROM workspace WHERE id = $1`, ws)
+					get := func(path string) []map[string]any {
+						req := httptest.NewRequest(http.MethodGet, path, nil)
+						req.Header.Set("Authorization", "Bearer root")
+						rec := httptest.NewRecorder()
+						engine.ServeHTTP(rec, req)
+						Expect(rec.Code).To(Equal(http.StatusOK), path+" "+rec.Body.String())
+						all.WriteString(rec.Body.String())
+						var p page
+						Expect(json.Unmarshal(rec.Body.Bytes(), &p)).To(Succeed())
+						return p.Items
+					}
+					for _, repo := range get("/api/workspaces/" + slug + "/repositories?size=100") {
+						id := fmt.Sprintf("%.0f", repo["id"])
+						for _, what := range []string{"issues", "pulls", "commits"} {
+							get("/api/workspaces/" + slug + "/repositories/" + id + "/" + what + "?size=100")
+						}
+					}
+				}
+				return strings.ToLower(all.String())
+			}
+			Expect(answers()).To(ContainSubstring(strings.ToLower(personLogin)), "the read API shows the person before")
+
+			erase(ctx, scopeOf(identity(personID, personLogin, personEmail)))
+			after := answers()
+			for _, t := range personTraces {
+				Expect(after).NotTo(ContainSubstring(strings.ToLower(t)))
+			}
+			Expect(after).To(ContainSubstring(`"author":"ghost"`))
+		})
+	})
+
+	When("a handler of a delivery about the person runs while the erasure is between the mirror and the inbox", func() {
+		It("cannot write the person back into the mirror", func(ctx SpecContext) {
+			ws := newWorkspace(ctx, "acme")
+			appConnection(ctx, ws, 1, "ACTIVE")
+			repo := repository(4242, "acme/app", 77)
+			person := obj{"login": personLogin, "id": 21031067, "type": "User"}
+			comment := func(id int64) []byte {
+				return body(obj{"action": "created", "repository": repo, "sender": person,
+					"issue":   obj{"id": 3001, "number": 1, "title": "t", "state": "open", "user": obj{"login": "hubot", "id": 1}, "updated_at": "2024-02-02T00:00:00Z"},
+					"comment": obj{"id": id, "body": "mine", "user": person, "created_at": "2024-02-02T00:00:00Z", "updated_at": "2024-02-02T00:00:00Z"}})
+			}
+			// Mirrored before the erasure: the mirror pass erases it.
+			Expect(namespaced(ctx, leased(ctx, ws, "issue_comment", comment(1))).handle(ctx, reg)).To(Succeed())
+			// Stored before the erasure and not handled yet: its handler races the erasure.
+			racing := namespaced(ctx, leased(ctx, ws, "issue_comment", comment(2)))
+
+			req, err := erasures.Start(ctx, scopeOf(identity(personID, personLogin, "")), 0)
+			Expect(err).NotTo(HaveOccurred())
+			// This spec is the runner for the first store, so it can act at the moment after the
+			// mirror store committed and before the inbox store began.
+			errBetweenStores := errors.New("stopping between the stores")
+			held, err := erasures.Hold(ctx, func(ctx context.Context, r domain.Request, _ []domain.Receipt) (domain.State, error) {
+				Expect(r.ID()).To(Equal(req.ID()))
+				rc, err := erasures.Pass(ctx, r.ID(), domain.MirrorStore(github.Provider), 1)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(rc.Deleted).To(BeNumerically(">", 0))
+				Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue_comment WHERE author_id = 21031067`)).To(BeZero())
+
+				// The handler runs now, between the mirror erasure and the inbox deletion.
+				err = racing.handle(ctx, reg)
+				Expect(err).To(MatchError(inbox.ErrBusy), "the copy fence stays raised: the write rolls back and retries")
+				Expect(scalar[int](ctx, `SELECT count(*) FROM github_user WHERE id = 21031067`)).To(BeZero())
+				Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue_comment WHERE author_id = 21031067`)).To(BeZero())
+				return domain.State{}, errBetweenStores
+			})
+			Expect(held).To(BeTrue())
+			Expect(err).To(MatchError(errBetweenStores))
+
+			runner.Notify() // a runner goes on with the inbox stores
+			Eventually(func(ctx context.Context) string {
+				r, _, err := erasures.Erasure(ctx, req.ID())
+				Expect(err).NotTo(HaveOccurred())
+				return r.State().String()
+			}).WithContext(ctx).WithTimeout(20 * time.Second).Should(Equal("DONE"))
+			Expect(scalar[int](ctx, `SELECT count(*) FROM provider_event WHERE id = $1`, racing.ID)).
+				To(BeZero(), "the racing delivery is erased: its retry stops with erased-during-processing")
+			Expect(searchMirror(ctx, "github_", "provider_event")).To(BeEmpty())
+		})
+	})
+})

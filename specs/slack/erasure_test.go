@@ -1,0 +1,67 @@
+package slack_test
+
+import (
+	"encoding/json"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+)
+
+// The person, by the Slack member id the Events API names them with.
+const slackPerson = "U024BE7LH"
+
+var _ = Describe("Person erasure of the Slack mirror", func() {
+	It("deletes everything the person wrote, channel messages and mentor DMs, and leaves the others' messages", func(ctx SpecContext) {
+		ws := newWorkspace(ctx, "acme")
+		slackConnection(ctx, ws, team, "ACTIVE")
+		registeredChannel(ctx, ws, team, channel, "general", "GRANTED")
+		for _, e := range []delivery{
+			leased(ctx, ws, "message", "slack:channel:"+channel, channelMessage("1700000000.000100", slackPerson, "my own words")),
+			leased(ctx, ws, "message", "slack:channel:"+channel, channelMessage("1700000000.000200", "U9OTHER", "someone else")),
+			leased(ctx, ws, "message", "slack:team:"+team, callback(team, `{"type":"message","channel":"`+dm+
+				`","channel_type":"im","user":"`+slackPerson+`","text":"help me","ts":"1700000003.000003","client_msg_id":"8f1c"}`)),
+		} {
+			_, err := pool.Exec(ctx, `UPDATE provider_event SET headers = '{"Hephaestus-Source-Server-Url":"https://slack.com"}' WHERE id = $1`, e.ID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(e.attempt(ctx)).To(Succeed())
+		}
+		everywhere := []string{"slack_", "provider_event"}
+		Expect(support.SearchTraces(ctx, pool, everywhere, slackPerson)).To(ContainElements(
+			support.Trace{Table: "slack_message", Column: "user_id", Value: slackPerson},
+			support.Trace{Table: "slack_mentor_turn", Column: "user_id", Value: slackPerson}), "the search finds the person before")
+
+		id, err := erasure.NewIdentity(slackPerson, "", "")
+		Expect(err).NotTo(HaveOccurred())
+		scope, err := erasure.NewScope(slack, "https://slack.com", []erasure.Identity{id})
+		Expect(err).NotTo(HaveOccurred())
+		receipts := support.EraseNow(ctx, support.ErasureStore(pool), scope)
+		Expect(receipts).To(HaveLen(3))
+		Expect(receipts[0].Store.String()).To(Equal("slack-mirror"))
+		Expect(receipts[0].Deleted).To(Equal(int64(2)))
+		Expect(receipts[1].Deleted).To(Equal(int64(2)), "the two deliveries of the person")
+
+		Expect(support.SearchTraces(ctx, pool, everywhere, slackPerson, "my own words", "help me")).To(BeEmpty())
+		Expect(column(ctx, `SELECT text FROM slack_message WHERE workspace_id = $1`, ws)).To(Equal([]string{"someone else"}))
+
+		member := newAccount(ctx, "reader", "acme", "MEMBER")
+		r := get("/api/workspaces/acme/slack/channels/"+channel+"/messages", member)
+		Expect(r.Status).To(Equal(200))
+		raw, err := json.Marshal(r.JSON)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).To(ContainSubstring("someone else"))
+		Expect(strings.ToLower(string(raw))).NotTo(ContainSubstring(strings.ToLower(slackPerson)))
+	})
+
+	It("refuses a Slack source this instance does not have", func(ctx SpecContext) {
+		id, err := erasure.NewIdentity(slackPerson, "", "")
+		Expect(err).NotTo(HaveOccurred())
+		scope, err := erasure.NewScope(slack, "https://slack.example.com", []erasure.Identity{id})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = support.ErasureStore(pool).Start(ctx, scope, 0)
+		Expect(err).To(MatchError(erasure.ErrUnknownSource))
+	})
+})
