@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/api"
@@ -23,7 +24,7 @@ import (
 var githubSet = wire.NewSet(
 	provideGitHubWebhook,
 	provideGitHubAccess,
-	githubmirror.New,
+	provideGitHubMirror,
 	provideGitHubHandlers,
 	provideGitHubRoutes,
 )
@@ -70,4 +71,14 @@ func provideGitHubRoutes(manage *management.Service, members ports.WorkspaceStor
 	return func(r gin.IRouter) error {
 		return mirrorapi.Register(r, mirrorapi.Config{Auth: manage, Members: members, Reader: store, Log: log})
 	}
+}
+
+// provideGitHubMirror is the GitHub mirror store, publishing its changes to the change feed
+// shaped as the read API shows them.
+func provideGitHubMirror(pool *pgxpool.Pool, changes ports.ChangePublisher) (*githubmirror.Store, error) {
+	store, err := githubmirror.New(pool)
+	if err != nil {
+		return nil, err
+	}
+	return store, store.PublishChanges(changes, mirrorapi.Views{})
 }
