@@ -23,7 +23,8 @@ type ChangeFeed interface {
 	// Changes returns up to limit changes of workspaceID after cursor, in cursor order, and
 	// only changes no transaction still in flight can precede (so a consumer that continues
 	// from the last one never skips a change that commits later). Errors:
-	// change.ErrCursorExpired when retention deleted changes after cursor,
+	// change.ErrCursorExpired when retention deleted changes after cursor (never for the zero
+	// cursor, which starts at the oldest change kept),
 	// *inbox.TransientError.
 	Changes(ctx context.Context, workspaceID int64, after change.Cursor, limit int) ([]change.Stored, error)
 }

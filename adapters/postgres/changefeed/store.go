@@ -98,7 +98,8 @@ func (s *Store) Changes(ctx context.Context, workspaceID int64, after change.Cur
 			if perr != nil {
 				return fmt.Errorf("read change horizon: %w", perr)
 			}
-			if after.Before(change.RestoreCursor(hxid, hid)) {
+			// The zero cursor asks for the oldest change kept, whatever retention deleted.
+			if !after.IsZero() && after.Before(change.RestoreCursor(hxid, hid)) {
 				return change.ErrCursorExpired
 			}
 		}
