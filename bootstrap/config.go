@@ -58,6 +58,9 @@ const (
 	// EnvAccessRecheckInterval is how often subscriptions vouched for by a connection's own
 	// token (GitHub PAT) are checked again with the provider (one server runs it).
 	EnvAccessRecheckInterval = "HEPHAESTUS_ACCESS_RECHECK_INTERVAL"
+	// EnvChangesRetention is how long the change feed keeps a change (CONTRACT.md "Change
+	// feed"; one server deletes older ones).
+	EnvChangesRetention = "HEPHAESTUS_CHANGES_RETENTION"
 	// Install flows (CONTRACT.md "Install flows"): the GitHub flow needs the App slug and its
 	// OAuth client id and secret, the Slack flow the Slack app's client id and secret.
 	EnvGitHubOAuthURL     = "HEPHAESTUS_GITHUB_OAUTH_URL"
@@ -110,6 +113,7 @@ const (
 	DefaultPollInterval         = 5 * time.Second
 	DefaultRetentionInterval    = time.Hour
 	DefaultAccessRecheck        = 24 * time.Hour
+	DefaultChangesRetention     = 7 * 24 * time.Hour
 	DefaultGitHubOAuthURL       = "https://github.com"
 
 	// MaxClaimers bounds the claimers of one server: each may hold a pooled connection, and the
@@ -166,6 +170,8 @@ type Config struct {
 
 	// AccessRecheckInterval is the period of the PAT access recheck.
 	AccessRecheckInterval time.Duration
+	// ChangesRetention is how long the change feed keeps a change.
+	ChangesRetention time.Duration
 }
 
 // ConsumerConfig is the claimers' configuration. Retry and Lease are the validated domain
@@ -267,6 +273,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.AccessRecheckInterval = r.duration(EnvAccessRecheckInterval, DefaultAccessRecheck)
 	c.GitHubAppPrivateKey = r.gitHubAppKey(c.GitHubAppID)
+	c.ChangesRetention = r.duration(EnvChangesRetention, DefaultChangesRetention)
 	r.crossCheck(&c.Consumer)
 	r.refuseDevelopmentSecrets(c)
 	r.installFlows(c)

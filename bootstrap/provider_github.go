@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/api"
@@ -25,7 +26,7 @@ var githubSet = wire.NewSet(
 	provideGitHubWebhook,
 	provideGitHubAccess,
 	provideGitHubApp,
-	githubmirror.New,
+	provideGitHubMirror,
 	provideGitHubPersonData,
 	provideGitHubHandlers,
 	provideGitHubRoutes,
@@ -105,4 +106,14 @@ type githubPersonData personData
 
 func provideGitHubPersonData(store *githubmirror.Store) githubPersonData {
 	return githubPersonData{fields: github.PersonFields(), store: store}
+}
+
+// provideGitHubMirror is the GitHub mirror store, publishing its changes to the change feed
+// shaped as the read API shows them.
+func provideGitHubMirror(pool *pgxpool.Pool, changes ports.ChangePublisher) (*githubmirror.Store, error) {
+	store, err := githubmirror.New(pool)
+	if err != nil {
+		return nil, err
+	}
+	return store, store.PublishChanges(changes, mirrorapi.Views{})
 }

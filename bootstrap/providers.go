@@ -27,6 +27,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/accessrecheck"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
+	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/application/erasure"
@@ -175,9 +176,10 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 }
 
 // provideRunners lists the background loops App.Run starts and waits for: the consumer
-// (claimers, renewer, reaper, retention), the person-erasure runner and the access recheck.
-func provideRunners(c *consumer.Consumer, e *erasure.Runner, a *accessrecheck.Recheck) []Runner {
-	return []Runner{c, e, a}
+// (claimers, renewer, reaper, retention), the person-erasure runner, the access recheck, the
+// change feed (its Run ends the open feed streams when the server stops) and its retention.
+func provideRunners(c *consumer.Consumer, e *erasure.Runner, a *accessrecheck.Recheck, cf *changes.Feed, cr *changes.Retention) []Runner {
+	return []Runner{c, e, a, cf, cr}
 }
 
 // provideAccessCheckers lists the providers' access checkers: one element per kind whose
@@ -287,9 +289,10 @@ func provideModules() []ports.ProviderModule {
 // provideRegistrars mounts the webhook receiver and the management API.
 func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Hooks, manage *management.Service, log ports.Logger,
 	ops operatorRoutes, install installRoutes, gh githubRoutes, gl gitlabRoutes, sl slackRoutes, ol outlineRoutes,
+	ch changesRoutes,
 ) []server.Registrar {
 	return []server.Registrar{
-		server.Registrar(ops), server.Registrar(install),
+		server.Registrar(ops), server.Registrar(install), server.Registrar(ch),
 		server.Registrar(gh), server.Registrar(gl), server.Registrar(sl), server.Registrar(ol),
 		func(r gin.IRouter) error {
 			return webhookapi.Register(r, admit, hooks, webhookapi.Config{MaxBytes: cfg.WebhookMaxBytes, InflightBytes: cfg.WebhookInflightBytes})

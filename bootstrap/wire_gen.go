@@ -10,12 +10,12 @@ import (
 	"context"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/gitlabmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/outlinemirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
+	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"go.uber.org/zap"
 )
@@ -107,7 +107,12 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	githubmirrorStore, err := githubmirror.New(pool)
+	changesSignal := changes.NewSignal()
+	changefeedStore, err := provideChangeStore(pool, changesSignal)
+	if err != nil {
+		return nil, nil, err
+	}
+	githubmirrorStore, err := provideGitHubMirror(pool, changefeedStore)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,7 +167,12 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	bootstrapGitlabRoutes := provideGitLabRoutes(managementService, workspaces, gitlabmirrorStore, portsLogger)
 	bootstrapSlackRoutes := provideSlackRoutes(managementService, workspaces, slackmirrorStore, portsLogger)
 	bootstrapOutlineRoutes := provideOutlineRoutes(managementService, workspaces, outlinemirrorStore, portsLogger)
-	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapInstallRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes)
+	feed, err := provideChangeFeed(changefeedStore, changesSignal, metrics)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapChangesRoutes := provideChangeRoutes(managementService, workspaces, feed, portsLogger)
+	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapInstallRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes, bootstrapChangesRoutes)
 	inbox, err := provideDeliveryInbox(pool)
 	if err != nil {
 		return nil, nil, err
@@ -200,7 +210,11 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	v4 := provideRunners(consumerConsumer, runner, recheck)
+	retention, err := provideChangeRetention(config, changefeedStore, inboxstoreStore, metrics, clock, portsLogger)
+	if err != nil {
+		return nil, nil, err
+	}
+	v4 := provideRunners(consumerConsumer, runner, recheck, feed, retention)
 	bootstrapServices := newServices(v3, v4)
 	return bootstrapServices, func() {
 	}, nil

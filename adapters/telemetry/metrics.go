@@ -31,6 +31,7 @@ type Metrics struct {
 	handlerSeconds    *prometheus.HistogramVec
 	inboxRows         *prometheus.GaugeVec
 	oldestQueuedAge   prometheus.Gauge
+	changeFeed        changeFeedGauges
 }
 
 // handlerBuckets span a no-op handler (milliseconds) to the 30-minute handler timeout.
@@ -78,6 +79,8 @@ func NewMetrics() *Metrics {
 			Help: "How long the oldest due QUEUED row has waited past its due time, as last measured.",
 		}),
 	}
+	m.changeFeed = newChangeFeedGauges()
+	m.registry.MustRegister(m.changeFeed.rows, m.changeFeed.waiting)
 	m.registry.MustRegister(
 		m.received, m.rejected, m.handled, m.retried, m.dropped,
 		m.retentionFailures, m.handlerSeconds, m.inboxRows, m.oldestQueuedAge,

@@ -116,9 +116,15 @@ func (in *Inbox) Completed(ctx context.Context, step inbox.Step) (bool, error) {
 // plain runs fn in an unfenced transaction: a sync job or a test has no event to claim, and
 // its writes follow their natural-key and version rules.
 func (in *Inbox) plain(ctx context.Context, fn func(ctx context.Context, tx ports.Tx) error) error {
-	return pgutil.WithTx(ctx, in.pool, readCommitted, func(ctx context.Context, ptx pgx.Tx) error {
-		return fn(ctx, &Tx{tx: ptx})
+	var tx *Tx
+	err := pgutil.WithTx(ctx, in.pool, readCommitted, func(ctx context.Context, ptx pgx.Tx) error {
+		tx = &Tx{tx: ptx}
+		return fn(ctx, tx)
 	})
+	if err == nil && tx != nil {
+		tx.committed()
+	}
+	return err
 }
 
 // fenced is the transaction of the package comment; a zero step is a Write. pgutil.WithTx owns
@@ -130,7 +136,8 @@ func (in *Inbox) fenced(ctx context.Context, f erasure.Fence, step inbox.Step, f
 		}
 		return fmt.Errorf("inbox step %s of event %d: %w", step, f.EventID(), err)
 	}
-	return pgutil.WithTx(ctx, in.pool, readCommitted, func(ctx context.Context, ptx pgx.Tx) error {
+	var tx *Tx
+	err := pgutil.WithTx(ctx, in.pool, readCommitted, func(ctx context.Context, ptx pgx.Tx) error {
 		obs, err := observeFences(ctx, ptx, f)
 		if err != nil {
 			return wrap(err)
@@ -148,7 +155,7 @@ func (in *Inbox) fenced(ctx context.Context, f erasure.Fence, step inbox.Step, f
 				return wrap(pgutil.Interpret("claim step", err))
 			}
 		}
-		tx := &Tx{tx: ptx}
+		tx = &Tx{tx: ptx}
 		if err := fn(ctx, tx); err != nil {
 			return fnError(err)
 		}
@@ -157,6 +164,10 @@ func (in *Inbox) fenced(ctx context.Context, f erasure.Fence, step inbox.Step, f
 		}
 		return nil
 	})
+	if err == nil && tx != nil {
+		tx.committed()
+	}
+	return err
 }
 
 // observeFences takes the copy, workspace and event fences (steps 2 to 4) and reports what it

@@ -24,6 +24,27 @@ var ErrTxOwnedByInbox = errors.New("the delivery inbox owns this transaction's c
 type Tx struct {
 	tx              pgx.Tx
 	deletesOwnEvent bool
+	afterCommit     []func()
+}
+
+// AfterCommit registers fn to run once tx committed (never when it rolls back), on the
+// goroutine that ran the transaction, after COMMIT returned. It is the post-commit callback
+// of the seed: fn must not write provider state, and it must not block (the change feed uses
+// it to wake this server's waiting readers). Errors: ErrForeignTx.
+func AfterCommit(tx ports.Tx, fn func()) error {
+	t, ok := tx.(*Tx)
+	if !ok || t == nil || t.tx == nil {
+		return fmt.Errorf("%w (%T)", ErrForeignTx, tx)
+	}
+	t.afterCommit = append(t.afterCommit, fn)
+	return nil
+}
+
+// committed runs the callbacks of a transaction that committed.
+func (t *Tx) committed() {
+	for _, fn := range t.afterCommit {
+		fn()
+	}
 }
 
 // DeletesOwnEvent lets the commit-time recheck accept a missing event row: this transaction

@@ -34,6 +34,7 @@ var _ handlers.Store = (*Store)(nil)
 // through the inbox's transaction; the pool serves reads only.
 type Store struct {
 	pool *pgxpool.Pool
+	feed feed // the change feed's publisher (changes.go); zero: no publishing
 }
 
 // New makes the store on pool.
@@ -202,10 +203,13 @@ func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m ha
 
 // UpsertIssue implements handlers.IssueWriter.
 func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i handlers.Issue) error {
-	return exec(ctx, tx, "upsert github issue", upsertIssue,
-		ws, i.ID, i.RepositoryID, i.Number, i.Title, i.Body, i.State, i.StateReason, i.Locked, i.AuthorID,
+	args := []any{ws, i.ID, i.RepositoryID, i.Number, i.Title, i.Body, i.State, i.StateReason, i.Locked, i.AuthorID,
 		i.MilestoneID, ids(i.LabelIDs), ids(i.AssigneeIDs), i.CommentCount, i.HTMLURL, i.CreatedAt, i.ClosedAt,
-		i.Deleted, at(i.Version), i.Version.EventID)
+		i.Deleted, at(i.Version), i.Version.EventID}
+	if s.feed.pub != nil {
+		return s.upsertIssuePublishing(ctx, tx, ws, args, i.ID)
+	}
+	return exec(ctx, tx, "upsert github issue", upsertIssue, args...)
 }
 
 // UpsertIssueComment implements handlers.IssueWriter.
@@ -233,13 +237,18 @@ func (s *Store) UpsertPullRequest(ctx context.Context, tx ports.Tx, ws int64, pr
 	if err != nil {
 		return handlers.PullRequestHead{}, err
 	}
-	_, err = ptx.Exec(ctx, upsertPullRequest,
-		ws, pr.ID, pr.RepositoryID, pr.Number, pr.Title, pr.Body, pr.State, pr.Draft, pr.Locked, pr.Merged,
+	args := []any{ws, pr.ID, pr.RepositoryID, pr.Number, pr.Title, pr.Body, pr.State, pr.Draft, pr.Locked, pr.Merged,
 		pr.AuthorID, pr.HeadRef, pr.HeadSHA, pr.BaseRef, pr.BaseSHA, pr.MilestoneID, ids(pr.LabelIDs),
 		ids(pr.AssigneeIDs), ids(pr.RequestedReviewerIDs), pr.HTMLURL, pr.CreatedAt, pr.ClosedAt, pr.MergedAt,
-		at(pr.Version), pr.Version.EventID)
+		at(pr.Version), pr.Version.EventID}
+	if s.feed.pub != nil {
+		err = s.upsertPullRequestPublishing(ctx, ptx, tx, ws, args, pr.ID)
+	} else {
+		_, err = ptx.Exec(ctx, upsertPullRequest, args...)
+		err = pgutil.Interpret("upsert github pull request", err)
+	}
 	if err != nil {
-		return handlers.PullRequestHead{}, pgutil.Interpret("upsert github pull request", err)
+		return handlers.PullRequestHead{}, err
 	}
 	head, _, err := scanHead(ptx.QueryRow(ctx, pullRequestHead, ws, pr.ID))
 	return head, err
@@ -327,9 +336,12 @@ func (s *Store) SetRef(ctx context.Context, tx ports.Tx, ws int64, r handlers.Re
 
 // UpsertCommit implements handlers.PushWriter.
 func (s *Store) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c handlers.Commit) error {
-	return exec(ctx, tx, "upsert github commit", upsertCommit,
-		ws, c.RepositoryID, c.SHA, c.Message, c.AuthorName, c.AuthorEmail, c.AuthorLogin, c.CommitterName,
-		c.CommitterEmail, c.CommittedAt, c.HTMLURL, at(c.Version), c.Version.EventID)
+	args := []any{ws, c.RepositoryID, c.SHA, c.Message, c.AuthorName, c.AuthorEmail, c.AuthorLogin, c.CommitterName,
+		c.CommitterEmail, c.CommittedAt, c.HTMLURL, at(c.Version), c.Version.EventID}
+	if s.feed.pub != nil {
+		return s.upsertCommitPublishing(ctx, tx, ws, args, c.RepositoryID, c.SHA)
+	}
+	return exec(ctx, tx, "upsert github commit", upsertCommit, args...)
 }
 
 // LockAppConnection implements handlers.InstallationWriter.

@@ -1,0 +1,140 @@
+// Package changefeed is the PostgreSQL change feed (migrations/00019_change_feed.sql): the
+// publisher the mirror stores call inside their write transaction, the feed read with its
+// commit-ordered visibility, and retention.
+//
+// Order. Each change carries the id of the transaction that wrote it (xid8, assigned at that
+// transaction's first write) and its own identity id; the feed is ordered by (xid, id) and a
+// read hands out only changes whose xid is below its snapshot's xmin. So:
+//
+//   - a change is handed out only after its transaction committed, and all changes of one
+//     transaction are handed out together and in the order it published them;
+//   - no gaps: once a cursor is handed out, every change that commits afterwards sorts after
+//     it (its transaction was still in flight, so its xid is at or above the xmin the cursor
+//     came from, or it had not written yet and gets a larger xid);
+//   - commit order in the sense a consumer needs: when a transaction committed before another
+//     one made its first write, all of its changes come first. Two transactions that overlap
+//     come in the order of their first writes, not of their COMMITs (a delivery's step
+//     transaction writes its step row first).
+//
+// The price: while any transaction of the cluster that has an xid stays open, the feed hands
+// out nothing newer than it (it waits, it never skips). Long transactions delay the feed.
+package changefeed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+var (
+	_ ports.ChangePublisher      = (*Store)(nil)
+	_ ports.ChangeFeed           = (*Store)(nil)
+	_ ports.ChangeRetentionStore = (*Store)(nil)
+)
+
+// Store is the feed on a pool shared with the other adapters.
+type Store struct {
+	pool      *pgxpool.Pool
+	committed func()
+}
+
+// New makes the store. committed (may be nil) is called after every transaction that
+// published a change commits, on the committing goroutine: the in-process wake of this
+// server's waiting readers.
+func New(pool *pgxpool.Pool, committed func()) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("change feed: nil pool")
+	}
+	return &Store{pool: pool, committed: committed}, nil
+}
+
+// Publish implements ports.ChangePublisher. Errors: deliveryinbox.ErrForeignTx.
+func (s *Store) Publish(ctx context.Context, tx ports.Tx, workspaceID int64, c change.Change) error {
+	ptx, err := deliveryinbox.PgxTx(tx)
+	if err != nil {
+		return err
+	}
+	if c.Type().IsZero() {
+		return fmt.Errorf("publish change: %w", change.ErrInvalidChange)
+	}
+	if _, err := ptx.Exec(ctx, publishChange, workspaceID, c.Type().String(), c.Subject(), c.Data()); err != nil {
+		return pgutil.Interpret("publish change", err)
+	}
+	if s.committed != nil {
+		return deliveryinbox.AfterCommit(tx, s.committed)
+	}
+	return nil
+}
+
+// readOnlySnapshot reads the horizon and the page in one snapshot, so retention cannot delete
+// between the expiry check and the rows.
+var readOnlySnapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+
+// Changes implements ports.ChangeFeed.
+func (s *Store) Changes(ctx context.Context, workspaceID int64, after change.Cursor, limit int) ([]change.Stored, error) {
+	var out []change.Stored
+	err := pgutil.WithTx(ctx, s.pool, readOnlySnapshot, func(ctx context.Context, tx pgx.Tx) error {
+		var (
+			hx  string
+			hid int64
+		)
+		err := tx.QueryRow(ctx, readFeedHorizon, workspaceID).Scan(&hx, &hid)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return pgutil.Interpret("read change horizon", err)
+		default:
+			hxid, perr := strconv.ParseUint(hx, 10, 64)
+			if perr != nil {
+				return fmt.Errorf("read change horizon: %w", perr)
+			}
+			// The zero cursor asks for the oldest change kept, whatever retention deleted.
+			if !after.IsZero() && after.Before(change.RestoreCursor(hxid, hid)) {
+				return change.ErrCursorExpired
+			}
+		}
+		rows, _ := tx.Query(ctx, readSettledChangesAfter, workspaceID, strconv.FormatUint(after.Xid(), 10), after.ID(), limit)
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (change.Stored, error) {
+			var (
+				c   change.Stored
+				xid string
+			)
+			if err := r.Scan(&c.ID, &xid, &c.Type, &c.Subject, &c.OccurredAt, &c.Data); err != nil {
+				return c, err
+			}
+			x, err := strconv.ParseUint(xid, 10, 64)
+			if err != nil {
+				return c, err
+			}
+			c.Cursor = change.RestoreCursor(x, c.ID)
+			c.OccurredAt = c.OccurredAt.UTC()
+			return c, nil
+		})
+		return pgutil.Interpret("read changes", err)
+	})
+	return out, err
+}
+
+// DeleteChangesBefore implements ports.ChangeRetentionStore.
+func (s *Store) DeleteChangesBefore(ctx context.Context, cutoff time.Time, batch int) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, deleteChangesBefore, cutoff, batch).Scan(&n)
+	return n, pgutil.Interpret("delete expired changes", err)
+}
+
+// CountChanges implements ports.ChangeRetentionStore.
+func (s *Store) CountChanges(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, countChanges).Scan(&n)
+	return n, pgutil.Interpret("count changes", err)
+}

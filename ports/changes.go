@@ -1,0 +1,49 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/domain/change"
+)
+
+// ChangePublisher records a change in the workspace's change feed inside the transaction of
+// the mirror write it describes, so the change commits with that write (and its named step)
+// or not at all: a replay that skips a committed step publishes nothing again. Mirror stores
+// (and a future sync job) call it only when their write changed the row (the version rules
+// decide).
+type ChangePublisher interface {
+	// Publish inserts c into workspaceID's feed through tx. Errors: the adapter's error for a
+	// transaction it cannot write through, *inbox.TransientError.
+	Publish(ctx context.Context, tx Tx, workspaceID int64, c change.Change) error
+}
+
+// ChangeFeed reads a workspace's committed changes in feed order.
+type ChangeFeed interface {
+	// Changes returns up to limit changes of workspaceID after cursor, in cursor order, and
+	// only changes no transaction still in flight can precede (so a consumer that continues
+	// from the last one never skips a change that commits later). Errors:
+	// change.ErrCursorExpired when retention deleted changes after cursor (never for the zero
+	// cursor, which starts at the oldest change kept),
+	// *inbox.TransientError.
+	Changes(ctx context.Context, workspaceID int64, after change.Cursor, limit int) ([]change.Stored, error)
+}
+
+// ChangeRetentionStore deletes changes past their retention and sizes the feed.
+type ChangeRetentionStore interface {
+	// DeleteChangesBefore deletes up to batch changes that occurred before cutoff, oldest
+	// first, remembering per workspace the highest cursor it deleted; it returns how many it
+	// deleted. Errors: *inbox.TransientError.
+	DeleteChangesBefore(ctx context.Context, cutoff time.Time, batch int) (int, error)
+	// CountChanges is the number of changes the feed keeps.
+	CountChanges(ctx context.Context) (int64, error)
+}
+
+// ChangeMetrics observes the feed.
+type ChangeMetrics interface {
+	// ChangeFeedRows is the feed's size (integration_change_feed_rows).
+	ChangeFeedRows(n int64)
+	// ChangeFeedWaiting is the number of requests waiting for a change on this server
+	// (integration_change_feed_waiting_clients).
+	ChangeFeedWaiting(n int)
+}

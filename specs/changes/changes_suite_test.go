@@ -1,0 +1,67 @@
+package changes_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+)
+
+func TestChanges(t *testing.T) {
+	support.RunSpecs(t, "Change feed Suite")
+}
+
+var (
+	// writerPool is the writing servers' pool, readerPool the reading server's.
+	writerPool *pgxpool.Pool
+	readerPool *pgxpool.Pool
+	db         *pgtest.Database
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	support.SkipWithoutCluster()
+	db = support.Database(ctx)
+	writerPool = support.Pool(ctx, db, 24)
+	readerPool = support.Pool(ctx, db, 4)
+})
+
+var _ = BeforeEach(func(ctx SpecContext) {
+	Expect(pgtest.Truncate(ctx, writerPool)).To(Succeed())
+})
+
+// publish writes one change of type t in its own transaction of the inbox (outside dispatch,
+// as a sync job writes), running during(tx) after the publication and before the commit.
+func publish(ctx context.Context, box *deliveryinbox.Inbox, feed *changefeed.Store, ws int64, subject string,
+	during func(ctx context.Context, tx ports.Tx) error,
+) error {
+	c, err := change.New(change.MustType("spec.item.written"), subject, map[string]string{"subject": subject})
+	if err != nil {
+		return err
+	}
+	return box.Write(ctx, func(ctx context.Context, tx ports.Tx) error {
+		if err := feed.Publish(ctx, tx, ws, c); err != nil {
+			return err
+		}
+		if during != nil {
+			return during(ctx, tx)
+		}
+		return nil
+	})
+}
+
+func subjects(cs []change.Stored) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Subject)
+	}
+	return out
+}

@@ -1,0 +1,162 @@
+package changes_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+)
+
+var _ = Describe("Following the change feed", func() {
+	var (
+		box  *deliveryinbox.Inbox
+		feed *changefeed.Store
+		read *changefeed.Store
+		ws   int64
+	)
+
+	BeforeEach(func(ctx SpecContext) {
+		var err error
+		box, err = deliveryinbox.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		feed, err = changefeed.New(writerPool, nil)
+		Expect(err).NotTo(HaveOccurred())
+		read, err = changefeed.New(readerPool, nil)
+		Expect(err).NotTo(HaveOccurred())
+		ws = support.Workspace(ctx, writerPool, "acme")
+	})
+
+	When("a transaction that published first commits after a later one", func() {
+		It("hands out neither until the earlier one commits, then both in publication order", func(ctx SpecContext) {
+			started, release := make(chan struct{}), make(chan struct{})
+			slow := make(chan error, 1)
+			go func() {
+				slow <- publish(ctx, box, feed, ws, "slow", func(context.Context, ports.Tx) error {
+					close(started)
+					<-release
+					return nil
+				})
+			}()
+			Eventually(started).WithTimeout(10 * time.Second).Should(BeClosed())
+			Expect(publish(ctx, box, feed, ws, "fast", nil)).To(Succeed())
+
+			// "fast" is committed and visible to a plain SELECT, but "slow" is still in flight
+			// with an older transaction id: the feed hands out nothing yet.
+			Expect(support.Count(ctx, readerPool, `SELECT count(*) FROM workspace_change WHERE subject = 'fast'`)).To(Equal(1))
+			page, err := read.Changes(ctx, ws, change.Cursor{}, 100)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(page).To(BeEmpty())
+
+			close(release)
+			Eventually(slow).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
+			page, err = read.Changes(ctx, ws, change.Cursor{}, 100)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(subjects(page)).To(Equal([]string{"slow", "fast"}))
+		})
+	})
+
+	When("many writers commit in random order with random delays while a reader follows the cursor", func() {
+		It("shows the reader every change exactly once, none skipped, in cursor order", func(ctx SpecContext) {
+			const writers, each = 16, 25
+			total := writers * each
+			var wg sync.WaitGroup
+			errs := make(chan error, writers)
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(w), 7))
+					for i := range each {
+						// A random delay inside the transaction, after the publication: the
+						// transaction holds its xid while later ones commit around it.
+						delay := float64(rng.IntN(20)) / 1000
+						err := publish(ctx, box, feed, ws, fmt.Sprintf("w%02d-%03d", w, i), func(ctx context.Context, tx ports.Tx) error {
+							ptx, err := deliveryinbox.PgxTx(tx)
+							if err != nil {
+								return err
+							}
+							_, err = ptx.Exec(ctx, `SELECT pg_sleep($1)`, delay)
+							return err
+						})
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+
+			// The reader follows next with a small page, the whole time the writers run.
+			var (
+				seen   []change.Stored
+				cursor change.Cursor
+			)
+			done := make(chan struct{})
+			go func() {
+				wg.Wait()
+				close(done)
+			}()
+			deadline := time.Now().Add(2 * time.Minute)
+			for finished := false; time.Now().Before(deadline); {
+				select {
+				case <-done:
+					finished = true
+				default:
+				}
+				page, err := read.Changes(ctx, ws, cursor, 7)
+				Expect(err).NotTo(HaveOccurred())
+				for _, c := range page {
+					Expect(cursor.Before(c.Cursor)).To(BeTrue(), "cursor order: %s after %s", c.Cursor, cursor)
+					cursor = c.Cursor
+				}
+				seen = append(seen, page...)
+				if finished && len(page) == 0 {
+					break
+				}
+			}
+			Eventually(done).WithTimeout(time.Minute).Should(BeClosed())
+			close(errs)
+			for err := range errs {
+				Expect(err).NotTo(HaveOccurred())
+			}
+
+			Expect(len(seen)).To(Equal(total))
+			once := map[string]int{}
+			for _, c := range seen {
+				once[c.Subject]++
+			}
+			Expect(once).To(HaveLen(total), "every change exactly once")
+			// Nothing was skipped: the reader's sequence is the whole feed as a reader starting
+			// after the writers finished sees it.
+			var all []change.Stored
+			for c := (change.Cursor{}); ; {
+				page, err := read.Changes(ctx, ws, c, 100)
+				Expect(err).NotTo(HaveOccurred())
+				if len(page) == 0 {
+					break
+				}
+				all = append(all, page...)
+				c = page[len(page)-1].Cursor
+			}
+			Expect(subjects(seen)).To(Equal(subjects(all)))
+			// And the feed's order puts the changes of one writer in the order it committed them
+			// (each writer's transactions follow one another).
+			last := map[string]string{}
+			for _, s := range subjects(seen) {
+				w := s[:3]
+				Expect(s > last[w]).To(BeTrue(), "%s after %s", s, last[w])
+				last[w] = s
+			}
+		})
+	})
+})
