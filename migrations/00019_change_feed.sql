@@ -4,7 +4,7 @@
 -- made, in the transaction (and the named step) of the mirror write, so the change commits or
 -- rolls back with it. xid is the writing transaction's id (pg_current_xact_id(), assigned at its
 -- first write): the feed is ordered by (xid, id) and hands out only rows whose xid is older than
--- the reading snapshot's xmin, that is rows of transactions that can no longer commit anything
+-- the oldest in-flight transaction of this database, that is rows of transactions that can no longer commit anything
 -- new below the cursor (see adapters/postgres/changefeed).
 CREATE TABLE workspace_change (
     id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

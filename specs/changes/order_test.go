@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -62,6 +65,30 @@ var _ = Describe("Following the change feed", func() {
 			page, err = read.Changes(ctx, ws, change.Cursor{}, 100)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(subjects(page)).To(Equal([]string{"slow", "fast"}))
+		})
+	})
+
+	When("a write transaction of another database of the cluster stays open", func() {
+		It("still hands out this database's committed changes: only this database's transactions hold the feed back", func(ctx SpecContext) {
+			// The admin URL names the cluster's maintenance database, not this suite's.
+			other, err := pgx.Connect(ctx, os.Getenv(pgtest.EnvAdminURL))
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx SpecContext) { _ = other.Close(ctx) })
+			otherTx, err := other.Begin(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx SpecContext) { _ = otherTx.Rollback(ctx) })
+			var otherXid string
+			Expect(otherTx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&otherXid)).To(Succeed())
+
+			Expect(publish(ctx, box, feed, ws, "after-the-other", nil)).To(Succeed())
+
+			// The other database's transaction is older than the change and still in flight:
+			// the cluster-wide xmin is at or below it.
+			Expect(support.Count(ctx, readerPool, `SELECT count(*) FROM workspace_change
+				WHERE subject = 'after-the-other' AND xid > pg_snapshot_xmin(pg_current_snapshot())`)).To(Equal(1))
+			page, err := read.Changes(ctx, ws, change.Cursor{}, 100)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(subjects(page)).To(Equal([]string{"after-the-other"}))
 		})
 	})
 

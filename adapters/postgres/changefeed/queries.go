@@ -9,20 +9,42 @@ INSERT INTO workspace_change (workspace_id, type, subject, data) VALUES ($1, $2,
 const readFeedHorizon = `
 SELECT xid::text, id FROM workspace_change_horizon WHERE workspace_id = $1`
 
+// readSettledWatermark is the feed's visibility limit: the lowest transaction id that may still
+// commit a change in this database, as a decimal xid8. It is the least of the snapshot's xmax
+// (every transaction that has no xid yet will get one at or above it) and the xids of this
+// snapshot's in-flight transactions that belong to a session of this database (pg_stat_activity
+// and prepared transactions; a transaction of another database cannot write workspace_change,
+// so an open transaction elsewhere in the cluster never holds the feed back). pg_stat_activity
+// gives 32-bit xids, matched against the low 32 bits of the snapshot's xid8s. It must run as its
+// own statement BEFORE the snapshot that reads the page: an in-flight transaction of this
+// snapshot that ends before pg_stat_activity is read is not counted, and that is safe only
+// because the page's later snapshot sees it ended.
+const readSettledWatermark = `
+WITH s AS (SELECT pg_current_snapshot() AS snap),
+local_xids AS (
+	SELECT a.backend_xid::text::numeric AS x32 FROM pg_stat_activity a
+	WHERE a.datname = current_database() AND a.backend_xid IS NOT NULL
+	UNION ALL
+	SELECT p.transaction::text::numeric FROM pg_prepared_xacts p WHERE p.database = current_database()
+)
+SELECT least(
+	(SELECT min(x) FROM s, pg_snapshot_xip(s.snap) AS x
+	 WHERE x::text::numeric % 4294967296 IN (SELECT x32 FROM local_xids)),
+	(SELECT pg_snapshot_xmax(snap) FROM s))::text`
+
 // readSettledChangesAfter is a feed page: the workspace's changes after the cursor in
-// (xid, id) order, restricted to transactions older than the statement snapshot's xmin.
-// Every transaction with an xid below xmin has ended (committed or rolled back) and is
-// visible to this snapshot, and every transaction still in flight or yet to write has an xid
-// at or above it: so the set of rows below xmin can no longer grow, and a cursor handed out
-// from it is never passed by a later commit. pg_current_snapshot() is the statement's own
-// snapshot, the one the rows are read with. One descent of ix_workspace_change_feed to the
-// cursor and a walk of at most $4 entries.
+// (xid, id) order, restricted to transactions below the watermark ($5, readSettledWatermark,
+// read before this statement's snapshot). Every transaction of this database with an xid below
+// it had ended when the watermark was read, so it is visible to this later snapshot, and every
+// transaction still in flight or yet to write has an xid at or above it: the set of rows below
+// the watermark can no longer grow, and a cursor handed out from it is never passed by a later
+// commit. One descent of ix_workspace_change_feed to the cursor and a walk of at most $4 entries.
 const readSettledChangesAfter = `
 SELECT id, xid::text, type, subject, occurred_at, data
 FROM workspace_change
 WHERE workspace_id = $1
   AND (xid, id) > ($2::text::xid8, $3)
-  AND xid < pg_snapshot_xmin(pg_current_snapshot())
+  AND xid < $5::text::xid8
 ORDER BY xid, id
 LIMIT $4`
 

@@ -4,20 +4,25 @@
 //
 // Order. Each change carries the id of the transaction that wrote it (xid8, assigned at that
 // transaction's first write) and its own identity id; the feed is ordered by (xid, id) and a
-// read hands out only changes whose xid is below its snapshot's xmin. So:
+// read hands out only changes whose xid is below its watermark: the oldest transaction of this
+// database still in flight when the read began (readSettledWatermark). So:
 //
 //   - a change is handed out only after its transaction committed, and all changes of one
 //     transaction are handed out together and in the order it published them;
 //   - no gaps: once a cursor is handed out, every change that commits afterwards sorts after
-//     it (its transaction was still in flight, so its xid is at or above the xmin the cursor
+//     it (its transaction was still in flight, so its xid is at or above the watermark the cursor
 //     came from, or it had not written yet and gets a larger xid);
 //   - commit order in the sense a consumer needs: when a transaction committed before another
 //     one made its first write, all of its changes come first. Two transactions that overlap
 //     come in the order of their first writes, not of their COMMITs (a delivery's step
 //     transaction writes its step row first).
 //
-// The price: while any transaction of the cluster that has an xid stays open, the feed hands
-// out nothing newer than it (it waits, it never skips). Long transactions delay the feed.
+// The price: while a transaction of this database that has an xid stays open, the feed hands
+// out nothing newer than it (it waits, it never skips). Long write transactions delay the feed;
+// transactions of other databases of the cluster do not (a cluster-wide xmin would let any
+// open transaction anywhere stall every workspace's feed). The watermark reads other sessions'
+// backend_xid from pg_stat_activity, which PostgreSQL shows for sessions of the same role (or to
+// a role with pg_read_all_stats): every writer of workspace_change is this service's role.
 package changefeed
 
 import (
@@ -82,6 +87,12 @@ var readOnlySnapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: p
 
 // Changes implements ports.ChangeFeed.
 func (s *Store) Changes(ctx context.Context, workspaceID int64, after change.Cursor, limit int) ([]change.Stored, error) {
+	// The watermark is read first, in a statement of its own: the page's snapshot must be
+	// taken after it (readSettledWatermark says why).
+	var watermark string
+	if err := s.pool.QueryRow(ctx, readSettledWatermark).Scan(&watermark); err != nil {
+		return nil, pgutil.Interpret("read change watermark", err)
+	}
 	var out []change.Stored
 	err := pgutil.WithTx(ctx, s.pool, readOnlySnapshot, func(ctx context.Context, tx pgx.Tx) error {
 		var (
@@ -103,7 +114,7 @@ func (s *Store) Changes(ctx context.Context, workspaceID int64, after change.Cur
 				return change.ErrCursorExpired
 			}
 		}
-		rows, _ := tx.Query(ctx, readSettledChangesAfter, workspaceID, strconv.FormatUint(after.Xid(), 10), after.ID(), limit)
+		rows, _ := tx.Query(ctx, readSettledChangesAfter, workspaceID, strconv.FormatUint(after.Xid(), 10), after.ID(), limit, watermark)
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (change.Stored, error) {
 			var (
 				c   change.Stored
