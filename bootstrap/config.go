@@ -61,6 +61,9 @@ const (
 	// EnvChangesRetention is how long the change feed keeps a change (CONTRACT.md "Change
 	// feed"; one server deletes older ones).
 	EnvChangesRetention = "HEPHAESTUS_CHANGES_RETENTION"
+	// EnvGitHubRedeliveryInterval is the redelivery reconciler's period (with App
+	// authentication only).
+	EnvGitHubRedeliveryInterval = "HEPHAESTUS_GITHUB_REDELIVERY_INTERVAL"
 	// Install flows (CONTRACT.md "Install flows"): the GitHub flow needs the App slug and its
 	// OAuth client id and secret, the Slack flow the Slack app's client id and secret.
 	EnvGitHubOAuthURL     = "HEPHAESTUS_GITHUB_OAUTH_URL"
@@ -114,6 +117,7 @@ const (
 	DefaultRetentionInterval    = time.Hour
 	DefaultAccessRecheck        = 24 * time.Hour
 	DefaultChangesRetention     = 7 * 24 * time.Hour
+	DefaultGitHubRedelivery     = 10 * time.Minute
 	DefaultGitHubOAuthURL       = "https://github.com"
 
 	// MaxClaimers bounds the claimers of one server: each may hold a pooled connection, and the
@@ -144,18 +148,20 @@ type Config struct {
 	// GitHubAppPrivateKey is the App's PEM private key (validated at load); empty: no App
 	// authentication, GitHubAPIToken is the reads' fallback.
 	GitHubAppPrivateKey string
-	GitLabAPIURL        string // REST root, https://<host>/api/v4; empty: no provider reads
-	GitLabAPIToken      string // empty: no provider reads
-	SlackAPIURL         string
-	SlackBotToken       string // empty: no Web API calls
-	GitHubOAuthURL      string // GitHub web and OAuth root of the install flow
-	GitHubAppSlug       string // empty: no GitHub install flow
-	GitHubClientID      string // the App's OAuth client id; empty: no GitHub install flow
-	GitHubClientSecret  string
-	SlackClientID       string // empty: no Slack install flow
-	SlackClientSecret   string
-	PublicURL           string // external base URL; empty: Slack links send no redirect_uri
-	WebhookMaxBytes     int64
+	// GitHubRedeliveryInterval is the redelivery reconciler's period (App authentication only).
+	GitHubRedeliveryInterval time.Duration
+	GitLabAPIURL             string // REST root, https://<host>/api/v4; empty: no provider reads
+	GitLabAPIToken           string // empty: no provider reads
+	SlackAPIURL              string
+	SlackBotToken            string // empty: no Web API calls
+	GitHubOAuthURL           string // GitHub web and OAuth root of the install flow
+	GitHubAppSlug            string // empty: no GitHub install flow
+	GitHubClientID           string // the App's OAuth client id; empty: no GitHub install flow
+	GitHubClientSecret       string
+	SlackClientID            string // empty: no Slack install flow
+	SlackClientSecret        string
+	PublicURL                string // external base URL; empty: Slack links send no redirect_uri
+	WebhookMaxBytes          int64
 	// WebhookInflightBytes bounds the body bytes all webhook requests hold at once.
 	WebhookInflightBytes int64
 	// AdmissionLockTimeout ends an admission's wait for a lifecycle lock (503 retry).
@@ -274,6 +280,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.AccessRecheckInterval = r.duration(EnvAccessRecheckInterval, DefaultAccessRecheck)
 	c.GitHubAppPrivateKey = r.gitHubAppKey(c.GitHubAppID)
 	c.ChangesRetention = r.duration(EnvChangesRetention, DefaultChangesRetention)
+	c.GitHubRedeliveryInterval = r.duration(EnvGitHubRedeliveryInterval, DefaultGitHubRedelivery)
 	r.crossCheck(&c.Consumer)
 	r.refuseDevelopmentSecrets(c)
 	r.installFlows(c)

@@ -32,6 +32,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/application/erasure"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/application/redelivery"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -90,6 +91,8 @@ var managementSet = wire.NewSet(
 	provideAccessCheckers,
 	provideManagement,
 	provideAccessRecheck,
+	pgmanagement.NewRedeliveries,
+	provideRedelivery,
 )
 
 // admissionSet is the admission store and use case.
@@ -177,9 +180,28 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 
 // provideRunners lists the background loops App.Run starts and waits for: the consumer
 // (claimers, renewer, reaper, retention), the person-erasure runner, the access recheck, the
-// change feed (its Run ends the open feed streams when the server stops) and its retention.
-func provideRunners(c *consumer.Consumer, e *erasure.Runner, a *accessrecheck.Recheck, cf *changes.Feed, cr *changes.Retention) []Runner {
-	return []Runner{c, e, a, cf, cr}
+// change feed (its Run ends the open feed streams when the server stops) and its retention, and
+// the GitHub redelivery reconciler when App authentication is configured.
+func provideRunners(c *consumer.Consumer, e *erasure.Runner, a *accessrecheck.Recheck, cf *changes.Feed, cr *changes.Retention,
+	g *redelivery.Reconciler,
+) []Runner {
+	runners := []Runner{c, e, a, cf, cr}
+	if g != nil {
+		runners = append(runners, g)
+	}
+	return runners
+}
+
+// provideRedelivery is the GitHub redelivery reconciler, on the one server holding its
+// singleton lease; nil (not run) without App authentication.
+func provideRedelivery(cfg Config, app *githubapi.App, store *pgmanagement.Redeliveries, lease *inboxstore.Store,
+	metrics *telemetry.Metrics, log ports.Logger,
+) (*redelivery.Reconciler, error) {
+	if app == nil {
+		return nil, nil
+	}
+	return redelivery.New(redelivery.Config{Owner: cfg.ServerID, Interval: cfg.GitHubRedeliveryInterval},
+		app, store, lease, metrics, log)
 }
 
 // provideAccessCheckers lists the providers' access checkers: one element per kind whose

@@ -214,7 +214,15 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	v4 := provideRunners(consumerConsumer, runner, recheck, feed, retention)
+	redeliveries, err := management.NewRedeliveries(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	reconciler, err := provideRedelivery(config, app, redeliveries, inboxstoreStore, metrics, portsLogger)
+	if err != nil {
+		return nil, nil, err
+	}
+	v4 := provideRunners(consumerConsumer, runner, recheck, feed, retention, reconciler)
 	bootstrapServices := newServices(v3, v4)
 	return bootstrapServices, func() {
 	}, nil

@@ -28,6 +28,7 @@ type Metrics struct {
 	retried           *prometheus.CounterVec
 	dropped           *prometheus.CounterVec
 	retentionFailures prometheus.Counter
+	redeliveries      prometheus.Counter
 	handlerSeconds    *prometheus.HistogramVec
 	inboxRows         *prometheus.GaugeVec
 	oldestQueuedAge   prometheus.Gauge
@@ -74,6 +75,10 @@ func NewMetrics() *Metrics {
 			Name: "integration_inbox_rows",
 			Help: "Inbox rows by state, as last counted.",
 		}, []string{"state"}),
+		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "github_redeliveries_requested_total",
+			Help: "Redeliveries of failed GitHub App deliveries the reconciler asked GitHub for.",
+		}),
 		oldestQueuedAge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "integration_inbox_oldest_queued_age_seconds",
 			Help: "How long the oldest due QUEUED row has waited past its due time, as last measured.",
@@ -83,7 +88,7 @@ func NewMetrics() *Metrics {
 	m.registry.MustRegister(m.changeFeed.rows, m.changeFeed.waiting)
 	m.registry.MustRegister(
 		m.received, m.rejected, m.handled, m.retried, m.dropped,
-		m.retentionFailures, m.handlerSeconds, m.inboxRows, m.oldestQueuedAge,
+		m.retentionFailures, m.handlerSeconds, m.inboxRows, m.oldestQueuedAge, m.redeliveries,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -150,6 +155,10 @@ func (m *Metrics) Retried(provider, cause string) { m.retried.WithLabelValues(pr
 func (m *Metrics) Dropped(provider, reason string) { m.dropped.WithLabelValues(provider, reason).Inc() }
 
 func (m *Metrics) RetentionFailed() { m.retentionFailures.Inc() }
+
+// RedeliveryRequested implements ports.RedeliveryMetrics (github_redeliveries_requested_total;
+// an unlabelled counter, so it is exported at 0 from start).
+func (m *Metrics) RedeliveryRequested() { m.redeliveries.Inc() }
 
 func (m *Metrics) HandlerDuration(provider string, d time.Duration) {
 	m.handlerSeconds.WithLabelValues(provider).Observe(d.Seconds())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // GitHub App authentication (CONTRACT.md "Provider access"): the App signs a short JWT with its
@@ -269,4 +270,66 @@ func (a *App) callWithLink(ctx context.Context, method, path string, query url.V
 		return "", failureOf(method, path, inbox.ProviderUnreadable, resp.StatusCode, err)
 	}
 	return resp.Header.Get("Link"), nil
+}
+
+var _ ports.HookDeliveries = (*App)(nil)
+
+// hookDeliveriesPerPage is GitHub's largest page of the App's delivery log.
+const hookDeliveriesPerPage = 100
+
+// ListHookDeliveries implements ports.HookDeliveries: GET /app/hook/deliveries?per_page=100
+// (&cursor=…) with the App JWT. The next page's cursor is taken from the Link header's
+// rel="next" URL; that URL itself is never followed.
+func (a *App) ListHookDeliveries(ctx context.Context, cursor string) ([]ports.HookDelivery, string, error) {
+	const path = "/app/hook/deliveries"
+	q := url.Values{"per_page": {strconv.Itoa(hookDeliveriesPerPage)}}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var answer []struct {
+		ID         int64  `json:"id"`
+		GUID       string `json:"guid"`
+		StatusCode *int   `json:"status_code"`
+	}
+	link, err := a.AppGet(ctx, path, q, &answer)
+	if err != nil {
+		return nil, "", err
+	}
+	if answer == nil {
+		return nil, "", failureOf(http.MethodGet, path, inbox.ProviderUnreadable, http.StatusOK, errors.New("no delivery list"))
+	}
+	out := make([]ports.HookDelivery, 0, len(answer))
+	for _, d := range answer {
+		if d.ID <= 0 || d.GUID == "" || d.StatusCode == nil {
+			return nil, "", failureOf(http.MethodGet, path, inbox.ProviderUnreadable, http.StatusOK,
+				errors.New("delivery without id, guid or status_code"))
+		}
+		out = append(out, ports.HookDelivery{ID: d.ID, GUID: d.GUID, StatusCode: *d.StatusCode})
+	}
+	return out, nextCursor(link), nil
+}
+
+// nextCursor is the cursor parameter of a Link header's rel="next" URL ("" for none).
+func nextCursor(link string) string {
+	for _, part := range strings.Split(link, ",") {
+		target, params, ok := strings.Cut(strings.TrimSpace(part), ";")
+		if !ok || !strings.Contains(params, `rel="next"`) {
+			continue
+		}
+		u, err := url.Parse(strings.Trim(strings.TrimSpace(target), "<>"))
+		if err != nil {
+			return ""
+		}
+		return u.Query().Get("cursor")
+	}
+	return ""
+}
+
+// RequestRedelivery implements ports.HookDeliveries: POST
+// /app/hook/deliveries/{id}/attempts with the App JWT (GitHub answers 202).
+func (a *App) RequestRedelivery(ctx context.Context, id int64) error {
+	if id <= 0 {
+		return fmt.Errorf("github app: delivery id %d", id)
+	}
+	return a.AppPost(ctx, "/app/hook/deliveries/"+strconv.FormatInt(id, 10)+"/attempts", nil)
 }
