@@ -7,6 +7,12 @@ ALTER TABLE inbox_erasure_receipt DROP CONSTRAINT inbox_erasure_receipt_store_ch
 ALTER TABLE inbox_erasure_receipt ADD CONSTRAINT inbox_erasure_receipt_store_check
     CHECK (store IN ('workspace-inbox', 'installation-inbox') OR store ~ '^[a-z][a-z0-9_]{1,30}-mirror$');
 
+-- The requests within a pass. A pass keeps the copy fence raised from its first store (the
+-- mirror) to its last (the installation inbox), across several transactions; the flag is
+-- lowered only when no request is left within a pass, so one server's erasure ending cannot
+-- lower the fence while another server's is between its mirror and inbox stores.
+ALTER TABLE inbox_erasure_fence ADD COLUMN holders bigint[] NOT NULL DEFAULT '{}';
+
 -- Logins and e-mail addresses are matched case-insensitively (lower() on both sides); these
 -- expression indexes serve that match on the large tables, per workspace as erasure asks.
 CREATE INDEX ix_github_user_login_lower ON github_user (workspace_id, lower(login));
@@ -30,6 +36,7 @@ DROP INDEX ix_github_commit_committer_email_lower;
 DROP INDEX ix_github_commit_author_email_lower;
 DROP INDEX ix_github_commit_author_login_lower;
 DROP INDEX ix_github_user_login_lower;
+ALTER TABLE inbox_erasure_fence DROP COLUMN holders;
 DELETE FROM inbox_erasure_receipt WHERE store NOT IN ('workspace-inbox', 'installation-inbox');
 ALTER TABLE inbox_erasure_receipt DROP CONSTRAINT inbox_erasure_receipt_store_check;
 ALTER TABLE inbox_erasure_receipt ADD CONSTRAINT inbox_erasure_receipt_store_check

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/jackc/pgx/v5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -44,55 +43,14 @@ const (
 var personTraces = []string{personID, personLogin, personEmail}
 
 // hit is one place a trace of the person was found.
-type hit struct{ Table, Column, Trace string }
+type hit = support.Trace
 
 // searchMirror looks for every trace in every text, jsonb and array column of every table whose
-// name starts with one of prefixes (found through information_schema, so a table or column
-// added later is searched too), and for the id in every bigint column and bigint array; the
-// version and key columns that hold inbox or workspace ids are not person references.
+// name starts with one of prefixes (through information_schema, so a table or column added
+// later is searched too), and for the id in every bigint column that can name a person.
 func searchMirror(ctx context.Context, prefixes ...string) []hit {
 	GinkgoHelper()
-	type column struct{ table, name, kind string }
-	rows, err := pool.Query(ctx, `
-		SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns
-		WHERE table_schema = current_schema() AND data_type IN ('text', 'jsonb', 'ARRAY', 'bigint', 'character varying')
-		ORDER BY table_name, ordinal_position`)
-	Expect(err).NotTo(HaveOccurred())
-	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (column, error) {
-		var c column
-		return c, r.Scan(&c.table, &c.name, &c.kind)
-	})
-	Expect(err).NotTo(HaveOccurred())
-	notPersons := []string{"workspace_id", "source_event_id", "refreshed_by_event", "monitor_event_id", "readiness_event_id", "connection_id", "event_id"}
-	var hits []hit
-	for _, c := range cols {
-		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(c.table, p) }) {
-			continue
-		}
-		col := pgx.Identifier{c.name}.Sanitize()
-		table := pgx.Identifier{c.table}.Sanitize()
-		var sql string
-		args := []any{}
-		switch c.kind {
-		case "bigint":
-			if slices.Contains(notPersons, c.name) {
-				continue
-			}
-			sql, args = `SELECT count(*) FROM `+table+` WHERE `+col+` = $1::bigint`, []any{personID}
-			if n := support.Count(ctx, pool, sql, args...); n > 0 {
-				hits = append(hits, hit{c.table, c.name, personID})
-			}
-			continue
-		default:
-			sql = `SELECT count(*) FROM ` + table + ` WHERE strpos(lower(` + col + `::text), lower($1)) > 0`
-		}
-		for _, t := range personTraces {
-			if n := support.Count(ctx, pool, sql, t); n > 0 {
-				hits = append(hits, hit{c.table, c.name, t})
-			}
-		}
-	}
-	return hits
+	return support.SearchTraces(ctx, pool, prefixes, personTraces...)
 }
 
 // corpusWork lists the corpus work payloads the handlers take, read in place. The person's
@@ -203,8 +161,8 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 		It("finds the person nowhere in the mirror or the inbox afterwards, with tombstones where shared items stay", func(ctx SpecContext) {
 			before := searchMirror(ctx, "github_", "provider_event")
 			Expect(before).To(ContainElements(
-				hit{"github_user", "login", personLogin}, hit{"github_commit", "author_email", personEmail},
-				hit{"github_issue", "author_id", personID}, hit{"provider_event", "payload", personLogin}),
+				hit{Table: "github_user", Column: "login", Value: personLogin}, hit{Table: "github_commit", Column: "author_email", Value: personEmail},
+				hit{Table: "github_issue", Column: "author_id", Value: personID}, hit{Table: "provider_event", Column: "payload", Value: personLogin}),
 				"the search finds the person before the erasure")
 			authoredIssues := scalar[int](ctx, `SELECT count(*) FROM github_issue WHERE author_id = $1::bigint`, personID)
 			Expect(authoredIssues).To(BeNumerically(">", 0))

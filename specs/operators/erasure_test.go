@@ -2,6 +2,7 @@ package operators_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -337,6 +338,39 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		runner.Notify()
 		Eventually(fenceRaised).WithContext(ctx).WithTimeout(settle).Should(BeFalse())
 		Expect(progress(id)["state"]).To(Equal("FAILED"), "nothing resumes a failed request but an operator")
+	})
+
+	It("keeps the copy fence raised while another request is between its mirror and inbox stores", func(ctx SpecContext) {
+		insertRow(ctx, pool, row{Workspace: acme.ID, Payload: octocatSender})
+		first, err := erasures.Start(ctx, mustScope(), 0)
+		Expect(err).NotTo(HaveOccurred())
+		hubot, err := domain.NewIdentity("1", "hubot", "")
+		Expect(err).NotTo(HaveOccurred())
+		hubotScope, err := domain.NewScope(githubProvider, githubNamespace, []domain.Identity{hubot})
+		Expect(err).NotTo(HaveOccurred())
+		second, err := erasures.Start(ctx, hubotScope, 0)
+		Expect(err).NotTo(HaveOccurred())
+
+		errBetweenStores := errors.New("stopping between the stores")
+		held, err := erasures.Hold(ctx, func(ctx context.Context, r domain.Request, _ []domain.Receipt) (domain.State, error) {
+			Expect(r.ID()).To(Equal(first.ID()))
+			_, err := erasures.Pass(ctx, r.ID(), domain.MirrorStore(githubProvider), 1)
+			Expect(err).NotTo(HaveOccurred())
+			// Another server works the second request through a whole pass meanwhile.
+			for _, st := range domain.Plan(erasures.Mirrors(githubProvider)) {
+				_, err := erasures.Pass(ctx, second.ID(), st, 1)
+				Expect(err).NotTo(HaveOccurred())
+			}
+			Expect(fenceRaised(ctx)).To(BeTrue(), "the first request is still within its pass")
+			return domain.State{}, errBetweenStores
+		})
+		Expect(held).To(BeTrue())
+		Expect(err).To(MatchError(errBetweenStores))
+
+		runner.Notify()
+		awaitDone(first.ID())
+		awaitDone(second.ID())
+		Expect(fenceRaised(ctx)).To(BeFalse(), "lowered when no request is within a pass")
 	})
 
 	It("is worked by one server at a time", func(ctx SpecContext) {

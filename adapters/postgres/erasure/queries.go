@@ -255,10 +255,13 @@ const (
 	// raiseFence is committed on its own before the deletion: an UPDATE of non-key columns
 	// takes FOR NO KEY UPDATE, which does not conflict with the FOR KEY SHARE of running
 	// steps, so it does not wait for them; every fenced write that starts after this commit
-	// reads in_progress and rolls back before it waits (retried later in order).
+	// reads in_progress and rolls back before it waits (retried later in order). The request
+	// joins the fence's holders (migration 00021): the flag stays raised while any request is
+	// within a pass, so two servers' erasures cannot lower each other's fence between stores.
 	raiseFence = `
 UPDATE inbox_erasure_fence
-SET in_progress = true, erasure_id = $1, changed_at = clock_timestamp()
+SET in_progress = true, erasure_id = $1,
+    holders = array_append(array_remove(holders, $1::bigint), $1::bigint), changed_at = clock_timestamp()
 WHERE name = 'inbox'`
 
 	// lockFence is the first statement of the deletion transaction. FOR UPDATE conflicts with
@@ -285,21 +288,35 @@ INSERT INTO inbox_erasure_receipt (erasure_id, store, pass, deleted, boundary, a
 VALUES ($1, $2, $3, $4, $5, clock_timestamp())
 RETURNING at`
 
-	// lowerFence ends the pass in its deletion transaction. Only this request's flag is
-	// lowered: another request that raised the fence meanwhile lowers its own.
+	// lowerFence ends the pass of request $1 in its last store's transaction: the request
+	// leaves the holders, and the flag is lowered only when no other request is within a pass
+	// (erasure_id then names a remaining holder). A flag raised in the request's name without
+	// holders (a process that died before migration 00021's holders) is lowered too.
 	lowerFence = `
 UPDATE inbox_erasure_fence
-SET in_progress = false, erasure_id = NULL, changed_at = clock_timestamp()
-WHERE name = 'inbox' AND erasure_id = $1`
+SET holders = array_remove(holders, $1::bigint),
+    in_progress = cardinality(array_remove(holders, $1::bigint)) > 0,
+    erasure_id = (array_remove(holders, $1::bigint))[1],
+    changed_at = clock_timestamp()
+WHERE name = 'inbox' AND ($1::bigint = ANY(holders) OR erasure_id = $1)`
 
-	// lowerStaleFence lowers a flag whose request is no longer RUNNING (its pass died between
-	// raising and lowering, and the request was then ended): a RUNNING request is held again by
-	// a runner, whose next pass lowers the flag itself. SKIP LOCKED: a pass that holds the
+	// lowerStaleFence drops the holders whose request is no longer RUNNING (a pass died between
+	// raising and lowering, and the request was then ended) and lowers the flag when no holder
+	// is left: a RUNNING holder is held again by a runner, whose pass lowers the flag itself. A
+	// flag without holders counts erasure_id as its holder. SKIP LOCKED: a pass that holds the
 	// fence right now is not waited for.
 	lowerStaleFence = `
-UPDATE inbox_erasure_fence f
-SET in_progress = false, erasure_id = NULL, changed_at = clock_timestamp()
-WHERE f.name IN (SELECT name FROM inbox_erasure_fence WHERE name = 'inbox' FOR NO KEY UPDATE SKIP LOCKED)
-  AND f.in_progress
-  AND NOT EXISTS (SELECT 1 FROM inbox_erasure r WHERE r.id = f.erasure_id AND r.state = 'RUNNING')`
+WITH f AS (
+	SELECT name, CASE WHEN cardinality(holders) = 0 AND erasure_id IS NOT NULL THEN ARRAY[erasure_id] ELSE holders END AS was
+	FROM inbox_erasure_fence WHERE name = 'inbox' AND in_progress
+	FOR NO KEY UPDATE SKIP LOCKED
+), live AS (
+	SELECT f.name, f.was, ARRAY(SELECT h FROM unnest(f.was) AS h
+	                            WHERE EXISTS (SELECT 1 FROM inbox_erasure r WHERE r.id = h AND r.state = 'RUNNING')) AS h
+	FROM f
+)
+UPDATE inbox_erasure_fence t
+SET holders = live.h, in_progress = cardinality(live.h) > 0, erasure_id = live.h[1], changed_at = clock_timestamp()
+FROM live
+WHERE t.name = live.name AND (cardinality(live.h) < cardinality(live.was) OR cardinality(live.was) = 0)`
 )

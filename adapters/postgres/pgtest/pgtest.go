@@ -111,6 +111,6 @@ func Truncate(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err = pool.Exec(ctx, "UPDATE singleton_lease SET holder = NULL, leased_until = NULL"); err != nil {
 		return err
 	}
-	_, err = pool.Exec(ctx, "UPDATE inbox_erasure_fence SET in_progress = false, erasure_id = NULL")
+	_, err = pool.Exec(ctx, "UPDATE inbox_erasure_fence SET in_progress = false, erasure_id = NULL, holders = '{}'")
 	return err
 }
