@@ -23,6 +23,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	ghhandlers "github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
@@ -46,6 +47,9 @@ type pipelineFloorResult struct {
 	Clients   int     `json:"clients"`
 	PerSecond float64 `json:"perSecond"`
 }
+
+// pipelineClaimers is the pipeline floor's claimer count: the server's default claimers.
+const pipelineClaimers = 8
 
 // pipelineRepos is how many repositories the pipeline's deliveries are spread over: each is a
 // subscription of the benchmark workspace and a scope of its own.
@@ -338,21 +342,32 @@ func waitReady(ctx context.Context, addr string) error {
 	return errors.New("the pipeline's server did not become ready in 60 s")
 }
 
-// pipelineFloorBatch is the most rows one pipeline floor claim leases. Each client inserts one
-// delivery per loop and claims up to this many: batched like the consumer's claims and outcome
-// writes, so the floor pays per delivery what the pipeline pays, not one claim statement each.
-const pipelineFloorBatch = 4
+// pipelineFloorBatch is the most rows one pipeline floor claim leases: its claimers then hold
+// at most as many rows as the server's consumer (8 claimers + 16 claimed ahead = 24 = 8 × 3).
+// Larger batches leased most of the 100 scopes at once and handled each batch serially, which
+// made the floor slower than the server.
+const pipelineFloorBatch = 3
 
 // pipelineFloorRound runs the statements the pipeline runs per delivery, and only those,
-// straight into PostgreSQL from clients goroutines for seconds: the admission's row insert,
-// the store's claim (up to pipelineFloorBatch rows), the real GitHub `issues` handler with its
-// step and mirror upserts through the same adapters, and the store's outcome write (one for the
-// claimed rows). No HTTP, no signature, no
-// consumer scheduling. The rate is deliveries completed over the time.
-func pipelineFloorRound(ctx context.Context, pool *pgxpool.Pool, clients, seconds int) (int, time.Duration, error) {
+// straight into PostgreSQL at the pipeline's concurrency, for warm-up plus seconds: senders
+// goroutines run the admission's row insert (pausing at the same backlog watermarks as the
+// pipeline's senders), and claimers goroutines run the store's claim (up to pipelineFloorBatch
+// rows), the real GitHub `issues` handler with its step and mirror upserts through the same
+// adapters, and the store's outcome write for the claimed rows. No HTTP, no signatures, no
+// consumer scheduling. The rate is the deliveries completed in the measured window over its
+// length.
+func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders, claimers, seconds int) (int, time.Duration, error) {
 	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
 		return 0, 0, err
 	}
+	// The inserts go through a pool shaped as the server's admission pool (admissionstore's
+	// size and settings): 32 inserting backends instead would take the claimers' share of the
+	// database's cores, which the server's admission never does.
+	insertPool, err := admissionstore.OpenPool(ctx, dbURL)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer insertPool.Close()
 	var workspaceID int64
 	if err := pool.QueryRow(ctx, `SELECT id FROM workspace WHERE slug = 'bench'`).Scan(&workspaceID); err != nil {
 		return 0, 0, err
@@ -385,6 +400,8 @@ func pipelineFloorRound(ctx context.Context, pool *pgxpool.Pool, clients, second
 		key      atomic.Int64
 		done     atomic.Int64
 		busy     atomic.Int64
+		paused   atomic.Bool
+		stop     = make(chan struct{})
 		firstErr error
 		mu       sync.Mutex
 		wg       sync.WaitGroup
@@ -396,15 +413,24 @@ func pipelineFloorRound(ctx context.Context, pool *pgxpool.Pool, clients, second
 		}
 		mu.Unlock()
 	}
-	start := time.Now()
-	end := start.Add(time.Duration(seconds) * time.Second)
-	for range clients {
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
+	for range senders {
 		wg.Go(func() {
-			for time.Now().Before(end) {
+			for !stopped() {
+				if paused.Load() {
+					time.Sleep(2 * time.Millisecond)
+					continue
+				}
 				i := int(key.Add(1))
-				repo := i % pipelineRepos
-				subject := fmt.Sprintf("github:repository:%d", repositoryID+repo)
-				if _, err := pool.Exec(ctx, `
+				subject := fmt.Sprintf("github:repository:%d", repositoryID+i%pipelineRepos)
+				if _, err := insertPool.Exec(ctx, `
 INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject, payload, headers)
 VALUES ($1, 'GITHUB', 'issues', $2, $3, $4, $5, '{}')
 ON CONFLICT DO NOTHING`, workspaceID, fmt.Sprintf("floor-%d", i), fmt.Sprintf("ws:%d:%s", workspaceID, subject),
@@ -412,15 +438,25 @@ ON CONFLICT DO NOTHING`, workspaceID, fmt.Sprintf("floor-%d", i), fmt.Sprintf("w
 					fail(err)
 					return
 				}
+			}
+		})
+	}
+	for range claimers {
+		wg.Go(func() {
+			for !stopped() {
 				claimed, err := store.Claim(ctx, "pipeline-floor", pipelineFloorBatch, time.Minute)
 				if err != nil {
 					fail(err)
 					return
 				}
+				if len(claimed) == 0 {
+					time.Sleep(time.Millisecond)
+					continue
+				}
 				results := make([]ports.Result, 0, len(claimed))
 				for _, c := range claimed {
-					// A fence that found the event row briefly held (another client's claim
-					// locking it while it rechecks) is contention: the handler runs again at
+					// A fence that found the event row briefly held (another claimer's locking
+					// scan on it while it rechecks) is contention: the handler runs again at
 					// once, where the consumer would retry it after a short delay.
 					var herr error
 					for try := 0; try < 1000; try++ {
@@ -441,28 +477,55 @@ ON CONFLICT DO NOTHING`, workspaceID, fmt.Sprintf("floor-%d", i), fmt.Sprintf("w
 						Decision: inbox.Completed(),
 					})
 				}
-				if len(results) > 0 {
-					if _, err := store.Record(ctx, results); err != nil {
-						fail(err)
-						return
-					}
-					done.Add(int64(len(results)))
+				if _, err := store.Record(ctx, results); err != nil {
+					fail(err)
+					return
 				}
+				done.Add(int64(len(results)))
 			}
 		})
 	}
+	start := time.Now()
+	var windowStart time.Time
+	var before int64
+	tick := time.NewTicker(200 * time.Millisecond)
+	for time.Since(start) < pipelineWarmup+time.Duration(seconds)*time.Second {
+		<-tick.C
+		mu.Lock()
+		failed := firstErr != nil
+		mu.Unlock()
+		if failed {
+			break
+		}
+		if windowStart.IsZero() && time.Since(start) >= pipelineWarmup {
+			windowStart, before = time.Now(), done.Load()
+		}
+		backlog, err := backlogOf(ctx, pool)
+		if err != nil {
+			fail(err)
+			break
+		}
+		switch {
+		case backlog > pipelineHigh:
+			paused.Store(true)
+		case backlog < pipelineLow:
+			paused.Store(false)
+		}
+	}
+	tick.Stop()
+	n, elapsed := int(done.Load()-before), time.Since(windowStart)
+	close(stop)
 	wg.Wait()
-	elapsed := time.Since(start)
 	if firstErr != nil {
 		return 0, 0, firstErr
 	}
-	fmt.Fprintf(os.Stderr, "  pipeline floor: %d deliveries, %d handler runs found a fence busy\n", done.Load(), busy.Load())
-	return int(done.Load()), elapsed, nil
+	fmt.Fprintf(os.Stderr, "  pipeline floor: %d deliveries in the window, %d handler runs found a fence busy\n", n, busy.Load())
+	return n, elapsed, nil
 }
 
 // benchPipelineAndFloor alternates pipeline and pipeline floor rounds of seconds each.
 func benchPipelineAndFloor(ctx context.Context, dbURL string, senders, seconds, rounds int) (pipelineResult, pipelineFloorResult, error) {
-	pool, err := openPool(ctx, dbURL, int32(senders+4))
+	pool, err := openPool(ctx, dbURL, int32(senders+pipelineClaimers+4))
 	if err != nil {
 		return pipelineResult{}, pipelineFloorResult{}, err
 	}
@@ -483,7 +546,7 @@ func benchPipelineAndFloor(ctx context.Context, dbURL string, senders, seconds, 
 		if err != nil {
 			return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline round %d: %w", round, err)
 		}
-		n, d, err := pipelineFloorRound(ctx, pool, senders, seconds)
+		n, d, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds)
 		if err != nil {
 			return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline floor round %d: %w", round, err)
 		}
