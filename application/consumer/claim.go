@@ -34,8 +34,9 @@ func (r *run) settle(reserved, claimed int) {
 // Claim statements run on claimCtx, which the stop does not cancel: a claim that committed
 // while its caller gave up would leave leases nobody renews or releases, costing their rows a
 // budget unit at expiry. Rows a claim returns after ctx ended are released with the others.
+//
+// ClaimLoops of them run at once; Run closes r.work when all have returned.
 func (r *run) claimLoop(ctx, claimCtx context.Context) {
-	defer close(r.work)
 	bo := newBackoff(r.cfg.BackoffMin, r.cfg.BackoffMax)
 	poll := time.NewTimer(r.cfg.PollInterval)
 	defer poll.Stop()

@@ -27,6 +27,11 @@ type Config struct {
 	// busy, so a commit per handful of rows does not bound throughput; the rows it holds are
 	// leased, renewed and released like running ones.
 	ClaimAhead int
+	// ClaimLoops is how many claim statements may run at once (default 2). With one, a claim
+	// waits for the previous one's commit: the claim statements' round trips then bound dispatch,
+	// not the database. Each loop claims for the same free slots, so the bound on held rows
+	// (Claimers + ClaimAhead) is unchanged.
+	ClaimLoops int
 
 	LeaseDuration  time.Duration // lease length (default 2m)
 	RenewInterval  time.Duration // renewal period of held leases (default 30s)
@@ -98,6 +103,7 @@ func (c *Config) setDefaults() {
 	defInt(&c.Claimers, 8)
 	defInt(&c.ClaimBatch, 32)
 	defInt(&c.ClaimAhead, 2*c.Claimers)
+	defInt(&c.ClaimLoops, 2)
 	def(&c.LeaseDuration, 2*time.Minute)
 	def(&c.RenewInterval, 30*time.Second)
 	def(&c.HandlerTimeout, 30*time.Minute)
@@ -133,7 +139,7 @@ func (c *Config) validate() (inbox.LeaseTiming, inbox.RetryPolicy, error) {
 		name string
 		v    int
 	}{
-		{"Claimers", c.Claimers}, {"ClaimBatch", c.ClaimBatch}, {"OutcomeBatch", c.OutcomeBatch},
+		{"Claimers", c.Claimers}, {"ClaimBatch", c.ClaimBatch}, {"ClaimLoops", c.ClaimLoops}, {"OutcomeBatch", c.OutcomeBatch},
 		{"ReapBatch", c.ReapBatch}, {"RetentionBatch", c.RetentionBatch},
 	} {
 		if f.v < 1 {

@@ -143,7 +143,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 	writerDone := make(chan struct{})
 	go func() { defer close(writerDone); r.writeOutcomes(writerCtx, writerStop) }()
 	keeper.Go(func() { r.renewLoop(keepCtx) })
-	loops.Go(func() { r.claimLoop(ctx, claimCtx) })
+	loops.Go(func() {
+		var claims sync.WaitGroup
+		for range c.cfg.ClaimLoops {
+			claims.Go(func() { r.claimLoop(ctx, claimCtx) })
+		}
+		claims.Wait()
+		close(r.work)
+	})
 	loops.Go(func() { r.reapLoop(ctx) })
 	loops.Go(func() { r.retentionLoop(ctx) })
 	loops.Go(func() { r.gaugeLoop(ctx) })

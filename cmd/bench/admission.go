@@ -57,9 +57,6 @@ func benchAdmissionAndCeiling(ctx context.Context, dbURL string, senders, delive
 		return admissionResult{}, ceilingResult{}, err
 	}
 	defer pool.Close()
-	if err := seedRoute(ctx, pool); err != nil {
-		return admissionResult{}, ceilingResult{}, fmt.Errorf("seed: %w", err)
-	}
 	admissionPool, err := admissionstore.OpenPool(ctx, dbURL)
 	if err != nil {
 		return admissionResult{}, ceilingResult{}, err

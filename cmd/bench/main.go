@@ -12,8 +12,15 @@
 //   - dispatch: a pre-filled inbox of M rows over S scopes handled by the real consumer with a
 //     no-op handler and C claimers, in a child process whose peak RSS is reported; the
 //     handler records the order it saw, and the per-scope order is verified;
+//   - dispatch floor: the same inbox drained by the store's claim and outcome statements alone
+//     at the best of 1, 2 and 4 clients, alternating with the dispatch rounds;
+//   - pipeline and pipeline floor: `hephaestus serve` (bootstrap's wiring, in a child process)
+//     fed signed `issues` deliveries of 100 repositories at a bounded backlog and mirroring them
+//     with the real handler, alternating with the same statements run straight into PostgreSQL;
 //   - hot scope: the dispatch of 10,000 rows over the same scopes, with and without one more
 //     scope holding 200,000 rows behind a head that waits for its retry, alternating.
+//
+// -only runs some rows (admission, dispatch, hot, pipeline).
 package main
 
 import (
@@ -26,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +43,12 @@ import (
 // admissionProfile and allocationProfile, when set, name the files the CPU and allocation
 // profiles of the admission and ceiling rounds are written to.
 var admissionProfile, allocationProfile string
+
+// dispatchProfile, when set, names the file the dispatch child writes its CPU profile to.
+var dispatchProfile string
+
+// claimLoops, when positive, overrides the consumer's ClaimLoops in the dispatch child.
+var claimLoops int
 
 type admissionResult struct {
 	Senders   int     `json:"senders"`
@@ -65,45 +79,58 @@ type hotScopeResult struct {
 }
 
 type results struct {
-	Admission admissionResult `json:"admission"`
-	Ceiling   ceilingResult   `json:"ceiling"`
-	Ratio     float64         `json:"ratio"`
-	Dispatch  dispatchResult  `json:"dispatch"`
-	HotScope  hotScopeResult  `json:"hotScope"`
+	Admission     admissionResult     `json:"admission"`
+	Ceiling       ceilingResult       `json:"ceiling"`
+	Ratio         float64             `json:"ratio"`
+	Dispatch      dispatchResult      `json:"dispatch"`
+	DispatchFloor dispatchFloorResult `json:"dispatchFloor"`
+	Pipeline      pipelineResult      `json:"pipeline"`
+	PipelineFloor pipelineFloorResult `json:"pipelineFloor"`
+	HotScope      hotScopeResult      `json:"hotScope"`
 }
 
 func main() {
-	phase := flag.String("phase", "all", "all | dispatch (internal: the dispatch child process)")
+	phase := flag.String("phase", "all", "all | dispatch | serve (internal: the dispatch and pipeline child processes)")
 	dbURL := flag.String("db", "", "internal: the benchmark database for a child phase")
+	addr := flag.String("addr", "", "internal: the listen address of the serve phase")
 	senders := flag.Int("senders", 32, "concurrent HTTP senders (and ceiling clients)")
 	deliveries := flag.Int("deliveries", 20000, "deliveries sent in the admission and ceiling rows")
 	rounds := flag.Int("rounds", 4, "alternating admission and ceiling rounds the deliveries are split over")
 	rows := flag.Int("rows", 100000, "rows pre-filled for the dispatch row")
 	scopes := flag.Int("scopes", 1000, "scopes the dispatch rows are spread over")
 	claimers := flag.Int("claimers", 8, "claimers of the dispatch row")
+	flag.StringVar(&dispatchProfile, "dispatch-cpuprofile", "", "write a CPU profile of each dispatch child (the consumer) to this file (the last round's stays)")
+	flag.IntVar(&claimLoops, "claim-loops", 0, "claim loops of the dispatch rows' consumer (0: the consumer's default)")
 	hotRows := flag.Int("hot-rows", 200000, "rows behind the blocked head of the hot scope row")
 	hotColdRows := flag.Int("hot-cold-rows", 10000, "rows over -scopes cold scopes dispatched in the hot scope row")
+	dispatchRounds := flag.Int("dispatch-rounds", 4, "alternating dispatch and dispatch floor rounds the rows are split over")
+	pipelineSeconds := flag.Int("pipeline-seconds", 30, "measured seconds of each pipeline and pipeline floor round")
+	pipelineRounds := flag.Int("pipeline-rounds", 2, "alternating pipeline and pipeline floor rounds")
 	hotRounds := flag.Int("hot-rounds", 2, "alternating rounds of the hot scope row (with and without the hot scope)")
 	out := flag.String("out", "bench-results.json", "where the figures are written (repository root)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the admission and ceiling rounds to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the admission and ceiling rounds to this file")
+	only := flag.String("only", "", "comma-separated rows to run (admission, dispatch, hot); empty runs every row")
 	flag.Parse()
 	admissionProfile, allocationProfile = *cpuProfile, *memProfile
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
 	var err error
 	switch *phase {
 	case "dispatch":
 		err = runDispatchChild(ctx, *dbURL, *rows, *scopes, *claimers, *hotRows)
+	case "serve":
+		err = runServeChild(*dbURL, *addr)
 	case "all":
 		if *rounds < 1 || *deliveries < *rounds*(*senders) {
 			err = fmt.Errorf("need at least one round and %d deliveries a round", *senders)
 			break
 		}
-		err = runAll(ctx, *senders, *deliveries, *rounds, *rows, *scopes, *claimers, *out,
-			hotScopeSettings{rows: *hotColdRows, hotRows: *hotRows, rounds: *hotRounds})
+		err = runAll(ctx, *senders, *deliveries, *rounds, *rows, *scopes, *claimers, *dispatchRounds, *out,
+			hotScopeSettings{rows: *hotColdRows, hotRows: *hotRows, rounds: *hotRounds},
+			pipelineSettings{seconds: *pipelineSeconds, rounds: *pipelineRounds}, newRowSet(*only))
 	default:
 		err = fmt.Errorf("unknown phase %q", *phase)
 	}
@@ -113,10 +140,29 @@ func main() {
 	}
 }
 
+// pipelineSettings are the knobs of the pipeline rows.
+type pipelineSettings struct{ seconds, rounds int }
+
 // hotScopeSettings are the knobs of the hot scope row.
 type hotScopeSettings struct{ rows, hotRows, rounds int }
 
-func runAll(ctx context.Context, senders, deliveries, rounds, rows, scopes, claimers int, out string, hot hotScopeSettings) error {
+// rowSet is the rows -only names; nil runs every row.
+type rowSet map[string]bool
+
+func (s rowSet) runs(row string) bool { return s == nil || s[row] }
+
+func newRowSet(only string) rowSet {
+	if only == "" {
+		return nil
+	}
+	s := rowSet{}
+	for _, r := range strings.Split(only, ",") {
+		s[strings.TrimSpace(r)] = true
+	}
+	return s
+}
+
+func runAll(ctx context.Context, senders, deliveries, rounds, rows, scopes, claimers, dispatchRounds int, out string, hot hotScopeSettings, pipe pipelineSettings, only rowSet) error {
 	admin := os.Getenv("HEPHAESTUS_TEST_DATABASE_URL")
 	if admin == "" {
 		admin = os.Getenv("DATABASE_URL")
@@ -130,23 +176,41 @@ func runAll(ctx context.Context, senders, deliveries, rounds, rows, scopes, clai
 	}
 	defer drop()
 
-	var r results
-	fmt.Fprintf(os.Stderr, "admission and ceiling: %d signed deliveries from %d senders, then as many single-row inserts from %d clients, in %d alternating rounds…\n",
-		deliveries, senders, senders, rounds)
-	if r.Admission, r.Ceiling, err = benchAdmissionAndCeiling(ctx, dbURL, senders, deliveries, rounds); err != nil {
+	if err := seedBenchRoute(ctx, dbURL); err != nil {
 		return err
 	}
-	if r.Ceiling.PerSecond > 0 {
-		r.Ratio = r.Admission.PerSecond / r.Ceiling.PerSecond
+
+	var r results
+	if only.runs("admission") {
+		fmt.Fprintf(os.Stderr, "admission and ceiling: %d signed deliveries from %d senders, then as many single-row inserts from %d clients, in %d alternating rounds…\n",
+			deliveries, senders, senders, rounds)
+		if r.Admission, r.Ceiling, err = benchAdmissionAndCeiling(ctx, dbURL, senders, deliveries, rounds); err != nil {
+			return err
+		}
+		if r.Ceiling.PerSecond > 0 {
+			r.Ratio = r.Admission.PerSecond / r.Ceiling.PerSecond
+		}
 	}
-	fmt.Fprintf(os.Stderr, "dispatch: %d rows over %d scopes, %d claimers…\n", rows, scopes, claimers)
-	if r.Dispatch, err = dispatchInChild(ctx, dbURL, rows, scopes, claimers, 0); err != nil {
-		return fmt.Errorf("dispatch: %w", err)
+	if only.runs("dispatch") {
+		fmt.Fprintf(os.Stderr, "dispatch and dispatch floor: %d rows over %d scopes, %d claimers against the claim and outcome statements alone, in %d alternating rounds…\n",
+			rows, scopes, claimers, dispatchRounds)
+		if r.Dispatch, r.DispatchFloor, err = benchDispatchAndFloor(ctx, dbURL, rows, scopes, claimers, dispatchRounds); err != nil {
+			return fmt.Errorf("dispatch: %w", err)
+		}
 	}
-	fmt.Fprintf(os.Stderr, "hot scope: %d rows over %d scopes, %d claimers, with and without %d rows behind a head waiting for its retry, in %d alternating rounds…\n",
-		hot.rows, scopes, claimers, hot.hotRows, hot.rounds)
-	if r.HotScope, err = benchHotScope(ctx, dbURL, scopes, claimers, hot); err != nil {
-		return fmt.Errorf("hot scope: %w", err)
+	if only.runs("hot") {
+		fmt.Fprintf(os.Stderr, "hot scope: %d rows over %d scopes, %d claimers, with and without %d rows behind a head waiting for its retry, in %d alternating rounds…\n",
+			hot.rows, scopes, claimers, hot.hotRows, hot.rounds)
+		if r.HotScope, err = benchHotScope(ctx, dbURL, scopes, claimers, hot); err != nil {
+			return fmt.Errorf("hot scope: %w", err)
+		}
+	}
+	if only.runs("pipeline") {
+		fmt.Fprintf(os.Stderr, "pipeline and pipeline floor: %d senders into a running server over %d repositories, %d s a round, in %d alternating rounds…\n",
+			senders, pipelineRepos, pipe.seconds, pipe.rounds)
+		if r.Pipeline, r.PipelineFloor, err = benchPipelineAndFloor(ctx, dbURL, senders, pipe.seconds, pipe.rounds); err != nil {
+			return fmt.Errorf("pipeline: %w", err)
+		}
 	}
 
 	printTable(r)
@@ -203,7 +267,7 @@ func dispatchInChild(ctx context.Context, dbURL string, rows, scopes, claimers, 
 	}
 	cmd := exec.CommandContext(ctx, self, "-phase", "dispatch", "-db", dbURL,
 		"-rows", fmt.Sprint(rows), "-scopes", fmt.Sprint(scopes), "-claimers", fmt.Sprint(claimers),
-		"-hot-rows", fmt.Sprint(hotRows))
+		"-hot-rows", fmt.Sprint(hotRows), "-claim-loops", fmt.Sprint(claimLoops), "-dispatch-cpuprofile", dispatchProfile)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.Output()
 	if err != nil {
@@ -231,8 +295,22 @@ func printTable(r results) {
 	fmt.Printf("| dispatch  | %d rows, %d scopes, %d claimers   | %8.0f rows/s, %d order violations, peak RSS %.0f MiB |\n",
 		r.Dispatch.Rows, r.Dispatch.Scopes, r.Dispatch.Claimers, r.Dispatch.PerSecond,
 		r.Dispatch.OrderViolations, float64(r.Dispatch.PeakRssBytes)/(1<<20))
+	fmt.Printf("| dispatch floor | claim + outcome statements, %d clients | %8.0f rows/s; dispatch / floor %.2f |\n",
+		r.DispatchFloor.Clients, r.DispatchFloor.PerSecond, ratioOf(r.Dispatch.PerSecond, r.DispatchFloor.PerSecond))
+	fmt.Printf("| pipeline  | %d s, %d senders, real handler      | %8.0f handled/s, p99 %.1f ms, backlog at end %d, peak RSS %.0f MiB |\n",
+		r.Pipeline.Seconds, r.Pipeline.Senders, r.Pipeline.HandledPerSecond, r.Pipeline.P99Ms, r.Pipeline.BacklogAtEnd,
+		float64(r.Pipeline.PeakRssBytes)/(1<<20))
+	fmt.Printf("| pipeline floor | same statements, %d clients       | %8.0f deliveries/s; pipeline / floor %.2f |\n",
+		r.PipelineFloor.Clients, r.PipelineFloor.PerSecond, ratioOf(r.Pipeline.HandledPerSecond, r.PipelineFloor.PerSecond))
 	fmt.Printf("| hot scope | %d rows, %d behind a waiting head | %8.0f rows/s, %.2f of the same dispatch without it |\n",
 		r.HotScope.Rows, r.HotScope.HotRows, r.HotScope.PerSecond, r.HotScope.Ratio)
+}
+
+func ratioOf(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }
 
 // createDatabase makes a fresh database next to the admin URL's and migrates it.

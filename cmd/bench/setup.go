@@ -24,6 +24,19 @@ func migrate(ctx context.Context, dbURL string) error {
 	return err
 }
 
+// seedBenchRoute seeds the route of every row into the benchmark database.
+func seedBenchRoute(ctx context.Context, dbURL string) error {
+	pool, err := openPool(ctx, dbURL, 1)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := seedRoute(ctx, pool); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	return nil
+}
+
 // seedRoute creates the workspace, its App connection and its subscription.
 func seedRoute(ctx context.Context, pool *pgxpool.Pool) error {
 	_, err := pool.Exec(ctx, `

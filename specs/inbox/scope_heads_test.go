@@ -224,6 +224,40 @@ var _ = Describe("Scope heads", func() {
 		Expect(scopeHeads(ctx, pool)).To(Equal(map[string]int64{scopeKey(ws, "a"): a[1]}))
 	})
 
+	It("follow one outcome write that ends the heads of many scopes, and leave a scope whose admission is in flight as it was", func(ctx SpecContext) {
+		a := storeRows(ctx, pool, ws, []string{"a", "a", "b", "b", "c", "d", "e"}, `{}`)
+		claimed, err := store.Claim(ctx, owner, 10, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ids(claimed)).To(ConsistOf(a[0], a[2], a[4], a[5], a[6]))
+
+		// An admission of scope e is in flight: its transaction holds e's latch (shared) until
+		// it commits, so the outcome write must not drop e's row, whose new row it cannot see.
+		tx, err := pool.Begin(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+		var late int64
+		Expect(tx.QueryRow(ctx, `
+			INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject, payload)
+			VALUES ($1, 'GITHUB', 'issues', 'late-e', $2, $3, '{}') RETURNING id`,
+			ws, scopeKey(ws, "e"), subject("e").String()).Scan(&late)).To(Succeed())
+
+		results := make([]ports.Result, len(claimed))
+		for i, c := range claimed {
+			results[i] = ports.Result{Ack: ackOf(c), Decision: inbox.Completed()}
+		}
+		status, err := store.Record(ctx, results)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status).To(HaveEach(ports.RecordApplied))
+		Expect(scopeHeads(ctx, pool)).To(Equal(map[string]int64{
+			scopeKey(ws, "a"): a[1], scopeKey(ws, "b"): a[3], scopeKey(ws, "e"): a[6],
+		}), "a and b move to their next row, c and d are gone, e is left for its admission")
+
+		Expect(tx.Commit(ctx)).To(Succeed())
+		claimed, err = store.Claim(ctx, owner, 10, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ids(claimed)).To(ConsistOf(a[1], a[3], late))
+	})
+
 	It("take a replayed row back to the head of its scope", func(ctx SpecContext) {
 		a := storeRows(ctx, pool, ws, []string{"a", "a"}, `{}`)
 		_, err := pool.Exec(ctx, `UPDATE provider_event SET state = 'DEAD', ended_at = now(), error_class = 'X' WHERE id = $1`, a[0])

@@ -1,0 +1,582 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	ghhandlers "github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/application/dispatch"
+	"github.com/hephaestus-dev/hephaestus/bootstrap"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+type pipelineResult struct {
+	Seconds          int     `json:"seconds"`
+	Senders          int     `json:"senders"`
+	HandledPerSecond float64 `json:"handledPerSecond"`
+	P99Ms            float64 `json:"p99Ms"`
+	BacklogAtEnd     int     `json:"backlogAtEnd"`
+	PeakRssBytes     int64   `json:"peakRssBytes"`
+}
+
+type pipelineFloorResult struct {
+	Clients   int     `json:"clients"`
+	PerSecond float64 `json:"perSecond"`
+}
+
+// pipelineClaimers is the pipeline floor's claimer count: the server's default claimers.
+const pipelineClaimers = 8
+
+// pipelineRepos is how many repositories the pipeline's deliveries are spread over: each is a
+// subscription of the benchmark workspace and a scope of its own.
+const pipelineRepos = 100
+
+// Backlog watermarks of the pipeline row: senders pause while the backlog (QUEUED and LEASED
+// rows) is above pipelineHigh and resume below pipelineLow, so that a server that handles less
+// than it admits runs at a bounded, steady backlog instead of a growing one.
+const (
+	pipelineHigh = 2000
+	pipelineLow  = 1000
+	// pipelineWarmup is left out of the measured window: the server starts, connections open.
+	pipelineWarmup = 5 * time.Second
+)
+
+// repoPayload is issuePayload for repository repositoryID+repo.
+func repoPayload(n, repo int) []byte {
+	var doc map[string]any
+	_ = json.Unmarshal(issuePayload(n), &doc)
+	r := doc["repository"].(map[string]any)
+	r["id"] = repositoryID + repo
+	r["name"] = fmt.Sprintf("hello-%d", repo)
+	r["full_name"] = fmt.Sprintf("octo/hello-%d", repo)
+	b, _ := json.Marshal(doc)
+	return b
+}
+
+// seedPipelineRepos subscribes the benchmark workspace to pipelineRepos-1 more repositories.
+func seedPipelineRepos(ctx context.Context, pool *pgxpool.Pool) error {
+	_, err := pool.Exec(ctx, `
+INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id, name)
+SELECT c.id, c.workspace_id, 'GITHUB', 'repository', ($1::bigint + g)::text, 'octo/hello-' || g
+FROM connection c, generate_series(1, $2::int - 1) g
+WHERE c.source_key = '4242'
+ON CONFLICT DO NOTHING`, repositoryID, pipelineRepos)
+	return err
+}
+
+// serveEnv is the environment of the pipeline's server: the benchmark database, a loopback
+// listener, the bench's webhook secret, generated admin token and credentials key, provider
+// API roots on a closed loopback port (nothing may leave the machine), WARN logs.
+func serveEnv(dbURL, addr string) map[string]string {
+	token, key := make([]byte, 24), make([]byte, 32)
+	_, _ = rand.Read(token)
+	_, _ = rand.Read(key)
+	return map[string]string{
+		"DATABASE_URL":                     dbURL,
+		"HEPHAESTUS_HTTP_ADDR":             addr,
+		"HEPHAESTUS_GITHUB_WEBHOOK_SECRET": string(webhookSecret),
+		"HEPHAESTUS_ADMIN_TOKEN":           hex.EncodeToString(token),
+		"HEPHAESTUS_CREDENTIALS_KEY":       base64.StdEncoding.EncodeToString(key),
+		"HEPHAESTUS_GITHUB_API_URL":        "http://127.0.0.1:9",
+		"HEPHAESTUS_GITLAB_API_URL":        "http://127.0.0.1:9",
+		"HEPHAESTUS_SLACK_API_URL":         "http://127.0.0.1:9",
+		"HEPHAESTUS_GITHUB_OAUTH_URL":      "http://127.0.0.1:9",
+		"HEPHAESTUS_LOG_LEVEL":             "warn",
+	}
+}
+
+// runServeChild is the pipeline's server: `hephaestus serve` as bootstrap wires it (receiver,
+// claimers with the real handlers, renewer, reaper, retention), until SIGTERM.
+func runServeChild(dbURL, addr string) error {
+	env := serveEnv(dbURL, addr)
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return ""
+	}
+	cfg, err := bootstrap.LoadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	log, err := bootstrap.NewLogger(cfg)
+	if err != nil {
+		return err
+	}
+	app, err := bootstrap.InitializeApp(cfg, log)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return app.Run(ctx)
+}
+
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// backlogOf counts QUEUED and LEASED rows (over their partial indexes: the cost follows the
+// backlog, not the handled rows).
+func backlogOf(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var n int
+	err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM provider_event WHERE state = 'QUEUED')
+	                                + (SELECT count(*) FROM provider_event WHERE state = 'LEASED')`).Scan(&n)
+	return n, err
+}
+
+// handledSince counts the rows that ended DONE after $1 and up to now (the database clock),
+// over ix_provider_event_ended, and returns now.
+const handledSince = `
+WITH c AS (SELECT clock_timestamp() AS t)
+SELECT (SELECT count(*) FROM provider_event e WHERE e.state = 'DONE' AND e.ended_at > $1 AND e.ended_at <= c.t), c.t
+FROM c`
+
+// pipelineSample is one second of the pipeline row: the backlog at its end, rows handled in it.
+type pipelineSample struct {
+	at      time.Duration
+	backlog int
+	handled int
+}
+
+// pipelineRound runs the server in a child process, sends signed `issues` deliveries over
+// pipelineRepos repositories from senders for warm-up plus seconds, and reads, every second,
+// the backlog and the rows the server handled (DONE rows ended in that second, by the database
+// clock, over ix_provider_event_ended). Senders pause above the high watermark. The rate is
+// the rows handled in the measured window over its length.
+func pipelineRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders int, seconds int) (pipelineResult, []pipelineSample, []time.Duration, error) {
+	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
+		return pipelineResult{}, nil, nil, err
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return pipelineResult{}, nil, nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return pipelineResult{}, nil, nil, err
+	}
+	server := exec.CommandContext(ctx, self, "-phase", "serve", "-db", dbURL, "-addr", addr)
+	server.Stderr = os.Stderr
+	if err := server.Start(); err != nil {
+		return pipelineResult{}, nil, nil, err
+	}
+	stopped := false
+	stopServer := func() (int64, error) {
+		if stopped {
+			return 0, nil
+		}
+		stopped = true
+		_ = server.Process.Signal(syscall.SIGTERM)
+		err := server.Wait()
+		var rss int64
+		if ru, ok := server.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = ru.Maxrss * 1024
+		}
+		return rss, err
+	}
+	defer func() { _, _ = stopServer() }()
+	if err := waitReady(ctx, addr); err != nil {
+		return pipelineResult{}, nil, nil, err
+	}
+
+	payloads := make([][]byte, 4*pipelineRepos)
+	for i := range payloads {
+		payloads[i] = repoPayload(i+1, i%pipelineRepos)
+	}
+	var (
+		paused    atomic.Bool
+		sent      atomic.Int64
+		stopSend  = make(chan struct{})
+		latencies = make([][]time.Duration, senders)
+		sendErr   = make(chan error, senders)
+		wg        sync.WaitGroup
+	)
+	for w := range senders {
+		wg.Go(func() {
+			c := newSender(addr)
+			defer c.close()
+			for {
+				select {
+				case <-stopSend:
+					return
+				default:
+				}
+				if paused.Load() {
+					time.Sleep(2 * time.Millisecond)
+					continue
+				}
+				i := int(sent.Add(1))
+				t := time.Now()
+				if err := c.send(payloads[i%len(payloads)]); err != nil {
+					sendErr <- err
+					return
+				}
+				latencies[w] = append(latencies[w], time.Since(t))
+			}
+		})
+	}
+
+	var (
+		samples      []pipelineSample
+		windowStart  time.Time // database clock
+		start        = time.Now()
+		total        = pipelineWarmup + time.Duration(seconds)*time.Second
+		last         time.Time
+		sampleTicker = time.NewTicker(200 * time.Millisecond)
+	)
+	defer sampleTicker.Stop()
+	if err := pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&last); err != nil {
+		return pipelineResult{}, nil, nil, err
+	}
+	nextSecond := start.Add(time.Second)
+	for time.Since(start) < total {
+		select {
+		case err := <-sendErr:
+			close(stopSend)
+			wg.Wait()
+			return pipelineResult{}, nil, nil, fmt.Errorf("sender: %w", err)
+		case <-sampleTicker.C:
+		}
+		backlog, err := backlogOf(ctx, pool)
+		if err != nil {
+			return pipelineResult{}, nil, nil, err
+		}
+		switch {
+		case backlog > pipelineHigh:
+			paused.Store(true)
+		case backlog < pipelineLow:
+			paused.Store(false)
+		}
+		if time.Now().Before(nextSecond) {
+			continue
+		}
+		nextSecond = nextSecond.Add(time.Second)
+		var handled int
+		var now time.Time
+		if err := pool.QueryRow(ctx, handledSince, last).Scan(&handled, &now); err != nil {
+			return pipelineResult{}, nil, nil, err
+		}
+		last = now
+		at := time.Since(start)
+		samples = append(samples, pipelineSample{at: at, backlog: backlog, handled: handled})
+		if at >= pipelineWarmup {
+			if windowStart.IsZero() {
+				windowStart = now // the first sample after warm-up opens the window
+			}
+		}
+	}
+	close(stopSend)
+	wg.Wait()
+	// Outcomes that ended inside the window and committed after its last sample count too.
+	var windowRows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM provider_event
+		WHERE state = 'DONE' AND ended_at > $1 AND ended_at <= $2`, windowStart, last).Scan(&windowRows); err != nil {
+		return pipelineResult{}, nil, nil, err
+	}
+	backlog, err := backlogOf(ctx, pool)
+	if err != nil {
+		return pipelineResult{}, nil, nil, err
+	}
+	rss, err := stopServer()
+	if err != nil {
+		return pipelineResult{}, nil, nil, fmt.Errorf("server: %w", err)
+	}
+	var dead int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM provider_event WHERE state = 'DEAD'`).Scan(&dead); err != nil {
+		return pipelineResult{}, nil, nil, err
+	}
+	if dead > 0 {
+		return pipelineResult{}, nil, nil, fmt.Errorf("%d deliveries dead: the handler failed", dead)
+	}
+	window := last.Sub(windowStart)
+	return pipelineResult{
+		Seconds: seconds, Senders: senders,
+		HandledPerSecond: float64(windowRows) / window.Seconds(),
+		BacklogAtEnd:     backlog, PeakRssBytes: rss,
+	}, samples, slices.Concat(latencies...), nil
+}
+
+func waitReady(ctx context.Context, addr string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errors.New("the pipeline's server did not become ready in 60 s")
+}
+
+// pipelineFloorBatch is the most rows one pipeline floor claim leases: its claimers then hold
+// at most as many rows as the server's consumer (8 claimers + 16 claimed ahead = 24 = 8 × 3).
+// Larger batches leased most of the 100 scopes at once and handled each batch serially, which
+// made the floor slower than the server.
+const pipelineFloorBatch = 3
+
+// pipelineFloorRound runs the statements the pipeline runs per delivery, and only those,
+// straight into PostgreSQL at the pipeline's concurrency, for warm-up plus seconds: senders
+// goroutines run the admission's row insert (pausing at the same backlog watermarks as the
+// pipeline's senders), and claimers goroutines run the store's claim (up to pipelineFloorBatch
+// rows), the real GitHub `issues` handler with its step and mirror upserts through the same
+// adapters, and the store's outcome write for the claimed rows. No HTTP, no signatures, no
+// consumer scheduling. The rate is the deliveries completed in the measured window over its
+// length.
+func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders, claimers, seconds int) (int, time.Duration, error) {
+	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
+		return 0, 0, err
+	}
+	// The inserts go through a pool shaped as the server's admission pool (admissionstore's
+	// size and settings): 32 inserting backends instead would take the claimers' share of the
+	// database's cores, which the server's admission never does.
+	insertPool, err := admissionstore.OpenPool(ctx, dbURL)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer insertPool.Close()
+	var workspaceID int64
+	if err := pool.QueryRow(ctx, `SELECT id FROM workspace WHERE slug = 'bench'`).Scan(&workspaceID); err != nil {
+		return 0, 0, err
+	}
+	store, err := inboxstore.New(pool, inboxstore.Config{})
+	if err != nil {
+		return 0, 0, err
+	}
+	dinbox, err := deliveryinbox.New(pool)
+	if err != nil {
+		return 0, 0, err
+	}
+	mirror, err := githubmirror.New(pool)
+	if err != nil {
+		return 0, 0, err
+	}
+	reg := consumer.NewRegistry()
+	if err := ghhandlers.Register(reg, ghhandlers.Deps{Inbox: dinbox, Store: mirror}); err != nil {
+		return 0, 0, err
+	}
+	handler, ok := reg.Lookup(github.Provider, ghhandlers.EventIssues)
+	if !ok {
+		return 0, 0, errors.New("no issues handler")
+	}
+	payloads := make([][]byte, 4*pipelineRepos)
+	for i := range payloads {
+		payloads[i] = repoPayload(i+1, i%pipelineRepos)
+	}
+	var (
+		key      atomic.Int64
+		done     atomic.Int64
+		busy     atomic.Int64
+		paused   atomic.Bool
+		stop     = make(chan struct{})
+		firstErr error
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+	}
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
+	for range senders {
+		wg.Go(func() {
+			for !stopped() {
+				if paused.Load() {
+					time.Sleep(2 * time.Millisecond)
+					continue
+				}
+				i := int(key.Add(1))
+				subject := fmt.Sprintf("github:repository:%d", repositoryID+i%pipelineRepos)
+				if _, err := insertPool.Exec(ctx, `
+INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject, payload, headers)
+VALUES ($1, 'GITHUB', 'issues', $2, $3, $4, $5, '{}')
+ON CONFLICT DO NOTHING`, workspaceID, fmt.Sprintf("floor-%d", i), fmt.Sprintf("ws:%d:%s", workspaceID, subject),
+					subject, payloads[i%len(payloads)]); err != nil {
+					fail(err)
+					return
+				}
+			}
+		})
+	}
+	for range claimers {
+		wg.Go(func() {
+			for !stopped() {
+				claimed, err := store.Claim(ctx, "pipeline-floor", pipelineFloorBatch, time.Minute)
+				if err != nil {
+					fail(err)
+					return
+				}
+				if len(claimed) == 0 {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				results := make([]ports.Result, 0, len(claimed))
+				for _, c := range claimed {
+					// A fence that found the event row briefly held (another claimer's locking
+					// scan on it while it rechecks) is contention: the handler runs again at
+					// once, where the consumer would retry it after a short delay.
+					var herr error
+					for try := 0; try < 1000; try++ {
+						hctx := dispatch.BindDispatch(ctx, c)
+						herr = handler.Handle(hctx, ports.Dispatch{Delivery: c.Delivery, WorkspaceID: c.Delivery.WorkspaceID(),
+							Payload: c.Payload, Headers: c.Headers})
+						if herr = ports.FenceRejectionsFrom(hctx).Verdict(herr); !errors.Is(herr, inbox.ErrBusy) {
+							break
+						}
+						busy.Add(1)
+					}
+					if herr != nil {
+						fail(fmt.Errorf("handler: %w", herr))
+						return
+					}
+					results = append(results, ports.Result{
+						Ack:      ports.Ack{ID: c.Delivery.ID(), Epoch: c.Delivery.Lease().Epoch()},
+						Decision: inbox.Completed(),
+					})
+				}
+				if _, err := store.Record(ctx, results); err != nil {
+					fail(err)
+					return
+				}
+				done.Add(int64(len(results)))
+			}
+		})
+	}
+	start := time.Now()
+	var windowStart time.Time
+	var before int64
+	tick := time.NewTicker(200 * time.Millisecond)
+	for time.Since(start) < pipelineWarmup+time.Duration(seconds)*time.Second {
+		<-tick.C
+		mu.Lock()
+		failed := firstErr != nil
+		mu.Unlock()
+		if failed {
+			break
+		}
+		if windowStart.IsZero() && time.Since(start) >= pipelineWarmup {
+			windowStart, before = time.Now(), done.Load()
+		}
+		backlog, err := backlogOf(ctx, pool)
+		if err != nil {
+			fail(err)
+			break
+		}
+		switch {
+		case backlog > pipelineHigh:
+			paused.Store(true)
+		case backlog < pipelineLow:
+			paused.Store(false)
+		}
+	}
+	tick.Stop()
+	n, elapsed := int(done.Load()-before), time.Since(windowStart)
+	close(stop)
+	wg.Wait()
+	if firstErr != nil {
+		return 0, 0, firstErr
+	}
+	fmt.Fprintf(os.Stderr, "  pipeline floor: %d deliveries in the window, %d handler runs found a fence busy\n", n, busy.Load())
+	return n, elapsed, nil
+}
+
+// benchPipelineAndFloor alternates pipeline and pipeline floor rounds of seconds each.
+func benchPipelineAndFloor(ctx context.Context, dbURL string, senders, seconds, rounds int) (pipelineResult, pipelineFloorResult, error) {
+	pool, err := openPool(ctx, dbURL, int32(senders+pipelineClaimers+4))
+	if err != nil {
+		return pipelineResult{}, pipelineFloorResult{}, err
+	}
+	defer pool.Close()
+	if err := seedPipelineRepos(ctx, pool); err != nil {
+		return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("seed repositories: %w", err)
+	}
+	var (
+		res                 = pipelineResult{Seconds: seconds, Senders: senders}
+		latencies           []time.Duration
+		handledRate         float64
+		floorDone           int
+		floorTime           time.Duration
+		minBacklog, maxBack = -1, 0
+	)
+	for round := 1; round <= rounds; round++ {
+		p, samples, l, err := pipelineRound(ctx, dbURL, pool, senders, seconds)
+		if err != nil {
+			return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline round %d: %w", round, err)
+		}
+		n, d, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds)
+		if err != nil {
+			return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline floor round %d: %w", round, err)
+		}
+		line := ""
+		for _, s := range samples {
+			line += fmt.Sprintf(" %d/%d", s.handled, s.backlog)
+			if s.at >= pipelineWarmup {
+				if minBacklog < 0 || s.backlog < minBacklog {
+					minBacklog = s.backlog
+				}
+				maxBack = max(maxBack, s.backlog)
+			}
+		}
+		fmt.Fprintf(os.Stderr, "  round %d: handled/backlog each second:%s\n", round, line)
+		floorRate := float64(n) / d.Seconds()
+		fmt.Fprintf(os.Stderr, "  round %d: pipeline %.0f handled/s, backlog at end %d, peak RSS %.0f MiB; floor %.0f/s; ratio %.2f\n",
+			round, p.HandledPerSecond, p.BacklogAtEnd, float64(p.PeakRssBytes)/(1<<20), floorRate, p.HandledPerSecond/floorRate)
+		handledRate += p.HandledPerSecond / float64(rounds)
+		latencies = append(latencies, l...)
+		floorDone += n
+		floorTime += d
+		res.BacklogAtEnd = p.BacklogAtEnd
+		res.PeakRssBytes = max(res.PeakRssBytes, p.PeakRssBytes)
+	}
+	fmt.Fprintf(os.Stderr, "  pipeline backlog over the measured windows: %d to %d rows (watermarks %d/%d)\n",
+		minBacklog, maxBack, pipelineLow, pipelineHigh)
+	slices.Sort(latencies)
+	res.HandledPerSecond = handledRate
+	if len(latencies) > 0 {
+		res.P99Ms = ms(latencies[len(latencies)*99/100])
+	}
+	return res, pipelineFloorResult{Clients: senders, PerSecond: float64(floorDone) / floorTime.Seconds()}, nil
+}
