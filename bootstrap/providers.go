@@ -14,6 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	githubapi "github.com/hephaestus-dev/hephaestus/adapters/github/api"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/apidoc"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/server"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
@@ -296,6 +297,7 @@ func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Ho
 			managementapi.Register(r, manage, log)
 			return nil
 		},
+		apidoc.Register,
 	}
 }
 
