@@ -285,10 +285,10 @@ func provideModules() []ports.ProviderModule {
 
 // provideRegistrars mounts the webhook receiver and the management API.
 func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Hooks, manage *management.Service, log ports.Logger,
-	ops operatorRoutes, install installRoutes, gh githubRoutes, gl gitlabRoutes, sl slackRoutes, ol outlineRoutes,
+	ops operatorRoutes, cons consoleRoutes, install installRoutes, gh githubRoutes, gl gitlabRoutes, sl slackRoutes, ol outlineRoutes,
 ) []server.Registrar {
 	return []server.Registrar{
-		server.Registrar(ops), server.Registrar(install),
+		server.Registrar(ops), server.Registrar(cons), server.Registrar(install),
 		server.Registrar(gh), server.Registrar(gl), server.Registrar(sl), server.Registrar(ol),
 		func(r gin.IRouter) error {
 			return webhookapi.Register(r, admit, hooks, webhookapi.Config{MaxBytes: cfg.WebhookMaxBytes, InflightBytes: cfg.WebhookInflightBytes})

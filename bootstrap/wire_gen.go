@@ -120,6 +120,11 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapOperatorRoutes := provideOperatorRoutes(managementService, deadlettersService, erasureService, portsLogger)
+	consolesessionStore, err := provideConsoleSessions(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, erasureService, portsLogger)
 	installStates, err := management.NewInstallStates(pool)
 	if err != nil {
 		return nil, nil, err
@@ -157,7 +162,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapOutlineRoutes := provideOutlineRoutes(managementService, workspaces, outlinemirrorStore, portsLogger)
-	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapInstallRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes)
+	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes)
 	inbox, err := provideDeliveryInbox(pool)
 	if err != nil {
 		return nil, nil, err

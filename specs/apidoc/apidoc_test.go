@@ -75,6 +75,11 @@ var _ = Describe("The API document", func() {
 		var missing []string
 		registered := map[string]bool{}
 		for _, r := range routes {
+			if strings.HasPrefix(r.Path, "/console/") {
+				// The operator console's pages and forms are HTML for a browser, not the API;
+				// the document names its entry, GET /console.
+				continue
+			}
 			key := r.Method + " " + documentPath(r.Path)
 			registered[key] = true
 			if !ops[key] {
