@@ -7,7 +7,7 @@ GO ?= go
 HEPHAESTUS_GITHUB_WEBHOOK_SECRET ?= dev-github-webhook-secret
 HEPHAESTUS_SLACK_SIGNING_SECRET ?= dev-slack-signing-secret
 
-.PHONY: build generate hygiene test test-inner fuzz-smoke run bench demo migrate clean
+.PHONY: build generate hygiene test test-inner fuzz-smoke run bench demo console-screenshot migrate clean
 
 ## build: compile the server to bin/hephaestus
 build:
@@ -74,6 +74,11 @@ demo: export HEPHAESTUS_GITHUB_WEBHOOK_SECRET := $(HEPHAESTUS_GITHUB_WEBHOOK_SEC
 demo: export HEPHAESTUS_SLACK_SIGNING_SECRET := $(HEPHAESTUS_SLACK_SIGNING_SECRET)
 demo:
 	$(GO) run ./cmd/demo
+
+## console-screenshot: start a server on a throwaway cluster, fill a demo workspace (cmd/demo)
+## and write docs/console.png and docs/console-dead-letter.png with headless Chromium
+console-screenshot:
+	$(GO) run ./cmd/pgcluster run -- $(GO) run ./cmd/consoleshot
 
 ## migrate: apply database migrations
 migrate:

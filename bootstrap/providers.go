@@ -14,6 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	githubapi "github.com/hephaestus-dev/hephaestus/adapters/github/api"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/apidoc"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/server"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
@@ -310,11 +311,11 @@ func provideModules() []ports.ProviderModule {
 
 // provideRegistrars mounts the webhook receiver and the management API.
 func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Hooks, manage *management.Service, log ports.Logger,
-	ops operatorRoutes, install installRoutes, gh githubRoutes, gl gitlabRoutes, sl slackRoutes, ol outlineRoutes,
+	ops operatorRoutes, cons consoleRoutes, install installRoutes, gh githubRoutes, gl gitlabRoutes, sl slackRoutes, ol outlineRoutes,
 	ch changesRoutes,
 ) []server.Registrar {
 	return []server.Registrar{
-		server.Registrar(ops), server.Registrar(install), server.Registrar(ch),
+		server.Registrar(ops), server.Registrar(cons), server.Registrar(install), server.Registrar(ch),
 		server.Registrar(gh), server.Registrar(gl), server.Registrar(sl), server.Registrar(ol),
 		func(r gin.IRouter) error {
 			return webhookapi.Register(r, admit, hooks, webhookapi.Config{MaxBytes: cfg.WebhookMaxBytes, InflightBytes: cfg.WebhookInflightBytes})
@@ -323,6 +324,7 @@ func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Ho
 			managementapi.Register(r, manage, log)
 			return nil
 		},
+		apidoc.Register,
 	}
 }
 

@@ -146,6 +146,11 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapOperatorRoutes := provideOperatorRoutes(managementService, deadlettersService, erasureService, portsLogger)
+	consolesessionStore, err := provideConsoleSessions(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, erasureService, portsLogger)
 	installStates, err := management.NewInstallStates(pool)
 	if err != nil {
 		return nil, nil, err
@@ -172,7 +177,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapChangesRoutes := provideChangeRoutes(managementService, workspaces, feed, portsLogger)
-	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapInstallRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes, bootstrapChangesRoutes)
+	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes, bootstrapChangesRoutes)
 	inbox, err := provideDeliveryInbox(pool)
 	if err != nil {
 		return nil, nil, err

@@ -32,14 +32,41 @@ type InboxOverview struct {
 	Estimated []inbox.State
 }
 
+// MinuteActivity is what a workspace's claimers finished in one minute: rows handled (DONE)
+// and rows that failed for good (DEAD).
+type MinuteActivity struct {
+	Minute  time.Time
+	Handled int64
+	Failed  int64
+}
+
+// Activity is a workspace's last hour, per minute (minutes without a finished row left out).
+// Capped is set when the hour held more finished rows than the reader counts one by one: the
+// figures are then a lower bound.
+type Activity struct {
+	Minutes []MinuteActivity
+	Capped  bool
+}
+
+// DeadLetterFilter narrows a dead-letter list; an empty field matches every row.
+type DeadLetterFilter struct {
+	Provider   string // the provider label, GITHUB, GITLAB, SLACK, OUTLINE
+	EventType  string
+	ErrorClass string
+}
+
 // DeadLetterReader reads the inbox for operators. Every method binds the workspace:
 // workspaceID 0 means the installation rows (NULL workspace) and nothing else, any other id
 // that workspace's rows only, so a row of another workspace is never found.
 type DeadLetterReader interface {
-	// ListDead pages the DEAD rows, newest first (end time, then id), and counts them.
-	ListDead(ctx context.Context, workspaceID int64, page PageRequest) (items []inbox.Delivery, total int, err error)
+	// ListDead pages the DEAD rows that match filter, newest first (end time, then id), and
+	// counts them.
+	ListDead(ctx context.Context, workspaceID int64, filter DeadLetterFilter, page PageRequest) (items []inbox.Delivery, total int, err error)
 	// DeadLetter reads one DEAD row. Errors: ErrNotFound (no such DEAD row there).
 	DeadLetter(ctx context.Context, workspaceID, id int64) (DeadLetter, error)
+	// Activity counts the rows that ended (DONE or DEAD) in the hour before the database's now,
+	// per minute, counting at most limit rows.
+	Activity(ctx context.Context, workspaceID int64, limit int) (Activity, error)
 	// Overview counts rows by state and finds the oldest QUEUED row and the busiest scopes
 	// (at most busiest of them).
 	Overview(ctx context.Context, workspaceID int64, busiest int) (InboxOverview, error)

@@ -119,6 +119,9 @@ type WorkspaceStore interface {
 	WorkspaceBySlug(ctx context.Context, slug string) (Workspace, error)
 	// ListWorkspaces pages all workspaces in id order and counts them.
 	ListWorkspaces(ctx context.Context, page PageRequest) (items []Workspace, total int, err error)
+	// MemberWorkspaces pages the workspaces accountID is a member of, in id order, and counts
+	// them.
+	MemberWorkspaces(ctx context.Context, accountID int64, page PageRequest) (items []Workspace, total int, err error)
 	// MemberRole is accountID's role in workspaceID. Errors: ErrNotFound when it is no member.
 	MemberRole(ctx context.Context, workspaceID, accountID int64) (workspace.Role, error)
 	// SetMemberRole makes accountID a member of workspaceID with role, or changes its role;

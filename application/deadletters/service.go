@@ -51,9 +51,9 @@ type Replayed struct {
 	ReplayedAt   time.Time
 }
 
-// List pages the managed workspace's DEAD rows, newest first.
-func (s *Service) List(ctx context.Context, m management.Managed, page ports.PageRequest) ([]inbox.Delivery, int, error) {
-	return s.list(ctx, m.Workspace().ID, page)
+// List pages the managed workspace's DEAD rows that match filter, newest first.
+func (s *Service) List(ctx context.Context, m management.Managed, filter ports.DeadLetterFilter, page ports.PageRequest) ([]inbox.Delivery, int, error) {
+	return s.list(ctx, m.Workspace().ID, filter, page)
 }
 
 // DeadLetter reads one DEAD row of the managed workspace with its payload and headers.
@@ -78,13 +78,26 @@ func (s *Service) Inbox(ctx context.Context, m management.Managed) (ports.InboxO
 	return o, nil
 }
 
+// ActivityLimit bounds the rows the activity chart counts: past it the chart shows a lower
+// bound (Activity.Capped) rather than scan an hour of a busy instance.
+const ActivityLimit = 100_000
+
+// Activity is the managed workspace's handled and failed rows per minute over the last hour.
+func (s *Service) Activity(ctx context.Context, m management.Managed) (ports.Activity, error) {
+	a, err := s.reader.Activity(ctx, m.Workspace().ID, ActivityLimit)
+	if err != nil {
+		return ports.Activity{}, fmt.Errorf("inbox activity: %w", err)
+	}
+	return a, nil
+}
+
 // ListInstallation pages the installation's DEAD rows. Errors: ports.ErrForbidden unless p is
 // the instance administrator.
-func (s *Service) ListInstallation(ctx context.Context, p ports.Principal, page ports.PageRequest) ([]inbox.Delivery, int, error) {
+func (s *Service) ListInstallation(ctx context.Context, p ports.Principal, filter ports.DeadLetterFilter, page ports.PageRequest) ([]inbox.Delivery, int, error) {
 	if err := requireInstanceAdmin(p); err != nil {
 		return nil, 0, err
 	}
-	return s.list(ctx, installation, page)
+	return s.list(ctx, installation, filter, page)
 }
 
 // InstallationDeadLetter reads one DEAD installation row. Errors: ports.ErrForbidden,
@@ -105,8 +118,8 @@ func (s *Service) ReplayInstallation(ctx context.Context, p ports.Principal, id 
 	return s.replay(ctx, installation, id, p)
 }
 
-func (s *Service) list(ctx context.Context, workspaceID int64, page ports.PageRequest) ([]inbox.Delivery, int, error) {
-	items, total, err := s.reader.ListDead(ctx, workspaceID, page)
+func (s *Service) list(ctx context.Context, workspaceID int64, filter ports.DeadLetterFilter, page ports.PageRequest) ([]inbox.Delivery, int, error) {
+	items, total, err := s.reader.ListDead(ctx, workspaceID, filter, page)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list dead letters: %w", err)
 	}

@@ -74,6 +74,19 @@ func (s *Service) ListWorkspaces(ctx context.Context, p ports.Principal, page po
 	return items, total, nil
 }
 
+// VisibleWorkspaces pages the workspaces p may see: every workspace for the instance
+// administrator, the workspaces p is a member of for an account (the console's overview).
+func (s *Service) VisibleWorkspaces(ctx context.Context, p ports.Principal, page ports.PageRequest) ([]ports.Workspace, int, error) {
+	if p.InstanceAdmin {
+		return s.ListWorkspaces(ctx, p, page)
+	}
+	items, total, err := s.workspaces.MemberWorkspaces(ctx, p.AccountID, page)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list member workspaces: %w", err)
+	}
+	return items, total, nil
+}
+
 // CreatedAccount is a new account with its token. The token exists only in this value: the
 // store keeps its hash, so it is shown once.
 type CreatedAccount struct {

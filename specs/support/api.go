@@ -71,12 +71,14 @@ func NewAccount(ctx context.Context, svc *management.Service, login string, inst
 
 // Serve runs handler on a local server and returns it with a client of its own (no shared
 // connection pool between suites); the client's idle connections and the server are closed when
-// the suite ends.
+// the suite ends. Every request and answer through the client is checked against the API
+// document (ValidatingTransport): a mismatch is the request's error.
 func Serve(handler http.Handler) (*httptest.Server, *http.Client) {
 	server := httptest.NewServer(handler)
 	ginkgo.DeferCleanup(server.Close)
-	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
-	ginkgo.DeferCleanup(client.CloseIdleConnections)
+	transport := &http.Transport{}
+	client := &http.Client{Transport: ValidatingTransport{Next: transport}, Timeout: 10 * time.Second}
+	ginkgo.DeferCleanup(transport.CloseIdleConnections)
 	return server, client
 }
 

@@ -78,7 +78,7 @@ func (h handlers) listDead(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	items, total, err := h.dead.List(c.Request.Context(), managementapi.ManagedOf(c), page)
+	items, total, err := h.dead.List(c.Request.Context(), managementapi.ManagedOf(c), deadLetterFilter(c), page)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -120,7 +120,7 @@ func (h handlers) listInstallationDead(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	items, total, err := h.dead.ListInstallation(c.Request.Context(), managementapi.PrincipalOf(c), page)
+	items, total, err := h.dead.ListInstallation(c.Request.Context(), managementapi.PrincipalOf(c), deadLetterFilter(c), page)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -189,4 +189,9 @@ func (h handlers) inbox(c *gin.Context) {
 		out.BusiestScopes = append(out.BusiestScopes, scopeBacklogJSON{ScopeKey: b.ScopeKey, Queued: b.Queued})
 	}
 	c.JSON(http.StatusOK, out)
+}
+
+// deadLetterFilter reads ?provider=&eventType=&errorClass= (each optional, exact match).
+func deadLetterFilter(c *gin.Context) ports.DeadLetterFilter {
+	return ports.DeadLetterFilter{Provider: c.Query("provider"), EventType: c.Query("eventType"), ErrorClass: c.Query("errorClass")}
 }

@@ -195,3 +195,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	return err
 }
+
+// Routes lists every route the engine registered (method and gin path), for the spec that
+// holds the API document to them.
+func (s *Server) Routes() gin.RoutesInfo { return s.engine.Routes() }

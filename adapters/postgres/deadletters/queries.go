@@ -10,23 +10,29 @@ const deadColumns = `e.id, e.workspace_id, e.provider, e.event_type, e.delivery_
 	e.attempt, e.unknown_failures, e.lease_epoch, e.due_at, e.received_at, e.ended_at, e.error_class`
 
 const (
-	// listDeadOfWorkspace / listDeadOfInstallation: newest first by end time, then id, so a
+	// listDeadOfWorkspace / listDeadOfInstallation: the filter (provider, event type, error
+	// class; '' matches every row) narrows the workspace's DEAD rows, a set that dead
+	// retention bounds, so it needs no index of its own. Newest first by end time, then id, so a
 	// page boundary is stable between requests that add no DEAD row.
 	listDeadOfWorkspace = `
 SELECT ` + deadColumns + `
 FROM provider_event e
 WHERE e.state = 'DEAD' AND e.workspace_id = $1
+  AND ($4 = '' OR e.provider = $4) AND ($5 = '' OR e.event_type = $5) AND ($6 = '' OR e.error_class = $6)
 ORDER BY e.ended_at DESC, e.id DESC
 LIMIT $2 OFFSET $3`
 	listDeadOfInstallation = `
 SELECT ` + deadColumns + `
 FROM provider_event e
 WHERE e.state = 'DEAD' AND e.workspace_id IS NULL
+  AND ($3 = '' OR e.provider = $3) AND ($4 = '' OR e.event_type = $4) AND ($5 = '' OR e.error_class = $5)
 ORDER BY e.ended_at DESC, e.id DESC
 LIMIT $1 OFFSET $2`
 
-	countDeadOfWorkspace    = `SELECT count(*) FROM provider_event WHERE state = 'DEAD' AND workspace_id = $1`
-	countDeadOfInstallation = `SELECT count(*) FROM provider_event WHERE state = 'DEAD' AND workspace_id IS NULL`
+	countDeadOfWorkspace = `SELECT count(*) FROM provider_event e WHERE e.state = 'DEAD' AND e.workspace_id = $1
+  AND ($2 = '' OR e.provider = $2) AND ($3 = '' OR e.event_type = $3) AND ($4 = '' OR e.error_class = $4)`
+	countDeadOfInstallation = `SELECT count(*) FROM provider_event e WHERE e.state = 'DEAD' AND e.workspace_id IS NULL
+  AND ($1 = '' OR e.provider = $1) AND ($2 = '' OR e.event_type = $2) AND ($3 = '' OR e.error_class = $3)`
 
 	// deadLetterOfWorkspace / deadLetterOfInstallation read one DEAD row with its payload and
 	// headers; a row of another workspace, or one that is not DEAD, is no row.
@@ -94,3 +100,19 @@ GROUP BY scope_key
 ORDER BY queued DESC, scope_key
 LIMIT $1`
 )
+
+// activityOfWorkspace counts the workspace's rows that ended in the last hour, per minute. The
+// inner scan walks ix_provider_event_ended (state, ended_at) over the hour's DONE and DEAD rows
+// of the instance and keeps the workspace's, at most $2 of them, so one busy hour costs a
+// bounded read rather than a scan of it all; the caller learns the cap was reached.
+const activityOfWorkspace = `
+SELECT date_trunc('minute', r.ended_at) AS minute,
+       count(*) FILTER (WHERE r.state = 'DONE') AS handled,
+       count(*) FILTER (WHERE r.state = 'DEAD') AS failed
+FROM (
+    SELECT e.state, e.ended_at FROM provider_event e
+    WHERE e.state IN ('DONE', 'DEAD') AND e.ended_at >= now() - interval '1 hour' AND e.workspace_id = $1
+    LIMIT $2
+) r
+GROUP BY 1
+ORDER BY 1`

@@ -40,7 +40,7 @@ func New(pool *pgxpool.Pool) (*Reader, error) {
 var snapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 
 // ListDead implements ports.DeadLetterReader.
-func (r *Reader) ListDead(ctx context.Context, workspaceID int64, page ports.PageRequest) ([]inbox.Delivery, int, error) {
+func (r *Reader) ListDead(ctx context.Context, workspaceID int64, filter ports.DeadLetterFilter, page ports.PageRequest) ([]inbox.Delivery, int, error) {
 	if workspaceID < 0 || page.Page < 0 || page.Size < 1 {
 		return nil, 0, fmt.Errorf("list dead letters: %w", ports.ErrMalformed)
 	}
@@ -54,17 +54,17 @@ func (r *Reader) ListDead(ctx context.Context, workspaceID int64, page ports.Pag
 			err  error
 		)
 		if workspaceID == 0 {
-			err = tx.QueryRow(ctx, countDeadOfInstallation).Scan(&total)
+			err = tx.QueryRow(ctx, countDeadOfInstallation, filter.Provider, filter.EventType, filter.ErrorClass).Scan(&total)
 		} else {
-			err = tx.QueryRow(ctx, countDeadOfWorkspace, workspaceID).Scan(&total)
+			err = tx.QueryRow(ctx, countDeadOfWorkspace, workspaceID, filter.Provider, filter.EventType, filter.ErrorClass).Scan(&total)
 		}
 		if err != nil {
 			return pgutil.Interpret("count dead letters", err)
 		}
 		if workspaceID == 0 {
-			rows, err = tx.Query(ctx, listDeadOfInstallation, page.Size, page.Offset())
+			rows, err = tx.Query(ctx, listDeadOfInstallation, page.Size, page.Offset(), filter.Provider, filter.EventType, filter.ErrorClass)
 		} else {
-			rows, err = tx.Query(ctx, listDeadOfWorkspace, workspaceID, page.Size, page.Offset())
+			rows, err = tx.Query(ctx, listDeadOfWorkspace, workspaceID, page.Size, page.Offset(), filter.Provider, filter.EventType, filter.ErrorClass)
 		}
 		if err != nil {
 			return pgutil.Interpret("list dead letters", err)
@@ -232,4 +232,30 @@ func (d *deadRow) delivery() inbox.Delivery {
 		s.ErrorClass = *d.errorClass
 	}
 	return inbox.RestoreDelivery(s)
+}
+
+// Activity implements ports.DeadLetterReader.
+func (r *Reader) Activity(ctx context.Context, workspaceID int64, limit int) (ports.Activity, error) {
+	if workspaceID <= 0 || limit < 1 {
+		return ports.Activity{}, fmt.Errorf("inbox activity: %w", ports.ErrMalformed)
+	}
+	rows, err := r.pool.Query(ctx, activityOfWorkspace, workspaceID, limit)
+	if err != nil {
+		return ports.Activity{}, pgutil.Interpret("inbox activity", err)
+	}
+	var (
+		out   ports.Activity
+		total int64
+	)
+	out.Minutes, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ports.MinuteActivity, error) {
+		var m ports.MinuteActivity
+		err := row.Scan(&m.Minute, &m.Handled, &m.Failed)
+		total += m.Handled + m.Failed
+		return m, err
+	})
+	if err != nil {
+		return ports.Activity{}, pgutil.Interpret("inbox activity", err)
+	}
+	out.Capped = total >= int64(limit)
+	return out, nil
 }

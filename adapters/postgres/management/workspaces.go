@@ -58,6 +58,13 @@ const (
 	countWorkspaces     = `SELECT count(*) FROM workspace`
 	listWorkspacesPaged = `SELECT ` + workspaceColumns + ` FROM workspace ORDER BY id LIMIT $1 OFFSET $2`
 
+	// countMemberWorkspaces / listMemberWorkspacesPaged: the workspaces accountID is a member
+	// of, on workspace_member's primary key (workspace_id, account_id) scanned by account.
+	countMemberWorkspaces     = `SELECT count(*) FROM workspace_member WHERE account_id = $1`
+	listMemberWorkspacesPaged = `SELECT w.id, w.slug, w.name, w.state, w.created_at FROM workspace w
+		JOIN workspace_member m ON m.workspace_id = w.id AND m.account_id = $1
+		ORDER BY w.id LIMIT $2 OFFSET $3`
+
 	memberRole    = `SELECT role FROM workspace_member WHERE workspace_id = $1 AND account_id = $2`
 	setMemberRole = `
 		INSERT INTO workspace_member (workspace_id, account_id, role) VALUES ($1, $2, $3)
@@ -137,6 +144,12 @@ func (w *Workspaces) WorkspaceBySlug(ctx context.Context, slug string) (ports.Wo
 // ListWorkspaces implements ports.WorkspaceStore.
 func (w *Workspaces) ListWorkspaces(ctx context.Context, page ports.PageRequest) ([]ports.Workspace, int, error) {
 	return pageOf(ctx, w.pool, "list workspaces", countWorkspaces, listWorkspacesPaged, nil,
+		page.Size, page.Offset(), scanWorkspace)
+}
+
+// MemberWorkspaces implements ports.WorkspaceStore.
+func (w *Workspaces) MemberWorkspaces(ctx context.Context, accountID int64, page ports.PageRequest) ([]ports.Workspace, int, error) {
+	return pageOf(ctx, w.pool, "list member workspaces", countMemberWorkspaces, listMemberWorkspacesPaged, []any{accountID},
 		page.Size, page.Offset(), scanWorkspace)
 }
 

@@ -1,0 +1,299 @@
+// Package console serves the operator console at /console: server-rendered HTML
+// (html/template, embedded with its stylesheet), no JavaScript at all, so reading and replaying
+// work in any browser and the Content-Security-Policy forbids every script. It is a second face
+// of the same use cases the API calls (management, dead letters, erasure), with the same
+// authorisation: a session carries the principal its token authenticated, and every page asks
+// the use case as that principal (a member sees only their workspaces, the instance
+// administrator sees all).
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
+	"github.com/hephaestus-dev/hephaestus/application/deadletters"
+	"github.com/hephaestus-dev/hephaestus/application/erasure"
+	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Path is where the console is mounted; its cookie is scoped to it.
+const Path = "/console"
+
+// CookieName is the session cookie: a random session id, never the token.
+const CookieName = "hephaestus_console"
+
+// DefaultSessionTTL is how long a session lasts after sign-in.
+const DefaultSessionTTL = 12 * time.Hour
+
+// csp forbids every script (none is served), inline styles and framing; forms post only here.
+const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Sessions is the session table (adapters/postgres/consolesession).
+type Sessions interface {
+	Create(ctx context.Context, id string, p ports.Principal, adminTokenHash, csrf []byte, ttl time.Duration) error
+	Lookup(ctx context.Context, id string) (consolesession.Session, error)
+	Delete(ctx context.Context, id string) error
+}
+
+// Config is what the console needs.
+type Config struct {
+	Management *management.Service
+	Dead       *deadletters.Service
+	Erasures   *erasure.Service
+	Sessions   Sessions
+	// AdminToken is the configured instance administrator token: a session signed in with it
+	// ends when the configured token changes.
+	AdminToken string
+	SessionTTL time.Duration
+	Log        ports.Logger
+}
+
+type console struct {
+	cfg       Config
+	adminHash []byte
+	pages     map[string]*template.Template
+}
+
+// Register mounts the console on r. Errors: a missing dependency or a template that does not
+// parse.
+func Register(r gin.IRouter, cfg Config) error {
+	if cfg.Management == nil || cfg.Dead == nil || cfg.Erasures == nil || cfg.Sessions == nil {
+		return errors.New("console: management, dead letters, erasures and sessions are required")
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return err
+	}
+	c := &console{cfg: cfg, adminHash: management.HashToken(cfg.AdminToken), pages: pages}
+	static, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return err
+	}
+
+	g := r.Group(Path, securityHeaders)
+	g.StaticFS("/static", http.FS(static))
+	// Who: anyone (the sign-in form and its post).
+	g.GET("", c.home)
+	g.GET("/sign-in", c.signInForm)
+	g.POST("/sign-in", c.signIn)
+
+	// Who: a signed-in session; every POST also needs the session's CSRF token.
+	s := g.Group("", c.requireSession)
+	s.POST("/sign-out", c.signOut)
+	s.GET("/workspaces", c.workspaces)
+	s.GET("/workspaces/:ws/dead-letters", c.deadLetters)
+	s.GET("/workspaces/:ws/dead-letters/:id", c.deadLetter)
+	s.GET("/workspaces/:ws/dead-letters/:id/replay", c.confirmReplay)
+	s.POST("/workspaces/:ws/dead-letters/:id/replay", c.replay)
+	s.GET("/workspaces/:ws/connections", c.connections)
+	s.POST("/workspaces/:ws/connections/:id/:action", c.transition)
+	s.GET("/workspaces/:ws/changes", c.changes)
+	// Who: the instance administrator only (the use cases refuse anyone else with 403).
+	s.GET("/admin/dead-letters", c.installationDeadLetters)
+	s.GET("/admin/dead-letters/:id", c.installationDeadLetter)
+	s.GET("/admin/dead-letters/:id/replay", c.confirmInstallationReplay)
+	s.POST("/admin/dead-letters/:id/replay", c.replayInstallation)
+	s.GET("/admin/erasures", c.erasure)
+	return nil
+}
+
+func securityHeaders(c *gin.Context) {
+	h := c.Writer.Header()
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+	// Pages show payloads and a CSRF token: no cache keeps them.
+	h.Set("Cache-Control", "no-store")
+	c.Next()
+}
+
+const (
+	sessionKey = "hephaestus.console.session"
+	sessionID  = "hephaestus.console.sessionId"
+)
+
+func randomValue() (string, []byte, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, fmt.Errorf("console: random: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), b, nil
+}
+
+// session is the signed-in caller of a request.
+type session struct {
+	principal ports.Principal
+	csrf      string
+}
+
+func sessionOf(c *gin.Context) session { return c.MustGet(sessionKey).(session) }
+
+// requireSession finds the live session of the cookie. Without one a page read goes to the
+// sign-in form and a POST is refused with 403; a POST whose CSRF token is missing or wrong is
+// refused with 403 too (constant-time compare).
+func (c *console) requireSession(g *gin.Context) {
+	id, err := g.Cookie(CookieName)
+	var s consolesession.Session
+	if err == nil && id != "" {
+		s, err = c.cfg.Sessions.Lookup(g.Request.Context(), id)
+	} else {
+		err = ports.ErrNotFound
+	}
+	if err == nil && s.AdminTokenHash != nil && subtle.ConstantTimeCompare(s.AdminTokenHash, c.adminHash) != 1 {
+		// Signed in with an administrator token that is no longer the configured one.
+		err = ports.ErrNotFound
+	}
+	if err != nil {
+		if !errors.Is(err, ports.ErrNotFound) {
+			c.fail(g, err)
+			return
+		}
+		clearCookie(g)
+		if g.Request.Method == http.MethodGet {
+			g.Redirect(http.StatusSeeOther, Path+"/sign-in")
+			g.Abort()
+			return
+		}
+		c.render(g, http.StatusForbidden, "error", page{Title: "Not signed in", Message: "Your session has ended. Sign in again."})
+		g.Abort()
+		return
+	}
+	token := base64.RawURLEncoding.EncodeToString(s.CSRF)
+	if g.Request.Method == http.MethodPost {
+		sent := g.PostForm("csrf")
+		if subtle.ConstantTimeCompare([]byte(sent), []byte(token)) != 1 {
+			c.render(g, http.StatusForbidden, "error", page{Title: "Form expired", Message: "This form is not from your current session. Reload the page and try again."})
+			g.Abort()
+			return
+		}
+	}
+	g.Set(sessionKey, session{principal: s.Principal, csrf: token})
+	g.Set(sessionID, id)
+	g.Next()
+}
+
+func (c *console) setCookie(g *gin.Context, value string, maxAge int) {
+	http.SetCookie(g.Writer, &http.Cookie{
+		Name:     CookieName,
+		Value:    value,
+		Path:     Path,
+		MaxAge:   maxAge,
+		HttpOnly: true,
+		Secure:   g.Request.TLS != nil,
+		SameSite: http.SameSiteStrictMode,
+	})
+}
+
+func clearCookie(g *gin.Context) {
+	http.SetCookie(g.Writer, &http.Cookie{Name: CookieName, Value: "", Path: Path, MaxAge: -1,
+		HttpOnly: true, Secure: g.Request.TLS != nil, SameSite: http.SameSiteStrictMode})
+}
+
+func (c *console) home(g *gin.Context) {
+	if id, err := g.Cookie(CookieName); err == nil && id != "" {
+		if _, err := c.cfg.Sessions.Lookup(g.Request.Context(), id); err == nil {
+			g.Redirect(http.StatusSeeOther, Path+"/workspaces")
+			return
+		}
+	}
+	g.Redirect(http.StatusSeeOther, Path+"/sign-in")
+}
+
+func (c *console) signInForm(g *gin.Context) {
+	c.render(g, http.StatusOK, "signin", page{Title: "Sign in"})
+}
+
+// signIn authenticates the token exactly as the API does and starts a session for its
+// principal. The token itself is neither stored nor logged; the cookie carries a random id.
+func (c *console) signIn(g *gin.Context) {
+	token := g.PostForm("token")
+	p, err := c.cfg.Management.Authenticate(g.Request.Context(), token)
+	if err != nil {
+		status, _ := httperr.Status(err)
+		if status == http.StatusUnauthorized {
+			c.render(g, http.StatusUnauthorized, "signin", page{Title: "Sign in", Message: "That token was not accepted."})
+			return
+		}
+		c.fail(g, err)
+		return
+	}
+	var adminHash []byte
+	if p.IsAdminToken() {
+		adminHash = c.adminHash
+	}
+	id, _, err := randomValue()
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	_, csrf, err := randomValue()
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	if err := c.cfg.Sessions.Create(g.Request.Context(), id, p, adminHash, csrf, c.cfg.SessionTTL); err != nil {
+		c.fail(g, err)
+		return
+	}
+	c.setCookie(g, id, int(c.cfg.SessionTTL.Seconds()))
+	g.Redirect(http.StatusSeeOther, Path+"/workspaces")
+}
+
+func (c *console) signOut(g *gin.Context) {
+	if err := c.cfg.Sessions.Delete(g.Request.Context(), g.GetString(sessionID)); err != nil {
+		c.fail(g, err)
+		return
+	}
+	clearCookie(g)
+	g.Redirect(http.StatusSeeOther, Path+"/sign-in")
+}
+
+// fail renders err through the one error map (403, 404, 409, …) as a page; what becomes a 500
+// is logged by its type and route only.
+func (c *console) fail(g *gin.Context, err error) {
+	status, code := httperr.Status(err)
+	if status == http.StatusInternalServerError && c.cfg.Log != nil {
+		c.cfg.Log.Errorw("console request failed", "method", g.Request.Method, "route", g.FullPath(), "error", fmt.Sprintf("%T", err))
+	}
+	c.render(g, status, "error", page{Title: http.StatusText(status), Message: messageFor(status, code)})
+	g.Abort()
+}
+
+func messageFor(status int, code string) string {
+	switch status {
+	case http.StatusForbidden:
+		return "You may not see this. Ask an administrator of the workspace for access."
+	case http.StatusNotFound:
+		return "There is nothing here, or it is not in a workspace you can see."
+	case http.StatusConflict:
+		return "That was not possible in the current state (" + code + "). Reload and check."
+	case http.StatusServiceUnavailable:
+		return "The service is busy. Try again in a moment."
+	default:
+		return "Something went wrong (" + code + ")."
+	}
+}

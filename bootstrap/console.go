@@ -1,0 +1,35 @@
+//lint:file-ignore U1000 the Wire sets here are used by wire.go, which builds only with the wireinject tag.
+
+package bootstrap
+
+import (
+	"github.com/gin-gonic/gin"
+	"github.com/google/wire"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/http/console"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
+	"github.com/hephaestus-dev/hephaestus/application/deadletters"
+	"github.com/hephaestus-dev/hephaestus/application/erasure"
+	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// consoleSet is the operator console at /console and its session table.
+var consoleSet = wire.NewSet(provideConsoleSessions, provideConsoleRoutes)
+
+func provideConsoleSessions(pool *pgxpool.Pool) (*consolesession.Store, error) {
+	return consolesession.New(pool)
+}
+
+// consoleRoutes mounts the console.
+type consoleRoutes routeRegistration
+
+func provideConsoleRoutes(s instanceSecrets, sessions *consolesession.Store, manage *management.Service,
+	dead *deadletters.Service, erasures *erasure.Service, log ports.Logger,
+) consoleRoutes {
+	return func(r gin.IRouter) error {
+		return console.Register(r, console.Config{Management: manage, Dead: dead, Erasures: erasures,
+			Sessions: sessions, AdminToken: s.AdminToken, Log: log})
+	}
+}

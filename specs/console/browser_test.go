@@ -1,0 +1,171 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// chromiumPath is Debian's chromium (.ci/run installs it when missing), or HEPHAESTUS_CHROMIUM.
+func chromiumPath() string {
+	if p := os.Getenv("HEPHAESTUS_CHROMIUM"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	return "/usr/bin/chromium"
+}
+
+// The browser specs share one headless Chromium (one per suite); each spec opens its own tab
+// with no cookies.
+var _ = Describe("The console in a real browser", Ordered, func() {
+	var browser context.Context
+
+	BeforeAll(func() {
+		path := chromiumPath()
+		_, err := os.Stat(path)
+		Expect(err).NotTo(HaveOccurred(), "the browser specs need Chromium (apt-get install chromium; .ci/run installs it)")
+		opts := []chromedp.ExecAllocatorOption{
+			chromedp.ExecPath(path),
+			chromedp.NoSandbox, // CI runs as root
+			chromedp.Headless,
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.NoDefaultBrowserCheck,
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.UserDataDir(GinkgoT().TempDir()),
+		}
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		DeferCleanup(cancelAlloc)
+		var cancelBrowser context.CancelFunc
+		browser, cancelBrowser = chromedp.NewContext(alloc)
+		DeferCleanup(cancelBrowser)
+		Expect(chromedp.Do(browser)).To(Succeed())
+	})
+
+	// tab is a fresh tab of the browser, bounded in time, without the cookies of earlier specs.
+	tab := func() context.Context {
+		GinkgoHelper()
+		t, cancel := chromedp.NewContext(browser)
+		DeferCleanup(cancel)
+		t, cancelTimeout := context.WithTimeout(t, 30*time.Second)
+		DeferCleanup(cancelTimeout)
+		_, err := chromedp.Call(t, network.ClearBrowserCookies, cdp.Empty{})
+		Expect(err).NotTo(HaveOccurred())
+		return t
+	}
+
+	var f fixture
+	BeforeEach(func(ctx SpecContext) { f = newFixture(ctx) })
+
+	signIn := func(token string) chromedp.Action[chromedp.Void] {
+		return chromedp.Steps(
+			chromedp.Navigate(server.URL+"/console"),
+			chromedp.WaitVisible(chromedp.CSS("#token")),
+			chromedp.SendKeys(chromedp.CSS("#token"), token),
+			chromedp.Click(chromedp.CSS("#sign-in")),
+		)
+	}
+	text := func(t context.Context, selector string) string {
+		GinkgoHelper()
+		s, err := chromedp.Run(t, chromedp.Text(chromedp.CSS(selector)))
+		Expect(err).NotTo(HaveOccurred())
+		return s
+	}
+
+	It("signs in, opens the dead letter, replays it after the confirmation, and the list no longer shows it", func(ctx SpecContext) {
+		t := tab()
+		row := fmt.Sprintf("#dead-%d", f.deadID)
+		Expect(chromedp.Do(t,
+			signIn(f.ana.Token),
+			chromedp.WaitVisible(chromedp.CSS("#ws-acme")),
+			chromedp.Click(chromedp.CSS(`section a[href="/console/workspaces/acme/dead-letters"]`)),
+			chromedp.WaitVisible(chromedp.CSS(row)),
+			chromedp.Click(chromedp.CSS(row+" a")),
+			chromedp.WaitVisible(chromedp.CSS("#replay")),
+			chromedp.Click(chromedp.CSS("#replay")),
+			chromedp.WaitVisible(chromedp.CSS("#confirm-replay")),
+			chromedp.Click(chromedp.CSS("#confirm-replay")),
+			chromedp.WaitVisible(chromedp.CSS(".notice")),
+		)).To(Succeed())
+		notice := text(t, ".notice")
+		left, err := chromedp.Run(t, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, row)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(notice).To(ContainSubstring(fmt.Sprintf("Dead letter %d was replayed", f.deadID)))
+		Expect(left).To(Equal(0))
+		Expect(rowState(ctx, f.deadID)).To(Equal("QUEUED"))
+	})
+
+	It("does not open the dead letter for a member of another workspace", func(ctx SpecContext) {
+		t := tab()
+		Expect(chromedp.Do(t,
+			signIn(f.olga.Token),
+			chromedp.WaitVisible(chromedp.CSS("#ws-other")),
+			chromedp.Navigate(fmt.Sprintf("%s/console/workspaces/acme/dead-letters/%d", server.URL, f.deadID)),
+			chromedp.WaitVisible(chromedp.CSS("h1")),
+		)).To(Succeed())
+		title, body := text(t, "h1"), text(t, "body")
+		Expect(title).To(Equal("Forbidden"))
+		Expect(body).NotTo(ContainSubstring("Broken"))
+		Expect(rowState(ctx, f.deadID)).To(Equal("DEAD"))
+	})
+
+	It("can be used with the keyboard alone: Tab and Enter reach sign-in, the dead letter and the replay", func(ctx SpecContext) {
+		t := tab()
+		// focusOn presses Tab until the focused element matches selector (at most 40 times).
+		focusOn := func(selector string) chromedp.Action[chromedp.Void] {
+			return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+				for range 40 {
+					focused, err := chromedp.Evaluate[bool](fmt.Sprintf(`document.activeElement !== null && document.activeElement.matches(%q)`, selector))(ctx, t)
+					if err != nil {
+						return err
+					}
+					if focused {
+						return nil
+					}
+					if _, err := chromedp.KeyEvent(kb.Tab)(ctx, t); err != nil {
+						return err
+					}
+				}
+				return fmt.Errorf("tab never reached %s", selector)
+			})
+		}
+		row := fmt.Sprintf("#dead-%d", f.deadID)
+		Expect(chromedp.Do(t,
+			chromedp.Navigate(server.URL+"/console/sign-in"),
+			chromedp.WaitVisible(chromedp.CSS("#token")),
+			focusOn("#token"),
+			chromedp.KeyEvent(f.ana.Token),
+			focusOn("#sign-in"),
+			chromedp.KeyEvent(kb.Enter),
+			chromedp.WaitVisible(chromedp.CSS("#ws-acme")),
+			focusOn(`section a[href="/console/workspaces/acme/dead-letters"]`),
+			chromedp.KeyEvent(kb.Enter),
+			chromedp.WaitVisible(chromedp.CSS(row)),
+			focusOn(row+" a"),
+			chromedp.KeyEvent(kb.Enter),
+			chromedp.WaitVisible(chromedp.CSS("#replay")),
+			focusOn("#replay"),
+			chromedp.KeyEvent(kb.Enter),
+			chromedp.WaitVisible(chromedp.CSS("#confirm-replay")),
+			focusOn("#confirm-replay"),
+			chromedp.KeyEvent(kb.Enter),
+			chromedp.WaitVisible(chromedp.CSS(".notice")),
+		)).To(Succeed())
+		Expect(text(t, ".notice")).To(ContainSubstring("was replayed"))
+		Expect(rowState(ctx, f.deadID)).To(Equal("QUEUED"))
+	})
+})
