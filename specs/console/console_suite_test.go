@@ -21,7 +21,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/http/console"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	pgdeadletters "github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
-	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
@@ -57,8 +56,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	dead, err := deadletters.New(reader, store, noopNotifier{})
 	Expect(err).NotTo(HaveOccurred())
-	erasures, err := pgerasure.New(pool)
-	Expect(err).NotTo(HaveOccurred())
+	erasures := support.ErasureStore(pool)
 	runner, err := erasure.NewRunner(erasure.RunnerConfig{}, erasures, support.Logger{})
 	Expect(err).NotTo(HaveOccurred())
 	erasureSvc, err := erasure.New(erasures, runner)
