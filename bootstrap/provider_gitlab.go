@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/api"
@@ -22,7 +23,7 @@ import (
 // DeliveryInbox and the GitLab mirror store) and its read API.
 var gitlabSet = wire.NewSet(
 	provideGitLabWebhook,
-	gitlabmirror.New,
+	provideGitLabMirror,
 	provideGitLabHandlers,
 	provideGitLabRoutes,
 )
@@ -69,4 +70,14 @@ func provideGitLabRoutes(manage *management.Service, members ports.WorkspaceStor
 	return func(r gin.IRouter) error {
 		return gitlabread.Register(r, gitlabread.Config{Auth: manage, Members: members, Store: store, Log: log})
 	}
+}
+
+// provideGitLabMirror is the GitLab mirror store, publishing its merge request changes to the
+// change feed shaped as the read API shows them.
+func provideGitLabMirror(pool *pgxpool.Pool, changes ports.ChangePublisher) (*gitlabmirror.Store, error) {
+	store, err := gitlabmirror.New(pool)
+	if err != nil {
+		return nil, err
+	}
+	return store, store.PublishChanges(changes, gitlabread.Views{})
 }

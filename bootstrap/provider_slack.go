@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/slackread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
@@ -22,7 +23,7 @@ import (
 // DeliveryInbox and the Slack mirror store) and its read API.
 var slackSet = wire.NewSet(
 	provideSlackWebhook,
-	slackmirror.New,
+	provideSlackMirror,
 	provideSlackHandlers,
 	provideSlackRoutes,
 )
@@ -59,4 +60,14 @@ func provideSlackRoutes(manage *management.Service, members ports.WorkspaceStore
 	return func(r gin.IRouter) error {
 		return slackread.Register(r, slackread.Config{Auth: manage, Members: members, Store: store, Log: log})
 	}
+}
+
+// provideSlackMirror is the Slack mirror store, publishing its message changes to the change
+// feed shaped as the read API shows them.
+func provideSlackMirror(pool *pgxpool.Pool, changes ports.ChangePublisher) (*slackmirror.Store, error) {
+	store, err := slackmirror.New(pool)
+	if err != nil {
+		return nil, err
+	}
+	return store, store.PublishChanges(changes, slackread.Views{})
 }

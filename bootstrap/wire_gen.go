@@ -10,10 +10,7 @@ import (
 	"context"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/gitlabmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/outlinemirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
@@ -147,17 +144,17 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapGithubRoutes := provideGitHubRoutes(managementService, workspaces, githubmirrorStore, portsLogger)
-	gitlabmirrorStore, err := gitlabmirror.New(pool)
+	gitlabmirrorStore, err := provideGitLabMirror(pool, changefeedStore)
 	if err != nil {
 		return nil, nil, err
 	}
 	bootstrapGitlabRoutes := provideGitLabRoutes(managementService, workspaces, gitlabmirrorStore, portsLogger)
-	slackmirrorStore, err := slackmirror.New(pool)
+	slackmirrorStore, err := provideSlackMirror(pool, changefeedStore)
 	if err != nil {
 		return nil, nil, err
 	}
 	bootstrapSlackRoutes := provideSlackRoutes(managementService, workspaces, slackmirrorStore, portsLogger)
-	outlinemirrorStore, err := outlinemirror.New(pool)
+	outlinemirrorStore, err := provideOutlineMirror(pool, changefeedStore)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,14 +16,15 @@ SELECT xid::text, id FROM workspace_change_horizon WHERE workspace_id = $1`
 // at or above it: so the set of rows below xmin can no longer grow, and a cursor handed out
 // from it is never passed by a later commit. pg_current_snapshot() is the statement's own
 // snapshot, the one the rows are read with. One descent of ix_workspace_change_feed to the
-// cursor and a walk of at most $4 entries.
+// cursor and a walk of at most $4 entries. (The text of xid is aliased: ORDER BY xid would
+// sort by an output column named xid, the text, before the table's column.)
 const readSettledChangesAfter = `
-SELECT id, xid::text, type, subject, occurred_at, data
-FROM workspace_change
-WHERE workspace_id = $1
-  AND (xid, id) > ($2::text::xid8, $3)
-  AND xid < pg_snapshot_xmin(pg_current_snapshot())
-ORDER BY xid, id
+SELECT c.id, c.xid::text AS xid_text, c.type, c.subject, c.occurred_at, c.data
+FROM workspace_change c
+WHERE c.workspace_id = $1
+  AND (c.xid, c.id) > ($2::text::xid8, $3)
+  AND c.xid < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY c.xid, c.id
 LIMIT $4`
 
 // deleteChangesBefore deletes a batch of the oldest changes and raises each workspace's
