@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/api"
@@ -22,7 +23,7 @@ import (
 // DeliveryInbox and the GitLab mirror store) and its read API.
 var gitlabSet = wire.NewSet(
 	provideGitLabWebhook,
-	gitlabmirror.New,
+	provideGitLabMirror,
 	provideGitLabPersonData,
 	provideGitLabHandlers,
 	provideGitLabRoutes,
@@ -78,4 +79,14 @@ type gitlabPersonData personData
 
 func provideGitLabPersonData(store *gitlabmirror.Store) gitlabPersonData {
 	return gitlabPersonData{fields: gitlab.PersonFields(), store: store}
+}
+
+// provideGitLabMirror is the GitLab mirror store, publishing its merge request changes to the
+// change feed shaped as the read API shows them.
+func provideGitLabMirror(pool *pgxpool.Pool, changes ports.ChangePublisher) (*gitlabmirror.Store, error) {
+	store, err := gitlabmirror.New(pool)
+	if err != nil {
+		return nil, err
+	}
+	return store, store.PublishChanges(changes, gitlabread.Views{})
 }

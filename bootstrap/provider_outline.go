@@ -5,6 +5,7 @@ package bootstrap
 import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/outlineread"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
@@ -18,7 +19,7 @@ import (
 // DeliveryInbox and the Outline mirror store) and its read API.
 var outlineSet = wire.NewSet(
 	provideOutlineWebhook,
-	outlinemirror.New,
+	provideOutlineMirror,
 	provideOutlinePersonData,
 	provideOutlineHandlers,
 	provideOutlineRoutes,
@@ -50,4 +51,14 @@ type outlinePersonData personData
 
 func provideOutlinePersonData(store *outlinemirror.Store) outlinePersonData {
 	return outlinePersonData{fields: outline.PersonFields(), store: store}
+}
+
+// provideOutlineMirror is the Outline mirror store, publishing its document changes to the
+// change feed shaped as the read API shows them.
+func provideOutlineMirror(pool *pgxpool.Pool, changes ports.ChangePublisher) (*outlinemirror.Store, error) {
+	store, err := outlinemirror.New(pool)
+	if err != nil {
+		return nil, err
+	}
+	return store, store.PublishChanges(changes, outlineread.Views{})
 }

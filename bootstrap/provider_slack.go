@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/slackread"
 	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
@@ -23,7 +24,7 @@ import (
 // DeliveryInbox and the Slack mirror store) and its read API.
 var slackSet = wire.NewSet(
 	provideSlackWebhook,
-	slackmirror.New,
+	provideSlackMirror,
 	provideSlackPersonData,
 	provideSlackHandlers,
 	provideSlackRoutes,
@@ -70,4 +71,14 @@ type slackPersonData personData
 
 func provideSlackPersonData(store *slackmirror.Store) slackPersonData {
 	return slackPersonData{fields: slack.PersonFields(), store: store}
+}
+
+// provideSlackMirror is the Slack mirror store, publishing its message changes to the change
+// feed shaped as the read API shows them.
+func provideSlackMirror(pool *pgxpool.Pool, changes ports.ChangePublisher) (*slackmirror.Store, error) {
+	store, err := slackmirror.New(pool)
+	if err != nil {
+		return nil, err
+	}
+	return store, store.PublishChanges(changes, slackread.Views{})
 }

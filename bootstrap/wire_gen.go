@@ -10,10 +10,7 @@ import (
 	"context"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/gitlabmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/outlinemirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
@@ -117,17 +114,17 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapGithubPersonData := provideGitHubPersonData(githubmirrorStore)
-	gitlabmirrorStore, err := gitlabmirror.New(pool)
+	gitlabmirrorStore, err := provideGitLabMirror(pool, changefeedStore)
 	if err != nil {
 		return nil, nil, err
 	}
 	bootstrapGitlabPersonData := provideGitLabPersonData(gitlabmirrorStore)
-	slackmirrorStore, err := slackmirror.New(pool)
+	slackmirrorStore, err := provideSlackMirror(pool, changefeedStore)
 	if err != nil {
 		return nil, nil, err
 	}
 	bootstrapSlackPersonData := provideSlackPersonData(slackmirrorStore)
-	outlinemirrorStore, err := outlinemirror.New(pool)
+	outlinemirrorStore, err := provideOutlineMirror(pool, changefeedStore)
 	if err != nil {
 		return nil, nil, err
 	}

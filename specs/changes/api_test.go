@@ -206,12 +206,14 @@ var _ = Describe("The change feed API", func() {
 			answered := make(chan support.Response, 1)
 			go func() {
 				defer GinkgoRecover()
-				answered <- small.get("/api/workspaces/acme/changes?wait=2s", mia)
+				answered <- small.get("/api/workspaces/acme/changes?wait=30s", mia)
 			}()
 			Eventually(small.feed.Waiting).WithTimeout(10 * time.Second).Should(Equal(1))
-			r := small.get("/api/workspaces/acme/changes?wait=2s", mia)
+			r := small.get("/api/workspaces/acme/changes?wait=30s", mia)
 			Expect(r.Status).To(Equal(503))
 			Expect(r.JSON).To(Equal(map[string]any{"error": "too-many-waiters"}))
+			Expect(small.feed.Waiting()).To(Equal(1), "the first request still waits")
+			small.stop() // a stopping server ends the wait with an empty page
 			Eventually(answered).WithTimeout(20 * time.Second).Should(Receive(WithTransform(changeList, BeEmpty())))
 		})
 	})

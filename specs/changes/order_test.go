@@ -42,6 +42,9 @@ var _ = Describe("Following the change feed", func() {
 	When("a transaction that published first commits after a later one", func() {
 		It("hands out neither until the earlier one commits, then both in publication order", func(ctx SpecContext) {
 			started, release := make(chan struct{}), make(chan struct{})
+			var releaseOnce sync.Once
+			let := func() { releaseOnce.Do(func() { close(release) }) }
+			DeferCleanup(let) // a failing spec must not leave the slow transaction open
 			slow := make(chan error, 1)
 			go func() {
 				slow <- publish(ctx, box, feed, ws, "slow", func(context.Context, ports.Tx) error {
@@ -60,7 +63,7 @@ var _ = Describe("Following the change feed", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(page).To(BeEmpty())
 
-			close(release)
+			let()
 			Eventually(slow).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 			page, err = read.Changes(ctx, ws, change.Cursor{}, 100)
 			Expect(err).NotTo(HaveOccurred())
@@ -89,6 +92,21 @@ var _ = Describe("Following the change feed", func() {
 			page, err := read.Changes(ctx, ws, change.Cursor{}, 100)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(subjects(page)).To(Equal([]string{"after-the-other"}))
+		})
+	})
+
+	When("transaction ids differ in their number of digits", func() {
+		It("orders by the transaction id's number, not its text", func(ctx SpecContext) {
+			_, err := writerPool.Exec(ctx, `
+				INSERT INTO workspace_change (workspace_id, xid, type, subject, data)
+				VALUES ($1, '10', 'spec.item.written', 'ten', '{}'), ($1, '9', 'spec.item.written', 'nine', '{}')`, ws)
+			Expect(err).NotTo(HaveOccurred())
+			page, err := read.Changes(ctx, ws, change.Cursor{}, 100)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(subjects(page)).To(Equal([]string{"nine", "ten"}))
+			next, err := read.Changes(ctx, ws, page[0].Cursor, 100)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(subjects(next)).To(Equal([]string{"ten"}))
 		})
 	})
 

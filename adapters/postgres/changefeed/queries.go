@@ -38,14 +38,16 @@ SELECT least(
 // it had ended when the watermark was read, so it is visible to this later snapshot, and every
 // transaction still in flight or yet to write has an xid at or above it: the set of rows below
 // the watermark can no longer grow, and a cursor handed out from it is never passed by a later
-// commit. One descent of ix_workspace_change_feed to the cursor and a walk of at most $4 entries.
+// commit. One descent of ix_workspace_change_feed to the cursor and a walk of at most $4
+// entries. (The text of xid is aliased: ORDER BY xid would sort by an output column named xid,
+// the text, before the table's column.)
 const readSettledChangesAfter = `
-SELECT id, xid::text, type, subject, occurred_at, data
-FROM workspace_change
-WHERE workspace_id = $1
-  AND (xid, id) > ($2::text::xid8, $3)
-  AND xid < $5::text::xid8
-ORDER BY xid, id
+SELECT c.id, c.xid::text AS xid_text, c.type, c.subject, c.occurred_at, c.data
+FROM workspace_change c
+WHERE c.workspace_id = $1
+  AND (c.xid, c.id) > ($2::text::xid8, $3)
+  AND c.xid < $5::text::xid8
+ORDER BY c.xid, c.id
 LIMIT $4`
 
 // deleteChangesBefore deletes a batch of the oldest changes and raises each workspace's

@@ -24,6 +24,7 @@ var _ handlers.Store = (*Store)(nil)
 // Store is the GitLab mirror store.
 type Store struct {
 	pool *pgxpool.Pool
+	feed feed // the change feed's publisher (changes.go); zero: no publishing
 }
 
 // New makes the store; pool serves the reads (writes use the inbox's transactions).
@@ -100,10 +101,13 @@ func (s *Store) UpsertNote(ctx context.Context, tx ports.Tx, ws int64, n handler
 }
 
 func (s *Store) UpsertMergeRequest(ctx context.Context, tx ports.Tx, ws int64, mr handlers.MergeRequest) error {
-	return exec(ctx, tx, "upsert gitlab merge request", upsertMergeRequest,
-		ws, mr.ID, mr.ProjectID, mr.IID, mr.Title, mr.Description, mr.State, mr.Draft, mr.SourceBranch,
+	args := []any{ws, mr.ID, mr.ProjectID, mr.IID, mr.Title, mr.Description, mr.State, mr.Draft, mr.SourceBranch,
 		mr.TargetBranch, mr.HeadSHA, mr.MergeStatus, mr.AuthorID, mr.WebURL, mr.CreatedAt, mr.MergedAt,
-		mr.ClosedAt, at(mr.Version), mr.Version.EventID)
+		mr.ClosedAt, at(mr.Version), mr.Version.EventID}
+	if s.feed.pub != nil {
+		return s.upsertMergeRequestPublishing(ctx, tx, ws, args, mr.ID)
+	}
+	return exec(ctx, tx, "upsert gitlab merge request", upsertMergeRequest, args...)
 }
 
 func (s *Store) SetReadiness(ctx context.Context, tx ports.Tx, ws int64, r handlers.Readiness) error {

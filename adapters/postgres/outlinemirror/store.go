@@ -76,6 +76,7 @@ ORDER BY source_updated_at DESC, id LIMIT $2 OFFSET $3`
 // Store is the Outline mirror store.
 type Store struct {
 	pool *pgxpool.Pool
+	feed feed // the change feed's publisher (changes.go); zero: no publishing
 }
 
 // New makes the store; pool serves the reads.
@@ -112,9 +113,12 @@ func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
 }
 
 func (s *Store) UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d handlers.Document) error {
-	return exec(ctx, tx, "upsert outline document", upsertDocument,
-		ws, d.ID, d.CollectionID, d.ParentDocumentID, d.Title, d.Text, d.URLID, d.Version.Revision,
-		d.PublishedAt, d.ArchivedAt, d.Deleted, at(d.Version.UpdatedAt), d.Version.EventID)
+	args := []any{ws, d.ID, d.CollectionID, d.ParentDocumentID, d.Title, d.Text, d.URLID, d.Version.Revision,
+		d.PublishedAt, d.ArchivedAt, d.Deleted, at(d.Version.UpdatedAt), d.Version.EventID}
+	if s.feed.pub != nil {
+		return s.upsertDocumentPublishing(ctx, tx, ws, args, d.ID)
+	}
+	return exec(ctx, tx, "upsert outline document", upsertDocument, args...)
 }
 
 func (s *Store) UpsertCollection(ctx context.Context, tx ports.Tx, ws int64, c handlers.Collection) error {

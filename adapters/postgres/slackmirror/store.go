@@ -24,6 +24,7 @@ var _ handlers.Store = (*Store)(nil)
 // Store is the Slack mirror store.
 type Store struct {
 	pool *pgxpool.Pool
+	feed feed // the change feed's publisher (changes.go); zero: no publishing
 }
 
 // New makes the store; pool serves the reads.
@@ -101,6 +102,9 @@ func (s *Store) AppendAudit(ctx context.Context, tx ports.Tx, ws int64, a handle
 func (s *Store) InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m handlers.Message) (bool, error) {
 	n, err := exec(ctx, tx, "insert slack message", insertMessage,
 		ws, m.TeamID, m.ChannelID, m.TS, m.ThreadTS, m.UserID, m.Text, m.PostedAt, m.EventID)
+	if err == nil && n == 1 && s.feed.pub != nil {
+		err = s.publishMessage(ctx, tx, ws, MessagePosted, m.ChannelID, m.TS)
+	}
 	return n == 1, err
 }
 
@@ -110,11 +114,17 @@ func (s *Store) EditMessageText(ctx context.Context, tx ports.Tx, ws int64, e ha
 }
 
 func (s *Store) EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e handlers.MessageEdit) error {
-	_, err := exec(ctx, tx, "edit slack message timestamp", editMessageTimestamp, ws, e.ChannelID, e.TS, e.EditedTS, e.EventID)
+	n, err := exec(ctx, tx, "edit slack message timestamp", editMessageTimestamp, ws, e.ChannelID, e.TS, e.EditedTS, e.EventID)
+	if err == nil && n == 1 && s.feed.pub != nil {
+		err = s.publishMessage(ctx, tx, ws, MessageEdited, e.ChannelID, e.TS)
+	}
 	return err
 }
 
 func (s *Store) DeleteMessage(ctx context.Context, tx ports.Tx, ws int64, channelID, ts string, eventID int64) error {
+	if s.feed.pub != nil {
+		return s.deleteMessagePublishing(ctx, tx, ws, channelID, ts, eventID)
+	}
 	_, err := exec(ctx, tx, "delete slack message", deleteMessage, ws, channelID, ts, eventID)
 	return err
 }
