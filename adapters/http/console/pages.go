@@ -348,8 +348,15 @@ func (c *console) connections(g *gin.Context) {
 		c.fail(g, err)
 		return
 	}
+	// The notice after a transition names the connection's state as stored, never text from the
+	// URL, so a crafted link cannot make the console say something it did not do.
+	changed, _ := strconv.ParseInt(g.Query("changed"), 10, 64)
+	var notice string
 	views := make([]connectionView, 0, len(items))
 	for _, conn := range items {
+		if changed > 0 && conn.ID == changed {
+			notice = fmt.Sprintf("Connection %d is %s.", conn.ID, conn.State)
+		}
 		subs, err := c.cfg.Management.Subscriptions(ctx, m, conn.ID)
 		if err != nil {
 			c.fail(g, err)
@@ -365,7 +372,7 @@ func (c *console) connections(g *gin.Context) {
 		views = append(views, v)
 	}
 	c.render(g, http.StatusOK, "connections", page{Title: "Connections · " + m.Workspace().Slug, Workspace: m.Workspace().Slug,
-		Notice: g.Query("done"), Data: views})
+		Notice: notice, Data: views})
 }
 
 func (c *console) transition(g *gin.Context) {
@@ -388,8 +395,7 @@ func (c *console) transition(g *gin.Context) {
 		c.fail(g, err)
 		return
 	}
-	done := url.QueryEscape(fmt.Sprintf("Connection %d is %s.", conn.ID, conn.State))
-	g.Redirect(http.StatusSeeOther, fmt.Sprintf("%s/workspaces/%s/connections?done=%s", Path, m.Workspace().Slug, done))
+	g.Redirect(http.StatusSeeOther, fmt.Sprintf("%s/workspaces/%s/connections?changed=%d", Path, m.Workspace().Slug, conn.ID))
 }
 
 // changes is the place of the live change feed (CONTRACT.md "Change feed"), which another
