@@ -58,7 +58,8 @@ func newFeedServer(poll time.Duration, maxWaiting int) *feedServer {
 	server := httptest.NewServer(engine)
 	DeferCleanup(server.Close)
 	s.url = server.URL
-	s.client = &http.Client{Transport: &http.Transport{}, Timeout: 40 * time.Second}
+	// Every answer is checked against the API document (SSE streams pass through unread).
+	s.client = &http.Client{Transport: support.ValidatingTransport{Next: &http.Transport{}}, Timeout: 40 * time.Second}
 	DeferCleanup(s.client.CloseIdleConnections)
 	return s
 }
