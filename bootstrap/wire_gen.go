@@ -147,7 +147,11 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, erasureService, portsLogger)
+	feed, err := provideChangeFeed(changefeedStore, changesSignal, metrics)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, erasureService, workspaces, feed, portsLogger)
 	installStates, err := management.NewInstallStates(pool)
 	if err != nil {
 		return nil, nil, err
@@ -169,10 +173,6 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	bootstrapGitlabRoutes := provideGitLabRoutes(managementService, workspaces, gitlabmirrorStore, portsLogger)
 	bootstrapSlackRoutes := provideSlackRoutes(managementService, workspaces, slackmirrorStore, portsLogger)
 	bootstrapOutlineRoutes := provideOutlineRoutes(managementService, workspaces, outlinemirrorStore, portsLogger)
-	feed, err := provideChangeFeed(changefeedStore, changesSignal, metrics)
-	if err != nil {
-		return nil, nil, err
-	}
 	bootstrapChangesRoutes := provideChangeRoutes(managementService, workspaces, feed, portsLogger)
 	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes, bootstrapChangesRoutes)
 	inbox, err := provideDeliveryInbox(pool)

@@ -19,10 +19,13 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/console"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	pgdeadletters "github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
 	"github.com/hephaestus-dev/hephaestus/application/erasure"
 	"github.com/hephaestus-dev/hephaestus/application/management"
@@ -40,6 +43,7 @@ var (
 	pool   *pgxpool.Pool
 	svc    *management.Service
 	server *httptest.Server
+	feed   *changes.Feed
 )
 
 type noopNotifier struct{}
@@ -63,11 +67,16 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	sessions, err := consolesession.New(pool)
 	Expect(err).NotTo(HaveOccurred())
+	feedStore, err := changefeed.New(pool, nil)
+	Expect(err).NotTo(HaveOccurred())
+	feed, err = changes.NewFeed(changes.Config{}, feedStore, changes.NewSignal(), telemetry.NewMetrics())
+	Expect(err).NotTo(HaveOccurred())
+	_, members := support.Management(pool, adminToken)
 
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
 	Expect(console.Register(engine, console.Config{Management: svc, Dead: dead, Erasures: erasureSvc,
-		Sessions: sessions, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
+		Sessions: sessions, Members: members, Changes: feed, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
 	server = httptest.NewServer(engine)
 	DeferCleanup(server.Close)
 })

@@ -23,7 +23,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
+	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
 	"github.com/hephaestus-dev/hephaestus/application/erasure"
 	"github.com/hephaestus-dev/hephaestus/application/management"
@@ -61,6 +63,10 @@ type Config struct {
 	Dead       *deadletters.Service
 	Erasures   *erasure.Service
 	Sessions   Sessions
+	// Members and Changes show the change feed page to every member of the workspace, as the
+	// feed API does; without Changes the page says the feed is not available.
+	Members managementapi.Members
+	Changes *changes.Feed
 	// AdminToken is the configured instance administrator token: a session signed in with it
 	// ends when the configured token changes.
 	AdminToken string
@@ -79,6 +85,9 @@ type console struct {
 func Register(r gin.IRouter, cfg Config) error {
 	if cfg.Management == nil || cfg.Dead == nil || cfg.Erasures == nil || cfg.Sessions == nil {
 		return errors.New("console: management, dead letters, erasures and sessions are required")
+	}
+	if cfg.Changes != nil && cfg.Members == nil {
+		return errors.New("console: the change feed page needs the members directory")
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -28,7 +31,9 @@ type page struct {
 	Admin     bool
 	CSRF      string
 	Workspace string
-	Data      any
+	// Refresh, when set, reloads the page every Refresh seconds (a meta refresh, no script).
+	Refresh int
+	Data    any
 }
 
 var funcs = template.FuncMap{
@@ -236,14 +241,17 @@ type deadLetterView struct {
 
 type header struct{ Name, Value string }
 
-func newDeadLetterView(base string, d ports.DeadLetter) deadLetterView {
-	v := deadLetterView{Base: base, Delivery: d.Delivery}
+// prettyJSON indents a stored JSON document for reading (as stored when it does not parse).
+func prettyJSON(doc []byte) string {
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, d.Payload, "", "  "); err == nil {
-		v.Payload = buf.String()
-	} else {
-		v.Payload = string(d.Payload)
+	if err := json.Indent(&buf, doc, "", "  "); err != nil {
+		return string(doc)
 	}
+	return buf.String()
+}
+
+func newDeadLetterView(base string, d ports.DeadLetter) deadLetterView {
+	v := deadLetterView{Base: base, Delivery: d.Delivery, Payload: prettyJSON(d.Payload)}
 	for name, value := range d.Headers {
 		v.Headers = append(v.Headers, header{Name: name, Value: value})
 	}
@@ -398,14 +406,67 @@ func (c *console) transition(g *gin.Context) {
 	g.Redirect(http.StatusSeeOther, fmt.Sprintf("%s/workspaces/%s/connections?changed=%d", Path, m.Workspace().Slug, conn.ID))
 }
 
-// changes is the place of the live change feed (CONTRACT.md "Change feed"), which another
-// module is building; the page says so until the feed exists.
+// feedPageSize is how many changes the feed page shows after its cursor.
+const feedPageSize = 50
+
+// feedRefreshSeconds is how often the feed page reloads itself (a meta refresh: no script).
+const feedRefreshSeconds = 5
+
+// changeView is one change of the feed page, its data pretty-printed.
+type changeView struct {
+	Cursor, Type, Subject, Data string
+	OccurredAt                  time.Time
+}
+
+// changes is the live change feed of the workspace (CONTRACT.md "Change feed"): the changes after
+// ?after= (the oldest change kept without it), read through the same feed service and member
+// rule as GET /api/workspaces/{ws}/changes, reloading itself every few seconds.
 func (c *console) changes(g *gin.Context) {
-	m, ok := c.manage(g)
-	if !ok {
+	p := sessionOf(g).principal
+	if c.cfg.Changes == nil {
+		m, ok := c.manage(g)
+		if !ok {
+			return
+		}
+		c.render(g, http.StatusOK, "changes", page{Title: "Change feed · " + m.Workspace().Slug, Workspace: m.Workspace().Slug})
 		return
 	}
-	c.render(g, http.StatusOK, "changes", page{Title: "Change feed · " + m.Workspace().Slug, Workspace: m.Workspace().Slug})
+	ctx := g.Request.Context()
+	ws, err := managementapi.MemberWorkspace(ctx, c.cfg.Members, p, g.Param("ws"))
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	after, err := change.ParseCursor(g.Query("after"))
+	if err != nil {
+		c.fail(g, fmt.Errorf("change feed cursor: %w", ports.ErrMalformed))
+		return
+	}
+	items, err := c.cfg.Changes.Read(ctx, ws.ID, after, feedPageSize, 0)
+	if errors.Is(err, change.ErrCursorExpired) {
+		// Retention deleted changes after this cursor: start again at the oldest change kept.
+		g.Redirect(http.StatusSeeOther, fmt.Sprintf("%s/workspaces/%s/changes", Path, ws.Slug))
+		return
+	}
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	data := struct {
+		Available bool
+		After     string
+		Next      string
+		Refresh   int
+		Changes   []changeView
+	}{Available: true, After: g.Query("after"), Refresh: feedRefreshSeconds}
+	for _, ch := range items {
+		data.Changes = append(data.Changes, changeView{Cursor: ch.Cursor.String(), Type: ch.Type, Subject: ch.Subject,
+			Data: prettyJSON(ch.Data), OccurredAt: ch.OccurredAt})
+	}
+	if n := len(items); n > 0 {
+		data.Next = items[n-1].Cursor.String()
+	}
+	c.render(g, http.StatusOK, "changes", page{Title: "Change feed · " + ws.Slug, Workspace: ws.Slug, Refresh: feedRefreshSeconds, Data: data})
 }
 
 // erasure shows one person erasure with its receipts per store and pass (?id=…).

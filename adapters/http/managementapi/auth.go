@@ -129,6 +129,13 @@ func RequireMember(m Members) gin.HandlerFunc {
 	}
 }
 
+// MemberWorkspace is RequireMember's decision for other inbound adapters (the console): the
+// workspace of slug when p is one of its members or the instance administrator. Errors:
+// ports.ErrNotFound (unknown slug), ports.ErrForbidden (not a member).
+func MemberWorkspace(ctx context.Context, m Members, p ports.Principal, slug string) (ports.Workspace, error) {
+	return memberWorkspace(ctx, m, p, slug)
+}
+
 func memberWorkspace(ctx context.Context, m Members, p ports.Principal, slug string) (ports.Workspace, error) {
 	if workspace.CheckSlug(slug) != nil {
 		return ports.Workspace{}, fmt.Errorf("workspace %q: %w", slug, ports.ErrNotFound)
