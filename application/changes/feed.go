@@ -62,6 +62,9 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// heldBack is how soon a waiting read tries again after a wake that found nothing.
+const heldBack = 200 * time.Millisecond
+
 // Feed reads the feed for the HTTP API.
 type Feed struct {
 	cfg     Config
@@ -123,6 +126,9 @@ func (f *Feed) Read(ctx context.Context, workspaceID int64, after change.Cursor,
 	defer deadline.Stop()
 	poll := time.NewTicker(f.cfg.PollInterval)
 	defer poll.Stop()
+	// soon is set once a wake found nothing to hand out: the change this server committed is
+	// held back by an older transaction still in flight, so it reads again every heldBack.
+	var soon <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -130,6 +136,9 @@ func (f *Feed) Read(ctx context.Context, workspaceID int64, after change.Cursor,
 		case <-deadline.C:
 			return nil, nil
 		case <-woken:
+			soon = time.After(heldBack)
+		case <-soon:
+			soon = time.After(heldBack)
 		case <-poll.C:
 		}
 		woken = f.signal.Changed()
