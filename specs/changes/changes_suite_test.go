@@ -3,7 +3,6 @@ package changes_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
@@ -65,37 +64,4 @@ func subjects(cs []change.Stored) []string {
 		out = append(out, c.Subject)
 	}
 	return out
-}
-
-// published lists the changes stored for ws, in publication order, read from the table: what
-// the writers published, whether or not the feed hands it out yet (another suite's open
-// transaction in the same cluster holds the feed's watermark back).
-func published(ctx context.Context, ws int64) []change.Stored {
-	GinkgoHelper()
-	rows, err := readerPool.Query(ctx, `
-		SELECT id, type, subject, data FROM workspace_change WHERE workspace_id = $1 ORDER BY xid, id`, ws)
-	Expect(err).NotTo(HaveOccurred())
-	defer rows.Close()
-	var out []change.Stored
-	for rows.Next() {
-		var c change.Stored
-		Expect(rows.Scan(&c.ID, &c.Type, &c.Subject, &c.Data)).To(Succeed())
-		out = append(out, c)
-	}
-	Expect(rows.Err()).NotTo(HaveOccurred())
-	return out
-}
-
-// settled reads the whole feed of ws once it hands out n changes: the feed delays a change
-// while any older transaction of the cluster is open, it never skips one.
-func settled(ctx context.Context, feed *changefeed.Store, ws int64, n int) []change.Stored {
-	GinkgoHelper()
-	var all []change.Stored
-	Eventually(func(g Gomega) {
-		page, err := feed.Changes(ctx, ws, change.Cursor{}, 100)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(page).To(HaveLen(n))
-		all = page
-	}).WithTimeout(time.Minute).WithPolling(50 * time.Millisecond).Should(Succeed())
-	return all
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/outlinemirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
 	slack "github.com/hephaestus-dev/hephaestus/adapters/slack/handlers"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -46,8 +47,10 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 	}
 	published := func(ctx context.Context) []string {
 		GinkgoHelper()
+		page, err := feed.Changes(ctx, ws, change.Cursor{}, 100)
+		Expect(err).NotTo(HaveOccurred())
 		out := []string{}
-		for _, c := range published(ctx, ws) {
+		for _, c := range page {
 			out = append(out, c.Type+" "+c.Subject+" "+string(c.Data))
 		}
 		return out
