@@ -62,8 +62,14 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// heldBack is how soon a waiting read tries again after a wake that found nothing.
-const heldBack = 200 * time.Millisecond
+// heldBack is how soon a waiting read tries again after a wake that found nothing, and
+// heldBackReads how many times at most per wake: the signal is the server's, not the
+// workspace's, so a wake for another workspace must not turn every waiter into a 200 ms poll
+// (the poll interval covers what is held back longer).
+const (
+	heldBack      = 200 * time.Millisecond
+	heldBackReads = 5
+)
 
 // Feed reads the feed for the HTTP API.
 type Feed struct {
@@ -126,9 +132,13 @@ func (f *Feed) Read(ctx context.Context, workspaceID int64, after change.Cursor,
 	defer deadline.Stop()
 	poll := time.NewTicker(f.cfg.PollInterval)
 	defer poll.Stop()
-	// soon is set once a wake found nothing to hand out: the change this server committed is
-	// held back by an older transaction still in flight, so it reads again every heldBack.
-	var soon <-chan time.Time
+	// soon is set once a wake found nothing to hand out: the change this server committed may
+	// be held back by an older transaction of the database still in flight, so it reads again
+	// every heldBack, heldBackReads times at most.
+	var (
+		soon  <-chan time.Time
+		quick int
+	)
 	for {
 		select {
 		case <-ctx.Done():
@@ -136,9 +146,13 @@ func (f *Feed) Read(ctx context.Context, workspaceID int64, after change.Cursor,
 		case <-deadline.C:
 			return nil, nil
 		case <-woken:
-			soon = time.After(heldBack)
+			soon, quick = time.After(heldBack), heldBackReads
 		case <-soon:
-			soon = time.After(heldBack)
+			if quick--; quick > 0 {
+				soon = time.After(heldBack)
+			} else {
+				soon = nil
+			}
 		case <-poll.C:
 		}
 		woken = f.signal.Changed()
