@@ -176,10 +176,11 @@ func read(res *http.Response) answer {
 	return answer{Status: res.StatusCode, Body: string(raw), Location: res.Header.Get("Location"), Header: res.Header}
 }
 
-// signIn signs in with token and answers the sign-in's answer.
+// signIn signs in with token through the sign-in form (its CSRF token) and answers the
+// sign-in's answer.
 func (b browserless) signIn(token string) answer {
 	GinkgoHelper()
-	return b.post("/console/sign-in", url.Values{"token": {token}})
+	return b.post("/console/sign-in", url.Values{"token": {token}, "csrf": {b.csrf("/console/sign-in")}})
 }
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)

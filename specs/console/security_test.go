@@ -41,6 +41,23 @@ var _ = Describe("Console sessions", func() {
 		})
 	})
 
+	It("refuses a sign-in post without the sign-in form's CSRF token, or with another form's, and starts no session", func(ctx SpecContext) {
+		before := support.Count(ctx, pool, `SELECT count(*) FROM console_session`)
+		// A page of another site posting its own token to the form has no sign-in cookie.
+		forged := newClient().post("/console/sign-in", url.Values{"token": {f.ana.Token}})
+		Expect(forged.Status).To(Equal(http.StatusForbidden))
+		Expect(sessionCookie(forged.Header)).To(BeNil())
+		// A form token that is not the cookie's.
+		b := newClient()
+		b.csrf("/console/sign-in")
+		wrong := b.post("/console/sign-in", url.Values{"token": {f.ana.Token}, "csrf": {"not-the-form-token"}})
+		Expect(wrong.Status).To(Equal(http.StatusForbidden))
+		Expect(sessionCookie(wrong.Header)).To(BeNil())
+		Expect(support.Count(ctx, pool, `SELECT count(*) FROM console_session`)).To(Equal(before))
+		// The form's own token signs in.
+		Expect(b.signIn(f.ana.Token).Status).To(Equal(http.StatusSeeOther))
+	})
+
 	It("sends a page read without a session to the sign-in form, and refuses a POST with 403", func(ctx SpecContext) {
 		b := newClient()
 		a := b.get("/console/workspaces/acme/dead-letters")

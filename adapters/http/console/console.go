@@ -232,19 +232,49 @@ func (c *console) home(g *gin.Context) {
 	g.Redirect(http.StatusSeeOther, Path+"/sign-in")
 }
 
-func (c *console) signInForm(g *gin.Context) {
-	c.render(g, http.StatusOK, "signin", page{Title: "Sign in"})
+// signInCookie carries the sign-in form's CSRF token (a double-submit token: the form and the
+// cookie must match). Without it a page of another site could post its own token to the form
+// and sign the victim's browser in as the attacker (login CSRF); it cannot read the cookie, and
+// SameSite=Strict keeps the browser from sending it with a cross-site post.
+const signInCookie = "hephaestus_console_signin"
+
+// signInTTL bounds how long a sign-in form can be posted.
+const signInTTL = time.Hour
+
+func (c *console) signInForm(g *gin.Context) { c.renderSignIn(g, http.StatusOK, "") }
+
+// renderSignIn answers the sign-in form with a fresh CSRF token in the form and its cookie.
+func (c *console) renderSignIn(g *gin.Context, status int, message string) {
+	token, _, err := randomValue()
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	http.SetCookie(g.Writer, &http.Cookie{Name: signInCookie, Value: token, Path: Path + "/sign-in",
+		MaxAge: int(signInTTL.Seconds()), HttpOnly: true, Secure: g.Request.TLS != nil, SameSite: http.SameSiteStrictMode})
+	c.render(g, status, "signin", page{Title: "Sign in", Message: message, CSRF: token})
+}
+
+// signInCSRF reports whether the posted sign-in form carries the token of its cookie.
+func signInCSRF(g *gin.Context) bool {
+	want, err := g.Cookie(signInCookie)
+	got := g.PostForm("csrf")
+	return err == nil && want != "" && subtle.ConstantTimeCompare([]byte(want), []byte(got)) == 1
 }
 
 // signIn authenticates the token exactly as the API does and starts a session for its
 // principal. The token itself is neither stored nor logged; the cookie carries a random id.
 func (c *console) signIn(g *gin.Context) {
+	if !signInCSRF(g) {
+		c.renderSignIn(g, http.StatusForbidden, "The sign-in form expired or did not come from this console. Please sign in again.")
+		return
+	}
 	token := g.PostForm("token")
 	p, err := c.cfg.Management.Authenticate(g.Request.Context(), token)
 	if err != nil {
 		status, _ := httperr.Status(err)
 		if status == http.StatusUnauthorized {
-			c.render(g, http.StatusUnauthorized, "signin", page{Title: "Sign in", Message: "That token was not accepted."})
+			c.renderSignIn(g, http.StatusUnauthorized, "That token was not accepted.")
 			return
 		}
 		c.fail(g, err)
