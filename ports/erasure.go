@@ -14,12 +14,13 @@ type ErasureMatches struct {
 }
 
 // ErasureStore keeps person-erasure requests and runs their passes over every store that can
-// hold the person: the provider's mirror stores (PersonDataStore), then the two inbox stores.
+// hold the person: the provider's mirror stores (PersonDataStore), the change feed, then the
+// two inbox stores.
 // All are live-predicate stores: a pass erases what the frozen scope matches at that moment,
 // and in the inbox also the rows whose keys were frozen at start.
 type ErasureStore interface {
-	// Mirrors lists the mirror stores an erasure of provider p runs before the inbox stores,
-	// in their order.
+	// Mirrors lists the stores an erasure of provider p runs before the inbox stores, in their
+	// order: the provider's mirror store, then the change feed (erasure.ChangeFeed).
 	Mirrors(p provider.Provider) []erasure.Store
 
 	// Preview counts, per store in pass order, the rows a request with scope would match now

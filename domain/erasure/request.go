@@ -31,13 +31,17 @@ var ErrInvalidRequest = errors.New("invalid erasure request")
 var ErrUnknownSource = errors.New("unknown erasure source")
 
 // Store is one store an erasure pass works on: a provider's mirror ("github-mirror", the
-// ordinary source erasure), or one of the two inbox stores, the workspace rows and the
-// installation rows (NULL workspace) of provider_event.
+// ordinary source erasure), the change feed (the provider's changes in workspace_change), or
+// one of the two inbox stores, the workspace rows and the installation rows (NULL workspace)
+// of provider_event.
 type Store struct{ s string }
 
 var (
 	WorkspaceInbox    = Store{"workspace-inbox"}
 	InstallationInbox = Store{"installation-inbox"}
+	// ChangeFeed is the change feed's copy of the read API's views: the changes of the
+	// request's provider that name the person, erased after the mirror and before the inbox.
+	ChangeFeed = Store{"change-feed"}
 )
 
 // InboxStores lists the inbox stores in the order a pass erases them, after the mirrors.
@@ -59,7 +63,7 @@ func Plan(mirrors []Store) []Store {
 
 // ParseStore reads a store name as stored and shown ("workspace-inbox", "github-mirror", …).
 func ParseStore(s string) (Store, error) {
-	for _, st := range InboxStores() {
+	for _, st := range append(InboxStores(), ChangeFeed) {
 		if st.s == s {
 			return st, nil
 		}

@@ -20,7 +20,9 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/erasure"
@@ -99,7 +101,14 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 			_ = runner.Run(runCtx)
 		}()
 		DeferCleanup(func() { cancel(); <-done })
-		reg = registry(handlers.Deps{Reader: stubChecks{}})
+		// The mirror publishes to the change feed, as the service wires it, so the searches
+		// below prove the feed's erasure too.
+		published, err := githubmirror.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		feed, err := changefeed.New(pool, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(published.PublishChanges(feed, mirrorapi.Views{})).To(Succeed())
+		reg = registry(handlers.Deps{Reader: stubChecks{}, Store: published})
 	})
 
 	// namespaced gives the row the source header admission sets from the connection.
@@ -162,7 +171,8 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 			before := searchMirror(ctx, "github_", "provider_event")
 			Expect(before).To(ContainElements(
 				hit{Table: "github_user", Column: "login", Value: personLogin}, hit{Table: "github_commit", Column: "author_email", Value: personEmail},
-				hit{Table: "github_issue", Column: "author_id", Value: personID}, hit{Table: "provider_event", Column: "payload", Value: personLogin}),
+				hit{Table: "github_issue", Column: "author_id", Value: personID}, hit{Table: "provider_event", Column: "payload", Value: personLogin},
+				hit{Table: "workspace_change", Column: "data", Value: personLogin}),
 				"the search finds the person before the erasure")
 			authoredIssues := scalar[int](ctx, `SELECT count(*) FROM github_issue WHERE author_id = $1::bigint`, personID)
 			Expect(authoredIssues).To(BeNumerically(">", 0))
@@ -172,11 +182,12 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 
 			// A case variant of the login and the id: GitHub logins are case-insensitive.
 			receipts := erase(ctx, scopeOf(identity(personID, strings.ToLower(personLogin), "")))
-			Expect(receipts).To(HaveLen(3))
-			Expect([]string{receipts[0].Store.String(), receipts[1].Store.String(), receipts[2].Store.String()}).
-				To(Equal([]string{"github-mirror", "workspace-inbox", "installation-inbox"}))
+			Expect(receipts).To(HaveLen(4))
+			Expect([]string{receipts[0].Store.String(), receipts[1].Store.String(), receipts[2].Store.String(), receipts[3].Store.String()}).
+				To(Equal([]string{"github-mirror", "change-feed", "workspace-inbox", "installation-inbox"}))
 			Expect(receipts[0].Deleted).To(BeNumerically(">", 0))
 			Expect(receipts[1].Deleted).To(BeNumerically(">", 0))
+			Expect(receipts[2].Deleted).To(BeNumerically(">", 0))
 
 			Expect(searchMirror(ctx, "github_", "provider_event")).To(BeEmpty())
 

@@ -106,8 +106,9 @@ var _ = Describe("Person erasure of the GitLab mirror", func() {
 
 		// By a case variant of the username and the address: GitLab compares both without case.
 		receipts := support.EraseNow(ctx, erasures, scope(identity("", strings.ToUpper(anaUsername), strings.ToUpper(anaEmail))))
-		Expect(receipts).To(HaveLen(3))
+		Expect(receipts).To(HaveLen(4))
 		Expect(receipts[0].Store.String()).To(Equal("gitlab-mirror"))
+		Expect(receipts[1].Store.String()).To(Equal("change-feed"))
 		Expect(receipts[0].Deleted).To(BeNumerically(">=", 6))
 
 		Expect(support.SearchTraces(ctx, pool, everywhere, traces...)).To(BeEmpty())
@@ -129,10 +130,11 @@ var _ = Describe("Person erasure of the GitLab mirror", func() {
 	It("counts every store in the preview, deleting nothing", func(ctx SpecContext) {
 		m, err := erasures.Preview(ctx, scope(identity(anaID, "", "")))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(m).To(HaveLen(3))
+		Expect(m).To(HaveLen(4))
 		Expect(m[0].Store.String()).To(Equal("gitlab-mirror"))
 		Expect(m[0].Matches).To(BeNumerically(">=", 5))
-		Expect(m[1].Matches).To(Equal(int64(5)), "the five deliveries naming the person")
+		Expect(m[1].Store.String()).To(Equal("change-feed"))
+		Expect(m[2].Matches).To(Equal(int64(5)), "the five deliveries naming the person")
 		Expect(support.SearchTraces(ctx, pool, []string{"gitlab_member"}, anaUsername)).NotTo(BeEmpty())
 	})
 })

@@ -107,7 +107,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		addStep(ctx, someoneElse, "issue-write")
 
 		id := start(octocat)
-		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 5), receipt("installation-inbox", 1, 1)))
+		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("change-feed", 1, 0), receipt("workspace-inbox", 1, 5), receipt("installation-inbox", 1, 1)))
 
 		Expect(existing(ctx, queued, leased, done, dead, theirs, installation)).To(BeEmpty())
 		Expect(stepCount(ctx, leased, done, dead)).To(BeZero(), "steps cascade")
@@ -133,6 +133,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 		Expect(r.JSON).To(Equal(map[string]any{"stores": []any{
 			map[string]any{"store": "github-mirror", "matches": 0.0},
+			map[string]any{"store": "change-feed", "matches": 0.0},
 			map[string]any{"store": "workspace-inbox", "matches": 2.0},
 			map[string]any{"store": "installation-inbox", "matches": 1.0},
 		}}))
@@ -173,15 +174,15 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		byLogin := map[string]any{"provider": "GITHUB", "sourceServerUrl": githubNamespace,
 			"identities": []map[string]any{{"login": "octocat"}}}
 		id := start(byLogin)
-		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("change-feed", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
 
 		renamed := insertRow(ctx, pool, row{Workspace: acme.ID, Payload: `{"action":"opened","sender":{"login":"octo-renamed","id":583231}}`})
 		r := call("POST", fmt.Sprintf("/api/admin/erasures/%d/resume", id), adminToken, nil)
 		Expect(r.Status).To(Equal(http.StatusAccepted), r.Raw)
 		Expect(r.JSON).To(HaveKeyWithValue("state", "RUNNING"))
 		Expect(awaitDone(id)).To(matchReceipts(
-			receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0),
-			receipt("github-mirror", 2, 0), receipt("workspace-inbox", 2, 1), receipt("installation-inbox", 2, 0)))
+			receipt("github-mirror", 1, 0), receipt("change-feed", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0),
+			receipt("github-mirror", 2, 0), receipt("change-feed", 2, 0), receipt("workspace-inbox", 2, 1), receipt("installation-inbox", 2, 0)))
 		Expect(existing(ctx, renamed)).To(BeEmpty())
 	})
 
@@ -208,7 +209,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		during := insertRow(ctx, admission, row{Workspace: acme.ID, Repo: "2", Payload: octocatSender})
 
 		id := start(octocat)
-		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("change-feed", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
 		Expect(admission.Commit(ctx)).To(Succeed())
 
 		Expect(existing(ctx, before, during)).To(Equal([]int64{during}))
@@ -323,7 +324,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		Expect(tx.Commit(ctx)).To(Succeed())
 
 		runner.Notify() // what the 30 s tick does on every server
-		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("change-feed", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
 		Expect(existing(ctx, mine)).To(BeEmpty())
 		Expect(fenceRaised(ctx)).To(BeFalse())
 	})
@@ -389,7 +390,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		Expect(err).NotTo(HaveOccurred())
 		second.Notify()
 		runner.Notify()
-		Expect(awaitDone(req.ID())).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+		Expect(awaitDone(req.ID())).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("change-feed", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
 	})
 
 	Describe("its API", func() {
@@ -467,7 +468,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 
 			id := start(map[string]any{"provider": "GITHUB", "sourceServerUrl": githubNamespace,
 				"identities": []map[string]any{{"login": "OCTOCAT"}}})
-			Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
+			Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("change-feed", 1, 0), receipt("workspace-inbox", 1, 1), receipt("installation-inbox", 1, 0)))
 		})
 
 		It("accepts a numeric identity id as its digits", func(ctx SpecContext) {

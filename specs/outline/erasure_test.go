@@ -47,10 +47,11 @@ var _ = Describe("Person erasure of the Outline mirror", func() {
 		scope, err := erasure.NewScope(outline, outlineSource, []erasure.Identity{id})
 		Expect(err).NotTo(HaveOccurred())
 		receipts := support.EraseNow(ctx, support.ErasureStore(pool), scope)
-		Expect(receipts).To(HaveLen(3))
+		Expect(receipts).To(HaveLen(4))
 		Expect(receipts[0].Store.String()).To(Equal("outline-mirror"))
 		Expect(receipts[0].Deleted).To(Equal(int64(1)))
-		Expect(receipts[1].Deleted).To(Equal(int64(1)))
+		Expect(receipts[1].Store.String()).To(Equal("change-feed"))
+		Expect(receipts[2].Deleted).To(Equal(int64(1)))
 
 		Expect(support.SearchTraces(ctx, pool, everywhere, outlinePerson, outlinePersonName)).To(BeEmpty())
 		Expect(column(ctx, `SELECT title FROM outline_document WHERE workspace_id = $1`, ws)).To(Equal([]string{"Runbook"}))

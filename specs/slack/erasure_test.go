@@ -39,10 +39,11 @@ var _ = Describe("Person erasure of the Slack mirror", func() {
 		scope, err := erasure.NewScope(slack, "https://slack.com", []erasure.Identity{id})
 		Expect(err).NotTo(HaveOccurred())
 		receipts := support.EraseNow(ctx, support.ErasureStore(pool), scope)
-		Expect(receipts).To(HaveLen(3))
+		Expect(receipts).To(HaveLen(4))
 		Expect(receipts[0].Store.String()).To(Equal("slack-mirror"))
 		Expect(receipts[0].Deleted).To(Equal(int64(2)))
-		Expect(receipts[1].Deleted).To(Equal(int64(2)), "the two deliveries of the person")
+		Expect(receipts[1].Store.String()).To(Equal("change-feed"))
+		Expect(receipts[2].Deleted).To(Equal(int64(2)), "the two deliveries of the person")
 
 		Expect(support.SearchTraces(ctx, pool, everywhere, slackPerson, "my own words", "help me")).To(BeEmpty())
 		Expect(column(ctx, `SELECT text FROM slack_message WHERE workspace_id = $1`, ws)).To(Equal([]string{"someone else"}))

@@ -80,9 +80,12 @@ var notPersonColumns = []string{"workspace_id", "source_event_id", "refreshed_by
 // SearchTraces looks for each of values in every text, jsonb and array column of every table
 // whose name starts with one of prefixes (found through information_schema, so a table or
 // column added later is searched too), compared case-insensitively as substrings; a value that
-// is an integer is also looked for in every bigint column (but the id columns above).
+// is an integer is also looked for in every bigint column (but the id columns above). The change
+// feed (workspace_change, whose data is the read API's view of mirrored entities) is always
+// searched, by its text and jsonb columns (its bigint columns are the feed's and workspace ids).
 func SearchTraces(ctx context.Context, pool *pgxpool.Pool, prefixes []string, values ...string) []Trace {
 	ginkgo.GinkgoHelper()
+	prefixes = append(slices.Clone(prefixes), "workspace_change")
 	type column struct{ table, name, kind string }
 	rows, err := pool.Query(ctx, `
 		SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns
@@ -103,6 +106,9 @@ func SearchTraces(ctx context.Context, pool *pgxpool.Pool, prefixes []string, va
 		for _, v := range values {
 			sql := `SELECT count(*) FROM ` + table + ` WHERE strpos(lower(` + col + `::text), lower($1)) > 0`
 			if c.kind == "bigint" {
+				if strings.HasPrefix(c.table, "workspace_change") {
+					continue
+				}
 				if _, err := strconv.ParseInt(v, 10, 64); err != nil || slices.Contains(notPersonColumns, c.name) {
 					continue
 				}

@@ -28,6 +28,8 @@ var memberName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 // matcher is the SQL of one provider's declaration.
 type matcher struct {
 	preview, discover, freeze, deleteWorkspace, deleteInstallation string
+	// countFeed and scrubFeed are the change feed's: see feedNamesPerson.
+	countFeed, scrubFeed string
 }
 
 // idn is the identity's id as a JSON number when it is an integer in canonical form (GitHub
@@ -111,6 +113,29 @@ func namesPerson(f ports.PersonFields, payload, identities string) string {
 		WHERE ` + personCondition(f, "o.x", "i.v") + `)`
 }
 
+// feedTombstone is the data of a change erasure scrubbed.
+const feedTombstone = `'{"erased":true}'::jsonb`
+
+// feedNamesPerson is the person fragment of the change feed, whose data is the read API's view
+// of an entity rather than a provider payload, so it matches more widely than namesPerson:
+//   - any string value anywhere equal to an identity's login or e-mail, case-insensitively
+//     (views name people by login in members of their own: "author_login", "committer", …);
+//   - an object with a declared member naming the identity by the provider's rule
+//     (personCondition), where an object with a login member counts as user-shaped too (a
+//     view's {"id", "login", …} user object).
+//
+// Identity values come only from the identities array expression.
+func feedNamesPerson(f ports.PersonFields, data, identities string) string {
+	view := f
+	view.UserShape = append(append([]string(nil), f.UserShape...), f.Logins...)
+	return `EXISTS (SELECT 1
+		FROM jsonb_array_elements(` + identities + `) AS i(v)
+		WHERE EXISTS (SELECT 1 FROM jsonb_path_query(` + data + `, 'strict $.** ? (@.type() == "string")') AS s(x)
+		              WHERE lower(s.x #>> '{}') = lower(i.v->>'login') OR lower(s.x #>> '{}') = lower(i.v->>'email'))
+		   OR EXISTS (SELECT 1 FROM jsonb_path_query(` + data + `, '` + candidates(members(view)) + `') AS o(x)
+		              WHERE ` + personCondition(view, "o.x", "i.v") + `))`
+}
+
 // inNamespace is the provider and namespace fragment.
 func inNamespace(prov, url string) string {
 	return `e.provider = ` + prov + `
@@ -145,6 +170,30 @@ WHERE r.id = $1
 ON CONFLICT DO NOTHING`,
 		deleteWorkspace:    deleteMatches(f, "e.workspace_id IS NOT NULL"),
 		deleteInstallation: deleteMatches(f, "e.workspace_id IS NULL"),
+
+		// countFeed counts the changes scrubFeed would rewrite. $1 workspaces (bigint[]), $2
+		// type prefix, $3 identities (jsonb array).
+		countFeed: `
+SELECT count(*)
+FROM workspace_change c
+WHERE c.workspace_id = ANY($1::bigint[])
+  AND starts_with(c.type, $2)
+  AND c.data <> ` + feedTombstone + `
+  AND ` + feedNamesPerson(f, "c.data", "$3::jsonb"),
+
+		// scrubFeed replaces the data of every change of the provider in the covered
+		// workspaces that names the person by the tombstone; id, xid, type, subject and
+		// occurred_at stay, so cursors and order stay as consumers saw them. $1 erasure id,
+		// $2 workspaces (bigint[]), $3 type prefix.
+		scrubFeed: `
+UPDATE workspace_change c
+SET data = ` + feedTombstone + `
+FROM inbox_erasure r
+WHERE r.id = $1
+  AND c.workspace_id = ANY($2::bigint[])
+  AND starts_with(c.type, $3)
+  AND c.data <> ` + feedTombstone + `
+  AND ` + feedNamesPerson(f, "c.data", "r.identities"),
 	}
 	if len(f.UserShape) > 0 && len(f.Logins) > 0 {
 		// discover lists the (id, login) pairs of the user-shaped objects that name an

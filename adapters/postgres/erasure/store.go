@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -83,13 +84,21 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Mirrors implements ports.ErasureStore: one store per provider, named for it.
+// Mirrors implements ports.ErasureStore: one mirror store per provider, named for it, then the
+// change feed of every provider that declared person fields.
 func (s *Store) Mirrors(p provider.Provider) []erasure.Store {
-	if len(s.mirrors[p.String()]) == 0 {
-		return nil
+	var out []erasure.Store
+	if len(s.mirrors[p.String()]) > 0 {
+		out = append(out, erasure.MirrorStore(p))
 	}
-	return []erasure.Store{erasure.MirrorStore(p)}
+	if _, ok := s.matchers[p.String()]; ok {
+		out = append(out, erasure.ChangeFeed)
+	}
+	return out
 }
+
+// feedTypePrefix is the type prefix of provider p's changes in the feed ("github.", …).
+func feedTypePrefix(p provider.Provider) string { return strings.ToLower(p.String()) + "." }
 
 // matcherOf is the SQL of the scope's provider. Errors: erasure.ErrUnknownSource when the
 // provider declared no person fields.
@@ -194,11 +203,11 @@ func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.Erasu
 			if err != nil {
 				return err
 			}
+			ws, err := workspacesOf(ctx, tx, grown)
+			if err != nil {
+				return err
+			}
 			if mirrors := s.mirrors[scope.Provider().String()]; len(mirrors) > 0 {
-				ws, err := workspacesOf(ctx, tx, grown)
-				if err != nil {
-					return err
-				}
 				var n int64
 				for _, mirror := range mirrors {
 					c, err := mirror.CountPerson(ctx, deliveryinbox.Adopt(tx), ws, grown)
@@ -213,6 +222,11 @@ func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.Erasu
 			if err != nil {
 				return err
 			}
+			var feedRows int64
+			if err := tx.QueryRow(ctx, m.countFeed, ws, feedTypePrefix(grown.Provider()), ids).Scan(&feedRows); err != nil {
+				return pgutil.Interpret("count erasure matches in the change feed", err)
+			}
+			out = append(out, ports.ErasureMatches{Store: erasure.ChangeFeed, Matches: feedRows})
 			var wsRows, instRows int64
 			err = tx.QueryRow(ctx, m.preview, grown.Provider().String(), grown.SourceServerURL(), ids).Scan(&wsRows, &instRows)
 			if err != nil {
@@ -439,12 +453,23 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store era
 		}
 		return tag.RowsAffected(), nil
 	}
-	if store != erasure.MirrorStore(scope.Provider()) {
+	if store != erasure.MirrorStore(scope.Provider()) && store != erasure.ChangeFeed {
 		return 0, fmt.Errorf("erasure pass: store %q is not a store of a %s erasure", store, scope.Provider())
 	}
 	ws, err := workspacesOf(ctx, tx, scope)
 	if err != nil {
 		return 0, err
+	}
+	if store == erasure.ChangeFeed {
+		m, err := s.matcherOf(scope.Provider())
+		if err != nil {
+			return 0, err
+		}
+		tag, err := tx.Exec(ctx, m.scrubFeed, erasureID, ws, feedTypePrefix(scope.Provider()))
+		if err != nil {
+			return 0, pgutil.Interpret("scrub the change feed", err)
+		}
+		return tag.RowsAffected(), nil
 	}
 	var n int64
 	for _, mirror := range s.mirrors[scope.Provider().String()] {
