@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/gin-gonic/gin"
 	. "github.com/onsi/ginkgo/v2"
@@ -40,6 +41,7 @@ var _ = Describe("Connection state changes in the change feed", func() {
 		acme, other int64
 		acmeConn    int64
 		otherConn   int64
+		woken       *atomic.Int64 // the feed's in-process wakes after a commit
 	)
 
 	appConnection := func(ctx context.Context, ws, installation int64) int64 {
@@ -59,7 +61,8 @@ var _ = Describe("Connection state changes in the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		svc, err = management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, conns, support.SecretBox(), nil)
 		Expect(err).NotTo(HaveOccurred())
-		feed, err = changefeed.New(writerPool, nil)
+		woken = &atomic.Int64{}
+		feed, err = changefeed.New(writerPool, func() { woken.Add(1) })
 		Expect(err).NotTo(HaveOccurred())
 		Expect(conns.PublishChanges(feed, managementapi.ConnectionView(svc))).To(Succeed())
 
@@ -103,7 +106,7 @@ var _ = Describe("Connection state changes in the change feed", func() {
 	}
 
 	When("the management API suspends and then activates a connection", func() {
-		It("publishes two connection.state_changed changes, in order, each with the connection as the API answered it", func(ctx SpecContext) {
+		It("publishes two connection.state_changed changes, in order, each with the connection as the API answered it, and wakes the feed after each commit", func(ctx SpecContext) {
 			status, suspended := transition("acme", acmeConn, "suspend")
 			Expect(status).To(Equal(http.StatusOK), string(suspended))
 			status, activated := transition("acme", acmeConn, "activate")
@@ -119,6 +122,7 @@ var _ = Describe("Connection state changes in the change feed", func() {
 			Expect([]string{stateOf(cs[0]), stateOf(cs[1])}).To(Equal([]string{"SUSPENDED", "ACTIVE"}))
 			Expect(cs[0].Data).To(MatchJSON(suspended))
 			Expect(cs[1].Data).To(MatchJSON(activated))
+			Expect(woken.Load()).To(Equal(int64(2)))
 		})
 	})
 
@@ -135,6 +139,7 @@ var _ = Describe("Connection state changes in the change feed", func() {
 			cs := all(ctx, acme)
 			Expect(cs).To(HaveLen(1))
 			Expect(stateOf(cs[0])).To(Equal("SUSPENDED"))
+			Expect(woken.Load()).To(Equal(int64(1)), "only the committed change wakes the feed")
 		})
 	})
 
