@@ -110,9 +110,12 @@ func provideGitHubPersonData(store *githubmirror.Store) githubPersonData {
 
 // provideGitHubMirror is the GitHub mirror store, publishing its changes to the change feed
 // shaped as the read API shows them.
-func provideGitHubMirror(pool *pgxpool.Pool, changes ports.ChangePublisher) (*githubmirror.Store, error) {
+func provideGitHubMirror(pool *pgxpool.Pool, changes ports.ChangePublisher, connections *pgmanagement.Connections) (*githubmirror.Store, error) {
 	store, err := githubmirror.New(pool)
 	if err != nil {
+		return nil, err
+	}
+	if err := store.PublishConnectionStates(connections); err != nil {
 		return nil, err
 	}
 	return store, store.PublishChanges(changes, mirrorapi.Views{})

@@ -74,10 +74,14 @@ func provideSlackPersonData(store *slackmirror.Store) slackPersonData {
 }
 
 // provideSlackMirror is the Slack mirror store, publishing its message changes to the change
-// feed shaped as the read API shows them.
-func provideSlackMirror(pool *pgxpool.Pool, changes ports.ChangePublisher) (*slackmirror.Store, error) {
+// feed shaped as the read API shows them, and its connection state changes through the
+// connection store.
+func provideSlackMirror(pool *pgxpool.Pool, changes ports.ChangePublisher, connections *pgmanagement.Connections) (*slackmirror.Store, error) {
 	store, err := slackmirror.New(pool)
 	if err != nil {
+		return nil, err
+	}
+	if err := store.PublishConnectionStates(connections); err != nil {
 		return nil, err
 	}
 	return store, store.PublishChanges(changes, slackread.Views{})

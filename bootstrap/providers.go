@@ -20,6 +20,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
@@ -269,10 +270,15 @@ func provideStoreConfig(modules []ports.ProviderModule) pgmanagement.Config {
 
 func provideManagement(s instanceSecrets, accounts ports.AccountStore, workspaces ports.WorkspaceStore,
 	connections ports.ConnectionStore, box ports.SecretBox, modules []ports.ProviderModule,
-	checkers []ports.ResourceAccessChecker,
+	checkers []ports.ResourceAccessChecker, store *pgmanagement.Connections, feed *changefeed.Store,
 ) (*management.Service, error) {
-	return management.New(management.Config{AdminToken: s.AdminToken, AccessCheckers: checkers},
+	svc, err := management.New(management.Config{AdminToken: s.AdminToken, AccessCheckers: checkers},
 		accounts, workspaces, connections, box, modules)
+	if err != nil {
+		return nil, err
+	}
+	// connection.state_changed carries the connection as the management API shows it.
+	return svc, store.PublishChanges(feed, managementapi.ConnectionView(svc))
 }
 
 // provideWebhooks lists the providers' receiving sides: one element per provider.

@@ -88,7 +88,12 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	v2 := provideAccessCheckers(repositoryAccess)
-	managementService, err := provideManagement(bootstrapInstanceSecrets, workspaces, workspaces, connections, aesgcm, v, v2)
+	changesSignal := changes.NewSignal()
+	changefeedStore, err := provideChangeStore(pool, changesSignal)
+	if err != nil {
+		return nil, nil, err
+	}
+	managementService, err := provideManagement(bootstrapInstanceSecrets, workspaces, workspaces, connections, aesgcm, v, v2, connections, changefeedStore)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,12 +109,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	changesSignal := changes.NewSignal()
-	changefeedStore, err := provideChangeStore(pool, changesSignal)
-	if err != nil {
-		return nil, nil, err
-	}
-	githubmirrorStore, err := provideGitHubMirror(pool, changefeedStore)
+	githubmirrorStore, err := provideGitHubMirror(pool, changefeedStore, connections)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -119,7 +119,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapGitlabPersonData := provideGitLabPersonData(gitlabmirrorStore)
-	slackmirrorStore, err := provideSlackMirror(pool, changefeedStore)
+	slackmirrorStore, err := provideSlackMirror(pool, changefeedStore, connections)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -36,14 +36,23 @@ const (
 	MaxWait      = 60 * time.Second
 )
 
-var typePattern = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*){2}$`)
+var (
+	typePattern        = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*){2}$`)
+	productTypePattern = regexp.MustCompile(`^connection\.[a-z][a-z0-9_]*$`)
+)
 
-// Type is a change's kind, <provider>.<entity>.<verb> (github.issue.upserted).
+// Type is a change's kind, <provider>.<entity>.<verb> (github.issue.upserted), or
+// <entity>.<verb> for an entity of the product itself rather than of a provider
+// (connection.state_changed; connection is the only such entity).
 type Type struct{ s string }
+
+// ConnectionStateChanged is published when a committed lifecycle transition changed a
+// connection's state.
+var ConnectionStateChanged = MustType("connection.state_changed")
 
 // ParseType validates s. Errors: ErrInvalidType.
 func ParseType(s string) (Type, error) {
-	if !typePattern.MatchString(s) {
+	if !typePattern.MatchString(s) && !productTypePattern.MatchString(s) {
 		return Type{}, fmt.Errorf("%w: %q", ErrInvalidType, s)
 	}
 	return Type{s}, nil

@@ -33,12 +33,12 @@ func TestParseLimitAndWait(t *testing.T) {
 }
 
 func TestTypesAndChanges(t *testing.T) {
-	for _, ok := range []string{"github.issue.upserted", "slack.message.posted", "connection.state.changed"} {
+	for _, ok := range []string{"github.issue.upserted", "slack.message.posted", "connection.state.changed", "connection.state_changed"} {
 		if _, err := change.ParseType(ok); err != nil {
 			t.Errorf("ParseType(%q): %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "github.issue", "GitHub.issue.upserted", "a.b.c.d", "github..upserted"} {
+	for _, bad := range []string{"", "github.issue", "GitHub.issue.upserted", "a.b.c.d", "github..upserted", "issue.upserted", "connection.", "Connection.state_changed"} {
 		if _, err := change.ParseType(bad); !errors.Is(err, change.ErrInvalidType) {
 			t.Errorf("ParseType(%q) accepted", bad)
 		}

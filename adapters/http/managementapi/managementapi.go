@@ -219,6 +219,13 @@ func (h handlers) toConnectionJSON(c ports.StoredConnection) connectionJSON {
 	return out
 }
 
+// ConnectionView is the connection as this API shows it, for the change feed's
+// connection.state_changed (wired into the connection store by bootstrap).
+func ConnectionView(svc *management.Service) func(ports.StoredConnection) any {
+	h := handlers{svc: svc}
+	return func(c ports.StoredConnection) any { return h.toConnectionJSON(c) }
+}
+
 func toConnectionJSON(c ports.StoredConnection) connectionJSON {
 	return connectionJSON{
 		ID:              c.ID,

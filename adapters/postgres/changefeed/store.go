@@ -69,16 +69,33 @@ func (s *Store) Publish(ctx context.Context, tx ports.Tx, workspaceID int64, c c
 	if err != nil {
 		return err
 	}
-	if c.Type().IsZero() {
-		return fmt.Errorf("publish change: %w", change.ErrInvalidChange)
-	}
-	if _, err := ptx.Exec(ctx, publishChange, workspaceID, c.Type().String(), c.Subject(), c.Data()); err != nil {
-		return pgutil.Interpret("publish change", err)
+	if err := s.PublishInTx(ctx, ptx, workspaceID, c); err != nil {
+		return err
 	}
 	if s.committed != nil {
 		return deliveryinbox.AfterCommit(tx, s.committed)
 	}
 	return nil
+}
+
+// PublishInTx publishes c in a plain pgx transaction of another adapter (the same statement as
+// Publish). The caller owns the transaction, so it calls Committed after it commits.
+func (s *Store) PublishInTx(ctx context.Context, tx pgx.Tx, workspaceID int64, c change.Change) error {
+	if c.Type().IsZero() {
+		return fmt.Errorf("publish change: %w", change.ErrInvalidChange)
+	}
+	if _, err := tx.Exec(ctx, publishChange, workspaceID, c.Type().String(), c.Subject(), c.Data()); err != nil {
+		return pgutil.Interpret("publish change", err)
+	}
+	return nil
+}
+
+// Committed is the in-process wake after a transaction that published through PublishInTx
+// committed.
+func (s *Store) Committed() {
+	if s.committed != nil {
+		s.committed()
+	}
 }
 
 // readOnlySnapshot reads the horizon and the page in one snapshot, so retention cannot delete

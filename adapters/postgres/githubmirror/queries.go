@@ -286,7 +286,8 @@ LIMIT 1
 FOR UPDATE`
 
 const setAppConnectionState = `
-UPDATE connection SET state = $2, updated_at = now() WHERE id = $1 AND kind = 'GITHUB_APP'`
+UPDATE connection SET state = $2, updated_at = now() WHERE id = $1 AND kind = 'GITHUB_APP'
+RETURNING workspace_id`
 
 const recordInstallation = `
 INSERT INTO github_installation AS t (installation_id, account_id, account_login, account_type, target_type,

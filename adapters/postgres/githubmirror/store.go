@@ -35,6 +35,8 @@ var _ handlers.Store = (*Store)(nil)
 type Store struct {
 	pool *pgxpool.Pool
 	feed feed // the change feed's publisher (changes.go); zero: no publishing
+	// connections publishes connection.state_changed; nil: no publishing.
+	connections ConnectionStatePublisher
 }
 
 // New makes the store on pool.
@@ -369,8 +371,36 @@ func (s *Store) LockAppConnection(ctx context.Context, tx ports.Tx, installation
 }
 
 // SetAppConnectionState implements handlers.InstallationWriter.
+// The handler sets a state only when the state machine moved it, so each call is a change: with
+// a connection publisher wired it publishes connection.state_changed in the same transaction.
 func (s *Store) SetAppConnectionState(ctx context.Context, tx ports.Tx, connectionID int64, st connection.State) error {
-	return exec(ctx, tx, "set github app connection state", setAppConnectionState, connectionID, st.String())
+	ptx, err := txOf(tx)
+	if err != nil {
+		return err
+	}
+	var ws int64
+	if err := ptx.QueryRow(ctx, setAppConnectionState, connectionID, st.String()).Scan(&ws); err != nil {
+		return pgutil.Interpret("set github app connection state", err)
+	}
+	if s.connections == nil {
+		return nil
+	}
+	return s.connections.PublishConnectionState(ctx, tx, ws, connectionID)
+}
+
+// ConnectionStatePublisher publishes connection.state_changed for a connection whose state tx
+// has just changed (the management connection store).
+type ConnectionStatePublisher interface {
+	PublishConnectionState(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error
+}
+
+// PublishConnectionStates makes SetAppConnectionState publish through p.
+func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
+	if p == nil {
+		return errors.New("github mirror: nil connection state publisher")
+	}
+	s.connections = p
+	return nil
 }
 
 // RecordInstallation implements handlers.InstallationWriter.

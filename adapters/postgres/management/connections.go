@@ -19,6 +19,7 @@ import (
 type Connections struct {
 	pool  *pgxpool.Pool
 	kinds kinds
+	feed  connectionFeed // connectionchanges.go
 }
 
 var _ ports.ConnectionStore = (*Connections)(nil)
@@ -183,6 +184,7 @@ func (s *Connections) lock(ctx context.Context, tx pgx.Tx, workspaceID, id int64
 func (s *Connections) Transition(ctx context.Context, workspaceID, id int64,
 	next func(current connection.State) (connection.State, error),
 ) (out ports.StoredConnection, err error) {
+	var published bool
 	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		c, err := s.lock(ctx, tx, workspaceID, id)
 		if err != nil {
@@ -197,10 +199,20 @@ func (s *Connections) Transition(ctx context.Context, workspaceID, id int64,
 		if conflict := sourceConflict(err); conflict != nil {
 			return conflict
 		}
-		return pgutil.Interpret("set connection state", err)
+		if err != nil {
+			return pgutil.Interpret("set connection state", err)
+		}
+		published = s.feed.pub != nil && out.State != c.State
+		if published {
+			return s.publishState(ctx, tx, out)
+		}
+		return nil
 	})
 	if err != nil {
 		return ports.StoredConnection{}, err
+	}
+	if published {
+		s.feed.pub.Committed()
 	}
 	return out, nil
 }

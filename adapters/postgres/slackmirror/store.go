@@ -25,6 +25,8 @@ var _ handlers.Store = (*Store)(nil)
 type Store struct {
 	pool *pgxpool.Pool
 	feed feed // the change feed's publisher (changes.go); zero: no publishing
+	// connections publishes connection.state_changed; nil: no publishing.
+	connections ConnectionStatePublisher
 }
 
 // New makes the store; pool serves the reads.
@@ -185,7 +187,26 @@ func (s *Store) SetConnectionState(ctx context.Context, tx ports.Tx, ws, connect
 	if err == nil && n == 0 {
 		return ports.ErrNotFound
 	}
-	return err
+	if err != nil || s.connections == nil {
+		return err
+	}
+	// The handler sets a state only when the state machine moved it: each call is a change.
+	return s.connections.PublishConnectionState(ctx, tx, ws, connectionID)
+}
+
+// ConnectionStatePublisher publishes connection.state_changed for a connection whose state tx
+// has just changed (the management connection store).
+type ConnectionStatePublisher interface {
+	PublishConnectionState(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error
+}
+
+// PublishConnectionStates makes SetConnectionState publish through p.
+func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
+	if p == nil {
+		return errors.New("slack mirror: nil connection state publisher")
+	}
+	s.connections = p
+	return nil
 }
 
 func (s *Store) EraseTeam(ctx context.Context, tx ports.Tx, ws int64, teamID string) error {
