@@ -3,6 +3,8 @@ package pgutil
 import (
 	"context"
 
+	"github.com/hephaestus-dev/hephaestus/domain/erasure"
+
 	"github.com/jackc/pgx/v5"
 )
 
@@ -63,4 +65,20 @@ func ErasePerson(ctx context.Context, tx pgx.Tx, rules []PersonRule, args pgx.Na
 		total += tag.RowsAffected()
 	}
 	return total, nil
+}
+
+// PersonIDArgs are the rule parameters of a provider that names a person by an exact string id
+// only (Slack member ids, Outline user ids): @workspaces (bigint[]) and @ids (text[]), never
+// NULL, so "= ANY" matches nothing rather than failing.
+func PersonIDArgs(workspaces []int64, scope erasure.Scope) pgx.NamedArgs {
+	ids := []string{}
+	for _, i := range scope.Identities() {
+		if i.ID() != "" {
+			ids = append(ids, i.ID())
+		}
+	}
+	if workspaces == nil {
+		workspaces = []int64{}
+	}
+	return pgx.NamedArgs{"workspaces": workspaces, "ids": ids}
 }

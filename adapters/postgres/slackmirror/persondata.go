@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
@@ -27,26 +25,13 @@ var slackPersonData = []pgutil.PersonRule{
 // Provider implements ports.PersonDataStore.
 func (s *Store) Provider() provider.Provider { return slack.Provider }
 
-func personArgs(workspaces []int64, scope erasure.Scope) pgx.NamedArgs {
-	ids := []string{}
-	for _, i := range scope.Identities() {
-		if i.ID() != "" {
-			ids = append(ids, i.ID())
-		}
-	}
-	if workspaces == nil {
-		workspaces = []int64{}
-	}
-	return pgx.NamedArgs{"workspaces": workspaces, "ids": ids}
-}
-
 // CountPerson implements ports.PersonDataStore.
 func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
 		return 0, err
 	}
-	return pgutil.CountPerson(ctx, ptx, slackPersonData, personArgs(workspaces, scope))
+	return pgutil.CountPerson(ctx, ptx, slackPersonData, pgutil.PersonIDArgs(workspaces, scope))
 }
 
 // ErasePerson implements ports.PersonDataStore.
@@ -55,7 +40,7 @@ func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64
 	if err != nil {
 		return 0, err
 	}
-	n, err := pgutil.ErasePerson(ctx, ptx, slackPersonData, personArgs(workspaces, scope))
+	n, err := pgutil.ErasePerson(ctx, ptx, slackPersonData, pgutil.PersonIDArgs(workspaces, scope))
 	if err != nil {
 		return 0, fmt.Errorf("erase slack person data: %w", err)
 	}
