@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/application/periodic"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -91,18 +92,12 @@ func New(cfg Config, store ports.AccessRecheckStore, lease ports.SingletonLease,
 
 // Run makes a pass at once and then every Interval until ctx ends, then returns nil.
 func (r *Recheck) Run(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
-		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warnw("access recheck failed; it runs again at the next interval", "owner", r.cfg.Owner, "error", err.Error())
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return periodic.Every(ctx, r.cfg.Interval, func(ctx context.Context) error {
+		_, err := r.RunOnce(ctx)
+		return err
+	}, func(err error) {
+		r.log.Warnw("access recheck failed; it runs again at the next interval", "owner", r.cfg.Owner, "error", err.Error())
+	})
 }
 
 // Stats is what one pass did.

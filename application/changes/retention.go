@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/application/periodic"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -65,18 +66,12 @@ func NewRetention(cfg RetentionConfig, store ports.ChangeRetentionStore, lease p
 
 // Run makes a pass at once and then every Interval until ctx ends, then returns nil.
 func (r *Retention) Run(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
-		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warnw("change retention failed; it runs again at the next interval", "owner", r.cfg.Owner, "error", err.Error())
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return periodic.Every(ctx, r.cfg.Interval, func(ctx context.Context) error {
+		_, err := r.RunOnce(ctx)
+		return err
+	}, func(err error) {
+		r.log.Warnw("change retention failed; it runs again at the next interval", "owner", r.cfg.Owner, "error", err.Error())
+	})
 }
 
 // RunOnce deletes every change older than Keep if this server holds (or takes) the lease,

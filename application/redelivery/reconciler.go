@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/application/periodic"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -73,18 +74,12 @@ func New(cfg Config, deliveries ports.HookDeliveries, store ports.RedeliveryStor
 
 // Run makes a run at once and then every Interval until ctx ends, then returns nil.
 func (r *Reconciler) Run(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
-		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warnw("github redelivery run failed; it runs again at the next interval", "owner", r.cfg.Owner, "error", err.Error())
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return periodic.Every(ctx, r.cfg.Interval, func(ctx context.Context) error {
+		_, err := r.RunOnce(ctx)
+		return err
+	}, func(err error) {
+		r.log.Warnw("github redelivery run failed; it runs again at the next interval", "owner", r.cfg.Owner, "error", err.Error())
+	})
 }
 
 // Stats is what one run did.
