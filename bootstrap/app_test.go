@@ -18,8 +18,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/server"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 )
 
 // freeAddr returns a loopback address with a port that was free a moment ago.

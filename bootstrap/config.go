@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/api"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
@@ -415,7 +415,7 @@ func (r *reader) gitHubAppKey(appID int64) string {
 	case !inline:
 		return ""
 	}
-	if _, err := api.ParseAppPrivateKey([]byte(pemText)); err != nil {
+	if _, err := githubapi.ParseAppPrivateKey([]byte(pemText)); err != nil {
 		r.fail(name, "is not a PEM-encoded RSA private key")
 		return ""
 	}

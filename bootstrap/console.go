@@ -11,8 +11,8 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
-	"github.com/hephaestus-dev/hephaestus/application/erasure"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -27,7 +27,7 @@ func provideConsoleSessions(pool *pgxpool.Pool) (*consolesession.Store, error) {
 type consoleRoutes routeRegistration
 
 func provideConsoleRoutes(s instanceSecrets, sessions *consolesession.Store, manage *management.Service,
-	dead *deadletters.Service, erasures *erasure.Service, members ports.WorkspaceStore, feed *changes.Feed, log ports.Logger,
+	dead *deadletters.Service, erasures *personerasure.Service, members ports.WorkspaceStore, feed *changes.Feed, log ports.Logger,
 ) consoleRoutes {
 	return func(r gin.IRouter) error {
 		return console.Register(r, console.Config{Management: manage, Dead: dead, Erasures: erasures,

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 )
 
 // RotateCredentials re-seals every connection secret that is not sealed under the first key of
@@ -19,35 +19,35 @@ import (
 // sealed with it); run this command; then drop the old key. Legacy values (sealed before key
 // ids) are re-sealed too. Errors: a secret no configured key opens (the others are re-sealed),
 // the database.
-func RotateCredentials(ctx context.Context, cfg Config, log *zap.Logger, console io.Writer) (_ pgmanagement.ResealResult, err error) {
+func RotateCredentials(ctx context.Context, cfg Config, log *zap.Logger, console io.Writer) (_ managementstore.ResealResult, err error) {
 	srv, err := startServer(ctx, cfg, log, false)
 	if err != nil {
-		return pgmanagement.ResealResult{}, err
+		return managementstore.ResealResult{}, err
 	}
 	defer func() { err = errors.Join(err, srv.close()) }()
 	secrets, err := resolveSecrets(cfg, log, console)
 	if err != nil {
-		return pgmanagement.ResealResult{}, err
+		return managementstore.ResealResult{}, err
 	}
 	box, err := provideSecretBox(secrets)
 	if err != nil {
-		return pgmanagement.ResealResult{}, err
+		return managementstore.ResealResult{}, err
 	}
 	pcfg, err := pgxpool.ParseConfig(srv.url)
 	if err != nil {
-		return pgmanagement.ResealResult{}, fmt.Errorf("parse database URL: %w", err)
+		return managementstore.ResealResult{}, fmt.Errorf("parse database URL: %w", err)
 	}
 	pcfg.MaxConns = 2
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "hephaestus rotate-credentials"
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return pgmanagement.ResealResult{}, fmt.Errorf("open database pool: %w", err)
+		return managementstore.ResealResult{}, fmt.Errorf("open database pool: %w", err)
 	}
 	defer pool.Close()
 	if err := waitForDatabase(ctx, pool, log); err != nil {
-		return pgmanagement.ResealResult{}, err
+		return managementstore.ResealResult{}, err
 	}
-	res, err := pgmanagement.ResealSecrets(ctx, pool, box, pgmanagement.ResealAll)
+	res, err := managementstore.ResealSecrets(ctx, pool, box, managementstore.ResealAll)
 	log.Info("rotated connection secrets", zap.Int("checked", res.Checked), zap.Int("resealed", res.Resealed))
 	return res, err
 }
@@ -62,7 +62,7 @@ func migrateLegacySecrets(ctx context.Context, pool *pgxpool.Pool, s instanceSec
 	if err != nil {
 		return // the service graph reports it
 	}
-	res, err := pgmanagement.ResealSecrets(ctx, pool, box, pgmanagement.ResealLegacy)
+	res, err := managementstore.ResealSecrets(ctx, pool, box, managementstore.ResealLegacy)
 	if err != nil {
 		log.Warn("connection secrets sealed before key ids were not all migrated; they still open",
 			zap.Int("resealed", res.Resealed), zap.Error(err))

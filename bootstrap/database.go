@@ -14,7 +14,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/embedded"
+	"github.com/hephaestus-dev/hephaestus/internal/pgembedded"
 )
 
 const (
@@ -55,9 +55,9 @@ func ConfigureMainPool(cfg *pgxpool.Config) {
 // the embedded cluster under the data dir.
 type dbServer struct {
 	url     string
-	cluster *embedded.Cluster // nil for an external server
-	stop    bool              // stop the cluster on close (we started or adopted it)
-	unlock  func()            // releases the data dir lock; nil for an external server
+	cluster *pgembedded.Cluster // nil for an external server
+	stop    bool                // stop the cluster on close (we started or adopted it)
+	unlock  func()              // releases the data dir lock; nil for an external server
 	log     *zap.Logger
 }
 
@@ -70,7 +70,7 @@ func startServer(ctx context.Context, cfg Config, log *zap.Logger, exclusive boo
 	}
 	// Look for the binaries first: without them the embedded package's one-paragraph
 	// message (install postgresql or set DATABASE_URL) is the whole answer.
-	binDir, err := embedded.FindBinaries("")
+	binDir, err := pgembedded.FindBinaries("")
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func startServer(ctx context.Context, cfg Config, log *zap.Logger, exclusive boo
 			"stop it, or give this one its own %s", cfg.DataDir, filepath.Join(cfg.DataDir, lockFile), EnvDataDir)
 	}
 	log = log.With(zap.String("component", "embedded-postgres"))
-	opts := embedded.Options{
+	opts := pgembedded.Options{
 		DataDir: filepath.Join(cfg.DataDir, EmbeddedSubdir),
 		BinDir:  binDir,
 		Durable: true, // the default database keeps real data between runs
@@ -92,19 +92,19 @@ func startServer(ctx context.Context, cfg Config, log *zap.Logger, exclusive boo
 	s := &dbServer{log: log, unlock: unlock}
 	if !held {
 		// A serve of ours runs the cluster: use it and leave it to that serve.
-		c, err := embedded.Attach(opts)
+		c, err := pgembedded.Attach(opts)
 		if err != nil {
 			return nil, fmt.Errorf("use the embedded PostgreSQL of the running server: %w", err)
 		}
 		s.cluster, s.url = c, c.URL()
 		return s, nil
 	}
-	c, err := embedded.Start(ctx, opts)
-	if errors.Is(err, embedded.ErrAlreadyRunning) {
+	c, err := pgembedded.Start(ctx, opts)
+	if errors.Is(err, pgembedded.ErrAlreadyRunning) {
 		// We hold the data dir lock, so no process of ours owns this server: it was left
 		// running by a run that was killed. Adopt it, and stop it when we stop.
 		log.Warn("adopting a PostgreSQL server left running by an earlier run", zap.Error(err))
-		c, err = embedded.Attach(opts)
+		c, err = pgembedded.Attach(opts)
 	}
 	if err != nil {
 		unlock()

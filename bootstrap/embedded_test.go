@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/embedded"
+	"github.com/hephaestus-dev/hephaestus/internal/pgembedded"
 )
 
 var _ = Describe("The embedded default database", func() {
@@ -29,10 +29,10 @@ var _ = Describe("The embedded default database", func() {
 		Expect(cfg.Embedded()).To(BeTrue())
 		core, logs := observer.New(zapcore.InfoLevel)
 		console := &bytes.Buffer{}
-		clusterOpts := embedded.Options{DataDir: filepath.Join(dataDir, EmbeddedSubdir)}
+		clusterOpts := pgembedded.Options{DataDir: filepath.Join(dataDir, EmbeddedSubdir)}
 		DeferCleanup(func(ctx SpecContext) {
 			// Never leave a server behind, whatever failed.
-			if c, err := embedded.Attach(clusterOpts); err == nil {
+			if c, err := pgembedded.Attach(clusterOpts); err == nil {
 				_ = c.Stop(ctx)
 			}
 		})
@@ -62,8 +62,8 @@ var _ = Describe("The embedded default database", func() {
 			whileServing()
 			cancel()
 			Eventually(result).WithTimeout(2 * time.Minute).Should(Receive(BeNil()))
-			_, err = embedded.Attach(clusterOpts)
-			Expect(err).To(MatchError(embedded.ErrNotRunning), "the cluster is stopped with the server")
+			_, err = pgembedded.Attach(clusterOpts)
+			Expect(err).To(MatchError(pgembedded.ErrNotRunning), "the cluster is stopped with the server")
 		}
 
 		serveOnce(func() { Expect(createAcme()).To(Equal(201)) })

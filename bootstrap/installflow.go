@@ -9,10 +9,10 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
 
-	githuboauth "github.com/hephaestus-dev/hephaestus/adapters/github/oauth"
-	httpinstall "github.com/hephaestus-dev/hephaestus/adapters/http/installflow"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
-	slackoauth "github.com/hephaestus-dev/hephaestus/adapters/slack/oauth"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githuboauth"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/installapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackoauth"
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -20,8 +20,8 @@ import (
 
 // installFlowSet is the GitHub App and Slack install flows and their routes.
 var installFlowSet = wire.NewSet(
-	pgmanagement.NewInstallStates,
-	wire.Bind(new(ports.InstallStateStore), new(*pgmanagement.InstallStates)),
+	managementstore.NewInstallStates,
+	wire.Bind(new(ports.InstallStateStore), new(*managementstore.InstallStates)),
 	provideGitHubInstallAuthority,
 	provideSlackInstallAuthority,
 	provideInstallFlows,
@@ -79,7 +79,7 @@ type installRoutes routeRegistration
 
 func provideInstallRoutes(flows *installflow.Service, mgmt *management.Service) installRoutes {
 	return func(r gin.IRouter) error {
-		httpinstall.Register(r, flows, mgmt)
+		installapi.Register(r, flows, mgmt)
 		return nil
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/server"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 )
 
 // Unauthenticated per-connection webhooks read their connection before verifying; a flood of

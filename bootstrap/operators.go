@@ -8,24 +8,24 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
-	pgdeadletters "github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
-	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
-	"github.com/hephaestus-dev/hephaestus/application/erasure"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // operatorSet is the dead-letter API, the inbox overview and person erasure with its runner.
 var operatorSet = wire.NewSet(
-	pgdeadletters.New,
-	wire.Bind(new(ports.DeadLetterReader), new(*pgdeadletters.Reader)),
+	deadletterstore.New,
+	wire.Bind(new(ports.DeadLetterReader), new(*deadletterstore.Reader)),
 	provideDeadLetters,
 	provideErasureConfig,
-	pgerasure.New,
-	wire.Bind(new(ports.ErasureStore), new(*pgerasure.Store)),
+	erasurestore.New,
+	wire.Bind(new(ports.ErasureStore), new(*erasurestore.Store)),
 	provideErasureRunner,
 	provideErasures,
 	provideOperatorRoutes,
@@ -39,8 +39,8 @@ type personData struct {
 
 // provideErasureConfig collects the providers' person-data declarations; installation rows
 // carry admission's default source (GitHub App installations).
-func provideErasureConfig(gh githubPersonData, gl gitlabPersonData, sl slackPersonData, ol outlinePersonData, adm admission.Config) pgerasure.Config {
-	cfg := pgerasure.Config{InstallationNamespaces: map[string]string{}}
+func provideErasureConfig(gh githubPersonData, gl gitlabPersonData, sl slackPersonData, ol outlinePersonData, adm admission.Config) erasurestore.Config {
+	cfg := erasurestore.Config{InstallationNamespaces: map[string]string{}}
 	for _, d := range []personData{personData(gh), personData(gl), personData(sl), personData(ol)} {
 		cfg.Fields = append(cfg.Fields, d.fields)
 		cfg.Mirrors = append(cfg.Mirrors, d.store)
@@ -53,18 +53,18 @@ func provideDeadLetters(reader ports.DeadLetterReader, inbox ports.InboxStore, w
 	return deadletters.New(reader, inbox, wake)
 }
 
-func provideErasureRunner(store ports.ErasureStore, log ports.Logger) (*erasure.Runner, error) {
-	return erasure.NewRunner(erasure.RunnerConfig{}, store, log)
+func provideErasureRunner(store ports.ErasureStore, log ports.Logger) (*personerasure.Runner, error) {
+	return personerasure.NewRunner(personerasure.RunnerConfig{}, store, log)
 }
 
-func provideErasures(store ports.ErasureStore, runner *erasure.Runner) (*erasure.Service, error) {
-	return erasure.New(store, runner)
+func provideErasures(store ports.ErasureStore, runner *personerasure.Runner) (*personerasure.Service, error) {
+	return personerasure.New(store, runner)
 }
 
 // operatorRoutes mounts the operator API.
 type operatorRoutes routeRegistration
 
-func provideOperatorRoutes(manage *management.Service, dead *deadletters.Service, erasures *erasure.Service, log ports.Logger) operatorRoutes {
+func provideOperatorRoutes(manage *management.Service, dead *deadletters.Service, erasures *personerasure.Service, log ports.Logger) operatorRoutes {
 	return func(r gin.IRouter) error {
 		operatorapi.Register(r, manage, dead, erasures, log)
 		return nil

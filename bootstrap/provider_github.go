@@ -11,11 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/api"
-	ghhandlers "github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -38,8 +38,8 @@ func provideGitHubWebhook(cfg Config) (*github.Webhook, error) {
 
 // provideGitHubAccess checks GITHUB_PAT subscriptions with the connection's token against
 // HEPHAESTUS_GITHUB_API_URL (GET /repositories/{id}).
-func provideGitHubAccess(cfg Config) (*api.RepositoryAccess, error) {
-	a, err := api.NewRepositoryAccess(api.AccessConfig{BaseURL: cfg.GitHubAPIURL})
+func provideGitHubAccess(cfg Config) (*githubapi.RepositoryAccess, error) {
+	a, err := githubapi.NewRepositoryAccess(githubapi.AccessConfig{BaseURL: cfg.GitHubAPIURL})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvGitHubAPIURL, err)
 	}
@@ -51,15 +51,15 @@ type githubHandlers handlerRegistration
 
 // provideGitHubApp is the App authentication of HEPHAESTUS_GITHUB_APP_PRIVATE_KEY (or _FILE)
 // and HEPHAESTUS_GITHUB_APP_ID against HEPHAESTUS_GITHUB_API_URL; nil without a key.
-func provideGitHubApp(cfg Config) (*api.App, error) {
+func provideGitHubApp(cfg Config) (*githubapi.App, error) {
 	if cfg.GitHubAppPrivateKey == "" {
 		return nil, nil
 	}
-	key, err := api.ParseAppPrivateKey([]byte(cfg.GitHubAppPrivateKey))
+	key, err := githubapi.ParseAppPrivateKey([]byte(cfg.GitHubAppPrivateKey))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvGitHubAppPrivateKey, err)
 	}
-	app, err := api.NewApp(api.AppConfig{BaseURL: cfg.GitHubAPIURL, AppID: strconv.FormatInt(cfg.GitHubAppID, 10), Key: key})
+	app, err := githubapi.NewApp(githubapi.AppConfig{BaseURL: cfg.GitHubAPIURL, AppID: strconv.FormatInt(cfg.GitHubAppID, 10), Key: key})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvGitHubAPIURL, err)
 	}
@@ -73,13 +73,13 @@ func provideGitHubApp(cfg Config) (*api.App, error) {
 // of the delivery's installation for an App workspace, the verified PAT for a PAT workspace,
 // and the static token only when no App key is configured. With App authentication the
 // installation handler verifies the installation's status with the App.
-func provideGitHubHandlers(cfg Config, inbox ports.DeliveryInbox, store *githubmirror.Store, app *api.App,
-	secrets *pgmanagement.LiveSecrets, log ports.Logger,
+func provideGitHubHandlers(cfg Config, inbox ports.DeliveryInbox, store *githubmirror.Store, app *githubapi.App,
+	secrets *managementstore.LiveSecrets, log ports.Logger,
 ) (githubHandlers, error) {
-	deps := ghhandlers.Deps{Inbox: inbox, Store: store, Log: log}
+	deps := githubhandlers.Deps{Inbox: inbox, Store: store, Log: log}
 	if app != nil || cfg.GitHubAPIToken != "" {
-		creds := &api.Credentials{App: app, Store: secrets, Static: cfg.GitHubAPIToken}
-		client, err := api.New(api.Config{BaseURL: cfg.GitHubAPIURL, Token: creds.Token})
+		creds := &githubapi.Credentials{App: app, Store: secrets, Static: cfg.GitHubAPIToken}
+		client, err := githubapi.New(githubapi.Config{BaseURL: cfg.GitHubAPIURL, Token: creds.Token})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", EnvGitHubAPIURL, err)
 		}
@@ -88,7 +88,7 @@ func provideGitHubHandlers(cfg Config, inbox ports.DeliveryInbox, store *githubm
 	if app != nil {
 		deps.Installations = app
 	}
-	return func(reg handlerRegistry) error { return ghhandlers.Register(reg, deps) }, nil
+	return func(reg handlerRegistry) error { return githubhandlers.Register(reg, deps) }, nil
 }
 
 // githubRoutes mounts the GitHub read API.
@@ -110,7 +110,7 @@ func provideGitHubPersonData(store *githubmirror.Store) githubPersonData {
 
 // provideGitHubMirror is the GitHub mirror store, publishing its changes to the change feed
 // shaped as the read API shows them.
-func provideGitHubMirror(pool *pgxpool.Pool, changes ports.ChangePublisher, connections *pgmanagement.Connections) (*githubmirror.Store, error) {
+func provideGitHubMirror(pool *pgxpool.Pool, changes ports.ChangePublisher, connections *managementstore.Connections) (*githubmirror.Store, error) {
 	store, err := githubmirror.New(pool)
 	if err != nil {
 		return nil, err

@@ -11,10 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/api"
-	gitlabhandlers "github.com/hephaestus-dev/hephaestus/adapters/gitlab/handlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/gitlabread"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/gitlabmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -49,7 +49,7 @@ func provideGitLabHandlers(cfg Config, inbox ports.DeliveryInbox, store *gitlabm
 	switch {
 	case cfg.GitLabAPIURL != "" && cfg.GitLabAPIToken != "":
 		token := cfg.GitLabAPIToken
-		client, err := api.New(api.Config{BaseURL: cfg.GitLabAPIURL,
+		client, err := gitlabapi.New(gitlabapi.Config{BaseURL: cfg.GitLabAPIURL,
 			Token: func(context.Context) (string, error) { return token, nil }})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", EnvGitLabAPIURL, err)

@@ -7,10 +7,10 @@ import (
 	"github.com/google/wire"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/outlineread"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
-	outlinehandlers "github.com/hephaestus-dev/hephaestus/adapters/outline/handlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/outlinemirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineread"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )

@@ -10,11 +10,11 @@ import (
 	"github.com/google/wire"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/slackread"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
-	slackhandlers "github.com/hephaestus-dev/hephaestus/adapters/slack/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -43,7 +43,7 @@ type slackHandlers handlerRegistration
 // the instance administrator creates the connection); HEPHAESTUS_SLACK_BOT_TOKEN is only the
 // fallback for a connection that stores none. A team with neither gets no Web API call; every
 // database step runs as specified either way.
-func provideSlackHandlers(cfg Config, inbox ports.DeliveryInbox, store *slackmirror.Store, secrets *pgmanagement.LiveSecrets, log ports.Logger) (slackHandlers, error) {
+func provideSlackHandlers(cfg Config, inbox ports.DeliveryInbox, store *slackmirror.Store, secrets *managementstore.LiveSecrets, log ports.Logger) (slackHandlers, error) {
 	stored := func(ctx context.Context, workspaceID int64, teamID string) (string, bool, error) {
 		token, found, err := secrets.LiveSecret(ctx, workspaceID, slack.Kind, teamID)
 		return string(token), found, err
@@ -76,7 +76,7 @@ func provideSlackPersonData(store *slackmirror.Store) slackPersonData {
 // provideSlackMirror is the Slack mirror store, publishing its message changes to the change
 // feed shaped as the read API shows them, and its connection state changes through the
 // connection store.
-func provideSlackMirror(pool *pgxpool.Pool, changes ports.ChangePublisher, connections *pgmanagement.Connections) (*slackmirror.Store, error) {
+func provideSlackMirror(pool *pgxpool.Pool, changes ports.ChangePublisher, connections *managementstore.Connections) (*slackmirror.Store, error) {
 	store, err := slackmirror.New(pool)
 	if err != nil {
 		return nil, err

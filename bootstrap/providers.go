@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	githubapi "github.com/hephaestus-dev/hephaestus/adapters/github/api"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/apidoc"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
@@ -23,7 +23,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
@@ -32,8 +32,8 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
-	"github.com/hephaestus-dev/hephaestus/application/erasure"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/application/redelivery"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -81,19 +81,19 @@ var managementSet = wire.NewSet(
 	provideSecretBox,
 	wire.Bind(new(ports.SecretBox), new(*secrets.AESGCM)),
 	provideStoreConfig,
-	pgmanagement.NewWorkspaces,
-	wire.Bind(new(ports.AccountStore), new(*pgmanagement.Workspaces)),
-	wire.Bind(new(ports.WorkspaceStore), new(*pgmanagement.Workspaces)),
-	pgmanagement.NewConnections,
-	wire.Bind(new(ports.ConnectionStore), new(*pgmanagement.Connections)),
+	managementstore.NewWorkspaces,
+	wire.Bind(new(ports.AccountStore), new(*managementstore.Workspaces)),
+	wire.Bind(new(ports.WorkspaceStore), new(*managementstore.Workspaces)),
+	managementstore.NewConnections,
+	wire.Bind(new(ports.ConnectionStore), new(*managementstore.Connections)),
 	provideSourceDirectory,
-	wire.Bind(new(ports.ConnectionDirectory), new(*pgmanagement.SourceDirectory)),
+	wire.Bind(new(ports.ConnectionDirectory), new(*managementstore.SourceDirectory)),
 	// The provider clients' per-workspace credentials (Slack bot tokens, GitHub PATs).
-	pgmanagement.NewLiveSecrets,
+	managementstore.NewLiveSecrets,
 	provideAccessCheckers,
 	provideManagement,
 	provideAccessRecheck,
-	pgmanagement.NewRedeliveries,
+	managementstore.NewRedeliveries,
 	provideRedelivery,
 )
 
@@ -147,8 +147,8 @@ func provideAdmissionStore(pool admissionPool) (*admissionstore.Store, error) {
 // (GitLab, Outline: read the URL's connection and open its secret before verifying) on a
 // pool of their own, so a flood of random ids or tokens waits for those few connections and
 // never for the ones the claimers, the renewer and the reaper use.
-func provideSourceDirectory(pool lookupPool, box ports.SecretBox, cfg pgmanagement.Config) (*pgmanagement.SourceDirectory, error) {
-	return pgmanagement.NewSourceDirectory(pool.Pool, box, cfg)
+func provideSourceDirectory(pool lookupPool, box ports.SecretBox, cfg managementstore.Config) (*managementstore.SourceDirectory, error) {
+	return managementstore.NewSourceDirectory(pool.Pool, box, cfg)
 }
 
 func provideInboxStore(pool *pgxpool.Pool) (*inboxstore.Store, error) {
@@ -184,7 +184,7 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 // (claimers, renewer, reaper, retention), the person-erasure runner, the access recheck, the
 // change feed (its Run ends the open feed streams when the server stops) and its retention, and
 // the GitHub redelivery reconciler when App authentication is configured.
-func provideRunners(c *consumer.Consumer, e *erasure.Runner, a *accessrecheck.Recheck, cf *changes.Feed, cr *changes.Retention,
+func provideRunners(c *consumer.Consumer, e *personerasure.Runner, a *accessrecheck.Recheck, cf *changes.Feed, cr *changes.Retention,
 	g *redelivery.Reconciler,
 ) []Runner {
 	runners := []Runner{c, e, a, cf, cr}
@@ -196,7 +196,7 @@ func provideRunners(c *consumer.Consumer, e *erasure.Runner, a *accessrecheck.Re
 
 // provideRedelivery is the GitHub redelivery reconciler, on the one server holding its
 // singleton lease; nil (not run) without App authentication.
-func provideRedelivery(cfg Config, app *githubapi.App, store *pgmanagement.Redeliveries, lease *inboxstore.Store,
+func provideRedelivery(cfg Config, app *githubapi.App, store *managementstore.Redeliveries, lease *inboxstore.Store,
 	metrics *telemetry.Metrics, log ports.Logger,
 ) (*redelivery.Reconciler, error) {
 	if app == nil {
@@ -214,7 +214,7 @@ func provideAccessCheckers(gh *githubapi.RepositoryAccess) []ports.ResourceAcces
 
 // provideAccessRecheck is the periodic recheck of those subscriptions, on the one server
 // holding its singleton lease (taken like retention's, through the inbox store).
-func provideAccessRecheck(cfg Config, store *pgmanagement.Connections, lease *inboxstore.Store, box ports.SecretBox,
+func provideAccessRecheck(cfg Config, store *managementstore.Connections, lease *inboxstore.Store, box ports.SecretBox,
 	checkers []ports.ResourceAccessChecker, log ports.Logger, clock ports.Clock,
 ) (*accessrecheck.Recheck, error) {
 	return accessrecheck.New(accessrecheck.Config{Owner: cfg.ServerID, Interval: cfg.AccessRecheckInterval},
@@ -260,17 +260,17 @@ func provideSecretBox(s instanceSecrets) (*secrets.AESGCM, error) {
 }
 
 // provideStoreConfig gives the management stores the connection kinds the modules declare.
-func provideStoreConfig(modules []ports.ProviderModule) pgmanagement.Config {
+func provideStoreConfig(modules []ports.ProviderModule) managementstore.Config {
 	var kinds []connection.Kind
 	for _, m := range modules {
 		kinds = append(kinds, m.Kinds()...)
 	}
-	return pgmanagement.Config{Kinds: kinds}
+	return managementstore.Config{Kinds: kinds}
 }
 
 func provideManagement(s instanceSecrets, accounts ports.AccountStore, workspaces ports.WorkspaceStore,
 	connections ports.ConnectionStore, box ports.SecretBox, modules []ports.ProviderModule,
-	checkers []ports.ResourceAccessChecker, store *pgmanagement.Connections, feed *changefeed.Store,
+	checkers []ports.ResourceAccessChecker, store *managementstore.Connections, feed *changefeed.Store,
 ) (*management.Service, error) {
 	svc, err := management.New(management.Config{AdminToken: s.AdminToken, AccessCheckers: checkers},
 		accounts, workspaces, connections, box, modules)

@@ -8,9 +8,9 @@ package bootstrap
 
 import (
 	"context"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
@@ -75,11 +75,11 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	}
 	hooks := provideWebhooks(webhook, gitlabWebhook, slackWebhook, outlineWebhook)
 	pool := in.Pool
-	workspaces, err := management.NewWorkspaces(pool)
+	workspaces, err := managementstore.NewWorkspaces(pool)
 	if err != nil {
 		return nil, nil, err
 	}
-	connections, err := management.NewConnections(pool, managementConfig)
+	connections, err := managementstore.NewConnections(pool, managementConfig)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -97,7 +97,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	deadlettersReader, err := deadletters.New(pool)
+	deadlettersReader, err := deadletterstore.New(pool)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,7 +130,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	}
 	bootstrapOutlinePersonData := provideOutlinePersonData(outlinemirrorStore)
 	erasureConfig := provideErasureConfig(bootstrapGithubPersonData, bootstrapGitlabPersonData, bootstrapSlackPersonData, bootstrapOutlinePersonData, admissionConfig)
-	erasureStore, err := erasure.New(pool, erasureConfig)
+	erasureStore, err := erasurestore.New(pool, erasureConfig)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -152,7 +152,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, erasureService, workspaces, feed, portsLogger)
-	installStates, err := management.NewInstallStates(pool)
+	installStates, err := managementstore.NewInstallStates(pool)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,7 +183,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	liveSecrets, err := management.NewLiveSecrets(pool, aesgcm)
+	liveSecrets, err := managementstore.NewLiveSecrets(pool, aesgcm)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,7 +216,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	redeliveries, err := management.NewRedeliveries(pool)
+	redeliveries, err := managementstore.NewRedeliveries(pool)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -31,7 +31,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
@@ -315,7 +315,7 @@ func serveReceiver(ctx context.Context, pool, admissionPool *pgxpool.Pool) (stri
 	if err != nil {
 		return "", nil, err
 	}
-	directory, err := pgmanagement.NewSourceDirectory(pool, box, pgmanagement.Config{Kinds: github.Module{}.Kinds()})
+	directory, err := managementstore.NewSourceDirectory(pool, box, managementstore.Config{Kinds: github.Module{}.Kinds()})
 	if err != nil {
 		return "", nil, err
 	}

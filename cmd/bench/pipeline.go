@@ -22,10 +22,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	ghhandlers "github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
@@ -385,10 +385,10 @@ func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, s
 		return 0, 0, err
 	}
 	reg := consumer.NewRegistry()
-	if err := ghhandlers.Register(reg, ghhandlers.Deps{Inbox: dinbox, Store: mirror}); err != nil {
+	if err := githubhandlers.Register(reg, githubhandlers.Deps{Inbox: dinbox, Store: mirror}); err != nil {
 		return 0, 0, err
 	}
-	handler, ok := reg.Lookup(github.Provider, ghhandlers.EventIssues)
+	handler, ok := reg.Lookup(github.Provider, githubhandlers.EventIssues)
 	if !ok {
 		return 0, 0, errors.New("no issues handler")
 	}

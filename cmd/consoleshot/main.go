@@ -22,8 +22,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"go.uber.org/zap"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
 	"github.com/hephaestus-dev/hephaestus/bootstrap"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 )
 
 func main() {

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
 	"github.com/hephaestus-dev/hephaestus/bootstrap"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 )
 
 // TestDemoAgainstTheRealServer is the spec that keeps `make demo` from rotting: it starts the

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 )
 
 var _ = Describe("The hephaestus command", func() {

@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/embedded"
+	"github.com/hephaestus-dev/hephaestus/internal/pgembedded"
 )
 
 const (
@@ -120,18 +120,18 @@ func cmdRun(args []string) int {
 	// Adopt the servers started below (ours and those of test binaries) so
 	// that they are reaped as soon as they stop instead of lingering as
 	// zombies; see embedded.AdoptServers.
-	if err := embedded.AdoptServers(); err != nil {
+	if err := pgembedded.AdoptServers(); err != nil {
 		logf("warning: cannot become a child subreaper: %v", err)
 	}
 	// Runs last (deferred first): by then no child of ours is running.
-	defer embedded.ReapAdopted()
+	defer pgembedded.ReapAdopted()
 
 	tmp, err := os.MkdirTemp("", "hephaestus-pgcluster-")
 	if err != nil {
 		logf("create temp dir: %v", err)
 		return 1
 	}
-	var cluster *embedded.Cluster
+	var cluster *pgembedded.Cluster
 	// cleanup runs exactly once on every path below.
 	cleanup := func() {
 		if cluster != nil {
@@ -150,7 +150,7 @@ func cmdRun(args []string) int {
 		}
 	}
 
-	cluster, err = embedded.Start(ctx, embedded.Options{
+	cluster, err = pgembedded.Start(ctx, pgembedded.Options{
 		DataDir:  tmp,
 		BinDir:   *binDir,
 		Durable:  *durable,
@@ -311,7 +311,7 @@ func cmdUp(args []string) int {
 		fmt.Fprint(os.Stderr, usage)
 		return 2
 	}
-	opts := embedded.Options{
+	opts := pgembedded.Options{
 		DataDir:  *dir,
 		BinDir:   *binDir,
 		Port:     *port,
@@ -320,7 +320,7 @@ func cmdUp(args []string) int {
 		Log:      progress,
 	}
 
-	cluster, err := embedded.Attach(opts)
+	cluster, err := pgembedded.Attach(opts)
 	switch {
 	case err == nil:
 		logf("reusing the server already running in %s", *dir)
@@ -328,10 +328,10 @@ func cmdUp(args []string) int {
 			logf("note: it listens on port %d, not %d; run `pgcluster down -dir %s` first to change it",
 				cluster.Port(), *port, *dir)
 		}
-	case errors.Is(err, embedded.ErrNotRunning):
+	case errors.Is(err, pgembedded.ErrNotRunning):
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
-		cluster, err = embedded.Start(ctx, opts)
+		cluster, err = pgembedded.Start(ctx, opts)
 		if err != nil {
 			logf("%v", err)
 			return 1
@@ -359,8 +359,8 @@ func cmdDown(args []string) int {
 		fmt.Fprint(os.Stderr, usage)
 		return 2
 	}
-	cluster, err := embedded.Attach(embedded.Options{DataDir: *dir, BinDir: *binDir, Log: progress})
-	if errors.Is(err, embedded.ErrNotRunning) {
+	cluster, err := pgembedded.Attach(pgembedded.Options{DataDir: *dir, BinDir: *binDir, Log: progress})
+	if errors.Is(err, pgembedded.ErrNotRunning) {
 		logf("no server is running in %s", *dir)
 		return 0
 	}

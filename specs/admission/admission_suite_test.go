@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 )
 
 // The suite's database and three pools: pool is the receiving server's, admissionPool the

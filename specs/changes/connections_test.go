@@ -14,15 +14,15 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
-	slackadapter "github.com/hephaestus-dev/hephaestus/adapters/slack"
-	slackhandlers "github.com/hephaestus-dev/hephaestus/adapters/slack/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
@@ -34,7 +34,7 @@ var _ = Describe("Connection state changes in the change feed", func() {
 	const installationID = 4711
 	var (
 		feed        *changefeed.Store
-		conns       *pgmanagement.Connections
+		conns       *managementstore.Connections
 		svc         *management.Service
 		url         string
 		client      *http.Client
@@ -55,9 +55,9 @@ var _ = Describe("Connection state changes in the change feed", func() {
 	}
 
 	BeforeEach(func(ctx SpecContext) {
-		workspaces, err := pgmanagement.NewWorkspaces(writerPool)
+		workspaces, err := managementstore.NewWorkspaces(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		conns, err = pgmanagement.NewConnections(writerPool, pgmanagement.Config{Kinds: []connection.Kind{github.KindApp}})
+		conns, err = managementstore.NewConnections(writerPool, managementstore.Config{Kinds: []connection.Kind{github.KindApp}})
 		Expect(err).NotTo(HaveOccurred())
 		svc, err = management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, conns, support.SecretBox(), nil)
 		Expect(err).NotTo(HaveOccurred())
@@ -167,7 +167,7 @@ var _ = Describe("Connection state changes in the change feed", func() {
 			box, err := deliveryinbox.New(writerPool)
 			Expect(err).NotTo(HaveOccurred())
 			reg := consumer.NewRegistry()
-			Expect(handlers.Register(reg, handlers.Deps{Inbox: box, Store: mirror, Log: support.Logger{}})).To(Succeed())
+			Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: mirror, Log: support.Logger{}})).To(Succeed())
 
 			d := support.LeasedEvent(ctx, writerPool, 0, github.Provider, "installation", "github:spec", ghBody(obj{
 				"action": "deleted",
@@ -199,7 +199,7 @@ var _ = Describe("Slack's uninstall in the change feed", func() {
 	const team = "T0SPEC001"
 	var (
 		feed  *changefeed.Store
-		conns *pgmanagement.Connections
+		conns *managementstore.Connections
 		reg   *consumer.Registry
 		ws    int64
 		conn  int64
@@ -212,9 +212,9 @@ var _ = Describe("Slack's uninstall in the change feed", func() {
 			VALUES ($1, 'SLACK', 'SLACK', 'ACTIVE', 'https://slack.com', jsonb_build_object('teamId', $2::text), $2)
 			RETURNING id`, ws, team).Scan(&conn)).To(Succeed())
 		var err error
-		conns, err = pgmanagement.NewConnections(writerPool, pgmanagement.Config{Kinds: []connection.Kind{slackadapter.Kind}})
+		conns, err = managementstore.NewConnections(writerPool, managementstore.Config{Kinds: []connection.Kind{slack.Kind}})
 		Expect(err).NotTo(HaveOccurred())
-		workspaces, err := pgmanagement.NewWorkspaces(writerPool)
+		workspaces, err := managementstore.NewWorkspaces(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		svc, err := management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, conns, support.SecretBox(), nil)
 		Expect(err).NotTo(HaveOccurred())
@@ -233,7 +233,7 @@ var _ = Describe("Slack's uninstall in the change feed", func() {
 	It("publishes one connection.state_changed to UNINSTALLED for app_uninstalled, and nothing for a second one", func(ctx SpecContext) {
 		uninstalled := func(n int) support.Delivery {
 			GinkgoHelper()
-			d := support.LeasedEvent(ctx, writerPool, ws, slackadapter.Provider, "app_uninstalled", "slack:team:"+team, fmt.Sprintf(
+			d := support.LeasedEvent(ctx, writerPool, ws, slack.Provider, "app_uninstalled", "slack:team:"+team, fmt.Sprintf(
 				`{"type":"event_callback","team_id":%q,"event_id":"EvSpec%d","authorizations":[{"team_id":%q,"user_id":"UBOT","is_bot":true}],"event":{"type":"app_uninstalled"}}`,
 				team, n, team))
 			Expect(d.Handle(ctx, reg)).To(Succeed())

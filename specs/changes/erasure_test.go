@@ -7,11 +7,11 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
@@ -46,7 +46,7 @@ var _ = Describe("Person erasure of the change feed", func() {
 		box, err = deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		reg = consumer.NewRegistry()
-		Expect(handlers.Register(reg, handlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
+		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
 	})
 
 	issueBy := func(id, number int64, user obj, title string) obj {

@@ -10,11 +10,11 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -69,7 +69,7 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 		box, err := deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		reg = consumer.NewRegistry()
-		Expect(handlers.Register(reg, handlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
+		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
 	})
 
 	deliver := func(ctx context.Context, event string, payload obj) support.Delivery {

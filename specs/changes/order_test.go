@@ -14,8 +14,8 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )

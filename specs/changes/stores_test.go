@@ -7,17 +7,17 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	gitlab "github.com/hephaestus-dev/hephaestus/adapters/gitlab/handlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/gitlabread"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/outlineread"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/slackread"
-	outline "github.com/hephaestus-dev/hephaestus/adapters/outline/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/gitlabmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/outlinemirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
-	slack "github.com/hephaestus-dev/hephaestus/adapters/slack/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -60,13 +60,13 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		store, err := gitlabmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(store.PublishChanges(feed, gitlabread.Views{})).To(Succeed())
-		mr := func(title string, updated time.Time, event int64) gitlab.MergeRequest {
-			return gitlab.MergeRequest{ID: 77, ProjectID: 5, IID: 3, Title: title, State: "opened", SourceBranch: "f",
+		mr := func(title string, updated time.Time, event int64) gitlabhandlers.MergeRequest {
+			return gitlabhandlers.MergeRequest{ID: 77, ProjectID: 5, IID: 3, Title: title, State: "opened", SourceBranch: "f",
 				TargetBranch: "main", HeadSHA: "abc", MergeStatus: "can_be_merged", WebURL: "https://gitlab.example/mr/3",
-				Version: gitlab.Version{UpdatedAt: updated, EventID: event}}
+				Version: gitlabhandlers.Version{UpdatedAt: updated, EventID: event}}
 		}
 		t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-		upsert := func(m gitlab.MergeRequest) {
+		upsert := func(m gitlabhandlers.MergeRequest) {
 			write(ctx, func(ctx context.Context, tx ports.Tx) error { return store.UpsertMergeRequest(ctx, tx, ws, m) })
 		}
 		upsert(mr("First", t0, 1))
@@ -83,8 +83,8 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		store, err := slackmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(store.PublishChanges(feed, slackread.Views{})).To(Succeed())
-		msg := slack.Message{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000100", UserID: "U1", Text: "hello", EventID: 1}
-		edit := slack.MessageEdit{ChannelID: "C1", TS: msg.TS, Text: "hello, world", EditedTS: "1700000005.000000", EventID: 2}
+		msg := slackhandlers.Message{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000100", UserID: "U1", Text: "hello", EventID: 1}
+		edit := slackhandlers.MessageEdit{ChannelID: "C1", TS: msg.TS, Text: "hello, world", EditedTS: "1700000005.000000", EventID: 2}
 		for range 2 { // the second round is a retry of each write: nothing new
 			write(ctx, func(ctx context.Context, tx ports.Tx) error {
 				_, err := store.InsertMessage(ctx, tx, ws, msg)
@@ -109,11 +109,11 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(store.PublishChanges(feed, outlineread.Views{})).To(Succeed())
 		t0 := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
-		doc := func(title string, rev int64, deleted bool, event int64) outline.Document {
-			return outline.Document{ID: "doc-1", CollectionID: "col-1", Title: title, Text: "text", URLID: "u1", Deleted: deleted,
-				Version: outline.Version{UpdatedAt: t0.Add(time.Duration(rev) * time.Minute), Revision: rev, EventID: event}}
+		doc := func(title string, rev int64, deleted bool, event int64) outlinehandlers.Document {
+			return outlinehandlers.Document{ID: "doc-1", CollectionID: "col-1", Title: title, Text: "text", URLID: "u1", Deleted: deleted,
+				Version: outlinehandlers.Version{UpdatedAt: t0.Add(time.Duration(rev) * time.Minute), Revision: rev, EventID: event}}
 		}
-		for _, d := range []outline.Document{doc("Plan", 1, false, 1), doc("Plan", 1, false, 2), doc("Plan v2", 2, false, 3), doc("Plan v2", 3, true, 4)} {
+		for _, d := range []outlinehandlers.Document{doc("Plan", 1, false, 1), doc("Plan", 1, false, 2), doc("Plan v2", 2, false, 3), doc("Plan v2", 3, true, 4)} {
 			write(ctx, func(ctx context.Context, tx ports.Tx) error { return store.UpsertDocument(ctx, tx, ws, d) })
 		}
 		got := published(ctx)

@@ -21,14 +21,14 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/http/console"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
-	pgdeadletters "github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
-	"github.com/hephaestus-dev/hephaestus/application/erasure"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -56,14 +56,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	svc, _ = support.Management(pool, adminToken)
 	store, err := inboxstore.New(pool, inboxstore.Config{})
 	Expect(err).NotTo(HaveOccurred())
-	reader, err := pgdeadletters.New(pool)
+	reader, err := deadletterstore.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	dead, err := deadletters.New(reader, store, noopNotifier{})
 	Expect(err).NotTo(HaveOccurred())
 	erasures := support.ErasureStore(pool)
-	runner, err := erasure.NewRunner(erasure.RunnerConfig{}, erasures, support.Logger{})
+	runner, err := personerasure.NewRunner(personerasure.RunnerConfig{}, erasures, support.Logger{})
 	Expect(err).NotTo(HaveOccurred())
-	erasureSvc, err := erasure.New(erasures, runner)
+	erasureSvc, err := personerasure.New(erasures, runner)
 	Expect(err).NotTo(HaveOccurred())
 	sessions, err := consolesession.New(pool)
 	Expect(err).NotTo(HaveOccurred())

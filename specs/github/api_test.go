@@ -14,20 +14,20 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/api"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
 var _ = Describe("GitHub REST reads", func() {
 	// serve answers every request with handler and returns a client whose base URL is a
 	// GitHub Enterprise API root on that server.
-	serve := func(maxBody int64, handler http.HandlerFunc) *api.Client {
+	serve := func(maxBody int64, handler http.HandlerFunc) *githubapi.Client {
 		srv := httptest.NewServer(handler)
 		DeferCleanup(srv.Close)
-		c, err := api.New(api.Config{
+		c, err := githubapi.New(githubapi.Config{
 			BaseURL:      srv.URL + "/api/v3/",
-			Token:        func(context.Context, handlers.Access) (string, error) { return "s3cret", nil },
+			Token:        func(context.Context, githubhandlers.Access) (string, error) { return "s3cret", nil },
 			MaxBodyBytes: maxBody,
 		})
 		Expect(err).NotTo(HaveOccurred())
@@ -57,7 +57,7 @@ var _ = Describe("GitHub REST reads", func() {
 			}
 			fmt.Fprintf(w, `{"total_count":101,"check_runs":[%s]}`, strings.Join(runs, ","))
 		})
-		runs, err := c.CheckRunsForSuite(ctx, handlers.Access{}, "acme/app", 62)
+		runs, err := c.CheckRunsForSuite(ctx, githubhandlers.Access{}, "acme/app", 62)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(runs).To(HaveLen(101))
 		Expect(runs[0].HeadSHA).To(Equal("abc"))
@@ -79,16 +79,16 @@ var _ = Describe("GitHub REST reads", func() {
 				w.WriteHeader(status)
 				fmt.Fprint(w, `{"message":"no"}`)
 			})
-			_, err := c.CheckRunsForRef(ctx, handlers.Access{}, "acme/app", "main")
+			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
 			Expect(err).To(HaveOccurred())
 			Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
 			switch want {
 			case "transient":
 				Expect(inbox.Classify(err)).To(Equal(inbox.Retryable))
 			case "not-found":
-				Expect(errors.Is(err, handlers.ErrProviderNotFound)).To(BeTrue())
+				Expect(errors.Is(err, githubhandlers.ErrProviderNotFound)).To(BeTrue())
 			case "unknown":
-				var serr *api.StatusError
+				var serr *githubapi.StatusError
 				Expect(errors.As(err, &serr)).To(BeTrue())
 				Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 			}
@@ -105,9 +105,9 @@ var _ = Describe("GitHub REST reads", func() {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		base := srv.URL
 		srv.Close()
-		c, err := api.New(api.Config{BaseURL: base, Token: func(context.Context, handlers.Access) (string, error) { return "t", nil }})
+		c, err := githubapi.New(githubapi.Config{BaseURL: base, Token: func(context.Context, githubhandlers.Access) (string, error) { return "t", nil }})
 		Expect(err).NotTo(HaveOccurred())
-		_, err = c.CheckRunsForRef(ctx, handlers.Access{}, "acme/app", "main")
+		_, err = c.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
 		Expect(inbox.Classify(err)).To(Equal(inbox.Retryable))
 	})
 
@@ -115,27 +115,27 @@ var _ = Describe("GitHub REST reads", func() {
 		big := serve(64, func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, `{"total_count":0,"check_runs":[],"pad":%q}`, strings.Repeat("x", 200))
 		})
-		_, err := big.CheckRunsForRef(ctx, handlers.Access{}, "acme/app", "main")
-		Expect(errors.Is(err, api.ErrResponseTooLarge)).To(BeTrue())
+		_, err := big.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
+		Expect(errors.Is(err, githubapi.ErrResponseTooLarge)).To(BeTrue())
 		Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
 
 		shapeless := serve(0, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"items":[]}`) })
-		_, err = shapeless.CheckRunsForRef(ctx, handlers.Access{}, "acme/app", "main")
+		_, err = shapeless.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
 		Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
 
 		html := serve(0, func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, `<html><body>502 Bad Gateway</body></html>`)
 		})
-		_, err = html.CheckRunsForRef(ctx, handlers.Access{}, "acme/app", "main")
+		_, err = html.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
 		Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
 	})
 
 	It("keeps a repository name from the payload that is not owner/name permanent: that is the stored payload", func(ctx SpecContext) {
 		c := serve(0, http.NotFound)
-		_, err := c.CheckRunsForRef(ctx, handlers.Access{}, "not-a-repo", "main")
+		_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{}, "not-a-repo", "main")
 		Expect(inbox.Classify(err)).To(Equal(inbox.Permanent))
 	})
 
@@ -152,7 +152,7 @@ var _ = Describe("GitHub REST reads", func() {
 				}
 				w.WriteHeader(status)
 			})
-			_, err := c.CheckRunsForRef(ctx, handlers.Access{}, "acme/app", "main")
+			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
 			var perr *inbox.ProviderError
 			Expect(errors.As(err, &perr)).To(BeTrue())
 			Expect(perr.Kind).To(Equal(inbox.ProviderRateLimited))

@@ -19,9 +19,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/api"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -183,16 +183,16 @@ var _ = Describe("GitHub App authentication", func() {
 	BeforeEach(func() {
 		var pemKey []byte
 		key, pemKey = rsaKey()
-		parsed, err := api.ParseAppPrivateKey(pemKey)
+		parsed, err := githubapi.ParseAppPrivateKey(pemKey)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(parsed.Equal(key)).To(BeTrue())
 		clock = &movingClock{now: time.Now()}
 		fake = newFakeGitHubApp(&key.PublicKey, clock)
 	})
 
-	appWith := func(k *rsa.PrivateKey, now func() time.Time) *api.App {
+	appWith := func(k *rsa.PrivateKey, now func() time.Time) *githubapi.App {
 		GinkgoHelper()
-		app, err := api.NewApp(api.AppConfig{BaseURL: fake.srv.URL + "/api/v3", AppID: specAppID, Key: k, Now: now})
+		app, err := githubapi.NewApp(githubapi.AppConfig{BaseURL: fake.srv.URL + "/api/v3", AppID: specAppID, Key: k, Now: now})
 		Expect(err).NotTo(HaveOccurred())
 		return app
 	}
@@ -291,7 +291,7 @@ var _ = Describe("GitHub App authentication", func() {
 				fmt.Fprint(w, `{"message":"API rate limit exceeded"}`)
 			}))
 			DeferCleanup(limited.Close)
-			app, err := api.NewApp(api.AppConfig{BaseURL: limited.URL, AppID: specAppID, Key: key})
+			app, err := githubapi.NewApp(githubapi.AppConfig{BaseURL: limited.URL, AppID: specAppID, Key: key})
 			Expect(err).NotTo(HaveOccurred())
 			_, err = app.InstallationToken(ctx, 4711)
 			var perr *inbox.ProviderError
@@ -308,14 +308,14 @@ var _ = Describe("GitHub App authentication", func() {
 
 	Describe("which credential a GitHub read carries", func() {
 		var (
-			live              *pgmanagement.LiveSecrets
+			live              *managementstore.LiveSecrets
 			acme, globex, ini int64
 		)
 
 		BeforeEach(func(ctx SpecContext) {
 			box := support.SecretBox()
 			var err error
-			live, err = pgmanagement.NewLiveSecrets(pool, box)
+			live, err = managementstore.NewLiveSecrets(pool, box)
 			Expect(err).NotTo(HaveOccurred())
 			acme, globex, ini = newWorkspace(ctx, "acme"), newWorkspace(ctx, "globex"), newWorkspace(ctx, "initech")
 			appConnection(ctx, acme, 4711, "ACTIVE")
@@ -334,30 +334,30 @@ var _ = Describe("GitHub App authentication", func() {
 			Expect(err).NotTo(HaveOccurred())
 		})
 
-		clientWith := func(app *api.App, static string) *api.Client {
+		clientWith := func(app *githubapi.App, static string) *githubapi.Client {
 			GinkgoHelper()
-			creds := &api.Credentials{App: app, Store: live, Static: static}
-			c, err := api.New(api.Config{BaseURL: fake.srv.URL + "/api/v3", Token: creds.Token})
+			creds := &githubapi.Credentials{App: app, Store: live, Static: static}
+			c, err := githubapi.New(githubapi.Config{BaseURL: fake.srv.URL + "/api/v3", Token: creds.Token})
 			Expect(err).NotTo(HaveOccurred())
 			return c
 		}
 
 		It("uses the installation token for the App's workspace, the verified PAT for a PAT workspace, and nothing else's", func(ctx SpecContext) {
 			c := clientWith(appWith(key, clock.Now), "static-token")
-			_, err := c.CheckRunsForRef(ctx, handlers.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
 			Expect(err).NotTo(HaveOccurred())
-			_, err = c.CheckRunsForRef(ctx, handlers.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			_, err = c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
 			Expect(err).NotTo(HaveOccurred())
 
 			// A revoked subscription, a workspace with no credential, and a foreign installation:
 			// no read with anyone else's token, and no static fallback while an App key is set.
-			for _, acc := range []handlers.Access{
+			for _, acc := range []githubhandlers.Access{
 				{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1002},
 				{WorkspaceID: ini, InstallationID: 4711, RepositoryID: 1001},
 				{WorkspaceID: globex, InstallationID: 9999, RepositoryID: 1003},
 			} {
 				_, err = c.CheckRunsForRef(ctx, acc, "acme-org/hello", "main")
-				Expect(err).To(MatchError(api.ErrNoCredential), "%+v", acc)
+				Expect(err).To(MatchError(githubapi.ErrNoCredential), "%+v", acc)
 			}
 			Expect(fake.readAuth()).To(Equal([]string{
 				"/api/v3/repos/acme-org/hello/commits/main/check-runs Bearer ghs_4711_1",
@@ -367,9 +367,9 @@ var _ = Describe("GitHub App authentication", func() {
 
 		It("falls back to the static token only when no App key is configured", func(ctx SpecContext) {
 			c := clientWith(nil, "static-token")
-			_, err := c.CheckRunsForRef(ctx, handlers.Access{WorkspaceID: ini, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: ini, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
 			Expect(err).NotTo(HaveOccurred())
-			_, err = c.CheckRunsForRef(ctx, handlers.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			_, err = c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(fake.readAuth()).To(Equal([]string{
 				"/api/v3/repos/acme-org/hello/commits/main/check-runs Bearer static-token",
@@ -388,7 +388,7 @@ var _ = Describe("GitHub App authentication", func() {
 
 		handle := func(ctx SpecContext, action string, updatedAt int64) (*delivery, error) {
 			d := leased(ctx, 0, "installation", installationBody(action, installationID, updatedAt))
-			return d, d.handle(ctx, registry(handlers.Deps{Installations: appWith(key, clock.Now)}))
+			return d, d.handle(ctx, registry(githubhandlers.Deps{Installations: appWith(key, clock.Now)}))
 		}
 
 		It("verifies the installation's status with the App, whose answer decides the transition", func(ctx SpecContext) {

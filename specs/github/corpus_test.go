@@ -14,7 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 )
 
 // corpusDir finds GitHub's documented example payloads: HEPHAESTUS_GITHUB_CORPUS, or the
@@ -31,17 +31,17 @@ func corpusDir() string {
 // and has nothing else to say.
 type stubChecks struct{}
 
-func (stubChecks) CompareCommits(context.Context, handlers.Access, string, string, string) ([]handlers.Commit, error) {
+func (stubChecks) CompareCommits(context.Context, githubhandlers.Access, string, string, string) ([]githubhandlers.Commit, error) {
 	return nil, nil
 }
 
-func (stubChecks) CheckRunsForRef(_ context.Context, _ handlers.Access, _, ref string) ([]handlers.CheckRun, error) {
+func (stubChecks) CheckRunsForRef(_ context.Context, _ githubhandlers.Access, _, ref string) ([]githubhandlers.CheckRun, error) {
 	done := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	ok := "success"
-	return []handlers.CheckRun{{ID: 1, HeadSHA: ref, Name: "build", Status: "completed", Conclusion: &ok, CompletedAt: &done}}, nil
+	return []githubhandlers.CheckRun{{ID: 1, HeadSHA: ref, Name: "build", Status: "completed", Conclusion: &ok, CompletedAt: &done}}, nil
 }
 
-func (stubChecks) CheckRunsForSuite(context.Context, handlers.Access, string, int64) ([]handlers.CheckRun, error) {
+func (stubChecks) CheckRunsForSuite(context.Context, githubhandlers.Access, string, int64) ([]githubhandlers.CheckRun, error) {
 	return nil, nil
 }
 
@@ -91,11 +91,11 @@ var _ = Describe("GitHub's documented example payloads", func() {
 		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 			Skip(fmt.Sprintf("GitHub corpus not found at %s (set HEPHAESTUS_GITHUB_CORPUS)", dir))
 		}
-		reg := registry(handlers.Deps{Reader: stubChecks{}})
+		reg := registry(githubhandlers.Deps{Reader: stubChecks{}})
 		controlWS := newWorkspace(ctx, "control")
 		handled := map[string]int{}
 		n := 0
-		for _, event := range handlers.EventTypes() {
+		for _, event := range githubhandlers.EventTypes() {
 			files, err := filepath.Glob(filepath.Join(dir, event, "*.json"))
 			Expect(err).NotTo(HaveOccurred())
 			slices.Sort(files)

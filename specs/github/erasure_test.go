@@ -18,15 +18,15 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
-	"github.com/hephaestus-dev/hephaestus/application/erasure"
-	domain "github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -66,7 +66,7 @@ func corpusWork() map[string][]byte {
 		Skip(fmt.Sprintf("GitHub corpus not found at %s (set HEPHAESTUS_GITHUB_CORPUS)", dir))
 	}
 	out := map[string][]byte{}
-	for _, event := range handlers.EventTypes() {
+	for _, event := range githubhandlers.EventTypes() {
 		if strings.HasPrefix(event, "installation") {
 			continue // instance-wide control events, not about a workspace's mirror
 		}
@@ -84,15 +84,15 @@ func corpusWork() map[string][]byte {
 
 var _ = Describe("Person erasure of the GitHub mirror", func() {
 	var (
-		erasures *pgerasure.Store
-		runner   *erasure.Runner
+		erasures *erasurestore.Store
+		runner   *personerasure.Runner
 		reg      *consumer.Registry
 	)
 
 	BeforeEach(func() {
 		erasures = support.ErasureStore(pool)
 		var err error
-		runner, err = erasure.NewRunner(erasure.RunnerConfig{}, erasures, support.Logger{})
+		runner, err = personerasure.NewRunner(personerasure.RunnerConfig{}, erasures, support.Logger{})
 		Expect(err).NotTo(HaveOccurred())
 		runCtx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -108,7 +108,7 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 		feed, err := changefeed.New(pool, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(published.PublishChanges(feed, mirrorapi.Views{})).To(Succeed())
-		reg = registry(handlers.Deps{Reader: stubChecks{}, Store: published})
+		reg = registry(githubhandlers.Deps{Reader: stubChecks{}, Store: published})
 	})
 
 	// namespaced gives the row the source header admission sets from the connection.
@@ -118,24 +118,24 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 		Expect(err).NotTo(HaveOccurred())
 		return d
 	}
-	scopeOf := func(identities ...domain.Identity) domain.Scope {
+	scopeOf := func(identities ...erasure.Identity) erasure.Scope {
 		GinkgoHelper()
-		s, err := domain.NewScope(github.Provider, "https://github.com", identities)
+		s, err := erasure.NewScope(github.Provider, "https://github.com", identities)
 		Expect(err).NotTo(HaveOccurred())
 		return s
 	}
-	identity := func(id, login, email string) domain.Identity {
+	identity := func(id, login, email string) erasure.Identity {
 		GinkgoHelper()
-		i, err := domain.NewIdentity(id, login, email)
+		i, err := erasure.NewIdentity(id, login, email)
 		Expect(err).NotTo(HaveOccurred())
 		return i
 	}
-	erase := func(ctx context.Context, scope domain.Scope) []domain.Receipt {
+	erase := func(ctx context.Context, scope erasure.Scope) []erasure.Receipt {
 		GinkgoHelper()
 		req, err := erasures.Start(ctx, scope, 0)
 		Expect(err).NotTo(HaveOccurred())
 		runner.Notify()
-		var receipts []domain.Receipt
+		var receipts []erasure.Receipt
 		Eventually(func(ctx context.Context) string {
 			r, rc, err := erasures.Erasure(ctx, req.ID())
 			Expect(err).NotTo(HaveOccurred())
@@ -206,7 +206,7 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 		})
 
 		It("shows no trace of the person in any read API answer, and the ghost as author", func(ctx SpecContext) {
-			members, err := management.NewWorkspaces(pool)
+			members, err := managementstore.NewWorkspaces(pool)
 			Expect(err).NotTo(HaveOccurred())
 			gin.SetMode(gin.TestMode)
 			engine := gin.New()
@@ -271,9 +271,9 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 			// This spec is the runner for the first store, so it can act at the moment after the
 			// mirror store committed and before the inbox store began.
 			errBetweenStores := errors.New("stopping between the stores")
-			held, err := erasures.Hold(ctx, func(ctx context.Context, r domain.Request, _ []domain.Receipt) (domain.State, error) {
+			held, err := erasures.Hold(ctx, func(ctx context.Context, r erasure.Request, _ []erasure.Receipt) (erasure.State, error) {
 				Expect(r.ID()).To(Equal(req.ID()))
-				rc, err := erasures.Pass(ctx, r.ID(), domain.MirrorStore(github.Provider), 1)
+				rc, err := erasures.Pass(ctx, r.ID(), erasure.MirrorStore(github.Provider), 1)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(rc.Deleted).To(BeNumerically(">", 0))
 				Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue_comment WHERE author_id = 21031067`)).To(BeZero())
@@ -283,7 +283,7 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 				Expect(err).To(MatchError(inbox.ErrBusy), "the copy fence stays raised: the write rolls back and retries")
 				Expect(scalar[int](ctx, `SELECT count(*) FROM github_user WHERE id = 21031067`)).To(BeZero())
 				Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue_comment WHERE author_id = 21031067`)).To(BeZero())
-				return domain.State{}, errBetweenStores
+				return erasure.State{}, errBetweenStores
 			})
 			Expect(held).To(BeTrue())
 			Expect(err).To(MatchError(errBetweenStores))

@@ -10,11 +10,11 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -44,7 +44,7 @@ var _ = BeforeEach(func(ctx SpecContext) {
 
 // registry wires the GitHub handlers with deps (the real inbox and store unless replaced) into
 // the consumer's registry, as the service does.
-func registry(deps handlers.Deps) *consumer.Registry {
+func registry(deps githubhandlers.Deps) *consumer.Registry {
 	GinkgoHelper()
 	if deps.Inbox == nil {
 		deps.Inbox = box
@@ -53,7 +53,7 @@ func registry(deps handlers.Deps) *consumer.Registry {
 		deps.Store = store
 	}
 	reg := consumer.NewRegistry()
-	Expect(handlers.Register(reg, deps)).To(Succeed())
+	Expect(githubhandlers.Register(reg, deps)).To(Succeed())
 	return reg
 }
 

@@ -4,7 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 )
 
 var _ = Describe("Installation lifecycle", func() {
@@ -19,7 +19,7 @@ var _ = Describe("Installation lifecycle", func() {
 	// deliver handles an installation event on the instance inbox (no workspace).
 	deliver := func(ctx SpecContext, action string, updatedAt int64) *delivery {
 		d := leased(ctx, 0, "installation", installationBody(action, installationID, updatedAt))
-		Expect(d.handle(ctx, registry(handlers.Deps{}))).To(Succeed())
+		Expect(d.handle(ctx, registry(githubhandlers.Deps{}))).To(Succeed())
 		return d
 	}
 
@@ -50,7 +50,7 @@ var _ = Describe("Installation lifecycle", func() {
 
 	It("records an installation that has no connection to repair", func(ctx SpecContext) {
 		d := leased(ctx, 0, "installation", installationBody("created", 999, 1_700_000_000))
-		Expect(d.handle(ctx, registry(handlers.Deps{}))).To(Succeed())
+		Expect(d.handle(ctx, registry(githubhandlers.Deps{}))).To(Succeed())
 
 		Expect(scalar[bool](ctx, `SELECT connection_id IS NULL FROM github_installation WHERE installation_id = 999`)).To(BeTrue())
 		Expect(scalar[int](ctx, `SELECT count(*) FROM connection`)).To(Equal(1))
@@ -63,7 +63,7 @@ var _ = Describe("Installation lifecycle", func() {
 			"action": "renamed", "target_type": "Organization", "installation": obj{"id": installationID},
 			"account": user(99, "acme-renamed"), "changes": obj{"login": obj{"from": "acme-org"}},
 		}))
-		Expect(d.handle(ctx, registry(handlers.Deps{}))).To(Succeed())
+		Expect(d.handle(ctx, registry(githubhandlers.Deps{}))).To(Succeed())
 		Expect(scalar[string](ctx, `SELECT account_login FROM github_installation WHERE installation_id = $1`, installationID)).
 			To(Equal("acme-renamed"))
 		Expect(d.steps(ctx)).To(Equal([]string{"installation_target.upsert"}))
@@ -77,7 +77,7 @@ var _ = Describe("Installation lifecycle", func() {
 			"repositories_added":   []any{obj{"id": 2002, "full_name": "acme-org/new", "private": true}},
 			"repositories_removed": []any{obj{"id": 1001, "full_name": "acme-org/hello", "private": false}},
 		}))
-		Expect(d.handle(ctx, registry(handlers.Deps{}))).To(Succeed())
+		Expect(d.handle(ctx, registry(githubhandlers.Deps{}))).To(Succeed())
 		Expect(scalar[int](ctx, `SELECT count(*) FROM github_installation_repository
 			WHERE workspace_id = $1 AND repository_id = 2002 AND NOT deleted`, ws)).To(Equal(1))
 		Expect(scalar[int](ctx, `SELECT count(*) FROM github_installation_repository

@@ -4,7 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 )
 
 var _ = Describe("Versions of mirrored data", func() {
@@ -24,7 +24,7 @@ var _ = Describe("Versions of mirrored data", func() {
 
 	When("an older issues edited is delivered after a newer one", func() {
 		It("keeps the newer title", func(ctx SpecContext) {
-			reg := registry(handlers.Deps{})
+			reg := registry(githubhandlers.Deps{})
 			Expect(leased(ctx, ws, "issues", body(obj{
 				"action": "edited", "issue": issue(3001, 1, "Newer title", "2024-02-03T00:00:00Z"), "repository": repo,
 			})).handle(ctx, reg)).To(Succeed())
@@ -38,7 +38,7 @@ var _ = Describe("Versions of mirrored data", func() {
 
 	When("two deliveries carry the same updated_at", func() {
 		It("applies the later-admitted one", func(ctx SpecContext) {
-			reg := registry(handlers.Deps{})
+			reg := registry(githubhandlers.Deps{})
 			for _, t := range []string{"First of the second", "Second of the second"} {
 				Expect(leased(ctx, ws, "issues", body(obj{
 					"action": "edited", "issue": issue(3001, 1, t, "2024-02-03T00:00:00Z"), "repository": repo,
@@ -50,7 +50,7 @@ var _ = Describe("Versions of mirrored data", func() {
 
 	When("an issue is deleted and an older edit arrives later", func() {
 		It("keeps the tombstone", func(ctx SpecContext) {
-			reg := registry(handlers.Deps{})
+			reg := registry(githubhandlers.Deps{})
 			Expect(leased(ctx, ws, "issues", body(obj{
 				"action": "deleted", "issue": issue(3001, 1, "Gone", "2024-02-05T00:00:00Z"), "repository": repo,
 			})).handle(ctx, reg)).To(Succeed())
@@ -95,7 +95,7 @@ var _ = Describe("Related issues", func() {
 	When("the sub-issue lives in a repository the workspace does not monitor", func() {
 		It("writes the parent but neither the sub-issue, its repository nor the link", func(ctx SpecContext) {
 			d := leased(ctx, ws, "sub_issues", subIssueAdded())
-			Expect(d.handle(ctx, registry(handlers.Deps{}))).To(Succeed())
+			Expect(d.handle(ctx, registry(githubhandlers.Deps{}))).To(Succeed())
 
 			Expect(scalar[string](ctx, `SELECT title FROM github_issue WHERE workspace_id = $1 AND id = 3001`, ws)).To(Equal("Parent"))
 			Expect(issues(ctx)).To(BeZero())
@@ -108,7 +108,7 @@ var _ = Describe("Related issues", func() {
 	When("the workspace also monitors the sub-issue's organization", func() {
 		It("writes the sub-issue and the link", func(ctx SpecContext) {
 			subscribe(ctx, ws, conn, "organization", 88)
-			Expect(leased(ctx, ws, "sub_issues", subIssueAdded()).handle(ctx, registry(handlers.Deps{}))).To(Succeed())
+			Expect(leased(ctx, ws, "sub_issues", subIssueAdded()).handle(ctx, registry(githubhandlers.Deps{}))).To(Succeed())
 
 			Expect(issues(ctx)).To(Equal(1))
 			Expect(links(ctx)).To(Equal(1))
@@ -123,12 +123,12 @@ var _ = Describe("Related issues", func() {
 				"blocking_issue_id": 3002, "blocking_issue": issue(3002, 9, "Blocker", "2024-02-01T00:00:00Z"),
 				"blocking_issue_repo": otherRepo,
 			}))
-			Expect(d.handle(ctx, registry(handlers.Deps{}))).To(Succeed())
+			Expect(d.handle(ctx, registry(githubhandlers.Deps{}))).To(Succeed())
 			Expect(issues(ctx)).To(BeZero())
 			Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue_dependency WHERE workspace_id = $1`, ws)).To(BeZero())
 
 			subscribe(ctx, ws, conn, "repository", 5252)
-			Expect(leased(ctx, ws, "issue_dependencies", []byte(d.Payload)).handle(ctx, registry(handlers.Deps{}))).To(Succeed())
+			Expect(leased(ctx, ws, "issue_dependencies", []byte(d.Payload)).handle(ctx, registry(githubhandlers.Deps{}))).To(Succeed())
 			Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue_dependency
 				WHERE workspace_id = $1 AND blocked_issue_id = 3001 AND blocking_issue_id = 3002`, ws)).To(Equal(1))
 		})

@@ -11,9 +11,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -55,7 +55,7 @@ var _ = Describe("Mirror read API", func() {
 			acme, reader, admin)
 		Expect(err).NotTo(HaveOccurred())
 
-		reg := registry(handlers.Deps{})
+		reg := registry(githubhandlers.Deps{})
 		app := repository(4242, "acme/app", 77)
 		for i := 1; i <= 3; i++ {
 			Expect(leased(ctx, acme, "issues", body(obj{
@@ -77,7 +77,7 @@ var _ = Describe("Mirror read API", func() {
 			"action": "opened", "issue": issue(7001, 1, "Theirs", "2024-02-02T00:00:00Z"), "repository": repository(5252, "other/lib", 88),
 		})).handle(ctx, reg)).To(Succeed())
 
-		members, err := management.NewWorkspaces(pool)
+		members, err := managementstore.NewWorkspaces(pool)
 		Expect(err).NotTo(HaveOccurred())
 		gin.SetMode(gin.TestMode)
 		engine = gin.New()

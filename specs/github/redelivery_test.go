@@ -12,9 +12,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/api"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/redelivery"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -51,7 +51,7 @@ var _ = Describe("The GitHub redelivery reconciler", func() {
 
 	var (
 		fake      *fakeGitHubApp
-		app       *api.App
+		app       *githubapi.App
 		log       *recordingLog
 		metrics   *telemetry.Metrics
 		mu        sync.Mutex
@@ -114,14 +114,14 @@ var _ = Describe("The GitHub redelivery reconciler", func() {
 			fmt.Fprint(w, `{}`)
 		})
 		var err error
-		app, err = api.NewApp(api.AppConfig{BaseURL: fake.srv.URL + "/api/v3", AppID: specAppID, Key: key, Now: clock.Now})
+		app, err = githubapi.NewApp(githubapi.AppConfig{BaseURL: fake.srv.URL + "/api/v3", AppID: specAppID, Key: key, Now: clock.Now})
 		Expect(err).NotTo(HaveOccurred())
 		log, metrics = &recordingLog{}, telemetry.NewMetrics()
 	})
 
 	reconciler := func(owner string, maxPages int) *redelivery.Reconciler {
 		GinkgoHelper()
-		store, err := pgmanagement.NewRedeliveries(pool)
+		store, err := managementstore.NewRedeliveries(pool)
 		Expect(err).NotTo(HaveOccurred())
 		lease, err := inboxstore.New(pool, inboxstore.Config{})
 		Expect(err).NotTo(HaveOccurred())
@@ -220,7 +220,7 @@ var _ = Describe("The GitHub redelivery reconciler", func() {
 	It("is refused by GitHub without a valid App JWT, and asks for nothing", func(ctx SpecContext) {
 		other, _ := rsaKey()
 		var err error
-		app, err = api.NewApp(api.AppConfig{BaseURL: fake.srv.URL + "/api/v3", AppID: specAppID, Key: other})
+		app, err = githubapi.NewApp(githubapi.AppConfig{BaseURL: fake.srv.URL + "/api/v3", AppID: specAppID, Key: other})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = reconciler("server-a", 10).RunOnce(ctx)
 		Expect(err).To(HaveOccurred())

@@ -13,8 +13,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/api"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -22,14 +22,14 @@ import (
 // failingCommits is the real mirror store except that the first write of one commit fails, the
 // way a database error part way through a push would. It counts every commit write.
 type failingCommits struct {
-	handlers.Store
+	githubhandlers.Store
 	failSHA string
 	mu      sync.Mutex
 	failed  bool
 	writes  map[string]int
 }
 
-func (f *failingCommits) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c handlers.Commit) error {
+func (f *failingCommits) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.Commit) error {
 	f.mu.Lock()
 	f.writes[c.SHA]++
 	fail := c.SHA == f.failSHA && !f.failed
@@ -46,7 +46,7 @@ var _ = Describe("Push steps", func() {
 		It("resumes on retry with the third commit and does not write the first two again", func(ctx SpecContext) {
 			ws := newWorkspace(ctx, "acme")
 			failing := &failingCommits{Store: store, failSHA: sha(13), writes: map[string]int{}}
-			reg := registry(handlers.Deps{Store: failing})
+			reg := registry(githubhandlers.Deps{Store: failing})
 			d := leased(ctx, ws, "push", body(obj{
 				"ref": "refs/heads/main", "before": sha(10), "after": sha(13), "deleted": false,
 				"commits":    []any{pushCommit(sha(11), "one"), pushCommit(sha(12), "two"), pushCommit(sha(13), "three")},
@@ -82,7 +82,7 @@ var _ = Describe("Push steps", func() {
 				{"sha":%q,"html_url":"u","commit":{"message":"listed","author":{"name":"M","email":"m@x","date":"2024-04-01T00:00:00Z"},"committer":{"name":"M","email":"m@x","date":"2024-04-01T00:00:00Z"}}},
 				{"sha":%q,"html_url":"u","commit":{"message":"left out","author":{"name":"M","email":"m@x","date":"2024-04-02T00:00:00Z"},"committer":{"name":"M","email":"m@x","date":"2024-04-02T00:00:00Z"}},"author":{"login":"mona"}}]}`,
 				sha(21), sha(22))
-			reg := registry(handlers.Deps{Reader: gh.client()})
+			reg := registry(githubhandlers.Deps{Reader: gh.client()})
 			d := leased(ctx, ws, "push", body(obj{
 				"ref": "refs/heads/main", "before": sha(20), "after": sha(22), "size": 2,
 				"commits":    []any{pushCommit(sha(21), "listed")},
@@ -104,7 +104,7 @@ var _ = Describe("Pull request orchestration", func() {
 			ws := newWorkspace(ctx, "acme")
 			gh := newFakeGitHub()
 			gh.failChecks.Store(1)
-			reg := registry(handlers.Deps{Reader: gh.client()})
+			reg := registry(githubhandlers.Deps{Reader: gh.client()})
 			head := sha(31)
 			d := leased(ctx, ws, "pull_request", body(obj{
 				"action": "opened", "number": 5, "pull_request": pullRequest(9001, 5, head),
@@ -139,7 +139,7 @@ var _ = Describe("Pull request orchestration", func() {
 	When("a status arrives for the head of an open pull request", func() {
 		It("refreshes that pull request's check state in a step named by its id", func(ctx SpecContext) {
 			ws := newWorkspace(ctx, "acme")
-			reg := registry(handlers.Deps{})
+			reg := registry(githubhandlers.Deps{})
 			head := sha(41)
 			Expect(leased(ctx, ws, "pull_request", body(obj{
 				"action": "opened", "pull_request": pullRequest(9002, 6, head), "repository": repository(4242, "acme/app", 77),
@@ -163,7 +163,7 @@ var _ = Describe("Payloads that cannot be mirrored", func() {
 		func(ctx SpecContext, event string, payload string) {
 			ws := newWorkspace(ctx, "acme")
 			d := leased(ctx, ws, event, []byte(payload))
-			err := d.handle(ctx, registry(handlers.Deps{}))
+			err := d.handle(ctx, registry(githubhandlers.Deps{}))
 			Expect(inbox.Classify(err)).To(Equal(inbox.Permanent), "%v", err)
 			Expect(d.steps(ctx)).To(BeEmpty())
 			Expect(scalar[int](ctx, `SELECT count(*) FROM github_repository`)).To(BeZero())
@@ -217,11 +217,11 @@ func newFakeGitHub() *fakeGitHub {
 }
 
 // client is the real REST adapter pointed at the fake, as at a GitHub Enterprise server.
-func (f *fakeGitHub) client() *api.Client {
+func (f *fakeGitHub) client() *githubapi.Client {
 	GinkgoHelper()
-	c, err := api.New(api.Config{
+	c, err := githubapi.New(githubapi.Config{
 		BaseURL: f.srv.URL + "/api/v3",
-		Token:   func(context.Context, handlers.Access) (string, error) { return "spec-token", nil },
+		Token:   func(context.Context, githubhandlers.Access) (string, error) { return "spec-token", nil },
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return c

@@ -10,15 +10,15 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/handlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/gitlabread"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/gitlabmirror"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -37,7 +37,7 @@ var (
 	svc      *management.Service
 	server   *httptest.Server
 	client   *http.Client
-	erasures *pgerasure.Store
+	erasures *erasurestore.Store
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
@@ -49,11 +49,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	faulty = &faultyStore{Store: store}
 	reader = &fakeReader{}
-	Expect(handlers.Register(registry, handlers.Deps{Inbox: box, Store: faulty, Reader: reader})).To(Succeed())
+	Expect(gitlabhandlers.Register(registry, gitlabhandlers.Deps{Inbox: box, Store: faulty, Reader: reader})).To(Succeed())
 
 	erasures = support.ErasureStore(pool)
 
-	var workspaces *pgmanagement.Workspaces
+	var workspaces *managementstore.Workspaces
 	svc, workspaces = support.Management(pool, adminToken)
 
 	gin.SetMode(gin.TestMode)

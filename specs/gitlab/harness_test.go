@@ -8,7 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -17,7 +17,7 @@ import (
 // faultyStore is the real mirror store with injectable failures, and a count of commit writes
 // per SHA so a spec sees a commit written twice even where the table would hide it.
 type faultyStore struct {
-	handlers.Store
+	gitlabhandlers.Store
 	mu             sync.Mutex
 	failCommit     map[string]error
 	commitCalls    map[string]int
@@ -38,7 +38,7 @@ func (f *faultyStore) failReadinessOnce(err error) {
 	f.failReadiness = err
 }
 
-func (f *faultyStore) SetReadiness(ctx context.Context, tx ports.Tx, ws int64, r handlers.Readiness) error {
+func (f *faultyStore) SetReadiness(ctx context.Context, tx ports.Tx, ws int64, r gitlabhandlers.Readiness) error {
 	f.mu.Lock()
 	f.readinessCalls++
 	err := f.failReadiness
@@ -56,7 +56,7 @@ func (f *faultyStore) failCommitOnce(sha string, err error) {
 	f.failCommit[sha] = err
 }
 
-func (f *faultyStore) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c handlers.Commit) error {
+func (f *faultyStore) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c gitlabhandlers.Commit) error {
 	f.mu.Lock()
 	f.commitCalls[c.SHA]++
 	err, fail := f.failCommit[c.SHA]
@@ -90,10 +90,10 @@ type fakeReader struct {
 
 func (r *fakeReader) reset() { r.reads.Store(0); r.approvals.Store(0) }
 
-func (r *fakeReader) MergeRequestApprovals(context.Context, int64, int) (handlers.Approvals, error) {
+func (r *fakeReader) MergeRequestApprovals(context.Context, int64, int) (gitlabhandlers.Approvals, error) {
 	r.reads.Add(1)
 	left := int(r.approvals.Load())
-	return handlers.Approvals{Approved: left == 0, ApprovalsLeft: left}, nil
+	return gitlabhandlers.Approvals{Approved: left == 0, ApprovalsLeft: left}, nil
 }
 
 func newWorkspace(ctx context.Context, slug string) int64 {

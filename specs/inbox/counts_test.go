@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -60,7 +60,7 @@ var _ = Describe("Inbox counts with millions of retained rows", func() {
 		Expect(stats.Counts[inbox.Done]).To(BeNumerically("~", retained, retained/10))
 
 		By("the workspace overview")
-		reader, err := deadletters.New(pool)
+		reader, err := deadletterstore.New(pool)
 		Expect(err).NotTo(HaveOccurred())
 		o, err := reader.Overview(ctx, ws, 10)
 		Expect(err).NotTo(HaveOccurred())

@@ -13,8 +13,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/embedded"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	"github.com/hephaestus-dev/hephaestus/internal/pgembedded"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -24,8 +24,8 @@ var _ = Describe("Database outage", func() {
 		parent, err := os.MkdirTemp("", "hx-outage-")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(os.RemoveAll, parent)
-		opts := embedded.Options{DataDir: filepath.Join(parent, "data")}
-		cluster, err := embedded.Start(ctx, opts)
+		opts := pgembedded.Options{DataDir: filepath.Join(parent, "data")}
+		cluster, err := pgembedded.Start(ctx, opts)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(cluster.Stop(context.Background())).To(Succeed()) })
 		_, err = postgres.Migrate(ctx, cluster.URL())
@@ -79,7 +79,7 @@ var _ = Describe("Database outage", func() {
 				WithTimeout(10*time.Second).ShouldNot(BeEmpty(), failing)
 		}
 		opts.Port = cluster.Port() // the same URL as before
-		cluster, err = embedded.Start(ctx, opts)
+		cluster, err = pgembedded.Start(ctx, opts)
 		Expect(err).NotTo(HaveOccurred())
 		close(restarted)
 

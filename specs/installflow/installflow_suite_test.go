@@ -19,17 +19,17 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	githuboauth "github.com/hephaestus-dev/hephaestus/adapters/github/oauth"
-	httpinstall "github.com/hephaestus-dev/hephaestus/adapters/http/installflow"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githuboauth"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/installapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
-	slackoauth "github.com/hephaestus-dev/hephaestus/adapters/slack/oauth"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackoauth"
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -83,13 +83,13 @@ func start(ctx context.Context, db *pgtest.Database) server {
 	for _, m := range modules {
 		kinds = append(kinds, m.Kinds()...)
 	}
-	workspaces, err := pgmanagement.NewWorkspaces(p)
+	workspaces, err := managementstore.NewWorkspaces(p)
 	Expect(err).NotTo(HaveOccurred())
-	connections, err := pgmanagement.NewConnections(p, pgmanagement.Config{Kinds: kinds})
+	connections, err := managementstore.NewConnections(p, managementstore.Config{Kinds: kinds})
 	Expect(err).NotTo(HaveOccurred())
 	svc, err := management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, connections, box, modules)
 	Expect(err).NotTo(HaveOccurred())
-	states, err := pgmanagement.NewInstallStates(p)
+	states, err := managementstore.NewInstallStates(p)
 	Expect(err).NotTo(HaveOccurred())
 	gh, err := githuboauth.New(githuboauth.Config{APIURL: fakeGH.URL + "/api/v3", OAuthURL: fakeGH.URL, ClientID: githubClient, ClientSecret: githubSecret})
 	Expect(err).NotTo(HaveOccurred())
@@ -103,7 +103,7 @@ func start(ctx context.Context, db *pgtest.Database) server {
 
 	engine := gin.New()
 	managementapi.Register(engine, svc, support.Logger{})
-	httpinstall.Register(engine, flows, svc)
+	installapi.Register(engine, flows, svc)
 	s, c := support.Serve(engine)
 	// The callbacks are browser redirects: the client must not follow anything.
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

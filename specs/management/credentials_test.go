@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 )
@@ -29,8 +29,8 @@ var _ = Describe("Connection secrets at rest", func() {
 		_, _ = rand.Read(k)
 		return k
 	}
-	directoryWith := func(box *secrets.AESGCM) *pgmanagement.SourceDirectory {
-		d, err := pgmanagement.NewSourceDirectory(pool, box, pgmanagement.Config{Kinds: kindsOfFakeModules()})
+	directoryWith := func(box *secrets.AESGCM) *managementstore.SourceDirectory {
+		d, err := managementstore.NewSourceDirectory(pool, box, managementstore.Config{Kinds: kindsOfFakeModules()})
 		Expect(err).NotTo(HaveOccurred())
 		return d
 	}
@@ -82,10 +82,10 @@ var _ = Describe("Connection secrets at rest", func() {
 		_, err = change.Exec(ctx, `UPDATE connection SET secret_ciphertext = $2, config_version = config_version + 1 WHERE id = $1`, busy, changed)
 		Expect(err).NotTo(HaveOccurred())
 
-		done := make(chan pgmanagement.ResealResult, 1)
+		done := make(chan managementstore.ResealResult, 1)
 		go func() {
 			defer GinkgoRecover()
-			res, err := pgmanagement.ResealSecrets(context.Background(), pool, ring, pgmanagement.ResealAll)
+			res, err := managementstore.ResealSecrets(context.Background(), pool, ring, managementstore.ResealAll)
 			Expect(err).NotTo(HaveOccurred())
 			done <- res
 		}()
@@ -97,9 +97,9 @@ var _ = Describe("Connection secrets at rest", func() {
 		Consistently(done).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "the rotation waits for the change's row lock")
 
 		Expect(change.Commit(ctx)).To(Succeed())
-		var res pgmanagement.ResealResult
+		var res managementstore.ResealResult
 		Eventually(done).WithTimeout(10 * time.Second).Should(Receive(&res))
-		Expect(res).To(Equal(pgmanagement.ResealResult{Checked: 2, Resealed: 2}))
+		Expect(res).To(Equal(managementstore.ResealResult{Checked: 2, Resealed: 2}))
 
 		c, err = directoryWith(ring).SourceConnection(ctx, busy)
 		Expect(err).NotTo(HaveOccurred())
@@ -112,7 +112,7 @@ var _ = Describe("Connection secrets at rest", func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, err = directoryWith(newOnly).SourceConnection(ctx, idle)
 		Expect(err).NotTo(HaveOccurred())
-		again, err := pgmanagement.ResealSecrets(ctx, pool, ring, pgmanagement.ResealAll)
+		again, err := managementstore.ResealSecrets(ctx, pool, ring, managementstore.ResealAll)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(again.Resealed).To(BeZero(), "a second rotation has nothing to do")
 	})
@@ -136,7 +136,7 @@ var _ = Describe("Connection secrets at rest", func() {
 		Expect(err).NotTo(HaveOccurred(), "a legacy value opens before the migration")
 		Expect(string(c.Secret)).To(Equal("legacy-secret"))
 
-		res, err := pgmanagement.ResealSecrets(ctx, pool, ring, pgmanagement.ResealLegacy)
+		res, err := managementstore.ResealSecrets(ctx, pool, ring, managementstore.ResealLegacy)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Resealed).To(Equal(1))
 		Expect(ring.FormOf(legacy, sealedOf(ctx, legacy))).To(Equal(secrets.Current))
@@ -150,7 +150,7 @@ var _ = Describe("Connection secrets at rest", func() {
 		stranger, _ := secrets.NewAESGCM(randomKey())
 		lost := newConnection(ctx, func(id int64) []byte { s, _ := stranger.Seal(id, []byte("x")); return s })
 		fine := newConnection(ctx, func(id int64) []byte { s, _ := oldBox.Seal(id, []byte("y")); return s })
-		res, err := pgmanagement.ResealSecrets(ctx, pool, ring, pgmanagement.ResealAll)
+		res, err := managementstore.ResealSecrets(ctx, pool, ring, managementstore.ResealAll)
 		Expect(err).To(MatchError(And(ContainSubstring("connection"), ContainSubstring(itoa(lost)))))
 		Expect(res.Resealed).To(Equal(1))
 		Expect(ring.FormOf(fine, sealedOf(ctx, fine))).To(Equal(secrets.Current))

@@ -17,12 +17,12 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -37,7 +37,7 @@ const adminToken = "spec-instance-admin-token-0123456789"
 var (
 	pool      *pgxpool.Pool
 	box       *secrets.AESGCM
-	directory *pgmanagement.SourceDirectory
+	directory *managementstore.SourceDirectory
 	server    *httptest.Server
 	client    *http.Client
 )
@@ -51,11 +51,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	for _, m := range modules {
 		kinds = append(kinds, m.Kinds()...)
 	}
-	workspaces, err := pgmanagement.NewWorkspaces(pool)
+	workspaces, err := managementstore.NewWorkspaces(pool)
 	Expect(err).NotTo(HaveOccurred())
-	connections, err := pgmanagement.NewConnections(pool, pgmanagement.Config{Kinds: kinds})
+	connections, err := managementstore.NewConnections(pool, managementstore.Config{Kinds: kinds})
 	Expect(err).NotTo(HaveOccurred())
-	directory, err = pgmanagement.NewSourceDirectory(pool, box, pgmanagement.Config{Kinds: kinds})
+	directory, err = managementstore.NewSourceDirectory(pool, box, managementstore.Config{Kinds: kinds})
 	Expect(err).NotTo(HaveOccurred())
 	svc, err := management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, connections, box, modules)
 	Expect(err).NotTo(HaveOccurred())

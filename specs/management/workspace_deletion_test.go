@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 )
 
 // Deleting a workspace must not hold the locks admission needs (its connections' rows) while
@@ -22,7 +22,7 @@ var _ = Describe("Deleting a workspace with a large inbox", func() {
 		_, err := pool.Exec(ctx, `
 			INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key, scope_key, subject, payload)
 			SELECT $1, $2, 'GITLAB', 'Issue Hook', 'bulk-' || g, 'scope-' || g, 'subject', '{}'
-			FROM generate_series(1, $3::int) g`, acme, conn, 2*pgmanagement.DeleteInboxBatch+10)
+			FROM generate_series(1, $3::int) g`, acme, conn, 2*managementstore.DeleteInboxBatch+10)
 		Expect(err).NotTo(HaveOccurred())
 		last := insertEvent(ctx, &acme, conn, "last")
 

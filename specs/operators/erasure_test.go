@@ -11,8 +11,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
-	"github.com/hephaestus-dev/hephaestus/application/erasure"
-	domain "github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -345,25 +345,25 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		insertRow(ctx, pool, row{Workspace: acme.ID, Payload: octocatSender})
 		first, err := erasures.Start(ctx, mustScope(), 0)
 		Expect(err).NotTo(HaveOccurred())
-		hubot, err := domain.NewIdentity("1", "hubot", "")
+		hubot, err := erasure.NewIdentity("1", "hubot", "")
 		Expect(err).NotTo(HaveOccurred())
-		hubotScope, err := domain.NewScope(githubProvider, githubNamespace, []domain.Identity{hubot})
+		hubotScope, err := erasure.NewScope(githubProvider, githubNamespace, []erasure.Identity{hubot})
 		Expect(err).NotTo(HaveOccurred())
 		second, err := erasures.Start(ctx, hubotScope, 0)
 		Expect(err).NotTo(HaveOccurred())
 
 		errBetweenStores := errors.New("stopping between the stores")
-		held, err := erasures.Hold(ctx, func(ctx context.Context, r domain.Request, _ []domain.Receipt) (domain.State, error) {
+		held, err := erasures.Hold(ctx, func(ctx context.Context, r erasure.Request, _ []erasure.Receipt) (erasure.State, error) {
 			Expect(r.ID()).To(Equal(first.ID()))
-			_, err := erasures.Pass(ctx, r.ID(), domain.MirrorStore(githubProvider), 1)
+			_, err := erasures.Pass(ctx, r.ID(), erasure.MirrorStore(githubProvider), 1)
 			Expect(err).NotTo(HaveOccurred())
 			// Another server works the second request through a whole pass meanwhile.
-			for _, st := range domain.Plan(erasures.Mirrors(githubProvider)) {
+			for _, st := range erasure.Plan(erasures.Mirrors(githubProvider)) {
 				_, err := erasures.Pass(ctx, second.ID(), st, 1)
 				Expect(err).NotTo(HaveOccurred())
 			}
 			Expect(fenceRaised(ctx)).To(BeTrue(), "the first request is still within its pass")
-			return domain.State{}, errBetweenStores
+			return erasure.State{}, errBetweenStores
 		})
 		Expect(held).To(BeTrue())
 		Expect(err).To(MatchError(errBetweenStores))
@@ -376,7 +376,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 
 	It("is worked by one server at a time", func(ctx SpecContext) {
 		insertRow(ctx, pool, row{Workspace: acme.ID, Payload: octocatSender})
-		second, err := erasure.NewRunner(erasure.RunnerConfig{}, erasures, support.Logger{})
+		second, err := personerasure.NewRunner(personerasure.RunnerConfig{}, erasures, support.Logger{})
 		Expect(err).NotTo(HaveOccurred())
 		runCtx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -481,11 +481,11 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 	})
 })
 
-func mustScope() domain.Scope {
+func mustScope() erasure.Scope {
 	GinkgoHelper()
-	id, err := domain.NewIdentity("583231", "octocat", "")
+	id, err := erasure.NewIdentity("583231", "octocat", "")
 	Expect(err).NotTo(HaveOccurred())
-	s, err := domain.NewScope(githubProvider, githubNamespace, []domain.Identity{id})
+	s, err := erasure.NewScope(githubProvider, githubNamespace, []erasure.Identity{id})
 	Expect(err).NotTo(HaveOccurred())
 	return s
 }

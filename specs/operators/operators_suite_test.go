@@ -18,14 +18,14 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
-	pgdeadletters "github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletters"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
-	"github.com/hephaestus-dev/hephaestus/application/erasure"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -49,8 +49,8 @@ var (
 	pool, other *pgxpool.Pool
 	svc         *management.Service
 	inboxStore  *inboxstore.Store
-	erasures    *pgerasure.Store
-	runner      *erasure.Runner
+	erasures    *erasurestore.Store
+	runner      *personerasure.Runner
 	box         *deliveryinbox.Inbox
 	server      *httptest.Server
 	client      *http.Client
@@ -69,16 +69,16 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	var err error
 	inboxStore, err = inboxstore.New(pool, inboxstore.Config{})
 	Expect(err).NotTo(HaveOccurred())
-	reader, err := pgdeadletters.New(pool)
+	reader, err := deadletterstore.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	wakes = &countingNotifier{}
 	dead, err := deadletters.New(reader, inboxStore, wakes)
 	Expect(err).NotTo(HaveOccurred())
 
 	erasures = support.ErasureStore(pool)
-	runner, err = erasure.NewRunner(erasure.RunnerConfig{}, erasures, support.Logger{})
+	runner, err = personerasure.NewRunner(personerasure.RunnerConfig{}, erasures, support.Logger{})
 	Expect(err).NotTo(HaveOccurred())
-	erasureSvc, err := erasure.New(erasures, runner)
+	erasureSvc, err := personerasure.New(erasures, runner)
 	Expect(err).NotTo(HaveOccurred())
 	box, err = deliveryinbox.New(other)
 	Expect(err).NotTo(HaveOccurred())

@@ -10,14 +10,14 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/outlineread"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/outlinemirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -45,9 +45,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	store, err = outlinemirror.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	faulty = &faultyStore{Store: store}
-	Expect(handlers.Register(registry, handlers.Deps{Inbox: box, Store: faulty})).To(Succeed())
+	Expect(outlinehandlers.Register(registry, outlinehandlers.Deps{Inbox: box, Store: faulty})).To(Succeed())
 
-	var workspaces *pgmanagement.Workspaces
+	var workspaces *managementstore.Workspaces
 	svc, workspaces = support.Management(pool, adminToken)
 
 	gin.SetMode(gin.TestMode)

@@ -9,10 +9,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
-	slackadapter "github.com/hephaestus-dev/hephaestus/adapters/slack"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -55,11 +55,11 @@ var _ = Describe("The Slack Web API token of each team", func() {
 	BeforeEach(func() {
 		box = support.SecretBox()
 		fake = newWebAPIRecorder()
-		live, err := pgmanagement.NewLiveSecrets(pool, box)
+		live, err := managementstore.NewLiveSecrets(pool, box)
 		Expect(err).NotTo(HaveOccurred())
 		// The same glue as bootstrap's provideSlackHandlers.
 		stored = func(ctx context.Context, ws int64, team string) (string, bool, error) {
-			token, found, err := live.LiveSecret(ctx, ws, slackadapter.Kind, team)
+			token, found, err := live.LiveSecret(ctx, ws, slack.Kind, team)
 			return string(token), found, err
 		}
 	})
@@ -74,7 +74,7 @@ var _ = Describe("The Slack Web API token of each team", func() {
 			Token: webapi.StoredTokens(stored, fallback)})
 		Expect(err).NotTo(HaveOccurred())
 		reg := consumer.NewRegistry()
-		Expect(handlers.Register(reg, handlers.Deps{Inbox: deliveryInbox, Store: store, Notifier: client, Log: support.Logger{}})).To(Succeed())
+		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: deliveryInbox, Store: store, Notifier: client, Log: support.Logger{}})).To(Succeed())
 		return reg
 	}
 

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -36,7 +37,7 @@ var _ = Describe("Person erasure of the Slack mirror", func() {
 
 		id, err := erasure.NewIdentity(slackPerson, "", "")
 		Expect(err).NotTo(HaveOccurred())
-		scope, err := erasure.NewScope(slack, "https://slack.com", []erasure.Identity{id})
+		scope, err := erasure.NewScope(slack.Provider, "https://slack.com", []erasure.Identity{id})
 		Expect(err).NotTo(HaveOccurred())
 		receipts := support.EraseNow(ctx, support.ErasureStore(pool), scope)
 		Expect(receipts).To(HaveLen(4))
@@ -60,7 +61,7 @@ var _ = Describe("Person erasure of the Slack mirror", func() {
 	It("refuses a Slack source this instance does not have", func(ctx SpecContext) {
 		id, err := erasure.NewIdentity(slackPerson, "", "")
 		Expect(err).NotTo(HaveOccurred())
-		scope, err := erasure.NewScope(slack, "https://slack.example.com", []erasure.Identity{id})
+		scope, err := erasure.NewScope(slack.Provider, "https://slack.example.com", []erasure.Identity{id})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = support.ErasureStore(pool).Start(ctx, scope, 0)
 		Expect(err).To(MatchError(erasure.ErrUnknownSource))

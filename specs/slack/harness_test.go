@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -23,7 +23,7 @@ var errInjected = errors.New("injected mirror failure")
 // faultyStore is the real Slack store with failures injected once, after the real write, so a
 // failure proves the rollback of what was written rather than a write that never happened.
 type faultyStore struct {
-	handlers.Store
+	slackhandlers.Store
 	mu              sync.Mutex
 	failEditText    error
 	failSetState    error
@@ -50,14 +50,14 @@ func (f *faultyStore) calls() (insert, text, stamp int) {
 	return f.insertCalls, f.editTextCalls, f.editStampCalls
 }
 
-func (f *faultyStore) InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m handlers.Message) (bool, error) {
+func (f *faultyStore) InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m slackhandlers.Message) (bool, error) {
 	f.mu.Lock()
 	f.insertCalls++
 	f.mu.Unlock()
 	return f.Store.InsertMessage(ctx, tx, ws, m)
 }
 
-func (f *faultyStore) EditMessageText(ctx context.Context, tx ports.Tx, ws int64, e handlers.MessageEdit) error {
+func (f *faultyStore) EditMessageText(ctx context.Context, tx ports.Tx, ws int64, e slackhandlers.MessageEdit) error {
 	f.mu.Lock()
 	f.editTextCalls++
 	fail := f.failEditText
@@ -69,7 +69,7 @@ func (f *faultyStore) EditMessageText(ctx context.Context, tx ports.Tx, ws int64
 	return fail
 }
 
-func (f *faultyStore) EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e handlers.MessageEdit) error {
+func (f *faultyStore) EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e slackhandlers.MessageEdit) error {
 	f.mu.Lock()
 	f.editStampCalls++
 	f.mu.Unlock()
@@ -172,11 +172,9 @@ func callback(team, event string) string {
 // delivery is one Slack row of a workspace, LEASED under epoch 1 as a claim leaves it.
 type delivery struct{ support.Delivery }
 
-var slack = provider.MustNew("SLACK")
-
 func leased(ctx context.Context, ws int64, eventType, subject, payload string) delivery {
 	GinkgoHelper()
-	return delivery{support.LeasedEvent(ctx, pool, ws, slack, eventType, subject, payload)}
+	return delivery{support.LeasedEvent(ctx, pool, ws, slack.Provider, eventType, subject, payload)}
 }
 
 // attempt runs the row's handler as the consumer does under the row's current lease epoch.

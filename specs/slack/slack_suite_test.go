@@ -10,14 +10,14 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi/slackread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -49,9 +49,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	faulty = &faultyStore{Store: store}
 	notifier = &fakeNotifier{}
-	Expect(handlers.Register(registry, handlers.Deps{Inbox: deliveryInbox, Store: faulty, Notifier: notifier, Log: support.Logger{}})).To(Succeed())
+	Expect(slackhandlers.Register(registry, slackhandlers.Deps{Inbox: deliveryInbox, Store: faulty, Notifier: notifier, Log: support.Logger{}})).To(Succeed())
 
-	var workspaces *pgmanagement.Workspaces
+	var workspaces *managementstore.Workspaces
 	svc, workspaces = support.Management(pool, adminToken)
 
 	gin.SetMode(gin.TestMode)

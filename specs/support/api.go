@@ -13,7 +13,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -35,11 +35,11 @@ func SecretBox() *secrets.AESGCM {
 // Management is the management use case on pool, with adminToken as the configured instance
 // administrator token and no provider modules, and its workspace store, which is also the
 // member directory of the read APIs (managementapi.Members).
-func Management(pool *pgxpool.Pool, adminToken string) (*management.Service, *pgmanagement.Workspaces) {
+func Management(pool *pgxpool.Pool, adminToken string) (*management.Service, *managementstore.Workspaces) {
 	ginkgo.GinkgoHelper()
-	workspaces, err := pgmanagement.NewWorkspaces(pool)
+	workspaces, err := managementstore.NewWorkspaces(pool)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	connections, err := pgmanagement.NewConnections(pool, pgmanagement.Config{})
+	connections, err := managementstore.NewConnections(pool, managementstore.Config{})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	svc, err := management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, connections, SecretBox(), nil)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())

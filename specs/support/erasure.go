@@ -12,21 +12,21 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
-	pgerasure "github.com/hephaestus-dev/hephaestus/adapters/postgres/erasure"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/gitlabmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/outlinemirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // ErasureStore is the person-erasure store on pool as bootstrap composes it: every provider's
 // person fields and mirror store, and GitHub's installation namespace https://github.com.
-func ErasureStore(pool *pgxpool.Pool) *pgerasure.Store {
+func ErasureStore(pool *pgxpool.Pool) *erasurestore.Store {
 	gh, err := githubmirror.New(pool)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	gl, err := gitlabmirror.New(pool)
@@ -35,7 +35,7 @@ func ErasureStore(pool *pgxpool.Pool) *pgerasure.Store {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ol, err := outlinemirror.New(pool)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	s, err := pgerasure.New(pool, pgerasure.Config{
+	s, err := erasurestore.New(pool, erasurestore.Config{
 		Fields:                 []ports.PersonFields{github.PersonFields(), gitlab.PersonFields(), slack.PersonFields(), outline.PersonFields()},
 		Mirrors:                []ports.PersonDataStore{gh, gl, sl, ol},
 		InstallationNamespaces: map[string]string{github.Provider.String(): "https://github.com"},
@@ -47,7 +47,7 @@ func ErasureStore(pool *pgxpool.Pool) *pgerasure.Store {
 // EraseNow starts a request for scope and works it to its end on the calling goroutine, as the
 // runner does: every pass over the provider's mirror stores, then both inbox stores. It
 // returns the receipts.
-func EraseNow(ctx context.Context, s *pgerasure.Store, scope erasure.Scope) []erasure.Receipt {
+func EraseNow(ctx context.Context, s *erasurestore.Store, scope erasure.Scope) []erasure.Receipt {
 	ginkgo.GinkgoHelper()
 	req, err := s.Start(ctx, scope, 0)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())

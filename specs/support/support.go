@@ -18,7 +18,7 @@ import (
 	"github.com/onsi/gomega"
 	"go.uber.org/goleak"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 

@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -111,7 +111,7 @@ var _ = Describe("Setting a connection's token", func() {
 		_, err := pool.Exec(ctx, `INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id)
 			VALUES ($1, $2, 'GITHUB', 'repository', '501')`, pat, wsB)
 		Expect(err).NotTo(HaveOccurred())
-		store, err := pgmanagement.NewConnections(pool, pgmanagement.Config{Kinds: []connection.Kind{github.KindApp, github.KindPAT}})
+		store, err := managementstore.NewConnections(pool, managementstore.Config{Kinds: []connection.Kind{github.KindApp, github.KindPAT}})
 		Expect(err).NotTo(HaveOccurred())
 		now := time.Now()
 		sealed, err := box.Seal(pat, []byte("ghp_new"))

@@ -23,21 +23,21 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	githubapi "github.com/hephaestus-dev/hephaestus/adapters/github/api"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
-	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgtest"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/application/accessrecheck"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -84,12 +84,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	for _, m := range modules {
 		kinds = append(kinds, m.Kinds()...)
 	}
-	cfg := pgmanagement.Config{Kinds: kinds}
-	workspaces, err := pgmanagement.NewWorkspaces(pool)
+	cfg := managementstore.Config{Kinds: kinds}
+	workspaces, err := managementstore.NewWorkspaces(pool)
 	Expect(err).NotTo(HaveOccurred())
-	connections, err := pgmanagement.NewConnections(pool, cfg)
+	connections, err := managementstore.NewConnections(pool, cfg)
 	Expect(err).NotTo(HaveOccurred())
-	directory, err := pgmanagement.NewSourceDirectory(pool, box, cfg)
+	directory, err := managementstore.NewSourceDirectory(pool, box, cfg)
 	Expect(err).NotTo(HaveOccurred())
 	svc, err := management.New(management.Config{AdminToken: adminToken, AccessCheckers: []ports.ResourceAccessChecker{checker}},
 		workspaces, workspaces, connections, box, modules)
@@ -119,7 +119,7 @@ var _ = BeforeEach(func(ctx SpecContext) {
 func recheckServer(ctx context.Context, owner string) *accessrecheck.Recheck {
 	GinkgoHelper()
 	p := support.Pool(ctx, db, 2)
-	connections, err := pgmanagement.NewConnections(p, pgmanagement.Config{Kinds: []connection.Kind{github.KindApp, github.KindPAT}})
+	connections, err := managementstore.NewConnections(p, managementstore.Config{Kinds: []connection.Kind{github.KindApp, github.KindPAT}})
 	Expect(err).NotTo(HaveOccurred())
 	lease, err := inboxstore.New(p, inboxstore.Config{})
 	Expect(err).NotTo(HaveOccurred())

@@ -27,8 +27,8 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
-	"github.com/hephaestus-dev/hephaestus/application/erasure"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -61,7 +61,7 @@ type Sessions interface {
 type Config struct {
 	Management *management.Service
 	Dead       *deadletters.Service
-	Erasures   *erasure.Service
+	Erasures   *personerasure.Service
 	Sessions   Sessions
 	// Members and Changes show the change feed page to every member of the workspace, as the
 	// feed API does; without Changes the page says the feed is not available.

@@ -25,9 +25,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 

@@ -1,6 +1,6 @@
 package mirrorapi
 
-import "github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
+import "github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 
 var _ githubmirror.Views = Views{}
 

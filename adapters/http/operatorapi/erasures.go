@@ -9,8 +9,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
-	"github.com/hephaestus-dev/hephaestus/application/erasure"
-	domain "github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -32,8 +32,8 @@ var integerID = regexp.MustCompile(`^-?[0-9]{1,40}$`)
 // request reads the body into the use case's request. An identity id is a string as the
 // contract writes it ("583231", "U024BE7LH"); an integer number is taken as its digits, since a
 // numeric provider id is easily sent unquoted.
-func (b erasureBody) request() (erasure.Request, error) {
-	req := erasure.Request{Provider: b.Provider, SourceServerURL: b.SourceServerURL}
+func (b erasureBody) request() (personerasure.Request, error) {
+	req := personerasure.Request{Provider: b.Provider, SourceServerURL: b.SourceServerURL}
 	for _, i := range b.Identities {
 		var id string
 		raw := bytes.TrimSpace(i.ID)
@@ -41,28 +41,28 @@ func (b erasureBody) request() (erasure.Request, error) {
 		case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
 		case raw[0] == '"':
 			if err := json.Unmarshal(raw, &id); err != nil {
-				return erasure.Request{}, ports.Reject(ports.ErrMalformed, "invalid-json", "")
+				return personerasure.Request{}, ports.Reject(ports.ErrMalformed, "invalid-json", "")
 			}
 		case integerID.Match(raw):
 			id = string(raw)
 		default:
-			return erasure.Request{}, ports.Reject(ports.ErrMalformed, erasure.ReasonInvalidErasure, "identity id")
+			return personerasure.Request{}, ports.Reject(ports.ErrMalformed, personerasure.ReasonInvalidErasure, "identity id")
 		}
-		req.Identities = append(req.Identities, erasure.Identity{ID: id, Login: i.Login, Email: i.Email})
+		req.Identities = append(req.Identities, personerasure.Identity{ID: id, Login: i.Login, Email: i.Email})
 	}
 	return req, nil
 }
 
-func (h handlers) bindErasure(c *gin.Context) (erasure.Request, bool) {
+func (h handlers) bindErasure(c *gin.Context) (personerasure.Request, bool) {
 	var body erasureBody
 	if err := bindJSON(c, &body); err != nil {
 		h.fail(c, err)
-		return erasure.Request{}, false
+		return personerasure.Request{}, false
 	}
 	req, err := body.request()
 	if err != nil {
 		h.fail(c, err)
-		return erasure.Request{}, false
+		return personerasure.Request{}, false
 	}
 	return req, true
 }
@@ -120,7 +120,7 @@ type erasureJSON struct {
 	Receipts []receiptJSON `json:"receipts"`
 }
 
-func toErasureJSON(r domain.Request, receipts []domain.Receipt) erasureJSON {
+func toErasureJSON(r erasure.Request, receipts []erasure.Receipt) erasureJSON {
 	out := erasureJSON{ID: r.ID(), State: r.State().String(), Receipts: make([]receiptJSON, len(receipts))}
 	for i, rc := range receipts {
 		out.Receipts[i] = receiptJSON{Store: rc.Store.String(), Pass: rc.Pass, Deleted: rc.Deleted, At: timestamp(rc.At)}

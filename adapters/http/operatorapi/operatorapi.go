@@ -14,7 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
-	"github.com/hephaestus-dev/hephaestus/application/erasure"
+	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -30,13 +30,13 @@ type Auth interface {
 
 type handlers struct {
 	dead    *deadletters.Service
-	erasure *erasure.Service
+	erasure *personerasure.Service
 	log     ports.Logger
 }
 
 // Register adds the operator routes to r. log receives the cause of 500 answers (nil: not
 // logged); it never receives a request body, a payload or an identity value.
-func Register(r gin.IRouter, auth Auth, dead *deadletters.Service, erasures *erasure.Service, log ports.Logger) {
+func Register(r gin.IRouter, auth Auth, dead *deadletters.Service, erasures *personerasure.Service, log ports.Logger) {
 	h := handlers{dead: dead, erasure: erasures, log: log}
 	api := r.Group("/api", managementapi.RequireAuth(auth))
 

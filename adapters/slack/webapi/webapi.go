@@ -20,11 +20,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
-var _ handlers.Notifier = (*Client)(nil)
+var _ slackhandlers.Notifier = (*Client)(nil)
 
 // DefaultBaseURL is Slack's Web API.
 const DefaultBaseURL = "https://slack.com/api/"

@@ -1,0 +1,136 @@
+package githubapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+var _ ports.ResourceAccessChecker = (*RepositoryAccess)(nil)
+
+// Causes of a refused access check, stored as a REVOKED subscription's reason.
+const (
+	CauseTokenRejected      = "token-rejected"         // 401: the token is invalid, expired or revoked
+	CauseTokenForbidden     = "token-forbidden"        // 403 that is no rate limit
+	CauseRepositoryNotFound = "repository-not-found"   // 404: gone, or private to the token
+	CauseRepositoryMismatch = "repository-id-mismatch" // 200 for another repository
+)
+
+// maxRepositoryBody bounds the repository answer read for its id.
+const maxRepositoryBody = 1 << 20
+
+// AccessConfig configures RepositoryAccess; zero values take the Client's defaults.
+type AccessConfig struct {
+	BaseURL    string
+	HTTPClient *http.Client
+	UserAgent  string
+}
+
+// RepositoryAccess checks that a GITHUB_PAT connection's personal access token can read a
+// repository: GET {BaseURL}/repositories/{id} with the token as bearer. The token is sent only
+// to BaseURL's host and appears in no error.
+type RepositoryAccess struct {
+	base      *url.URL
+	http      *http.Client
+	userAgent string
+}
+
+// NewRepositoryAccess validates cfg.
+func NewRepositoryAccess(cfg AccessConfig) (*RepositoryAccess, error) {
+	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent,
+		Token: func(context.Context, githubhandlers.Access) (string, error) { return "", nil }}
+	c.setDefaults()
+	base, err := c.validate()
+	if err != nil {
+		return nil, err
+	}
+	return &RepositoryAccess{base: base, http: c.HTTPClient, userAgent: c.UserAgent}, nil
+}
+
+// Kind implements ports.ResourceAccessChecker: PAT connections.
+func (a *RepositoryAccess) Kind() connection.Kind { return github.KindPAT }
+
+// ResourceTypes implements ports.ResourceAccessChecker: a PAT subscribes to repositories only
+// (an organization's events would reach repositories the token cannot read).
+func (a *RepositoryAccess) ResourceTypes() []string { return []string{github.ResourceRepository} }
+
+// CheckAccess implements ports.ResourceAccessChecker. 200 with the same id admits; 401, 403
+// (not a rate limit) and 404 refuse; a transport failure, a rate limit or any other answer is
+// an *inbox.TransientError (no verdict: retried).
+func (a *RepositoryAccess) CheckAccess(ctx context.Context, token []byte, r ports.Resource) error {
+	id, err := strconv.ParseInt(r.ID, 10, 64)
+	if r.Type != github.ResourceRepository || err != nil || id <= 0 {
+		return fmt.Errorf("github access: %s %q is not a repository id: %w", r.Type, r.ID, ports.ErrMalformed)
+	}
+	if len(token) == 0 {
+		return refused(CauseTokenRejected)
+	}
+	path := "/repositories/" + strconv.FormatInt(id, 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(a.base.String(), "/")+path, nil)
+	if err != nil {
+		return fmt.Errorf("github access GET %s: %w", path, err)
+	}
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", apiVersion)
+	req.Header.Set("User-Agent", a.userAgent)
+	req.Header.Set("Authorization", "Bearer "+string(token))
+	resp, err := a.http.Do(req)
+	if err != nil {
+		// The error names the URL, never the Authorization header.
+		return inbox.Transient("github access GET "+path, err)
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+	}()
+	serr := &StatusError{Method: http.MethodGet, Path: path, Status: resp.StatusCode}
+	switch status := resp.StatusCode; {
+	case status == http.StatusOK:
+	case status == http.StatusUnauthorized:
+		return refused(CauseTokenRejected)
+	case status == http.StatusForbidden && (resp.Header.Get("X-RateLimit-Remaining") == "0" || resp.Header.Get("Retry-After") != ""):
+		return inbox.Transient("github access rate limit", serr)
+	case status == http.StatusForbidden:
+		return refused(CauseTokenForbidden)
+	case status == http.StatusNotFound:
+		return refused(CauseRepositoryNotFound)
+	default:
+		return inbox.Transient("github access", serr)
+	}
+	var repo struct {
+		ID *int64 `json:"id"`
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRepositoryBody+1))
+	if err != nil {
+		return inbox.Transient("github access read GET "+path, err)
+	}
+	if len(body) > maxRepositoryBody {
+		return inbox.Transient("github access GET "+path, ErrResponseTooLarge)
+	}
+	if err := json.Unmarshal(body, &repo); err != nil || repo.ID == nil {
+		if err == nil {
+			err = errors.New("no id")
+		}
+		return inbox.Transient("github access GET "+path, fmt.Errorf("not a repository: %w", err))
+	}
+	if *repo.ID != id {
+		return refused(CauseRepositoryMismatch)
+	}
+	return nil
+}
+
+func refused(cause string) error {
+	return ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible, cause)
+}

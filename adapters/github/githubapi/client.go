@@ -1,0 +1,413 @@
+// Package api reads GitHub's REST API for the GitHub handlers (handlers.ProviderReader): the
+// commits a push payload left out and the check runs of a commit or a check suite.
+//
+// It works against github.com or a GitHub Enterprise Server (BaseURL
+// "https://ghe.example/api/v3"). The token comes from a function the caller injects, asked on
+// every request, so a rotating installation token can be plugged in later; it is sent only to
+// BaseURL's host (the client builds every URL itself and never follows a URL from a response).
+//
+// Every failed call is an *inbox.ProviderError, classified for the inbox's failure table:
+// transport failures and 5xx answers (ProviderTransport, ProviderServerError) and rate limits
+// (ProviderRateLimited: 429, or 403 with X-RateLimit-Remaining 0 or Retry-After, waiting for
+// Retry-After or X-RateLimit-Reset) are retried without budget; 404 and 410 also wrap
+// handlers.ErrProviderNotFound; any other status, a rejected token (401) included, is
+// ProviderRefused around a *StatusError and uses the unknown-failure budget, because a token
+// that GitHub refuses is a configuration problem that retrying alone does not fix; a 2xx answer
+// that does not have the documented shape, or is larger than MaxBodyBytes, is
+// ProviderUnreadable and uses the budget too. None of them is a permanent failure: only the
+// stored payload can prove that (a repository name from the payload that is not owner/name).
+// No error carries the token or a response body.
+package githubapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+)
+
+var _ githubhandlers.ProviderReader = (*Client)(nil)
+
+// DefaultBaseURL is github.com's REST API.
+const DefaultBaseURL = "https://api.github.com"
+
+const (
+	defaultMaxBodyBytes = 8 << 20
+	defaultMaxPages     = 10
+	defaultTimeout      = 30 * time.Second
+	perPage             = 100
+	apiVersion          = "2022-11-28"
+)
+
+// Config configures the client; zero values take the defaults.
+type Config struct {
+	// BaseURL is the REST API root: DefaultBaseURL, or a GitHub Enterprise Server's
+	// "https://<host>/api/v3".
+	BaseURL string
+	// Token returns the bearer token for a read of acc ("" for none). Required. A server's is
+	// Credentials.Token: the installation token or PAT of the workspace.
+	Token func(ctx context.Context, acc githubhandlers.Access) (string, error)
+	// HTTPClient sends the requests (default: a client with a 30 s timeout).
+	HTTPClient *http.Client
+	// MaxBodyBytes bounds each response body (default 8 MiB).
+	MaxBodyBytes int64
+	// MaxPages bounds how many pages of 100 a list reads (default 10).
+	MaxPages int
+	// UserAgent is sent with every request, as GitHub requires (default "hephaestus").
+	UserAgent string
+}
+
+func (c *Config) setDefaults() {
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: defaultTimeout}
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if c.MaxPages == 0 {
+		c.MaxPages = defaultMaxPages
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "hephaestus"
+	}
+}
+
+func (c Config) validate() (*url.URL, error) {
+	if c.Token == nil {
+		return nil, errors.New("github api: a token function is required")
+	}
+	if c.MaxBodyBytes < 0 || c.MaxPages < 0 {
+		return nil, errors.New("github api: MaxBodyBytes and MaxPages must not be negative")
+	}
+	u, err := url.Parse(strings.TrimRight(c.BaseURL, "/"))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("github api: BaseURL %q must be an absolute http(s) URL", c.BaseURL)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("github api: BaseURL must carry no credentials, query or fragment")
+	}
+	return u, nil
+}
+
+// Client is a GitHub REST API client. It is safe for concurrent use.
+type Client struct {
+	cfg  Config
+	base *url.URL
+}
+
+// New validates cfg and makes the client.
+func New(cfg Config) (*Client, error) {
+	cfg.setDefaults()
+	base, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	return &Client{cfg: cfg, base: base}, nil
+}
+
+// StatusError is the cause of a ProviderRefused or 404/410 answer (a 400, a 401, a 403 that is
+// not a rate limit, a 422): it uses the unknown-failure budget.
+type StatusError struct {
+	Method string
+	Path   string
+	Status int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("github api %s %s: status %d", e.Method, e.Path, e.Status)
+}
+
+// ErrResponseTooLarge is the cause of a ProviderUnreadable failure for a body over MaxBodyBytes.
+var ErrResponseTooLarge = errors.New("github api response larger than the configured bound")
+
+// repoPath is /repos/{owner}/{name} with both segments escaped. Errors: a parsing failure for a
+// name that is not "owner/name" (it came from a payload).
+func repoPath(repo string) (string, error) {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return "", inbox.ParsingFailure(fmt.Errorf("github api: repository %q is not owner/name", repo))
+	}
+	return "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name), nil
+}
+
+// get requests path with query and decodes a 2xx body into v. more reports whether the answer
+// links a next page.
+func (c *Client) get(ctx context.Context, acc githubhandlers.Access, path string, query url.Values, v any) (more bool, err error) {
+	// path is already escaped segment by segment, and the base has no query or fragment, so
+	// the URL is their concatenation.
+	target := c.base.String() + path + "?" + query.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return false, fmt.Errorf("github api GET %s: %w", path, err)
+	}
+	token, err := c.cfg.Token(ctx, acc)
+	if err != nil {
+		// Not transient: a token source that keeps failing is a configuration problem, and
+		// the unknown-failure budget bounds how long a delivery waits for it.
+		return false, fmt.Errorf("github api token: %w", err)
+	}
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", apiVersion)
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return false, failure(path, inbox.ProviderTransport, 0, err)
+	}
+	defer func() {
+		// Drain a little so the connection can be reused; never read an unbounded body.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+	}()
+	if err := classify(resp, path); err != nil {
+		return false, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBodyBytes+1))
+	if err != nil {
+		return false, failure(path, inbox.ProviderTransport, resp.StatusCode, err)
+	}
+	if int64(len(body)) > c.cfg.MaxBodyBytes {
+		return false, failure(path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return false, failure(path, inbox.ProviderUnreadable, resp.StatusCode, err)
+	}
+	return hasNext(resp.Header.Get("Link")), nil
+}
+
+// failure is the *inbox.ProviderError of a GET of path.
+func failure(path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
+	return failureOf(http.MethodGet, path, kind, status, cause)
+}
+
+// failureOf is the *inbox.ProviderError of a call of method to path.
+func failureOf(method, path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
+	return &inbox.ProviderError{Provider: "github", Op: method + " " + path, Kind: kind, Status: status, Err: cause}
+}
+
+// unreadable is an answer that decoded but lacks what GitHub documents.
+func unreadable(path, what string) error {
+	return failure(path, inbox.ProviderUnreadable, http.StatusOK, errors.New(what))
+}
+
+// classify turns a non-2xx status into the inbox's failure table. A rate limit waits for
+// Retry-After (secondary limits) or, with no requests left, for X-RateLimit-Reset (primary).
+func classify(resp *http.Response, path string) error {
+	return classifyCall(resp, http.MethodGet, path)
+}
+
+// classifyCall is classify for a call of any method.
+func classifyCall(resp *http.Response, method, path string) error {
+	status := resp.StatusCode
+	serr := &StatusError{Method: method, Path: path, Status: status}
+	failure := func(path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
+		return failureOf(method, path, kind, status, cause)
+	}
+	h := resp.Header
+	now := time.Now()
+	wait := max(inbox.ParseRetryAfter(h.Get("Retry-After"), now), rateLimitReset(h, now))
+	switch {
+	case status >= 200 && status < 300:
+		return nil
+	case status == http.StatusNotFound || status == http.StatusGone:
+		return fmt.Errorf("%w: %w", githubhandlers.ErrProviderNotFound, failure(path, inbox.ProviderRefused, status, serr))
+	case status == http.StatusTooManyRequests,
+		status == http.StatusForbidden && (h.Get("X-RateLimit-Remaining") == "0" || h.Get("Retry-After") != ""):
+		// GitHub answers rate limits (primary and secondary) with 403 or 429.
+		e := failure(path, inbox.ProviderRateLimited, status, serr)
+		e.RetryAfter = wait
+		return e
+	case status >= 500:
+		e := failure(path, inbox.ProviderServerError, status, serr)
+		e.RetryAfter = wait
+		return e
+	}
+	return failure(path, inbox.ProviderRefused, status, serr)
+}
+
+// rateLimitReset is the wait until X-RateLimit-Reset when no request is left in the window.
+func rateLimitReset(h http.Header, now time.Time) time.Duration {
+	if h.Get("X-RateLimit-Remaining") != "0" {
+		return 0
+	}
+	return inbox.UntilReset(h.Get("X-RateLimit-Reset"), now)
+}
+
+// hasNext reports whether a Link header names a next page. The client requests that page by
+// number itself, and never follows the URL, so a token never leaves BaseURL's host.
+func hasNext(link string) bool {
+	for _, part := range strings.Split(link, ",") {
+		if strings.Contains(part, `rel="next"`) {
+			return true
+		}
+	}
+	return false
+}
+
+func pageQuery(page int) url.Values {
+	return url.Values{"per_page": {strconv.Itoa(perPage)}, "page": {strconv.Itoa(page)}}
+}
+
+type apiCheckRun struct {
+	ID          int64      `json:"id"`
+	HeadSHA     string     `json:"head_sha"`
+	Name        string     `json:"name"`
+	Status      string     `json:"status"`
+	Conclusion  *string    `json:"conclusion"`
+	StartedAt   *time.Time `json:"started_at"`
+	CompletedAt *time.Time `json:"completed_at"`
+	CheckSuite  *struct {
+		ID int64 `json:"id"`
+	} `json:"check_suite"`
+}
+
+type checkRunsPage struct {
+	TotalCount *int          `json:"total_count"`
+	CheckRuns  []apiCheckRun `json:"check_runs"`
+}
+
+// CheckRunsForRef implements handlers.ProviderReader (GET /repos/{o}/{r}/commits/{ref}/check-runs).
+func (c *Client) CheckRunsForRef(ctx context.Context, acc githubhandlers.Access, repo, ref string) ([]githubhandlers.CheckRun, error) {
+	rp, err := repoPath(repo)
+	if err != nil {
+		return nil, err
+	}
+	if ref == "" {
+		return nil, inbox.ParsingFailure(errors.New("github api: empty ref"))
+	}
+	return c.checkRuns(ctx, acc, rp+"/commits/"+url.PathEscape(ref)+"/check-runs")
+}
+
+// CheckRunsForSuite implements handlers.ProviderReader
+// (GET /repos/{o}/{r}/check-suites/{id}/check-runs).
+func (c *Client) CheckRunsForSuite(ctx context.Context, acc githubhandlers.Access, repo string, suiteID int64) ([]githubhandlers.CheckRun, error) {
+	rp, err := repoPath(repo)
+	if err != nil {
+		return nil, err
+	}
+	if suiteID <= 0 {
+		return nil, inbox.ParsingFailure(fmt.Errorf("github api: check suite id %d", suiteID))
+	}
+	return c.checkRuns(ctx, acc, rp+"/check-suites/"+strconv.FormatInt(suiteID, 10)+"/check-runs")
+}
+
+func (c *Client) checkRuns(ctx context.Context, acc githubhandlers.Access, path string) ([]githubhandlers.CheckRun, error) {
+	var out []githubhandlers.CheckRun
+	for page := 1; page <= c.cfg.MaxPages; page++ {
+		var p checkRunsPage
+		more, err := c.get(ctx, acc, path, pageQuery(page), &p)
+		if err != nil {
+			return nil, err
+		}
+		if p.TotalCount == nil || p.CheckRuns == nil {
+			return nil, unreadable(path, "no check_runs list")
+		}
+		for _, r := range p.CheckRuns {
+			if r.ID <= 0 || r.HeadSHA == "" || r.Name == "" {
+				return nil, unreadable(path, "check run without id, head SHA or name")
+			}
+			run := githubhandlers.CheckRun{
+				ID: r.ID, HeadSHA: strings.ToLower(r.HeadSHA), Name: r.Name, Status: r.Status,
+				Conclusion: r.Conclusion, StartedAt: utc(r.StartedAt), CompletedAt: utc(r.CompletedAt),
+			}
+			if r.CheckSuite != nil && r.CheckSuite.ID > 0 {
+				id := r.CheckSuite.ID
+				run.CheckSuiteID = &id
+			}
+			out = append(out, run)
+		}
+		if !more || len(p.CheckRuns) < perPage {
+			break
+		}
+	}
+	return out, nil
+}
+
+type apiGitActor struct {
+	Name  string     `json:"name"`
+	Email string     `json:"email"`
+	Date  *time.Time `json:"date"`
+}
+
+type apiCommit struct {
+	SHA     string `json:"sha"`
+	HTMLURL string `json:"html_url"`
+	Commit  *struct {
+		Message   string       `json:"message"`
+		Author    *apiGitActor `json:"author"`
+		Committer *apiGitActor `json:"committer"`
+	} `json:"commit"`
+	Author *struct {
+		Login string `json:"login"`
+	} `json:"author"`
+}
+
+type comparePage struct {
+	Commits []apiCommit `json:"commits"`
+}
+
+// CompareCommits implements handlers.ProviderReader (GET /repos/{o}/{r}/compare/{base}...{head}).
+func (c *Client) CompareCommits(ctx context.Context, acc githubhandlers.Access, repo, base, head string) ([]githubhandlers.Commit, error) {
+	rp, err := repoPath(repo)
+	if err != nil {
+		return nil, err
+	}
+	if base == "" || head == "" {
+		return nil, inbox.ParsingFailure(errors.New("github api: compare needs a base and a head"))
+	}
+	path := rp + "/compare/" + url.PathEscape(base) + "..." + url.PathEscape(head)
+	var out []githubhandlers.Commit
+	for page := 1; page <= c.cfg.MaxPages; page++ {
+		var p comparePage
+		more, err := c.get(ctx, acc, path, pageQuery(page), &p)
+		if err != nil {
+			return nil, err
+		}
+		if p.Commits == nil {
+			return nil, unreadable(path, "no commits list")
+		}
+		for _, ac := range p.Commits {
+			if ac.SHA == "" || ac.Commit == nil {
+				return nil, unreadable(path, "commit without sha")
+			}
+			cm := githubhandlers.Commit{SHA: strings.ToLower(ac.SHA), Message: ac.Commit.Message, HTMLURL: ac.HTMLURL}
+			if a := ac.Commit.Author; a != nil {
+				cm.AuthorName, cm.AuthorEmail = a.Name, a.Email
+			}
+			if cc := ac.Commit.Committer; cc != nil {
+				cm.CommitterName, cm.CommitterEmail, cm.CommittedAt = cc.Name, cc.Email, utc(cc.Date)
+			}
+			if ac.Author != nil && ac.Author.Login != "" {
+				login := ac.Author.Login
+				cm.AuthorLogin = &login
+			}
+			out = append(out, cm)
+		}
+		if !more || len(p.Commits) < perPage {
+			break
+		}
+	}
+	return out, nil
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

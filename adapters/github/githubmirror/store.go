@@ -1,0 +1,453 @@
+// Package githubmirror is the PostgreSQL mirror store of the GitHub handlers: it writes the
+// mirror tables of migrations/00005_github_mirror.sql through the transaction of the
+// DeliveryInbox step that the handler runs (deliveryinbox.PgxTx), so every write commits with
+// its step's claim and the inbox's commit-time fence, and reads the mirror for the handlers'
+// context reconstruction and for the read API.
+//
+// Every upsert applies the version rule of the migration: a write applies only when its
+// (provider updated_at, inbox event id) is not older than the stored row's. Multi-row writes
+// lock their rows in key order, so two transactions that upsert the same users or labels in a
+// different payload order cannot deadlock.
+package githubmirror
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+var _ githubhandlers.Store = (*Store)(nil)
+
+// Store is the GitHub mirror on a PostgreSQL pool shared with the other adapters. Writes go
+// through the inbox's transaction; the pool serves reads only.
+type Store struct {
+	pool *pgxpool.Pool
+	feed feed // the change feed's publisher (changes.go); zero: no publishing
+	// connections publishes connection.state_changed; nil: no publishing.
+	connections ConnectionStatePublisher
+}
+
+// New makes the store on pool.
+func New(pool *pgxpool.Pool) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("github mirror: nil pool")
+	}
+	return &Store{pool: pool}, nil
+}
+
+// txOf is the inbox transaction behind tx. Errors: deliveryinbox.ErrForeignTx.
+func txOf(tx ports.Tx) (pgx.Tx, error) {
+	return deliveryinbox.PgxTx(tx)
+}
+
+// exec runs one statement in the inbox's transaction.
+func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return err
+	}
+	_, err = ptx.Exec(ctx, sql, args...)
+	return pgutil.Interpret(op, err)
+}
+
+// batch runs one statement per row in one round trip, in the order given (callers sort by
+// key, so row locks are taken in key order).
+func batch[T any](ctx context.Context, tx ports.Tx, op, sql string, rows []T, args func(T) []any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	ptx, err := txOf(tx)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	for _, r := range rows {
+		b.Queue(sql, args(r)...)
+	}
+	return pgutil.Interpret(op, ptx.SendBatch(ctx, b).Close())
+}
+
+// sortedBy returns xs sorted by key (a copy: the caller's slice keeps its order).
+func sortedBy[T any](xs []T, key func(T) string) []T {
+	out := slices.Clone(xs)
+	slices.SortStableFunc(out, func(a, b T) int {
+		ka, kb := key(a), key(b)
+		switch {
+		case ka < kb:
+			return -1
+		case ka > kb:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// idKey orders ids numerically as strings of equal width.
+func idKey(id int64) string {
+	s := strconv.FormatInt(id, 10)
+	for len(s) < 20 {
+		s = "0" + s
+	}
+	return s
+}
+
+// at is a version's provider timestamp; a missing one is -infinity, so it never outranks a
+// real timestamp and the event id alone decides between two writes without one.
+func at(v githubhandlers.Version) pgtype.Timestamptz {
+	if v.UpdatedAt.IsZero() {
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	}
+	return pgtype.Timestamptz{Time: v.UpdatedAt, Valid: true}
+}
+
+// ids is never NULL: the array columns are NOT NULL.
+func ids(xs []int64) []int64 {
+	if xs == nil {
+		return []int64{}
+	}
+	return xs
+}
+
+// UpsertUsers implements handlers.UserWriter.
+func (s *Store) UpsertUsers(ctx context.Context, tx ports.Tx, ws int64, users []githubhandlers.User) error {
+	users = sortedBy(users, func(u githubhandlers.User) string { return idKey(u.ID) })
+	return batch(ctx, tx, "upsert github users", upsertUser, users, func(u githubhandlers.User) []any {
+		return []any{ws, u.ID, u.Login, u.Type, u.AvatarURL, at(u.Version), u.Version.EventID}
+	})
+}
+
+// UpsertLabels implements handlers.LabelWriter.
+func (s *Store) UpsertLabels(ctx context.Context, tx ports.Tx, ws int64, labels []githubhandlers.Label) error {
+	labels = sortedBy(labels, func(l githubhandlers.Label) string { return idKey(l.ID) })
+	return batch(ctx, tx, "upsert github labels", upsertLabel, labels, func(l githubhandlers.Label) []any {
+		return []any{ws, l.ID, l.RepositoryID, l.Name, l.Color, l.Description, l.Default, l.Deleted, at(l.Version), l.Version.EventID}
+	})
+}
+
+// UpsertOrganization implements handlers.RepositoryWriter.
+func (s *Store) UpsertOrganization(ctx context.Context, tx ports.Tx, ws int64, o githubhandlers.Organization) error {
+	return exec(ctx, tx, "upsert github organization", upsertOrganization,
+		ws, o.ID, o.Login, o.Description, o.Deleted, at(o.Version), o.Version.EventID)
+}
+
+// UpsertRepository implements handlers.RepositoryWriter.
+func (s *Store) UpsertRepository(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Repository) error {
+	return exec(ctx, tx, "upsert github repository", upsertRepository,
+		ws, r.ID, r.OwnerID, r.OwnerLogin, r.Name, r.FullName, r.Private, r.Visibility, r.DefaultBranch,
+		r.Archived, r.Fork, r.Description, r.HTMLURL, r.CreatedAt, r.PushedAt, r.Deleted, at(r.Version), r.Version.EventID)
+}
+
+// SetOrganizationMember implements handlers.RepositoryWriter.
+func (s *Store) SetOrganizationMember(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.OrganizationMember) error {
+	return exec(ctx, tx, "set github organization member", setOrganizationMember,
+		ws, m.OrganizationID, m.UserID, m.Role, m.State, m.Deleted, at(m.Version), m.Version.EventID)
+}
+
+// SetCollaborator implements handlers.RepositoryWriter.
+func (s *Store) SetCollaborator(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.Collaborator) error {
+	return exec(ctx, tx, "set github collaborator", setCollaborator,
+		ws, c.RepositoryID, c.UserID, c.Permission, c.Deleted, at(c.Version), c.Version.EventID)
+}
+
+// Monitors implements handlers.RepositoryWriter.
+func (s *Store) Monitors(ctx context.Context, tx ports.Tx, ws, repositoryID, ownerID int64) (bool, error) {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return false, err
+	}
+	owner := ""
+	if ownerID > 0 {
+		owner = strconv.FormatInt(ownerID, 10)
+	}
+	var ok bool
+	err = ptx.QueryRow(ctx, monitors, ws, strconv.FormatInt(repositoryID, 10), owner).Scan(&ok)
+	return ok, pgutil.Interpret("read github subscriptions", err)
+}
+
+// UpsertTeam implements handlers.TeamWriter.
+func (s *Store) UpsertTeam(ctx context.Context, tx ports.Tx, ws int64, t githubhandlers.Team) error {
+	return exec(ctx, tx, "upsert github team", upsertTeam,
+		ws, t.ID, t.OrganizationID, t.Name, t.Slug, t.Description, t.Privacy, t.Permission, t.ParentID,
+		t.Deleted, at(t.Version), t.Version.EventID)
+}
+
+// SetTeamMember implements handlers.TeamWriter.
+func (s *Store) SetTeamMember(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.TeamMember) error {
+	return exec(ctx, tx, "set github team member", setTeamMember,
+		ws, m.TeamID, m.UserID, m.Deleted, at(m.Version), m.Version.EventID)
+}
+
+// SetTeamRepository implements handlers.TeamWriter.
+func (s *Store) SetTeamRepository(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.TeamRepository) error {
+	return exec(ctx, tx, "set github team repository", setTeamRepository,
+		ws, r.TeamID, r.RepositoryID, r.Permission, r.Deleted, at(r.Version), r.Version.EventID)
+}
+
+// UpsertMilestone implements handlers.IssueWriter.
+func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.Milestone) error {
+	return exec(ctx, tx, "upsert github milestone", upsertMilestone,
+		ws, m.ID, m.RepositoryID, m.Number, m.Title, m.Description, m.State, m.DueOn, m.ClosedAt, m.CreatedAt,
+		m.Deleted, at(m.Version), m.Version.EventID)
+}
+
+// UpsertIssue implements handlers.IssueWriter.
+func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i githubhandlers.Issue) error {
+	args := []any{ws, i.ID, i.RepositoryID, i.Number, i.Title, i.Body, i.State, i.StateReason, i.Locked, i.AuthorID,
+		i.MilestoneID, ids(i.LabelIDs), ids(i.AssigneeIDs), i.CommentCount, i.HTMLURL, i.CreatedAt, i.ClosedAt,
+		i.Deleted, at(i.Version), i.Version.EventID}
+	if s.feed.pub != nil {
+		return s.upsertIssuePublishing(ctx, tx, ws, args, i.ID)
+	}
+	return exec(ctx, tx, "upsert github issue", upsertIssue, args...)
+}
+
+// UpsertIssueComment implements handlers.IssueWriter.
+func (s *Store) UpsertIssueComment(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.IssueComment) error {
+	return exec(ctx, tx, "upsert github issue comment", upsertIssueComment,
+		ws, c.ID, c.RepositoryID, c.IssueID, c.AuthorID, c.Body, c.HTMLURL, c.CreatedAt, c.Deleted,
+		at(c.Version), c.Version.EventID)
+}
+
+// SetSubIssue implements handlers.IssueWriter.
+func (s *Store) SetSubIssue(ctx context.Context, tx ports.Tx, ws int64, l githubhandlers.SubIssue) error {
+	return exec(ctx, tx, "set github sub-issue", setSubIssue,
+		ws, l.ParentIssueID, l.SubIssueID, l.Deleted, at(l.Version), l.Version.EventID)
+}
+
+// SetIssueDependency implements handlers.IssueWriter.
+func (s *Store) SetIssueDependency(ctx context.Context, tx ports.Tx, ws int64, l githubhandlers.IssueDependency) error {
+	return exec(ctx, tx, "set github issue dependency", setIssueDependency,
+		ws, l.BlockedIssueID, l.BlockingIssueID, l.Deleted, at(l.Version), l.Version.EventID)
+}
+
+// UpsertPullRequest implements handlers.PullRequestWriter.
+func (s *Store) UpsertPullRequest(ctx context.Context, tx ports.Tx, ws int64, pr githubhandlers.PullRequest) (githubhandlers.PullRequestHead, error) {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return githubhandlers.PullRequestHead{}, err
+	}
+	args := []any{ws, pr.ID, pr.RepositoryID, pr.Number, pr.Title, pr.Body, pr.State, pr.Draft, pr.Locked, pr.Merged,
+		pr.AuthorID, pr.HeadRef, pr.HeadSHA, pr.BaseRef, pr.BaseSHA, pr.MilestoneID, ids(pr.LabelIDs),
+		ids(pr.AssigneeIDs), ids(pr.RequestedReviewerIDs), pr.HTMLURL, pr.CreatedAt, pr.ClosedAt, pr.MergedAt,
+		at(pr.Version), pr.Version.EventID}
+	if s.feed.pub != nil {
+		err = s.upsertPullRequestPublishing(ctx, ptx, tx, ws, args, pr.ID)
+	} else {
+		_, err = ptx.Exec(ctx, upsertPullRequest, args...)
+		err = pgutil.Interpret("upsert github pull request", err)
+	}
+	if err != nil {
+		return githubhandlers.PullRequestHead{}, err
+	}
+	head, _, err := scanHead(ptx.QueryRow(ctx, pullRequestHead, ws, pr.ID))
+	return head, err
+}
+
+func scanHead(row pgx.Row) (githubhandlers.PullRequestHead, bool, error) {
+	var h githubhandlers.PullRequestHead
+	err := row.Scan(&h.ID, &h.RepositoryID, &h.HeadSHA, &h.State)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return githubhandlers.PullRequestHead{}, false, nil
+	}
+	if err != nil {
+		return githubhandlers.PullRequestHead{}, false, pgutil.Interpret("read github pull request", err)
+	}
+	return h, true, nil
+}
+
+// PullRequestHead implements handlers.PullRequestReader.
+func (s *Store) PullRequestHead(ctx context.Context, ws, id int64) (githubhandlers.PullRequestHead, bool, error) {
+	return scanHead(s.pool.QueryRow(ctx, pullRequestHead, ws, id))
+}
+
+// PullRequestsWithHead implements handlers.PullRequestReader.
+func (s *Store) PullRequestsWithHead(ctx context.Context, ws, repositoryID int64, sha string) ([]int64, error) {
+	rows, _ := s.pool.Query(ctx, pullRequestsWithHead, ws, repositoryID, sha)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	return out, pgutil.Interpret("read github pull requests of a head", err)
+}
+
+// UpsertReview implements handlers.PullRequestWriter.
+func (s *Store) UpsertReview(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Review) error {
+	return exec(ctx, tx, "upsert github review", upsertReview,
+		ws, r.ID, r.RepositoryID, r.PullRequestID, r.AuthorID, r.State, r.Body, r.CommitID, r.SubmittedAt,
+		at(r.Version), r.Version.EventID)
+}
+
+// UpsertReviewComments implements handlers.PullRequestWriter.
+func (s *Store) UpsertReviewComments(ctx context.Context, tx ports.Tx, ws int64, cs []githubhandlers.ReviewComment) error {
+	cs = sortedBy(cs, func(c githubhandlers.ReviewComment) string { return idKey(c.ID) })
+	return batch(ctx, tx, "upsert github review comments", upsertReviewComment, cs, func(c githubhandlers.ReviewComment) []any {
+		return []any{ws, c.ID, c.RepositoryID, c.PullRequestID, c.ReviewID, c.InReplyToID, c.AuthorID, c.Path,
+			c.Line, c.Body, c.CommitID, c.CreatedAt, c.Deleted, at(c.Version), c.Version.EventID}
+	})
+}
+
+// UpsertReviewThread implements handlers.PullRequestWriter.
+func (s *Store) UpsertReviewThread(ctx context.Context, tx ports.Tx, ws int64, t githubhandlers.ReviewThread) error {
+	return exec(ctx, tx, "upsert github review thread", upsertReviewThread,
+		ws, t.NodeID, t.RepositoryID, t.PullRequestID, t.Resolved, t.Path, ids(t.CommentIDs), at(t.Version), t.Version.EventID)
+}
+
+// UpsertCommitStatus implements handlers.CheckWriter.
+func (s *Store) UpsertCommitStatus(ctx context.Context, tx ports.Tx, ws int64, st githubhandlers.CommitStatus) error {
+	return exec(ctx, tx, "upsert github commit status", upsertCommitStatus,
+		ws, st.ID, st.RepositoryID, st.SHA, st.Context, st.State, st.Description, st.TargetURL, st.CreatedAt,
+		at(st.Version), st.Version.EventID)
+}
+
+// UpsertCheckSuite implements handlers.CheckWriter.
+func (s *Store) UpsertCheckSuite(ctx context.Context, tx ports.Tx, ws int64, cs githubhandlers.CheckSuite) error {
+	return exec(ctx, tx, "upsert github check suite", upsertCheckSuite,
+		ws, cs.ID, cs.RepositoryID, cs.HeadSHA, cs.HeadBranch, cs.Status, cs.Conclusion, cs.AppSlug, cs.CreatedAt,
+		at(cs.Version), cs.Version.EventID)
+}
+
+// UpsertCheckRuns implements handlers.CheckWriter.
+func (s *Store) UpsertCheckRuns(ctx context.Context, tx ports.Tx, ws int64, runs []githubhandlers.CheckRun) error {
+	runs = sortedBy(runs, func(r githubhandlers.CheckRun) string { return idKey(r.ID) })
+	return batch(ctx, tx, "upsert github check runs", upsertCheckRun, runs, func(r githubhandlers.CheckRun) []any {
+		return []any{ws, r.ID, r.RepositoryID, r.CheckSuiteID, r.HeadSHA, r.Name, r.Status, r.Conclusion,
+			r.StartedAt, r.CompletedAt, at(r.Version), r.Version.EventID}
+	})
+}
+
+// RefreshPullRequestChecks implements handlers.CheckWriter.
+func (s *Store) RefreshPullRequestChecks(ctx context.Context, tx ports.Tx, ws, pullRequestID, eventID int64) error {
+	return exec(ctx, tx, "refresh github pull request checks", refreshPullRequestChecks, ws, pullRequestID, eventID)
+}
+
+// SetRef implements handlers.PushWriter.
+func (s *Store) SetRef(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Ref) error {
+	return exec(ctx, tx, "set github ref", setRef,
+		ws, r.RepositoryID, r.Ref, r.SHA, r.Deleted, at(r.Version), r.Version.EventID)
+}
+
+// UpsertCommit implements handlers.PushWriter.
+func (s *Store) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.Commit) error {
+	args := []any{ws, c.RepositoryID, c.SHA, c.Message, c.AuthorName, c.AuthorEmail, c.AuthorLogin, c.CommitterName,
+		c.CommitterEmail, c.CommittedAt, c.HTMLURL, at(c.Version), c.Version.EventID}
+	if s.feed.pub != nil {
+		return s.upsertCommitPublishing(ctx, tx, ws, args, c.RepositoryID, c.SHA)
+	}
+	return exec(ctx, tx, "upsert github commit", upsertCommit, args...)
+}
+
+// LockAppConnection implements handlers.InstallationWriter.
+func (s *Store) LockAppConnection(ctx context.Context, tx ports.Tx, installationID int64, withUninstalled bool) (githubhandlers.AppConnection, bool, error) {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return githubhandlers.AppConnection{}, false, err
+	}
+	var (
+		c     githubhandlers.AppConnection
+		state string
+	)
+	err = ptx.QueryRow(ctx, lockAppConnection, strconv.FormatInt(installationID, 10), withUninstalled).
+		Scan(&c.ID, &c.WorkspaceID, &state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return githubhandlers.AppConnection{}, false, nil
+	}
+	if err != nil {
+		return githubhandlers.AppConnection{}, false, pgutil.Interpret("lock github app connection", err)
+	}
+	if c.State, err = connection.ParseState(state); err != nil {
+		return githubhandlers.AppConnection{}, false, err
+	}
+	return c, true, nil
+}
+
+// SetAppConnectionState implements handlers.InstallationWriter.
+// The handler sets a state only when the state machine moved it, so each call is a change: with
+// a connection publisher wired it publishes connection.state_changed in the same transaction.
+func (s *Store) SetAppConnectionState(ctx context.Context, tx ports.Tx, connectionID int64, st connection.State) error {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return err
+	}
+	var ws int64
+	if err := ptx.QueryRow(ctx, setAppConnectionState, connectionID, st.String()).Scan(&ws); err != nil {
+		return pgutil.Interpret("set github app connection state", err)
+	}
+	if s.connections == nil {
+		return nil
+	}
+	return s.connections.PublishConnectionState(ctx, tx, ws, connectionID)
+}
+
+// ConnectionStatePublisher publishes connection.state_changed for a connection whose state tx
+// has just changed (the management connection store).
+type ConnectionStatePublisher interface {
+	PublishConnectionState(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error
+}
+
+// PublishConnectionStates makes SetAppConnectionState publish through p.
+func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
+	if p == nil {
+		return errors.New("github mirror: nil connection state publisher")
+	}
+	s.connections = p
+	return nil
+}
+
+// RecordInstallation implements handlers.InstallationWriter.
+func (s *Store) RecordInstallation(ctx context.Context, tx ports.Tx, in githubhandlers.Installation) (bool, error) {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return false, err
+	}
+	var one int
+	err = ptx.QueryRow(ctx, recordInstallation, in.ID, in.AccountID, in.AccountLogin, in.AccountType, in.TargetType,
+		in.RepositorySelection, in.State, in.LastAction, in.ConnectionID, at(in.Version), in.Version.EventID).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // the stored record is newer: ON CONFLICT … WHERE returned no row
+	}
+	if err != nil {
+		return false, pgutil.Interpret("record github installation", err)
+	}
+	return true, nil
+}
+
+// RenameInstallationAccount implements handlers.InstallationWriter.
+func (s *Store) RenameInstallationAccount(ctx context.Context, tx ports.Tx, installationID int64, login string, v githubhandlers.Version) error {
+	return exec(ctx, tx, "rename github installation account", renameInstallationAccount, installationID, login, v.EventID)
+}
+
+// SetInstallationRepositories implements handlers.InstallationWriter.
+func (s *Store) SetInstallationRepositories(ctx context.Context, tx ports.Tx, ws int64, repos []githubhandlers.InstallationRepository) error {
+	repos = sortedBy(repos, func(r githubhandlers.InstallationRepository) string {
+		return idKey(r.InstallationID) + idKey(r.RepositoryID)
+	})
+	return batch(ctx, tx, "set github installation repositories", setInstallationRepository, repos,
+		func(r githubhandlers.InstallationRepository) []any {
+			return []any{ws, r.InstallationID, r.RepositoryID, r.FullName, r.Private, r.Deleted, at(r.Version), r.Version.EventID}
+		})
+}
+
+// RemoveInstallationRepositories implements handlers.InstallationWriter.
+func (s *Store) RemoveInstallationRepositories(ctx context.Context, tx ports.Tx, ws, installationID int64, v githubhandlers.Version) error {
+	return exec(ctx, tx, "remove github installation repositories", removeInstallationRepositories,
+		ws, installationID, at(v), v.EventID)
+}
+
+// timeOf converts a nullable, possibly infinite timestamp for a read model.
+func timeOf(t pgtype.Timestamptz) *time.Time {
+	if !t.Valid || t.InfinityModifier != pgtype.Finite {
+		return nil
+	}
+	u := t.Time.UTC()
+	return &u
+}

@@ -1,0 +1,180 @@
+// Package oauth is GitHub as the GitHub App install flow asks it: the exchange of the setup
+// URL's code for the installing person's user token (POST {oauth}/login/oauth/access_token) and
+// the installations that token may see (GET {api}/user/installations, paged).
+//
+// No error of this package carries a code or a token: GitHub's OAuth error answers are reduced
+// to their error code, other failures to the status.
+package githuboauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+var _ ports.GitHubInstallAuthority = (*Client)(nil)
+
+// maxAnswerBytes bounds what is read of one answer.
+const maxAnswerBytes = 4 << 20
+
+// maxPages bounds how many pages of /user/installations are read (100 each): a person with more
+// than 5,000 installations is not a case to wait for.
+const maxPages = 50
+
+// Config configures the client.
+type Config struct {
+	APIURL       string // REST root (HEPHAESTUS_GITHUB_API_URL), default https://api.github.com
+	OAuthURL     string // web and OAuth root (HEPHAESTUS_GITHUB_OAUTH_URL), default https://github.com
+	ClientID     string // the App's OAuth client id
+	ClientSecret string // the App's OAuth client secret
+	HTTP         *http.Client
+}
+
+// Client calls GitHub.
+type Client struct {
+	cfg Config
+}
+
+// New builds the client. Errors: a missing client id or secret, a root that is not http(s).
+func New(cfg Config) (*Client, error) {
+	if cfg.APIURL == "" {
+		cfg.APIURL = "https://api.github.com"
+	}
+	if cfg.OAuthURL == "" {
+		cfg.OAuthURL = "https://github.com"
+	}
+	cfg.APIURL, cfg.OAuthURL = strings.TrimSuffix(cfg.APIURL, "/"), strings.TrimSuffix(cfg.OAuthURL, "/")
+	if cfg.ClientID == "" || cfg.ClientSecret == "" {
+		return nil, errors.New("github oauth: client id and client secret are required")
+	}
+	for _, raw := range []string{cfg.APIURL, cfg.OAuthURL} {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("github oauth: %q is not an http(s) URL", raw)
+		}
+	}
+	if cfg.HTTP == nil {
+		cfg.HTTP = &http.Client{Timeout: 10 * time.Second}
+	}
+	return &Client{cfg: cfg}, nil
+}
+
+// unavailable is a failure worth a retry; detail never holds a secret.
+func unavailable(detail string) error {
+	return fmt.Errorf("github: %s: %w", detail, ports.ErrUnavailable)
+}
+
+func (c *Client) do(req *http.Request, into any) (http.Header, error) {
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "hephaestus")
+	res, err := c.cfg.HTTP.Do(req)
+	if err != nil {
+		// url.Error names the URL, which holds no secret here (codes and tokens go in bodies
+		// and headers).
+		return nil, unavailable("request failed")
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
+	if err != nil {
+		return nil, unavailable("read answer")
+	}
+	switch {
+	case res.StatusCode == http.StatusUnauthorized:
+		return nil, fmt.Errorf("github: %s answered 401: %w", req.URL.Path, ports.ErrUnauthenticated)
+	case res.StatusCode < 200 || res.StatusCode > 299:
+		return nil, unavailable(fmt.Sprintf("%s answered %d", req.URL.Path, res.StatusCode))
+	}
+	if err := json.Unmarshal(body, into); err != nil {
+		return nil, unavailable(req.URL.Path + " answered no JSON of the documented shape")
+	}
+	return res.Header, nil
+}
+
+// ExchangeCode implements ports.GitHubInstallAuthority.
+func (c *Client) ExchangeCode(ctx context.Context, code string) (string, error) {
+	form := url.Values{"client_id": {c.cfg.ClientID}, "client_secret": {c.cfg.ClientSecret}, "code": {code}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.OAuthURL+"/login/oauth/access_token", strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", unavailable("build request")
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	// GitHub answers OAuth errors with 200 and an "error" member.
+	var answer struct {
+		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
+		Error       string `json:"error"`
+	}
+	if _, err := c.do(req, &answer); err != nil {
+		return "", err
+	}
+	if answer.Error != "" {
+		return "", fmt.Errorf("github: code exchange refused (%s): %w", safeCode(answer.Error), ports.ErrUnauthenticated)
+	}
+	if answer.AccessToken == "" {
+		return "", unavailable("code exchange answered no access_token")
+	}
+	return answer.AccessToken, nil
+}
+
+// UserHasInstallation implements ports.GitHubInstallAuthority.
+func (c *Client) UserHasInstallation(ctx context.Context, userToken string, installationID int64) (bool, error) {
+	next := c.cfg.APIURL + "/user/installations?per_page=100"
+	for page := 0; next != "" && page < maxPages; page++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, next, nil)
+		if err != nil {
+			return false, unavailable("build request")
+		}
+		req.Header.Set("Authorization", "Bearer "+userToken)
+		req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+		var answer struct {
+			Installations *[]struct {
+				ID int64 `json:"id"`
+			} `json:"installations"`
+		}
+		h, err := c.do(req, &answer)
+		if err != nil {
+			return false, err
+		}
+		if answer.Installations == nil {
+			return false, unavailable("/user/installations answered no installations")
+		}
+		for _, inst := range *answer.Installations {
+			if inst.ID == installationID {
+				return true, nil
+			}
+		}
+		next = nextLink(h.Get("Link"), c.cfg.APIURL)
+	}
+	return false, nil
+}
+
+var nextPattern = regexp.MustCompile(`<([^>]+)>;\s*rel="next"`)
+
+// nextLink is the Link header's rel="next" URL when it stays under the API root (a link
+// elsewhere would carry the user token to another host).
+func nextLink(header, root string) string {
+	m := nextPattern.FindStringSubmatch(header)
+	if m == nil || !strings.HasPrefix(m[1], root+"/") {
+		return ""
+	}
+	return m[1]
+}
+
+var codePattern = regexp.MustCompile(`^[a-z_]{1,64}$`)
+
+// safeCode keeps an OAuth error code only when it looks like one.
+func safeCode(code string) string {
+	if codePattern.MatchString(code) {
+		return code
+	}
+	return "unrecognised"
+}

@@ -1,0 +1,247 @@
+// Package api reads GitLab's REST API (v4) for the GitLab handlers (handlers.ProviderReader):
+// the approval state of a merge request.
+//
+// It works against gitlab.com or a self-managed instance (BaseURL
+// "https://gitlab.example.com/api/v4"); there is no default, because which instance to ask is
+// the operator's choice. The token comes from a function the caller injects, asked on every
+// request, so a per-connection or rotating token can be plugged in later; it is sent as the
+// PRIVATE-TOKEN header and only to BaseURL's host: the client builds every URL itself, and it
+// follows a redirect only to that same scheme and host, because Go's HTTP client strips
+// Authorization on a cross-host redirect but forwards a custom header like PRIVATE-TOKEN.
+//
+// Every failed call is an *inbox.ProviderError, classified for the inbox's failure table:
+// transport failures and 5xx answers, and rate limits (429, waiting for Retry-After or
+// RateLimit-Reset), are retried without budget; 404 and 410 also wrap
+// handlers.ErrProviderNotFound; any other status, a rejected token (401, 403) or a refused
+// redirect included, is ProviderRefused around a *StatusError and uses the unknown-failure
+// budget, because a token that GitLab refuses is a configuration problem that retrying alone
+// does not fix; a 2xx answer that does not have the documented shape, or is larger than
+// MaxBodyBytes, is ProviderUnreadable and uses the budget too, never a permanent failure.
+// No error carries the token or a response body.
+//
+// GitLab answers 404, not 403, for a project the token cannot see, so a token without access
+// to a project reads as "nothing to read" there: the handlers then decide readiness from the
+// payload alone.
+package gitlabapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+)
+
+var _ gitlabhandlers.ProviderReader = (*Client)(nil)
+
+const (
+	// An approvals answer is a few KiB even with many approvers.
+	defaultMaxBodyBytes = 1 << 20
+	defaultTimeout      = 30 * time.Second
+	maxRedirects        = 10
+)
+
+// Config configures the client; zero values take the defaults.
+type Config struct {
+	// BaseURL is the REST API root, "https://<host>/api/v4". Required.
+	BaseURL string
+	// Token returns the token for a request, sent as PRIVATE-TOKEN (a personal, project or
+	// group access token with read_api). Required; an empty token sends no header.
+	Token func(ctx context.Context) (string, error)
+	// HTTPClient sends the requests (default: a client with a 30 s timeout). The client uses a
+	// copy whose redirect policy keeps the token on BaseURL's host.
+	HTTPClient *http.Client
+	// MaxBodyBytes bounds each response body (default 1 MiB).
+	MaxBodyBytes int64
+}
+
+func (c *Config) setDefaults() {
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: defaultTimeout}
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = defaultMaxBodyBytes
+	}
+}
+
+func (c Config) validate() (*url.URL, error) {
+	if c.Token == nil {
+		return nil, errors.New("gitlab api: a token function is required")
+	}
+	if c.MaxBodyBytes < 0 {
+		return nil, errors.New("gitlab api: MaxBodyBytes must not be negative")
+	}
+	if strings.TrimSpace(c.BaseURL) == "" {
+		return nil, errors.New("gitlab api: BaseURL is required (https://<host>/api/v4)")
+	}
+	u, err := url.Parse(strings.TrimRight(c.BaseURL, "/"))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		// The value is not echoed: a malformed URL may still hold credentials.
+		return nil, errors.New("gitlab api: BaseURL must be an absolute http(s) URL")
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("gitlab api: BaseURL must carry no credentials, query or fragment")
+	}
+	return u, nil
+}
+
+// Client is a GitLab REST API client. It is safe for concurrent use.
+type Client struct {
+	cfg  Config
+	base *url.URL
+	http *http.Client
+}
+
+// New validates cfg and makes the client.
+func New(cfg Config) (*Client, error) {
+	cfg.setDefaults()
+	base, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	hc := *cfg.HTTPClient // a copy: the caller's client keeps its own redirect policy
+	hc.CheckRedirect = sameOrigin(base)
+	return &Client{cfg: cfg, base: base, http: &hc}, nil
+}
+
+// sameOrigin follows a redirect only to BaseURL's scheme and host (http to https on the same
+// host too). Any other redirect is not followed: its 3xx answer becomes a *StatusError.
+func sameOrigin(base *url.URL) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		upgrade := base.Scheme == "http" && req.URL.Scheme == "https"
+		if len(via) >= maxRedirects || req.URL.Host != base.Host || (req.URL.Scheme != base.Scheme && !upgrade) {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+}
+
+// StatusError is the cause of a ProviderRefused or 404/410 answer (a 400, a 401, a 403, a
+// redirect it does not follow): it uses the unknown-failure budget.
+type StatusError struct {
+	Method string
+	Path   string
+	Status int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("gitlab api %s %s: status %d", e.Method, e.Path, e.Status)
+}
+
+// ErrResponseTooLarge is the cause of a ProviderUnreadable failure for a body over MaxBodyBytes.
+var ErrResponseTooLarge = errors.New("gitlab api response larger than the configured bound")
+
+// get requests path (already escaped) and decodes a 2xx body into v.
+func (c *Client) get(ctx context.Context, path string, v any) error {
+	// The base has no query or fragment, so the URL is the concatenation.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+path, nil)
+	if err != nil {
+		return fmt.Errorf("gitlab api GET %s: %w", path, err)
+	}
+	token, err := c.cfg.Token(ctx)
+	if err != nil {
+		// Not transient: a token source that keeps failing is a configuration problem, and
+		// the unknown-failure budget bounds how long a delivery waits for it.
+		return fmt.Errorf("gitlab api token: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if token != "" {
+		req.Header.Set("PRIVATE-TOKEN", token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// *url.Error names the URL, which carries no credentials (validate refused them).
+		return failure(path, inbox.ProviderTransport, 0, err)
+	}
+	defer func() {
+		// Drain a little so the connection can be reused; never read an unbounded body.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+	}()
+	if err := classify(resp.StatusCode, resp.Header, path); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBodyBytes+1))
+	if err != nil {
+		return failure(path, inbox.ProviderTransport, resp.StatusCode, err)
+	}
+	if int64(len(body)) > c.cfg.MaxBodyBytes {
+		return failure(path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return failure(path, inbox.ProviderUnreadable, resp.StatusCode, err)
+	}
+	return nil
+}
+
+// failure is the *inbox.ProviderError of a GET of path.
+func failure(path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
+	return &inbox.ProviderError{Provider: "gitlab", Op: "GET " + path, Kind: kind, Status: status, Err: cause}
+}
+
+// classify turns a non-2xx status into the inbox's failure table. A 429 or 5xx waits for
+// Retry-After or, failing that, RateLimit-Reset.
+func classify(status int, h http.Header, path string) error {
+	serr := &StatusError{Method: http.MethodGet, Path: path, Status: status}
+	var kind inbox.ProviderFailure
+	switch {
+	case status >= 200 && status < 300:
+		return nil
+	case status == http.StatusNotFound || status == http.StatusGone:
+		return fmt.Errorf("%w: %w", gitlabhandlers.ErrProviderNotFound, failure(path, inbox.ProviderRefused, status, serr))
+	case status == http.StatusTooManyRequests:
+		kind = inbox.ProviderRateLimited
+	case status >= 500:
+		kind = inbox.ProviderServerError
+	default:
+		return failure(path, inbox.ProviderRefused, status, serr)
+	}
+	e := failure(path, kind, status, serr)
+	now := time.Now()
+	e.RetryAfter = inbox.ParseRetryAfter(h.Get("Retry-After"), now)
+	if e.RetryAfter == 0 && status == http.StatusTooManyRequests {
+		e.RetryAfter = inbox.UntilReset(h.Get("RateLimit-Reset"), now)
+	}
+	return e
+}
+
+// approvalsAnswer is the part of GET /projects/:id/merge_requests/:iid/approvals the handlers
+// use. approved is there in every edition; approvals_left only where approval rules exist
+// (GitLab Premium and up), so its absence means none are left.
+type approvalsAnswer struct {
+	Approved      *bool `json:"approved"`
+	ApprovalsLeft *int  `json:"approvals_left"`
+}
+
+// MergeRequestApprovals implements handlers.ProviderReader
+// (GET /projects/{id}/merge_requests/{iid}/approvals).
+func (c *Client) MergeRequestApprovals(ctx context.Context, projectID int64, iid int) (gitlabhandlers.Approvals, error) {
+	if projectID <= 0 || iid <= 0 {
+		// Both came from a payload.
+		return gitlabhandlers.Approvals{}, inbox.ParsingFailure(fmt.Errorf("gitlab api: project %d, merge request iid %d", projectID, iid))
+	}
+	path := "/projects/" + strconv.FormatInt(projectID, 10) + "/merge_requests/" + strconv.Itoa(iid) + "/approvals"
+	var a approvalsAnswer
+	if err := c.get(ctx, path, &a); err != nil {
+		return gitlabhandlers.Approvals{}, err
+	}
+	if a.Approved == nil {
+		return gitlabhandlers.Approvals{}, failure(path, inbox.ProviderUnreadable, http.StatusOK, errors.New("no approved field"))
+	}
+	left := 0
+	if a.ApprovalsLeft != nil {
+		left = *a.ApprovalsLeft
+	}
+	if left < 0 {
+		return gitlabhandlers.Approvals{}, failure(path, inbox.ProviderUnreadable, http.StatusOK, errors.New("negative approvals_left"))
+	}
+	return gitlabhandlers.Approvals{Approved: *a.Approved, ApprovalsLeft: left}, nil
+}

@@ -1,0 +1,90 @@
+package gitlabmirror
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Publishing to the change feed, as the GitHub mirror does (see githubmirror/changes.go): the
+// merge request upsert reports whether the version rule let it write and whether it wrote
+// anything but a new event id; only then is gitlab.merge_request.upserted published, in the
+// write's transaction, with the merge request as the read API shows it.
+
+// MergeRequestUpserted is the change type of a merge request write.
+var MergeRequestUpserted = change.MustType("gitlab.merge_request.upserted")
+
+// Views shapes mirrored rows as the read API shows them (gitlabread.Views).
+type Views interface {
+	MergeRequest(gitlabhandlers.MergeRequestView) any
+}
+
+type feed struct {
+	pub   ports.ChangePublisher
+	views Views
+}
+
+// PublishChanges makes the store publish its merge request changes through pub, shaped by
+// views. Call it once, before the store is used.
+func (s *Store) PublishChanges(pub ports.ChangePublisher, views Views) error {
+	if pub == nil || views == nil {
+		return errors.New("gitlab mirror: a publisher and the read API's views are required")
+	}
+	s.feed = feed{pub: pub, views: views}
+	return nil
+}
+
+const (
+	upsertMergeRequestReportingChange = `
+WITH prior AS (SELECT * FROM gitlab_merge_request WHERE workspace_id = $1 AND id = $2)` + upsertMergeRequest + `
+RETURNING NOT EXISTS (SELECT 1 FROM prior p
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id')`
+
+	// readMergeRequestView is the read API's list row for one merge request.
+	readMergeRequestView = `
+SELECT id, project_id, iid, title, state, draft, source_branch, target_branch, head_sha, merge_status,
+       author_id, web_url, created_at, merged_at, closed_at, source_updated_at, ready, readiness_reason,
+       approvals_left
+FROM gitlab_merge_request
+WHERE workspace_id = $1 AND id = $2`
+)
+
+func (s *Store) upsertMergeRequestPublishing(ctx context.Context, tx ports.Tx, ws int64, args []any, id int64) error {
+	ptx, err := deliveryinbox.PgxTx(tx)
+	if err != nil {
+		return err
+	}
+	var changed bool
+	err = ptx.QueryRow(ctx, upsertMergeRequestReportingChange, args...).Scan(&changed)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !changed) {
+		return nil // refused by the version rule, or nothing but the event id changed
+	}
+	if err != nil {
+		return pgutil.Interpret("upsert gitlab merge request", err)
+	}
+	var (
+		m       gitlabhandlers.MergeRequestView
+		updated pgtype.Timestamptz
+	)
+	err = ptx.QueryRow(ctx, readMergeRequestView, ws, id).Scan(&m.ID, &m.ProjectID, &m.IID, &m.Title, &m.State, &m.Draft,
+		&m.SourceBranch, &m.TargetBranch, &m.HeadSHA, &m.MergeStatus, &m.AuthorID, &m.WebURL, &m.CreatedAt, &m.MergedAt,
+		&m.ClosedAt, &updated, &m.Ready, &m.ReadinessReason, &m.ApprovalsLeft)
+	if err != nil {
+		return pgutil.Interpret("read gitlab merge request", err)
+	}
+	m.Version.UpdatedAt = finite(updated)
+	c, err := change.New(MergeRequestUpserted, "gitlab:merge_request:"+strconv.FormatInt(id, 10), s.feed.views.MergeRequest(m))
+	if err != nil {
+		return err
+	}
+	return s.feed.pub.Publish(ctx, tx, ws, c)
+}

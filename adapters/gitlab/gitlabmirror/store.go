@@ -1,0 +1,198 @@
+// Package gitlabmirror is the PostgreSQL store of the GitLab mirror (migration 00006). It writes
+// through the transaction of the DeliveryInbox step that claims the write (deliveryinbox.PgxTx),
+// so every write commits with its step row or not at all, and it answers the read API's queries
+// on its own pool. Every statement binds the workspace.
+package gitlabmirror
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+var _ gitlabhandlers.Store = (*Store)(nil)
+
+// Store is the GitLab mirror store.
+type Store struct {
+	pool *pgxpool.Pool
+	feed feed // the change feed's publisher (changes.go); zero: no publishing
+}
+
+// New makes the store; pool serves the reads (writes use the inbox's transactions).
+func New(pool *pgxpool.Pool) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("gitlab mirror store needs a database pool")
+	}
+	return &Store{pool: pool}, nil
+}
+
+// at is a version's timestamp as stored: '-infinity' when the provider gave none, so any
+// timestamped version is newer.
+func at(v gitlabhandlers.Version) pgtype.Timestamptz {
+	if v.UpdatedAt.IsZero() {
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	}
+	return pgtype.Timestamptz{Time: v.UpdatedAt, Valid: true}
+}
+
+// exec runs one statement in the step's transaction.
+func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
+	ptx, err := deliveryinbox.PgxTx(tx)
+	if err != nil {
+		return err
+	}
+	if _, err := ptx.Exec(ctx, sql, args...); err != nil {
+		return pgutil.Interpret(op, err)
+	}
+	return nil
+}
+
+func (s *Store) UpsertGroup(ctx context.Context, tx ports.Tx, ws int64, g gitlabhandlers.Group) error {
+	return exec(ctx, tx, "upsert gitlab group", upsertGroup,
+		ws, g.ID, g.ParentID, g.Name, g.Path, g.FullPath, g.Deleted, at(g.Version), g.Version.EventID)
+}
+
+func (s *Store) UpsertProject(ctx context.Context, tx ports.Tx, ws int64, p gitlabhandlers.Project) error {
+	return exec(ctx, tx, "upsert gitlab project", upsertProject,
+		ws, p.ID, p.NamespaceID, p.Name, p.PathWithNamespace, p.WebURL, p.DefaultBranch, p.Visibility,
+		at(p.Version), p.Version.EventID)
+}
+
+func (s *Store) SetProjectMonitor(ctx context.Context, tx ports.Tx, ws int64, m gitlabhandlers.ProjectMonitor) error {
+	return exec(ctx, tx, "set gitlab project monitor", setProjectMonitor,
+		ws, m.ProjectID, m.Name, m.PathWithNamespace, m.Monitored, m.Deleted, at(m.Version), m.Version.EventID)
+}
+
+func (s *Store) UpsertMember(ctx context.Context, tx ports.Tx, ws int64, m gitlabhandlers.Member) error {
+	return exec(ctx, tx, "upsert gitlab member", upsertMember,
+		ws, m.SourceType, m.SourceID, m.UserID, m.Username, m.AccessLevel, m.ExpiresAt, m.Deleted,
+		at(m.Version), m.Version.EventID)
+}
+
+func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m gitlabhandlers.Milestone) error {
+	return exec(ctx, tx, "upsert gitlab milestone", upsertMilestone,
+		ws, m.ID, m.ProjectID, m.GroupID, m.IID, m.Title, m.Description, m.State, m.DueDate, m.Deleted,
+		at(m.Version), m.Version.EventID)
+}
+
+func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i gitlabhandlers.Issue) error {
+	labels := i.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	return exec(ctx, tx, "upsert gitlab issue", upsertIssue,
+		ws, i.ID, i.ProjectID, i.IID, i.Title, i.Description, i.State, i.AuthorID, i.MilestoneID, labels,
+		i.WebURL, i.CreatedAt, i.ClosedAt, i.Deleted, at(i.Version), i.Version.EventID)
+}
+
+func (s *Store) UpsertNote(ctx context.Context, tx ports.Tx, ws int64, n gitlabhandlers.Note) error {
+	return exec(ctx, tx, "upsert gitlab note", upsertNote,
+		ws, n.ID, n.ProjectID, n.NoteableType, n.NoteableID, n.CommitSHA, n.AuthorID, n.Body, n.System,
+		n.WebURL, n.CreatedAt, n.Deleted, at(n.Version), n.Version.EventID)
+}
+
+func (s *Store) UpsertMergeRequest(ctx context.Context, tx ports.Tx, ws int64, mr gitlabhandlers.MergeRequest) error {
+	args := []any{ws, mr.ID, mr.ProjectID, mr.IID, mr.Title, mr.Description, mr.State, mr.Draft, mr.SourceBranch,
+		mr.TargetBranch, mr.HeadSHA, mr.MergeStatus, mr.AuthorID, mr.WebURL, mr.CreatedAt, mr.MergedAt,
+		mr.ClosedAt, at(mr.Version), mr.Version.EventID}
+	if s.feed.pub != nil {
+		return s.upsertMergeRequestPublishing(ctx, tx, ws, args, mr.ID)
+	}
+	return exec(ctx, tx, "upsert gitlab merge request", upsertMergeRequest, args...)
+}
+
+func (s *Store) SetReadiness(ctx context.Context, tx ports.Tx, ws int64, r gitlabhandlers.Readiness) error {
+	return exec(ctx, tx, "set gitlab merge request readiness", setReadiness,
+		ws, r.MergeRequestID, r.Ready, r.Reason, r.ApprovalsLeft, at(r.Version), r.Version.EventID)
+}
+
+func (s *Store) UpsertPipeline(ctx context.Context, tx ports.Tx, ws int64, p gitlabhandlers.Pipeline) error {
+	return exec(ctx, tx, "upsert gitlab pipeline", upsertPipeline,
+		ws, p.ID, p.ProjectID, p.Ref, p.SHA, p.Status, p.Source, p.MergeRequestID, p.CreatedAt, p.FinishedAt,
+		at(p.Version), p.Version.EventID)
+}
+
+func (s *Store) RecordPush(ctx context.Context, tx ports.Tx, ws int64, p gitlabhandlers.Push) error {
+	return exec(ctx, tx, "record gitlab push", recordPush,
+		ws, p.ProjectID, p.Ref, p.AfterSHA, p.BeforeSHA, p.UserID, p.CommitCount, p.EventID)
+}
+
+func (s *Store) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c gitlabhandlers.Commit) error {
+	return exec(ctx, tx, "insert gitlab commit", insertCommit,
+		ws, c.ProjectID, c.SHA, c.Title, c.Message, c.AuthorName, c.AuthorEmail, c.AuthoredAt, c.URL, c.EventID)
+}
+
+// ListProjects pages the workspace's projects by path and counts them.
+// Errors: context errors, *inbox.TransientError, or a wrapped database error.
+func (s *Store) ListProjects(ctx context.Context, ws int64, page ports.PageRequest) ([]gitlabhandlers.ProjectView, int, error) {
+	var total int
+	if err := s.pool.QueryRow(ctx, countProjects, ws).Scan(&total); err != nil {
+		return nil, 0, pgutil.Interpret("count gitlab projects", err)
+	}
+	rows, err := s.pool.Query(ctx, listProjects, ws, page.Size, page.Offset())
+	if err != nil {
+		return nil, 0, pgutil.Interpret("list gitlab projects", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gitlabhandlers.ProjectView, error) {
+		var p gitlabhandlers.ProjectView
+		err := r.Scan(&p.ID, &p.NamespaceID, &p.Name, &p.PathWithNamespace, &p.WebURL, &p.DefaultBranch,
+			&p.Visibility, &p.Monitored)
+		return p, err
+	})
+	if err != nil {
+		return nil, 0, pgutil.Interpret("list gitlab projects", err)
+	}
+	return out, total, nil
+}
+
+// ListMergeRequests pages the merge requests of one of the workspace's projects, newest iid
+// first. Errors: ports.ErrNotFound when the workspace has no such project; as ListProjects.
+func (s *Store) ListMergeRequests(ctx context.Context, ws, projectID int64, page ports.PageRequest) ([]gitlabhandlers.MergeRequestView, int, error) {
+	var exists bool
+	if err := s.pool.QueryRow(ctx, projectExists, ws, projectID).Scan(&exists); err != nil {
+		return nil, 0, pgutil.Interpret("find gitlab project", err)
+	}
+	if !exists {
+		return nil, 0, ports.ErrNotFound
+	}
+	var total int
+	if err := s.pool.QueryRow(ctx, countMergeRequests, ws, projectID).Scan(&total); err != nil {
+		return nil, 0, pgutil.Interpret("count gitlab merge requests", err)
+	}
+	rows, err := s.pool.Query(ctx, listMergeRequests, ws, projectID, page.Size, page.Offset())
+	if err != nil {
+		return nil, 0, pgutil.Interpret("list gitlab merge requests", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gitlabhandlers.MergeRequestView, error) {
+		var (
+			m       gitlabhandlers.MergeRequestView
+			updated pgtype.Timestamptz
+		)
+		err := r.Scan(&m.ID, &m.ProjectID, &m.IID, &m.Title, &m.State, &m.Draft, &m.SourceBranch, &m.TargetBranch,
+			&m.HeadSHA, &m.MergeStatus, &m.AuthorID, &m.WebURL, &m.CreatedAt, &m.MergedAt, &m.ClosedAt, &updated,
+			&m.Ready, &m.ReadinessReason, &m.ApprovalsLeft)
+		m.Version.UpdatedAt = finite(updated)
+		return m, err
+	})
+	if err != nil {
+		return nil, 0, pgutil.Interpret("list gitlab merge requests", err)
+	}
+	return out, total, nil
+}
+
+// finite is the time of a stored version, zero for '-infinity' (no provider timestamp).
+func finite(t pgtype.Timestamptz) time.Time {
+	if !t.Valid || t.InfinityModifier != pgtype.Finite {
+		return time.Time{}
+	}
+	return t.Time
+}

@@ -1,0 +1,183 @@
+package outlinehandlers
+
+import (
+	"context"
+
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// document mirrors a document event:
+//
+//  1. a retry that finds the mirror step committed goes straight to the event record, before
+//     anything else is considered, so the record the earlier attempt missed is written;
+//  2. the fast path: the stored document is already at this version (a redelivery, a replay,
+//     or another event of the same edit), so there is nothing to mirror, and the event is
+//     still recorded;
+//  3. otherwise the mirror write, "outline.document.mirror", in its own transaction, then the
+//     event record, "outline.event.record", in another.
+func (b base) document(ctx context.Context, d ports.Dispatch) error {
+	event := d.Delivery.EventType()
+	ws, err := workspace(event, d)
+	if err != nil {
+		return err
+	}
+	var p struct {
+		envelope
+		Payload *struct {
+			ID    string `json:"id"`
+			Model *struct {
+				ID               string `json:"id"`
+				CollectionID     string `json:"collectionId"`
+				ParentDocumentID string `json:"parentDocumentId"`
+				Title            string `json:"title"`
+				Text             string `json:"text"`
+				URLID            string `json:"urlId"`
+				Revision         *int64 `json:"revision"`
+				UpdatedAt        olTime `json:"updatedAt"`
+				PublishedAt      olTime `json:"publishedAt"`
+				ArchivedAt       olTime `json:"archivedAt"`
+				DeletedAt        olTime `json:"deletedAt"`
+				Collection       *struct {
+					ID string `json:"id"`
+				} `json:"collection"`
+			} `json:"model"`
+		} `json:"payload"`
+	}
+	if err := decode(event, d.Payload, &p); err != nil {
+		return err
+	}
+	if p.ID == "" || p.Payload == nil || p.Payload.Model == nil {
+		return malformed(event, "a document event needs an id and a model")
+	}
+	m := p.Payload.Model
+	id := m.ID
+	if id == "" {
+		id = p.Payload.ID
+	}
+	if id == "" {
+		return malformed(event, "the document has no id")
+	}
+	eventID := d.Delivery.ID()
+	deleted := p.Event == "documents.delete" || p.Event == "documents.permanent_delete"
+	doc := Document{
+		ID: id, CollectionID: m.CollectionID, ParentDocumentID: m.ParentDocumentID, Title: m.Title, Text: m.Text,
+		URLID: m.URLID, PublishedAt: m.PublishedAt.ptr(), ArchivedAt: m.ArchivedAt.ptr(), Deleted: deleted,
+		Version: Version{EventID: eventID},
+	}
+	if doc.CollectionID == "" && m.Collection != nil {
+		doc.CollectionID = m.Collection.ID
+	}
+	if at := m.UpdatedAt.later(m.DeletedAt); at.valid {
+		doc.Version.UpdatedAt = at.t
+	}
+	if m.Revision != nil {
+		doc.Version.Revision = *m.Revision
+	}
+	rec := record(p.envelope, id, eventID)
+
+	mirrored, err := b.deps.Inbox.Completed(ctx, StepDocumentMirror)
+	if err != nil {
+		return wrap(event, err)
+	}
+	if mirrored {
+		return wrap(event, b.recordEvent(ctx, ws, rec))
+	}
+	stored, found, err := b.deps.Store.DocumentVersion(ctx, ws, id)
+	if err != nil {
+		return wrap(event, err)
+	}
+	if !(found && stored.Deleted == deleted && stored.Version.sameAs(doc.Version)) {
+		err := b.step(ctx, StepDocumentMirror, func(ctx context.Context, tx ports.Tx) error {
+			return b.deps.Store.UpsertDocument(ctx, tx, ws, doc)
+		})
+		if err != nil {
+			return wrap(event, err)
+		}
+	}
+	return wrap(event, b.recordEvent(ctx, ws, rec))
+}
+
+// collection mirrors a collection event in a step named by its purpose and the collection's
+// stable id, then records the event in its own step.
+func (b base) collection(ctx context.Context, d ports.Dispatch) error {
+	event := d.Delivery.EventType()
+	ws, err := workspace(event, d)
+	if err != nil {
+		return err
+	}
+	var p struct {
+		envelope
+		Payload *struct {
+			ID    string `json:"id"`
+			Model *struct {
+				ID          string  `json:"id"`
+				Name        string  `json:"name"`
+				Description *string `json:"description"`
+				URLID       string  `json:"urlId"`
+				UpdatedAt   olTime  `json:"updatedAt"`
+				ArchivedAt  olTime  `json:"archivedAt"`
+				DeletedAt   olTime  `json:"deletedAt"`
+			} `json:"model"`
+		} `json:"payload"`
+	}
+	if err := decode(event, d.Payload, &p); err != nil {
+		return err
+	}
+	if p.ID == "" || p.Payload == nil {
+		return malformed(event, "a collection event needs an id and a payload")
+	}
+	c := Collection{ID: p.Payload.ID, EventID: d.Delivery.ID()}
+	if m := p.Payload.Model; m != nil {
+		if m.ID != "" {
+			c.ID = m.ID
+		}
+		c.Name, c.Description, c.URLID, c.Archived = m.Name, m.Description, m.URLID, m.ArchivedAt.valid
+		if at := m.UpdatedAt.later(m.DeletedAt); at.valid {
+			c.UpdatedAt = at.t
+		}
+	}
+	purpose := "upsert"
+	if p.Event == "collections.delete" {
+		purpose, c.Deleted = "delete", true
+	}
+	if p.Event == "collections.archive" {
+		c.Archived = true
+	}
+	step, err := CollectionStep(purpose, c.ID)
+	if err != nil {
+		return malformed(event, "the collection id cannot name a step")
+	}
+	err = b.step(ctx, step, func(ctx context.Context, tx ports.Tx) error {
+		return b.deps.Store.UpsertCollection(ctx, tx, ws, c)
+	})
+	if err != nil {
+		return wrap(event, err)
+	}
+	return wrap(event, b.recordEvent(ctx, ws, record(p.envelope, c.ID, c.EventID)))
+}
+
+// recordOnly records an event that has nothing to mirror here.
+func (b base) recordOnly(ctx context.Context, d ports.Dispatch) error {
+	event := d.Delivery.EventType()
+	ws, err := workspace(event, d)
+	if err != nil {
+		return err
+	}
+	var p struct {
+		envelope
+		Payload *struct {
+			ID string `json:"id"`
+		} `json:"payload"`
+	}
+	if err := decode(event, d.Payload, &p); err != nil {
+		return err
+	}
+	if p.ID == "" {
+		return malformed(event, "an event needs an id")
+	}
+	model := ""
+	if p.Payload != nil {
+		model = p.Payload.ID
+	}
+	return wrap(event, b.recordEvent(ctx, ws, record(p.envelope, model, d.Delivery.ID())))
+}

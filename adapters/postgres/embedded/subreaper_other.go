@@ -1,9 +1,0 @@
-//go:build !linux
-
-package embedded
-
-// AdoptServers is a no-op outside Linux, which has no child subreapers.
-func AdoptServers() error { return nil }
-
-// ReapAdopted is a no-op outside Linux.
-func ReapAdopted() {}

@@ -1,0 +1,84 @@
+package managementstore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Redeliveries is the redelivery reconciler's store (migration 00014).
+type Redeliveries struct{ pool *pgxpool.Pool }
+
+var _ ports.RedeliveryStore = (*Redeliveries)(nil)
+
+// NewRedeliveries builds the store.
+func NewRedeliveries(pool *pgxpool.Pool) (*Redeliveries, error) {
+	if pool == nil {
+		return nil, errors.New("postgres management: nil pool")
+	}
+	return &Redeliveries{pool: pool}, nil
+}
+
+const (
+	// unknownGUIDs keeps the guids stored in no inbox row and never requested. The delivery
+	// index uq_provider_event_delivery leads with workspace_id, so the lookup goes workspace
+	// by workspace (NULL for installation rows), one index descent per workspace and guid,
+	// instead of an index of its own that every admission would have to write.
+	unknownGUIDs = `
+		SELECT g FROM unnest($2::text[]) AS g
+		WHERE NOT EXISTS (SELECT 1 FROM github_redelivery_request r WHERE r.guid = g)
+		  AND NOT EXISTS (SELECT 1 FROM provider_event e
+		                  WHERE e.workspace_id IS NULL AND e.provider = $1 AND e.delivery_key = g)
+		  AND NOT EXISTS (SELECT 1 FROM workspace w JOIN provider_event e
+		                  ON e.workspace_id = w.id AND e.provider = $1 AND e.delivery_key = g)`
+	claimRedelivery = `
+		INSERT INTO github_redelivery_request (guid, delivery_id) VALUES ($1, $2)
+		ON CONFLICT (guid) DO NOTHING`
+	releaseRedelivery = `DELETE FROM github_redelivery_request WHERE guid = $1`
+	// forgetOldRedeliveries: GitHub lists and redelivers deliveries of the last days only.
+	forgetOldRedeliveries = `DELETE FROM github_redelivery_request WHERE requested_at < now() - interval '7 days'`
+)
+
+// UnknownGUIDs implements ports.RedeliveryStore.
+func (s *Redeliveries) UnknownGUIDs(ctx context.Context, provider string, guids []string) ([]string, error) {
+	if len(guids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, unknownGUIDs, provider, guids)
+	if err != nil {
+		return nil, pgutil.Interpret("unknown guids", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			return nil, pgutil.Interpret("unknown guids", err)
+		}
+		out = append(out, g)
+	}
+	return out, pgutil.Interpret("unknown guids", rows.Err())
+}
+
+// ClaimRedelivery implements ports.RedeliveryStore. It also forgets records older than any
+// delivery GitHub still lists.
+func (s *Redeliveries) ClaimRedelivery(ctx context.Context, guid string, id int64) (bool, error) {
+	if _, err := s.pool.Exec(ctx, forgetOldRedeliveries); err != nil {
+		return false, pgutil.Interpret("forget old redeliveries", err)
+	}
+	tag, err := s.pool.Exec(ctx, claimRedelivery, guid, id)
+	if err != nil {
+		return false, pgutil.Interpret("claim redelivery", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// ReleaseRedelivery implements ports.RedeliveryStore.
+func (s *Redeliveries) ReleaseRedelivery(ctx context.Context, guid string) error {
+	_, err := s.pool.Exec(ctx, releaseRedelivery, guid)
+	return pgutil.Interpret("release redelivery", err)
+}

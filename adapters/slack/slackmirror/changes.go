@@ -1,0 +1,111 @@
+package slackmirror
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Publishing to the change feed. Each message write publishes only when it changed the row,
+// in its own transaction (the handler's step): an insert that inserted
+// (slack.message.posted), the last step of an edit, the edit timestamp, when it moved forward
+// (slack.message.edited, with the edited text), and a delete of a message that was not deleted
+// yet (slack.message.deleted). A retry, replay or older edit changes nothing and publishes
+// nothing.
+
+// The change types this store publishes.
+var (
+	MessagePosted  = change.MustType("slack.message.posted")
+	MessageEdited  = change.MustType("slack.message.edited")
+	MessageDeleted = change.MustType("slack.message.deleted")
+)
+
+// Views shapes mirrored rows as the read API shows them (slackread.Views).
+type Views interface {
+	Message(slackhandlers.MessageView) any
+}
+
+type feed struct {
+	pub   ports.ChangePublisher
+	views Views
+}
+
+// PublishChanges makes the store publish its message changes through pub, shaped by views.
+// Call it once, before the store is used.
+func (s *Store) PublishChanges(pub ports.ChangePublisher, views Views) error {
+	if pub == nil || views == nil {
+		return errors.New("slack mirror: a publisher and the read API's views are required")
+	}
+	s.feed = feed{pub: pub, views: views}
+	return nil
+}
+
+const (
+	// readMessageView is the read API's list row for one message.
+	readMessageView = `
+SELECT team_id, channel_id, ts, coalesce(thread_ts, ''), coalesce(user_id, ''), text, posted_at,
+       coalesce(edited_ts, ''), source_event_id
+FROM slack_message WHERE workspace_id = $1 AND channel_id = $2 AND ts = $3`
+
+	// deleteMessageReportingChange is deleteMessage telling whether the message was live.
+	deleteMessageReportingChange = `
+WITH prior AS (SELECT deleted FROM slack_message WHERE workspace_id = $1 AND channel_id = $2 AND ts = $3)` +
+		deleteMessage + `
+RETURNING NOT (SELECT deleted FROM prior)`
+)
+
+func subjectOf(channelID, ts string) string { return "slack:message:" + channelID + ":" + ts }
+
+// publishMessage publishes the message as the read API shows it now (in tx).
+func (s *Store) publishMessage(ctx context.Context, tx ports.Tx, ws int64, t change.Type, channelID, ts string) error {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return err
+	}
+	var m slackhandlers.MessageView
+	err = ptx.QueryRow(ctx, readMessageView, ws, channelID, ts).Scan(&m.TeamID, &m.ChannelID, &m.TS, &m.ThreadTS,
+		&m.UserID, &m.Text, &m.PostedAt, &m.EditedTS, &m.EventID)
+	if err != nil {
+		return pgutil.Interpret("read slack message", err)
+	}
+	c, err := change.New(t, subjectOf(channelID, ts), s.feed.views.Message(m))
+	if err != nil {
+		return err
+	}
+	return s.feed.pub.Publish(ctx, tx, ws, c)
+}
+
+func (s *Store) deleteMessagePublishing(ctx context.Context, tx ports.Tx, ws int64, channelID, ts string, eventID int64) error {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return err
+	}
+	rows, err := ptx.Query(ctx, deleteMessageReportingChange, ws, channelID, ts, eventID)
+	if err != nil {
+		return pgutil.Interpret("delete slack message", err)
+	}
+	var wasLive bool
+	for rows.Next() {
+		var live *bool
+		if err := rows.Scan(&live); err != nil {
+			rows.Close()
+			return pgutil.Interpret("delete slack message", err)
+		}
+		wasLive = live != nil && *live
+	}
+	if err := rows.Err(); err != nil {
+		return pgutil.Interpret("delete slack message", err)
+	}
+	if !wasLive {
+		return nil
+	}
+	c, err := change.New(MessageDeleted, subjectOf(channelID, ts), map[string]string{"channelId": channelID, "ts": ts})
+	if err != nil {
+		return err
+	}
+	return s.feed.pub.Publish(ctx, tx, ws, c)
+}

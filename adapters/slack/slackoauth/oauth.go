@@ -1,0 +1,120 @@
+// Package oauth is Slack as the Slack install flow asks it: the OAuth v2 exchange of the
+// callback's code (POST {slackApi}oauth.v2.access) for the team, the app and the bot token.
+//
+// No error of this package carries a code or a token.
+package slackoauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+var _ ports.SlackInstallAuthority = (*Client)(nil)
+
+const maxAnswerBytes = 1 << 20
+
+// Config configures the client.
+type Config struct {
+	APIURL       string // Web API root ending in "/" (HEPHAESTUS_SLACK_API_URL), default https://slack.com/api/
+	ClientID     string
+	ClientSecret string
+	HTTP         *http.Client
+}
+
+// Client calls Slack.
+type Client struct {
+	cfg Config
+}
+
+// New builds the client. Errors: a missing client id or secret, a root that is not http(s).
+func New(cfg Config) (*Client, error) {
+	if cfg.APIURL == "" {
+		cfg.APIURL = "https://slack.com/api/"
+	}
+	if !strings.HasSuffix(cfg.APIURL, "/") {
+		cfg.APIURL += "/"
+	}
+	if cfg.ClientID == "" || cfg.ClientSecret == "" {
+		return nil, errors.New("slack oauth: client id and client secret are required")
+	}
+	u, err := url.Parse(cfg.APIURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("slack oauth: %q is not an http(s) URL", cfg.APIURL)
+	}
+	if cfg.HTTP == nil {
+		cfg.HTTP = &http.Client{Timeout: 10 * time.Second}
+	}
+	return &Client{cfg: cfg}, nil
+}
+
+func unavailable(detail string) error {
+	return fmt.Errorf("slack: %s: %w", detail, ports.ErrUnavailable)
+}
+
+var (
+	errorPattern = regexp.MustCompile(`^[a-z_]{1,64}$`)
+	teamPattern  = regexp.MustCompile(`^[TE][A-Z0-9]{2,30}$`)
+	appPattern   = regexp.MustCompile(`^A[A-Z0-9]{2,30}$`)
+)
+
+// ExchangeCode implements ports.SlackInstallAuthority.
+func (c *Client) ExchangeCode(ctx context.Context, code, redirectURI string) (ports.SlackInstall, error) {
+	form := url.Values{"code": {code}}
+	if redirectURI != "" {
+		form.Set("redirect_uri", redirectURI)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.APIURL+"oauth.v2.access", strings.NewReader(form.Encode()))
+	if err != nil {
+		return ports.SlackInstall{}, unavailable("build request")
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	// Slack's preferred way to send the client credentials (its docs): HTTP Basic.
+	req.SetBasicAuth(c.cfg.ClientID, c.cfg.ClientSecret)
+	res, err := c.cfg.HTTP.Do(req)
+	if err != nil {
+		return ports.SlackInstall{}, unavailable("request failed")
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
+	if err != nil {
+		return ports.SlackInstall{}, unavailable("read answer")
+	}
+	if res.StatusCode != http.StatusOK {
+		return ports.SlackInstall{}, unavailable(fmt.Sprintf("oauth.v2.access answered %d", res.StatusCode))
+	}
+	var answer struct {
+		OK          bool   `json:"ok"`
+		Error       string `json:"error"`
+		AppID       string `json:"app_id"`
+		TokenType   string `json:"token_type"`
+		AccessToken string `json:"access_token"`
+		Team        *struct {
+			ID string `json:"id"`
+		} `json:"team"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil {
+		return ports.SlackInstall{}, unavailable("oauth.v2.access answered no JSON")
+	}
+	if !answer.OK {
+		code := answer.Error
+		if !errorPattern.MatchString(code) {
+			code = "unrecognised"
+		}
+		return ports.SlackInstall{}, fmt.Errorf("slack: oauth.v2.access refused (%s): %w", code, ports.ErrUnauthenticated)
+	}
+	if answer.Team == nil || !teamPattern.MatchString(answer.Team.ID) || answer.AccessToken == "" ||
+		answer.TokenType != "bot" || (answer.AppID != "" && !appPattern.MatchString(answer.AppID)) {
+		return ports.SlackInstall{}, unavailable("oauth.v2.access answered no team, bot token or app of the documented shape")
+	}
+	return ports.SlackInstall{TeamID: answer.Team.ID, AppID: answer.AppID, BotToken: answer.AccessToken}, nil
+}

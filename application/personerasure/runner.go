@@ -1,0 +1,126 @@
+package personerasure
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// RunnerConfig tunes the runner; the zero value is valid.
+type RunnerConfig struct {
+	// Interval is how often the runner looks for RUNNING requests when nobody woke it
+	// (default 30s): requests of a server that died, or started on another server.
+	Interval time.Duration
+}
+
+func (c *RunnerConfig) setDefaults() {
+	if c.Interval == 0 {
+		c.Interval = 30 * time.Second
+	}
+}
+
+func (c RunnerConfig) validate() error {
+	if c.Interval < 0 {
+		return errors.New("erasure runner: Interval must not be negative")
+	}
+	return nil
+}
+
+// Runner works RUNNING erasure requests: when woken and every Interval it holds one request
+// that no runner of any server holds, runs the passes it still lacks and stores DONE, or
+// FAILED after logging the sanitized cause types of the error. A stopping server leaves its
+// request RUNNING for a later runner. It starts no goroutine: Run does all the work itself.
+type Runner struct {
+	cfg   RunnerConfig
+	store ports.ErasureStore
+	log   ports.Logger
+	wake  chan struct{}
+}
+
+var _ ports.Notifier = (*Runner)(nil)
+
+// NewRunner validates cfg and builds a runner.
+func NewRunner(cfg RunnerConfig, store ports.ErasureStore, log ports.Logger) (*Runner, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if store == nil || log == nil {
+		return nil, errors.New("erasure runner: store and logger are required")
+	}
+	return &Runner{cfg: cfg, store: store, log: log, wake: make(chan struct{}, 1)}, nil
+}
+
+// Notify wakes the runner (a request was started or resumed on this server). It never blocks:
+// one pending wake is enough, since a wake makes the runner work every free request.
+func (r *Runner) Notify() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run works requests until ctx ends, then returns nil. A pass in progress when ctx ends is
+// rolled back and its request stays RUNNING.
+func (r *Runner) Run(ctx context.Context) error {
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	for {
+		r.drain(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// drain works every free RUNNING request, one after the other.
+func (r *Runner) drain(ctx context.Context) {
+	if _, err := r.store.LowerStaleFence(ctx); err != nil && ctx.Err() == nil {
+		r.log.Warnw("lowering a stale erasure fence failed", "causes", inbox.CauseTypes(err))
+	}
+	for ctx.Err() == nil {
+		held, err := r.store.Hold(ctx, r.erase)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warnw("holding an erasure request failed; retrying later", "causes", inbox.CauseTypes(err))
+			}
+			return
+		}
+		if !held {
+			return
+		}
+	}
+}
+
+// erase runs the held request's missing passes. Its error (only a cancelled ctx) leaves the
+// request RUNNING; any other failure is logged by cause types, never by message (a message can
+// quote identity values or payload), and ends the request FAILED.
+func (r *Runner) erase(ctx context.Context, req erasure.Request, receipts []erasure.Receipt) (erasure.State, error) {
+	mirrors := r.store.Mirrors(req.Scope().Provider())
+	for {
+		store, pass, ok := req.Next(mirrors, receipts)
+		if !ok {
+			r.log.Infow("person erasure done", "erasure", req.ID(), "passes", req.Passes())
+			return erasure.Done, nil
+		}
+		rc, err := r.store.Pass(ctx, req.ID(), store, pass)
+		if err != nil {
+			if ctx.Err() != nil {
+				return erasure.State{}, ctx.Err()
+			}
+			r.log.Errorw("person erasure failed", "erasure", req.ID(), "store", store.String(), "pass", pass,
+				"causes", inbox.CauseTypes(err))
+			return erasure.Failed, nil
+		}
+		r.log.Infow("person erasure pass committed", "erasure", req.ID(), "store", store.String(), "pass", pass,
+			"deleted", rc.Deleted, "boundary", rc.Boundary)
+		receipts = append(receipts, rc)
+	}
+}
