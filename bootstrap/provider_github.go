@@ -14,7 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -96,7 +96,7 @@ type githubRoutes routeRegistration
 
 func provideGitHubRoutes(manage *management.Service, members ports.WorkspaceStore, store *githubmirror.Store, log ports.Logger) githubRoutes {
 	return func(r gin.IRouter) error {
-		return mirrorapi.Register(r, mirrorapi.Config{Auth: manage, Members: members, Reader: store, Log: log})
+		return githubread.Register(r, githubread.Config{Auth: manage, Members: members, Reader: store, Log: log})
 	}
 }
 
@@ -118,5 +118,5 @@ func provideGitHubMirror(pool *pgxpool.Pool, changes ports.ChangePublisher, conn
 	if err := store.PublishConnectionStates(connections); err != nil {
 		return nil, err
 	}
-	return store, store.PublishChanges(changes, mirrorapi.Views{})
+	return store, store.PublishChanges(changes, githubread.Views{})
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
@@ -42,7 +42,7 @@ var _ = Describe("Person erasure of the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		store, err := githubmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, mirrorapi.Views{})).To(Succeed())
+		Expect(store.PublishChanges(feed, githubread.Views{})).To(Succeed())
 		box, err = deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		reg = consumer.NewRegistry()

@@ -12,7 +12,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
@@ -65,7 +65,7 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		store, err = githubmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, mirrorapi.Views{})).To(Succeed())
+		Expect(store.PublishChanges(feed, githubread.Views{})).To(Succeed())
 		box, err := deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		reg = consumer.NewRegistry()
@@ -101,7 +101,7 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 			rows, _, err := store.Issues(ctx, ws, 4242, ports.PageRequest{Page: 0, Size: 10})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(rows).To(HaveLen(1))
-			shown, err := json.Marshal(mirrorapi.Views{}.Issue(rows[0]))
+			shown, err := json.Marshal(githubread.Views{}.Issue(rows[0]))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(cs[0].Data).To(MatchJSON(shown))
 			Expect(string(cs[0].Data)).To(ContainSubstring(`"title": "Crash"`))

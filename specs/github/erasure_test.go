@@ -20,7 +20,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
@@ -107,7 +107,7 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 		Expect(err).NotTo(HaveOccurred())
 		feed, err := changefeed.New(pool, nil)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(published.PublishChanges(feed, mirrorapi.Views{})).To(Succeed())
+		Expect(published.PublishChanges(feed, githubread.Views{})).To(Succeed())
 		reg = registry(githubhandlers.Deps{Reader: stubChecks{}, Store: published})
 	})
 
@@ -210,7 +210,7 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 			Expect(err).NotTo(HaveOccurred())
 			gin.SetMode(gin.TestMode)
 			engine := gin.New()
-			Expect(mirrorapi.Register(engine, mirrorapi.Config{
+			Expect(githubread.Register(engine, githubread.Config{
 				Auth:    tokens{"root": {AccountID: ports.InstanceAdminAccountID, InstanceAdmin: true}},
 				Members: members, Reader: store,
 			})).To(Succeed())

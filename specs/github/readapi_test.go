@@ -12,7 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -81,7 +81,7 @@ var _ = Describe("Mirror read API", func() {
 		Expect(err).NotTo(HaveOccurred())
 		gin.SetMode(gin.TestMode)
 		engine = gin.New()
-		Expect(mirrorapi.Register(engine, mirrorapi.Config{
+		Expect(githubread.Register(engine, githubread.Config{
 			Auth: tokens{
 				"reader":   {AccountID: reader},
 				"outsider": {AccountID: scalar[int64](ctx, `SELECT id FROM account WHERE login = 'outsider'`)},

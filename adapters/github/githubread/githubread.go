@@ -1,4 +1,4 @@
-// Package mirrorapi serves the read API of the GitHub mirror:
+// Package githubread serves the read API of the GitHub mirror:
 //
 //	GET /api/workspaces/{ws}/repositories
 //	GET /api/workspaces/{ws}/repositories/{id}/issues
@@ -14,7 +14,7 @@
 // it, whatever its role (ADMIN or MEMBER), and the instance administrator may read every
 // workspace. 401 without a valid token (managementapi.RequireAuth), 404 for an unknown
 // workspace, 403 for a known workspace the caller is no member of, as the management API answers.
-package mirrorapi
+package githubread
 
 import (
 	"context"

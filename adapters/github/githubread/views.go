@@ -1,4 +1,4 @@
-package mirrorapi
+package githubread
 
 import "github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 
