@@ -37,12 +37,20 @@ var _ = Describe("Step names", func() {
 		Entry("free text", "update the issue"),
 		Entry("an item with a separator", "push.commit", "a/b"),
 		Entry("an empty item", "push.commit", ""),
-		Entry("a Slack message timestamp", "slack.message.insert", "1355517523.000005"),
-		Entry("a Slack direct-message channel id", "slack.mentor.submit", "D024BE91L"),
-		Entry("a Slack group-DM channel id", "slack.mentor.submit", "G024BE91L"),
 		Entry("an over-long operation", strings.Repeat("a", 65)),
 		Entry("an over-long item", "push.commit", strings.Repeat("a", 97)),
 	)
+
+	It("refuses an item the provider's rule declares personal, and only with that rule", func() {
+		personal := func(item string) bool { return strings.HasPrefix(item, "secret") }
+		_, err := inbox.NewStepOf(personal, "message.insert", "secret-42")
+		Expect(err).To(MatchError(inbox.ErrInvalidStepName))
+		s, err := inbox.NewStepOf(personal, "message.insert", "public-42")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.String()).To(Equal("message.insert/public-42"))
+		_, err = inbox.NewStep("message.insert", "secret-42")
+		Expect(err).NotTo(HaveOccurred(), "without a rule the item is an ordinary id")
+	})
 
 	It("refuses a name longer than the bound even when every part is valid", func() {
 		items := []string{strings.Repeat("a", 90), strings.Repeat("b", 90), strings.Repeat("c", 90)}

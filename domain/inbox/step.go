@@ -18,10 +18,6 @@ const (
 var (
 	stepOperation = regexp.MustCompile(`^[a-z][a-z0-9]*([._-][a-z0-9]+)*$`)
 	stepItem      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]*$`)
-	// A Slack message timestamp ("1355517523.000005") identifies a message.
-	slackMessageTS = regexp.MustCompile(`^[0-9]{9,}\.[0-9]{6}$`)
-	// Slack direct-message (D…) and group-DM (G…/mpdm) channel ids identify a conversation.
-	slackDMChannel = regexp.MustCompile(`^(D|G)[A-Z0-9]{6,}$|^mpdm-`)
 )
 
 // ErrInvalidStepName is returned for any name the rules refuse.
@@ -33,8 +29,19 @@ var ErrInvalidStepName = errors.New("invalid step name")
 // data: never a message identifier or a direct-message channel identifier.
 type Step struct{ name string }
 
+// PersonalItem reports whether a step item is an identifier that names a person's message or a
+// private conversation, by the rules of the provider whose ids the item is (each provider
+// declares its own; see NewStepOf).
+type PersonalItem func(item string) bool
+
 // NewStep validates an operation and its stable item ids and joins them with '/'.
 func NewStep(operation string, items ...string) (Step, error) {
+	return NewStepOf(nil, operation, items...)
+}
+
+// NewStepOf is NewStep for a provider whose ids can name a person: an item personal reports
+// is refused, so a step name never holds person data. personal may be nil.
+func NewStepOf(personal PersonalItem, operation string, items ...string) (Step, error) {
 	if len(operation) > maxStepOperation || !stepOperation.MatchString(operation) {
 		return Step{}, fmt.Errorf("%w: operation %q must be a lower-case dotted name of at most %d bytes",
 			ErrInvalidStepName, operation, maxStepOperation)
@@ -44,11 +51,8 @@ func NewStep(operation string, items ...string) (Step, error) {
 			return Step{}, fmt.Errorf("%w: item %q must be a stable id of at most %d bytes without separators",
 				ErrInvalidStepName, it, maxStepItem)
 		}
-		if slackMessageTS.MatchString(it) {
-			return Step{}, fmt.Errorf("%w: item looks like a message timestamp; name the operation instead", ErrInvalidStepName)
-		}
-		if slackDMChannel.MatchString(it) {
-			return Step{}, fmt.Errorf("%w: item looks like a direct-message channel id", ErrInvalidStepName)
+		if personal != nil && personal(it) {
+			return Step{}, fmt.Errorf("%w: item looks like a message or conversation id; name the operation instead", ErrInvalidStepName)
 		}
 	}
 	name := strings.Join(append([]string{operation}, items...), "/")

@@ -22,7 +22,7 @@
 //   - App Home reads the mirror and publishes the view through the Notifier; no write step.
 //
 // Step names are fixed operation names: never a message ts, a channel id or a direct-message
-// channel id (inbox.NewStep refuses the first and the last anyway). One event has at most one
+// channel id (slack.NewStep refuses the first and the last anyway). One event has at most one
 // step of each name, so a fixed name identifies its step within the event.
 //
 // Nothing here starts a goroutine or keeps the dispatch context: the dispatch identity ends
@@ -123,16 +123,16 @@ func EventTypes() []string {
 // Fixed step names, stored in provider_event_step: keep them stable across releases while their
 // events can still be in the inbox, or a retry would run a renamed step again.
 var (
-	StepMessageInsert        = inbox.MustStep("slack.message.insert")
-	StepMessageEditText      = inbox.MustStep("slack.message.edit.text")
-	StepMessageEditTimestamp = inbox.MustStep("slack.message.edit.timestamp")
-	StepMessageDelete        = inbox.MustStep("slack.message.delete")
-	StepChannelErase         = inbox.MustStep("slack.channel.erase")
-	StepConnectionUninstall  = inbox.MustStep("slack.connection.uninstall")
-	StepTurnSubmit           = inbox.MustStep("slack.mentor.turn.submit")
-	StepTurnEdit             = inbox.MustStep("slack.mentor.turn.edit")
-	StepTurnDelete           = inbox.MustStep("slack.mentor.turn.delete")
-	StepSessionStop          = inbox.MustStep("slack.mentor.session.stop")
+	StepMessageInsert        = slack.MustStep("slack.message.insert")
+	StepMessageEditText      = slack.MustStep("slack.message.edit.text")
+	StepMessageEditTimestamp = slack.MustStep("slack.message.edit.timestamp")
+	StepMessageDelete        = slack.MustStep("slack.message.delete")
+	StepChannelErase         = slack.MustStep("slack.channel.erase")
+	StepConnectionUninstall  = slack.MustStep("slack.connection.uninstall")
+	StepTurnSubmit           = slack.MustStep("slack.mentor.turn.submit")
+	StepTurnEdit             = slack.MustStep("slack.mentor.turn.edit")
+	StepTurnDelete           = slack.MustStep("slack.mentor.turn.delete")
+	StepSessionStop          = slack.MustStep("slack.mentor.session.stop")
 
 	channelSteps = map[ChannelAction]inbox.Step{
 		ActionRegister: inbox.MustStep("slack.channel.register"),
