@@ -20,7 +20,10 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodule"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodule"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodule"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -617,3 +620,20 @@ func (r *reader) pair(name1, v1, name2, v2 string) {
 }
 
 var appSlugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,99}$`)
+
+// gitHubModule is the GitHub module's part of the configuration.
+func (c Config) gitHubModule() githubmodule.Config {
+	return githubmodule.Config{WebhookSecret: []byte(c.GitHubWebhookSecret), AppID: c.GitHubAppID,
+		AppPrivateKey: c.GitHubAppPrivateKey, APIURL: c.GitHubAPIURL, APIToken: c.GitHubAPIToken,
+		RedeliveryInterval: c.GitHubRedeliveryInterval, WebURL: c.GitHubOAuthURL}
+}
+
+// gitLabModule is the GitLab module's part of the configuration.
+func (c Config) gitLabModule() gitlabmodule.Config {
+	return gitlabmodule.Config{APIURL: c.GitLabAPIURL, APIToken: c.GitLabAPIToken}
+}
+
+// slackModule is the Slack module's part of the configuration.
+func (c Config) slackModule() slackmodule.Config {
+	return slackmodule.Config{SigningSecret: []byte(c.SlackSigningSecret), APIURL: c.SlackAPIURL, BotToken: c.SlackBotToken}
+}

@@ -6,7 +6,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
@@ -31,21 +30,17 @@ var operatorSet = wire.NewSet(
 	provideOperatorRoutes,
 )
 
-// personData is one provider module's declaration to person erasure.
-type personData struct {
-	fields ports.PersonFields
-	store  ports.PersonDataStore
-}
-
 // provideErasureConfig collects the providers' person-data declarations; installation rows
-// carry admission's default source (GitHub App installations).
-func provideErasureConfig(gh githubPersonData, gl gitlabPersonData, sl slackPersonData, ol outlinePersonData, adm admission.Config) erasurestore.Config {
+// carry admission's default source.
+func provideErasureConfig(providers []ports.Provider, adm admission.Config) erasurestore.Config {
 	cfg := erasurestore.Config{InstallationNamespaces: map[string]string{}}
-	for _, d := range []personData{personData(gh), personData(gl), personData(sl), personData(ol)} {
-		cfg.Fields = append(cfg.Fields, d.fields)
-		cfg.Mirrors = append(cfg.Mirrors, d.store)
+	for _, p := range providers {
+		cfg.Fields = append(cfg.Fields, p.PersonFields())
+		cfg.Mirrors = append(cfg.Mirrors, p.PersonData())
+		if _, ok := p.(ports.InstallationSource); ok {
+			cfg.InstallationNamespaces[p.Provider().String()] = adm.SourceServerURLOfInstallations()
+		}
 	}
-	cfg.InstallationNamespaces[github.Provider.String()] = adm.SourceServerURLOfInstallations()
 	return cfg
 }
 

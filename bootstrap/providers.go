@@ -11,21 +11,21 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodule"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodule"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/apidoc"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/server"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodule"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodule"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/accessrecheck"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
@@ -34,10 +34,8 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
-	"github.com/hephaestus-dev/hephaestus/application/redelivery"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -93,29 +91,21 @@ var managementSet = wire.NewSet(
 	provideAccessCheckers,
 	provideManagement,
 	provideAccessRecheck,
-	managementstore.NewRedeliveries,
-	provideRedelivery,
 )
 
 // admissionSet is the admission store and use case.
 var admissionSet = wire.NewSet(
 	provideAdmissionStore,
 	wire.Bind(new(ports.AdmissionStore), new(*admissionstore.Store)),
-	wire.Value(admission.Config{}),
+	provideAdmissionConfig,
 	admission.New,
 )
 
-// providerSet is every provider adapter's webhook and module.
-//
-// A new provider adds its NewWebhook provider here and one element to provideWebhooks and
-// provideModules.
+// providerSet is the provider modules (providerModules) and what the core takes of them.
 var providerSet = wire.NewSet(
-	githubSet,
-	gitlabSet,
-	slackSet,
-	outlineSet,
-	provideWebhooks,
 	provideModules,
+	provideProviders,
+	provideWebhooks,
 )
 
 // httpSet is the routes the API packages add to the server.
@@ -183,33 +173,31 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 // provideRunners lists the background loops App.Run starts and waits for: the consumer
 // (claimers, renewer, reaper, retention), the person-erasure runner, the access recheck, the
 // change feed (its Run ends the open feed streams when the server stops) and its retention, and
-// the GitHub redelivery reconciler when App authentication is configured.
+// the providers' own loops (ports.BackgroundWork).
 func provideRunners(c *consumer.Consumer, e *personerasure.Runner, a *accessrecheck.Recheck, cf *changes.Feed, cr *changes.Retention,
-	g *redelivery.Reconciler,
+	providers []ports.Provider,
 ) []Runner {
 	runners := []Runner{c, e, a, cf, cr}
-	if g != nil {
-		runners = append(runners, g)
+	for _, p := range providers {
+		if w, ok := p.(ports.BackgroundWork); ok {
+			for _, r := range w.Runners() {
+				runners = append(runners, r)
+			}
+		}
 	}
 	return runners
 }
 
-// provideRedelivery is the GitHub redelivery reconciler, on the one server holding its
-// singleton lease; nil (not run) without App authentication.
-func provideRedelivery(cfg Config, app *githubapi.App, store *managementstore.Redeliveries, lease *inboxstore.Store,
-	metrics *telemetry.Metrics, log ports.Logger,
-) (*redelivery.Reconciler, error) {
-	if app == nil {
-		return nil, nil
+// provideAccessCheckers lists the providers' access checkers (ports.AccessChecking): the kinds
+// whose subscriptions are checked with the connection's own credential.
+func provideAccessCheckers(providers []ports.Provider) []ports.ResourceAccessChecker {
+	var checkers []ports.ResourceAccessChecker
+	for _, p := range providers {
+		if a, ok := p.(ports.AccessChecking); ok {
+			checkers = append(checkers, a.AccessCheckers()...)
+		}
 	}
-	return redelivery.New(redelivery.Config{Owner: cfg.ServerID, Interval: cfg.GitHubRedeliveryInterval},
-		app, store, lease, metrics, log)
-}
-
-// provideAccessCheckers lists the providers' access checkers: one element per kind whose
-// subscriptions are checked with the connection's own credential.
-func provideAccessCheckers(gh *githubapi.RepositoryAccess) []ports.ResourceAccessChecker {
-	return []ports.ResourceAccessChecker{gh}
+	return checkers
 }
 
 // provideAccessRecheck is the periodic recheck of those subscriptions, on the one server
@@ -221,27 +209,13 @@ func provideAccessRecheck(cfg Config, store *managementstore.Connections, lease 
 		store, lease, box, checkers, log, clock)
 }
 
-// handlerRegistry is what a provider's handler registration needs from the consumer.
-type handlerRegistry interface {
-	Register(p provider.Provider, eventType string, h ports.Handler) error
-}
-
-// handlerRegistration adds one provider's handlers to the registry; each provider's set
-// provides it under its own named type, so Wire can tell them apart.
-type handlerRegistration func(reg handlerRegistry) error
-
-// routeRegistration mounts one provider's read API.
-type routeRegistration = server.Registrar
-
 // provideHandlerRegistry is the consumer's handler registry with every provider's handlers. A
 // delivery of an event type without a handler is completed and counted, not failed.
-func provideHandlerRegistry(gh githubHandlers, gl gitlabHandlers, sl slackHandlers, ol outlineHandlers) (*consumer.Registry, error) {
+func provideHandlerRegistry(providers []ports.Provider) (*consumer.Registry, error) {
 	reg := consumer.NewRegistry()
-	for _, register := range []handlerRegistration{
-		handlerRegistration(gh), handlerRegistration(gl), handlerRegistration(sl), handlerRegistration(ol),
-	} {
-		if err := register(reg); err != nil {
-			return nil, fmt.Errorf("register handlers: %w", err)
+	for _, p := range providers {
+		if err := p.RegisterHandlers(reg); err != nil {
+			return nil, fmt.Errorf("register %s handlers: %w", p.Provider().Label(), err)
 		}
 	}
 	return reg, nil
@@ -281,17 +255,21 @@ func provideManagement(s instanceSecrets, accounts ports.AccountStore, workspace
 	return svc, store.PublishChanges(feed, managementapi.ConnectionView(svc))
 }
 
-// provideWebhooks lists the providers' receiving sides: one element per provider.
-func provideWebhooks(gh *github.Webhook, gl *gitlab.Webhook, sl *slack.Webhook, ol *outline.Webhook) webhookapi.Hooks {
-	return webhookapi.Hooks{gh, gl, sl, ol}
+// provideWebhooks lists the providers' receiving sides.
+func provideWebhooks(providers []ports.Provider) webhookapi.Hooks {
+	hooks := make(webhookapi.Hooks, 0, len(providers))
+	for _, p := range providers {
+		hooks = append(hooks, p.Webhook())
+	}
+	return hooks
 }
 
 // provideMetrics makes the metrics with every label value the service can record exported at
 // 0 from start: the providers of provideModules, each with admission's refusal reasons, the
 // payload rule's and its own (ports.RejectionReasoner).
-func provideMetrics() *telemetry.Metrics {
+func provideMetrics(cfg Config) *telemetry.Metrics {
 	m := telemetry.NewMetrics()
-	m.Declare(metricLabels(provideModules()))
+	m.Declare(metricLabels(provideModules(cfg)))
 	return m
 }
 
@@ -306,23 +284,60 @@ func metricLabels(modules []ports.ProviderModule) telemetry.Labels {
 			reasons = append(reasons, r.RejectionReasons()...)
 		}
 		l.RejectReasons[p] = reasons
+		if c, ok := mod.(ports.CounterDeclarer); ok {
+			l.Counters = append(l.Counters, c.Counters()...)
+		}
 	}
 	return l
 }
 
-// provideModules lists the providers' modules (connection kinds, config validation).
-func provideModules() []ports.ProviderModule {
-	return []ports.ProviderModule{github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{}}
+// provideModules is the providers' static parts (connection kinds, config validation,
+// resource types), known before the database is up.
+func provideModules(cfg Config) []ports.ProviderModule {
+	var modules []ports.ProviderModule
+	for _, m := range providerModules(cfg) {
+		modules = append(modules, m)
+	}
+	return modules
+}
+
+// provideProviders builds every provider module from the shared dependencies.
+func provideProviders(cfg Config, pool *pgxpool.Pool, inbox ports.DeliveryInbox, changes ports.ChangePublisher,
+	connections *managementstore.Connections, secrets *managementstore.LiveSecrets,
+	lease *inboxstore.Store, metrics *telemetry.Metrics, log ports.Logger,
+) ([]ports.Provider, error) {
+	deps := providerkit.Deps{Owner: cfg.ServerID, Pool: pool, Inbox: inbox, Changes: changes, Connections: connections,
+		Secrets: secrets, Lease: lease, Counter: metrics.Counter, Log: log}
+	var providers []ports.Provider
+	for _, m := range providerModules(cfg) {
+		p, err := m.Build(deps)
+		if err != nil {
+			return nil, fmt.Errorf("provider %s: %w", m.Provider().Label(), err)
+		}
+		providers = append(providers, p)
+	}
+	return providers, nil
+}
+
+// provideAdmissionConfig stores the namespace of the provider whose installations are control
+// events (ports.InstallationSource) on installation rows no connection names yet.
+func provideAdmissionConfig(providers []ports.Provider) admission.Config {
+	var cfg admission.Config
+	for _, p := range providers {
+		if s, ok := p.(ports.InstallationSource); ok {
+			cfg.DefaultSourceServerURL = s.DefaultSourceServerURL()
+		}
+	}
+	return cfg
 }
 
 // provideRegistrars mounts the webhook receiver and the management API.
-func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Hooks, manage *management.Service, log ports.Logger,
-	ops operatorRoutes, cons consoleRoutes, install installRoutes, gh githubRoutes, gl gitlabRoutes, sl slackRoutes, ol outlineRoutes,
-	ch changesRoutes,
+func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Hooks, manage *management.Service,
+	members ports.WorkspaceStore, log ports.Logger,
+	ops operatorRoutes, cons consoleRoutes, install installRoutes, ch changesRoutes, providers []ports.Provider,
 ) []server.Registrar {
-	return []server.Registrar{
+	registrars := []server.Registrar{
 		server.Registrar(ops), server.Registrar(cons), server.Registrar(install), server.Registrar(ch),
-		server.Registrar(gh), server.Registrar(gl), server.Registrar(sl), server.Registrar(ol),
 		func(r gin.IRouter) error {
 			return webhookapi.Register(r, admit, hooks, webhookapi.Config{MaxBytes: cfg.WebhookMaxBytes, InflightBytes: cfg.WebhookInflightBytes})
 		},
@@ -332,9 +347,27 @@ func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Ho
 		},
 		apidoc.Register,
 	}
+	for _, p := range providers {
+		if routes, ok := p.(providerkit.Routes); ok {
+			guard := providerkit.Guard{Auth: manage, Members: members, Log: log}
+			registrars = append(registrars, func(r gin.IRouter) error { return routes.Mount(r, guard) })
+		}
+	}
+	return registrars
 }
 
 // newServices collects the graph's products for App.Run.
 func newServices(registrars []server.Registrar, runners []Runner) *services {
 	return &services{registrars: registrars, runners: runners}
+}
+
+// providerModules lists the providers, one line each: adding a provider is one new folder
+// under adapters/, one line here and one migration file.
+func providerModules(cfg Config) []providerkit.Module {
+	return []providerkit.Module{
+		githubmodule.New(cfg.gitHubModule()),
+		gitlabmodule.New(cfg.gitLabModule()),
+		slackmodule.New(cfg.slackModule()),
+		outlinemodule.New(),
+	}
 }

@@ -50,3 +50,7 @@ func RegisteredRoutes(ctx context.Context, cfg Config) (_ []Route, err error) {
 	}
 	return out, nil
 }
+
+// routeRegistration mounts one part's routes; each part provides it under its own named type,
+// so Wire can tell them apart.
+type routeRegistration = server.Registrar

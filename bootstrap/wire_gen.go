@@ -22,7 +22,7 @@ import (
 // InitializeApp builds the App: what exists before the database is up. Regenerate
 // wire_gen.go with `go tool wire ./bootstrap/...` (make generate).
 func InitializeApp(cfg Config, log *zap.Logger) (*App, error) {
-	metrics := provideMetrics()
+	metrics := provideMetrics(cfg)
 	app := newApp(cfg, log, metrics)
 	return app, nil
 }
@@ -30,74 +30,28 @@ func InitializeApp(cfg Config, log *zap.Logger) (*App, error) {
 // buildServices builds everything that needs the database, once App.Run opened it.
 func buildServices(ctx context.Context, in graphInput) (*services, func(), error) {
 	config := in.Config
-	admissionConfig := _wireConfigValue
-	bootstrapAdmissionPool := in.AdmissionPool
-	store, err := provideAdmissionStore(bootstrapAdmissionPool)
+	pool := in.Pool
+	inbox, err := provideDeliveryInbox(pool)
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapLookupPool := in.LookupPool
+	signal := changes.NewSignal()
+	store, err := provideChangeStore(pool, signal)
+	if err != nil {
+		return nil, nil, err
+	}
+	v := provideModules(config)
+	managementstoreConfig := provideStoreConfig(v)
+	connections, err := managementstore.NewConnections(pool, managementstoreConfig)
+	if err != nil {
+		return nil, nil, err
+	}
 	bootstrapInstanceSecrets := in.Secrets
 	aesgcm, err := provideSecretBox(bootstrapInstanceSecrets)
 	if err != nil {
 		return nil, nil, err
 	}
-	v := provideModules()
-	managementConfig := provideStoreConfig(v)
-	sourceDirectory, err := provideSourceDirectory(bootstrapLookupPool, aesgcm, managementConfig)
-	if err != nil {
-		return nil, nil, err
-	}
-	signal := consumer.NewSignal()
-	metrics := in.Metrics
-	logger := in.Log
-	portsLogger := provideLogger(logger)
-	clock := _wireSystemClockValue
-	service, err := admission.New(admissionConfig, store, sourceDirectory, signal, metrics, portsLogger, clock)
-	if err != nil {
-		return nil, nil, err
-	}
-	webhook, err := provideGitHubWebhook(config)
-	if err != nil {
-		return nil, nil, err
-	}
-	gitlabWebhook, err := provideGitLabWebhook()
-	if err != nil {
-		return nil, nil, err
-	}
-	slackWebhook, err := provideSlackWebhook(config)
-	if err != nil {
-		return nil, nil, err
-	}
-	outlineWebhook, err := provideOutlineWebhook()
-	if err != nil {
-		return nil, nil, err
-	}
-	hooks := provideWebhooks(webhook, gitlabWebhook, slackWebhook, outlineWebhook)
-	pool := in.Pool
-	workspaces, err := managementstore.NewWorkspaces(pool)
-	if err != nil {
-		return nil, nil, err
-	}
-	connections, err := managementstore.NewConnections(pool, managementConfig)
-	if err != nil {
-		return nil, nil, err
-	}
-	repositoryAccess, err := provideGitHubAccess(config)
-	if err != nil {
-		return nil, nil, err
-	}
-	v2 := provideAccessCheckers(repositoryAccess)
-	changesSignal := changes.NewSignal()
-	changefeedStore, err := provideChangeStore(pool, changesSignal)
-	if err != nil {
-		return nil, nil, err
-	}
-	managementService, err := provideManagement(bootstrapInstanceSecrets, workspaces, workspaces, connections, aesgcm, v, v2, connections, changefeedStore)
-	if err != nil {
-		return nil, nil, err
-	}
-	deadlettersReader, err := deadletterstore.New(pool)
+	liveSecrets, err := managementstore.NewLiveSecrets(pool, aesgcm)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,53 +59,71 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	deadlettersService, err := provideDeadLetters(deadlettersReader, inboxstoreStore, signal)
+	metrics := in.Metrics
+	logger := in.Log
+	portsLogger := provideLogger(logger)
+	v2, err := provideProviders(config, pool, inbox, store, connections, liveSecrets, inboxstoreStore, metrics, portsLogger)
 	if err != nil {
 		return nil, nil, err
 	}
-	githubmirrorStore, err := provideGitHubMirror(pool, changefeedStore, connections)
+	admissionConfig := provideAdmissionConfig(v2)
+	bootstrapAdmissionPool := in.AdmissionPool
+	admissionstoreStore, err := provideAdmissionStore(bootstrapAdmissionPool)
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapGithubPersonData := provideGitHubPersonData(githubmirrorStore)
-	gitlabmirrorStore, err := provideGitLabMirror(pool, changefeedStore)
+	bootstrapLookupPool := in.LookupPool
+	sourceDirectory, err := provideSourceDirectory(bootstrapLookupPool, aesgcm, managementstoreConfig)
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapGitlabPersonData := provideGitLabPersonData(gitlabmirrorStore)
-	slackmirrorStore, err := provideSlackMirror(pool, changefeedStore, connections)
+	consumerSignal := consumer.NewSignal()
+	clock := _wireSystemClockValue
+	service, err := admission.New(admissionConfig, admissionstoreStore, sourceDirectory, consumerSignal, metrics, portsLogger, clock)
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapSlackPersonData := provideSlackPersonData(slackmirrorStore)
-	outlinemirrorStore, err := provideOutlineMirror(pool, changefeedStore)
+	hooks := provideWebhooks(v2)
+	workspaces, err := managementstore.NewWorkspaces(pool)
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapOutlinePersonData := provideOutlinePersonData(outlinemirrorStore)
-	erasureConfig := provideErasureConfig(bootstrapGithubPersonData, bootstrapGitlabPersonData, bootstrapSlackPersonData, bootstrapOutlinePersonData, admissionConfig)
-	erasureStore, err := erasurestore.New(pool, erasureConfig)
+	v3 := provideAccessCheckers(v2)
+	managementService, err := provideManagement(bootstrapInstanceSecrets, workspaces, workspaces, connections, aesgcm, v, v3, connections, store)
 	if err != nil {
 		return nil, nil, err
 	}
-	runner, err := provideErasureRunner(erasureStore, portsLogger)
+	deadletterstoreReader, err := deadletterstore.New(pool)
 	if err != nil {
 		return nil, nil, err
 	}
-	erasureService, err := provideErasures(erasureStore, runner)
+	deadlettersService, err := provideDeadLetters(deadletterstoreReader, inboxstoreStore, consumerSignal)
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapOperatorRoutes := provideOperatorRoutes(managementService, deadlettersService, erasureService, portsLogger)
+	erasurestoreConfig := provideErasureConfig(v2, admissionConfig)
+	erasurestoreStore, err := erasurestore.New(pool, erasurestoreConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	runner, err := provideErasureRunner(erasurestoreStore, portsLogger)
+	if err != nil {
+		return nil, nil, err
+	}
+	personerasureService, err := provideErasures(erasurestoreStore, runner)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapOperatorRoutes := provideOperatorRoutes(managementService, deadlettersService, personerasureService, portsLogger)
 	consolesessionStore, err := provideConsoleSessions(pool)
 	if err != nil {
 		return nil, nil, err
 	}
-	feed, err := provideChangeFeed(changefeedStore, changesSignal, metrics)
+	feed, err := provideChangeFeed(store, signal, metrics)
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, erasureService, workspaces, feed, portsLogger)
+	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, portsLogger)
 	installStates, err := managementstore.NewInstallStates(pool)
 	if err != nil {
 		return nil, nil, err
@@ -169,68 +141,30 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
-	bootstrapGithubRoutes := provideGitHubRoutes(managementService, workspaces, githubmirrorStore, portsLogger)
-	bootstrapGitlabRoutes := provideGitLabRoutes(managementService, workspaces, gitlabmirrorStore, portsLogger)
-	bootstrapSlackRoutes := provideSlackRoutes(managementService, workspaces, slackmirrorStore, portsLogger)
-	bootstrapOutlineRoutes := provideOutlineRoutes(managementService, workspaces, outlinemirrorStore, portsLogger)
 	bootstrapChangesRoutes := provideChangeRoutes(managementService, workspaces, feed, portsLogger)
-	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes, bootstrapChangesRoutes)
-	inbox, err := provideDeliveryInbox(pool)
+	v4 := provideRegistrars(config, service, hooks, managementService, workspaces, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapChangesRoutes, v2)
+	registry, err := provideHandlerRegistry(v2)
 	if err != nil {
 		return nil, nil, err
 	}
-	app, err := provideGitHubApp(config)
+	consumerConsumer, err := provideConsumer(config, inboxstoreStore, registry, consumerSignal, clock, portsLogger, metrics)
 	if err != nil {
 		return nil, nil, err
 	}
-	liveSecrets, err := managementstore.NewLiveSecrets(pool, aesgcm)
+	recheck, err := provideAccessRecheck(config, connections, inboxstoreStore, aesgcm, v3, portsLogger, clock)
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapGithubHandlers, err := provideGitHubHandlers(config, inbox, githubmirrorStore, app, liveSecrets, portsLogger)
+	retention, err := provideChangeRetention(config, store, inboxstoreStore, metrics, clock, portsLogger)
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapGitlabHandlers, err := provideGitLabHandlers(config, inbox, gitlabmirrorStore, portsLogger)
-	if err != nil {
-		return nil, nil, err
-	}
-	bootstrapSlackHandlers, err := provideSlackHandlers(config, inbox, slackmirrorStore, liveSecrets, portsLogger)
-	if err != nil {
-		return nil, nil, err
-	}
-	bootstrapOutlineHandlers := provideOutlineHandlers(inbox, outlinemirrorStore)
-	registry, err := provideHandlerRegistry(bootstrapGithubHandlers, bootstrapGitlabHandlers, bootstrapSlackHandlers, bootstrapOutlineHandlers)
-	if err != nil {
-		return nil, nil, err
-	}
-	consumerConsumer, err := provideConsumer(config, inboxstoreStore, registry, signal, clock, portsLogger, metrics)
-	if err != nil {
-		return nil, nil, err
-	}
-	recheck, err := provideAccessRecheck(config, connections, inboxstoreStore, aesgcm, v2, portsLogger, clock)
-	if err != nil {
-		return nil, nil, err
-	}
-	retention, err := provideChangeRetention(config, changefeedStore, inboxstoreStore, metrics, clock, portsLogger)
-	if err != nil {
-		return nil, nil, err
-	}
-	redeliveries, err := managementstore.NewRedeliveries(pool)
-	if err != nil {
-		return nil, nil, err
-	}
-	reconciler, err := provideRedelivery(config, app, redeliveries, inboxstoreStore, metrics, portsLogger)
-	if err != nil {
-		return nil, nil, err
-	}
-	v4 := provideRunners(consumerConsumer, runner, recheck, feed, retention, reconciler)
-	bootstrapServices := newServices(v3, v4)
+	v5 := provideRunners(consumerConsumer, runner, recheck, feed, retention, v2)
+	bootstrapServices := newServices(v4, v5)
 	return bootstrapServices, func() {
 	}, nil
 }
 
 var (
-	_wireConfigValue      = admission.Config{}
 	_wireSystemClockValue = systemClock{}
 )

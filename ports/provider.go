@@ -63,3 +63,12 @@ type StepNameRules interface {
 type InstallationSource interface {
 	DefaultSourceServerURL() string
 }
+
+// CounterSpec is an unlabelled counter a provider exports, at 0 from start.
+type CounterSpec struct{ Name, Help string }
+
+// CounterDeclarer is implemented by a provider module (its static part) with counters of its
+// own, so they are on /metrics before the database is up.
+type CounterDeclarer interface {
+	Counters() []CounterSpec
+}

@@ -87,3 +87,13 @@ func (Module) ValidateResource(r ports.Resource) error {
 	}
 	return nil
 }
+
+// RedeliveriesRequested counts the redeliveries of failed App deliveries the reconciler asked
+// GitHub for (CONTRACT.md "Provider access").
+const RedeliveriesRequested = "github_redeliveries_requested_total"
+
+// Counters declares GitHub's own counters, exported at 0 from start.
+func (Module) Counters() []ports.CounterSpec {
+	return []ports.CounterSpec{{Name: RedeliveriesRequested,
+		Help: "Redeliveries of failed GitHub App deliveries the reconciler asked GitHub for."}}
+}

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -28,11 +29,12 @@ type Metrics struct {
 	retried           *prometheus.CounterVec
 	dropped           *prometheus.CounterVec
 	retentionFailures prometheus.Counter
-	redeliveries      prometheus.Counter
-	handlerSeconds    *prometheus.HistogramVec
-	inboxRows         *prometheus.GaugeVec
-	oldestQueuedAge   prometheus.Gauge
-	changeFeed        changeFeedGauges
+	// counters are the providers' own unlabelled counters (ports.CounterDeclarer), by name.
+	counters        map[string]prometheus.Counter
+	handlerSeconds  *prometheus.HistogramVec
+	inboxRows       *prometheus.GaugeVec
+	oldestQueuedAge prometheus.Gauge
+	changeFeed      changeFeedGauges
 }
 
 // handlerBuckets span a no-op handler (milliseconds) to the 30-minute handler timeout.
@@ -75,10 +77,7 @@ func NewMetrics() *Metrics {
 			Name: "integration_inbox_rows",
 			Help: "Inbox rows by state, as last counted.",
 		}, []string{"state"}),
-		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "github_redeliveries_requested_total",
-			Help: "Redeliveries of failed GitHub App deliveries the reconciler asked GitHub for.",
-		}),
+		counters: map[string]prometheus.Counter{},
 		oldestQueuedAge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "integration_inbox_oldest_queued_age_seconds",
 			Help: "How long the oldest due QUEUED row has waited past its due time, as last measured.",
@@ -88,7 +87,7 @@ func NewMetrics() *Metrics {
 	m.registry.MustRegister(m.changeFeed.rows, m.changeFeed.waiting)
 	m.registry.MustRegister(
 		m.received, m.rejected, m.handled, m.retried, m.dropped,
-		m.retentionFailures, m.handlerSeconds, m.inboxRows, m.oldestQueuedAge, m.redeliveries,
+		m.retentionFailures, m.handlerSeconds, m.inboxRows, m.oldestQueuedAge,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -108,6 +107,8 @@ type Labels struct {
 	// RejectReasons are every provider's refusal reasons, by provider label (admission's own
 	// and the payload rule's included).
 	RejectReasons map[string][]string
+	// Counters are the providers' own unlabelled counters.
+	Counters []ports.CounterSpec
 }
 
 // Declare exports every labelled counter at 0 for each provider and each outcome, retry cause
@@ -130,6 +131,24 @@ func (m *Metrics) Declare(l Labels) {
 			m.rejected.WithLabelValues(p, r).Add(0)
 		}
 	}
+	for _, c := range l.Counters {
+		if _, ok := m.counters[c.Name]; ok {
+			continue
+		}
+		counter := prometheus.NewCounter(prometheus.CounterOpts{Name: c.Name, Help: c.Help})
+		m.registry.MustRegister(counter)
+		m.counters[c.Name] = counter
+	}
+}
+
+// Counter is the increment of a provider's counter declared with Declare. Errors: a name no
+// module declared (the module's Counters and its use disagree).
+func (m *Metrics) Counter(name string) (func(), error) {
+	c, ok := m.counters[name]
+	if !ok {
+		return nil, fmt.Errorf("telemetry: counter %q was not declared", name)
+	}
+	return c.Inc, nil
 }
 
 // Handler serves the registry in the Prometheus exposition format.
@@ -155,10 +174,6 @@ func (m *Metrics) Retried(provider, cause string) { m.retried.WithLabelValues(pr
 func (m *Metrics) Dropped(provider, reason string) { m.dropped.WithLabelValues(provider, reason).Inc() }
 
 func (m *Metrics) RetentionFailed() { m.retentionFailures.Inc() }
-
-// RedeliveryRequested implements ports.RedeliveryMetrics (github_redeliveries_requested_total;
-// an unlabelled counter, so it is exported at 0 from start).
-func (m *Metrics) RedeliveryRequested() { m.redeliveries.Inc() }
 
 func (m *Metrics) HandlerDuration(provider string, d time.Duration) {
 	m.handlerSeconds.WithLabelValues(provider).Observe(d.Seconds())

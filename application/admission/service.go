@@ -77,22 +77,14 @@ type Result struct {
 type Config struct {
 	// DefaultSourceServerURL is stored as Hephaestus-Source-Server-Url on an installation
 	// control row that no source connection names yet (its handler creates the connection).
-	// Default https://github.com: GitHub App installations are the only control events.
+	// The provider module whose installations are control events declares it
+	// (ports.InstallationSource); required.
 	DefaultSourceServerURL string
 }
 
 // SourceServerURLOfInstallations is the namespace stored on installation rows no connection
-// names (DefaultSourceServerURL, or its default): person erasure accepts it as a namespace.
-func (c Config) SourceServerURLOfInstallations() string {
-	c.setDefaults()
-	return c.DefaultSourceServerURL
-}
-
-func (c *Config) setDefaults() {
-	if c.DefaultSourceServerURL == "" {
-		c.DefaultSourceServerURL = "https://github.com"
-	}
-}
+// names (DefaultSourceServerURL): person erasure accepts it as a namespace.
+func (c Config) SourceServerURLOfInstallations() string { return c.DefaultSourceServerURL }
 
 func (c Config) validate() error {
 	u, err := url.Parse(c.DefaultSourceServerURL)
@@ -117,7 +109,6 @@ type Service struct {
 func New(cfg Config, store ports.AdmissionStore, directory ports.ConnectionDirectory,
 	notifier ports.Notifier, metrics ports.AdmissionMetrics, log ports.Logger, clock ports.Clock,
 ) (*Service, error) {
-	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

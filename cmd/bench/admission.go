@@ -323,7 +323,7 @@ func serveReceiver(ctx context.Context, pool, admissionPool *pgxpool.Pool) (stri
 	if err != nil {
 		return "", nil, err
 	}
-	svc, err := admission.New(admission.Config{}, store, directory, consumer.NewSignal(), telemetry.NewMetrics(),
+	svc, err := admission.New(admission.Config{DefaultSourceServerURL: "https://github.com"}, store, directory, consumer.NewSignal(), telemetry.NewMetrics(),
 		zap.NewNop().Sugar(), systemClock{})
 	if err != nil {
 		return "", nil, err

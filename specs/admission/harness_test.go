@@ -63,7 +63,7 @@ func newReceiver(opts receiverOptions) *receiver {
 		opts.directory = tableDirectory{pool: pool}
 	}
 	r := &receiver{metrics: newMetricsRecorder(), logs: &logRecorder{}, notified: &atomic.Int64{}, store: real}
-	svc, err := admission.New(admission.Config{}, store, opts.directory, notifierFunc(func() { r.notified.Add(1) }),
+	svc, err := admission.New(admission.Config{DefaultSourceServerURL: "https://github.com"}, store, opts.directory, notifierFunc(func() { r.notified.Add(1) }),
 		r.metrics, r.logs, systemClock{})
 	Expect(err).NotTo(HaveOccurred())
 	if opts.hooks == nil {

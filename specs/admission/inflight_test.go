@@ -37,7 +37,7 @@ func newEdge(ctx context.Context, budgetBytes int64, readTimeout time.Duration) 
 	Expect(err).NotTo(HaveOccurred())
 	store, err := admissionstore.New(admissionPool)
 	Expect(err).NotTo(HaveOccurred())
-	svc, err := admission.New(admission.Config{}, store, tableDirectory{pool: pool}, notifierFunc(func() {}),
+	svc, err := admission.New(admission.Config{DefaultSourceServerURL: "https://github.com"}, store, tableDirectory{pool: pool}, notifierFunc(func() {}),
 		newMetricsRecorder(), &logRecorder{}, systemClock{})
 	Expect(err).NotTo(HaveOccurred())
 	hooks := webhookapi.Hooks{&fakeWebhook{p: testHub}}

@@ -13,10 +13,10 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
-	"github.com/hephaestus-dev/hephaestus/application/redelivery"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -117,15 +117,19 @@ var _ = Describe("The GitHub redelivery reconciler", func() {
 		app, err = githubapi.NewApp(githubapi.AppConfig{BaseURL: fake.srv.URL + "/api/v3", AppID: specAppID, Key: key, Now: clock.Now})
 		Expect(err).NotTo(HaveOccurred())
 		log, metrics = &recordingLog{}, telemetry.NewMetrics()
+		// Declared as bootstrap declares the module's counters, before anything runs.
+		metrics.Declare(telemetry.Labels{Counters: github.Module{}.Counters()})
 	})
 
-	reconciler := func(owner string, maxPages int) *redelivery.Reconciler {
+	reconciler := func(owner string, maxPages int) *githubredelivery.Reconciler {
 		GinkgoHelper()
-		store, err := managementstore.NewRedeliveries(pool)
+		requested, err := metrics.Counter(github.RedeliveriesRequested)
+		Expect(err).NotTo(HaveOccurred())
+		store, err := githubmirror.NewRedeliveries(pool)
 		Expect(err).NotTo(HaveOccurred())
 		lease, err := inboxstore.New(pool, inboxstore.Config{})
 		Expect(err).NotTo(HaveOccurred())
-		r, err := redelivery.New(redelivery.Config{Owner: owner, Interval: time.Hour, MaxPages: maxPages}, app, store, lease, metrics, log)
+		r, err := githubredelivery.New(githubredelivery.Config{Owner: owner, Interval: time.Hour, MaxPages: maxPages}, app, store, lease, githubredelivery.MetricsFunc(requested), log)
 		Expect(err).NotTo(HaveOccurred())
 		return r
 	}
@@ -162,7 +166,7 @@ var _ = Describe("The GitHub redelivery reconciler", func() {
 	It("asks once for each failed delivery whose guid is stored nowhere, over bounded pages, with a log line per request", func(ctx SpecContext) {
 		st, err := reconciler("server-a", 2).RunOnce(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(st).To(Equal(redelivery.Stats{Ran: true, Pages: 2, Failed: 5, Requested: 3}))
+		Expect(st).To(Equal(githubredelivery.Stats{Ran: true, Pages: 2, Failed: 5, Requested: 3}))
 
 		mu.Lock()
 		Expect(listed).To(Equal([]string{"", "c1"}), "the cursor of the Link header, two pages at most")
@@ -176,7 +180,7 @@ var _ = Describe("The GitHub redelivery reconciler", func() {
 		Expect(support.Count(ctx, pool, `SELECT count(*) FROM github_redelivery_request`)).To(Equal(3))
 
 		// The next run, on another server, asks for none of them again.
-		_, err = pool.Exec(ctx, `DELETE FROM singleton_lease WHERE name = $1`, redelivery.Singleton)
+		_, err = pool.Exec(ctx, `DELETE FROM singleton_lease WHERE name = $1`, githubredelivery.Singleton)
 		Expect(err).NotTo(HaveOccurred())
 		st, err = reconciler("server-b", 3).RunOnce(ctx)
 		Expect(err).NotTo(HaveOccurred())

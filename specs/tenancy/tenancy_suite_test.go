@@ -97,7 +97,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	store, err := admissionstore.New(admissionPool)
 	Expect(err).NotTo(HaveOccurred())
-	admit, err := admission.New(admission.Config{}, store, directory, noNotifier{}, noMetrics{}, support.Logger{}, systemClock{})
+	admit, err := admission.New(admission.Config{DefaultSourceServerURL: "https://github.com"}, store, directory, noNotifier{}, noMetrics{}, support.Logger{}, systemClock{})
 	Expect(err).NotTo(HaveOccurred())
 	ghHook, err := github.NewWebhook(github.Config{WebhookSecret: []byte(githubSecret)})
 	Expect(err).NotTo(HaveOccurred())

@@ -17,8 +17,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
-	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // GitHub App authentication (CONTRACT.md "Provider access"): the App signs a short JWT with its
@@ -272,15 +272,15 @@ func (a *App) callWithLink(ctx context.Context, method, path string, query url.V
 	return resp.Header.Get("Link"), nil
 }
 
-var _ ports.HookDeliveries = (*App)(nil)
+var _ githubredelivery.HookDeliveries = (*App)(nil)
 
 // hookDeliveriesPerPage is GitHub's largest page of the App's delivery log.
 const hookDeliveriesPerPage = 100
 
-// ListHookDeliveries implements ports.HookDeliveries: GET /app/hook/deliveries?per_page=100
+// ListHookDeliveries implements githubredelivery.HookDeliveries: GET /app/hook/deliveries?per_page=100
 // (&cursor=…) with the App JWT. The next page's cursor is taken from the Link header's
 // rel="next" URL; that URL itself is never followed.
-func (a *App) ListHookDeliveries(ctx context.Context, cursor string) ([]ports.HookDelivery, string, error) {
+func (a *App) ListHookDeliveries(ctx context.Context, cursor string) ([]githubredelivery.HookDelivery, string, error) {
 	const path = "/app/hook/deliveries"
 	q := url.Values{"per_page": {strconv.Itoa(hookDeliveriesPerPage)}}
 	if cursor != "" {
@@ -298,13 +298,13 @@ func (a *App) ListHookDeliveries(ctx context.Context, cursor string) ([]ports.Ho
 	if answer == nil {
 		return nil, "", failureOf(http.MethodGet, path, inbox.ProviderUnreadable, http.StatusOK, errors.New("no delivery list"))
 	}
-	out := make([]ports.HookDelivery, 0, len(answer))
+	out := make([]githubredelivery.HookDelivery, 0, len(answer))
 	for _, d := range answer {
 		if d.ID <= 0 || d.GUID == "" || d.StatusCode == nil {
 			return nil, "", failureOf(http.MethodGet, path, inbox.ProviderUnreadable, http.StatusOK,
 				errors.New("delivery without id, guid or status_code"))
 		}
-		out = append(out, ports.HookDelivery{ID: d.ID, GUID: d.GUID, StatusCode: *d.StatusCode})
+		out = append(out, githubredelivery.HookDelivery{ID: d.ID, GUID: d.GUID, StatusCode: *d.StatusCode})
 	}
 	return out, nextCursor(link), nil
 }
@@ -325,7 +325,7 @@ func nextCursor(link string) string {
 	return ""
 }
 
-// RequestRedelivery implements ports.HookDeliveries: POST
+// RequestRedelivery implements githubredelivery.HookDeliveries: POST
 // /app/hook/deliveries/{id}/attempts with the App JWT (GitHub answers 202).
 func (a *App) RequestRedelivery(ctx context.Context, id int64) error {
 	if id <= 0 {

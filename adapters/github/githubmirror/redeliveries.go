@@ -1,4 +1,4 @@
-package managementstore
+package githubmirror
 
 import (
 	"context"
@@ -6,19 +6,19 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
-	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // Redeliveries is the redelivery reconciler's store (migration 00014).
 type Redeliveries struct{ pool *pgxpool.Pool }
 
-var _ ports.RedeliveryStore = (*Redeliveries)(nil)
+var _ githubredelivery.RedeliveryStore = (*Redeliveries)(nil)
 
 // NewRedeliveries builds the store.
 func NewRedeliveries(pool *pgxpool.Pool) (*Redeliveries, error) {
 	if pool == nil {
-		return nil, errors.New("postgres management: nil pool")
+		return nil, errors.New("github redeliveries: nil pool")
 	}
 	return &Redeliveries{pool: pool}, nil
 }
@@ -43,7 +43,7 @@ const (
 	forgetOldRedeliveries = `DELETE FROM github_redelivery_request WHERE requested_at < now() - interval '7 days'`
 )
 
-// UnknownGUIDs implements ports.RedeliveryStore.
+// UnknownGUIDs implements githubredelivery.RedeliveryStore.
 func (s *Redeliveries) UnknownGUIDs(ctx context.Context, provider string, guids []string) ([]string, error) {
 	if len(guids) == 0 {
 		return nil, nil
@@ -64,7 +64,7 @@ func (s *Redeliveries) UnknownGUIDs(ctx context.Context, provider string, guids 
 	return out, pgutil.Interpret("unknown guids", rows.Err())
 }
 
-// ClaimRedelivery implements ports.RedeliveryStore. It also forgets records older than any
+// ClaimRedelivery implements githubredelivery.RedeliveryStore. It also forgets records older than any
 // delivery GitHub still lists.
 func (s *Redeliveries) ClaimRedelivery(ctx context.Context, guid string, id int64) (bool, error) {
 	if _, err := s.pool.Exec(ctx, forgetOldRedeliveries); err != nil {
@@ -77,7 +77,7 @@ func (s *Redeliveries) ClaimRedelivery(ctx context.Context, guid string, id int6
 	return tag.RowsAffected() == 1, nil
 }
 
-// ReleaseRedelivery implements ports.RedeliveryStore.
+// ReleaseRedelivery implements githubredelivery.RedeliveryStore.
 func (s *Redeliveries) ReleaseRedelivery(ctx context.Context, guid string) error {
 	_, err := s.pool.Exec(ctx, releaseRedelivery, guid)
 	return pgutil.Interpret("release redelivery", err)

@@ -1,10 +1,10 @@
-// Package redelivery is the GitHub redelivery reconciler (CONTRACT.md "Provider access"):
+// Package githubredelivery is the GitHub redelivery reconciler (CONTRACT.md "Provider access"):
 // GitHub does not retry a failed webhook delivery by itself, so on the one server holding the
 // "github-redelivery" singleton lease, every interval, the App's recent deliveries are listed
 // (bounded pages), and each delivery whose status code is not 2xx and whose guid is stored
 // nowhere in the inbox is redelivered once: a durable record per guid is claimed before the
 // request, so no guid is requested twice, by any server.
-package redelivery
+package githubredelivery
 
 import (
 	"context"
@@ -49,16 +49,16 @@ func (c *Config) setDefaults() {
 // Reconciler runs the passes. It starts no goroutine: Run does the work itself.
 type Reconciler struct {
 	cfg        Config
-	deliveries ports.HookDeliveries
-	store      ports.RedeliveryStore
+	deliveries HookDeliveries
+	store      RedeliveryStore
 	lease      ports.SingletonLease
-	metrics    ports.RedeliveryMetrics
+	metrics    RedeliveryMetrics
 	log        ports.Logger
 }
 
 // New validates cfg and builds the reconciler; every dependency is required.
-func New(cfg Config, deliveries ports.HookDeliveries, store ports.RedeliveryStore, lease ports.SingletonLease,
-	metrics ports.RedeliveryMetrics, log ports.Logger,
+func New(cfg Config, deliveries HookDeliveries, store RedeliveryStore, lease ports.SingletonLease,
+	metrics RedeliveryMetrics, log ports.Logger,
 ) (*Reconciler, error) {
 	cfg.setDefaults()
 	switch {
@@ -109,7 +109,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (Stats, error) {
 		}
 		st.Pages++
 		// A guid appears once per attempt; one is enough, and one 2xx attempt means delivered.
-		failed := map[string]ports.HookDelivery{}
+		failed := map[string]HookDelivery{}
 		for _, d := range page {
 			if d.GUID == "" || seen[d.GUID] {
 				continue
@@ -154,7 +154,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (Stats, error) {
 	return st, ctx.Err()
 }
 
-func (r *Reconciler) list(ctx context.Context, cursor string) ([]ports.HookDelivery, string, error) {
+func (r *Reconciler) list(ctx context.Context, cursor string) ([]HookDelivery, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
 	return r.deliveries.ListHookDeliveries(ctx, cursor)
@@ -163,7 +163,7 @@ func (r *Reconciler) list(ctx context.Context, cursor string) ([]ports.HookDeliv
 // redeliver claims d's guid and asks GitHub for a redelivery. A failed request releases the
 // claim, so the next run asks again; a process that stops between the claim and the request
 // never asks for that guid (at most once wins over at least once).
-func (r *Reconciler) redeliver(ctx context.Context, d ports.HookDelivery) (bool, error) {
+func (r *Reconciler) redeliver(ctx context.Context, d HookDelivery) (bool, error) {
 	claimed, err := r.store.ClaimRedelivery(ctx, d.GUID, d.ID)
 	if err != nil || !claimed {
 		return false, err

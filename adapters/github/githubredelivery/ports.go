@@ -1,4 +1,4 @@
-package ports
+package githubredelivery
 
 import "context"
 
@@ -9,7 +9,7 @@ type HookDelivery struct {
 	StatusCode int // 0: no answer (a timeout)
 }
 
-// HookDeliveries is the GitHub App's delivery log (adapters/github/api), read and acted on
+// HookDeliveries is the GitHub App's delivery log (adapters/github/githubapi), read and acted on
 // with the App's JWT. Errors: *inbox.ProviderError.
 type HookDeliveries interface {
 	// ListHookDeliveries reads one page of the App's recent deliveries, newest first; cursor
@@ -37,3 +37,9 @@ type RedeliveryStore interface {
 type RedeliveryMetrics interface {
 	RedeliveryRequested()
 }
+
+// MetricsFunc is RedeliveryMetrics as one increment (the module's declared counter).
+type MetricsFunc func()
+
+// RedeliveryRequested implements RedeliveryMetrics.
+func (f MetricsFunc) RedeliveryRequested() { f() }

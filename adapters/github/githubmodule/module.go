@@ -1,0 +1,169 @@
+// Package githubmodule is the GitHub provider as one module: its webhook, App authentication,
+// handlers (with the REST reads), mirror store (publishing to the change feed and connection
+// states through the connection store), read API, person-data rules, the PAT access checker
+// and the redelivery reconciler, built from the shared dependencies bootstrap hands every
+// provider (providerkit.Deps).
+package githubmodule
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Config is the GitHub instance configuration (CONTRACT.md "Configuration"), validated when it
+// is loaded.
+type Config struct {
+	WebhookSecret []byte // HEPHAESTUS_GITHUB_WEBHOOK_SECRET
+	AppID         int64  // HEPHAESTUS_GITHUB_APP_ID; 0 when unset
+	// AppPrivateKey is the App's PEM private key (HEPHAESTUS_GITHUB_APP_PRIVATE_KEY or _FILE);
+	// empty: no App authentication, APIToken is the reads' fallback.
+	AppPrivateKey string
+	APIURL        string // HEPHAESTUS_GITHUB_API_URL, the REST root
+	APIToken      string // HEPHAESTUS_GITHUB_API_TOKEN; empty: no static reads
+	// RedeliveryInterval is the redelivery reconciler's period (App authentication only).
+	RedeliveryInterval time.Duration
+	// WebURL is GitHub's web root (HEPHAESTUS_GITHUB_OAUTH_URL): the source namespace of App
+	// installations.
+	WebURL string
+}
+
+// Module is GitHub as bootstrap lists it.
+type Module struct {
+	github.Module
+	cfg Config
+}
+
+var _ providerkit.Module = Module{}
+
+// New is the GitHub module with its configuration.
+func New(cfg Config) Module { return Module{cfg: cfg} }
+
+// built is GitHub's parts: the common ones plus the access checker, the reconciler and the
+// source namespace of installations.
+type built struct {
+	providerkit.Built
+	access  *githubapi.RepositoryAccess
+	runners []ports.Runner
+	webURL  string
+}
+
+func (b built) AccessCheckers() []ports.ResourceAccessChecker {
+	return []ports.ResourceAccessChecker{b.access}
+}
+func (b built) Runners() []ports.Runner        { return b.runners }
+func (b built) DefaultSourceServerURL() string { return b.webURL }
+
+var (
+	_ ports.AccessChecking     = built{}
+	_ ports.BackgroundWork     = built{}
+	_ ports.InstallationSource = built{}
+)
+
+// Build makes GitHub's parts.
+//
+// Provider reads (check runs, commits a push payload left out) go through the REST adapter
+// when App authentication or the static API token is configured; without either the handlers
+// mirror what the payloads carry (Deps.Reader nil). Each read carries the row's workspace's
+// credential (githubapi.Credentials): the installation token of the delivery's installation
+// for an App workspace, the verified PAT for a PAT workspace, and the static token only when no
+// App key is configured. With App authentication the installation handler verifies the
+// installation's status with the App, and the redelivery reconciler runs.
+func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+	hook, err := github.NewWebhook(github.Config{WebhookSecret: m.cfg.WebhookSecret, AppID: m.cfg.AppID})
+	if err != nil {
+		return nil, err
+	}
+	access, err := githubapi.NewRepositoryAccess(githubapi.AccessConfig{BaseURL: m.cfg.APIURL})
+	if err != nil {
+		return nil, fmt.Errorf("HEPHAESTUS_GITHUB_API_URL: %w", err)
+	}
+	app, err := m.app()
+	if err != nil {
+		return nil, err
+	}
+	store, err := githubmirror.New(deps.Pool)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.PublishConnectionStates(deps.Connections); err != nil {
+		return nil, err
+	}
+	if err := store.PublishChanges(deps.Changes, githubread.Views{}); err != nil {
+		return nil, err
+	}
+	handlers := githubhandlers.Deps{Inbox: deps.Inbox, Store: store, Log: deps.Log}
+	if app != nil || m.cfg.APIToken != "" {
+		creds := &githubapi.Credentials{App: app, Store: deps.Secrets, Static: m.cfg.APIToken}
+		client, err := githubapi.New(githubapi.Config{BaseURL: m.cfg.APIURL, Token: creds.Token})
+		if err != nil {
+			return nil, fmt.Errorf("HEPHAESTUS_GITHUB_API_URL: %w", err)
+		}
+		handlers.Reader = client
+	}
+	var runners []ports.Runner
+	if app != nil {
+		handlers.Installations = app
+		r, err := m.reconciler(deps, app)
+		if err != nil {
+			return nil, err
+		}
+		runners = append(runners, r)
+	}
+	return built{
+		Built: providerkit.Built{
+			ProviderModule: m.Module,
+			Hook:           hook,
+			Register:       func(reg ports.HandlerRegistrar) error { return githubhandlers.Register(reg, handlers) },
+			Fields:         github.PersonFields(),
+			Mirror:         store,
+			ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
+				return githubread.Register(r, githubread.Config{Auth: g.Auth, Members: g.Members, Reader: store, Log: g.Log})
+			},
+		},
+		access:  access,
+		runners: runners,
+		webURL:  m.cfg.WebURL,
+	}, nil
+}
+
+// app is the App authentication of the configured private key and App id; nil without a key.
+func (m Module) app() (*githubapi.App, error) {
+	if m.cfg.AppPrivateKey == "" {
+		return nil, nil
+	}
+	key, err := githubapi.ParseAppPrivateKey([]byte(m.cfg.AppPrivateKey))
+	if err != nil {
+		return nil, fmt.Errorf("HEPHAESTUS_GITHUB_APP_PRIVATE_KEY: %w", err)
+	}
+	app, err := githubapi.NewApp(githubapi.AppConfig{BaseURL: m.cfg.APIURL, AppID: strconv.FormatInt(m.cfg.AppID, 10), Key: key})
+	if err != nil {
+		return nil, fmt.Errorf("HEPHAESTUS_GITHUB_API_URL: %w", err)
+	}
+	return app, nil
+}
+
+// reconciler is the redelivery reconciler, on the one server holding its singleton lease.
+func (m Module) reconciler(deps providerkit.Deps, app *githubapi.App) (*githubredelivery.Reconciler, error) {
+	store, err := githubmirror.NewRedeliveries(deps.Pool)
+	if err != nil {
+		return nil, err
+	}
+	inc, err := deps.Counter(github.RedeliveriesRequested)
+	if err != nil {
+		return nil, err
+	}
+	return githubredelivery.New(githubredelivery.Config{Owner: deps.Owner, Interval: m.cfg.RedeliveryInterval},
+		app, store, deps.Lease, githubredelivery.MetricsFunc(inc), deps.Log)
+}

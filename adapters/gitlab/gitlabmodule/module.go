@@ -1,0 +1,89 @@
+// Package gitlabmodule is the GitLab provider as one module: its webhook, handlers (with the
+// REST reads when configured), mirror store (publishing to the change feed), read API and
+// person-data rules, built from the shared dependencies bootstrap hands every provider.
+package gitlabmodule
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Config is the GitLab instance configuration (CONTRACT.md "Configuration").
+type Config struct {
+	// APIURL (HEPHAESTUS_GITLAB_API_URL) and APIToken (HEPHAESTUS_GITLAB_API_TOKEN): the REST
+	// root and token of the handlers' reads; both empty, or either alone, turns the reads off.
+	APIURL, APIToken string
+}
+
+// Module is GitLab as bootstrap lists it.
+type Module struct {
+	gitlab.Module
+	cfg Config
+}
+
+var _ providerkit.Module = Module{}
+
+// New is the GitLab module with its configuration.
+func New(cfg Config) Module { return Module{cfg: cfg} }
+
+// Build makes GitLab's parts.
+//
+// Provider reads (merge request approvals) go through the REST adapter when both the API URL
+// and the token are set; without them the handlers decide readiness from what the payloads
+// carry (Deps.Reader nil). With only one of the two set, a warning names the missing one and
+// nothing is read.
+//
+// One API base and one token for the whole server is a simplification: each GitLab connection
+// may belong to a different GitLab instance, and project ids are only unique within an
+// instance, so with connections on several instances the reads would ask the configured
+// instance about another instance's project ids. Configure it only when every GitLab
+// connection is on that one instance. Per-connection API bases and tokens are future work.
+func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+	hook, err := gitlab.NewWebhook(gitlab.Config{})
+	if err != nil {
+		return nil, err
+	}
+	store, err := gitlabmirror.New(deps.Pool)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.PublishChanges(deps.Changes, gitlabread.Views{}); err != nil {
+		return nil, err
+	}
+	handlers := gitlabhandlers.Deps{Inbox: deps.Inbox, Store: store}
+	switch {
+	case m.cfg.APIURL != "" && m.cfg.APIToken != "":
+		token := m.cfg.APIToken
+		client, err := gitlabapi.New(gitlabapi.Config{BaseURL: m.cfg.APIURL,
+			Token: func(context.Context) (string, error) { return token, nil }})
+		if err != nil {
+			return nil, fmt.Errorf("HEPHAESTUS_GITLAB_API_URL: %w", err)
+		}
+		handlers.Reader = client
+	case m.cfg.APIURL != "":
+		deps.Log.Warnw("GitLab provider reads are off: the API URL is set without a token", "missing", "HEPHAESTUS_GITLAB_API_TOKEN")
+	case m.cfg.APIToken != "":
+		// The variable's name only, never the token.
+		deps.Log.Warnw("GitLab provider reads are off: the API token is set without a URL", "missing", "HEPHAESTUS_GITLAB_API_URL")
+	}
+	return providerkit.Built{
+		ProviderModule: m.Module,
+		Hook:           hook,
+		Register:       func(reg ports.HandlerRegistrar) error { return gitlabhandlers.Register(reg, handlers) },
+		Fields:         gitlab.PersonFields(),
+		Mirror:         store,
+		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
+			return gitlabread.Register(r, gitlabread.Config{Auth: g.Auth, Members: g.Members, Store: store, Log: g.Log})
+		},
+	}, nil
+}

@@ -1,0 +1,93 @@
+// Package providerkit is what bootstrap hands a provider module and what a module hands back
+// besides its ports.Provider description: the shared dependencies a provider's adapters are
+// built from (Deps) and the HTTP routes of its read API (Routes). It names no provider; each
+// provider's <provider>module package builds its parts from it, and bootstrap lists the
+// modules, one line per provider (bootstrap/providers.go, providerModules).
+package providerkit
+
+import (
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Module is one provider as bootstrap lists it: its static description (connection kinds,
+// config validation, resource types, and its refusal reasons when it implements
+// ports.RejectionReasoner), known before the database is up, and Build, which makes the rest
+// once it is.
+type Module interface {
+	ports.ProviderModule
+	// Build makes the provider's webhook, handlers, mirror store, read API and optional parts
+	// from deps. Errors: a configuration the provider cannot run with.
+	Build(deps Deps) (ports.Provider, error)
+}
+
+// Deps are the shared dependencies of every provider's adapters.
+type Deps struct {
+	// Owner is this server's id (singleton leases of a provider's loops).
+	Owner string
+	// Pool is the service's database pool (the provider's mirror store).
+	Pool *pgxpool.Pool
+	// Inbox is the step runner every handler writes through.
+	Inbox ports.DeliveryInbox
+	// Changes publishes mirror writes to the change feed.
+	Changes ports.ChangePublisher
+	// Connections publishes connection state changes made by a provider's lifecycle handlers.
+	Connections *managementstore.Connections
+	// Secrets reads a workspace's live provider credentials (bot tokens, verified PATs).
+	Secrets *managementstore.LiveSecrets
+	// Lease is the singleton lease a provider's periodic loop runs under (one server at a time).
+	Lease ports.SingletonLease
+	// Counter is the increment of a counter the module declared (ports.CounterDeclarer).
+	Counter func(name string) (func(), error)
+	// Log receives the provider's log lines; never a secret.
+	Log ports.Logger
+}
+
+// Guard is what a read API checks its callers with (managementapi.RequireAuth and
+// RequireMember) and where it logs the cause of a 500 answer. It is handed over when the routes
+// are mounted, after the management service exists (which itself needs the providers' access
+// checkers).
+type Guard struct {
+	Auth    managementapi.Authenticator
+	Members managementapi.Members
+	Log     ports.Logger
+}
+
+// Routes is implemented by a built provider with HTTP routes (its read API).
+type Routes interface {
+	Mount(r gin.IRouter, g Guard) error
+}
+
+// Built is the common part of a built provider: embed it in a module's built value and set the
+// fields; the module adds the optional interfaces it has.
+type Built struct {
+	ports.ProviderModule
+	Hook     ports.Webhook
+	Register func(reg ports.HandlerRegistrar) error
+	Fields   ports.PersonFields
+	Mirror   ports.PersonDataStore
+	// ReadAPI mounts the read API; nil: the provider has none.
+	ReadAPI func(r gin.IRouter, g Guard) error
+}
+
+var (
+	_ ports.Provider = Built{}
+	_ Routes         = Built{}
+)
+
+func (b Built) Webhook() ports.Webhook                            { return b.Hook }
+func (b Built) RegisterHandlers(reg ports.HandlerRegistrar) error { return b.Register(reg) }
+func (b Built) PersonFields() ports.PersonFields                  { return b.Fields }
+func (b Built) PersonData() ports.PersonDataStore                 { return b.Mirror }
+
+// Mount implements Routes.
+func (b Built) Mount(r gin.IRouter, g Guard) error {
+	if b.ReadAPI == nil {
+		return nil
+	}
+	return b.ReadAPI(r, g)
+}

@@ -1,0 +1,82 @@
+// Package slackmodule is the Slack provider as one module: its webhook, handlers (with the Web
+// API for notices and App Home views), mirror store (publishing messages to the change feed and
+// connection states through the connection store), read API, person-data rules, and the
+// client of its OAuth install flow, built from the shared dependencies bootstrap hands every
+// provider.
+package slackmodule
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Config is the Slack instance configuration (CONTRACT.md "Configuration").
+type Config struct {
+	SigningSecret []byte // HEPHAESTUS_SLACK_SIGNING_SECRET
+	APIURL        string // HEPHAESTUS_SLACK_API_URL
+	// BotToken (HEPHAESTUS_SLACK_BOT_TOKEN) is only the fallback for a connection that stores
+	// no bot token of its own; empty: such a team gets no Web API call.
+	BotToken string
+}
+
+// Module is Slack as bootstrap lists it.
+type Module struct {
+	slack.Module
+	cfg Config
+}
+
+var _ providerkit.Module = Module{}
+
+// New is the Slack module with its configuration.
+func New(cfg Config) Module { return Module{cfg: cfg} }
+
+// Build makes Slack's parts. The join notice and App Home views (external effects, repeatable
+// after a crash) go through the Web API with the bot token of the workspace's connection of the
+// team (stored sealed by the Slack install flow, or given as the secret when the instance
+// administrator creates the connection); the configured bot token is only the fallback. A team
+// with neither gets no Web API call; every database step runs as specified either way.
+func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+	hook, err := slack.NewWebhook(slack.Config{SigningSecret: m.cfg.SigningSecret})
+	if err != nil {
+		return nil, err
+	}
+	store, err := slackmirror.New(deps.Pool)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.PublishConnectionStates(deps.Connections); err != nil {
+		return nil, err
+	}
+	if err := store.PublishChanges(deps.Changes, slackread.Views{}); err != nil {
+		return nil, err
+	}
+	stored := func(ctx context.Context, workspaceID int64, teamID string) (string, bool, error) {
+		token, found, err := deps.Secrets.LiveSecret(ctx, workspaceID, slack.Kind, teamID)
+		return string(token), found, err
+	}
+	client, err := webapi.New(webapi.Config{BaseURL: m.cfg.APIURL, Token: webapi.StoredTokens(stored, m.cfg.BotToken)})
+	if err != nil {
+		return nil, fmt.Errorf("HEPHAESTUS_SLACK_API_URL: %w", err)
+	}
+	handlers := slackhandlers.Deps{Inbox: deps.Inbox, Store: store, Log: deps.Log, Notifier: client}
+	return providerkit.Built{
+		ProviderModule: m.Module,
+		Hook:           hook,
+		Register:       func(reg ports.HandlerRegistrar) error { return slackhandlers.Register(reg, handlers) },
+		Fields:         slack.PersonFields(),
+		Mirror:         store,
+		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
+			return slackread.Register(r, slackread.Config{Auth: g.Auth, Members: g.Members, Store: store, Log: g.Log})
+		},
+	}, nil
+}
