@@ -625,7 +625,8 @@ var appSlugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,99}$`)
 func (c Config) gitHubModule() githubmodule.Config {
 	return githubmodule.Config{WebhookSecret: []byte(c.GitHubWebhookSecret), AppID: c.GitHubAppID,
 		AppPrivateKey: c.GitHubAppPrivateKey, APIURL: c.GitHubAPIURL, APIToken: c.GitHubAPIToken,
-		RedeliveryInterval: c.GitHubRedeliveryInterval, WebURL: c.GitHubOAuthURL}
+		RedeliveryInterval: c.GitHubRedeliveryInterval, WebURL: c.GitHubOAuthURL,
+		AppSlug: c.GitHubAppSlug, ClientID: c.GitHubClientID, ClientSecret: c.GitHubClientSecret}
 }
 
 // gitLabModule is the GitLab module's part of the configuration.
@@ -635,5 +636,6 @@ func (c Config) gitLabModule() gitlabmodule.Config {
 
 // slackModule is the Slack module's part of the configuration.
 func (c Config) slackModule() slackmodule.Config {
-	return slackmodule.Config{SigningSecret: []byte(c.SlackSigningSecret), APIURL: c.SlackAPIURL, BotToken: c.SlackBotToken}
+	return slackmodule.Config{SigningSecret: []byte(c.SlackSigningSecret), APIURL: c.SlackAPIURL, BotToken: c.SlackBotToken,
+		ClientID: c.SlackClientID, ClientSecret: c.SlackClientSecret, PublicURL: c.PublicURL}
 }

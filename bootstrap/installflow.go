@@ -9,21 +9,17 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/wire"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githuboauth"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/installapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackoauth"
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// installFlowSet is the GitHub App and Slack install flows and their routes.
+// installFlowSet is the providers' install flows and their routes.
 var installFlowSet = wire.NewSet(
 	managementstore.NewInstallStates,
 	wire.Bind(new(ports.InstallStateStore), new(*managementstore.InstallStates)),
-	provideGitHubInstallAuthority,
-	provideSlackInstallAuthority,
 	provideInstallFlows,
 	provideInstallRoutes,
 )
@@ -37,41 +33,17 @@ func installStateKey(credentialsKey []byte) []byte {
 	return mac.Sum(nil)
 }
 
-// provideGitHubInstallAuthority is GitHub's OAuth side, or nil (flow off) without a client.
-func provideGitHubInstallAuthority(cfg Config) (ports.GitHubInstallAuthority, error) {
-	if cfg.GitHubClientID == "" || cfg.GitHubAppSlug == "" {
-		return nil, nil
-	}
-	c, err := githuboauth.New(githuboauth.Config{APIURL: cfg.GitHubAPIURL, OAuthURL: cfg.GitHubOAuthURL,
-		ClientID: cfg.GitHubClientID, ClientSecret: cfg.GitHubClientSecret})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// provideSlackInstallAuthority is Slack's OAuth side, or nil (flow off) without a client.
-func provideSlackInstallAuthority(cfg Config) (ports.SlackInstallAuthority, error) {
-	if cfg.SlackClientID == "" {
-		return nil, nil
-	}
-	c, err := slackoauth.New(slackoauth.Config{APIURL: cfg.SlackAPIURL, ClientID: cfg.SlackClientID, ClientSecret: cfg.SlackClientSecret})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-func provideInstallFlows(cfg Config, s instanceSecrets, mgmt *management.Service, states ports.InstallStateStore,
-	gh ports.GitHubInstallAuthority, sl ports.SlackInstallAuthority, clock ports.Clock, log ports.Logger,
+// provideInstallFlows runs the flows the provider modules bring (ports.InstallFlows).
+func provideInstallFlows(s instanceSecrets, mgmt *management.Service, states ports.InstallStateStore,
+	providers []ports.Provider, clock ports.Clock, log ports.Logger,
 ) (*installflow.Service, error) {
-	return installflow.New(installflow.Config{
-		StateKey:      installStateKey(s.CredentialsKey),
-		GitHubWebURL:  cfg.GitHubOAuthURL,
-		GitHubAppSlug: cfg.GitHubAppSlug,
-		SlackClientID: cfg.SlackClientID,
-		PublicURL:     cfg.PublicURL,
-	}, mgmt, states, gh, sl, clock, log)
+	var flows []ports.InstallFlow
+	for _, p := range providers {
+		if f, ok := p.(ports.InstallFlows); ok {
+			flows = append(flows, f.InstallFlows()...)
+		}
+	}
+	return installflow.New(installflow.Config{StateKey: installStateKey(s.CredentialsKey)}, mgmt, states, flows, clock, log)
 }
 
 // installRoutes mounts the install flows' routes.

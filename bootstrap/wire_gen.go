@@ -128,15 +128,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	gitHubInstallAuthority, err := provideGitHubInstallAuthority(config)
-	if err != nil {
-		return nil, nil, err
-	}
-	slackInstallAuthority, err := provideSlackInstallAuthority(config)
-	if err != nil {
-		return nil, nil, err
-	}
-	installflowService, err := provideInstallFlows(config, bootstrapInstanceSecrets, managementService, installStates, gitHubInstallAuthority, slackInstallAuthority, clock, portsLogger)
+	installflowService, err := provideInstallFlows(bootstrapInstanceSecrets, managementService, installStates, v2, clock, portsLogger)
 	if err != nil {
 		return nil, nil, err
 	}

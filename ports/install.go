@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"net/url"
 	"time"
 )
 
@@ -13,30 +14,57 @@ type InstallStateStore interface {
 	UseInstallState(ctx context.Context, nonce string, expiresAt time.Time) error
 }
 
-// GitHubInstallAuthority is GitHub as the GitHub App install flow asks it: who the installing
-// person is and which installations they may see. Errors: ErrUnauthenticated when GitHub refuses
-// the code or the token (an OAuth error answer); ErrUnavailable for any other failure (transport,
-// 5xx, rate limit, an answer that is not the documented shape). Never an error that carries a
-// token or code.
-type GitHubInstallAuthority interface {
-	// ExchangeCode trades the setup URL's code for the person's user access token.
-	ExchangeCode(ctx context.Context, code string) (userToken string, err error)
-	// UserHasInstallation reports whether GET /user/installations with the user token lists
-	// installationID (following its pages).
-	UserHasInstallation(ctx context.Context, userToken string, installationID int64) (bool, error)
+// InstallResult is how an install callback ended; the HTTP adapter turns it into a page.
+type InstallResult string
+
+// The results of an install callback.
+const (
+	InstallConnected        InstallResult = "connected"
+	InstallInvalidLink      InstallResult = "invalid-link"      // forged, expired, reused, other workspace, bad parameters
+	InstallNotListed        InstallResult = "not-listed"        // the provider does not vouch for the installation being the person's
+	InstallAlreadyConnected InstallResult = "already-connected" // a live connection has the installation or team
+	InstallRetry            InstallResult = "retry"             // the provider or the database failed: start again
+	InstallRequested        InstallResult = "requested"         // an owner must approve the installation first
+	InstallDeclined         InstallResult = "declined"          // the person cancelled on the provider's page
+)
+
+// InstallRefusal ends an install callback without a connection: the result shown, a reason
+// for the log, and the failure behind it (its text carries no code, token or state).
+type InstallRefusal struct {
+	Result InstallResult
+	Reason string
+	Err    error
 }
 
-// SlackInstall is what Slack's oauth.v2.access answered for a completed installation.
-type SlackInstall struct {
-	TeamID   string
-	AppID    string
-	BotToken string
+// InstallConnection is the connection a provider vouched for: created as the instance
+// administrator would create it, with Secret sealed.
+type InstallConnection struct {
+	Kind            string
+	SourceServerURL string
+	Config          map[string]any
+	Secret          string
 }
 
-// SlackInstallAuthority is Slack as the Slack install flow asks it. Errors as
-// GitHubInstallAuthority's.
-type SlackInstallAuthority interface {
-	// ExchangeCode trades the callback's code (issued for redirectURI, "" when none was sent)
-	// for the installation's team, app and bot token.
-	ExchangeCode(ctx context.Context, code, redirectURI string) (SlackInstall, error)
+// InstallFlow is one provider's install flow as application/installflow runs it: the generic
+// flow signs and checks the state, re-authorises the person and creates the connection; the
+// provider's part builds the link to its page and asks the provider, with the callback's code,
+// what was installed.
+type InstallFlow interface {
+	// Name is the flow's path segment (POST /api/workspaces/{ws}/connections/{name}/install)
+	// and its label in the state, so one flow's state never completes another.
+	Name() string
+	// Title names the provider on the callback page.
+	Title() string
+	// CallbackPath is where the provider sends the person's browser back (GET, no bearer).
+	CallbackPath() string
+	// Configured: the flow's settings are present (otherwise starting it answers 409
+	// install-flow-not-configured).
+	Configured() bool
+	// AuthorizeURL is the provider's install page for the signed state.
+	AuthorizeURL(state string) string
+	// Precheck reads the callback's query before its state is used; a refusal ends the
+	// callback there (a cancelled or a malformed callback).
+	Precheck(query url.Values) *InstallRefusal
+	// Complete asks the provider, after the state was used, what the callback's code installed.
+	Complete(ctx context.Context, query url.Values) (InstallConnection, *InstallRefusal)
 }

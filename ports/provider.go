@@ -72,3 +72,9 @@ type CounterSpec struct{ Name, Help string }
 type CounterDeclarer interface {
 	Counters() []CounterSpec
 }
+
+// InstallFlows is implemented by a module with install flows (an App installation, an OAuth
+// install), run by application/installflow.
+type InstallFlows interface {
+	InstallFlows() []InstallFlow
+}

@@ -1,9 +1,10 @@
-// Package installflow holds the provider install flows of CONTRACT.md ("Install flows"): a
+// Package installflow runs the provider install flows of CONTRACT.md ("Install flows"): a
 // workspace ADMIN asks for an install link, the provider sends the person back with a code and
 // the signed state, and the connection is created only when the provider itself vouches for it
-// (GitHub lists the installation for the person's user token; Slack completes its OAuth v2
-// exchange). The state is HMAC-signed, bound to the workspace and the principal, expires after
-// an hour and is single-use on every server (its nonce is recorded in the database).
+// (each provider's ports.InstallFlow asks it, e.g. which installations the person's user token
+// lists, or what an OAuth exchange completed). The state is HMAC-signed, bound to the flow, the
+// workspace and the principal, expires after an hour and is single-use on every server (its
+// nonce is recorded in the database).
 //
 // The connection is created through management.Service.CreateVerifiedInstallConnection, the
 // same use case the API's connection creation runs, as the instance administrator would: the
@@ -15,69 +16,27 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// Labels of the two flows, carried in the state so one flow's state never completes the other.
-const (
-	flowGitHub = "github-app"
-	flowSlack  = "slack"
-)
-
 // DefaultStateTTL is how long an install link stays valid.
 const DefaultStateTTL = time.Hour
 
-// DefaultSlackScopes are the bot scopes the Slack install asks for: what the Slack handlers
-// read (channel and DM history, channels, users, the team) and write (notices, App Home).
-var DefaultSlackScopes = []string{
-	"app_mentions:read", "channels:history", "channels:read", "chat:write", "groups:history",
-	"groups:read", "im:history", "im:read", "im:write", "team:read", "users:read",
-}
-
-// Config configures the flows. A flow whose settings are missing is off: starting it answers
-// 409 install-flow-not-configured.
+// Config configures the flows.
 type Config struct {
 	// StateKey signs states (at least MinStateKeyLength bytes; every server needs the same).
 	StateKey []byte
 	// StateTTL is how long a state verifies (default DefaultStateTTL).
 	StateTTL time.Duration
-	// GitHubWebURL is GitHub's web and OAuth root (HEPHAESTUS_GITHUB_OAUTH_URL, default
-	// https://github.com): the install link's host and the App connection's sourceServerUrl.
-	GitHubWebURL string
-	// GitHubAppSlug is the App's URL name (HEPHAESTUS_GITHUB_APP_SLUG); "" turns the flow off.
-	GitHubAppSlug string
-	// SlackAuthorizeURL is Slack's OAuth v2 authorize page (default
-	// https://slack.com/oauth/v2/authorize).
-	SlackAuthorizeURL string
-	// SlackClientID is the Slack app's client id; "" turns the flow off.
-	SlackClientID string
-	// SlackScopes are the bot scopes requested (default DefaultSlackScopes).
-	SlackScopes []string
-	// PublicURL is the server's external base URL (HEPHAESTUS_PUBLIC_URL); when set, the Slack
-	// link names {PublicURL}/connect/slack/callback as its redirect_uri.
-	PublicURL string
 }
 
 func (c *Config) setDefaults() {
 	if c.StateTTL <= 0 {
 		c.StateTTL = DefaultStateTTL
 	}
-	if c.GitHubWebURL == "" {
-		c.GitHubWebURL = "https://github.com"
-	}
-	c.GitHubWebURL = strings.TrimSuffix(c.GitHubWebURL, "/")
-	if c.SlackAuthorizeURL == "" {
-		c.SlackAuthorizeURL = "https://slack.com/oauth/v2/authorize"
-	}
-	if len(c.SlackScopes) == 0 {
-		c.SlackScopes = DefaultSlackScopes
-	}
-	c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
 }
 
 func (c Config) validate() error {
@@ -87,23 +46,19 @@ func (c Config) validate() error {
 	return nil
 }
 
-// SlackSourceServerURL is the sourceServerUrl of Slack connections made by the flow.
-const SlackSourceServerURL = "https://slack.com"
-
 // Service runs the install flows. It is safe for concurrent use.
 type Service struct {
 	cfg    Config
 	mgmt   *management.Service
 	states ports.InstallStateStore
-	github ports.GitHubInstallAuthority // nil: GitHub flow off
-	slack  ports.SlackInstallAuthority  // nil: Slack flow off
+	flows  []ports.InstallFlow
 	clock  ports.Clock
 	log    ports.Logger
 }
 
-// New builds the service. github or slack may be nil, which turns that flow off.
-func New(cfg Config, mgmt *management.Service, states ports.InstallStateStore,
-	github ports.GitHubInstallAuthority, slack ports.SlackInstallAuthority, clock ports.Clock, log ports.Logger,
+// New builds the service with the providers' flows (names unique).
+func New(cfg Config, mgmt *management.Service, states ports.InstallStateStore, flows []ports.InstallFlow,
+	clock ports.Clock, log ports.Logger,
 ) (*Service, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
@@ -112,8 +67,18 @@ func New(cfg Config, mgmt *management.Service, states ports.InstallStateStore,
 	if mgmt == nil || states == nil || clock == nil || log == nil {
 		return nil, errors.New("installflow: management, state store, clock and logger are required")
 	}
-	return &Service{cfg: cfg, mgmt: mgmt, states: states, github: github, slack: slack, clock: clock, log: log}, nil
+	seen := map[string]bool{}
+	for _, f := range flows {
+		if f == nil || f.Name() == "" || seen[f.Name()] {
+			return nil, errors.New("installflow: every flow needs a name of its own")
+		}
+		seen[f.Name()] = true
+	}
+	return &Service{cfg: cfg, mgmt: mgmt, states: states, flows: flows, clock: clock, log: log}, nil
 }
+
+// Flows are the providers' flows, for the routes.
+func (s *Service) Flows() []ports.InstallFlow { return s.flows }
 
 func notConfigured() error {
 	return ports.Reject(ports.ErrConflict, "install-flow-not-configured", "")
@@ -133,59 +98,32 @@ func (s *Service) newState(flow string, m management.Managed) (string, error) {
 	})
 }
 
-// StartGitHub is the GitHub App install link for the managed workspace (its ADMIN or the
-// instance administrator). Errors: ports.ErrConflict "install-flow-not-configured".
-func (s *Service) StartGitHub(_ context.Context, m management.Managed) (string, error) {
-	if s.github == nil || s.cfg.GitHubAppSlug == "" {
+// Start is flow's install link for the managed workspace (its ADMIN or the instance
+// administrator). Errors: ports.ErrConflict "install-flow-not-configured".
+func (s *Service) Start(_ context.Context, flow ports.InstallFlow, m management.Managed) (string, error) {
+	if !flow.Configured() {
 		return "", notConfigured()
 	}
-	st, err := s.newState(flowGitHub, m)
+	st, err := s.newState(flow.Name(), m)
 	if err != nil {
 		return "", err
 	}
-	return s.cfg.GitHubWebURL + "/apps/" + url.PathEscape(s.cfg.GitHubAppSlug) + "/installations/new?" +
-		url.Values{"state": {st}}.Encode(), nil
-}
-
-// StartSlack is the Slack OAuth v2 install link for the managed workspace.
-// Errors: ports.ErrConflict "install-flow-not-configured".
-func (s *Service) StartSlack(_ context.Context, m management.Managed) (string, error) {
-	if s.slack == nil || s.cfg.SlackClientID == "" {
-		return "", notConfigured()
-	}
-	st, err := s.newState(flowSlack, m)
-	if err != nil {
-		return "", err
-	}
-	q := url.Values{"client_id": {s.cfg.SlackClientID}, "scope": {strings.Join(s.cfg.SlackScopes, ",")}, "state": {st}}
-	if r := s.slackRedirectURI(); r != "" {
-		q.Set("redirect_uri", r)
-	}
-	return s.cfg.SlackAuthorizeURL + "?" + q.Encode(), nil
-}
-
-func (s *Service) slackRedirectURI() string {
-	if s.cfg.PublicURL == "" {
-		return ""
-	}
-	return s.cfg.PublicURL + "/connect/slack/callback"
+	return flow.AuthorizeURL(st), nil
 }
 
 // Result is how a callback ended; the HTTP adapter turns it into a page.
-type Result struct{ s string }
+type Result = ports.InstallResult
 
-// The results of a callback.
-var (
-	Connected        = Result{"connected"}
-	InvalidLink      = Result{"invalid-link"}      // forged, expired, reused, other workspace, bad parameters
-	NotListed        = Result{"not-listed"}        // the installation is not the person's
-	AlreadyConnected = Result{"already-connected"} // a live connection has the installation or team
-	Retry            = Result{"retry"}             // the provider or the database failed: start again
-	Requested        = Result{"requested"}         // GitHub: an owner must approve the installation first
-	Declined         = Result{"declined"}          // the person cancelled on the provider's page
+// The results of a callback (ports.InstallResult).
+const (
+	Connected        = ports.InstallConnected
+	InvalidLink      = ports.InstallInvalidLink
+	NotListed        = ports.InstallNotListed
+	AlreadyConnected = ports.InstallAlreadyConnected
+	Retry            = ports.InstallRetry
+	Requested        = ports.InstallRequested
+	Declined         = ports.InstallDeclined
 )
-
-func (r Result) String() string { return r.s }
 
 // Outcome is a callback's result, with the connection when Connected.
 type Outcome struct {
@@ -193,17 +131,9 @@ type Outcome struct {
 	Connection ports.StoredConnection
 }
 
-// GitHubCallback is the query of GitHub's redirect to the setup URL, as received.
-type GitHubCallback struct {
-	InstallationID string
-	SetupAction    string
-	Code           string
-	State          string
-}
-
 // refuse logs a refusal with its reason (never a code, token or state) and returns result.
 func (s *Service) refuse(flow string, result Result, reason string, st state, err error) Outcome {
-	kv := []any{"flow", flow, "result", result.String(), "reason", reason}
+	kv := []any{"flow", flow, "result", string(result), "reason", reason}
 	if st.Workspace > 0 {
 		kv = append(kv, "workspaceId", st.Workspace, "accountId", st.Account, "adminToken", st.AdminToken)
 	}
@@ -254,68 +184,30 @@ func (s *Service) refuseErr(flow, reason string, st state, err error) Outcome {
 	return s.refuse(flow, Retry, reason, st, err)
 }
 
-// FinishGitHub completes a GitHub App installation: the code becomes the person's user token,
-// and the App connection is created only when GET /user/installations with that token lists the
-// installation id; the id in the query alone is never trusted.
-func (s *Service) FinishGitHub(ctx context.Context, cb GitHubCallback) Outcome {
-	if s.github == nil {
-		return s.refuse(flowGitHub, InvalidLink, "flow-not-configured", state{}, nil)
+// Finish completes flow's callback with its query: the provider's precheck, then the state
+// (verified, re-authorised, used once), then the provider's word on what was installed, and only
+// then the connection.
+func (s *Service) Finish(ctx context.Context, flow ports.InstallFlow, query url.Values) Outcome {
+	if !flow.Configured() {
+		return s.refuse(flow.Name(), InvalidLink, "flow-not-configured", state{}, nil)
 	}
-	if cb.SetupAction == "request" {
-		return s.refuse(flowGitHub, Requested, "installation-requested", state{}, nil)
+	if r := flow.Precheck(query); r != nil {
+		if r.Result == Declined {
+			// The person cancelled on the provider's page: nothing to refuse.
+			return Outcome{Result: Declined}
+		}
+		return s.refuse(flow.Name(), r.Result, r.Reason, state{}, r.Err)
 	}
-	installationID, err := strconv.ParseInt(cb.InstallationID, 10, 64)
-	if err != nil || installationID <= 0 {
-		return s.refuse(flowGitHub, InvalidLink, "installation-id-invalid", state{}, nil)
-	}
-	if cb.Code == "" {
-		return s.refuse(flowGitHub, InvalidLink, "code-missing", state{}, nil)
-	}
-	m, st, refused := s.claim(ctx, flowGitHub, cb.State)
+	m, st, refused := s.claim(ctx, flow.Name(), query.Get("state"))
 	if refused != nil {
 		return *refused
 	}
-	token, err := s.github.ExchangeCode(ctx, cb.Code)
-	if err != nil {
-		return s.refuse(flowGitHub, Retry, "code-exchange-failed", st, err)
+	c, r := flow.Complete(ctx, query)
+	if r != nil {
+		return s.refuse(flow.Name(), r.Result, r.Reason, st, r.Err)
 	}
-	listed, err := s.github.UserHasInstallation(ctx, token, installationID)
-	if err != nil {
-		return s.refuse(flowGitHub, Retry, "installations-unavailable", st, err)
-	}
-	if !listed {
-		return s.refuse(flowGitHub, NotListed, "installation-not-listed", st, nil)
-	}
-	return s.create(ctx, flowGitHub, st, m, management.ConnectionRequest{
-		Kind:            "GITHUB_APP",
-		SourceServerURL: s.cfg.GitHubWebURL,
-		Config:          map[string]any{"installationId": installationID},
-	})
-}
-
-// FinishSlack completes a Slack installation: oauth.v2.access answers the team, the app and the
-// bot token, which become the SLACK connection (the token sealed as its secret).
-func (s *Service) FinishSlack(ctx context.Context, code, rawState string) Outcome {
-	if s.slack == nil {
-		return s.refuse(flowSlack, InvalidLink, "flow-not-configured", state{}, nil)
-	}
-	if code == "" {
-		return s.refuse(flowSlack, InvalidLink, "code-missing", state{}, nil)
-	}
-	m, st, refused := s.claim(ctx, flowSlack, rawState)
-	if refused != nil {
-		return *refused
-	}
-	inst, err := s.slack.ExchangeCode(ctx, code, s.slackRedirectURI())
-	if err != nil {
-		return s.refuse(flowSlack, Retry, "code-exchange-failed", st, err)
-	}
-	config := map[string]any{"teamId": inst.TeamID}
-	if inst.AppID != "" {
-		config["appId"] = inst.AppID
-	}
-	return s.create(ctx, flowSlack, st, m, management.ConnectionRequest{
-		Kind: "SLACK", SourceServerURL: SlackSourceServerURL, Config: config, Secret: inst.BotToken,
+	return s.create(ctx, flow.Name(), st, m, management.ConnectionRequest{
+		Kind: c.Kind, SourceServerURL: c.SourceServerURL, Config: c.Config, Secret: c.Secret,
 	})
 }
 
@@ -323,8 +215,8 @@ func (s *Service) create(ctx context.Context, flow string, st state, m managemen
 	c, err := s.mgmt.CreateVerifiedInstallConnection(ctx, m, req)
 	switch {
 	case errors.Is(err, ports.ErrConflict):
-		// installation-already-connected / team-already-connected: the unique index of live
-		// connections decided, also against a concurrent flow on another server.
+		// The unique index of live connections per source key decided, also against a
+		// concurrent flow on another server.
 		return s.refuse(flow, AlreadyConnected, "already-connected", st, nil)
 	case errors.Is(err, ports.ErrMalformed):
 		// The provider answered ids the provider module refuses: nothing is created.

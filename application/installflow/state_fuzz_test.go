@@ -12,13 +12,13 @@ import (
 func FuzzVerifyState(f *testing.F) {
 	key := bytes.Repeat([]byte{7}, MinStateKeyLength)
 	now := time.Unix(1_800_000_000, 0)
-	good, err := sign(key, state{Provider: flowGitHub, Workspace: 1, Slug: "acme", Account: 2, Nonce: "n", Expires: now.Add(time.Hour).Unix()})
+	good, err := sign(key, state{Provider: flowA, Workspace: 1, Slug: "acme", Account: 2, Nonce: "n", Expires: now.Add(time.Hour).Unix()})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(good)
 	f.Fuzz(func(t *testing.T, raw string) {
-		s, err := verify(key, raw, flowGitHub, now)
+		s, err := verify(key, raw, flowA, now)
 		if err != nil {
 			return
 		}
@@ -26,10 +26,10 @@ func FuzzVerifyState(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-sign accepted state: %v", err)
 		}
-		if _, err := verify(key, again, flowGitHub, now); err != nil {
+		if _, err := verify(key, again, flowA, now); err != nil {
 			t.Fatalf("re-signed accepted state does not verify: %v", err)
 		}
-		if s.Provider != flowGitHub || s.Nonce == "" || s.Workspace <= 0 || !now.Before(s.expiresAt()) {
+		if s.Provider != flowA || s.Nonce == "" || s.Workspace <= 0 || !now.Before(s.expiresAt()) {
 			t.Fatalf("accepted an invalid state %+v", s)
 		}
 	})
@@ -39,7 +39,7 @@ func TestVerifyRefusesWhatItMust(t *testing.T) {
 	key := bytes.Repeat([]byte{7}, MinStateKeyLength)
 	other := bytes.Repeat([]byte{8}, MinStateKeyLength)
 	now := time.Unix(1_800_000_000, 0)
-	st := state{Provider: flowSlack, Workspace: 1, Slug: "acme", Account: 2, Nonce: "n", Expires: now.Add(time.Hour).Unix()}
+	st := state{Provider: flowB, Workspace: 1, Slug: "acme", Account: 2, Nonce: "n", Expires: now.Add(time.Hour).Unix()}
 	good, _ := sign(key, st)
 	foreign, _ := sign(other, st)
 	cases := map[string]struct {
@@ -48,14 +48,14 @@ func TestVerifyRefusesWhatItMust(t *testing.T) {
 		at   time.Time
 		want error
 	}{
-		"good":          {good, flowSlack, now, nil},
-		"other key":     {foreign, flowSlack, now, errStateForged},
-		"other flow":    {good, flowGitHub, now, errStateProvider},
-		"expired":       {good, flowSlack, now.Add(time.Hour), errStateExpired},
-		"no signature":  {"eyJ9", flowSlack, now, errStateMalformed},
-		"not base64":    {"!!.!!", flowSlack, now, errStateMalformed},
-		"empty":         {"", flowSlack, now, errStateMalformed},
-		"signature cut": {good[:len(good)-3], flowSlack, now, errStateForged},
+		"good":          {good, flowB, now, nil},
+		"other key":     {foreign, flowB, now, errStateForged},
+		"other flow":    {good, flowA, now, errStateProvider},
+		"expired":       {good, flowB, now.Add(time.Hour), errStateExpired},
+		"no signature":  {"eyJ9", flowB, now, errStateMalformed},
+		"not base64":    {"!!.!!", flowB, now, errStateMalformed},
+		"empty":         {"", flowB, now, errStateMalformed},
+		"signature cut": {good[:len(good)-3], flowB, now, errStateForged},
 	}
 	for name, c := range cases {
 		if _, err := verify(key, c.raw, c.flow, c.at); err != c.want {
@@ -63,3 +63,9 @@ func TestVerifyRefusesWhatItMust(t *testing.T) {
 		}
 	}
 }
+
+// Two flow labels: a state of one never verifies for the other.
+const (
+	flowA = "app-install"
+	flowB = "oauth-install"
+)

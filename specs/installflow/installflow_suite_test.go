@@ -95,10 +95,10 @@ func start(ctx context.Context, db *pgtest.Database) server {
 	Expect(err).NotTo(HaveOccurred())
 	sl, err := slackoauth.New(slackoauth.Config{APIURL: fakeSl.URL + "/api/", ClientID: slackClientID, ClientSecret: slackSecret})
 	Expect(err).NotTo(HaveOccurred())
-	flows, err := installflow.New(installflow.Config{
-		StateKey: stateKey, GitHubWebURL: fakeGH.URL, GitHubAppSlug: appSlug,
-		SlackClientID: slackClientID, PublicURL: publicURL,
-	}, svc, states, gh, sl, clock, logs)
+	flows, err := installflow.New(installflow.Config{StateKey: stateKey}, svc, states, []ports.InstallFlow{
+		githuboauth.NewFlow(githuboauth.FlowConfig{WebURL: fakeGH.URL, AppSlug: appSlug}, gh),
+		slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: slackClientID, PublicURL: publicURL}, sl),
+	}, clock, logs)
 	Expect(err).NotTo(HaveOccurred())
 
 	engine := gin.New()

@@ -16,6 +16,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githuboauth"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
@@ -35,8 +36,11 @@ type Config struct {
 	// RedeliveryInterval is the redelivery reconciler's period (App authentication only).
 	RedeliveryInterval time.Duration
 	// WebURL is GitHub's web root (HEPHAESTUS_GITHUB_OAUTH_URL): the source namespace of App
-	// installations.
+	// installations and the install flow's host.
 	WebURL string
+	// AppSlug (HEPHAESTUS_GITHUB_APP_SLUG), ClientID and ClientSecret
+	// (HEPHAESTUS_GITHUB_CLIENT_ID, _SECRET): the install flow; either empty turns it off.
+	AppSlug, ClientID, ClientSecret string
 }
 
 // Module is GitHub as bootstrap lists it.
@@ -57,7 +61,10 @@ type built struct {
 	access  *githubapi.RepositoryAccess
 	runners []ports.Runner
 	webURL  string
+	install *githuboauth.Flow
 }
+
+func (b built) InstallFlows() []ports.InstallFlow { return []ports.InstallFlow{b.install} }
 
 func (b built) AccessCheckers() []ports.ResourceAccessChecker {
 	return []ports.ResourceAccessChecker{b.access}
@@ -69,6 +76,7 @@ var (
 	_ ports.AccessChecking     = built{}
 	_ ports.BackgroundWork     = built{}
 	_ ports.InstallationSource = built{}
+	_ ports.InstallFlows       = built{}
 )
 
 // Build makes GitHub's parts.
@@ -121,7 +129,12 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		}
 		runners = append(runners, r)
 	}
+	install, err := m.installFlow()
+	if err != nil {
+		return nil, err
+	}
 	return built{
+		install: install,
 		Built: providerkit.Built{
 			ProviderModule: m.Module,
 			Hook:           hook,
@@ -136,6 +149,20 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		runners: runners,
 		webURL:  m.cfg.WebURL,
 	}, nil
+}
+
+// installFlow is the App install flow, off (no OAuth client) without the slug and client.
+func (m Module) installFlow() (*githuboauth.Flow, error) {
+	var client *githuboauth.Client
+	if m.cfg.ClientID != "" && m.cfg.AppSlug != "" {
+		c, err := githuboauth.New(githuboauth.Config{APIURL: m.cfg.APIURL, OAuthURL: m.cfg.WebURL,
+			ClientID: m.cfg.ClientID, ClientSecret: m.cfg.ClientSecret})
+		if err != nil {
+			return nil, err
+		}
+		client = c
+	}
+	return githuboauth.NewFlow(githuboauth.FlowConfig{WebURL: m.cfg.WebURL, AppSlug: m.cfg.AppSlug}, client), nil
 }
 
 // app is the App authentication of the configured private key and App id; nil without a key.

@@ -21,8 +21,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-var _ ports.GitHubInstallAuthority = (*Client)(nil)
-
 // maxAnswerBytes bounds what is read of one answer.
 const maxAnswerBytes = 4 << 20
 
@@ -99,7 +97,10 @@ func (c *Client) do(req *http.Request, into any) (http.Header, error) {
 	return res.Header, nil
 }
 
-// ExchangeCode implements ports.GitHubInstallAuthority.
+// ExchangeCode trades the setup URL's code for the person's user access token. Errors:
+// ports.ErrUnauthenticated when GitHub refuses the code (an OAuth error answer);
+// ports.ErrUnavailable for any other failure (transport, 5xx, rate limit, an answer that is not
+// the documented shape). Never an error that carries a token or code.
 func (c *Client) ExchangeCode(ctx context.Context, code string) (string, error) {
 	form := url.Values{"client_id": {c.cfg.ClientID}, "client_secret": {c.cfg.ClientSecret}, "code": {code}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.OAuthURL+"/login/oauth/access_token", strings.NewReader(form.Encode()))
@@ -125,7 +126,8 @@ func (c *Client) ExchangeCode(ctx context.Context, code string) (string, error) 
 	return answer.AccessToken, nil
 }
 
-// UserHasInstallation implements ports.GitHubInstallAuthority.
+// UserHasInstallation reports whether GET /user/installations with the user token lists
+// installationID (following its pages). Errors as ExchangeCode's.
 func (c *Client) UserHasInstallation(ctx context.Context, userToken string, installationID int64) (bool, error) {
 	next := c.cfg.APIURL + "/user/installations?per_page=100"
 	for page := 0; next != "" && page < maxPages; page++ {

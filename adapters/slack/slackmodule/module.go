@@ -15,6 +15,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackoauth"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -27,6 +28,9 @@ type Config struct {
 	// BotToken (HEPHAESTUS_SLACK_BOT_TOKEN) is only the fallback for a connection that stores
 	// no bot token of its own; empty: such a team gets no Web API call.
 	BotToken string
+	// ClientID and ClientSecret (HEPHAESTUS_SLACK_CLIENT_ID, _SECRET): the install flow; no
+	// client id turns it off. PublicURL (HEPHAESTUS_PUBLIC_URL) names its redirect_uri.
+	ClientID, ClientSecret, PublicURL string
 }
 
 // Module is Slack as bootstrap lists it.
@@ -69,7 +73,13 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		return nil, fmt.Errorf("HEPHAESTUS_SLACK_API_URL: %w", err)
 	}
 	handlers := slackhandlers.Deps{Inbox: deps.Inbox, Store: store, Log: deps.Log, Notifier: client}
-	return providerkit.Built{
+	var oauth *slackoauth.Client
+	if m.cfg.ClientID != "" {
+		if oauth, err = slackoauth.New(slackoauth.Config{APIURL: m.cfg.APIURL, ClientID: m.cfg.ClientID, ClientSecret: m.cfg.ClientSecret}); err != nil {
+			return nil, err
+		}
+	}
+	return built{install: slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: m.cfg.ClientID, PublicURL: m.cfg.PublicURL}, oauth), Built: providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return slackhandlers.Register(reg, handlers) },
@@ -78,5 +88,15 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
 			return slackread.Register(r, slackread.Config{Auth: g.Auth, Members: g.Members, Store: store, Log: g.Log})
 		},
-	}, nil
+	}}, nil
 }
+
+// built is Slack's parts: the common ones plus its install flow.
+type built struct {
+	providerkit.Built
+	install *slackoauth.Flow
+}
+
+var _ ports.InstallFlows = built{}
+
+func (b built) InstallFlows() []ports.InstallFlow { return []ports.InstallFlow{b.install} }

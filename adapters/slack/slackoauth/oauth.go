@@ -19,8 +19,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-var _ ports.SlackInstallAuthority = (*Client)(nil)
-
 const maxAnswerBytes = 1 << 20
 
 // Config configures the client.
@@ -67,30 +65,34 @@ var (
 	appPattern   = regexp.MustCompile(`^A[A-Z0-9]{2,30}$`)
 )
 
-// ExchangeCode implements ports.SlackInstallAuthority.
-func (c *Client) ExchangeCode(ctx context.Context, code, redirectURI string) (ports.SlackInstall, error) {
+// ExchangeCode trades the callback's code (issued for redirectURI, "" when none was sent) for
+// the installation's team, app and bot token. Errors: ports.ErrUnauthenticated when Slack
+// refuses the code (an OAuth error answer); ports.ErrUnavailable for any other failure
+// (transport, 5xx, rate limit, an answer that is not the documented shape). Never an error
+// that carries a token or code.
+func (c *Client) ExchangeCode(ctx context.Context, code, redirectURI string) (Install, error) {
 	form := url.Values{"code": {code}}
 	if redirectURI != "" {
 		form.Set("redirect_uri", redirectURI)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.APIURL+"oauth.v2.access", strings.NewReader(form.Encode()))
 	if err != nil {
-		return ports.SlackInstall{}, unavailable("build request")
+		return Install{}, unavailable("build request")
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	// Slack's preferred way to send the client credentials (its docs): HTTP Basic.
 	req.SetBasicAuth(c.cfg.ClientID, c.cfg.ClientSecret)
 	res, err := c.cfg.HTTP.Do(req)
 	if err != nil {
-		return ports.SlackInstall{}, unavailable("request failed")
+		return Install{}, unavailable("request failed")
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
 	if err != nil {
-		return ports.SlackInstall{}, unavailable("read answer")
+		return Install{}, unavailable("read answer")
 	}
 	if res.StatusCode != http.StatusOK {
-		return ports.SlackInstall{}, unavailable(fmt.Sprintf("oauth.v2.access answered %d", res.StatusCode))
+		return Install{}, unavailable(fmt.Sprintf("oauth.v2.access answered %d", res.StatusCode))
 	}
 	var answer struct {
 		OK          bool   `json:"ok"`
@@ -103,18 +105,18 @@ func (c *Client) ExchangeCode(ctx context.Context, code, redirectURI string) (po
 		} `json:"team"`
 	}
 	if err := json.Unmarshal(body, &answer); err != nil {
-		return ports.SlackInstall{}, unavailable("oauth.v2.access answered no JSON")
+		return Install{}, unavailable("oauth.v2.access answered no JSON")
 	}
 	if !answer.OK {
 		code := answer.Error
 		if !errorPattern.MatchString(code) {
 			code = "unrecognised"
 		}
-		return ports.SlackInstall{}, fmt.Errorf("slack: oauth.v2.access refused (%s): %w", code, ports.ErrUnauthenticated)
+		return Install{}, fmt.Errorf("slack: oauth.v2.access refused (%s): %w", code, ports.ErrUnauthenticated)
 	}
 	if answer.Team == nil || !teamPattern.MatchString(answer.Team.ID) || answer.AccessToken == "" ||
 		answer.TokenType != "bot" || (answer.AppID != "" && !appPattern.MatchString(answer.AppID)) {
-		return ports.SlackInstall{}, unavailable("oauth.v2.access answered no team, bot token or app of the documented shape")
+		return Install{}, unavailable("oauth.v2.access answered no team, bot token or app of the documented shape")
 	}
-	return ports.SlackInstall{TeamID: answer.Team.ID, AppID: answer.AppID, BotToken: answer.AccessToken}, nil
+	return Install{TeamID: answer.Team.ID, AppID: answer.AppID, BotToken: answer.AccessToken}, nil
 }

@@ -1,16 +1,16 @@
 // Package installflow serves the install flows of CONTRACT.md ("Install flows"):
 //
-//   - POST /api/workspaces/{ws}/connections/github-app/install and …/slack/install: bearer
+//   - POST /api/workspaces/{ws}/connections/{flow}/install, one per provider flow
+//     (ports.InstallFlow.Name): bearer
 //     token of the workspace's ADMIN or the instance administrator (managementapi.RequireAuth
 //     and RequireManager: 401 without a valid token, 403 for a MEMBER or a non-member, 404 for
 //     no such workspace) → 200 {"installUrl": …}.
-//   - GET /connect/github/setup and GET /connect/slack/callback: no bearer token (the provider
+//   - GET {flow's CallbackPath}, e.g. /connect/<provider>/callback: no bearer token (the provider
 //     sends the person's browser); the signed, single-use state is the authorisation. They
 //     answer a plain HTML page, never JSON and never a token.
 package installapi
 
 import (
-	"context"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -21,6 +21,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 type handlers struct {
@@ -31,16 +32,15 @@ type handlers struct {
 func Register(r gin.IRouter, flows *installflow.Service, mgmt *management.Service) {
 	h := handlers{flows: flows}
 	ws := r.Group("/api/workspaces/:"+managementapi.WorkspaceParam, managementapi.RequireAuth(mgmt), managementapi.RequireManager(mgmt))
-	ws.POST("/connections/github-app/install", h.start(flows.StartGitHub))
-	ws.POST("/connections/slack/install", h.start(flows.StartSlack))
-
-	r.GET("/connect/github/setup", h.githubSetup)
-	r.GET("/connect/slack/callback", h.slackCallback)
+	for _, flow := range flows.Flows() {
+		ws.POST("/connections/"+flow.Name()+"/install", h.start(flow))
+		r.GET(flow.CallbackPath(), h.callback(flow))
+	}
 }
 
-func (h handlers) start(start func(ctx context.Context, m management.Managed) (string, error)) gin.HandlerFunc {
+func (h handlers) start(flow ports.InstallFlow) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		u, err := start(c.Request.Context(), managementapi.ManagedOf(c))
+		u, err := h.flows.Start(c.Request.Context(), flow, managementapi.ManagedOf(c))
 		if err != nil {
 			httperr.Write(c, err)
 			return
@@ -51,23 +51,11 @@ func (h handlers) start(start func(ctx context.Context, m management.Managed) (s
 	}
 }
 
-func (h handlers) githubSetup(c *gin.Context) {
-	o := h.flows.FinishGitHub(c.Request.Context(), installflow.GitHubCallback{
-		InstallationID: c.Query("installation_id"),
-		SetupAction:    c.Query("setup_action"),
-		Code:           c.Query("code"),
-		State:          c.Query("state"),
-	})
-	page(c, "GitHub", o)
-}
-
-func (h handlers) slackCallback(c *gin.Context) {
-	if c.Query("error") != "" {
-		// The person declined on Slack's page: nothing to exchange.
-		page(c, "Slack", installflow.Outcome{Result: installflow.Declined})
-		return
+// callback completes flow with the provider's redirect query.
+func (h handlers) callback(flow ports.InstallFlow) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		page(c, flow.Title(), h.flows.Finish(c.Request.Context(), flow, c.Request.URL.Query()))
 	}
-	page(c, "Slack", h.flows.FinishSlack(c.Request.Context(), c.Query("code"), c.Query("state")))
 }
 
 // pages: status and sentence per result. Every sentence says what happened and what to do.
