@@ -24,7 +24,8 @@ var (
 	// KindApp is a GitHub App installation: the source of every GitHub delivery. It has no URL
 	// of its own (the App posts to /webhooks/github) and no per-connection secret (the App's
 	// webhook secret is configuration). Config {"installationId": n}; its source key is n.
-	KindApp = connection.MustKind(connection.KindSpec{Name: "GITHUB_APP", Provider: Provider})
+	KindApp = connection.MustKind(connection.KindSpec{Name: "GITHUB_APP", Provider: Provider,
+		AlreadyConnected: "installation-already-connected"})
 	// KindPAT is a personal-access-token connection. It has no webhook and no source key: its
 	// workspace receives through the App installation that covers its repositories, for the
 	// repositories its token can read. Config {"login": "..."}; its secret is the token, which

@@ -16,7 +16,7 @@ var Provider = provider.MustNew("SLACK")
 
 // Kind is a Slack team connection, config {"teamId": "T…", "appId": "A…"}; its source key is
 // the team id. It has no URL and no secret of its own: the app's signing secret is configuration.
-var Kind = connection.MustKind(connection.KindSpec{Name: "SLACK", Provider: Provider})
+var Kind = connection.MustKind(connection.KindSpec{Name: "SLACK", Provider: Provider, AlreadyConnected: "team-already-connected"})
 
 // ResourceChannel is the one subscription resource type: a Slack channel id.
 const ResourceChannel = "channel"

@@ -13,13 +13,17 @@ import (
 // Kind is a kind of connection ("GITHUB_APP", "GITHUB_PAT", "GITLAB", …). Provider adapters
 // declare their kinds; the set is open so a new provider adds kinds without touching domain/.
 type Kind struct {
-	name       string
-	provider   provider.Provider
-	webhookURL bool
-	secret     bool
+	name             string
+	provider         provider.Provider
+	webhookURL       bool
+	secret           bool
+	alreadyConnected string
 }
 
-var kindName = regexp.MustCompile(`^[A-Z][A-Z0-9_]{1,40}$`)
+var (
+	kindName       = regexp.MustCompile(`^[A-Z][A-Z0-9_]{1,40}$`)
+	conflictReason = regexp.MustCompile(`^[a-z][a-z0-9-]{1,60}$`)
+)
 
 // KindSpec describes a kind: its provider, whether the provider posts to a per-connection URL
 // (then the connection verifies deliveries with its own secret) and whether a secret is needed.
@@ -28,6 +32,10 @@ type KindSpec struct {
 	Provider      provider.Provider
 	WebhookURL    bool
 	RequireSecret bool
+	// AlreadyConnected is the conflict reason answered when a live connection of this kind
+	// already has the source key: the kind's migration enforces one live connection per key
+	// with a unique index named uq_connection_<…>. Empty: the kind has no such index.
+	AlreadyConnected string
 }
 
 // NewKind validates a kind specification.
@@ -41,7 +49,11 @@ func NewKind(s KindSpec) (Kind, error) {
 	if s.WebhookURL && !s.RequireSecret {
 		return Kind{}, fmt.Errorf("connection kind %s posts to its own URL and so needs a secret", s.Name)
 	}
-	return Kind{name: s.Name, provider: s.Provider, webhookURL: s.WebhookURL, secret: s.RequireSecret}, nil
+	if s.AlreadyConnected != "" && !conflictReason.MatchString(s.AlreadyConnected) {
+		return Kind{}, fmt.Errorf("connection kind %s: invalid conflict reason %q", s.Name, s.AlreadyConnected)
+	}
+	return Kind{name: s.Name, provider: s.Provider, webhookURL: s.WebhookURL, secret: s.RequireSecret,
+		alreadyConnected: s.AlreadyConnected}, nil
 }
 
 // MustKind is NewKind for kinds fixed at compile time.
@@ -58,6 +70,10 @@ func (k Kind) IsZero() bool                { return k.name == "" }
 func (k Kind) Provider() provider.Provider { return k.provider }
 func (k Kind) HasWebhookURL() bool         { return k.webhookURL }
 func (k Kind) RequiresSecret() bool        { return k.secret }
+
+// AlreadyConnected is the kind's conflict reason for a second live connection of one source
+// key ("" when the kind has none).
+func (k Kind) AlreadyConnected() string { return k.alreadyConnected }
 
 // State is the lifecycle state of a connection.
 type State struct{ s string }

@@ -151,17 +151,21 @@ func violatedRule(file, imp, modulePath string) string {
 		if within("bootstrap") {
 			return "adapters/ never import bootstrap/"
 		}
-		if isHandlerPackage(dir) && (within("adapters/postgres") || hasPrefix(imp, "github.com/jackc/pgx")) {
-			return "provider handlers write through ports only, never adapters/postgres or pgx"
+		if p, ok := handlerProvider(dir); ok && (within("adapters/postgres", "adapters/"+p+"/"+p+"mirror") || hasPrefix(imp, "github.com/jackc/pgx")) {
+			return "provider handlers write through ports only, never adapters/postgres, their mirror package or pgx"
 		}
 	}
 	return ""
 }
 
-// isHandlerPackage reports whether dir is adapters/<provider>/handlers or below it.
-func isHandlerPackage(dir string) bool {
+// handlerProvider reports whether dir is a provider's handler package,
+// adapters/<provider>/<provider>handlers or below it, and which provider's.
+func handlerProvider(dir string) (string, bool) {
 	parts := strings.Split(dir, "/")
-	return len(parts) >= 3 && parts[0] == "adapters" && parts[2] == "handlers"
+	if len(parts) >= 3 && parts[0] == "adapters" && parts[2] == parts[1]+"handlers" {
+		return parts[1], true
+	}
+	return "", false
 }
 
 // IsStdlib reports whether imp is a standard library path: its first element has no dot

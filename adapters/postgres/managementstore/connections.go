@@ -119,17 +119,18 @@ func (s *Connections) scan(row pgx.CollectableRow) (ports.StoredConnection, erro
 	return c, nil
 }
 
-// sourceConflict is the answer when a live connection already has the source key: one live
-// App connection per installation, one live Slack connection per team (unique indexes), or
-// nil when err is no such violation.
-func sourceConflict(err error) error {
-	switch {
-	case isUniqueViolationOf(err, installationConstraint):
-		return ports.Reject(ports.ErrConflict, "installation-already-connected", "")
-	case isUniqueViolationOf(err, slackTeamConstraint):
-		return ports.Reject(ports.ErrConflict, "team-already-connected", "")
+// sourceConflict is the answer when a live connection of kind already has the source key (the
+// kind's unique index of live connections, connection.KindSpec.AlreadyConnected), or nil when
+// err is no such violation.
+func sourceConflict(err error, kind connection.Kind) error {
+	if !isLiveSourceViolation(err) {
+		return nil
 	}
-	return nil
+	reason := kind.AlreadyConnected()
+	if reason == "" {
+		reason = "source-already-connected"
+	}
+	return ports.Reject(ports.ErrConflict, reason, "")
 }
 
 // CreateConnection implements ports.ConnectionStore.
@@ -149,7 +150,7 @@ func (s *Connections) CreateConnection(ctx context.Context, nc ports.NewConnecti
 	rows, _ := s.pool.Query(ctx, createConnection, nc.WorkspaceID, nc.Kind.String(), nc.Kind.Provider().String(),
 		nc.SourceServerURL, nc.Config, nc.SecretCiphertext, nc.SourceKey, id)
 	c, err := pgx.CollectExactlyOneRow(rows, s.scan)
-	if conflict := sourceConflict(err); conflict != nil {
+	if conflict := sourceConflict(err, nc.Kind); conflict != nil {
 		return ports.StoredConnection{}, conflict
 	}
 	switch {
@@ -196,7 +197,7 @@ func (s *Connections) Transition(ctx context.Context, workspaceID, id int64,
 		}
 		rows, _ := tx.Query(ctx, setState, workspaceID, id, to.String())
 		out, err = pgx.CollectExactlyOneRow(rows, s.scan)
-		if conflict := sourceConflict(err); conflict != nil {
+		if conflict := sourceConflict(err, c.Kind); conflict != nil {
 			return conflict
 		}
 		if err != nil {

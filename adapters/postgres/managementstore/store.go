@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -53,16 +54,13 @@ func (ks kinds) restore(name, prov string) (connection.Kind, error) {
 	return k, nil
 }
 
-// installationConstraint and slackTeamConstraint are the partial unique indexes of live App
-// connections per installation and live Slack connections per team.
-const (
-	installationConstraint = "uq_connection_installation"
-	slackTeamConstraint    = "uq_connection_slack_team"
-)
+// liveSourceIndexPrefix begins the names of the partial unique indexes a provider's migration
+// adds to keep one live connection of a kind per source key (an App installation, a team).
+const liveSourceIndexPrefix = "uq_connection_"
 
-func isUniqueViolationOf(err error, constraint string) bool {
+func isLiveSourceViolation(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == pgutil.UniqueViolation && pgErr.ConstraintName == constraint
+	return errors.As(err, &pgErr) && pgErr.Code == pgutil.UniqueViolation && strings.HasPrefix(pgErr.ConstraintName, liveSourceIndexPrefix)
 }
 
 func isForeignKeyViolation(err error) bool {

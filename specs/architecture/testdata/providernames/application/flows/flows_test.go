@@ -1,0 +1,4 @@
+package flows
+
+// Tests use providers as sample data: not reported.
+const sample = "toy"
