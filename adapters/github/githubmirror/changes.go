@@ -30,7 +30,7 @@ var (
 	CommitUpserted      = change.MustType("github.commit.upserted")
 )
 
-// Views shapes mirrored rows as the read API shows them (adapters/http/mirrorapi.Views), so a
+// Views shapes mirrored rows as the read API shows them (adapters/github/githubread.Views), so a
 // change's data and the read API cannot disagree.
 type Views interface {
 	Issue(IssueRow) any

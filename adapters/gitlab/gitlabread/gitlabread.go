@@ -22,7 +22,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// Store reads the GitLab mirror; adapters/postgres/gitlabmirror.Store is one.
+// Store reads the GitLab mirror; adapters/gitlab/gitlabmirror.Store is one.
 type Store interface {
 	// ListProjects errors: database failures.
 	ListProjects(ctx context.Context, ws int64, page ports.PageRequest) ([]gitlabhandlers.ProjectView, int, error)

@@ -104,7 +104,7 @@ func ManagedOf(c *gin.Context) management.Managed {
 }
 
 // Members finds a workspace and a caller's role in it; ports.WorkspaceStore
-// (adapters/postgres/management.Workspaces) is one.
+// (adapters/postgres/managementstore.Workspaces) is one.
 type Members interface {
 	// WorkspaceBySlug errors: ports.ErrNotFound.
 	WorkspaceBySlug(ctx context.Context, slug string) (ports.Workspace, error)

@@ -20,7 +20,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// Store reads the Outline mirror; adapters/postgres/outlinemirror.Store is one.
+// Store reads the Outline mirror; adapters/outline/outlinemirror.Store is one.
 type Store interface {
 	// ListDocuments errors: database failures.
 	ListDocuments(ctx context.Context, ws int64, page ports.PageRequest) ([]outlinehandlers.Document, int, error)

@@ -21,7 +21,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// Store reads the Slack mirror; adapters/postgres/slackmirror.Store is one.
+// Store reads the Slack mirror; adapters/slack/slackmirror.Store is one.
 type Store interface {
 	// ListChannels errors: database failures.
 	ListChannels(ctx context.Context, ws int64, page ports.PageRequest) ([]slackhandlers.Channel, int, error)

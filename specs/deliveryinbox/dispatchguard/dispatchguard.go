@@ -7,7 +7,7 @@
 //
 // The check is syntactic (go/ast, no type information), so it follows a naming convention: the
 // dispatch context is the variable named ctx. It reports a go statement in a handler package
-// (adapters/<provider>/handlers/...) whose call passes ctx, or whose function literal captures
+// (adapters/<provider>/<provider>handlers/...) whose call passes ctx, or whose function literal captures
 // ctx, unless that ctx is an argument of ports.Detach or was last assigned from ports.Detach
 // in the enclosing function. It does not see a context renamed before the go statement, a
 // closure stored in a variable and started later, or errgroup-style Go(func) calls.

@@ -60,7 +60,7 @@ var _ = Describe("The handler goroutine rule", func() {
 		Entry("no context at all", "", "\tgo func() {}()"),
 	)
 
-	It("walks every handler package below adapters/<provider>/handlers, tests excluded", func() {
+	It("walks every handler package below adapters/<provider>/<provider>handlers, tests excluded", func() {
 		root := GinkgoT().TempDir()
 		write := func(rel, src string) {
 			path := filepath.Join(root, rel)
@@ -68,8 +68,8 @@ var _ = Describe("The handler goroutine rule", func() {
 			Expect(os.WriteFile(path, []byte(src), 0o644)).To(Succeed())
 		}
 		leak := "package p\n\nfunc f(ctx any) { go g(ctx) }\n\nfunc g(any) {}\n"
-		write("adapters/github/handlers/push/push.go", leak)
-		write("adapters/github/handlers/push/push_test.go", leak)
+		write("adapters/github/githubhandlers/push/push.go", leak)
+		write("adapters/github/githubhandlers/push/push_test.go", leak)
 		write("adapters/github/webhook.go", leak)
 		findings, err := dispatchguard.Check(root)
 		Expect(err).NotTo(HaveOccurred())
