@@ -88,7 +88,6 @@ func OpenPool(ctx context.Context, connString string) (*pgxpool.Pool, error) {
 // committed, so concurrent admissions share the row through a MultiXact that each new locker
 // rebuilds with every current one; the database's work per delivery grows with the number of
 // transactions in flight, and past a few per core more of them only queue inside PostgreSQL,
-// where waiting costs CPU that queueing here does not. On the benchmark's two cores, eight
-// transactions in flight took a fifth less database CPU per delivery than thirty-two, at the
-// same or better throughput and a lower p99.
+// where waiting costs CPU that queueing here does not (docs/operations/performance.md has the
+// measurement behind four).
 func Size() int32 { return int32(4 * runtime.GOMAXPROCS(0)) }
