@@ -236,8 +236,8 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // and its answer is read with net/http's response parser. It writes the request itself rather
 // than through http.Client because the load generator shares the machine's cores with the
 // receiver it measures: http.Client's per-request goroutine hand-offs and allocations cost
-// about twice this sender's CPU (some 50 µs a delivery against 20 on two cores), CPU the
-// receiver then lacks. GitHub is not a Go client inside the receiver's process either.
+// several times this sender's CPU (docs/operations/performance.md), CPU the receiver then
+// lacks. GitHub is not a Go client inside the receiver's process either.
 type sender struct {
 	addr string
 	conn net.Conn

@@ -344,8 +344,8 @@ func waitReady(ctx context.Context, addr string) error {
 
 // pipelineFloorBatch is the most rows one pipeline floor claim leases: its claimers then hold
 // at most as many rows as the server's consumer (8 claimers + 16 claimed ahead = 24 = 8 × 3).
-// Larger batches leased most of the 100 scopes at once and handled each batch serially, which
-// made the floor slower than the server.
+// Larger batches lease most of the 100 scopes at once and handle each batch serially, which
+// makes the floor slower than the server it is the floor of.
 const pipelineFloorBatch = 3
 
 // pipelineFloorRound runs the statements the pipeline runs per delivery, and only those,

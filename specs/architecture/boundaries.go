@@ -37,6 +37,12 @@ var infrastructure = []struct{ prefix, name string }{
 	{"go.uber.org/zap", "zap"},
 }
 
+// coreInternal are the internal/ packages domain/, ports/ and application/ may import: code
+// of the standard library's weight (a JSON scanner), held below to import nothing else, so the
+// core stays free of infrastructure through them too. Any other internal/ package (test
+// harnesses, development tools) is as heavy as an adapter.
+var coreInternal = []string{"internal/jsonscan"}
+
 // testLibraries may appear in test files of domain/.
 var testLibraries = []string{"github.com/onsi/ginkgo/v2", "github.com/onsi/gomega", "go.uber.org/goleak", "github.com/google/go-cmp"}
 
@@ -132,16 +138,21 @@ func violatedRule(file, imp, modulePath string) string {
 	}
 	switch layer {
 	case "domain":
-		if !IsStdlib(imp) && !within("domain") {
-			return "domain/ imports only the standard library and domain/"
+		if !IsStdlib(imp) && !within("domain") && !within(coreInternal...) {
+			return "domain/ imports only the standard library, domain/ and " + strings.Join(coreInternal, ", ")
 		}
 	case "ports":
-		if !IsStdlib(imp) && !within("domain", "ports") {
-			return "ports/ imports only the standard library, domain/ and ports/"
+		if !IsStdlib(imp) && !within("domain", "ports") && !within(coreInternal...) {
+			return "ports/ imports only the standard library, domain/, ports/ and " + strings.Join(coreInternal, ", ")
 		}
 	case "application":
-		if !IsStdlib(imp) && !within("domain", "ports", "application") && !hasPrefix(imp, "golang.org/x/sync") {
-			return "application/ imports only the standard library, domain/, ports/, application/ and golang.org/x/sync"
+		if !IsStdlib(imp) && !within("domain", "ports", "application") && !within(coreInternal...) && !hasPrefix(imp, "golang.org/x/sync") {
+			return "application/ imports only the standard library, domain/, ports/, application/, " +
+				strings.Join(coreInternal, ", ") + " and golang.org/x/sync"
+		}
+	case "internal":
+		if hasPrefix(dir, coreInternal...) && !IsStdlib(imp) {
+			return dir + " imports only the standard library (domain/ imports it)"
 		}
 	case "migrations":
 		if !IsStdlib(imp) {

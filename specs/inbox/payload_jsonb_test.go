@@ -64,9 +64,10 @@ func jsonbEdgeCases() []string {
 	}
 }
 
-// fuzzCorpus is the checked-in fuzz corpus of the payload check (domain/inbox/testdata).
+// fuzzCorpus is the checked-in fuzz corpus of the one-pass scanner the payload check runs
+// (internal/jsonscan/testdata).
 func fuzzCorpus() []string {
-	dir := filepath.Join("..", "..", "domain", "inbox", "testdata", "fuzz", "FuzzWellFormedPayload")
+	dir := filepath.Join("..", "..", "internal", "jsonscan", "testdata", "fuzz", "FuzzValid")
 	entries, err := os.ReadDir(dir)
 	Expect(err).NotTo(HaveOccurred())
 	var out []string

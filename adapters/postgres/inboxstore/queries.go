@@ -43,13 +43,13 @@ SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan'
 //     claim of a newer one commits) end at uq_provider_event_leased_scope: the statement fails
 //     with a unique violation and the caller claims again.
 //
-// The plan must not depend on statistics (a scope table analyzed while it was small once made
-// every step of the walk a sequential scan). The statement is shaped so that only index scans
-// under nested loops answer it lazily — f is ORDER BY … LIMIT 1 on a row comparison that only
-// its index serves, e joins by primary key, the workspace and leased-scope checks are scalar
-// subqueries (one index probe each), and e's state check is written IS NOT DISTINCT FROM (the
-// same test on a NOT NULL column) so that it cannot qualify e for a full scan of a partial
-// QUEUED index — and it runs after pinClaimPlan in the same implicit
+// The plan must not depend on statistics (those of a scope table analyzed while it was small
+// make a sequential scan look cheapest for every step of the walk). The statement is shaped so
+// that only index scans under nested loops answer it lazily — f is ORDER BY … LIMIT 1 on a row
+// comparison that only its index serves, e joins by primary key, the workspace and leased-scope
+// checks are scalar subqueries (one index probe each), and e's state check is written IS NOT
+// DISTINCT FROM (the same test on a NOT NULL column) so that it cannot qualify e for a full
+// scan of a partial QUEUED index — and it runs after pinClaimPlan in the same implicit
 // transaction, which takes sequential scans, sorts, hash and merge joins and JIT off the
 // planner's menu. specs/inbox asserts the plan under misleading statistics.
 //

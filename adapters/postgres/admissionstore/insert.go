@@ -1,0 +1,182 @@
+package admissionstore
+
+// Why this file: the insert is the admission's last statement and travels with the Sync that
+// commits it, so storing a delivery costs no round trip of its own; on remembered routes the
+// same write carries the NOWAIT locks and the route-epoch guard that make the guess safe.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Insert stores rows with one statement sent with the Sync that commits the transaction;
+// stored[i] is false when uq_provider_event_delivery already held the row's (workspace,
+// provider, delivery key). When it fails, nothing is committed.
+func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, error) {
+	switch len(rows) {
+	case 0:
+		return nil, nil
+	case 1:
+		return t.insertOne(ctx, rows[0])
+	}
+	n := len(rows)
+	var (
+		workspaceIDs  = make([]int64, n)
+		connectionIDs = make([]int64, n)
+		providers     = make([]string, n)
+		eventTypes    = make([]string, n)
+		deliveryKeys  = make([]string, n)
+		scopeKeys     = make([]string, n)
+		subjects      = make([]string, n)
+		headers       = make([]string, n)
+		dueAts        = make([]time.Time, n)
+		receivedAts   = make([]time.Time, n)
+		payloadIndex  = make([]int32, n)
+		payloads      []string
+		distinct      []json.RawMessage
+	)
+	for i, r := range rows {
+		d := r.Delivery
+		workspaceIDs[i], connectionIDs[i] = d.WorkspaceID(), r.ConnectionID
+		providers[i], eventTypes[i], deliveryKeys[i] = d.Provider().String(), d.EventType(), d.DeliveryKey()
+		scopeKeys[i], subjects[i] = d.Scope().String(), d.Subject().String()
+		dueAts[i], receivedAts[i] = d.DueAt(), d.ReceivedAt()
+		headers[i] = string(headersJSON(r.Headers))
+		// The rows of one delivery share its payload: it is sent once, not once per workspace.
+		j := slices.IndexFunc(distinct, func(p json.RawMessage) bool { return bytes.Equal(p, r.Payload) })
+		if j < 0 {
+			distinct = append(distinct, r.Payload)
+			payloads = append(payloads, string(r.Payload))
+			j = len(distinct) - 1
+		}
+		payloadIndex[i] = int32(j + 1) // SQL arrays count from 1
+	}
+	type key struct {
+		workspaceID           int64
+		provider, deliveryKey string
+	}
+	inserted := map[key]bool{}
+	err := t.insertAndCommit(ctx, "insert deliveries", t.stmt.insertMany, []any{workspaceIDs,
+		connectionIDs, providers, eventTypes, deliveryKeys, scopeKeys, subjects, headers, dueAts, receivedAts,
+		payloadIndex, payloads},
+		func(rr *pgconn.ResultReader) (int, error) {
+			result := pgx.RowsFromResultReader(t.conn.TypeMap(), rr)
+			defer result.Close()
+			for result.Next() {
+				var k key
+				if err := result.Scan(&k.workspaceID, &k.provider, &k.deliveryKey); err != nil {
+					return 0, err
+				}
+				inserted[k] = true
+			}
+			result.Close()
+			return len(inserted), result.Err()
+		})
+	if err != nil {
+		return nil, err
+	}
+	stored := make([]bool, n)
+	for i := range rows {
+		k := key{workspaceIDs[i], providers[i], deliveryKeys[i]}
+		stored[i] = inserted[k]
+		delete(inserted, k) // a second row with the same key in one call was the duplicate
+	}
+	return stored, nil
+}
+
+// insertOne is Insert of a single row (one workspace, or an installation row), the common
+// case, with insertDelivery: the command tag says whether the row was stored.
+func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, error) {
+	d := r.Delivery
+	var stored bool
+	err := t.insertAndCommit(ctx, "insert delivery", t.stmt.insertOne, []any{d.WorkspaceID(),
+		r.ConnectionID, d.Provider().String(), d.EventType(), d.DeliveryKey(), d.Scope().String(), d.Subject().String(),
+		r.Payload, string(headersJSON(r.Headers)), d.DueAt(), d.ReceivedAt()},
+		func(rr *pgconn.ResultReader) (int, error) {
+			tag, err := rr.Close()
+			stored = tag.RowsAffected() == 1 // 0: uq_provider_event_delivery already held the row
+			return int(tag.RowsAffected()), err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return []bool{stored}, nil
+}
+
+// insertAndCommit sends the insert sd with args, its epoch guard, and the Sync that commits
+// the transaction in one round trip, reads the insert's result with read (which counts the
+// rows stored), and reports an error unless both the insert and the commit succeeded. Either
+// way the transaction has ended when it returns.
+//
+// On routes read in this transaction the guard is NULL. On remembered routes it sends, in the
+// same write, lockRemembered before the insert, and the remembered route epoch as the guard,
+// and reports errRecallMissed unless a row was stored: a lock that was held fails
+// lockRemembered (the server then skips the insert and rolls back at the Sync), and a moved
+// epoch makes the insert store nothing. A duplicate stores nothing either; the fresh run that
+// follows tells it apart.
+func (t *admissionTx) insertAndCommit(ctx context.Context, op string, sd *pgconn.StatementDescription,
+	args []any, read func(*pgconn.ResultReader) (int, error),
+) error {
+	var err error
+	var epoch *int64 // the guard: NULL admits
+	if t.recalled != nil {
+		ids := make([]int64, len(t.recalled.routes))
+		for i, r := range t.recalled.routes {
+			ids[i] = r.ConnectionID
+		}
+		err = t.queue(ctx, t.stmt.lockRemembered, []any{ids})
+		epoch = &t.recalled.epoch
+	}
+	args = append(args, epoch)
+	if err == nil {
+		err = t.send(ctx, sd, args, true)
+	}
+	stored := 0
+	if err == nil && t.recalled != nil {
+		var rr *pgconn.ResultReader
+		if rr, err = t.result(); err == nil {
+			_, err = rr.Close() // the locks: taken, or the error that skipped the insert
+		}
+	}
+	if err == nil {
+		var rr *pgconn.ResultReader
+		if rr, err = t.result(); err == nil {
+			stored, err = read(rr)
+		}
+	}
+	if err == nil {
+		// The Sync's answer: ReadyForQuery once the commit succeeded, or the commit's error.
+		_, err = t.pipe.GetResults()
+	}
+	if t.pipe != nil {
+		if cerr := t.pipe.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}
+	t.ended = true // the Sync ended the transaction, committed or not
+	if t.recalled != nil {
+		if err == nil && stored > 0 {
+			t.confirmed = true
+			return nil
+		}
+		return errRecallMissed
+	}
+	if err != nil {
+		return pgutil.Interpret(op, err)
+	}
+	return nil
+}
+
+// errRecallMissed ends a transaction on remembered routes that stored nothing; Admit runs fn
+// again on routes read from the database.
+var errRecallMissed = errors.New("admissionstore: the remembered routes were not confirmed")
