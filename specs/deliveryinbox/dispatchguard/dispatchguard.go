@@ -41,15 +41,24 @@ func (f Finding) String() string {
 }
 
 // Check inspects the non-test Go files of every handler package under root (the module root):
-// adapters/*/handlers and the packages below it.
+// adapters/<provider>/<provider>handlers and the packages below it.
 func Check(root string) ([]Finding, error) {
 	// A wrong root would find no handler package and pass: make it an error.
 	if _, err := os.Stat(filepath.Join(root, "adapters")); err != nil {
 		return nil, fmt.Errorf("dispatch guard: %s is not the module root: %w", root, err)
 	}
-	dirs, err := filepath.Glob(filepath.Join(root, "adapters", "*", "handlers"))
+	candidates, err := filepath.Glob(filepath.Join(root, "adapters", "*", "*handlers"))
 	if err != nil {
 		return nil, err
+	}
+	var dirs []string
+	for _, dir := range candidates {
+		if filepath.Base(dir) == filepath.Base(filepath.Dir(dir))+"handlers" {
+			dirs = append(dirs, dir)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("dispatch guard: no handler package under %s", filepath.Join(root, "adapters"))
 	}
 	fset := token.NewFileSet()
 	var findings []Finding
