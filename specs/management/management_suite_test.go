@@ -113,7 +113,7 @@ func fakeModules() []ports.ProviderModule {
 		&fakeModule{
 			provider: github,
 			kinds: []connection.Kind{
-				connection.MustKind(connection.KindSpec{Name: "GITHUB_APP", Provider: github}),
+				connection.MustKind(connection.KindSpec{Name: "GITHUB_APP", Provider: github, AlreadyConnected: "installation-already-connected"}),
 				connection.MustKind(connection.KindSpec{Name: "GITHUB_PAT", Provider: github, RequireSecret: true}),
 			},
 			resourceTypes: []string{"organization", "repository"},
@@ -128,7 +128,7 @@ func fakeModules() []ports.ProviderModule {
 		},
 		&fakeModule{
 			provider:      slack,
-			kinds:         []connection.Kind{connection.MustKind(connection.KindSpec{Name: "SLACK", Provider: slack})},
+			kinds:         []connection.Kind{connection.MustKind(connection.KindSpec{Name: "SLACK", Provider: slack, AlreadyConnected: "team-already-connected"})},
 			resourceTypes: []string{"channel"},
 			required:      map[string]string{"SLACK": "teamId"},
 			sourceOf:      map[string]string{"SLACK": "teamId"},
