@@ -3,7 +3,8 @@ package ports
 import "time"
 
 // Clock is the service's time. Lease expiry uses the database's clock_timestamp() instead,
-// because servers' clocks differ and the lease is compared in SQL.
+// because servers' clocks differ and the lease is compared in SQL; a store whose Config names a
+// Clock (specs only) passes it to its SQL as "now" instead (ARCHITECTURE.md "Time in SQL").
 type Clock interface {
 	Now() time.Time
 }

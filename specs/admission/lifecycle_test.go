@@ -16,6 +16,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 var _ = Describe("Admission under the connection's lifecycle lock", func() {
@@ -62,16 +63,11 @@ var _ = Describe("Admission under the connection's lifecycle lock", func() {
 		return tx
 	}
 
-	// eventuallyWaitingOnLock waits until some session of the database waits for a row lock.
-	eventuallyWaitingOnLock := func(ctx context.Context) {
+	// eventuallyWaitingOnLock waits until one session of the database waits for the row lock tx
+	// holds.
+	eventuallyWaitingOnLock := func(ctx context.Context, tx pgx.Tx) {
 		GinkgoHelper()
-		Eventually(func() (int, error) {
-			var n int
-			err := observer.QueryRow(ctx, `
-				SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
-			return n, err
-		}).WithTimeout(10 * time.Second).WithPolling(5 * time.Millisecond).Should(BeNumerically(">=", 1))
+		support.EventuallyBlockedBy(ctx, observer, support.BackendPID(ctx, tx), 1)
 	}
 
 	When("a reconfiguration commits while admission waits for the lock", func() {
@@ -80,7 +76,7 @@ var _ = Describe("Admission under the connection's lifecycle lock", func() {
 		It("fails with 503 and Retry-After, stores nothing, and the retry follows the current route", func(ctx SpecContext) {
 			tx := holdLifecycleLock(ctx, app, `config_version = config_version + 1`)
 			answer := deliverAsync("d-1")
-			eventuallyWaitingOnLock(ctx)
+			eventuallyWaitingOnLock(ctx, tx)
 			Expect(tx.Commit(ctx)).To(Succeed())
 
 			var res response
@@ -101,8 +97,8 @@ var _ = Describe("Admission under the connection's lifecycle lock", func() {
 		It("waits for the suspension to commit and then refuses the delivery", func(ctx SpecContext) {
 			tx := holdLifecycleLock(ctx, app, `state = 'SUSPENDED'`)
 			answer := deliverAsync("d-1")
-			eventuallyWaitingOnLock(ctx)
-			Consistently(answer).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
+			eventuallyWaitingOnLock(ctx, tx)
+			Expect(answer).NotTo(Receive(), "the delivery waits for the suspension")
 			Expect(tx.Commit(ctx)).To(Succeed())
 
 			var res response
@@ -133,7 +129,16 @@ var _ = Describe("Admission under the connection's lifecycle lock", func() {
 					return err
 				})
 			}()
-			Consistently(suspended).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
+			// The suspension waits for a lock of the admission's open transaction.
+			Eventually(func() (int, error) {
+				var n int
+				err := observer.QueryRow(ctx, `
+					SELECT count(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock'
+					  AND query LIKE 'UPDATE connection SET state%'`).Scan(&n)
+				return n, err
+			}).WithTimeout(10 * time.Second).WithPolling(5 * time.Millisecond).Should(Equal(1))
+			Expect(suspended).NotTo(Receive())
 			gate.open()
 
 			var res response

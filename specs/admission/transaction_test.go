@@ -12,6 +12,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 // The admission store runs each admission as an implicit transaction: a pipeline of prepared
@@ -221,7 +222,8 @@ var _ = Describe("Admission from remembered routes", func() {
 			defer GinkgoRecover()
 			answer <- r.deliver("d-1", work)
 		}()
-		Consistently(answer).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
+		support.EventuallyBlockedBy(ctx, observer, support.BackendPID(ctx, tx), 1)
+		Expect(answer).NotTo(Receive())
 		Expect(tx.Commit(ctx)).To(Succeed())
 
 		var res response
@@ -241,7 +243,8 @@ var _ = Describe("Admission from remembered routes", func() {
 			defer GinkgoRecover()
 			answer <- r.deliver("d-1", work)
 		}()
-		Consistently(answer).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
+		support.EventuallyBlockedBy(ctx, observer, support.BackendPID(ctx, tx), 1)
+		Expect(answer).NotTo(Receive())
 		Expect(tx.Commit(ctx)).To(Succeed())
 
 		var res response

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 // dispatchKey is the context key a spec's DispatchContext binds.
@@ -122,6 +123,8 @@ var _ = Describe("The consumer", func() {
 			claims := counting.done.Load()
 
 			id := storeRow(ctx, pool, row{Workspace: ws})
+			// An absence, so it takes an interval: no claim in a moment that a spinning loop or a
+			// short poll would have used (nothing here waits for an effect).
 			Consistently(func() string { return stateOf(ctx, pool, id) }).WithTimeout(300 * time.Millisecond).Should(Equal("QUEUED"))
 			Expect(counting.done.Load()).To(Equal(claims), "the claim loop waits for its hour-long poll")
 			srv.wake.Notify()
@@ -132,15 +135,33 @@ var _ = Describe("The consumer", func() {
 	Describe("Leases of running handlers", func() {
 		It("renews the lease while the handler runs past it", func(ctx SpecContext) {
 			cfg := specConfig(owner)
-			cfg.LeaseDuration = time.Second
-			cfg.RenewInterval = 200 * time.Millisecond
-			cfg.ReaperInterval = 100 * time.Millisecond
-			srv := startServer(cfg, store, registry(func(ctx context.Context, _ ports.Dispatch) error {
-				time.Sleep(2500 * time.Millisecond)
+			cfg.RenewInterval = 50 * time.Millisecond
+			cfg.ReaperInterval = 50 * time.Millisecond
+			entered, finish := make(chan struct{}), make(chan struct{})
+			srv := startServer(cfg, store, registry(func(context.Context, ports.Dispatch) error {
+				close(entered)
+				<-finish
 				return nil
 			}))
+			DeferCleanup(func() { close(finish) }) // registered after the server: runs before it stops
 			id := storeRow(ctx, pool, row{Workspace: ws})
-			Eventually(func() string { return stateOf(ctx, pool, id) }).WithTimeout(10 * time.Second).Should(Equal("DONE"))
+			Eventually(entered).WithTimeout(5 * time.Second).Should(BeClosed())
+			leasedUntil := func() time.Time {
+				return support.Scalar[time.Time](ctx, pool, `SELECT leased_until FROM provider_event WHERE id = $1`, id)
+			}
+			first := leasedUntil()
+			// The handler runs twice past its first lease in steps of half a lease; after each step
+			// the renewer extends the lease from the moved clock before the reaper (which runs as
+			// often) could find it expired.
+			for range 4 {
+				clock.Advance(cfg.LeaseDuration / 2)
+				due := clock.Now().Add(cfg.LeaseDuration * 3 / 4)
+				Eventually(leasedUntil).WithTimeout(5 * time.Second).Should(BeTemporally(">", due))
+			}
+			Expect(clock.Now()).To(BeTemporally(">", first.Add(cfg.LeaseDuration)), "the first lease is long over")
+			Expect(stateOf(ctx, pool, id)).To(Equal("LEASED"))
+			finish <- struct{}{}
+			Eventually(func() string { return stateOf(ctx, pool, id) }).WithTimeout(5 * time.Second).Should(Equal("DONE"))
 			r := readRow(ctx, pool, id)
 			Expect(r.Attempt).To(Equal(1))
 			Expect(r.UnknownFailures).To(BeZero())
@@ -170,8 +191,10 @@ var _ = Describe("The consumer", func() {
 
 		It("lets its reaper take back a lease nobody renews", func(ctx SpecContext) {
 			id := storeRow(ctx, pool, row{Workspace: ws})
-			_, err := store.Claim(ctx, "a-dead-server", 1, 200*time.Millisecond)
+			const lease = 2 * time.Minute
+			_, err := store.Claim(ctx, "a-dead-server", 1, lease)
 			Expect(err).NotTo(HaveOccurred())
+			clock.Advance(lease)
 			cfg := specConfig(owner)
 			cfg.ReaperInterval = 100 * time.Millisecond
 			srv := startServer(cfg, store, registry(func(context.Context, ports.Dispatch) error { return nil }))
@@ -184,13 +207,17 @@ var _ = Describe("The consumer", func() {
 	})
 
 	Describe("Retention", func() {
+		// The spec's clock is four days on, past the replay window (3 d): rows that ended now
+		// are old enough for retention at once.
+		BeforeEach(func() { clock.Advance(4 * 24 * time.Hour) })
+
 		oldDone := func(ctx context.Context, n int) {
 			// One transaction, so no running claimer sees the rows QUEUED.
 			tx, err := pool.Begin(ctx)
 			Expect(err).NotTo(HaveOccurred())
 			for range n {
 				id := storeRow(ctx, tx, row{Workspace: ws})
-				_, err := tx.Exec(ctx, `UPDATE provider_event SET state = 'DONE', ended_at = now() - interval '4 days' WHERE id = $1`, id)
+				_, err := tx.Exec(ctx, `UPDATE provider_event SET state = 'DONE', ended_at = now() WHERE id = $1`, id)
 				Expect(err).NotTo(HaveOccurred())
 			}
 			Expect(tx.Commit(ctx)).To(Succeed())

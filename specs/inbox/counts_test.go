@@ -136,6 +136,7 @@ var _ = Describe("Inbox gauges on several servers", func() {
 			return n
 		}
 		Eventually(refreshing).WithTimeout(5 * time.Second).Should(Equal(1))
+		// An absence over ten gauge intervals: the other servers never take the held lease.
 		Consistently(refreshing).WithTimeout(time.Second).WithPolling(50 * time.Millisecond).Should(Equal(1))
 		holder := support.Scalar[string](ctx, pool, `SELECT holder FROM singleton_lease WHERE name = $1`, consumer.GaugeSingleton)
 		for i, s := range servers {

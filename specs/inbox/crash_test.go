@@ -24,10 +24,14 @@ const crashHelperEnv = "HEPHAESTUS_CRASH_HELPER_DATABASE_URL"
 
 const crashingServer = "crashing-server"
 
+// crashLease is the helper's lease: long, so a slow machine never loses it before the kill; the
+// survivor's clock moves past it instead of waiting for it.
+const crashLease = 2 * time.Minute
+
 // TestCrashHelperProcess is the server the crash spec kills: the spec runs this test binary
 // again with -test.run=^TestCrashHelperProcess$ and the database URL in crashHelperEnv. Its
-// consumer leases with a 2 s lease and a handler that never returns; it announces each row it
-// starts on stdout.
+// consumer leases with crashLease from the database clock and a handler that never returns; it
+// announces each row it starts on stdout.
 func TestCrashHelperProcess(t *testing.T) {
 	url := os.Getenv(crashHelperEnv)
 	if url == "" {
@@ -50,8 +54,7 @@ func TestCrashHelperProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := consumer.New(consumer.Config{
-		Owner: crashingServer, Claimers: 1, LeaseDuration: 2 * time.Second, RenewInterval: 500 * time.Millisecond,
-		PollInterval: 50 * time.Millisecond,
+		Owner: crashingServer, Claimers: 1, LeaseDuration: crashLease, PollInterval: 50 * time.Millisecond,
 	}, st, reg, consumer.NewSignal(), systemClock{}, &recordingLogger{}, noopMetrics{})
 	if err != nil {
 		t.Fatal(err)
@@ -81,11 +84,11 @@ var _ = Describe("Crash", func() {
 			session.Kill()
 			Eventually(session).WithTimeout(10 * time.Second).Should(gexec.Exit())
 
+			// The survivor's clock is past the crashed server's leases, as if it had waited them out.
+			clock.Advance(crashLease)
 			log := newScopeLog()
 			cfg := specConfig("survivor")
-			cfg.LeaseDuration = 2 * time.Second
-			cfg.RenewInterval = 500 * time.Millisecond
-			cfg.ReaperInterval = 200 * time.Millisecond
+			cfg.ReaperInterval = 100 * time.Millisecond
 			startServer(cfg, store, registry(func(_ context.Context, d ports.Dispatch) error {
 				log.enter(d)
 				log.exit(d, true)

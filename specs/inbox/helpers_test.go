@@ -328,10 +328,11 @@ type server struct {
 }
 
 // startServer runs a consumer until the spec ends (or stop is called) and fails the spec if Run
-// does not return in time after its context is cancelled.
+// does not return in time after its context is cancelled. Its ports.Clock is the spec's clock,
+// the one the suite's store reads, so retry due times move with it.
 func startServer(cfg consumer.Config, st ports.InboxStore, reg ports.HandlerRegistry) *server {
 	s := &server{log: &recordingLogger{}, metrics: newRecordingMetrics(), wake: consumer.NewSignal()}
-	c, err := consumer.New(cfg, st, reg, s.wake, systemClock{}, s.log, s.metrics)
+	c, err := consumer.New(cfg, st, reg, s.wake, clock, s.log, s.metrics)
 	Expect(err).NotTo(HaveOccurred())
 	s.consumer = c
 	ctx, cancel := context.WithCancel(context.Background())

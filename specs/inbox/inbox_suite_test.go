@@ -13,10 +13,13 @@ import (
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
-// The suite's database: one per run of the package, emptied before every spec.
+// The suite's database: one per run of the package, emptied before every spec. Every spec gets
+// a fresh clock, and store reads it as the "now" of its SQL, so a spec expires a lease or lets
+// a singleton lease lapse by advancing clock instead of waiting.
 var (
 	db    *pgtest.Database
 	pool  *pgxpool.Pool
+	clock *support.Clock
 	store *inboxstore.Store
 )
 
@@ -30,11 +33,23 @@ func TestInbox(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	db = support.Database(ctx)
 	pool = support.Pool(ctx, db, 16)
-	var err error
-	store, err = inboxstore.New(pool, inboxstore.Config{})
-	Expect(err).NotTo(HaveOccurred())
 })
 
 var _ = BeforeEach(func(ctx SpecContext) {
 	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
+	clock = support.NewClock()
+	store = storeOn(pool, clock)
 })
+
+// storeOn is an inbox store on p whose SQL reads c as "now"; a nil c is the database clock, as
+// in production.
+func storeOn(p *pgxpool.Pool, c *support.Clock) *inboxstore.Store {
+	GinkgoHelper()
+	cfg := inboxstore.Config{}
+	if c != nil {
+		cfg.Clock = c
+	}
+	st, err := inboxstore.New(p, cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return st
+}

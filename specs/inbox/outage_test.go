@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/internal/pgembedded"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -33,8 +33,7 @@ var _ = Describe("Database outage", func() {
 		p, err := pgxpool.New(ctx, cluster.URL())
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(p.Close)
-		st, err := inboxstore.New(p, inboxstore.Config{})
-		Expect(err).NotTo(HaveOccurred())
+		st := storeOn(p, clock)
 
 		ws := newWorkspace(ctx, p, "acme", "ACTIVE")
 		long := storeRow(ctx, p, row{Workspace: ws, Repo: "long"})
@@ -44,8 +43,8 @@ var _ = Describe("Database outage", func() {
 		}
 		storeRows(ctx, p, ws, repos, `{}`)
 
-		const lease = 6 * time.Second
-		restarted := make(chan struct{})
+		const lease = 30 * time.Second
+		finish := make(chan struct{})
 		var longStarted atomic.Bool
 		log := newScopeLog()
 		cfg := specConfig(owner)
@@ -57,21 +56,30 @@ var _ = Describe("Database outage", func() {
 		srv := startServer(cfg, st, registry(func(ctx context.Context, d ports.Dispatch) error {
 			log.enter(d)
 			if d.Delivery.ID() == long {
-				// Runs through the outage and a whole lease after it: only renewals that
-				// recovered keep this lease.
+				// Runs through the outage and, on the spec's clock, more than a whole lease
+				// after it: only renewals that recovered keep this lease.
 				longStarted.Store(true)
-				<-restarted
-				time.Sleep(lease + time.Second)
+				<-finish
 			} else {
+				// Handling takes a while, so the outage finds rows in flight and rows waiting.
 				time.Sleep(20 * time.Millisecond)
 			}
 			log.exit(d, true)
 			return nil
 		}))
+		release := sync.OnceFunc(func() { close(finish) })
+		DeferCleanup(release) // registered after the server: a failed spec still lets it stop
 
 		Eventually(func() int { return countRows(ctx, p, "state = 'DONE'") }).
 			WithTimeout(10 * time.Second).Should(BeNumerically(">=", 20))
 		Expect(longStarted.Load()).To(BeTrue())
+		leasedUntil := func() (time.Time, error) {
+			var t time.Time
+			err := p.QueryRow(ctx, `SELECT leased_until FROM provider_event WHERE id = $1`, long).Scan(&t)
+			return t, err
+		}
+		atOutage, err := leasedUntil()
+		Expect(err).NotTo(HaveOccurred())
 		Expect(cluster.Stop(ctx)).To(Succeed())
 
 		for _, failing := range []string{"claiming failed", "renewing leases failed", "reaping failed"} {
@@ -81,7 +89,16 @@ var _ = Describe("Database outage", func() {
 		opts.Port = cluster.Port() // the same URL as before
 		cluster, err = pgembedded.Start(ctx, opts)
 		Expect(err).NotTo(HaveOccurred())
-		close(restarted)
+
+		// Move past the lease as it stood when the database went down, half a lease at a time,
+		// each step only once a renewal from the moved clock covered it.
+		for !clock.Now().After(atOutage.Add(time.Second)) {
+			clock.Advance(lease / 2)
+			due := clock.Now().Add(lease * 3 / 4)
+			Eventually(leasedUntil).WithTimeout(30*time.Second).Should(BeTemporally(">", due),
+				"the renewer recovered and renews from the moved clock")
+		}
+		release()
 
 		Eventually(func() int { return countRows(ctx, p, "state = 'DONE'") }).
 			WithTimeout(60 * time.Second).WithPolling(200 * time.Millisecond).Should(Equal(301))

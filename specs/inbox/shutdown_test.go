@@ -59,7 +59,9 @@ var _ = Describe("Shutdown", func() {
 			entered := make(chan struct{})
 			srv := startServer(cfg, store, registry(func(ctx context.Context, _ ports.Dispatch) error {
 				close(entered)
-				time.Sleep(300 * time.Millisecond) // work that outlives the stop signal
+				// Work that outlives the stop signal: the sleep is the behaviour under test (a
+				// handler still running when the stop begins), not a wait for an effect.
+				time.Sleep(300 * time.Millisecond)
 				return ctx.Err()
 			}))
 			id := storeRow(ctx, pool, row{Workspace: ws})

@@ -37,31 +37,28 @@ var _ = Describe("The inbox store", func() {
 	}
 	complete := func(ctx context.Context, c ports.Claimed) {
 		d := c.Delivery
-		Expect(d.Complete(d.Lease().Epoch(), time.Now())).To(Succeed())
+		Expect(d.Complete(d.Lease().Epoch(), clock.Now())).To(Succeed())
 		applied, err := store.Record(ctx, []ports.Result{{Ack: ackOf(c), Decision: inbox.Completed()}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(applied).To(Equal([]ports.RecordStatus{ports.RecordApplied}))
 	}
 	fail := func(ctx context.Context, c ports.Claimed, cause error) inbox.Decision {
 		d := c.Delivery
-		dec, err := d.Fail(d.Lease().Epoch(), cause, policy, time.Now())
+		dec, err := d.Fail(d.Lease().Epoch(), cause, policy, clock.Now())
 		Expect(err).NotTo(HaveOccurred())
 		applied, err := store.Record(ctx, []ports.Result{{Ack: ackOf(c), Decision: dec}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(applied).To(Equal([]ports.RecordStatus{ports.RecordApplied}))
 		return dec
 	}
-	// expire claims the scope's head with a lease that is over at once, and reaps it.
+	// expireAndReap claims the scope's head, moves the clock to the end of its lease and reaps it.
 	expireAndReap := func(ctx context.Context) []ports.Reaped {
-		claimed, err := store.Claim(ctx, owner, 1, time.Millisecond)
-		Expect(err).NotTo(HaveOccurred())
+		claimed := claim(ctx, 1)
 		Expect(claimed).To(HaveLen(1))
-		var reaped []ports.Reaped
-		Eventually(func(g Gomega) {
-			reaped, err = store.Reap(ctx, policy, 10)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(reaped).To(HaveLen(1))
-		}).WithTimeout(5 * time.Second).Should(Succeed())
+		clock.Advance(lease)
+		reaped, err := store.Reap(ctx, policy, 10)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(reaped).To(HaveLen(1))
 		return reaped
 	}
 
@@ -105,12 +102,15 @@ var _ = Describe("The inbox store", func() {
 
 		It("increments attempt and epoch and leases from the database clock", func(ctx SpecContext) {
 			id := storeRow(ctx, pool, row{Workspace: ws})
-			c := claim(ctx, 1)[0]
-			Expect(c.Delivery.State()).To(Equal(inbox.Leased))
-			Expect(c.Delivery.Attempt()).To(Equal(1))
-			Expect(c.Delivery.Lease().Epoch()).To(Equal(inbox.Epoch(1)))
-			Expect(c.Payload).To(MatchJSON(`{"action":"opened"}`))
-			Expect(c.Headers).To(HaveKeyWithValue("X-GitHub-Event", "issues"))
+			clock.Advance(24 * time.Hour) // a store without a Clock must not read the spec's
+			c, err := storeOn(pool, nil).Claim(ctx, owner, 1, lease)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c).To(HaveLen(1))
+			Expect(c[0].Delivery.State()).To(Equal(inbox.Leased))
+			Expect(c[0].Delivery.Attempt()).To(Equal(1))
+			Expect(c[0].Delivery.Lease().Epoch()).To(Equal(inbox.Epoch(1)))
+			Expect(c[0].Payload).To(MatchJSON(`{"action":"opened"}`))
+			Expect(c[0].Headers).To(HaveKeyWithValue("X-GitHub-Event", "issues"))
 			var (
 				leasedFor float64
 				leasedBy  string
@@ -119,6 +119,19 @@ var _ = Describe("The inbox store", func() {
 				FROM provider_event WHERE id = $1`, id).Scan(&leasedFor, &leasedBy)).To(Succeed())
 			Expect(leasedFor).To(BeNumerically("~", lease.Seconds(), 5))
 			Expect(leasedBy).To(Equal(owner))
+		})
+
+		It("leases from its Clock when one is set, and claims a row only once the Clock says it is due", func(ctx SpecContext) {
+			id := storeRow(ctx, pool, row{Workspace: ws})
+			_, err := pool.Exec(ctx, `UPDATE provider_event SET due_at = clock_timestamp() + interval '1 hour' WHERE id = $1`, id)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(claim(ctx, 1)).To(BeEmpty(), "due in an hour")
+
+			clock.Advance(time.Hour)
+			Expect(ids(claim(ctx, 1))).To(Equal([]int64{id}))
+			var until time.Time
+			Expect(pool.QueryRow(ctx, `SELECT leased_until FROM provider_event WHERE id = $1`, id).Scan(&until)).To(Succeed())
+			Expect(until).To(BeTemporally("~", clock.Now().Add(lease), 5*time.Second))
 		})
 
 		It("leases several rows of distinct free scopes in one claim", func(ctx SpecContext) {
@@ -145,8 +158,7 @@ var _ = Describe("The inbox store", func() {
 
 				Expect(claim(ctx, 10)).To(BeEmpty(), "a1 is not due and a2 waits behind it")
 
-				_, err := pool.Exec(ctx, `UPDATE provider_event SET due_at = clock_timestamp() WHERE id = $1`, a1)
-				Expect(err).NotTo(HaveOccurred())
+				clock.Advance(dec.DueAt().Sub(clock.Now()))
 				again := claim(ctx, 10)
 				Expect(ids(again)).To(Equal([]int64{a1}))
 				Expect(again[0].Delivery.Attempt()).To(Equal(2))
@@ -526,8 +538,7 @@ var _ = Describe("The inbox store", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(mine).To(BeTrue(), "the holder keeps it")
 
-			_, err = pool.Exec(ctx, `UPDATE singleton_lease SET leased_until = clock_timestamp() - interval '1 second'`)
-			Expect(err).NotTo(HaveOccurred())
+			clock.Advance(time.Hour)
 			mine, err = store.AcquireSingleton(ctx, "inbox-retention", "b", time.Hour)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(mine).To(BeTrue(), "an expired holder is replaced")
@@ -548,12 +559,11 @@ var _ = Describe("The inbox store", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(stats.OldestQueuedAge).To(BeZero(), "an empty inbox has no age")
 
-		waiting := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+		storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
 		later := storeRow(ctx, pool, row{Workspace: ws, Repo: "b"})
-		_, err = pool.Exec(ctx, `UPDATE provider_event SET due_at = now() - interval '90 seconds' WHERE id = $1`, waiting)
-		Expect(err).NotTo(HaveOccurred())
 		_, err = pool.Exec(ctx, `UPDATE provider_event SET due_at = now() + interval '1 hour' WHERE id = $1`, later)
 		Expect(err).NotTo(HaveOccurred())
+		clock.Advance(90 * time.Second)
 		stats, err = store.Stats(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(stats.OldestQueuedAge).To(BeNumerically("~", 90*time.Second, 5*time.Second))

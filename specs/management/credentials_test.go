@@ -14,6 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 // Connection secrets at rest (issue 13, point 6): bound to their connection, sealed under a
@@ -94,7 +95,9 @@ var _ = Describe("Connection secrets at rest", func() {
 		c, err := directoryWith(ring).SourceConnection(ctx, idle)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(c.Secret)).To(Equal("idle-secret"))
-		Consistently(done).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "the rotation waits for the change's row lock")
+		// The rotation waits for the change's row lock, as pg_stat_activity shows.
+		support.EventuallyBlockedBy(ctx, pool, support.BackendPID(ctx, change), 1)
+		Expect(done).NotTo(Receive())
 
 		Expect(change.Commit(ctx)).To(Succeed())
 		var res managementstore.ResealResult

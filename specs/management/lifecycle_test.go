@@ -7,6 +7,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 var _ = Describe("Changing a connection's lifecycle", func() {
@@ -76,15 +78,9 @@ var _ = Describe("Changing a connection's lifecycle", func() {
 				Eventually(exited, 10*time.Second).Should(BeClosed())
 			})
 
-			var holder int32
-			Expect(tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holder)).To(Succeed())
 			By("waiting on the lock the admission holds, not merely being slow")
-			Eventually(func(g Gomega) {
-				g.Expect(count(ctx, `
-					SELECT count(*) FROM pg_stat_activity
-					WHERE datname = current_database() AND $1::int = ANY (pg_blocking_pids(pid))`, holder)).To(Equal(1))
-			}, 5*time.Second, 20*time.Millisecond).Should(Succeed())
-			Consistently(done, 300*time.Millisecond).ShouldNot(Receive())
+			support.EventuallyBlockedBy(ctx, pool, support.BackendPID(ctx, tx), 1)
+			Expect(done).NotTo(Receive())
 
 			Expect(tx.Commit(ctx)).To(Succeed())
 			var r response

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 // Deleting a workspace must not hold the locks admission needs (its connections' rows) while
@@ -52,7 +53,9 @@ var _ = Describe("Deleting a workspace with a large inbox", func() {
 			_, err := tx.Exec(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR SHARE NOWAIT`, conn)
 			return err
 		})).To(Succeed())
-		Consistently(done).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
+		// And the deletion waits for the held inbox row's lock, as pg_stat_activity shows.
+		support.EventuallyBlockedBy(ctx, pool, support.BackendPID(ctx, holder), 1)
+		Expect(done).NotTo(Receive())
 
 		Expect(holder.Rollback(ctx)).To(Succeed())
 		var r response

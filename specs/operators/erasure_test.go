@@ -293,7 +293,9 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 				func(context.Context, ports.Tx) error { return nil })
 			Expect(err).To(MatchError(inbox.ErrBusy))
 
-			Consistently(func() any { return progress(id)["state"] }).WithTimeout(300 * time.Millisecond).Should(Equal("RUNNING"))
+			// The pass waits for the step's lock, as pg_stat_activity shows.
+			support.EventuallyBlockedBy(ctx, pool, support.BackendPID(ctx, step), 1)
+			Expect(progress(id)["state"]).To(Equal("RUNNING"))
 			Expect(existing(ctx, leased)).To(Equal([]int64{leased}), "the pass waits for the step that began first")
 
 			Expect(step.Commit(ctx)).To(Succeed())

@@ -2,6 +2,11 @@ package inboxstore
 
 // All statements run at READ COMMITTED. Each one is a single statement (or one short
 // transaction for reaping and replay), so a statement snapshot is what every scope check reads.
+//
+// Every statement that reads the clock takes "now" as a parameter, coalesce($n::timestamptz,
+// clock_timestamp()): the store passes NULL unless its Config.Clock is set, so in production the
+// database clock judges every lease, due time and end time, whichever server writes; a spec's
+// clock moves them without waiting (ARCHITECTURE.md "Time in SQL").
 
 // deliveryColumns is what a Delivery is restored from (payload and headers are read only where
 // a handler needs them).
@@ -54,7 +59,7 @@ SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan'
 // planner's menu. specs/inbox asserts the plan under misleading statistics.
 //
 // attempt and lease_epoch go up by one (the domain's Delivery.Claim); the lease runs from the
-// database clock, because servers' clocks differ and expiry is compared in SQL.
+// database clock ($4 NULL), because servers' clocks differ and expiry is compared in SQL.
 const claimOldestDueInFreeScope = `
 WITH candidates AS (
 	SELECT e.id
@@ -66,7 +71,7 @@ WITH candidates AS (
 	JOIN provider_event e ON e.id = f.id
 	WHERE f.scope_key = h.scope_key
 	  AND e.state IS NOT DISTINCT FROM 'QUEUED'
-	  AND e.due_at <= clock_timestamp()
+	  AND e.due_at <= coalesce($4::timestamptz, clock_timestamp())
 	  AND (e.workspace_id IS NULL
 	       OR (SELECT w.state FROM workspace w WHERE w.id = e.workspace_id) = 'ACTIVE')
 	  AND (SELECT count(*) FROM provider_event l WHERE l.scope_key = h.scope_key AND l.state = 'LEASED') = 0
@@ -78,7 +83,7 @@ UPDATE provider_event e
 SET state = 'LEASED',
     attempt = e.attempt + 1,
     lease_epoch = e.lease_epoch + 1,
-    leased_until = clock_timestamp() + $2::bigint * interval '1 microsecond',
+    leased_until = coalesce($4::timestamptz, clock_timestamp()) + $2::bigint * interval '1 microsecond',
     leased_by = $3
 FROM candidates c
 WHERE e.id = c.id
@@ -105,7 +110,7 @@ WITH u AS (
 	    attempt = e.attempt + u.attempt_delta,
 	    unknown_failures = e.unknown_failures + u.budget_delta,
 	    due_at = COALESCE(u.due_at, e.due_at),
-	    ended_at = CASE WHEN u.state IN ('DONE', 'DEAD') THEN clock_timestamp() END,
+	    ended_at = CASE WHEN u.state IN ('DONE', 'DEAD') THEN coalesce($8::timestamptz, clock_timestamp()) END,
 	    error_class = u.error_class,
 	    leased_until = NULL,
 	    leased_by = NULL
@@ -130,7 +135,7 @@ WITH held AS (
 	FOR NO KEY UPDATE OF e SKIP LOCKED
 )
 UPDATE provider_event e
-SET leased_until = GREATEST(e.leased_until, clock_timestamp() + $3::bigint * interval '1 microsecond')
+SET leased_until = GREATEST(e.leased_until, coalesce($4::timestamptz, clock_timestamp()) + $3::bigint * interval '1 microsecond')
 FROM held
 WHERE e.id = held.id
 RETURNING e.id`
@@ -143,20 +148,21 @@ const releaseHeldLeases = `
 UPDATE provider_event e
 SET state = 'QUEUED',
     attempt = GREATEST(e.attempt - 1, 0),
-    due_at = clock_timestamp(),
+    due_at = coalesce($3::timestamptz, clock_timestamp()),
     leased_until = NULL,
     leased_by = NULL
 FROM unnest($1::bigint[], $2::bigint[]) AS a(id, epoch)
 WHERE e.id = a.id AND e.state = 'LEASED' AND e.lease_epoch = a.epoch`
 
-// selectExpiredLeases reads up to $1 expired leases with the database time that judges them.
+// selectExpiredLeases reads up to $1 expired leases with the time that judges them ($2, or the
+// database clock: read after the comparison, so it is never earlier than the instant compared).
 // FOR UPDATE SKIP LOCKED conflicts with a named step's key-share lock, so the reaper passes over
 // a row whose step is committing (and over rows other servers' reapers are taking) instead of
 // waiting; a skipped row is looked at again on the next pass.
 const selectExpiredLeases = `
-SELECT ` + deliveryColumns + `, clock_timestamp()
+SELECT ` + deliveryColumns + `, coalesce($2::timestamptz, clock_timestamp())
 FROM provider_event e
-WHERE e.state = 'LEASED' AND e.leased_until <= clock_timestamp()
+WHERE e.state = 'LEASED' AND e.leased_until <= coalesce($2::timestamptz, clock_timestamp())
 ORDER BY e.leased_until
 LIMIT $1
 FOR UPDATE OF e SKIP LOCKED`
@@ -215,7 +221,7 @@ WITH queued AS (
 	SELECT count(*) AS n, min(due_at) AS due FROM provider_event WHERE state = 'QUEUED'
 )
 SELECT queued.n,
-       COALESCE(EXTRACT(EPOCH FROM greatest(clock_timestamp() - queued.due, interval '0')), 0)::float8,
+       COALESCE(EXTRACT(EPOCH FROM greatest(coalesce($2::timestamptz, clock_timestamp()) - queued.due, interval '0')), 0)::float8,
        (SELECT count(*) FROM provider_event WHERE state = 'LEASED'),
        (SELECT count(*) FROM provider_event WHERE state = 'DEAD'),
        (SELECT count(*) FROM (SELECT 1 FROM provider_event WHERE state = 'DONE' LIMIT $1::bigint + 1) d),
@@ -231,11 +237,11 @@ FROM queued`
 // on the committed winner's version and gets no row.
 const acquireSingleton = `
 INSERT INTO singleton_lease AS s (name, holder, leased_until)
-VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond')
+VALUES ($1, $2, coalesce($4::timestamptz, clock_timestamp()) + $3::bigint * interval '1 microsecond')
 ON CONFLICT (name) DO UPDATE
 SET holder = EXCLUDED.holder, leased_until = EXCLUDED.leased_until
 WHERE s.holder IS NULL OR s.holder = EXCLUDED.holder OR s.leased_until IS NULL
-   OR s.leased_until <= clock_timestamp()
+   OR s.leased_until <= coalesce($4::timestamptz, clock_timestamp())
 RETURNING s.holder`
 
 // lockWorkspaceRowForReplay and lockInstallationRowForReplay read the row bound to its
@@ -244,12 +250,12 @@ RETURNING s.holder`
 // locked row.
 const (
 	lockWorkspaceRowForReplay = `
-SELECT ` + deliveryColumns + `, clock_timestamp()
+SELECT ` + deliveryColumns + `, coalesce($3::timestamptz, clock_timestamp())
 FROM provider_event e
 WHERE e.id = $1 AND e.workspace_id = $2
 FOR UPDATE`
 	lockInstallationRowForReplay = `
-SELECT ` + deliveryColumns + `, clock_timestamp()
+SELECT ` + deliveryColumns + `, coalesce($2::timestamptz, clock_timestamp())
 FROM provider_event e
 WHERE e.id = $1 AND e.workspace_id IS NULL
 FOR UPDATE`

@@ -14,7 +14,8 @@ import (
 
 // Reap implements ports.InboxStore. One READ COMMITTED transaction locks a batch of expired
 // leases (skipping locked rows), lets the domain's Delivery.Expire decide each one against the
-// database clock that judged the expiry, and writes the decisions by id and epoch.
+// time that judged the expiry (the database clock, or Config.Clock), and writes the decisions
+// by id and epoch.
 func (s *Store) Reap(ctx context.Context, policy inbox.RetryPolicy, limit int) ([]ports.Reaped, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -22,7 +23,7 @@ func (s *Store) Reap(ctx context.Context, policy inbox.RetryPolicy, limit int) (
 	var reaped []ports.Reaped
 	err := pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		reaped = reaped[:0]
-		rows, err := tx.Query(ctx, selectExpiredLeases, limit)
+		rows, err := tx.Query(ctx, selectExpiredLeases, limit, s.now())
 		if err != nil {
 			return pgutil.Interpret("select expired leases", err)
 		}

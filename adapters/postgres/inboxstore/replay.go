@@ -25,9 +25,9 @@ func (s *Store) Replay(ctx context.Context, workspaceID, id, accountID int64) (i
 			row pgx.Row
 		)
 		if workspaceID == 0 {
-			row = tx.QueryRow(ctx, lockInstallationRowForReplay, id)
+			row = tx.QueryRow(ctx, lockInstallationRowForReplay, id, s.now())
 		} else {
-			row = tx.QueryRow(ctx, lockWorkspaceRowForReplay, id, workspaceID)
+			row = tx.QueryRow(ctx, lockWorkspaceRowForReplay, id, workspaceID, s.now())
 		}
 		if err := row.Scan(append(r.targets(), &now)...); err != nil {
 			return pgutil.Interpret(fmt.Sprintf("replay delivery %d", id), err)

@@ -28,6 +28,10 @@ type Config struct {
 	// ClaimAttempts is how often Claim runs its statement again after it lost a race at the
 	// leased-scope index before it returns no rows (default 3).
 	ClaimAttempts int
+	// Clock, when set, is the "now" of every statement: lease expiry, due times, end times,
+	// singleton leases and gauge ages. Nil, as in production, leaves it to the database's
+	// clock_timestamp(), the one clock every server shares; specs set it to move time.
+	Clock ports.Clock
 }
 
 func (c *Config) setDefaults() {
@@ -63,6 +67,16 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	return &Store{pool: pool, cfg: cfg}, nil
 }
 
+// now is the "now" parameter of the statements: nil (SQL NULL, so the database clock) unless
+// a Clock is configured.
+func (s *Store) now() *time.Time {
+	if s.cfg.Clock == nil {
+		return nil
+	}
+	t := s.cfg.Clock.Now()
+	return &t
+}
+
 // Claim implements ports.InboxStore. A statement that loses a race at the leased-scope index is
 // contention, not an error: it is run again, and after ClaimAttempts the claim returns no rows.
 func (s *Store) Claim(ctx context.Context, owner string, limit int, lease time.Duration) ([]ports.Claimed, error) {
@@ -91,7 +105,7 @@ func (s *Store) claimOnce(ctx context.Context, owner string, limit int, lease ti
 	// the claim runs in.
 	batch := &pgx.Batch{}
 	batch.Queue(pinClaimPlan)
-	batch.Queue(claimOldestDueInFreeScope, limit, lease.Microseconds(), owner)
+	batch.Queue(claimOldestDueInFreeScope, limit, lease.Microseconds(), owner, s.now())
 	results := s.pool.SendBatch(ctx, batch)
 	claimed, err := readClaimed(results, limit)
 	if closeErr := results.Close(); err == nil {
@@ -153,7 +167,7 @@ func (s *Store) ExplainClaim(ctx context.Context, limit int, analyze bool) (stri
 		return "", pgutil.Interpret("explain claim", err)
 	}
 	rows, err := tx.Query(ctx, "EXPLAIN ("+options+") "+claimOldestDueInFreeScope,
-		limit, time.Minute.Microseconds(), "explain")
+		limit, time.Minute.Microseconds(), "explain", s.now())
 	if err != nil {
 		return "", pgutil.Interpret("explain claim", err)
 	}
@@ -205,7 +219,7 @@ func (s *Store) Record(ctx context.Context, results []ports.Result) ([]ports.Rec
 			budgetDelta[i] = 1
 		}
 	}
-	rows, err := s.pool.Query(ctx, recordOutcomes, ids, epochs, states, dueAts, errorClasses, attemptDelta, budgetDelta)
+	rows, err := s.pool.Query(ctx, recordOutcomes, ids, epochs, states, dueAts, errorClasses, attemptDelta, budgetDelta, s.now())
 	if err != nil {
 		return nil, pgutil.Interpret("record outcomes", err)
 	}
@@ -284,7 +298,7 @@ func (s *Store) Renew(ctx context.Context, acks []ports.Ack, lease time.Duration
 		return nil, errors.New("renew: lease must be positive")
 	}
 	ids, epochs := ackArrays(acks)
-	rows, err := s.pool.Query(ctx, renewHeldLeases, ids, epochs, lease.Microseconds())
+	rows, err := s.pool.Query(ctx, renewHeldLeases, ids, epochs, lease.Microseconds(), s.now())
 	if err != nil {
 		return nil, pgutil.Interpret("renew leases", err)
 	}
@@ -301,7 +315,7 @@ func (s *Store) Release(ctx context.Context, acks []ports.Ack) (int, error) {
 		return 0, nil
 	}
 	ids, epochs := ackArrays(acks)
-	tag, err := s.pool.Exec(ctx, releaseHeldLeases, ids, epochs)
+	tag, err := s.pool.Exec(ctx, releaseHeldLeases, ids, epochs, s.now())
 	if err != nil {
 		return 0, pgutil.Interpret("release leases", err)
 	}
@@ -338,7 +352,7 @@ func (s *Store) Stats(ctx context.Context) (ports.InboxStats, error) {
 		queued, leased, dead, done, tableRows int64
 		overdue                               float64
 	)
-	err := s.pool.QueryRow(ctx, inboxStats, DoneCountedUpTo).Scan(&queued, &overdue, &leased, &dead, &done, &tableRows)
+	err := s.pool.QueryRow(ctx, inboxStats, DoneCountedUpTo, s.now()).Scan(&queued, &overdue, &leased, &dead, &done, &tableRows)
 	if err != nil {
 		return ports.InboxStats{}, pgutil.Interpret("count deliveries", err)
 	}
@@ -359,7 +373,7 @@ func (s *Store) AcquireSingleton(ctx context.Context, name, holder string, lease
 		return false, errors.New("acquire singleton: name, holder and a positive lease are required")
 	}
 	var got string
-	err := s.pool.QueryRow(ctx, acquireSingleton, name, holder, lease.Microseconds()).Scan(&got)
+	err := s.pool.QueryRow(ctx, acquireSingleton, name, holder, lease.Microseconds(), s.now()).Scan(&got)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
