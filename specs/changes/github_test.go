@@ -93,10 +93,12 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 	}
 
 	When("an issue is opened", func() {
-		It("publishes github.issue.upserted with the issue as the read API shows it", func(ctx SpecContext) {
+		It("publishes github.issue.upserted with the issue as the read API shows it, after its new label", func(ctx SpecContext) {
 			deliver(ctx, "issues", obj{"action": "opened", "issue": ghIssue("Crash", "2024-02-02T00:00:00Z"), "repository": ghRepo})
 			cs := all(ctx)
-			Expect(types(cs)).To(Equal([]string{"github.issue.upserted github:issue:3001"}))
+			Expect(types(cs)).To(Equal([]string{"github.label.upserted github:label:501", "github.issue.upserted github:issue:3001"}))
+			Expect(cs[0].Data).To(MatchJSON(`{"id":501,"repositoryId":4242,"name":"bug","color":"d73a4a","description":null,"default":true}`))
+			cs = cs[1:]
 
 			rows, _, err := store.Issues(ctx, ws, 4242, ports.PageRequest{Page: 0, Size: 10})
 			Expect(err).NotTo(HaveOccurred())
@@ -111,10 +113,10 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 	When("the same delivery runs again after its steps committed (a retry or a replay)", func() {
 		It("publishes nothing new", func(ctx SpecContext) {
 			d := deliver(ctx, "issues", obj{"action": "opened", "issue": ghIssue("Crash", "2024-02-02T00:00:00Z"), "repository": ghRepo})
-			Expect(all(ctx)).To(HaveLen(1))
+			Expect(all(ctx)).To(HaveLen(2)) // the label and the issue
 			d.NextLease(ctx)
 			Expect(d.Handle(ctx, reg)).To(Succeed())
-			Expect(all(ctx)).To(HaveLen(1))
+			Expect(all(ctx)).To(HaveLen(2))
 		})
 	})
 
@@ -122,7 +124,7 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 		It("publishes nothing new", func(ctx SpecContext) {
 			deliver(ctx, "issues", obj{"action": "opened", "issue": ghIssue("Crash", "2024-02-02T00:00:00Z"), "repository": ghRepo})
 			deliver(ctx, "issues", obj{"action": "opened", "issue": ghIssue("Crash", "2024-02-02T00:00:00Z"), "repository": ghRepo})
-			Expect(all(ctx)).To(HaveLen(1))
+			Expect(types(all(ctx))).To(Equal([]string{"github.label.upserted github:label:501", "github.issue.upserted github:issue:3001"}))
 		})
 	})
 
@@ -131,8 +133,8 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 			deliver(ctx, "issues", obj{"action": "edited", "issue": ghIssue("Newer", "2024-02-03T00:00:00Z"), "repository": ghRepo})
 			deliver(ctx, "issues", obj{"action": "edited", "issue": ghIssue("Older", "2024-02-02T00:00:00Z"), "repository": ghRepo})
 			cs := all(ctx)
-			Expect(cs).To(HaveLen(1))
-			Expect(string(cs[0].Data)).To(ContainSubstring(`"title": "Newer"`))
+			Expect(types(cs)).To(Equal([]string{"github.label.upserted github:label:501", "github.issue.upserted github:issue:3001"}))
+			Expect(string(cs[1].Data)).To(ContainSubstring(`"title": "Newer"`))
 		})
 	})
 
@@ -143,11 +145,12 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 			deliver(ctx, "issues", obj{"action": "deleted", "issue": ghIssue("Crash on start", "2024-02-04T00:00:00Z"), "repository": ghRepo})
 			cs := all(ctx)
 			Expect(types(cs)).To(Equal([]string{
+				"github.label.upserted github:label:501",
 				"github.issue.upserted github:issue:3001", "github.issue.upserted github:issue:3001",
 				"github.issue.deleted github:issue:3001",
 			}))
-			Expect(string(cs[1].Data)).To(ContainSubstring(`"title": "Crash on start"`))
-			Expect(cs[2].Data).To(MatchJSON(`{"id":3001}`))
+			Expect(string(cs[2].Data)).To(ContainSubstring(`"title": "Crash on start"`))
+			Expect(cs[3].Data).To(MatchJSON(`{"id":3001}`))
 		})
 	})
 

@@ -36,6 +36,7 @@ type Views interface {
 	Issue(IssueRow) any
 	PullRequest(PullRequestRow) any
 	Commit(CommitRow) any
+	EntityViews
 }
 
 // feed is the store's publisher with the read API's shaping; zero: nothing is published.
