@@ -1,0 +1,281 @@
+package changes_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/mirrorapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+)
+
+// corpusPayload reads one of GitHub's documented example payloads (HEPHAESTUS_GITHUB_CORPUS,
+// or the shared corpus beside the checkout), numbers kept exact; the spec is skipped without it.
+func corpusPayload(file string) (raw []byte, p obj) {
+	GinkgoHelper()
+	dir := os.Getenv("HEPHAESTUS_GITHUB_CORPUS")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "corpus", "github")
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, file))
+	if os.IsNotExist(err) {
+		Skip(fmt.Sprintf("GitHub corpus file %s not found in %s (set HEPHAESTUS_GITHUB_CORPUS)", file, dir))
+	}
+	Expect(err).NotTo(HaveOccurred())
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	Expect(dec.Decode(&p)).To(Succeed())
+	return raw, p
+}
+
+// at is the value at path in a decoded payload.
+func at(p obj, path ...string) any {
+	var v any = p
+	for _, k := range path {
+		m, ok := v.(obj)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// num is the integer at path, as the view's JSON shows it.
+func num(p obj, path ...string) json.Number {
+	GinkgoHelper()
+	n, ok := at(p, path...).(json.Number)
+	Expect(ok).To(BeTrue(), "no number at %v", path)
+	return n
+}
+
+// expected is the one change a corpus payload must publish: its type and subject, and members
+// of its data with the values the payload gave.
+type expected struct {
+	typ, subject string
+	data         obj
+}
+
+var _ = Describe("GitHub handlers publishing the other mirrored entities", func() {
+	var (
+		ws   int64
+		feed *changefeed.Store
+		reg  *consumer.Registry
+	)
+
+	BeforeEach(func(ctx SpecContext) {
+		ws = support.Workspace(ctx, writerPool, "acme")
+		var err error
+		feed, err = changefeed.New(writerPool, nil)
+		Expect(err).NotTo(HaveOccurred())
+		store, err := githubmirror.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(store.PublishChanges(feed, mirrorapi.Views{})).To(Succeed())
+		box, err := deliveryinbox.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		reg = consumer.NewRegistry()
+		Expect(handlers.Register(reg, handlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
+	})
+
+	changes := func(ctx context.Context) []change.Stored {
+		GinkgoHelper()
+		page, err := feed.Changes(ctx, ws, change.Cursor{}, 1000)
+		Expect(err).NotTo(HaveOccurred())
+		return page
+	}
+	ofType := func(cs []change.Stored, t string) []change.Stored {
+		out := []change.Stored{}
+		for _, c := range cs {
+			if c.Type == t {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+
+	DescribeTable("a delivery publishes its entity's change once; a redelivery and a same-state event publish nothing",
+		func(ctx SpecContext, event, file string, want func(p obj) expected) {
+			raw, p := corpusPayload(filepath.Join(event, file))
+			w := want(p)
+
+			d := support.LeasedEvent(ctx, writerPool, ws, github.Provider, event, "github:spec", string(raw))
+			Expect(d.Handle(ctx, reg)).To(Succeed())
+			first := changes(ctx)
+			mine := ofType(first, w.typ)
+			Expect(mine).To(HaveLen(1), "one %s among %d changes", w.typ, len(first))
+			Expect(mine[0].Subject).To(Equal(w.subject))
+			var data obj
+			dec := json.NewDecoder(bytes.NewReader(mine[0].Data))
+			dec.UseNumber()
+			Expect(dec.Decode(&data)).To(Succeed())
+			for k, v := range w.data {
+				Expect(data).To(HaveKeyWithValue(k, v), "data member %s of %s", k, mine[0].Data)
+			}
+
+			By("the same delivery handled again (a retry or a replay): nothing new")
+			d.NextLease(ctx)
+			Expect(d.Handle(ctx, reg)).To(Succeed())
+			Expect(changes(ctx)).To(HaveLen(len(first)))
+
+			By("another delivery of the same state: nothing new")
+			again := support.LeasedEvent(ctx, writerPool, ws, github.Provider, event, "github:spec", string(raw))
+			Expect(again.Handle(ctx, reg)).To(Succeed())
+			Expect(changes(ctx)).To(HaveLen(len(first)))
+		},
+		Entry("an issue comment created", "issue_comment", "created.payload.json", func(p obj) expected {
+			return expected{"github.issue_comment.upserted", "github:issue_comment:" + num(p, "comment", "id").String(),
+				obj{"id": num(p, "comment", "id"), "body": at(p, "comment", "body"), "author": at(p, "comment", "user", "login"),
+					"issueId": num(p, "issue", "id")}}
+		}),
+		Entry("an issue comment deleted", "issue_comment", "deleted.payload.json", func(p obj) expected {
+			return expected{"github.issue_comment.deleted", "github:issue_comment:" + num(p, "comment", "id").String(),
+				obj{"id": num(p, "comment", "id")}}
+		}),
+		Entry("a label created", "label", "created.payload.json", func(p obj) expected {
+			return expected{"github.label.upserted", "github:label:" + num(p, "label", "id").String(),
+				obj{"id": num(p, "label", "id"), "name": at(p, "label", "name"), "color": at(p, "label", "color"),
+					"repositoryId": num(p, "repository", "id")}}
+		}),
+		Entry("a label deleted", "label", "deleted.payload.json", func(p obj) expected {
+			return expected{"github.label.deleted", "github:label:" + num(p, "label", "id").String(), obj{"id": num(p, "label", "id")}}
+		}),
+		Entry("a milestone created", "milestone", "created.payload.json", func(p obj) expected {
+			return expected{"github.milestone.upserted", "github:milestone:" + num(p, "milestone", "id").String(),
+				obj{"id": num(p, "milestone", "id"), "title": at(p, "milestone", "title"), "state": at(p, "milestone", "state"),
+					"number": num(p, "milestone", "number")}}
+		}),
+		Entry("a milestone deleted", "milestone", "deleted.payload.json", func(p obj) expected {
+			return expected{"github.milestone.deleted", "github:milestone:" + num(p, "milestone", "id").String(),
+				obj{"id": num(p, "milestone", "id")}}
+		}),
+		Entry("a pull request review submitted", "pull_request_review", "submitted.payload.json", func(p obj) expected {
+			return expected{"github.review.upserted", "github:review:" + num(p, "review", "id").String(),
+				obj{"id": num(p, "review", "id"), "state": at(p, "review", "state"), "author": at(p, "review", "user", "login"),
+					"pullRequestId": num(p, "pull_request", "id")}}
+		}),
+		Entry("a review comment created", "pull_request_review_comment", "created.payload.json", func(p obj) expected {
+			return expected{"github.review_comment.upserted", "github:review_comment:" + num(p, "comment", "id").String(),
+				obj{"id": num(p, "comment", "id"), "body": at(p, "comment", "body"), "path": at(p, "comment", "path"),
+					"author": at(p, "comment", "user", "login")}}
+		}),
+		Entry("a review thread resolved", "pull_request_review_thread", "resolved.payload.json", func(p obj) expected {
+			return expected{"github.review_thread.upserted", "github:review_thread:" + at(p, "thread", "node_id").(string),
+				obj{"nodeId": at(p, "thread", "node_id"), "resolved": true}}
+		}),
+		Entry("a commit status", "status", "payload.json", func(p obj) expected {
+			return expected{"github.commit_status.upserted", "github:commit_status:" + num(p, "id").String(),
+				obj{"id": num(p, "id"), "sha": at(p, "sha"), "state": at(p, "state"), "context": at(p, "context")}}
+		}),
+		Entry("a check suite completed", "check_suite", "completed.payload.json", func(p obj) expected {
+			return expected{"github.check_suite.upserted", "github:check_suite:" + num(p, "check_suite", "id").String(),
+				obj{"id": num(p, "check_suite", "id"), "status": at(p, "check_suite", "status"),
+					"headSha": at(p, "check_suite", "head_sha")}}
+		}),
+		Entry("an organization member added", "organization", "member_added.payload.json", func(p obj) expected {
+			return expected{"github.member.upserted", "github:organization:" + num(p, "organization", "id").String(),
+				obj{"organizationId": num(p, "organization", "id"), "userId": num(p, "membership", "user", "id"),
+					"login": at(p, "membership", "user", "login"), "role": at(p, "membership", "role")}}
+		}),
+		Entry("a repository collaborator added", "member", "added.payload.json", func(p obj) expected {
+			return expected{"github.collaborator.upserted", "github:repository:" + num(p, "repository", "id").String(),
+				obj{"repositoryId": num(p, "repository", "id"), "userId": num(p, "member", "id"), "login": at(p, "member", "login")}}
+		}),
+		Entry("a team created", "team", "created.payload.json", func(p obj) expected {
+			return expected{"github.team.upserted", "github:team:" + num(p, "team", "id").String(),
+				obj{"id": num(p, "team", "id"), "name": at(p, "team", "name"), "slug": at(p, "team", "slug")}}
+		}),
+		Entry("a team deleted", "team", "deleted.payload.json", func(p obj) expected {
+			return expected{"github.team.deleted", "github:team:" + num(p, "team", "id").String(), obj{"id": num(p, "team", "id")}}
+		}),
+		Entry("a team member added", "membership", "added.payload.json", func(p obj) expected {
+			return expected{"github.team_member.upserted", "github:team:" + num(p, "team", "id").String(),
+				obj{"teamId": num(p, "team", "id"), "userId": num(p, "member", "id"), "login": at(p, "member", "login")}}
+		}),
+		Entry("a team member removed", "membership", "removed.payload.json", func(p obj) expected {
+			return expected{"github.team_member.deleted", "github:team:" + num(p, "team", "id").String(),
+				obj{"teamId": num(p, "team", "id"), "userId": num(p, "member", "id"), "login": at(p, "member", "login")}}
+		}),
+		Entry("a team added to a repository", "team", "added_to_repository.payload.json", func(p obj) expected {
+			team, repo := num(p, "team", "id").String(), num(p, "repository", "id").String()
+			return expected{"github.team_repository.upserted", "github:team_repository:" + team + ":" + repo,
+				obj{"teamId": num(p, "team", "id"), "repositoryId": num(p, "repository", "id")}}
+		}),
+	)
+
+	It("publishes each check run GitHub reports for a suite once per state: queued, then completed; a redelivery and the same state again nothing", func(ctx SpecContext) {
+		raw, p := corpusPayload(filepath.Join("check_suite", "requested.payload.json"))
+		suite, err := num(p, "check_suite", "id").Int64()
+		Expect(err).NotTo(HaveOccurred())
+		started := time.Date(2024, 7, 1, 10, 0, 0, 0, time.UTC)
+		runs := &suiteRuns{suite: suite, runs: []handlers.CheckRun{{ID: 6001, HeadSHA: at(p, "check_suite", "head_sha").(string),
+			Name: "build", Status: "queued", StartedAt: &started}}}
+		withReader := consumer.NewRegistry()
+		store, err := githubmirror.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(store.PublishChanges(feed, mirrorapi.Views{})).To(Succeed())
+		box, err := deliveryinbox.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(handlers.Register(withReader, handlers.Deps{Inbox: box, Store: store, Reader: runs, Log: support.Logger{}})).To(Succeed())
+		deliver := func() support.Delivery {
+			GinkgoHelper()
+			d := support.LeasedEvent(ctx, writerPool, ws, github.Provider, "check_suite", "github:spec", string(raw))
+			Expect(d.Handle(ctx, withReader)).To(Succeed())
+			return d
+		}
+		checkRuns := func() []change.Stored { return ofType(changes(ctx), "github.check_run.upserted") }
+
+		d := deliver()
+		Expect(checkRuns()).To(HaveLen(1))
+		Expect(checkRuns()[0].Subject).To(Equal("github:check_run:6001"))
+		Expect(checkRuns()[0].Data).To(MatchJSON(`{"id":6001,"repositoryId":` + num(p, "repository", "id").String() +
+			`,"checkSuiteId":null,"headSha":"` + runs.runs[0].HeadSHA + `","name":"build","status":"queued","conclusion":null,` +
+			`"startedAt":"2024-07-01T10:00:00Z","completedAt":null}`))
+		d.NextLease(ctx)
+		Expect(d.Handle(ctx, withReader)).To(Succeed())
+		deliver() // GitHub reports the same run again
+		Expect(checkRuns()).To(HaveLen(1))
+
+		completed, success := started.Add(time.Minute), "success"
+		runs.runs[0].Status, runs.runs[0].Conclusion, runs.runs[0].CompletedAt = "completed", &success, &completed
+		deliver()
+		all := checkRuns()
+		Expect(all).To(HaveLen(2))
+		Expect(all[1].Subject).To(Equal("github:check_run:6001"))
+		Expect(string(all[1].Data)).To(And(ContainSubstring(`"status": "completed"`), ContainSubstring(`"conclusion": "success"`)))
+	})
+})
+
+// suiteRuns answers a suite's check runs as GitHub would; nothing else.
+type suiteRuns struct {
+	suite int64
+	runs  []handlers.CheckRun
+}
+
+func (*suiteRuns) CompareCommits(context.Context, handlers.Access, string, string, string) ([]handlers.Commit, error) {
+	return nil, nil
+}
+
+func (*suiteRuns) CheckRunsForRef(context.Context, handlers.Access, string, string) ([]handlers.CheckRun, error) {
+	return nil, nil
+}
+
+func (r *suiteRuns) CheckRunsForSuite(_ context.Context, _ handlers.Access, _ string, suite int64) ([]handlers.CheckRun, error) {
+	if suite != r.suite {
+		return nil, nil
+	}
+	return append([]handlers.CheckRun(nil), r.runs...), nil
+}
