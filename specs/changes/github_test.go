@@ -155,7 +155,7 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 	})
 
 	When("a pull request is opened and a push brings commits", func() {
-		It("publishes github.pull_request.upserted and one github.commit.upserted per new commit", func(ctx SpecContext) {
+		It("publishes github.pull_request.upserted, again when its check state is first computed, and one github.commit.upserted per new commit", func(ctx SpecContext) {
 			deliver(ctx, "pull_request", obj{"action": "opened", "number": 5, "repository": ghRepo, "pull_request": obj{
 				"id": 9001, "number": 5, "title": "Change things", "state": "open", "user": ghUser(7, "octocat"),
 				"head": obj{"ref": "feature", "sha": sha(3)}, "base": obj{"ref": "main", "sha": sha(1)},
@@ -175,11 +175,13 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 			cs := all(ctx)
 			Expect(types(cs)).To(Equal([]string{
 				"github.pull_request.upserted github:pull_request:9001",
+				"github.pull_request.upserted github:pull_request:9001", // its check state, refreshed in its own step
 				"github.commit.upserted github:commit:4242:" + sha(2),
 				"github.commit.upserted github:commit:4242:" + sha(3),
 			}))
-			Expect(string(cs[0].Data)).To(ContainSubstring(`"headSha": "` + sha(3) + `"`))
-			Expect(strings.Contains(string(cs[1].Data), "mona@example.com")).To(BeFalse(), "the read API shows no e-mail")
+			Expect(string(cs[0].Data)).To(And(ContainSubstring(`"headSha": "`+sha(3)+`"`), ContainSubstring(`"checks": null`)))
+			Expect(string(cs[1].Data)).To(ContainSubstring(`"checks": "none"`))
+			Expect(strings.Contains(string(cs[2].Data), "mona@example.com")).To(BeFalse(), "the read API shows no e-mail")
 		})
 	})
 })

@@ -2,7 +2,9 @@ package githubmirror
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -636,3 +638,28 @@ func (s *Store) teamRepositoryWrite(ws int64, args []any, teamID, repoID int64) 
 
 // entityViews is the views' shaping of the other entities.
 func (s *Store) entityViews() EntityViews { return s.feed.views }
+
+// refreshChecksReporting is refreshPullRequestChecks telling whether the check state the pull
+// request view shows (its state for the mirrored head) changed.
+var refreshChecksReporting = strings.Replace(refreshPullRequestChecks, "WITH pr AS (",
+	"WITH prior AS (SELECT head_sha, state FROM github_pull_request_checks WHERE workspace_id = $1 AND pull_request_id = $2), pr AS (", 1) + `
+RETURNING NOT EXISTS (SELECT 1 FROM prior p
+	WHERE (p.head_sha, p.state) = (github_pull_request_checks.head_sha, github_pull_request_checks.state))`
+
+// refreshChecksPublishing refreshes a pull request's check state and, when the state its view
+// shows changed, publishes github.pull_request.upserted with the view.
+func (s *Store) refreshChecksPublishing(ctx context.Context, tx ports.Tx, ws, pullRequestID, eventID int64) error {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return err
+	}
+	var changed bool
+	err = ptx.QueryRow(ctx, refreshChecksReporting, ws, pullRequestID, eventID).Scan(&changed)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !changed) {
+		return nil // the pull request is not mirrored, or its check state stayed
+	}
+	if err != nil {
+		return pgutil.Interpret("refresh github pull request checks", err)
+	}
+	return s.publishPullRequest(ctx, ptx, tx, ws, pullRequestID)
+}

@@ -339,6 +339,9 @@ func (s *Store) UpsertCheckRuns(ctx context.Context, tx ports.Tx, ws int64, runs
 
 // RefreshPullRequestChecks implements handlers.CheckWriter.
 func (s *Store) RefreshPullRequestChecks(ctx context.Context, tx ports.Tx, ws, pullRequestID, eventID int64) error {
+	if s.feed.pub != nil {
+		return s.refreshChecksPublishing(ctx, tx, ws, pullRequestID, eventID)
+	}
 	return exec(ctx, tx, "refresh github pull request checks", refreshPullRequestChecks, ws, pullRequestID, eventID)
 }
 
