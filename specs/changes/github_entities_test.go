@@ -209,12 +209,55 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 			return expected{"github.team_member.deleted", "github:team:" + num(p, "team", "id").String(),
 				obj{"teamId": num(p, "team", "id"), "userId": num(p, "member", "id"), "login": at(p, "member", "login")}}
 		}),
+		Entry("a repository renamed", "repository", "renamed.payload.json", func(p obj) expected {
+			return expected{"github.repository.upserted", "github:repository:" + num(p, "repository", "id").String(),
+				obj{"id": num(p, "repository", "id"), "fullName": at(p, "repository", "full_name"), "name": at(p, "repository", "name")}}
+		}),
+		Entry("an organization renamed", "organization", "renamed.payload.json", func(p obj) expected {
+			return expected{"github.organization.upserted", "github:organization:" + num(p, "organization", "id").String(),
+				obj{"id": num(p, "organization", "id"), "login": at(p, "organization", "login")}}
+		}),
 		Entry("a team added to a repository", "team", "added_to_repository.payload.json", func(p obj) expected {
 			team, repo := num(p, "team", "id").String(), num(p, "repository", "id").String()
 			return expected{"github.team_repository.upserted", "github:team_repository:" + team + ":" + repo,
 				obj{"teamId": num(p, "team", "id"), "repositoryId": num(p, "repository", "id")}}
 		}),
 	)
+
+	It("publishes a sub-issue link and a dependency under the issue they belong to, their removal, and nothing for the same link again", func(ctx SpecContext) {
+		parent, child := ghIssue("Epic", "2024-02-02T00:00:00Z"), ghIssue("Part", "2024-02-02T00:00:00Z")
+		child["id"], child["number"] = 3002, 2
+		deliver := func(event string, payload obj) {
+			GinkgoHelper()
+			d := support.LeasedEvent(ctx, writerPool, ws, github.Provider, event, "github:spec", ghBody(payload))
+			Expect(d.Handle(ctx, reg)).To(Succeed())
+		}
+		links := func() []string {
+			out := []string{}
+			for _, c := range changes(ctx) {
+				if c.Type != "github.label.upserted" && c.Type != "github.repository.upserted" && c.Type != "github.issue.upserted" {
+					out = append(out, c.Type+" "+c.Subject+" "+string(c.Data))
+				}
+			}
+			return out
+		}
+		sub := func(action string) obj {
+			return obj{"action": action, "parent_issue": parent, "sub_issue": child, "sub_issue_repo": ghRepo, "repository": ghRepo}
+		}
+		dep := func(action string) obj {
+			return obj{"action": action, "blocked_issue": parent, "blocking_issue": child, "blocking_issue_repo": ghRepo, "repository": ghRepo}
+		}
+		deliver("sub_issues", sub("sub_issue_added"))
+		deliver("sub_issues", sub("sub_issue_added"))
+		deliver("sub_issues", sub("sub_issue_removed"))
+		deliver("issue_dependencies", dep("blocked_by_added"))
+		deliver("issue_dependencies", dep("blocked_by_added"))
+		Expect(links()).To(Equal([]string{
+			`github.sub_issue.upserted github:issue:3001 {"removed": false, "subIssueId": 3002, "parentIssueId": 3001}`,
+			`github.sub_issue.deleted github:issue:3001 {"removed": true, "subIssueId": 3002, "parentIssueId": 3001}`,
+			`github.issue_dependency.upserted github:issue:3001 {"removed": false, "blockedIssueId": 3001, "blockingIssueId": 3002}`,
+		}))
+	})
 
 	It("publishes each check run GitHub reports for a suite once per state: queued, then completed; a redelivery and the same state again nothing", func(ctx SpecContext) {
 		raw, p := corpusPayload(filepath.Join("check_suite", "requested.payload.json"))

@@ -218,3 +218,45 @@ type teamRepositoryJSON struct {
 func (Views) TeamRepository(r githubmirror.TeamRepositoryRow) any {
 	return teamRepositoryJSON{TeamID: r.TeamID, RepositoryID: r.RepositoryID, Permission: r.Permission}
 }
+
+func (Views) Repository(r githubmirror.RepositoryRow) any { return toRepositoryJSON(r) }
+
+type organizationJSON struct {
+	ID          int64   `json:"id"`
+	Login       string  `json:"login"`
+	Description *string `json:"description"`
+}
+
+func (Views) Organization(o githubmirror.OrganizationRow) any {
+	return organizationJSON{ID: o.ID, Login: o.Login, Description: o.Description}
+}
+
+type refJSON struct {
+	RepositoryID int64  `json:"repositoryId"`
+	Ref          string `json:"ref"`
+	SHA          string `json:"sha"`
+}
+
+func (Views) Ref(r githubmirror.RefRow) any {
+	return refJSON{RepositoryID: r.RepositoryID, Ref: r.Ref, SHA: r.SHA}
+}
+
+type subIssueJSON struct {
+	ParentIssueID int64 `json:"parentIssueId"`
+	SubIssueID    int64 `json:"subIssueId"`
+	Removed       bool  `json:"removed"`
+}
+
+func (Views) SubIssue(l githubmirror.SubIssueRow) any {
+	return subIssueJSON{ParentIssueID: l.ParentIssueID, SubIssueID: l.SubIssueID, Removed: l.Deleted}
+}
+
+type issueDependencyJSON struct {
+	BlockedIssueID  int64 `json:"blockedIssueId"`
+	BlockingIssueID int64 `json:"blockingIssueId"`
+	Removed         bool  `json:"removed"`
+}
+
+func (Views) IssueDependency(l githubmirror.IssueDependencyRow) any {
+	return issueDependencyJSON{BlockedIssueID: l.BlockedIssueID, BlockingIssueID: l.BlockingIssueID, Removed: l.Deleted}
+}

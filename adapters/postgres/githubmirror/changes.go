@@ -37,6 +37,7 @@ type Views interface {
 	PullRequest(PullRequestRow) any
 	Commit(CommitRow) any
 	EntityViews
+	StructureViews
 }
 
 // feed is the store's publisher with the read API's shaping; zero: nothing is published.

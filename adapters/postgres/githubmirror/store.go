@@ -142,15 +142,15 @@ func (s *Store) UpsertLabels(ctx context.Context, tx ports.Tx, ws int64, labels 
 
 // UpsertOrganization implements handlers.RepositoryWriter.
 func (s *Store) UpsertOrganization(ctx context.Context, tx ports.Tx, ws int64, o handlers.Organization) error {
-	return exec(ctx, tx, "upsert github organization", upsertOrganization,
-		ws, o.ID, o.Login, o.Description, o.Deleted, at(o.Version), o.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, upsertOrganization, s.organizationWrite(ws,
+		[]any{ws, o.ID, o.Login, o.Description, o.Deleted, at(o.Version), o.Version.EventID}, o.ID))
 }
 
 // UpsertRepository implements handlers.RepositoryWriter.
 func (s *Store) UpsertRepository(ctx context.Context, tx ports.Tx, ws int64, r handlers.Repository) error {
-	return exec(ctx, tx, "upsert github repository", upsertRepository,
-		ws, r.ID, r.OwnerID, r.OwnerLogin, r.Name, r.FullName, r.Private, r.Visibility, r.DefaultBranch,
-		r.Archived, r.Fork, r.Description, r.HTMLURL, r.CreatedAt, r.PushedAt, r.Deleted, at(r.Version), r.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, upsertRepository, s.repositoryWrite(ws,
+		[]any{ws, r.ID, r.OwnerID, r.OwnerLogin, r.Name, r.FullName, r.Private, r.Visibility, r.DefaultBranch,
+			r.Archived, r.Fork, r.Description, r.HTMLURL, r.CreatedAt, r.PushedAt, r.Deleted, at(r.Version), r.Version.EventID}, r.ID))
 }
 
 // SetOrganizationMember implements handlers.RepositoryWriter.
@@ -229,14 +229,15 @@ func (s *Store) UpsertIssueComment(ctx context.Context, tx ports.Tx, ws int64, c
 
 // SetSubIssue implements handlers.IssueWriter.
 func (s *Store) SetSubIssue(ctx context.Context, tx ports.Tx, ws int64, l handlers.SubIssue) error {
-	return exec(ctx, tx, "set github sub-issue", setSubIssue,
-		ws, l.ParentIssueID, l.SubIssueID, l.Deleted, at(l.Version), l.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, setSubIssue, s.subIssueWrite(ws,
+		[]any{ws, l.ParentIssueID, l.SubIssueID, l.Deleted, at(l.Version), l.Version.EventID}, l.ParentIssueID, l.SubIssueID))
 }
 
 // SetIssueDependency implements handlers.IssueWriter.
 func (s *Store) SetIssueDependency(ctx context.Context, tx ports.Tx, ws int64, l handlers.IssueDependency) error {
-	return exec(ctx, tx, "set github issue dependency", setIssueDependency,
-		ws, l.BlockedIssueID, l.BlockingIssueID, l.Deleted, at(l.Version), l.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, setIssueDependency, s.issueDependencyWrite(ws,
+		[]any{ws, l.BlockedIssueID, l.BlockingIssueID, l.Deleted, at(l.Version), l.Version.EventID},
+		l.BlockedIssueID, l.BlockingIssueID))
 }
 
 // UpsertPullRequest implements handlers.PullRequestWriter.
@@ -347,8 +348,8 @@ func (s *Store) RefreshPullRequestChecks(ctx context.Context, tx ports.Tx, ws, p
 
 // SetRef implements handlers.PushWriter.
 func (s *Store) SetRef(ctx context.Context, tx ports.Tx, ws int64, r handlers.Ref) error {
-	return exec(ctx, tx, "set github ref", setRef,
-		ws, r.RepositoryID, r.Ref, r.SHA, r.Deleted, at(r.Version), r.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, setRef, s.refWrite(ws,
+		[]any{ws, r.RepositoryID, r.Ref, r.SHA, r.Deleted, at(r.Version), r.Version.EventID}, r.RepositoryID, r.Ref))
 }
 
 // UpsertCommit implements handlers.PushWriter.
