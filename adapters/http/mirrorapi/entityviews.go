@@ -260,3 +260,16 @@ type issueDependencyJSON struct {
 func (Views) IssueDependency(l githubmirror.IssueDependencyRow) any {
 	return issueDependencyJSON{BlockedIssueID: l.BlockedIssueID, BlockingIssueID: l.BlockingIssueID, Removed: l.Deleted}
 }
+
+type installationRepositoryJSON struct {
+	InstallationID int64  `json:"installationId"`
+	RepositoryID   int64  `json:"repositoryId"`
+	FullName       string `json:"fullName"`
+	Private        bool   `json:"private"`
+	Removed        bool   `json:"removed"`
+}
+
+func (Views) InstallationRepository(r githubmirror.InstallationRepositoryRow) any {
+	return installationRepositoryJSON{InstallationID: r.InstallationID, RepositoryID: r.RepositoryID,
+		FullName: r.FullName, Private: r.Private, Removed: r.Removed}
+}

@@ -38,6 +38,7 @@ type Views interface {
 	Commit(CommitRow) any
 	EntityViews
 	StructureViews
+	InstallationViews
 }
 
 // feed is the store's publisher with the read API's shaping; zero: nothing is published.

@@ -447,16 +447,21 @@ func (s *Store) SetInstallationRepositories(ctx context.Context, tx ports.Tx, ws
 	repos = sortedBy(repos, func(r handlers.InstallationRepository) string {
 		return idKey(r.InstallationID) + idKey(r.RepositoryID)
 	})
-	return batch(ctx, tx, "set github installation repositories", setInstallationRepository, repos,
-		func(r handlers.InstallationRepository) []any {
-			return []any{ws, r.InstallationID, r.RepositoryID, r.FullName, r.Private, r.Deleted, at(r.Version), r.Version.EventID}
-		})
+	writes := make([]entityWrite, 0, len(repos))
+	for _, r := range repos {
+		writes = append(writes, s.installationRepositoryWrite(ws, []any{ws, r.InstallationID, r.RepositoryID, r.FullName,
+			r.Private, r.Deleted, at(r.Version), r.Version.EventID}, r.InstallationID, r.RepositoryID))
+	}
+	return s.writeEntities(ctx, tx, ws, setInstallationRepository, writes)
 }
 
 // RemoveInstallationRepositories implements handlers.InstallationWriter.
 func (s *Store) RemoveInstallationRepositories(ctx context.Context, tx ports.Tx, ws, installationID int64, v handlers.Version) error {
-	return exec(ctx, tx, "remove github installation repositories", removeInstallationRepositories,
-		ws, installationID, at(v), v.EventID)
+	args := []any{ws, installationID, at(v), v.EventID}
+	if s.feed.pub != nil {
+		return s.removeInstallationRepositoriesPublishing(ctx, tx, ws, args)
+	}
+	return exec(ctx, tx, "remove github installation repositories", removeInstallationRepositories, args...)
 }
 
 // timeOf converts a nullable, possibly infinite timestamp for a read model.
