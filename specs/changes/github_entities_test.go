@@ -302,6 +302,63 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 	})
 })
 
+var _ = Describe("A pull request's check state in the change feed", func() {
+	It("publishes the pull request again each time the check state its view shows changes: none, pending, success", func(ctx SpecContext) {
+		ws := support.Workspace(ctx, writerPool, "acme")
+		feed, err := changefeed.New(writerPool, nil)
+		Expect(err).NotTo(HaveOccurred())
+		store, err := githubmirror.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(store.PublishChanges(feed, mirrorapi.Views{})).To(Succeed())
+		box, err := deliveryinbox.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		raw, p := corpusPayload(filepath.Join("check_suite", "requested.payload.json"))
+		suite, err := num(p, "check_suite", "id").Int64()
+		Expect(err).NotTo(HaveOccurred())
+		head := at(p, "check_suite", "head_sha").(string)
+		started := time.Date(2024, 7, 1, 10, 0, 0, 0, time.UTC)
+		runs := &suiteRuns{suite: suite, runs: []handlers.CheckRun{{ID: 6002, HeadSHA: head, Name: "build", Status: "queued", StartedAt: &started}}}
+		reg := consumer.NewRegistry()
+		Expect(handlers.Register(reg, handlers.Deps{Inbox: box, Store: store, Reader: runs, Log: support.Logger{}})).To(Succeed())
+		deliver := func(event, payload string) {
+			GinkgoHelper()
+			d := support.LeasedEvent(ctx, writerPool, ws, github.Provider, event, "github:spec", payload)
+			Expect(d.Handle(ctx, reg)).To(Succeed())
+		}
+		deliver("pull_request", ghBody(obj{"action": "opened", "number": 6, "repository": at(p, "repository"), "pull_request": obj{
+			"id": 9002, "number": 6, "title": "Checked", "state": "open", "user": ghUser(7, "octocat"),
+			"head": obj{"ref": "feature", "sha": head}, "base": obj{"ref": "main", "sha": sha(1)},
+			"labels": []any{}, "assignees": []any{}, "requested_reviewers": []any{},
+			"created_at": "2024-07-01T09:00:00Z", "updated_at": "2024-07-01T09:00:00Z", "merged": false,
+		}}))
+		deliver("check_suite", string(raw))
+		completed, success := started.Add(time.Minute), "success"
+		runs.runs[0].Status, runs.runs[0].Conclusion, runs.runs[0].CompletedAt = "completed", &success, &completed
+		deliver("check_suite", string(raw))
+		deliver("check_suite", string(raw)) // the same state again
+
+		cs, err := feed.Changes(ctx, ws, change.Cursor{}, 100)
+		Expect(err).NotTo(HaveOccurred())
+		checks := []string{}
+		for _, c := range cs {
+			if c.Type == "github.pull_request.upserted" {
+				Expect(c.Subject).To(Equal("github:pull_request:9002"))
+				var v struct{ Checks *string }
+				Expect(json.Unmarshal(c.Data, &v)).To(Succeed())
+				checks = append(checks, orNull(v.Checks))
+			}
+		}
+		Expect(checks).To(Equal([]string{"null", "none", "pending", "success"}))
+	})
+})
+
+func orNull(s *string) string {
+	if s == nil {
+		return "null"
+	}
+	return *s
+}
+
 // suiteRuns answers a suite's check runs as GitHub would; nothing else.
 type suiteRuns struct {
 	suite int64
