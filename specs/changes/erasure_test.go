@@ -101,7 +101,7 @@ var _ = Describe("Person erasure of the change feed", func() {
 
 		It("replaces the data of the person's changes by a tombstone, keeping every change's cursor, order and the others' data", func(ctx SpecContext) {
 			before := page(ctx)
-			Expect(before).To(HaveLen(4))
+			Expect(before).To(HaveLen(6), "the label and the repository the first issue brought, the two issues and the two changes published here")
 			Expect(dataOf(before, "github:issue:3001")).To(ContainSubstring(personLogin))
 			Expect(support.SearchTraces(ctx, writerPool, []string{"workspace_change"}, personID, personLogin, personEmail)).
 				To(ContainElement(support.Trace{Table: "workspace_change", Column: "data", Value: personLogin}))

@@ -93,10 +93,13 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 	}
 
 	When("an issue is opened", func() {
-		It("publishes github.issue.upserted with the issue as the read API shows it", func(ctx SpecContext) {
+		It("publishes github.issue.upserted with the issue as the read API shows it, after its new label", func(ctx SpecContext) {
 			deliver(ctx, "issues", obj{"action": "opened", "issue": ghIssue("Crash", "2024-02-02T00:00:00Z"), "repository": ghRepo})
 			cs := all(ctx)
-			Expect(types(cs)).To(Equal([]string{"github.issue.upserted github:issue:3001"}))
+			Expect(types(cs)).To(Equal([]string{"github.label.upserted github:label:501", "github.repository.upserted github:repository:4242", "github.issue.upserted github:issue:3001"}))
+			Expect(cs[0].Data).To(MatchJSON(`{"id":501,"repositoryId":4242,"name":"bug","color":"d73a4a","description":null,"default":true}`))
+			Expect(string(cs[1].Data)).To(ContainSubstring(`"fullName": "acme/app"`))
+			cs = cs[2:]
 
 			rows, _, err := store.Issues(ctx, ws, 4242, ports.PageRequest{Page: 0, Size: 10})
 			Expect(err).NotTo(HaveOccurred())
@@ -111,10 +114,10 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 	When("the same delivery runs again after its steps committed (a retry or a replay)", func() {
 		It("publishes nothing new", func(ctx SpecContext) {
 			d := deliver(ctx, "issues", obj{"action": "opened", "issue": ghIssue("Crash", "2024-02-02T00:00:00Z"), "repository": ghRepo})
-			Expect(all(ctx)).To(HaveLen(1))
+			Expect(all(ctx)).To(HaveLen(3)) // the label, the repository and the issue
 			d.NextLease(ctx)
 			Expect(d.Handle(ctx, reg)).To(Succeed())
-			Expect(all(ctx)).To(HaveLen(1))
+			Expect(all(ctx)).To(HaveLen(3))
 		})
 	})
 
@@ -122,7 +125,7 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 		It("publishes nothing new", func(ctx SpecContext) {
 			deliver(ctx, "issues", obj{"action": "opened", "issue": ghIssue("Crash", "2024-02-02T00:00:00Z"), "repository": ghRepo})
 			deliver(ctx, "issues", obj{"action": "opened", "issue": ghIssue("Crash", "2024-02-02T00:00:00Z"), "repository": ghRepo})
-			Expect(all(ctx)).To(HaveLen(1))
+			Expect(types(all(ctx))).To(Equal([]string{"github.label.upserted github:label:501", "github.repository.upserted github:repository:4242", "github.issue.upserted github:issue:3001"}))
 		})
 	})
 
@@ -131,8 +134,8 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 			deliver(ctx, "issues", obj{"action": "edited", "issue": ghIssue("Newer", "2024-02-03T00:00:00Z"), "repository": ghRepo})
 			deliver(ctx, "issues", obj{"action": "edited", "issue": ghIssue("Older", "2024-02-02T00:00:00Z"), "repository": ghRepo})
 			cs := all(ctx)
-			Expect(cs).To(HaveLen(1))
-			Expect(string(cs[0].Data)).To(ContainSubstring(`"title": "Newer"`))
+			Expect(types(cs)).To(Equal([]string{"github.label.upserted github:label:501", "github.repository.upserted github:repository:4242", "github.issue.upserted github:issue:3001"}))
+			Expect(string(cs[2].Data)).To(ContainSubstring(`"title": "Newer"`))
 		})
 	})
 
@@ -143,16 +146,17 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 			deliver(ctx, "issues", obj{"action": "deleted", "issue": ghIssue("Crash on start", "2024-02-04T00:00:00Z"), "repository": ghRepo})
 			cs := all(ctx)
 			Expect(types(cs)).To(Equal([]string{
+				"github.label.upserted github:label:501", "github.repository.upserted github:repository:4242",
 				"github.issue.upserted github:issue:3001", "github.issue.upserted github:issue:3001",
 				"github.issue.deleted github:issue:3001",
 			}))
-			Expect(string(cs[1].Data)).To(ContainSubstring(`"title": "Crash on start"`))
-			Expect(cs[2].Data).To(MatchJSON(`{"id":3001}`))
+			Expect(string(cs[3].Data)).To(ContainSubstring(`"title": "Crash on start"`))
+			Expect(cs[4].Data).To(MatchJSON(`{"id":3001}`))
 		})
 	})
 
 	When("a pull request is opened and a push brings commits", func() {
-		It("publishes github.pull_request.upserted and one github.commit.upserted per new commit", func(ctx SpecContext) {
+		It("publishes github.pull_request.upserted, again when its check state is first computed, and one github.commit.upserted per new commit", func(ctx SpecContext) {
 			deliver(ctx, "pull_request", obj{"action": "opened", "number": 5, "repository": ghRepo, "pull_request": obj{
 				"id": 9001, "number": 5, "title": "Change things", "state": "open", "user": ghUser(7, "octocat"),
 				"head": obj{"ref": "feature", "sha": sha(3)}, "base": obj{"ref": "main", "sha": sha(1)},
@@ -171,12 +175,17 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 
 			cs := all(ctx)
 			Expect(types(cs)).To(Equal([]string{
+				"github.repository.upserted github:repository:4242",
 				"github.pull_request.upserted github:pull_request:9001",
+				"github.pull_request.upserted github:pull_request:9001", // its check state, refreshed in its own step
+				"github.ref.upserted github:ref:4242:refs/heads/feature",
 				"github.commit.upserted github:commit:4242:" + sha(2),
 				"github.commit.upserted github:commit:4242:" + sha(3),
 			}))
-			Expect(string(cs[0].Data)).To(ContainSubstring(`"headSha": "` + sha(3) + `"`))
-			Expect(strings.Contains(string(cs[1].Data), "mona@example.com")).To(BeFalse(), "the read API shows no e-mail")
+			Expect(string(cs[1].Data)).To(And(ContainSubstring(`"headSha": "`+sha(3)+`"`), ContainSubstring(`"checks": null`)))
+			Expect(string(cs[2].Data)).To(ContainSubstring(`"checks": "none"`))
+			Expect(cs[3].Data).To(MatchJSON(`{"repositoryId":4242,"ref":"refs/heads/feature","sha":"` + sha(3) + `"}`))
+			Expect(strings.Contains(string(cs[4].Data), "mona@example.com")).To(BeFalse(), "the read API shows no e-mail")
 		})
 	})
 })

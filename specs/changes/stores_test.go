@@ -79,6 +79,33 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		Expect(got[1]).To(ContainSubstring(`"title": "Second"`))
 	})
 
+	It("publishes a GitLab merge request again when its readiness changes, and not for the same readiness", func(ctx SpecContext) {
+		store, err := gitlabmirror.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(store.PublishChanges(feed, gitlabread.Views{})).To(Succeed())
+		t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+		write(ctx, func(ctx context.Context, tx ports.Tx) error {
+			return store.UpsertMergeRequest(ctx, tx, ws, gitlabhandlers.MergeRequest{ID: 78, ProjectID: 5, IID: 4, Title: "Ready?",
+				State: "opened", Version: gitlabhandlers.Version{UpdatedAt: t0, EventID: 1}})
+		})
+		left := 1
+		ready := func(ok bool, reason string, event int64) {
+			write(ctx, func(ctx context.Context, tx ports.Tx) error {
+				return store.SetReadiness(ctx, tx, ws, gitlabhandlers.Readiness{MergeRequestID: 78, Ready: ok, Reason: reason,
+					ApprovalsLeft: &left, Version: gitlabhandlers.Version{UpdatedAt: t0.Add(time.Duration(event) * time.Minute), EventID: event}})
+			})
+		}
+		ready(false, "approvals", 2)
+		ready(false, "approvals", 3) // the same readiness, decided again
+		left = 0
+		ready(true, "", 4)
+		got := published(ctx)
+		Expect(got).To(HaveLen(3))
+		Expect(got[1]).To(And(HavePrefix("gitlab.merge_request.upserted gitlab:merge_request:78 "),
+			ContainSubstring(`"ready": false`), ContainSubstring(`"readinessReason": "approvals"`)))
+		Expect(got[2]).To(And(ContainSubstring(`"ready": true`), ContainSubstring(`"approvalsLeft": 0`)))
+	})
+
 	It("publishes a Slack message posted, edited and deleted once each", func(ctx SpecContext) {
 		store, err := slackmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())

@@ -22,6 +22,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githuboauth"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/installapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
@@ -89,6 +90,9 @@ func start(ctx context.Context, db *pgtest.Database) server {
 	Expect(err).NotTo(HaveOccurred())
 	svc, err := management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, connections, box, modules)
 	Expect(err).NotTo(HaveOccurred())
+	feed, err := changefeed.New(p, nil)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(connections.PublishChanges(feed, managementapi.ConnectionView(svc))).To(Succeed())
 	states, err := managementstore.NewInstallStates(p)
 	Expect(err).NotTo(HaveOccurred())
 	gh, err := githuboauth.New(githuboauth.Config{APIURL: fakeGH.URL + "/api/v3", OAuthURL: fakeGH.URL, ClientID: githubClient, ClientSecret: githubSecret})

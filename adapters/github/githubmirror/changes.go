@@ -36,6 +36,9 @@ type Views interface {
 	Issue(IssueRow) any
 	PullRequest(PullRequestRow) any
 	Commit(CommitRow) any
+	EntityViews
+	StructureViews
+	InstallationViews
 }
 
 // feed is the store's publisher with the read API's shaping; zero: nothing is published.
@@ -147,11 +150,16 @@ func (s *Store) upsertPullRequestPublishing(ctx context.Context, ptx pgx.Tx, tx 
 	if err != nil || !changed {
 		return err
 	}
+	return s.publishPullRequest(ctx, ptx, tx, ws, id)
+}
+
+// publishPullRequest publishes the pull request as the read API shows it now (in ptx).
+func (s *Store) publishPullRequest(ctx context.Context, ptx pgx.Tx, tx ports.Tx, ws, id int64) error {
 	var (
 		p                                  PullRequestRow
 		created, updated, closedAt, merged pgtype.Timestamptz
 	)
-	err = ptx.QueryRow(ctx, readPullRequestView, ws, id).Scan(&p.ID, &p.Number, &p.Title, &p.State, &p.Draft, &p.Merged,
+	err := ptx.QueryRow(ctx, readPullRequestView, ws, id).Scan(&p.ID, &p.Number, &p.Title, &p.State, &p.Draft, &p.Merged,
 		&p.AuthorLogin, &p.HeadRef, &p.HeadSHA, &p.BaseRef, &p.HTMLURL, &p.ChecksState, &created, &updated, &closedAt, &merged)
 	if err != nil {
 		return pgutil.Interpret("read github pull request", err)

@@ -132,34 +132,39 @@ func (s *Store) UpsertUsers(ctx context.Context, tx ports.Tx, ws int64, users []
 // UpsertLabels implements handlers.LabelWriter.
 func (s *Store) UpsertLabels(ctx context.Context, tx ports.Tx, ws int64, labels []githubhandlers.Label) error {
 	labels = sortedBy(labels, func(l githubhandlers.Label) string { return idKey(l.ID) })
-	return batch(ctx, tx, "upsert github labels", upsertLabel, labels, func(l githubhandlers.Label) []any {
-		return []any{ws, l.ID, l.RepositoryID, l.Name, l.Color, l.Description, l.Default, l.Deleted, at(l.Version), l.Version.EventID}
-	})
+	writes := make([]entityWrite, 0, len(labels))
+	for _, l := range labels {
+		writes = append(writes, s.labelWrite(ws, []any{ws, l.ID, l.RepositoryID, l.Name, l.Color, l.Description, l.Default,
+			l.Deleted, at(l.Version), l.Version.EventID}, l.ID))
+	}
+	return s.writeEntities(ctx, tx, ws, upsertLabel, writes)
 }
 
 // UpsertOrganization implements handlers.RepositoryWriter.
 func (s *Store) UpsertOrganization(ctx context.Context, tx ports.Tx, ws int64, o githubhandlers.Organization) error {
-	return exec(ctx, tx, "upsert github organization", upsertOrganization,
-		ws, o.ID, o.Login, o.Description, o.Deleted, at(o.Version), o.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, upsertOrganization, s.organizationWrite(ws,
+		[]any{ws, o.ID, o.Login, o.Description, o.Deleted, at(o.Version), o.Version.EventID}, o.ID))
 }
 
 // UpsertRepository implements handlers.RepositoryWriter.
 func (s *Store) UpsertRepository(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Repository) error {
-	return exec(ctx, tx, "upsert github repository", upsertRepository,
-		ws, r.ID, r.OwnerID, r.OwnerLogin, r.Name, r.FullName, r.Private, r.Visibility, r.DefaultBranch,
-		r.Archived, r.Fork, r.Description, r.HTMLURL, r.CreatedAt, r.PushedAt, r.Deleted, at(r.Version), r.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, upsertRepository, s.repositoryWrite(ws,
+		[]any{ws, r.ID, r.OwnerID, r.OwnerLogin, r.Name, r.FullName, r.Private, r.Visibility, r.DefaultBranch,
+			r.Archived, r.Fork, r.Description, r.HTMLURL, r.CreatedAt, r.PushedAt, r.Deleted, at(r.Version), r.Version.EventID}, r.ID))
 }
 
 // SetOrganizationMember implements handlers.RepositoryWriter.
 func (s *Store) SetOrganizationMember(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.OrganizationMember) error {
-	return exec(ctx, tx, "set github organization member", setOrganizationMember,
-		ws, m.OrganizationID, m.UserID, m.Role, m.State, m.Deleted, at(m.Version), m.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, setOrganizationMember, s.memberWrite(ws,
+		[]any{ws, m.OrganizationID, m.UserID, m.Role, m.State, m.Deleted, at(m.Version), m.Version.EventID},
+		m.OrganizationID, m.UserID))
 }
 
 // SetCollaborator implements handlers.RepositoryWriter.
 func (s *Store) SetCollaborator(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.Collaborator) error {
-	return exec(ctx, tx, "set github collaborator", setCollaborator,
-		ws, c.RepositoryID, c.UserID, c.Permission, c.Deleted, at(c.Version), c.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, setCollaborator, s.collaboratorWrite(ws,
+		[]any{ws, c.RepositoryID, c.UserID, c.Permission, c.Deleted, at(c.Version), c.Version.EventID},
+		c.RepositoryID, c.UserID))
 }
 
 // Monitors implements handlers.RepositoryWriter.
@@ -179,28 +184,29 @@ func (s *Store) Monitors(ctx context.Context, tx ports.Tx, ws, repositoryID, own
 
 // UpsertTeam implements handlers.TeamWriter.
 func (s *Store) UpsertTeam(ctx context.Context, tx ports.Tx, ws int64, t githubhandlers.Team) error {
-	return exec(ctx, tx, "upsert github team", upsertTeam,
-		ws, t.ID, t.OrganizationID, t.Name, t.Slug, t.Description, t.Privacy, t.Permission, t.ParentID,
-		t.Deleted, at(t.Version), t.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, upsertTeam, s.teamWrite(ws,
+		[]any{ws, t.ID, t.OrganizationID, t.Name, t.Slug, t.Description, t.Privacy, t.Permission, t.ParentID,
+			t.Deleted, at(t.Version), t.Version.EventID}, t.ID))
 }
 
 // SetTeamMember implements handlers.TeamWriter.
 func (s *Store) SetTeamMember(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.TeamMember) error {
-	return exec(ctx, tx, "set github team member", setTeamMember,
-		ws, m.TeamID, m.UserID, m.Deleted, at(m.Version), m.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, setTeamMember, s.teamMemberWrite(ws,
+		[]any{ws, m.TeamID, m.UserID, m.Deleted, at(m.Version), m.Version.EventID}, m.TeamID, m.UserID))
 }
 
 // SetTeamRepository implements handlers.TeamWriter.
 func (s *Store) SetTeamRepository(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.TeamRepository) error {
-	return exec(ctx, tx, "set github team repository", setTeamRepository,
-		ws, r.TeamID, r.RepositoryID, r.Permission, r.Deleted, at(r.Version), r.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, setTeamRepository, s.teamRepositoryWrite(ws,
+		[]any{ws, r.TeamID, r.RepositoryID, r.Permission, r.Deleted, at(r.Version), r.Version.EventID},
+		r.TeamID, r.RepositoryID))
 }
 
 // UpsertMilestone implements handlers.IssueWriter.
 func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.Milestone) error {
-	return exec(ctx, tx, "upsert github milestone", upsertMilestone,
-		ws, m.ID, m.RepositoryID, m.Number, m.Title, m.Description, m.State, m.DueOn, m.ClosedAt, m.CreatedAt,
-		m.Deleted, at(m.Version), m.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, upsertMilestone, s.milestoneWrite(ws,
+		[]any{ws, m.ID, m.RepositoryID, m.Number, m.Title, m.Description, m.State, m.DueOn, m.ClosedAt, m.CreatedAt,
+			m.Deleted, at(m.Version), m.Version.EventID}, m.ID))
 }
 
 // UpsertIssue implements handlers.IssueWriter.
@@ -216,21 +222,22 @@ func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i github
 
 // UpsertIssueComment implements handlers.IssueWriter.
 func (s *Store) UpsertIssueComment(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.IssueComment) error {
-	return exec(ctx, tx, "upsert github issue comment", upsertIssueComment,
-		ws, c.ID, c.RepositoryID, c.IssueID, c.AuthorID, c.Body, c.HTMLURL, c.CreatedAt, c.Deleted,
-		at(c.Version), c.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, upsertIssueComment, s.issueCommentWrite(ws,
+		[]any{ws, c.ID, c.RepositoryID, c.IssueID, c.AuthorID, c.Body, c.HTMLURL, c.CreatedAt, c.Deleted,
+			at(c.Version), c.Version.EventID}, c.ID))
 }
 
 // SetSubIssue implements handlers.IssueWriter.
 func (s *Store) SetSubIssue(ctx context.Context, tx ports.Tx, ws int64, l githubhandlers.SubIssue) error {
-	return exec(ctx, tx, "set github sub-issue", setSubIssue,
-		ws, l.ParentIssueID, l.SubIssueID, l.Deleted, at(l.Version), l.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, setSubIssue, s.subIssueWrite(ws,
+		[]any{ws, l.ParentIssueID, l.SubIssueID, l.Deleted, at(l.Version), l.Version.EventID}, l.ParentIssueID, l.SubIssueID))
 }
 
 // SetIssueDependency implements handlers.IssueWriter.
 func (s *Store) SetIssueDependency(ctx context.Context, tx ports.Tx, ws int64, l githubhandlers.IssueDependency) error {
-	return exec(ctx, tx, "set github issue dependency", setIssueDependency,
-		ws, l.BlockedIssueID, l.BlockingIssueID, l.Deleted, at(l.Version), l.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, setIssueDependency, s.issueDependencyWrite(ws,
+		[]any{ws, l.BlockedIssueID, l.BlockingIssueID, l.Deleted, at(l.Version), l.Version.EventID},
+		l.BlockedIssueID, l.BlockingIssueID))
 }
 
 // UpsertPullRequest implements handlers.PullRequestWriter.
@@ -282,58 +289,67 @@ func (s *Store) PullRequestsWithHead(ctx context.Context, ws, repositoryID int64
 
 // UpsertReview implements handlers.PullRequestWriter.
 func (s *Store) UpsertReview(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Review) error {
-	return exec(ctx, tx, "upsert github review", upsertReview,
-		ws, r.ID, r.RepositoryID, r.PullRequestID, r.AuthorID, r.State, r.Body, r.CommitID, r.SubmittedAt,
-		at(r.Version), r.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, upsertReview, s.reviewWrite(ws,
+		[]any{ws, r.ID, r.RepositoryID, r.PullRequestID, r.AuthorID, r.State, r.Body, r.CommitID, r.SubmittedAt,
+			at(r.Version), r.Version.EventID}, r.ID))
 }
 
 // UpsertReviewComments implements handlers.PullRequestWriter.
 func (s *Store) UpsertReviewComments(ctx context.Context, tx ports.Tx, ws int64, cs []githubhandlers.ReviewComment) error {
 	cs = sortedBy(cs, func(c githubhandlers.ReviewComment) string { return idKey(c.ID) })
-	return batch(ctx, tx, "upsert github review comments", upsertReviewComment, cs, func(c githubhandlers.ReviewComment) []any {
-		return []any{ws, c.ID, c.RepositoryID, c.PullRequestID, c.ReviewID, c.InReplyToID, c.AuthorID, c.Path,
-			c.Line, c.Body, c.CommitID, c.CreatedAt, c.Deleted, at(c.Version), c.Version.EventID}
-	})
+	writes := make([]entityWrite, 0, len(cs))
+	for _, c := range cs {
+		writes = append(writes, s.reviewCommentWrite(ws, []any{ws, c.ID, c.RepositoryID, c.PullRequestID, c.ReviewID,
+			c.InReplyToID, c.AuthorID, c.Path, c.Line, c.Body, c.CommitID, c.CreatedAt, c.Deleted, at(c.Version),
+			c.Version.EventID}, c.ID))
+	}
+	return s.writeEntities(ctx, tx, ws, upsertReviewComment, writes)
 }
 
 // UpsertReviewThread implements handlers.PullRequestWriter.
 func (s *Store) UpsertReviewThread(ctx context.Context, tx ports.Tx, ws int64, t githubhandlers.ReviewThread) error {
-	return exec(ctx, tx, "upsert github review thread", upsertReviewThread,
-		ws, t.NodeID, t.RepositoryID, t.PullRequestID, t.Resolved, t.Path, ids(t.CommentIDs), at(t.Version), t.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, upsertReviewThread, s.reviewThreadWrite(ws,
+		[]any{ws, t.NodeID, t.RepositoryID, t.PullRequestID, t.Resolved, t.Path, ids(t.CommentIDs), at(t.Version),
+			t.Version.EventID}, t.NodeID))
 }
 
 // UpsertCommitStatus implements handlers.CheckWriter.
 func (s *Store) UpsertCommitStatus(ctx context.Context, tx ports.Tx, ws int64, st githubhandlers.CommitStatus) error {
-	return exec(ctx, tx, "upsert github commit status", upsertCommitStatus,
-		ws, st.ID, st.RepositoryID, st.SHA, st.Context, st.State, st.Description, st.TargetURL, st.CreatedAt,
-		at(st.Version), st.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, upsertCommitStatus, s.commitStatusWrite(ws,
+		[]any{ws, st.ID, st.RepositoryID, st.SHA, st.Context, st.State, st.Description, st.TargetURL, st.CreatedAt,
+			at(st.Version), st.Version.EventID}, st.ID))
 }
 
 // UpsertCheckSuite implements handlers.CheckWriter.
 func (s *Store) UpsertCheckSuite(ctx context.Context, tx ports.Tx, ws int64, cs githubhandlers.CheckSuite) error {
-	return exec(ctx, tx, "upsert github check suite", upsertCheckSuite,
-		ws, cs.ID, cs.RepositoryID, cs.HeadSHA, cs.HeadBranch, cs.Status, cs.Conclusion, cs.AppSlug, cs.CreatedAt,
-		at(cs.Version), cs.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, upsertCheckSuite, s.checkSuiteWrite(ws,
+		[]any{ws, cs.ID, cs.RepositoryID, cs.HeadSHA, cs.HeadBranch, cs.Status, cs.Conclusion, cs.AppSlug, cs.CreatedAt,
+			at(cs.Version), cs.Version.EventID}, cs.ID))
 }
 
 // UpsertCheckRuns implements handlers.CheckWriter.
 func (s *Store) UpsertCheckRuns(ctx context.Context, tx ports.Tx, ws int64, runs []githubhandlers.CheckRun) error {
 	runs = sortedBy(runs, func(r githubhandlers.CheckRun) string { return idKey(r.ID) })
-	return batch(ctx, tx, "upsert github check runs", upsertCheckRun, runs, func(r githubhandlers.CheckRun) []any {
-		return []any{ws, r.ID, r.RepositoryID, r.CheckSuiteID, r.HeadSHA, r.Name, r.Status, r.Conclusion,
-			r.StartedAt, r.CompletedAt, at(r.Version), r.Version.EventID}
-	})
+	writes := make([]entityWrite, 0, len(runs))
+	for _, r := range runs {
+		writes = append(writes, s.checkRunWrite(ws, []any{ws, r.ID, r.RepositoryID, r.CheckSuiteID, r.HeadSHA, r.Name,
+			r.Status, r.Conclusion, r.StartedAt, r.CompletedAt, at(r.Version), r.Version.EventID}, r.ID))
+	}
+	return s.writeEntities(ctx, tx, ws, upsertCheckRun, writes)
 }
 
 // RefreshPullRequestChecks implements handlers.CheckWriter.
 func (s *Store) RefreshPullRequestChecks(ctx context.Context, tx ports.Tx, ws, pullRequestID, eventID int64) error {
+	if s.feed.pub != nil {
+		return s.refreshChecksPublishing(ctx, tx, ws, pullRequestID, eventID)
+	}
 	return exec(ctx, tx, "refresh github pull request checks", refreshPullRequestChecks, ws, pullRequestID, eventID)
 }
 
 // SetRef implements handlers.PushWriter.
 func (s *Store) SetRef(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Ref) error {
-	return exec(ctx, tx, "set github ref", setRef,
-		ws, r.RepositoryID, r.Ref, r.SHA, r.Deleted, at(r.Version), r.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, setRef, s.refWrite(ws,
+		[]any{ws, r.RepositoryID, r.Ref, r.SHA, r.Deleted, at(r.Version), r.Version.EventID}, r.RepositoryID, r.Ref))
 }
 
 // UpsertCommit implements handlers.PushWriter.
@@ -431,16 +447,21 @@ func (s *Store) SetInstallationRepositories(ctx context.Context, tx ports.Tx, ws
 	repos = sortedBy(repos, func(r githubhandlers.InstallationRepository) string {
 		return idKey(r.InstallationID) + idKey(r.RepositoryID)
 	})
-	return batch(ctx, tx, "set github installation repositories", setInstallationRepository, repos,
-		func(r githubhandlers.InstallationRepository) []any {
-			return []any{ws, r.InstallationID, r.RepositoryID, r.FullName, r.Private, r.Deleted, at(r.Version), r.Version.EventID}
-		})
+	writes := make([]entityWrite, 0, len(repos))
+	for _, r := range repos {
+		writes = append(writes, s.installationRepositoryWrite(ws, []any{ws, r.InstallationID, r.RepositoryID, r.FullName,
+			r.Private, r.Deleted, at(r.Version), r.Version.EventID}, r.InstallationID, r.RepositoryID))
+	}
+	return s.writeEntities(ctx, tx, ws, setInstallationRepository, writes)
 }
 
 // RemoveInstallationRepositories implements handlers.InstallationWriter.
 func (s *Store) RemoveInstallationRepositories(ctx context.Context, tx ports.Tx, ws, installationID int64, v githubhandlers.Version) error {
-	return exec(ctx, tx, "remove github installation repositories", removeInstallationRepositories,
-		ws, installationID, at(v), v.EventID)
+	args := []any{ws, installationID, at(v), v.EventID}
+	if s.feed.pub != nil {
+		return s.removeInstallationRepositoriesPublishing(ctx, tx, ws, args)
+	}
+	return exec(ctx, tx, "remove github installation repositories", removeInstallationRepositories, args...)
 }
 
 // timeOf converts a nullable, possibly infinite timestamp for a read model.

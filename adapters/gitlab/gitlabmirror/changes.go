@@ -26,6 +26,7 @@ var MergeRequestUpserted = change.MustType("gitlab.merge_request.upserted")
 // Views shapes mirrored rows as the read API shows them (gitlabread.Views).
 type Views interface {
 	MergeRequest(gitlabhandlers.MergeRequestView) any
+	EntityViews
 }
 
 type feed struct {
@@ -71,20 +72,29 @@ func (s *Store) upsertMergeRequestPublishing(ctx context.Context, tx ports.Tx, w
 	if err != nil {
 		return pgutil.Interpret("upsert gitlab merge request", err)
 	}
-	var (
-		m       gitlabhandlers.MergeRequestView
-		updated pgtype.Timestamptz
-	)
-	err = ptx.QueryRow(ctx, readMergeRequestView, ws, id).Scan(&m.ID, &m.ProjectID, &m.IID, &m.Title, &m.State, &m.Draft,
-		&m.SourceBranch, &m.TargetBranch, &m.HeadSHA, &m.MergeStatus, &m.AuthorID, &m.WebURL, &m.CreatedAt, &m.MergedAt,
-		&m.ClosedAt, &updated, &m.Ready, &m.ReadinessReason, &m.ApprovalsLeft)
+	data, err := s.mergeRequestView(ctx, ptx, ws, id)
 	if err != nil {
-		return pgutil.Interpret("read gitlab merge request", err)
+		return err
 	}
-	m.Version.UpdatedAt = finite(updated)
-	c, err := change.New(MergeRequestUpserted, "gitlab:merge_request:"+strconv.FormatInt(id, 10), s.feed.views.MergeRequest(m))
+	c, err := change.New(MergeRequestUpserted, "gitlab:merge_request:"+strconv.FormatInt(id, 10), data)
 	if err != nil {
 		return err
 	}
 	return s.feed.pub.Publish(ctx, tx, ws, c)
+}
+
+// mergeRequestView reads the merge request in ptx and shapes it as the read API shows it.
+func (s *Store) mergeRequestView(ctx context.Context, ptx pgx.Tx, ws, id int64) (any, error) {
+	var (
+		m       gitlabhandlers.MergeRequestView
+		updated pgtype.Timestamptz
+	)
+	err := ptx.QueryRow(ctx, readMergeRequestView, ws, id).Scan(&m.ID, &m.ProjectID, &m.IID, &m.Title, &m.State, &m.Draft,
+		&m.SourceBranch, &m.TargetBranch, &m.HeadSHA, &m.MergeStatus, &m.AuthorID, &m.WebURL, &m.CreatedAt, &m.MergedAt,
+		&m.ClosedAt, &updated, &m.Ready, &m.ReadinessReason, &m.ApprovalsLeft)
+	if err != nil {
+		return nil, pgutil.Interpret("read gitlab merge request", err)
+	}
+	m.Version.UpdatedAt = finite(updated)
+	return s.feed.views.MergeRequest(m), nil
 }

@@ -57,31 +57,29 @@ func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
 }
 
 func (s *Store) UpsertGroup(ctx context.Context, tx ports.Tx, ws int64, g gitlabhandlers.Group) error {
-	return exec(ctx, tx, "upsert gitlab group", upsertGroup,
-		ws, g.ID, g.ParentID, g.Name, g.Path, g.FullPath, g.Deleted, at(g.Version), g.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, s.groupWrite(ws,
+		[]any{ws, g.ID, g.ParentID, g.Name, g.Path, g.FullPath, g.Deleted, at(g.Version), g.Version.EventID}, g.ID))
 }
 
 func (s *Store) UpsertProject(ctx context.Context, tx ports.Tx, ws int64, p gitlabhandlers.Project) error {
-	return exec(ctx, tx, "upsert gitlab project", upsertProject,
-		ws, p.ID, p.NamespaceID, p.Name, p.PathWithNamespace, p.WebURL, p.DefaultBranch, p.Visibility,
-		at(p.Version), p.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, s.projectWrite(ws, "upsert gitlab project", upsertProject, upsertProjectReporting,
+		[]any{ws, p.ID, p.NamespaceID, p.Name, p.PathWithNamespace, p.WebURL, p.DefaultBranch, p.Visibility,
+			at(p.Version), p.Version.EventID}, p.ID))
 }
 
 func (s *Store) SetProjectMonitor(ctx context.Context, tx ports.Tx, ws int64, m gitlabhandlers.ProjectMonitor) error {
-	return exec(ctx, tx, "set gitlab project monitor", setProjectMonitor,
-		ws, m.ProjectID, m.Name, m.PathWithNamespace, m.Monitored, m.Deleted, at(m.Version), m.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, s.projectWrite(ws, "set gitlab project monitor", setProjectMonitor, setProjectMonitorReport,
+		[]any{ws, m.ProjectID, m.Name, m.PathWithNamespace, m.Monitored, m.Deleted, at(m.Version), m.Version.EventID}, m.ProjectID))
 }
 
 func (s *Store) UpsertMember(ctx context.Context, tx ports.Tx, ws int64, m gitlabhandlers.Member) error {
-	return exec(ctx, tx, "upsert gitlab member", upsertMember,
-		ws, m.SourceType, m.SourceID, m.UserID, m.Username, m.AccessLevel, m.ExpiresAt, m.Deleted,
-		at(m.Version), m.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, s.memberWrite(ws, []any{ws, m.SourceType, m.SourceID, m.UserID, m.Username,
+		m.AccessLevel, m.ExpiresAt, m.Deleted, at(m.Version), m.Version.EventID}, m))
 }
 
 func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m gitlabhandlers.Milestone) error {
-	return exec(ctx, tx, "upsert gitlab milestone", upsertMilestone,
-		ws, m.ID, m.ProjectID, m.GroupID, m.IID, m.Title, m.Description, m.State, m.DueDate, m.Deleted,
-		at(m.Version), m.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, s.milestoneWrite(ws, []any{ws, m.ID, m.ProjectID, m.GroupID, m.IID, m.Title,
+		m.Description, m.State, m.DueDate, m.Deleted, at(m.Version), m.Version.EventID}, m.ID))
 }
 
 func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i gitlabhandlers.Issue) error {
@@ -89,15 +87,14 @@ func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i gitlab
 	if labels == nil {
 		labels = []string{}
 	}
-	return exec(ctx, tx, "upsert gitlab issue", upsertIssue,
-		ws, i.ID, i.ProjectID, i.IID, i.Title, i.Description, i.State, i.AuthorID, i.MilestoneID, labels,
-		i.WebURL, i.CreatedAt, i.ClosedAt, i.Deleted, at(i.Version), i.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, s.issueWrite(ws, []any{ws, i.ID, i.ProjectID, i.IID, i.Title, i.Description,
+		i.State, i.AuthorID, i.MilestoneID, labels, i.WebURL, i.CreatedAt, i.ClosedAt, i.Deleted, at(i.Version),
+		i.Version.EventID}, i.ID))
 }
 
 func (s *Store) UpsertNote(ctx context.Context, tx ports.Tx, ws int64, n gitlabhandlers.Note) error {
-	return exec(ctx, tx, "upsert gitlab note", upsertNote,
-		ws, n.ID, n.ProjectID, n.NoteableType, n.NoteableID, n.CommitSHA, n.AuthorID, n.Body, n.System,
-		n.WebURL, n.CreatedAt, n.Deleted, at(n.Version), n.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, s.noteWrite(ws, []any{ws, n.ID, n.ProjectID, n.NoteableType, n.NoteableID,
+		n.CommitSHA, n.AuthorID, n.Body, n.System, n.WebURL, n.CreatedAt, n.Deleted, at(n.Version), n.Version.EventID}, n.ID))
 }
 
 func (s *Store) UpsertMergeRequest(ctx context.Context, tx ports.Tx, ws int64, mr gitlabhandlers.MergeRequest) error {
@@ -111,14 +108,13 @@ func (s *Store) UpsertMergeRequest(ctx context.Context, tx ports.Tx, ws int64, m
 }
 
 func (s *Store) SetReadiness(ctx context.Context, tx ports.Tx, ws int64, r gitlabhandlers.Readiness) error {
-	return exec(ctx, tx, "set gitlab merge request readiness", setReadiness,
-		ws, r.MergeRequestID, r.Ready, r.Reason, r.ApprovalsLeft, at(r.Version), r.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, s.readinessWrite(ws, []any{ws, r.MergeRequestID, r.Ready, r.Reason, r.ApprovalsLeft,
+		at(r.Version), r.Version.EventID}, r.MergeRequestID))
 }
 
 func (s *Store) UpsertPipeline(ctx context.Context, tx ports.Tx, ws int64, p gitlabhandlers.Pipeline) error {
-	return exec(ctx, tx, "upsert gitlab pipeline", upsertPipeline,
-		ws, p.ID, p.ProjectID, p.Ref, p.SHA, p.Status, p.Source, p.MergeRequestID, p.CreatedAt, p.FinishedAt,
-		at(p.Version), p.Version.EventID)
+	return s.writeEntity(ctx, tx, ws, s.pipelineWrite(ws, []any{ws, p.ID, p.ProjectID, p.Ref, p.SHA, p.Status, p.Source,
+		p.MergeRequestID, p.CreatedAt, p.FinishedAt, at(p.Version), p.Version.EventID}, p.ID))
 }
 
 func (s *Store) RecordPush(ctx context.Context, tx ports.Tx, ws int64, p gitlabhandlers.Push) error {
@@ -127,8 +123,8 @@ func (s *Store) RecordPush(ctx context.Context, tx ports.Tx, ws int64, p gitlabh
 }
 
 func (s *Store) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c gitlabhandlers.Commit) error {
-	return exec(ctx, tx, "insert gitlab commit", insertCommit,
-		ws, c.ProjectID, c.SHA, c.Title, c.Message, c.AuthorName, c.AuthorEmail, c.AuthoredAt, c.URL, c.EventID)
+	return s.writeEntity(ctx, tx, ws, s.commitWrite(ws, []any{ws, c.ProjectID, c.SHA, c.Title, c.Message, c.AuthorName,
+		c.AuthorEmail, c.AuthoredAt, c.URL, c.EventID}, c.ProjectID, c.SHA))
 }
 
 // ListProjects pages the workspace's projects by path and counts them.

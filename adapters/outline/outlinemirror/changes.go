@@ -28,6 +28,7 @@ var (
 // Views shapes mirrored rows as the read API shows them (outlineread.Views).
 type Views interface {
 	Document(outlinehandlers.Document) any
+	CollectionViews
 }
 
 type feed struct {

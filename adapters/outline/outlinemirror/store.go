@@ -122,8 +122,11 @@ func (s *Store) UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d out
 }
 
 func (s *Store) UpsertCollection(ctx context.Context, tx ports.Tx, ws int64, c outlinehandlers.Collection) error {
-	return exec(ctx, tx, "upsert outline collection", upsertCollection,
-		ws, c.ID, c.Name, c.Description, c.URLID, c.Archived, c.Deleted, at(c.UpdatedAt), c.EventID)
+	args := []any{ws, c.ID, c.Name, c.Description, c.URLID, c.Archived, c.Deleted, at(c.UpdatedAt), c.EventID}
+	if s.feed.pub != nil {
+		return s.upsertCollectionPublishing(ctx, tx, ws, args, c.ID)
+	}
+	return exec(ctx, tx, "upsert outline collection", upsertCollection, args...)
 }
 
 func (s *Store) RecordEvent(ctx context.Context, tx ports.Tx, ws int64, e outlinehandlers.Event) error {

@@ -1,6 +1,8 @@
 package outlineread
 
 import (
+	"time"
+
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
 )
@@ -12,3 +14,23 @@ var _ outlinemirror.Views = Views{}
 type Views struct{}
 
 func (Views) Document(d outlinehandlers.Document) any { return toDocumentJSON(d) }
+
+// collectionJSON is a collection for the change feed (this API lists none): shaped like its
+// mirror row.
+type collectionJSON struct {
+	ID          string  `json:"id"`
+	Name        string  `json:"name"`
+	Description *string `json:"description"`
+	URLID       string  `json:"urlId"`
+	Archived    bool    `json:"archived"`
+	UpdatedAt   *string `json:"updatedAt"`
+}
+
+func (Views) Collection(c outlinehandlers.Collection) any {
+	var updated *time.Time
+	if !c.UpdatedAt.IsZero() {
+		updated = &c.UpdatedAt
+	}
+	return collectionJSON{ID: c.ID, Name: c.Name, Description: c.Description, URLID: c.URLID, Archived: c.Archived,
+		UpdatedAt: timestamp(updated)}
+}

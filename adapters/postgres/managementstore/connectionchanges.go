@@ -68,3 +68,22 @@ func (s *Connections) PublishConnectionState(ctx context.Context, tx ports.Tx, w
 	}
 	return s.feed.pub.Publish(ctx, tx, workspaceID, ch)
 }
+
+// createPublishing inserts a connection and publishes its first state (connection.state_changed,
+// the connection as the management API answers its creation) in the same transaction, then
+// wakes the feed's readers. Every creation publishes: the management API's and the install
+// flows' (CreateVerifiedInstallConnection goes through the same CreateConnection).
+func (s *Connections) createPublishing(ctx context.Context, args []any) (c ports.StoredConnection, err error) {
+	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, createConnection, args...)
+		if c, err = pgx.CollectExactlyOneRow(rows, s.scan); err != nil {
+			return err
+		}
+		return s.publishState(ctx, tx, c)
+	})
+	if err != nil {
+		return ports.StoredConnection{}, err
+	}
+	s.feed.pub.Committed()
+	return c, nil
+}

@@ -147,9 +147,18 @@ func (s *Connections) CreateConnection(ctx context.Context, nc ports.NewConnecti
 		}
 		id, nc.SecretCiphertext = &next, sealed
 	}
-	rows, _ := s.pool.Query(ctx, createConnection, nc.WorkspaceID, nc.Kind.String(), nc.Kind.Provider().String(),
-		nc.SourceServerURL, nc.Config, nc.SecretCiphertext, nc.SourceKey, id)
-	c, err := pgx.CollectExactlyOneRow(rows, s.scan)
+	args := []any{nc.WorkspaceID, nc.Kind.String(), nc.Kind.Provider().String(),
+		nc.SourceServerURL, nc.Config, nc.SecretCiphertext, nc.SourceKey, id}
+	var (
+		c   ports.StoredConnection
+		err error
+	)
+	if s.feed.pub != nil {
+		c, err = s.createPublishing(ctx, args)
+	} else {
+		rows, _ := s.pool.Query(ctx, createConnection, args...)
+		c, err = pgx.CollectExactlyOneRow(rows, s.scan)
+	}
 	if conflict := sourceConflict(err, nc.Kind); conflict != nil {
 		return ports.StoredConnection{}, conflict
 	}

@@ -27,6 +27,7 @@ var (
 // Views shapes mirrored rows as the read API shows them (slackread.Views).
 type Views interface {
 	Message(slackhandlers.MessageView) any
+	ChannelViews
 }
 
 type feed struct {

@@ -91,6 +91,9 @@ func (s *Store) LockChannel(ctx context.Context, tx ports.Tx, ws int64, channelI
 }
 
 func (s *Store) SaveChannel(ctx context.Context, tx ports.Tx, ws int64, c slackhandlers.Channel, eventID int64) error {
+	if s.feed.pub != nil {
+		return s.saveChannelPublishing(ctx, tx, ws, c, eventID)
+	}
 	_, err := exec(ctx, tx, "save slack channel", saveChannel, ws, c.TeamID, c.ID, c.Name, c.Consent.String(), eventID)
 	return err
 }
@@ -132,6 +135,9 @@ func (s *Store) DeleteMessage(ctx context.Context, tx ports.Tx, ws int64, channe
 }
 
 func (s *Store) EraseChannelMessages(ctx context.Context, tx ports.Tx, ws int64, channelID string) (int64, error) {
+	if s.feed.pub != nil {
+		return s.eraseChannelMessagesPublishing(ctx, tx, ws, channelID)
+	}
 	return exec(ctx, tx, "erase slack channel messages", eraseChannelMessages, ws, channelID)
 }
 
@@ -210,12 +216,16 @@ func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
 }
 
 func (s *Store) EraseTeam(ctx context.Context, tx ports.Tx, ws int64, teamID string) error {
-	for _, q := range []string{eraseTeamMessages, eraseTeamTurns, eraseTeamChannels} {
+	for _, q := range []string{eraseTeamMessages, eraseTeamTurns} {
 		if _, err := exec(ctx, tx, "erase slack team data", q, ws, teamID); err != nil {
 			return err
 		}
 	}
-	return nil
+	if s.feed.pub != nil {
+		return s.eraseTeamChannelsPublishing(ctx, tx, ws, teamID)
+	}
+	_, err := exec(ctx, tx, "erase slack team data", eraseTeamChannels, ws, teamID)
+	return err
 }
 
 func (s *Store) SubmitTurn(ctx context.Context, tx ports.Tx, ws int64, t slackhandlers.Turn) (bool, error) {

@@ -12,3 +12,4 @@ var _ slackmirror.Views = Views{}
 type Views struct{}
 
 func (Views) Message(m slackhandlers.MessageView) any { return toMessageJSON(m) }
+func (Views) Channel(c slackhandlers.Channel) any     { return toChannelJSON(c) }

@@ -1,0 +1,169 @@
+package githubmirror
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hephaestus-dev/hephaestus/domain/change"
+)
+
+// The change feed for repositories, organizations, refs and issue links, by the path of
+// entitychanges.go. A repository is published as the read API lists it; a link (sub-issue,
+// dependency) under the subject of the issue it belongs to (the parent, the blocked issue).
+
+// The change types of the structure entities.
+var (
+	RepositoryUpserted      = change.MustType("github.repository.upserted")
+	RepositoryDeleted       = change.MustType("github.repository.deleted")
+	OrganizationUpserted    = change.MustType("github.organization.upserted")
+	OrganizationDeleted     = change.MustType("github.organization.deleted")
+	RefUpserted             = change.MustType("github.ref.upserted")
+	RefDeleted              = change.MustType("github.ref.deleted")
+	SubIssueUpserted        = change.MustType("github.sub_issue.upserted")
+	SubIssueDeleted         = change.MustType("github.sub_issue.deleted")
+	IssueDependencyUpserted = change.MustType("github.issue_dependency.upserted")
+	IssueDependencyDeleted  = change.MustType("github.issue_dependency.deleted")
+)
+
+// StructureViews shapes the structure entities for the change feed (mirrorapi.Views).
+type StructureViews interface {
+	Repository(RepositoryRow) any
+	Organization(OrganizationRow) any
+	Ref(RefRow) any
+	SubIssue(SubIssueRow) any
+	IssueDependency(IssueDependencyRow) any
+}
+
+// OrganizationRow is a mirrored organization.
+type OrganizationRow struct {
+	ID          int64
+	Login       string
+	Description *string
+}
+
+// RefRow is a mirrored branch or tag and the commit it points at.
+type RefRow struct {
+	RepositoryID int64
+	Ref          string
+	SHA          string
+}
+
+// SubIssueRow is a mirrored sub-issue link; Deleted: the link was removed.
+type SubIssueRow struct {
+	ParentIssueID int64
+	SubIssueID    int64
+	Deleted       bool
+}
+
+// IssueDependencyRow is a mirrored "blocked by" link; Deleted: the link was removed.
+type IssueDependencyRow struct {
+	BlockedIssueID  int64
+	BlockingIssueID int64
+	Deleted         bool
+}
+
+var (
+	upsertRepositoryReporting = reporting(
+		`SELECT * FROM github_repository WHERE workspace_id = $1 AND id = $2`, upsertRepository)
+	upsertOrganizationReporting = reporting(
+		`SELECT * FROM github_organization WHERE workspace_id = $1 AND id = $2`, upsertOrganization)
+	setRefReporting = reporting(
+		`SELECT * FROM github_ref WHERE workspace_id = $1 AND repository_id = $2 AND ref = $3`, setRef)
+	setSubIssueReporting = reporting(
+		`SELECT * FROM github_sub_issue WHERE workspace_id = $1 AND parent_issue_id = $2 AND sub_issue_id = $3`, setSubIssue)
+	setIssueDependencyReporting = reporting(
+		`SELECT * FROM github_issue_dependency WHERE workspace_id = $1 AND blocked_issue_id = $2 AND blocking_issue_id = $3`,
+		setIssueDependency)
+)
+
+const (
+	readRepositoryView = `
+		SELECT id, owner_login, name, full_name, private, visibility, default_branch, archived, fork,
+		       description, html_url, pushed_at, source_updated_at
+		FROM github_repository WHERE workspace_id = $1 AND id = $2`
+	readOrganizationView    = `SELECT id, login, description FROM github_organization WHERE workspace_id = $1 AND id = $2`
+	readRefView             = `SELECT repository_id, ref, sha FROM github_ref WHERE workspace_id = $1 AND repository_id = $2 AND ref = $3`
+	readSubIssueView        = `SELECT parent_issue_id, sub_issue_id, deleted FROM github_sub_issue WHERE workspace_id = $1 AND parent_issue_id = $2 AND sub_issue_id = $3`
+	readIssueDependencyView = `SELECT blocked_issue_id, blocking_issue_id, deleted FROM github_issue_dependency WHERE workspace_id = $1 AND blocked_issue_id = $2 AND blocking_issue_id = $3`
+)
+
+func (s *Store) structureViews() StructureViews { return s.feed.views }
+
+func (s *Store) repositoryWrite(ws int64, args []any, id int64) entityWrite {
+	return entityWrite{
+		op: "upsert github repository", sql: upsertRepositoryReporting, args: args, subject: idSubject("repository", id),
+		upserted: RepositoryUpserted, deleted: RepositoryDeleted, key: map[string]int64{"id": id},
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return readView(ctx, ptx, "read github repository", readRepositoryView, []any{ws, id}, func(row pgx.Row) (RepositoryRow, error) {
+				var (
+					r  RepositoryRow
+					ts = make(times, 2)
+				)
+				err := row.Scan(&r.ID, &r.OwnerLogin, &r.Name, &r.FullName, &r.Private, &r.Visibility, &r.DefaultBranch,
+					&r.Archived, &r.Fork, &r.Description, &r.HTMLURL, &ts[0], &ts[1])
+				ts.set(&r.PushedAt, &r.UpdatedAt)
+				return r, err
+			}, s.structureViews().Repository)
+		},
+	}
+}
+
+func (s *Store) organizationWrite(ws int64, args []any, id int64) entityWrite {
+	return entityWrite{
+		op: "upsert github organization", sql: upsertOrganizationReporting, args: args, subject: idSubject("organization", id),
+		upserted: OrganizationUpserted, deleted: OrganizationDeleted, key: map[string]int64{"id": id},
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return readView(ctx, ptx, "read github organization", readOrganizationView, []any{ws, id}, func(row pgx.Row) (OrganizationRow, error) {
+				var o OrganizationRow
+				err := row.Scan(&o.ID, &o.Login, &o.Description)
+				return o, err
+			}, s.structureViews().Organization)
+		},
+	}
+}
+
+func (s *Store) refWrite(ws int64, args []any, repoID int64, ref string) entityWrite {
+	return entityWrite{
+		op: "set github ref", sql: setRefReporting, args: args,
+		subject:  "github:ref:" + strconv.FormatInt(repoID, 10) + ":" + ref,
+		upserted: RefUpserted, deleted: RefDeleted, key: map[string]any{"repositoryId": repoID, "ref": ref},
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return readView(ctx, ptx, "read github ref", readRefView, []any{ws, repoID, ref}, func(row pgx.Row) (RefRow, error) {
+				var r RefRow
+				err := row.Scan(&r.RepositoryID, &r.Ref, &r.SHA)
+				return r, err
+			}, s.structureViews().Ref)
+		},
+	}
+}
+
+func (s *Store) subIssueWrite(ws int64, args []any, parent, sub int64) entityWrite {
+	return entityWrite{
+		op: "set github sub-issue", sql: setSubIssueReporting, args: args, subject: idSubject("issue", parent),
+		upserted: SubIssueUpserted, deleted: SubIssueDeleted,
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return readView(ctx, ptx, "read github sub-issue", readSubIssueView, []any{ws, parent, sub}, func(row pgx.Row) (SubIssueRow, error) {
+				var l SubIssueRow
+				err := row.Scan(&l.ParentIssueID, &l.SubIssueID, &l.Deleted)
+				return l, err
+			}, s.structureViews().SubIssue)
+		},
+	}
+}
+
+func (s *Store) issueDependencyWrite(ws int64, args []any, blocked, blocking int64) entityWrite {
+	return entityWrite{
+		op: "set github issue dependency", sql: setIssueDependencyReporting, args: args, subject: idSubject("issue", blocked),
+		upserted: IssueDependencyUpserted, deleted: IssueDependencyDeleted,
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return readView(ctx, ptx, "read github issue dependency", readIssueDependencyView, []any{ws, blocked, blocking},
+				func(row pgx.Row) (IssueDependencyRow, error) {
+					var l IssueDependencyRow
+					err := row.Scan(&l.BlockedIssueID, &l.BlockingIssueID, &l.Deleted)
+					return l, err
+				}, s.structureViews().IssueDependency)
+		},
+	}
+}

@@ -1,0 +1,290 @@
+package gitlabmirror
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// The change feed for the GitLab entities beside merge requests, by the same rule (changes.go):
+// each upsert reports whether the version rule let it write and whether it wrote anything but
+// its event id; only then is the change published, in the write's transaction. Projects
+// compare what the read API shows of them (a discovery write that only moves the version
+// publishes nothing); a merge request's readiness write publishes gitlab.merge_request.upserted
+// when the readiness it shows changed; a commit, immutable, publishes when it is inserted. The
+// read API lists only projects and merge requests, so the other views are shaped like the
+// mirror row. A membership is published under its group's or project's subject (never one
+// naming the user id: person erasure keeps subjects) with the username in its data.
+
+// The change types of the other GitLab entities.
+var (
+	GroupUpserted     = change.MustType("gitlab.group.upserted")
+	GroupDeleted      = change.MustType("gitlab.group.deleted")
+	ProjectUpserted   = change.MustType("gitlab.project.upserted")
+	ProjectDeleted    = change.MustType("gitlab.project.deleted")
+	MemberUpserted    = change.MustType("gitlab.member.upserted")
+	MemberDeleted     = change.MustType("gitlab.member.deleted")
+	MilestoneUpserted = change.MustType("gitlab.milestone.upserted")
+	MilestoneDeleted  = change.MustType("gitlab.milestone.deleted")
+	IssueUpserted     = change.MustType("gitlab.issue.upserted")
+	IssueDeleted      = change.MustType("gitlab.issue.deleted")
+	NoteUpserted      = change.MustType("gitlab.note.upserted")
+	NoteDeleted       = change.MustType("gitlab.note.deleted")
+	PipelineUpserted  = change.MustType("gitlab.pipeline.upserted")
+	CommitUpserted    = change.MustType("gitlab.commit.upserted")
+)
+
+// EntityViews shapes the other GitLab entities for the change feed (gitlabread.Views).
+type EntityViews interface {
+	Group(gitlabhandlers.Group) any
+	Project(gitlabhandlers.ProjectView) any
+	Member(gitlabhandlers.Member) any
+	Milestone(gitlabhandlers.Milestone) any
+	Issue(gitlabhandlers.Issue) any
+	Note(gitlabhandlers.Note) any
+	Pipeline(gitlabhandlers.Pipeline) any
+	Commit(gitlabhandlers.Commit) any
+}
+
+const changedRow = `
+RETURNING NOT EXISTS (SELECT 1 FROM prior p
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted`
+
+func reporting(prior, upsert string) string {
+	return "\nWITH prior AS (" + prior + ")" + upsert + changedRow
+}
+
+// projectShown is what the read API shows of a project, and its tombstone.
+const projectShown = `namespace_id, name, path_with_namespace, web_url, default_branch, visibility, monitored, deleted`
+
+var (
+	upsertGroupReporting  = reporting(`SELECT * FROM gitlab_group WHERE workspace_id = $1 AND id = $2`, upsertGroup)
+	upsertMemberReporting = reporting(`SELECT * FROM gitlab_member
+		WHERE workspace_id = $1 AND source_type = $2 AND source_id = $3 AND user_id = $4`, upsertMember)
+	upsertMilestoneReporting = reporting(`SELECT * FROM gitlab_milestone WHERE workspace_id = $1 AND id = $2`, upsertMilestone)
+	upsertIssueReporting     = reporting(`SELECT * FROM gitlab_issue WHERE workspace_id = $1 AND id = $2`, upsertIssue)
+	upsertNoteReporting      = reporting(`SELECT * FROM gitlab_note WHERE workspace_id = $1 AND id = $2`, upsertNote)
+	upsertPipelineReporting  = `
+WITH prior AS (SELECT * FROM gitlab_pipeline WHERE workspace_id = $1 AND id = $2)` + upsertPipeline + `
+RETURNING NOT EXISTS (SELECT 1 FROM prior p
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), false`
+
+	projectReturning = `
+RETURNING NOT EXISTS (SELECT 1 FROM prior p WHERE (p.` + strings.ReplaceAll(projectShown, ", ", ", p.") + `)
+	IS NOT DISTINCT FROM (t.` + strings.ReplaceAll(projectShown, ", ", ", t.") + `)), t.deleted`
+	projectPrior            = `SELECT * FROM gitlab_project WHERE workspace_id = $1 AND id = $2`
+	upsertProjectReporting  = "\nWITH prior AS (" + projectPrior + ")" + upsertProject + projectReturning
+	setProjectMonitorReport = "\nWITH prior AS (" + projectPrior + ")" + setProjectMonitor + projectReturning
+
+	setReadinessReporting = "\nWITH prior AS (SELECT ready, readiness_reason, approvals_left FROM gitlab_merge_request WHERE workspace_id = $1 AND id = $2)" +
+		strings.Replace(setReadiness, "UPDATE gitlab_merge_request SET", "UPDATE gitlab_merge_request AS t SET", 1) + `
+RETURNING NOT EXISTS (SELECT 1 FROM prior p
+	WHERE (p.ready, p.readiness_reason, p.approvals_left) IS NOT DISTINCT FROM (t.ready, t.readiness_reason, t.approvals_left)), t.deleted`
+
+	insertCommitReporting = insertCommit + ` RETURNING true, false`
+)
+
+const (
+	readGroupView = `SELECT id, parent_id, name, path, full_path, source_updated_at
+		FROM gitlab_group WHERE workspace_id = $1 AND id = $2`
+	readProjectView = `SELECT id, namespace_id, name, path_with_namespace, web_url, default_branch, visibility, monitored
+		FROM gitlab_project WHERE workspace_id = $1 AND id = $2`
+	readMemberView = `SELECT source_type, source_id, user_id, username, access_level, expires_at, source_updated_at
+		FROM gitlab_member WHERE workspace_id = $1 AND source_type = $2 AND source_id = $3 AND user_id = $4`
+	readMilestoneView = `SELECT id, project_id, group_id, iid, title, description, state, due_date::timestamptz, source_updated_at
+		FROM gitlab_milestone WHERE workspace_id = $1 AND id = $2`
+	readIssueView = `SELECT id, project_id, iid, title, description, state, author_id, milestone_id, labels, web_url,
+		created_at, closed_at, source_updated_at
+		FROM gitlab_issue WHERE workspace_id = $1 AND id = $2`
+	readNoteView = `SELECT id, project_id, noteable_type, noteable_id, commit_sha, author_id, body, system, web_url,
+		created_at, source_updated_at
+		FROM gitlab_note WHERE workspace_id = $1 AND id = $2`
+	readPipelineView = `SELECT id, project_id, ref, sha, status, source, merge_request_id, created_at, finished_at,
+		source_updated_at
+		FROM gitlab_pipeline WHERE workspace_id = $1 AND id = $2`
+	readCommitView = `SELECT project_id, sha, title, message, author_name, authored_at, url
+		FROM gitlab_commit WHERE workspace_id = $1 AND project_id = $2 AND sha = $3`
+)
+
+// entityWrite is one reporting write and the change it publishes when it changed the row.
+type entityWrite struct {
+	op, plain, sql    string // plain: the write without reporting (no publisher)
+	args              []any
+	subject           string
+	upserted, deleted change.Type // deleted zero: never a tombstone
+	key               any         // a deletion's data; nil: the view
+	view              func(ctx context.Context, ptx pgx.Tx) (any, error)
+}
+
+func (s *Store) writeEntity(ctx context.Context, tx ports.Tx, ws int64, w entityWrite) error {
+	if s.feed.pub == nil {
+		return exec(ctx, tx, w.op, w.plain, w.args...)
+	}
+	ptx, err := deliveryinbox.PgxTx(tx)
+	if err != nil {
+		return err
+	}
+	var changed, deleted bool
+	err = ptx.QueryRow(ctx, w.sql, w.args...).Scan(&changed, &deleted)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !changed) {
+		return nil // refused by the version rule, or nothing shown changed
+	}
+	if err != nil {
+		return pgutil.Interpret(w.op, err)
+	}
+	t, data := w.upserted, w.key
+	if deleted && !w.deleted.IsZero() {
+		t = w.deleted
+	}
+	if t == w.upserted || data == nil {
+		if data, err = w.view(ctx, ptx); err != nil {
+			return err
+		}
+	}
+	c, err := change.New(t, w.subject, data)
+	if err != nil {
+		return err
+	}
+	return s.feed.pub.Publish(ctx, tx, ws, c)
+}
+
+func subject(entity string, id int64) string {
+	return "gitlab:" + entity + ":" + strconv.FormatInt(id, 10)
+}
+
+func idKey(id int64) map[string]int64 { return map[string]int64{"id": id} }
+
+// read scans one view row in the write's transaction and shapes it.
+func read[R any](ctx context.Context, ptx pgx.Tx, op, sql string, args []any, scan func(pgx.Row, *R) error, shape func(R) any) (any, error) {
+	var r R
+	if err := scan(ptx.QueryRow(ctx, sql, args...), &r); err != nil {
+		return nil, pgutil.Interpret(op, err)
+	}
+	return shape(r), nil
+}
+
+func (s *Store) views() EntityViews { return s.feed.views }
+
+func (s *Store) groupWrite(ws int64, args []any, id int64) entityWrite {
+	return entityWrite{op: "upsert gitlab group", plain: upsertGroup, sql: upsertGroupReporting, args: args,
+		subject: subject("group", id), upserted: GroupUpserted, deleted: GroupDeleted, key: idKey(id),
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return read(ctx, ptx, "read gitlab group", readGroupView, []any{ws, id}, func(row pgx.Row, g *gitlabhandlers.Group) error {
+				var updated pgtype.Timestamptz
+				err := row.Scan(&g.ID, &g.ParentID, &g.Name, &g.Path, &g.FullPath, &updated)
+				g.Version.UpdatedAt = finite(updated)
+				return err
+			}, s.views().Group)
+		}}
+}
+
+func (s *Store) projectWrite(ws int64, op, plain, sql string, args []any, id int64) entityWrite {
+	return entityWrite{op: op, plain: plain, sql: sql, args: args,
+		subject: subject("project", id), upserted: ProjectUpserted, deleted: ProjectDeleted, key: idKey(id),
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return read(ctx, ptx, "read gitlab project", readProjectView, []any{ws, id}, func(row pgx.Row, p *gitlabhandlers.ProjectView) error {
+				return row.Scan(&p.ID, &p.NamespaceID, &p.Name, &p.PathWithNamespace, &p.WebURL, &p.DefaultBranch,
+					&p.Visibility, &p.Monitored)
+			}, s.views().Project)
+		}}
+}
+
+func (s *Store) memberWrite(ws int64, args []any, m gitlabhandlers.Member) entityWrite {
+	return entityWrite{op: "upsert gitlab member", plain: upsertMember, sql: upsertMemberReporting, args: args,
+		subject: subject(m.SourceType, m.SourceID), upserted: MemberUpserted, deleted: MemberDeleted,
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return read(ctx, ptx, "read gitlab member", readMemberView, []any{ws, m.SourceType, m.SourceID, m.UserID},
+				func(row pgx.Row, r *gitlabhandlers.Member) error {
+					var updated pgtype.Timestamptz
+					err := row.Scan(&r.SourceType, &r.SourceID, &r.UserID, &r.Username, &r.AccessLevel, &r.ExpiresAt, &updated)
+					r.Version.UpdatedAt = finite(updated)
+					return err
+				}, s.views().Member)
+		}}
+}
+
+func (s *Store) milestoneWrite(ws int64, args []any, id int64) entityWrite {
+	return entityWrite{op: "upsert gitlab milestone", plain: upsertMilestone, sql: upsertMilestoneReporting, args: args,
+		subject: subject("milestone", id), upserted: MilestoneUpserted, deleted: MilestoneDeleted, key: idKey(id),
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return read(ctx, ptx, "read gitlab milestone", readMilestoneView, []any{ws, id}, func(row pgx.Row, m *gitlabhandlers.Milestone) error {
+				var updated pgtype.Timestamptz
+				err := row.Scan(&m.ID, &m.ProjectID, &m.GroupID, &m.IID, &m.Title, &m.Description, &m.State, &m.DueDate, &updated)
+				m.Version.UpdatedAt = finite(updated)
+				return err
+			}, s.views().Milestone)
+		}}
+}
+
+func (s *Store) issueWrite(ws int64, args []any, id int64) entityWrite {
+	return entityWrite{op: "upsert gitlab issue", plain: upsertIssue, sql: upsertIssueReporting, args: args,
+		subject: subject("issue", id), upserted: IssueUpserted, deleted: IssueDeleted, key: idKey(id),
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return read(ctx, ptx, "read gitlab issue", readIssueView, []any{ws, id}, func(row pgx.Row, i *gitlabhandlers.Issue) error {
+				var updated pgtype.Timestamptz
+				err := row.Scan(&i.ID, &i.ProjectID, &i.IID, &i.Title, &i.Description, &i.State, &i.AuthorID, &i.MilestoneID,
+					&i.Labels, &i.WebURL, &i.CreatedAt, &i.ClosedAt, &updated)
+				i.Version.UpdatedAt = finite(updated)
+				if i.Labels == nil {
+					i.Labels = []string{}
+				}
+				return err
+			}, s.views().Issue)
+		}}
+}
+
+func (s *Store) noteWrite(ws int64, args []any, id int64) entityWrite {
+	return entityWrite{op: "upsert gitlab note", plain: upsertNote, sql: upsertNoteReporting, args: args,
+		subject: subject("note", id), upserted: NoteUpserted, deleted: NoteDeleted, key: idKey(id),
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return read(ctx, ptx, "read gitlab note", readNoteView, []any{ws, id}, func(row pgx.Row, n *gitlabhandlers.Note) error {
+				var updated pgtype.Timestamptz
+				err := row.Scan(&n.ID, &n.ProjectID, &n.NoteableType, &n.NoteableID, &n.CommitSHA, &n.AuthorID, &n.Body,
+					&n.System, &n.WebURL, &n.CreatedAt, &updated)
+				n.Version.UpdatedAt = finite(updated)
+				return err
+			}, s.views().Note)
+		}}
+}
+
+func (s *Store) pipelineWrite(ws int64, args []any, id int64) entityWrite {
+	return entityWrite{op: "upsert gitlab pipeline", plain: upsertPipeline, sql: upsertPipelineReporting, args: args,
+		subject: subject("pipeline", id), upserted: PipelineUpserted,
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return read(ctx, ptx, "read gitlab pipeline", readPipelineView, []any{ws, id}, func(row pgx.Row, p *gitlabhandlers.Pipeline) error {
+				var updated pgtype.Timestamptz
+				err := row.Scan(&p.ID, &p.ProjectID, &p.Ref, &p.SHA, &p.Status, &p.Source, &p.MergeRequestID, &p.CreatedAt,
+					&p.FinishedAt, &updated)
+				p.Version.UpdatedAt = finite(updated)
+				return err
+			}, s.views().Pipeline)
+		}}
+}
+
+func (s *Store) commitWrite(ws int64, args []any, projectID int64, sha string) entityWrite {
+	return entityWrite{op: "insert gitlab commit", plain: insertCommit, sql: insertCommitReporting, args: args,
+		subject: subject("commit", projectID) + ":" + sha, upserted: CommitUpserted,
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return read(ctx, ptx, "read gitlab commit", readCommitView, []any{ws, projectID, sha}, func(row pgx.Row, c *gitlabhandlers.Commit) error {
+				return row.Scan(&c.ProjectID, &c.SHA, &c.Title, &c.Message, &c.AuthorName, &c.AuthoredAt, &c.URL)
+			}, s.views().Commit)
+		}}
+}
+
+// readinessWrite publishes the merge request, as the read API shows it, when its readiness
+// changed.
+func (s *Store) readinessWrite(ws int64, args []any, id int64) entityWrite {
+	return entityWrite{op: "set gitlab merge request readiness", plain: setReadiness, sql: setReadinessReporting, args: args,
+		subject: "gitlab:merge_request:" + strconv.FormatInt(id, 10), upserted: MergeRequestUpserted,
+		view: func(ctx context.Context, ptx pgx.Tx) (any, error) { return s.mergeRequestView(ctx, ptx, ws, id) }}
+}

@@ -1,0 +1,146 @@
+package gitlabread
+
+import (
+	"time"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+)
+
+// The change feed's views of the GitLab entities this API lists no page of (projects use the
+// API's own): shaped like the mirror row, camelCase as the other views.
+
+func updatedOf(v gitlabhandlers.Version) *string {
+	if v.UpdatedAt.IsZero() {
+		return nil
+	}
+	return timestamp(&v.UpdatedAt)
+}
+
+type groupJSON struct {
+	ID        int64   `json:"id"`
+	ParentID  *int64  `json:"parentId"`
+	Name      string  `json:"name"`
+	Path      string  `json:"path"`
+	FullPath  string  `json:"fullPath"`
+	UpdatedAt *string `json:"updatedAt"`
+}
+
+func (Views) Group(g gitlabhandlers.Group) any {
+	return groupJSON{ID: g.ID, ParentID: g.ParentID, Name: g.Name, Path: g.Path, FullPath: g.FullPath,
+		UpdatedAt: updatedOf(g.Version)}
+}
+
+func (Views) Project(p gitlabhandlers.ProjectView) any { return toProjectJSON(p) }
+
+type memberJSON struct {
+	SourceType  string  `json:"sourceType"`
+	SourceID    int64   `json:"sourceId"`
+	UserID      int64   `json:"userId"`
+	Username    string  `json:"username"`
+	AccessLevel string  `json:"accessLevel"`
+	ExpiresAt   *string `json:"expiresAt"`
+	UpdatedAt   *string `json:"updatedAt"`
+}
+
+func (Views) Member(m gitlabhandlers.Member) any {
+	return memberJSON{SourceType: m.SourceType, SourceID: m.SourceID, UserID: m.UserID, Username: m.Username,
+		AccessLevel: m.AccessLevel, ExpiresAt: timestamp(m.ExpiresAt), UpdatedAt: updatedOf(m.Version)}
+}
+
+type milestoneJSON struct {
+	ID          int64   `json:"id"`
+	ProjectID   *int64  `json:"projectId"`
+	GroupID     *int64  `json:"groupId"`
+	IID         int     `json:"iid"`
+	Title       string  `json:"title"`
+	Description *string `json:"description"`
+	State       string  `json:"state"`
+	DueDate     *string `json:"dueDate"`
+	UpdatedAt   *string `json:"updatedAt"`
+}
+
+func (Views) Milestone(m gitlabhandlers.Milestone) any {
+	var due *string
+	if m.DueDate != nil {
+		d := m.DueDate.UTC().Format(time.DateOnly)
+		due = &d
+	}
+	return milestoneJSON{ID: m.ID, ProjectID: m.ProjectID, GroupID: m.GroupID, IID: m.IID, Title: m.Title,
+		Description: m.Description, State: m.State, DueDate: due, UpdatedAt: updatedOf(m.Version)}
+}
+
+type issueJSON struct {
+	ID          int64    `json:"id"`
+	ProjectID   int64    `json:"projectId"`
+	IID         int      `json:"iid"`
+	Title       string   `json:"title"`
+	State       string   `json:"state"`
+	AuthorID    *int64   `json:"authorId"`
+	MilestoneID *int64   `json:"milestoneId"`
+	Labels      []string `json:"labels"`
+	WebURL      string   `json:"webUrl"`
+	CreatedAt   *string  `json:"createdAt"`
+	UpdatedAt   *string  `json:"updatedAt"`
+	ClosedAt    *string  `json:"closedAt"`
+}
+
+func (Views) Issue(i gitlabhandlers.Issue) any {
+	return issueJSON{ID: i.ID, ProjectID: i.ProjectID, IID: i.IID, Title: i.Title, State: i.State, AuthorID: i.AuthorID,
+		MilestoneID: i.MilestoneID, Labels: i.Labels, WebURL: i.WebURL, CreatedAt: timestamp(i.CreatedAt),
+		UpdatedAt: updatedOf(i.Version), ClosedAt: timestamp(i.ClosedAt)}
+}
+
+type noteJSON struct {
+	ID           int64   `json:"id"`
+	ProjectID    int64   `json:"projectId"`
+	NoteableType string  `json:"noteableType"`
+	NoteableID   *int64  `json:"noteableId"`
+	CommitSHA    *string `json:"commitSha"`
+	AuthorID     *int64  `json:"authorId"`
+	Body         *string `json:"body"`
+	System       bool    `json:"system"`
+	WebURL       string  `json:"webUrl"`
+	CreatedAt    *string `json:"createdAt"`
+	UpdatedAt    *string `json:"updatedAt"`
+}
+
+func (Views) Note(n gitlabhandlers.Note) any {
+	return noteJSON{ID: n.ID, ProjectID: n.ProjectID, NoteableType: n.NoteableType, NoteableID: n.NoteableID,
+		CommitSHA: n.CommitSHA, AuthorID: n.AuthorID, Body: n.Body, System: n.System, WebURL: n.WebURL,
+		CreatedAt: timestamp(n.CreatedAt), UpdatedAt: updatedOf(n.Version)}
+}
+
+type pipelineJSON struct {
+	ID             int64   `json:"id"`
+	ProjectID      int64   `json:"projectId"`
+	Ref            string  `json:"ref"`
+	SHA            string  `json:"sha"`
+	Status         string  `json:"status"`
+	Source         string  `json:"source"`
+	MergeRequestID *int64  `json:"mergeRequestId"`
+	CreatedAt      *string `json:"createdAt"`
+	FinishedAt     *string `json:"finishedAt"`
+	UpdatedAt      *string `json:"updatedAt"`
+}
+
+func (Views) Pipeline(p gitlabhandlers.Pipeline) any {
+	return pipelineJSON{ID: p.ID, ProjectID: p.ProjectID, Ref: p.Ref, SHA: p.SHA, Status: p.Status, Source: p.Source,
+		MergeRequestID: p.MergeRequestID, CreatedAt: timestamp(p.CreatedAt), FinishedAt: timestamp(p.FinishedAt),
+		UpdatedAt: updatedOf(p.Version)}
+}
+
+// commitJSON carries no e-mail address, as the GitHub commit view.
+type commitJSON struct {
+	ProjectID  int64   `json:"projectId"`
+	SHA        string  `json:"sha"`
+	Title      string  `json:"title"`
+	Message    string  `json:"message"`
+	AuthorName string  `json:"authorName"`
+	AuthoredAt *string `json:"authoredAt"`
+	URL        string  `json:"url"`
+}
+
+func (Views) Commit(c gitlabhandlers.Commit) any {
+	return commitJSON{ProjectID: c.ProjectID, SHA: c.SHA, Title: c.Title, Message: c.Message, AuthorName: c.AuthorName,
+		AuthoredAt: timestamp(c.AuthoredAt), URL: c.URL}
+}

@@ -1,0 +1,114 @@
+package changes_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	slackadapter "github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+)
+
+var slackEnvelopes atomic.Int64
+
+// The Slack channel registry through the real handlers: each registry change publishes one
+// slack.channel change, a redelivery or an event that changes nothing publishes nothing.
+var _ = Describe("Slack channels in the change feed", func() {
+	const (
+		team    = "T0SPEC002"
+		channel = "C0SPEC002"
+	)
+	var (
+		ws   int64
+		feed *changefeed.Store
+		reg  *consumer.Registry
+	)
+
+	BeforeEach(func(ctx SpecContext) {
+		ws = support.Workspace(ctx, writerPool, "acme")
+		_, err := writerPool.Exec(ctx, `
+			INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config, source_key)
+			VALUES ($1, 'SLACK', 'SLACK', 'ACTIVE', 'https://slack.com', jsonb_build_object('teamId', $2::text), $2)`, ws, team)
+		Expect(err).NotTo(HaveOccurred())
+		feed, err = changefeed.New(writerPool, nil)
+		Expect(err).NotTo(HaveOccurred())
+		mirror, err := slackmirror.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mirror.PublishChanges(feed, slackread.Views{})).To(Succeed())
+		box, err := deliveryinbox.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		reg = consumer.NewRegistry()
+		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: box, Store: mirror, Log: support.Logger{}})).To(Succeed())
+	})
+
+	deliver := func(ctx context.Context, eventType, event string) support.Delivery {
+		GinkgoHelper()
+		d := support.LeasedEvent(ctx, writerPool, ws, slackadapter.Provider, eventType, "slack:channel:"+channel, fmt.Sprintf(
+			`{"type":"event_callback","team_id":%q,"event_id":"EvCh%d","authorizations":[{"team_id":%q,"user_id":"UBOT","is_bot":true}],"event":%s}`,
+			team, slackEnvelopes.Add(1), team, event))
+		Expect(d.Handle(ctx, reg)).To(Succeed())
+		return d
+	}
+	published := func(ctx context.Context) []string {
+		GinkgoHelper()
+		cs, err := feed.Changes(ctx, ws, change.Cursor{}, 100)
+		Expect(err).NotTo(HaveOccurred())
+		out := []string{}
+		for _, c := range cs {
+			out = append(out, c.Type+" "+c.Subject+" "+string(c.Data))
+		}
+		return out
+	}
+	view := func(name, consent string) string {
+		return fmt.Sprintf(`slack.channel.upserted slack:channel:%s {"id": %q, "name": %q, "teamId": %q, "consent": %q}`,
+			channel, channel, name, team, consent)
+	}
+	created := `{"type":"channel_created","channel":{"id":"` + channel + `","name":"general","created":1700000000,"creator":"U1"}}`
+	joined := `{"type":"member_joined_channel","channel":"` + channel + `","channel_type":"C","user":"UBOT","team":"` + team + `"}`
+
+	It("publishes the registration, the consent, a rename and the revocation with its erasure once each", func(ctx SpecContext) {
+		d := deliver(ctx, "channel_created", created)
+		Expect(published(ctx)).To(Equal([]string{view("general", "PENDING")}))
+
+		By("the registration handled again, and another delivery of it: nothing new")
+		d.NextLease(ctx)
+		Expect(d.Handle(ctx, reg)).To(Succeed())
+		deliver(ctx, "channel_created", created)
+		Expect(published(ctx)).To(HaveLen(1))
+
+		deliver(ctx, "member_joined_channel", joined)
+		deliver(ctx, "member_joined_channel", joined) // already granted: nothing
+		deliver(ctx, "message", `{"type":"message","channel":"`+channel+`","user":"U1","text":"hi","ts":"1700000000.000100"}`)
+		deliver(ctx, "channel_rename", `{"type":"channel_rename","channel":{"id":"`+channel+`","name":"town-square","created":1700000000}}`)
+		deliver(ctx, "channel_deleted", `{"type":"channel_deleted","channel":"`+channel+`"}`)
+		got := published(ctx)
+		Expect(got).To(HaveLen(6), "%v", got)
+		Expect(got[1]).To(Equal(view("general", "GRANTED")))
+		Expect(got[2]).To(HavePrefix("slack.message.posted slack:message:" + channel + ":1700000000.000100 "))
+		Expect(got[3]).To(Equal(view("town-square", "GRANTED")))
+		Expect(got[4]).To(Equal(view("town-square", "REVOKED")))
+		Expect(got[5]).To(Equal(`slack.channel.messages_erased slack:channel:` + channel + ` {"id": "` + channel + `", "messages": 1}`))
+	})
+
+	It("publishes slack.channel.deleted for each channel the uninstall erases, and nothing for a second uninstall", func(ctx SpecContext) {
+		deliver(ctx, "channel_created", created)
+		uninstall := `{"type":"app_uninstalled"}`
+		deliver(ctx, "app_uninstalled", uninstall)
+		deliver(ctx, "app_uninstalled", uninstall)
+		got := published(ctx)
+		Expect(got).To(Equal([]string{
+			view("general", "PENDING"),
+			`slack.channel.deleted slack:channel:` + channel + ` {"id": "` + channel + `", "teamId": "` + team + `"}`,
+		}))
+	})
+})
