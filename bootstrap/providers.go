@@ -29,6 +29,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/accessrecheck"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
+	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
@@ -185,9 +186,9 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 // change feed (its Run ends the open feed streams when the server stops) and its retention, and
 // the GitHub redelivery reconciler when App authentication is configured.
 func provideRunners(c *consumer.Consumer, e *erasure.Runner, a *accessrecheck.Recheck, cf *changes.Feed, cr *changes.Retention,
-	g *redelivery.Reconciler,
+	g *redelivery.Reconciler, sy *backfill.Runner,
 ) []Runner {
-	runners := []Runner{c, e, a, cf, cr}
+	runners := []Runner{c, e, a, cf, cr, sy}
 	if g != nil {
 		runners = append(runners, g)
 	}
@@ -318,10 +319,10 @@ func provideModules() []ports.ProviderModule {
 // provideRegistrars mounts the webhook receiver and the management API.
 func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Hooks, manage *management.Service, log ports.Logger,
 	ops operatorRoutes, cons consoleRoutes, install installRoutes, gh githubRoutes, gl gitlabRoutes, sl slackRoutes, ol outlineRoutes,
-	ch changesRoutes,
+	ch changesRoutes, sy syncRoutes,
 ) []server.Registrar {
 	return []server.Registrar{
-		server.Registrar(ops), server.Registrar(cons), server.Registrar(install), server.Registrar(ch),
+		server.Registrar(ops), server.Registrar(cons), server.Registrar(install), server.Registrar(ch), server.Registrar(sy),
 		server.Registrar(gh), server.Registrar(gl), server.Registrar(sl), server.Registrar(ol),
 		func(r gin.IRouter) error {
 			return webhookapi.Register(r, admit, hooks, webhookapi.Config{MaxBytes: cfg.WebhookMaxBytes, InflightBytes: cfg.WebhookInflightBytes})

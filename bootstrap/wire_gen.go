@@ -174,8 +174,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	bootstrapSlackRoutes := provideSlackRoutes(managementService, workspaces, slackmirrorStore, portsLogger)
 	bootstrapOutlineRoutes := provideOutlineRoutes(managementService, workspaces, outlinemirrorStore, portsLogger)
 	bootstrapChangesRoutes := provideChangeRoutes(managementService, workspaces, feed, portsLogger)
-	v3 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes, bootstrapChangesRoutes)
-	inbox, err := provideDeliveryInbox(pool)
+	syncjobsStore, err := provideSyncJobs(pool)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -184,6 +183,25 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	liveSecrets, err := management.NewLiveSecrets(pool, aesgcm)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapGithubSyncSource, err := provideGitHubSyncSource(config, app, liveSecrets, githubmirrorStore)
+	if err != nil {
+		return nil, nil, err
+	}
+	v3 := provideSyncSources(bootstrapGithubSyncSource)
+	backfillRunner, err := provideSyncRunner(config, syncjobsStore, v3, metrics, portsLogger, clock)
+	if err != nil {
+		return nil, nil, err
+	}
+	backfillService, err := provideSyncService(syncjobsStore, backfillRunner)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapSyncRoutes := provideSyncRoutes(managementService, workspaces, backfillService, portsLogger)
+	v4 := provideRegistrars(config, service, hooks, managementService, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapGithubRoutes, bootstrapGitlabRoutes, bootstrapSlackRoutes, bootstrapOutlineRoutes, bootstrapChangesRoutes, bootstrapSyncRoutes)
+	inbox, err := provideDeliveryInbox(pool)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -224,8 +242,8 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	v4 := provideRunners(consumerConsumer, runner, recheck, feed, retention, reconciler)
-	bootstrapServices := newServices(v3, v4)
+	v5 := provideRunners(consumerConsumer, runner, recheck, feed, retention, reconciler, backfillRunner)
+	bootstrapServices := newServices(v4, v5)
 	return bootstrapServices, func() {
 	}, nil
 }
