@@ -131,3 +131,29 @@ var _ = Describe("Sync jobs follow subscriptions and the connection's lifecycle"
 		})
 	})
 })
+
+var _ = Describe("A sync page during person erasure", func() {
+	It("waits for the erasure pass (contention, no budget used) and commits after it", func(ctx SpecContext) {
+		gh := newFakeGitHub(patToken)
+		gh.add(history(docsRepoID, "acme/docs", docsBase, 30))
+		acme := support.NewWorkspace(ctx, manage, "acme").ID
+		conn := patConnection(ctx, acme, patToken)
+		subscribe(ctx, acme, conn, docsRepoID, "acme/docs")
+		a := newServer("server-a", pool, jobs, gh)
+
+		_, err := pool.Exec(ctx, `UPDATE inbox_erasure_fence SET in_progress = true WHERE name = 'inbox'`)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(a.runner.Drain(ctx)).To(Succeed())
+		j := job(ctx, conn, docsRepoID)
+		Expect(j.State).To(Equal("QUEUED"))
+		Expect(j.Pages).To(BeZero())
+		Expect(j.Attempt).To(BeZero())
+		Expect(j.LastError).To(HaveValue(Equal("contention")))
+		Expect(count(ctx, `SELECT count(*) FROM github_repository`)).To(BeZero())
+
+		_, err = pool.Exec(ctx, `UPDATE inbox_erasure_fence SET in_progress = false WHERE name = 'inbox'`)
+		Expect(err).NotTo(HaveOccurred())
+		drainUntil(ctx, a, func() bool { return job(ctx, conn, docsRepoID).State == "DONE" })
+		Expect(count(ctx, `SELECT count(*) FROM github_issue WHERE workspace_id = $1`, acme)).To(Equal(30))
+	})
+})

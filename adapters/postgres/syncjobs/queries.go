@@ -67,6 +67,13 @@ SELECT id FROM sync_job
 WHERE id = $1 AND state = 'RUNNING' AND leased_by = $2 AND lease_epoch = $3
 FOR UPDATE`
 
+// takeCopyFence is the person-erasure copy fence a handler step takes (deliveryinbox): FOR KEY
+// SHARE SKIP LOCKED does not conflict with erasure raising in_progress, so the flag tells a page
+// that erasure started, and conflicts with erasure's FOR UPDATE, so no row means erasure holds
+// the fence. Held to the commit, erasure's FOR UPDATE waits for the page, never the reverse.
+const takeCopyFence = `
+SELECT in_progress FROM inbox_erasure_fence WHERE name = 'inbox' FOR KEY SHARE SKIP LOCKED`
+
 // commitSyncPage stores the page's cursor and counters, in the page's transaction, and
 // extends the lease (or ends it when the page was the last).
 const commitSyncPage = `

@@ -92,6 +92,9 @@ func (s *Store) CommitSyncPage(ctx context.Context, l ports.SyncLease, p ports.S
 		if err := held(tx.QueryRow(ctx, lockHeldSyncJob, l.JobID, l.Owner, l.Epoch), "fence sync page"); err != nil {
 			return err
 		}
+		if err := copyFence(ctx, tx); err != nil {
+			return err
+		}
 		if p.Write != nil {
 			adopted = deliveryinbox.Adopt(tx)
 			if err := p.Write(ctx, adopted); err != nil {
@@ -105,6 +108,18 @@ func (s *Store) CommitSyncPage(ctx context.Context, l ports.SyncLease, p ports.S
 		deliveryinbox.Committed(adopted)
 	}
 	return err
+}
+
+// copyFence refuses a page while person erasure runs (inbox.ErrBusy: contention, the page is
+// tried again shortly without using its budget), as the DeliveryInbox refuses a handler's write,
+// so no page writes a person back into the mirror between erasure's mirror and inbox stores.
+func copyFence(ctx context.Context, tx pgx.Tx) error {
+	var inProgress bool
+	err := tx.QueryRow(ctx, takeCopyFence).Scan(&inProgress)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && inProgress) {
+		return fmt.Errorf("sync page during person erasure: %w", inbox.ErrBusy)
+	}
+	return pgutil.Interpret("take erasure copy fence", err)
 }
 
 // FailSyncPage implements ports.SyncJobStore.
