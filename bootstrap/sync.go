@@ -3,6 +3,7 @@
 package bootstrap
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/gin-gonic/gin"
@@ -11,8 +12,11 @@ import (
 
 	githubapi "github.com/hephaestus-dev/hephaestus/adapters/github/api"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubsync"
+	gitlabapi "github.com/hephaestus-dev/hephaestus/adapters/gitlab/api"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/syncapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/gitlabmirror"
 	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
@@ -26,6 +30,7 @@ import (
 var syncSet = wire.NewSet(
 	provideSyncJobs,
 	provideGitHubSyncSource,
+	provideGitLabSyncSource,
 	provideSyncSources,
 	provideSyncRunner,
 	provideSyncService,
@@ -52,8 +57,8 @@ func provideGitHubSyncSource(cfg Config, app *githubapi.App, secrets *pgmanageme
 }
 
 // provideSyncSources lists the providers' sync sources: one element per provider that syncs.
-func provideSyncSources(gh githubSyncSource) []ports.SyncSource {
-	return []ports.SyncSource{gh}
+func provideSyncSources(gh githubSyncSource, gl gitlabSyncSource) []ports.SyncSource {
+	return []ports.SyncSource{gh, gl}
 }
 
 func provideSyncRunner(cfg Config, store *syncjobs.Store, sources []ports.SyncSource, metrics *telemetry.Metrics,
@@ -73,4 +78,25 @@ func provideSyncRoutes(manage *management.Service, members ports.WorkspaceStore,
 	return func(r gin.IRouter) error {
 		return syncapi.Register(r, syncapi.Config{Auth: manage, Members: members, Syncs: syncs, Log: log})
 	}
+}
+
+// gitlabSyncSource is GitLab's sync source.
+type gitlabSyncSource ports.SyncSource
+
+// provideGitLabSyncSource reads GitLab with HEPHAESTUS_GITLAB_API_TOKEN at
+// HEPHAESTUS_GITLAB_API_URL (without both, GitLab backfills fail as refused and teardown still
+// runs) and writes through the GitLab mirror store. Its pages are larger than the handlers'
+// single reads, so its body bound is 8 MiB.
+func provideGitLabSyncSource(cfg Config, store *gitlabmirror.Store) (gitlabSyncSource, error) {
+	var reader gitlabsync.Reader
+	if cfg.GitLabAPIURL != "" && cfg.GitLabAPIToken != "" {
+		token := cfg.GitLabAPIToken
+		client, err := gitlabapi.New(gitlabapi.Config{BaseURL: cfg.GitLabAPIURL, MaxBodyBytes: 8 << 20,
+			Token: func(context.Context) (string, error) { return token, nil }})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvGitLabAPIURL, err)
+		}
+		reader = client
+	}
+	return gitlabsync.New(reader, store)
 }

@@ -190,7 +190,11 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	v3 := provideSyncSources(bootstrapGithubSyncSource)
+	bootstrapGitlabSyncSource, err := provideGitLabSyncSource(config, gitlabmirrorStore)
+	if err != nil {
+		return nil, nil, err
+	}
+	v3 := provideSyncSources(bootstrapGithubSyncSource, bootstrapGitlabSyncSource)
 	backfillRunner, err := provideSyncRunner(config, syncjobsStore, v3, metrics, portsLogger, clock)
 	if err != nil {
 		return nil, nil, err

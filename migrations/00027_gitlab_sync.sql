@@ -1,0 +1,26 @@
+-- +goose Up
+
+-- GitLab projects are backfilled too (adapters/gitlab/gitlabsync): their subscriptions get sync
+-- jobs from now on, and the existing ones backfill once.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION sync_resource_syncable(provider text, resource_type text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE AS $$
+    SELECT (provider, resource_type) IN (('GITHUB', 'repository'), ('GITLAB', 'project'))
+$$;
+-- +goose StatementEnd
+
+INSERT INTO sync_job (workspace_id, connection_id, provider, kind, resource_type, resource_id)
+SELECT s.workspace_id, s.connection_id, s.provider, 'BACKFILL', s.resource_type, s.resource_id
+FROM connection_subscription s
+JOIN connection c ON c.id = s.connection_id AND c.state <> 'UNINSTALLED'
+WHERE s.provider = 'GITLAB' AND s.resource_type = 'project'
+ON CONFLICT ON CONSTRAINT uq_sync_job_resource DO NOTHING;
+
+-- +goose Down
+DELETE FROM sync_job WHERE provider = 'GITLAB' AND kind = 'BACKFILL';
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION sync_resource_syncable(provider text, resource_type text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE AS $$
+    SELECT (provider, resource_type) IN (('GITHUB', 'repository'))
+$$;
+-- +goose StatementEnd
