@@ -47,8 +47,18 @@ CREATE INDEX ix_sync_job_workspace ON sync_job (workspace_id, connection_id);
 -- not a table: the specs' truncation between specs must not empty it.
 -- +goose StatementBegin
 CREATE FUNCTION sync_resource_syncable(provider text, resource_type text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE AS $$
+    LANGUAGE sql STABLE AS $$
     SELECT (provider, resource_type) IN (('GITHUB', 'repository'))
+$$;
+-- +goose StatementEnd
+
+-- sync_provider_tears_down: the providers whose uninstalled connections get a teardown job (a
+-- provider adding one replaces this function in its migration). Slack erases its team's data
+-- in its own uninstall step (the seed), so it has none.
+-- +goose StatementBegin
+CREATE FUNCTION sync_provider_tears_down(provider text) RETURNS boolean
+    LANGUAGE sql STABLE AS $$
+    SELECT provider IN ('GITHUB')
 $$;
 -- +goose StatementEnd
 
@@ -122,7 +132,8 @@ BEGIN
     ELSIF NEW.state = 'UNINSTALLED' THEN
         DELETE FROM sync_job WHERE connection_id = NEW.id AND kind = 'BACKFILL';
         INSERT INTO sync_job (workspace_id, connection_id, provider, kind, resource_type, resource_id)
-        VALUES (NEW.workspace_id, NEW.id, NEW.provider, 'TEARDOWN', 'connection', NEW.id::text)
+        SELECT NEW.workspace_id, NEW.id, NEW.provider, 'TEARDOWN', 'connection', NEW.id::text
+        WHERE sync_provider_tears_down(NEW.provider)
         ON CONFLICT ON CONSTRAINT uq_sync_job_resource DO UPDATE SET state = 'QUEUED', cursor = NULL,
             items = 0, pages = 0, attempt = 0, lease_epoch = sync_job.lease_epoch + 1,
             leased_until = NULL, leased_by = NULL, due_at = now(), started_at = NULL,
@@ -151,5 +162,6 @@ DROP FUNCTION sync_connection_state_changed();
 DROP FUNCTION sync_subscription_removed();
 DROP FUNCTION sync_subscription_added();
 DROP FUNCTION sync_restart(bigint);
+DROP FUNCTION sync_provider_tears_down(text);
 DROP FUNCTION sync_resource_syncable(text, text);
 DROP TABLE sync_job;

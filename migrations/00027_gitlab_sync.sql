@@ -1,11 +1,18 @@
 -- +goose Up
 
 -- GitLab projects are backfilled too (adapters/gitlab/gitlabsync): their subscriptions get sync
--- jobs from now on, and the existing ones backfill once.
+-- jobs from now on, and the existing ones backfill once; an uninstalled GitLab connection gets a
+-- teardown job.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION sync_resource_syncable(provider text, resource_type text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE AS $$
+    LANGUAGE sql STABLE AS $$
     SELECT (provider, resource_type) IN (('GITHUB', 'repository'), ('GITLAB', 'project'))
+$$;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION sync_provider_tears_down(provider text) RETURNS boolean
+    LANGUAGE sql STABLE AS $$
+    SELECT provider IN ('GITHUB', 'GITLAB')
 $$;
 -- +goose StatementEnd
 
@@ -17,10 +24,16 @@ WHERE s.provider = 'GITLAB' AND s.resource_type = 'project'
 ON CONFLICT ON CONSTRAINT uq_sync_job_resource DO NOTHING;
 
 -- +goose Down
-DELETE FROM sync_job WHERE provider = 'GITLAB' AND kind = 'BACKFILL';
+DELETE FROM sync_job WHERE provider = 'GITLAB';
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION sync_provider_tears_down(provider text) RETURNS boolean
+    LANGUAGE sql STABLE AS $$
+    SELECT provider IN ('GITHUB')
+$$;
+-- +goose StatementEnd
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION sync_resource_syncable(provider text, resource_type text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE AS $$
+    LANGUAGE sql STABLE AS $$
     SELECT (provider, resource_type) IN (('GITHUB', 'repository'))
 $$;
 -- +goose StatementEnd

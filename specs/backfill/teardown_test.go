@@ -157,3 +157,19 @@ var _ = Describe("A sync page during person erasure", func() {
 		Expect(count(ctx, `SELECT count(*) FROM github_issue WHERE workspace_id = $1`, acme)).To(Equal(30))
 	})
 })
+
+var _ = Describe("Uninstalling a connection of a provider without teardown", func() {
+	It("queues no teardown job (Slack erases in its own uninstall step)", func(ctx SpecContext) {
+		ws := support.NewWorkspace(ctx, manage, "acme").ID
+		var slackConn, gitlabConn int64
+		Expect(pool.QueryRow(ctx, `
+			INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config, source_key)
+			VALUES ($1, 'SLACK', 'SLACK', 'ACTIVE', 'https://slack.com', '{"teamId":"T1","appId":"A1"}', 'T1') RETURNING id`, ws).
+			Scan(&slackConn)).To(Succeed())
+		gitlabConn = gitlabConnection(ctx, ws)
+		setState(ctx, slackConn, "UNINSTALLED")
+		setState(ctx, gitlabConn, "UNINSTALLED")
+		Expect(count(ctx, `SELECT count(*) FROM sync_job WHERE connection_id = $1`, slackConn)).To(BeZero())
+		Expect(count(ctx, `SELECT count(*) FROM sync_job WHERE connection_id = $1 AND kind = 'TEARDOWN'`, gitlabConn)).To(Equal(1))
+	})
+})
