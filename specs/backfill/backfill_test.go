@@ -1,21 +1,29 @@
 package backfill_test
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	githubapi "github.com/hephaestus-dev/hephaestus/adapters/github/api"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/handlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	pgmanagement "github.com/hephaestus-dev/hephaestus/adapters/postgres/management"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -364,3 +372,39 @@ func jsonOf(v any) string {
 	Expect(err).NotTo(HaveOccurred())
 	return string(b)
 }
+
+var _ = Describe("Backfill through a GitHub App installation", func() {
+	It("reads with the installation token the App minted for the workspace's installation", func(ctx SpecContext) {
+		gh := newFakeGitHub("no-static-token")
+		gh.add(history(appRepoID, "acme/app", appRepoBase, 120))
+		gh.installations[9001] = "ghs_installation_9001"
+		acme := support.NewWorkspace(ctx, manage, "acme").ID
+		var conn int64
+		Expect(pool.QueryRow(ctx, `
+			INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config, source_key)
+			VALUES ($1, 'GITHUB_APP', 'GITHUB', 'ACTIVE', 'https://github.com', '{"installationId":9001}', '9001') RETURNING id`, acme).
+			Scan(&conn)).To(Succeed())
+		subscribe(ctx, acme, conn, appRepoID, "acme/app")
+
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		Expect(err).NotTo(HaveOccurred())
+		app, err := githubapi.NewApp(githubapi.AppConfig{BaseURL: gh.URL(), AppID: "42", Key: key})
+		Expect(err).NotTo(HaveOccurred())
+		liveSecrets, err := pgmanagement.NewLiveSecrets(pool, box)
+		Expect(err).NotTo(HaveOccurred())
+		creds := &githubapi.Credentials{App: app, Store: liveSecrets, Static: "no-static-token"}
+		client, err := githubapi.New(githubapi.Config{BaseURL: gh.URL(), Token: creds.Token})
+		Expect(err).NotTo(HaveOccurred())
+		src, err := githubsync.New(client, mirror)
+		Expect(err).NotTo(HaveOccurred())
+		r, err := backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second, Retry: testRetry},
+			jobs, []ports.SyncSource{src}, telemetry.NewMetrics(), support.Logger{}, clock{})
+		Expect(err).NotTo(HaveOccurred())
+
+		drainUntil(ctx, server{runner: r}, func() bool { return job(ctx, conn, appRepoID).State == "DONE" })
+		Expect(count(ctx, `SELECT count(*) FROM github_issue WHERE workspace_id = $1`, acme)).To(Equal(120))
+		Expect(gh.badAuth).To(BeZero())
+		// One token minted for the whole sync (cached), every read carried it.
+		Expect(gh.count("POST /app/installations/9001/access_tokens")).To(Equal(1))
+	})
+})

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 )
@@ -21,6 +22,10 @@ type obj = map[string]any
 type fakeGitHub struct {
 	server *httptest.Server
 	token  string
+	// installations mint installation tokens (POST /app/installations/{id}/access_tokens,
+	// answered to any App JWT); a repository read accepts the token or any minted one.
+	installations map[int64]string
+	minted        map[string]bool
 
 	mu       sync.Mutex
 	repos    map[string]*fakeRepo // by full name
@@ -45,7 +50,7 @@ type fakeRepo struct {
 }
 
 func newFakeGitHub(token string) *fakeGitHub {
-	f := &fakeGitHub{token: token, repos: map[string]*fakeRepo{}}
+	f := &fakeGitHub{token: token, repos: map[string]*fakeRepo{}, installations: map[int64]string{}, minted: map[string]bool{}}
 	f.server = httptest.NewServer(http.HandlerFunc(f.serve))
 	DeferCleanup(f.server.Close)
 	return f
@@ -84,8 +89,27 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	key := r.URL.Path + "?page=" + strconv.Itoa(page)
 	f.mu.Lock()
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/app/installations/") {
+		f.requests = append(f.requests, "POST "+r.URL.Path)
+		id, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/app/installations/"), "/access_tokens"), 10, 64)
+		tok, ok := f.installations[id]
+		jwt, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if ok && strings.Count(jwt, ".") == 2 {
+			f.minted[tok] = true
+		}
+		f.mu.Unlock()
+		if !ok || strings.Count(jwt, ".") != 2 {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"message":"A JSON web token could not be decoded"}`))
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		writeJSON(w, obj{"token": tok, "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+		return
+	}
 	f.requests = append(f.requests, "GET "+key)
-	if r.Header.Get("Authorization") != "Bearer "+f.token {
+	auth, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if auth != f.token && !f.minted[auth] {
 		f.badAuth++
 		f.mu.Unlock()
 		w.WriteHeader(http.StatusUnauthorized)
