@@ -1,6 +1,7 @@
 package backfill_test
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
@@ -406,5 +407,77 @@ var _ = Describe("Backfill through a GitHub App installation", func() {
 		Expect(gh.badAuth).To(BeZero())
 		// One token minted for the whole sync (cached), every read carried it.
 		Expect(gh.count("POST /app/installations/9001/access_tokens")).To(Equal(1))
+	})
+})
+
+var _ = Describe("The runner as a server runs it", func() {
+	var (
+		gh   *fakeGitHub
+		acme int64
+		conn int64
+		r    *backfill.Runner
+	)
+
+	BeforeEach(func(ctx SpecContext) {
+		gh = newFakeGitHub(patToken)
+		gh.add(history(appRepoID, "acme/app", appRepoBase, 120))
+		acme = support.NewWorkspace(ctx, manage, "acme").ID
+		conn = patConnection(ctx, acme, patToken)
+		liveSecrets, err := pgmanagement.NewLiveSecrets(pool, box)
+		Expect(err).NotTo(HaveOccurred())
+		creds := &githubapi.Credentials{Store: liveSecrets}
+		client, err := githubapi.New(githubapi.Config{BaseURL: gh.URL(), Token: creds.Token})
+		Expect(err).NotTo(HaveOccurred())
+		src, err := githubsync.New(client, mirror)
+		Expect(err).NotTo(HaveOccurred())
+		// An hour's poll: only a wake makes an idle worker look for jobs within the spec.
+		r, err = backfill.New(backfill.Config{Owner: "server-a", Workers: 2, PollInterval: time.Hour,
+			LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second, Retry: testRetry},
+			jobs, []ports.SyncSource{src}, telemetry.NewMetrics(), support.Logger{}, clock{})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	run := func(ctx context.Context) (stop func()) {
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			Expect(r.Run(runCtx)).To(Succeed())
+		}()
+		return func() {
+			cancel()
+			Eventually(done).Should(BeClosed())
+		}
+	}
+
+	It("works jobs in the background and starts a restarted sync when this server's API wakes it", func(ctx SpecContext) {
+		stop := run(ctx)
+		defer stop()
+		subscribe(ctx, acme, conn, appRepoID, "acme/app")
+		svc, err := backfill.NewService(jobs, r.Wake)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = svc.Restart(ctx, acme, conn)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string { return job(ctx, conn, appRepoID).State }).WithContext(ctx).WithTimeout(20 * time.Second).
+			Should(Equal("DONE"))
+	})
+
+	It("hands its lease back when the server stops mid-page, so the page is redone at once elsewhere", func(ctx SpecContext) {
+		subscribe(ctx, acme, conn, appRepoID, "acme/app")
+		gh.holdFirst("/repos/acme/app/issues?page=1")
+		stop := run(ctx)
+		Eventually(gh.held).WithContext(ctx).Should(BeClosed())
+		stop() // SIGTERM: the read is cancelled, the lease released without counting
+		j := job(ctx, conn, appRepoID)
+		Expect(j.State).To(Equal("QUEUED"))
+		Expect(j.Attempt).To(BeZero())
+		Expect(j.Cursor).To(HaveValue(Equal("issues:1")))
+		Expect(count(ctx, `SELECT count(*) FROM github_issue`)).To(BeZero())
+
+		b := newServer("server-b", poolB, jobsB, gh)
+		Expect(b.runner.Drain(ctx)).To(Succeed())
+		Expect(job(ctx, conn, appRepoID).State).To(Equal("DONE"))
+		Expect(count(ctx, `SELECT count(*) FROM github_issue`)).To(Equal(120))
 	})
 })
