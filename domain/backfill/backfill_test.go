@@ -13,9 +13,9 @@ import (
 func TestDecide(t *testing.T) {
 	p := backfill.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Second, MaxDelay: 3 * time.Second}
 	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
-	unreadable := &inbox.ProviderError{Provider: "github", Kind: inbox.ProviderUnreadable}
-	limited := &inbox.ProviderError{Provider: "github", Kind: inbox.ProviderRateLimited, RetryAfter: 10 * time.Minute}
-	tooLong := &inbox.ProviderError{Provider: "github", Kind: inbox.ProviderRateLimited, RetryAfter: 72 * time.Hour}
+	unreadable := &inbox.ProviderError{Provider: "example", Kind: inbox.ProviderUnreadable}
+	limited := &inbox.ProviderError{Provider: "example", Kind: inbox.ProviderRateLimited, RetryAfter: 10 * time.Minute}
+	tooLong := &inbox.ProviderError{Provider: "example", Kind: inbox.ProviderRateLimited, RetryAfter: 72 * time.Hour}
 	for _, c := range []struct {
 		name    string
 		attempt int
