@@ -92,6 +92,9 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 		Expect(count(ctx, `SELECT count(*) FROM github_issue WHERE workspace_id = $1 AND title = 'PR side'`, acme)).To(BeZero())
 		// Every issue page was read once, with the PAT; the issues list has three pages.
 		Expect(gh.count("GET /repos/acme/app/issues?page=")).To(Equal(3))
+		Expect(gh.queries).To(ContainElement(And(HavePrefix("/repos/acme/app/issues?"),
+			ContainSubstring("state=all"), ContainSubstring("per_page=100"), ContainSubstring("page=3"))))
+		Expect(gh.queries).To(ContainElement(And(HavePrefix("/repos/acme/app/pulls?"), ContainSubstring("state=all"))))
 		Expect(gh.badAuth).To(BeZero())
 		Expect(counter(a.metrics, "sync_items_total", "github")).To(BeEquivalentTo(wantItems))
 		Expect(counter(a.metrics, "sync_pages_total", "github")).To(BeEquivalentTo(wantPages))

@@ -31,6 +31,7 @@ type fakeGitHub struct {
 	repos    map[string]*fakeRepo // by full name
 	byID     map[int64]string     // GET /repositories/{id} answers these
 	requests []string             // "GET /repos/acme/app/issues?page=2" in arrival order
+	queries  []string             // the raw query of every list request
 	badAuth  int                  // requests with another token
 
 	rateLimitOnce string // path?page=N answered 429 once
@@ -108,6 +109,7 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.requests = append(f.requests, "GET "+key)
+	f.queries = append(f.queries, r.URL.Path+"?"+r.URL.RawQuery)
 	auth, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if auth != f.token && !f.minted[auth] {
 		f.badAuth++
