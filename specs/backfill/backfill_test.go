@@ -378,17 +378,24 @@ func jsonOf(v any) string {
 }
 
 var _ = Describe("Backfill through a GitHub App installation", func() {
-	It("reads with the installation token the App minted for the workspace's installation", func(ctx SpecContext) {
-		gh := newFakeGitHub("no-static-token")
+	var (
+		gh   *fakeGitHub
+		acme int64
+		conn int64
+		r    *backfill.Runner
+	)
+
+	BeforeEach(func(ctx SpecContext) {
+		gh = newFakeGitHub("no-static-token")
 		gh.add(history(appRepoID, "acme/app", appRepoBase, 120))
+		gh.add(history(docsRepoID, "acme/docs", docsBase, 30))
+		gh.orgs = map[string][]string{"acme": {"acme/app", "acme/docs"}}
 		gh.installations[9001] = "ghs_installation_9001"
-		acme := support.NewWorkspace(ctx, manage, "acme").ID
-		var conn int64
+		acme = support.NewWorkspace(ctx, manage, "acme").ID
 		Expect(pool.QueryRow(ctx, `
 			INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config, source_key)
 			VALUES ($1, 'GITHUB_APP', 'GITHUB', 'ACTIVE', 'https://github.com', '{"installationId":9001}', '9001') RETURNING id`, acme).
 			Scan(&conn)).To(Succeed())
-		subscribe(ctx, acme, conn, appRepoID, "acme/app")
 
 		key, err := rsa.GenerateKey(rand.Reader, 2048)
 		Expect(err).NotTo(HaveOccurred())
@@ -401,15 +408,39 @@ var _ = Describe("Backfill through a GitHub App installation", func() {
 		Expect(err).NotTo(HaveOccurred())
 		src, err := githubsync.New(client, mirror)
 		Expect(err).NotTo(HaveOccurred())
-		r, err := backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second, Retry: testRetry},
+		r, err = backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second, Retry: testRetry},
 			jobs, []ports.SyncSource{src}, telemetry.NewMetrics(), support.Logger{}, clock{})
 		Expect(err).NotTo(HaveOccurred())
+	})
 
+	It("reads with the installation token the App minted for the workspace's installation", func(ctx SpecContext) {
+		subscribe(ctx, acme, conn, appRepoID, "acme/app")
 		drainUntil(ctx, server{runner: r}, func() bool { return job(ctx, conn, appRepoID).State == "DONE" })
 		Expect(count(ctx, `SELECT count(*) FROM github_issue WHERE workspace_id = $1`, acme)).To(Equal(120))
 		Expect(gh.badAuth).To(BeZero())
 		// One token minted for the whole sync (cached), every read carried it.
 		Expect(gh.count("POST /app/installations/9001/access_tokens")).To(Equal(1))
+	})
+
+	It("backfills every repository of a subscribed organization, one after another", func(ctx SpecContext) {
+		_, err := pool.Exec(ctx, `
+			INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id, name)
+			VALUES ($1, $2, 'GITHUB', 'organization', '77', 'acme')`, conn, acme)
+		Expect(err).NotTo(HaveOccurred())
+		var state string
+		var items, pages int64
+		drainUntil(ctx, server{runner: r}, func() bool {
+			Expect(pool.QueryRow(ctx, `SELECT state, items, pages FROM sync_job WHERE connection_id = $1 AND resource_type = 'organization'`, conn).
+				Scan(&state, &items, &pages)).To(Succeed())
+			return state == "DONE"
+		})
+		Expect(count(ctx, `SELECT count(*) FROM github_issue WHERE workspace_id = $1 AND repository_id = $2`, acme, appRepoID)).To(Equal(120))
+		Expect(count(ctx, `SELECT count(*) FROM github_issue WHERE workspace_id = $1 AND repository_id = $2`, acme, docsRepoID)).To(Equal(30))
+		Expect(count(ctx, `SELECT count(*) FROM github_repository WHERE workspace_id = $1`, acme)).To(Equal(2))
+		// Each repository: itself, 3 labels, 1 milestone, its issues, 2 pull requests.
+		Expect(items).To(BeEquivalentTo((1 + 3 + 1 + 120 + 2) + (1 + 3 + 1 + 30 + 2)))
+		Expect(pages).To(BeEquivalentTo((1 + 1 + 1 + 2 + 1) + (1 + 1 + 1 + 1 + 1)))
+		Expect(gh.badAuth).To(BeZero())
 	})
 })
 

@@ -30,6 +30,7 @@ type fakeGitHub struct {
 	mu       sync.Mutex
 	repos    map[string]*fakeRepo // by full name
 	byID     map[int64]string     // GET /repositories/{id} answers these
+	orgs     map[string][]string  // GET /orgs/{login}/repos lists these repositories, in order
 	requests []string             // "GET /repos/acme/app/issues?page=2" in arrival order
 	queries  []string             // the raw query of every list request
 	badAuth  int                  // requests with another token
@@ -131,7 +132,7 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	if key == f.hold {
 		f.hold, held, release = "", f.held, f.release
 	}
-	repos, byID := f.repos, f.byID
+	repos, byID, orgs := f.repos, f.byID, f.orgs
 	f.mu.Unlock()
 	if held != nil {
 		close(held)
@@ -154,6 +155,14 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		http.NotFound(w, r)
+		return
+	}
+	if org, ok := strings.CutPrefix(r.URL.Path, "/orgs/"); ok && strings.HasSuffix(org, "/repos") {
+		var list []obj
+		for _, name := range orgs[strings.TrimSuffix(org, "/repos")] {
+			list = append(list, repos[name].repo)
+		}
+		writePage(w, r, f.server.URL, list, page)
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/repos/")
@@ -189,6 +198,11 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	writePage(w, r, f.server.URL, list, page)
+}
+
+// writePage answers one page of list with GitHub's Link header while more pages follow.
+func writePage(w http.ResponseWriter, r *http.Request, base string, list []obj, page int) {
 	per, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
 	if per <= 0 {
 		per = 30
@@ -196,7 +210,7 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	from := min((page-1)*per, len(list))
 	to := min(from+per, len(list))
 	if to < len(list) {
-		w.Header().Set("Link", fmt.Sprintf(`<%s%s?per_page=%d&page=%d>; rel="next"`, f.server.URL, r.URL.Path, per, page+1))
+		w.Header().Set("Link", fmt.Sprintf(`<%s%s?per_page=%d&page=%d>; rel="next"`, base, r.URL.Path, per, page+1))
 	}
 	out := list[from:to]
 	if out == nil {

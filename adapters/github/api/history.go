@@ -63,3 +63,15 @@ func (c *Client) RepositoryListPage(ctx context.Context, acc handlers.Access, re
 	more, err = c.get(ctx, acc, rp+"/"+url.PathEscape(list), q, &body)
 	return body, more, err
 }
+
+// OrganizationRepositoriesPage reads page (from 1) of an organization's repositories
+// (GET /orgs/{org}/repos?type=all, 100 per page, oldest first, so repositories created during a
+// long sync are appended). more reports a rel="next" link.
+func (c *Client) OrganizationRepositoriesPage(ctx context.Context, acc handlers.Access, login string, page int) (body json.RawMessage, more bool, err error) {
+	q := pageQuery(page)
+	q.Set("type", "all")
+	q.Set("sort", "created")
+	q.Set("direction", "asc")
+	more, err = c.get(ctx, acc, "/orgs/"+url.PathEscape(login)+"/repos", q, &body)
+	return body, more, err
+}

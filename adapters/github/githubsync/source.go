@@ -32,6 +32,7 @@ type Reader interface {
 	Repository(ctx context.Context, acc handlers.Access, repo string) (json.RawMessage, error)
 	RepositoryFullName(ctx context.Context, acc handlers.Access, id int64) (string, error)
 	RepositoryListPage(ctx context.Context, acc handlers.Access, repo, list string, page int) (json.RawMessage, bool, error)
+	OrganizationRepositoriesPage(ctx context.Context, acc handlers.Access, login string, page int) (json.RawMessage, bool, error)
 }
 
 // Store is the mirror store a page writes through: the handlers' methods, and the teardown.
@@ -73,33 +74,44 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 			return s.store.TeardownConnection(ctx, tx, job.WorkspaceID, job.ConnectionID)
 		}}, nil
 	}
-	if job.ResourceType != github.ResourceRepository {
-		return ports.SyncPage{}, &inbox.ProviderError{Provider: "github", Op: "sync " + job.ResourceType,
-			Kind: inbox.ProviderRefused, Err: errors.New("only repositories are backfilled")}
-	}
 	if s.reader == nil {
 		return ports.SyncPage{}, &inbox.ProviderError{Provider: "github", Op: "sync", Kind: inbox.ProviderRefused, Err: errNoReader}
 	}
-	repoID, err := strconv.ParseInt(job.ResourceID, 10, 64)
-	if err != nil || repoID <= 0 {
-		return ports.SyncPage{}, &inbox.ProviderError{Provider: "github", Op: "sync repository", Kind: inbox.ProviderRefused,
-			Err: errors.New("repository id is not a positive integer")}
+	acc := handlers.Access{WorkspaceID: job.WorkspaceID}
+	if job.ConnectionKind == github.KindApp.String() {
+		acc.InstallationID, _ = strconv.ParseInt(job.SourceKey, 10, 64)
 	}
+	switch job.ResourceType {
+	case github.ResourceRepository:
+		repoID, err := strconv.ParseInt(job.ResourceID, 10, 64)
+		if err != nil || repoID <= 0 {
+			return ports.SyncPage{}, refused("sync repository", "repository id is not a positive integer")
+		}
+		acc.RepositoryID = repoID
+		repo := job.ResourceName
+		if owner, name, ok := strings.Cut(repo, "/"); !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+			if repo, err = s.reader.RepositoryFullName(ctx, acc, repoID); err != nil {
+				return ports.SyncPage{}, err
+			}
+		}
+		return s.repositoryPage(ctx, job.WorkspaceID, acc, repoID, repo, cursor)
+	case github.ResourceOrganization:
+		return s.organizationPage(ctx, job, acc, cursor)
+	}
+	return ports.SyncPage{}, refused("sync "+job.ResourceType, "not a backfilled resource type")
+}
+
+func refused(op, why string) error {
+	return &inbox.ProviderError{Provider: "github", Op: op, Kind: inbox.ProviderRefused, Err: errors.New(why)}
+}
+
+// repositoryPage reads the page of one repository at its cursor: the repository, then its
+// lists; Done after the last list's last page.
+func (s *Source) repositoryPage(ctx context.Context, ws int64, acc handlers.Access, repoID int64, repo, cursor string) (ports.SyncPage, error) {
 	list, page, err := parseCursor(cursor)
 	if err != nil {
 		return ports.SyncPage{}, err
 	}
-	acc := handlers.Access{WorkspaceID: job.WorkspaceID, RepositoryID: repoID}
-	if job.ConnectionKind == github.KindApp.String() {
-		acc.InstallationID, _ = strconv.ParseInt(job.SourceKey, 10, 64)
-	}
-	repo := job.ResourceName
-	if owner, name, ok := strings.Cut(repo, "/"); !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		if repo, err = s.reader.RepositoryFullName(ctx, acc, repoID); err != nil {
-			return ports.SyncPage{}, err
-		}
-	}
-
 	var (
 		bp   handlers.BackfillPage
 		more bool
@@ -126,7 +138,7 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 		}
 	}
 	out := ports.SyncPage{Items: bp.Items, Write: func(ctx context.Context, tx ports.Tx) error {
-		return bp.Write(ctx, tx, s.store, job.WorkspaceID)
+		return bp.Write(ctx, tx, s.store, ws)
 	}}
 	switch {
 	case more:
@@ -137,6 +149,78 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 		out.Next, out.Done = list+":done", true
 	}
 	return out, nil
+}
+
+// organizationPage backfills an organization subscription: its repositories one after another
+// (GET /orgs/{login}/repos, oldest first), each as a repository subscription's backfill. The
+// cursor is "org:<repositories page>:<index on it>|<that repository's cursor>"; the
+// repositories page is read again for each page of one of its repositories, so nothing but the
+// cursor is kept between pages. The subscription's name is the organization's login.
+func (s *Source) organizationPage(ctx context.Context, job ports.SyncJob, acc handlers.Access, cursor string) (ports.SyncPage, error) {
+	login := job.ResourceName
+	if login == "" || strings.ContainsAny(login, "/ ") {
+		return ports.SyncPage{}, refused("sync organization", "an organization subscription needs its login as name")
+	}
+	repoPage, index, inner, err := parseOrgCursor(cursor)
+	if err != nil {
+		return ports.SyncPage{}, err
+	}
+	body, more, err := s.reader.OrganizationRepositoriesPage(ctx, acc, login, repoPage)
+	if err != nil {
+		return ports.SyncPage{}, err
+	}
+	var repos []struct {
+		ID       int64  `json:"id"`
+		FullName string `json:"full_name"`
+	}
+	if err := json.Unmarshal(body, &repos); err != nil {
+		return ports.SyncPage{}, unreadable("GET /orgs/{org}/repos")
+	}
+	if index >= len(repos) {
+		if more {
+			return ports.SyncPage{Next: orgCursor(repoPage+1, 0, "")}, nil
+		}
+		return ports.SyncPage{Next: "org:done", Done: true}, nil
+	}
+	r := repos[index]
+	if r.ID <= 0 || r.FullName == "" {
+		return ports.SyncPage{}, unreadable("GET /orgs/{org}/repos")
+	}
+	acc.RepositoryID = r.ID
+	page, err := s.repositoryPage(ctx, job.WorkspaceID, acc, r.ID, r.FullName, inner)
+	if err != nil {
+		return ports.SyncPage{}, err
+	}
+	switch {
+	case page.Done && index+1 >= len(repos) && !more:
+		page.Next = "org:done" // the last repository's last page ends the job
+	case page.Done:
+		page.Next, page.Done = orgCursor(repoPage, index+1, ""), false
+	default:
+		page.Next = orgCursor(repoPage, index, page.Next)
+	}
+	return page, nil
+}
+
+func orgCursor(page, index int, inner string) string {
+	return "org:" + strconv.Itoa(page) + ":" + strconv.Itoa(index) + "|" + inner
+}
+
+// parseOrgCursor reads orgCursor's form; "" is the beginning.
+func parseOrgCursor(cursor string) (page, index int, inner string, err error) {
+	if cursor == "" {
+		return 1, 0, "", nil
+	}
+	head, inner, ok := strings.Cut(cursor, "|")
+	parts := strings.Split(head, ":")
+	if ok && len(parts) == 3 && parts[0] == "org" {
+		page, err1 := strconv.Atoi(parts[1])
+		index, err2 := strconv.Atoi(parts[2])
+		if err1 == nil && err2 == nil && page >= 1 && index >= 0 {
+			return page, index, inner, nil
+		}
+	}
+	return 0, 0, "", fmt.Errorf("github sync: cursor %q is not an organization cursor", cursor)
 }
 
 func decodeList(list string, body []byte, repoID int64) (handlers.BackfillPage, error) {
