@@ -29,6 +29,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/accessrecheck"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
+	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
@@ -173,11 +174,11 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 // provideRunners lists the background loops App.Run starts and waits for: the consumer
 // (claimers, renewer, reaper, retention), the person-erasure runner, the access recheck, the
 // change feed (its Run ends the open feed streams when the server stops) and its retention, and
-// the providers' own loops (ports.BackgroundWork).
+// the backfill runner, and the providers' own loops (ports.BackgroundWork).
 func provideRunners(c *consumer.Consumer, e *personerasure.Runner, a *accessrecheck.Recheck, cf *changes.Feed, cr *changes.Retention,
-	providers []ports.Provider,
+	sy *backfill.Runner, providers []ports.Provider,
 ) []Runner {
-	runners := []Runner{c, e, a, cf, cr}
+	runners := []Runner{c, e, a, cf, cr, sy}
 	for _, p := range providers {
 		if w, ok := p.(ports.BackgroundWork); ok {
 			for _, r := range w.Runners() {
@@ -334,10 +335,10 @@ func provideAdmissionConfig(providers []ports.Provider) admission.Config {
 // provideRegistrars mounts the webhook receiver and the management API.
 func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Hooks, manage *management.Service,
 	members ports.WorkspaceStore, log ports.Logger,
-	ops operatorRoutes, cons consoleRoutes, install installRoutes, ch changesRoutes, providers []ports.Provider,
+	ops operatorRoutes, cons consoleRoutes, install installRoutes, ch changesRoutes, sy syncRoutes, providers []ports.Provider,
 ) []server.Registrar {
 	registrars := []server.Registrar{
-		server.Registrar(ops), server.Registrar(cons), server.Registrar(install), server.Registrar(ch),
+		server.Registrar(ops), server.Registrar(cons), server.Registrar(install), server.Registrar(ch), server.Registrar(sy),
 		func(r gin.IRouter) error {
 			return webhookapi.Register(r, admit, hooks, webhookapi.Config{MaxBytes: cfg.WebhookMaxBytes, InflightBytes: cfg.WebhookInflightBytes})
 		},

@@ -134,7 +134,21 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	}
 	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
 	bootstrapChangesRoutes := provideChangeRoutes(managementService, workspaces, feed, portsLogger)
-	v4 := provideRegistrars(config, service, hooks, managementService, workspaces, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapChangesRoutes, v2)
+	syncjobsStore, err := provideSyncJobs(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	v4 := provideSyncSources(v2)
+	backfillRunner, err := provideSyncRunner(config, syncjobsStore, v4, metrics, portsLogger, clock)
+	if err != nil {
+		return nil, nil, err
+	}
+	backfillService, err := provideSyncService(syncjobsStore, backfillRunner)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapSyncRoutes := provideSyncRoutes(managementService, workspaces, backfillService, portsLogger)
+	v5 := provideRegistrars(config, service, hooks, managementService, workspaces, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapChangesRoutes, bootstrapSyncRoutes, v2)
 	registry, err := provideHandlerRegistry(v2)
 	if err != nil {
 		return nil, nil, err
@@ -151,8 +165,8 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	v5 := provideRunners(consumerConsumer, runner, recheck, feed, retention, v2)
-	bootstrapServices := newServices(v4, v5)
+	v6 := provideRunners(consumerConsumer, runner, recheck, feed, retention, backfillRunner, v2)
+	bootstrapServices := newServices(v5, v6)
 	return bootstrapServices, func() {
 	}, nil
 }

@@ -78,3 +78,9 @@ type CounterDeclarer interface {
 type InstallFlows interface {
 	InstallFlows() []InstallFlow
 }
+
+// Syncing is implemented by a module that backfills its mirror and tears down an uninstalled
+// connection's data (CONTRACT.md "Sync and teardown"): its sources run under the backfill runner.
+type Syncing interface {
+	SyncSources() []SyncSource
+}

@@ -35,6 +35,7 @@ type Metrics struct {
 	inboxRows       *prometheus.GaugeVec
 	oldestQueuedAge prometheus.Gauge
 	changeFeed      changeFeedGauges
+	sync            syncCounters // sync.go
 }
 
 // handlerBuckets span a no-op handler (milliseconds) to the 30-minute handler timeout.
@@ -84,6 +85,8 @@ func NewMetrics() *Metrics {
 		}),
 	}
 	m.changeFeed = newChangeFeedGauges()
+	m.sync = newSyncCounters()
+	m.registry.MustRegister(m.sync.collectors()...)
 	m.registry.MustRegister(m.changeFeed.rows, m.changeFeed.waiting)
 	m.registry.MustRegister(
 		m.received, m.rejected, m.handled, m.retried, m.dropped,
@@ -118,6 +121,7 @@ func (m *Metrics) Declare(l Labels) {
 	for _, p := range l.Providers {
 		m.received.WithLabelValues(p).Add(0)
 		m.handlerSeconds.WithLabelValues(p)
+		m.sync.declare(p)
 		for _, o := range inbox.Outcomes() {
 			m.handled.WithLabelValues(p, o.String()).Add(0)
 		}

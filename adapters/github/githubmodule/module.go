@@ -19,6 +19,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githuboauth"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -62,7 +63,10 @@ type built struct {
 	runners []ports.Runner
 	webURL  string
 	install *githuboauth.Flow
+	sync    *githubsync.Source
 }
+
+func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }
 
 func (b built) InstallFlows() []ports.InstallFlow { return []ports.InstallFlow{b.install} }
 
@@ -77,6 +81,7 @@ var (
 	_ ports.BackgroundWork     = built{}
 	_ ports.InstallationSource = built{}
 	_ ports.InstallFlows       = built{}
+	_ ports.Syncing            = built{}
 )
 
 // Build makes GitHub's parts.
@@ -112,13 +117,19 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		return nil, err
 	}
 	handlers := githubhandlers.Deps{Inbox: deps.Inbox, Store: store, Log: deps.Log}
+	creds := &githubapi.Credentials{App: app, Store: deps.Secrets, Static: m.cfg.APIToken}
+	client, err := githubapi.New(githubapi.Config{BaseURL: m.cfg.APIURL, Token: creds.Token})
+	if err != nil {
+		return nil, fmt.Errorf("HEPHAESTUS_GITHUB_API_URL: %w", err)
+	}
 	if app != nil || m.cfg.APIToken != "" {
-		creds := &githubapi.Credentials{App: app, Store: deps.Secrets, Static: m.cfg.APIToken}
-		client, err := githubapi.New(githubapi.Config{BaseURL: m.cfg.APIURL, Token: creds.Token})
-		if err != nil {
-			return nil, fmt.Errorf("HEPHAESTUS_GITHUB_API_URL: %w", err)
-		}
 		handlers.Reader = client
+	}
+	// A backfill reads with the workspace's credential like the handlers; without App
+	// authentication or a token its reads are refused and the job says so.
+	source, err := githubsync.New(client, store)
+	if err != nil {
+		return nil, err
 	}
 	var runners []ports.Runner
 	if app != nil {
@@ -135,6 +146,7 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	}
 	return built{
 		install: install,
+		sync:    source,
 		Built: providerkit.Built{
 			ProviderModule: m.Module,
 			Hook:           hook,

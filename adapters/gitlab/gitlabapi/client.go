@@ -141,16 +141,22 @@ var ErrResponseTooLarge = errors.New("gitlab api response larger than the config
 
 // get requests path (already escaped) and decodes a 2xx body into v.
 func (c *Client) get(ctx context.Context, path string, v any) error {
+	_, err := c.getWithHeader(ctx, path, v)
+	return err
+}
+
+// getWithHeader is get that also answers the 2xx answer's headers (pagination).
+func (c *Client) getWithHeader(ctx context.Context, path string, v any) (http.Header, error) {
 	// The base has no query or fragment, so the URL is the concatenation.
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+path, nil)
 	if err != nil {
-		return fmt.Errorf("gitlab api GET %s: %w", path, err)
+		return nil, fmt.Errorf("gitlab api GET %s: %w", path, err)
 	}
 	token, err := c.cfg.Token(ctx)
 	if err != nil {
 		// Not transient: a token source that keeps failing is a configuration problem, and
 		// the unknown-failure budget bounds how long a delivery waits for it.
-		return fmt.Errorf("gitlab api token: %w", err)
+		return nil, fmt.Errorf("gitlab api token: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if token != "" {
@@ -159,7 +165,7 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		// *url.Error names the URL, which carries no credentials (validate refused them).
-		return failure(path, inbox.ProviderTransport, 0, err)
+		return nil, failure(path, inbox.ProviderTransport, 0, err)
 	}
 	defer func() {
 		// Drain a little so the connection can be reused; never read an unbounded body.
@@ -167,19 +173,19 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 		_ = resp.Body.Close()
 	}()
 	if err := classify(resp.StatusCode, resp.Header, path); err != nil {
-		return err
+		return nil, err
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBodyBytes+1))
 	if err != nil {
-		return failure(path, inbox.ProviderTransport, resp.StatusCode, err)
+		return nil, failure(path, inbox.ProviderTransport, resp.StatusCode, err)
 	}
 	if int64(len(body)) > c.cfg.MaxBodyBytes {
-		return failure(path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
+		return nil, failure(path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return failure(path, inbox.ProviderUnreadable, resp.StatusCode, err)
+		return nil, failure(path, inbox.ProviderUnreadable, resp.StatusCode, err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // failure is the *inbox.ProviderError of a GET of path.

@@ -14,6 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -76,7 +77,25 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		// The variable's name only, never the token.
 		deps.Log.Warnw("GitLab provider reads are off: the API token is set without a URL", "missing", "HEPHAESTUS_GITLAB_API_URL")
 	}
-	return providerkit.Built{
+	// A backfill reads with the configured token (the connection's own secret is a webhook
+	// token, not an API token); without URL and token its reads are refused and the job says
+	// so, while teardown still runs. Its pages are larger than the handlers' single reads, so
+	// its body bound is 8 MiB.
+	var history gitlabsync.Reader
+	if m.cfg.APIURL != "" && m.cfg.APIToken != "" {
+		token := m.cfg.APIToken
+		client, err := gitlabapi.New(gitlabapi.Config{BaseURL: m.cfg.APIURL, MaxBodyBytes: 8 << 20,
+			Token: func(context.Context) (string, error) { return token, nil }})
+		if err != nil {
+			return nil, fmt.Errorf("HEPHAESTUS_GITLAB_API_URL: %w", err)
+		}
+		history = client
+	}
+	source, err := gitlabsync.New(history, store)
+	if err != nil {
+		return nil, err
+	}
+	return built{sync: source, Built: providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return gitlabhandlers.Register(reg, handlers) },
@@ -85,5 +104,15 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
 			return gitlabread.Register(r, gitlabread.Config{Auth: g.Auth, Members: g.Members, Store: store, Log: g.Log})
 		},
-	}, nil
+	}}, nil
 }
+
+// built is GitLab's parts: the common ones plus its sync source.
+type built struct {
+	providerkit.Built
+	sync *gitlabsync.Source
+}
+
+var _ ports.Syncing = built{}
+
+func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }

@@ -74,3 +74,12 @@ type ownedTx struct{ pgx.Tx }
 
 func (ownedTx) Commit(context.Context) error   { return ErrTxOwnedByInbox }
 func (ownedTx) Rollback(context.Context) error { return ErrTxOwnedByInbox }
+
+// Committed runs the after-commit callbacks of tx, a transaction lent with Adopt, once its
+// owner committed it (a sync page's store: the change feed's in-process wake). Nothing for a
+// transaction this adapter did not make.
+func Committed(tx ports.Tx) {
+	if t, ok := tx.(*Tx); ok && t != nil {
+		t.committed()
+	}
+}

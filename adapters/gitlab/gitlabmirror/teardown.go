@@ -1,0 +1,100 @@
+package gitlabmirror
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// Teardown of an uninstalled GitLab connection (CONTRACT.md "Sync and teardown"), in the
+// teardown job's transaction, after the UNINSTALLED transition committed. As for GitHub
+// (githubmirror), subscriptions decide what the connection brought: a project it subscribed to,
+// or whose namespace is a group it subscribed to, and that no other live GitLab connection of
+// the workspace covers, is deleted with its issues, merge requests, notes, pipelines, pushes,
+// commits, milestones and members; with no live GitLab connection left, the workspace's groups
+// and every other GitLab row go too.
+
+const tornDownProjects = `
+WITH mine AS (
+	SELECT p.id, p.namespace_id FROM gitlab_project p
+	WHERE p.workspace_id = $1 AND EXISTS (
+		SELECT 1 FROM connection_subscription s
+		WHERE s.connection_id = $2 AND s.workspace_id = $1
+		  AND ((s.resource_type = 'project' AND s.resource_id = p.id::text)
+		       OR (s.resource_type = 'group' AND s.resource_id = p.namespace_id::text)))
+	UNION
+	SELECT s.resource_id::bigint, NULL FROM connection_subscription s
+	WHERE s.connection_id = $2 AND s.workspace_id = $1 AND s.resource_type = 'project'
+	  AND s.resource_id ~ '^[1-9][0-9]{0,18}$'
+)
+SELECT COALESCE(array_agg(DISTINCT m.id), '{}') FROM mine m
+WHERE NOT EXISTS (
+	SELECT 1 FROM connection_subscription s JOIN connection k ON k.id = s.connection_id
+	WHERE s.workspace_id = $1 AND k.workspace_id = $1 AND k.id <> $2 AND k.provider = 'GITLAB'
+	  AND k.state <> 'UNINSTALLED'
+	  AND ((s.resource_type = 'project' AND s.resource_id = m.id::text)
+	       OR (s.resource_type = 'group' AND s.resource_id = COALESCE(m.namespace_id,
+	           (SELECT p.namespace_id FROM gitlab_project p WHERE p.workspace_id = $1 AND p.id = m.id))::text)))`
+
+const otherLiveGitLabConnection = `
+SELECT EXISTS (SELECT 1 FROM connection WHERE workspace_id = $1 AND id <> $2 AND provider = 'GITLAB'
+	AND state <> 'UNINSTALLED')`
+
+var projectTeardown = []string{
+	`DELETE FROM gitlab_note WHERE workspace_id = $1 AND project_id = ANY ($2)`,
+	`DELETE FROM gitlab_issue WHERE workspace_id = $1 AND project_id = ANY ($2)`,
+	`DELETE FROM gitlab_merge_request WHERE workspace_id = $1 AND project_id = ANY ($2)`,
+	`DELETE FROM gitlab_pipeline WHERE workspace_id = $1 AND project_id = ANY ($2)`,
+	`DELETE FROM gitlab_push WHERE workspace_id = $1 AND project_id = ANY ($2)`,
+	`DELETE FROM gitlab_commit WHERE workspace_id = $1 AND project_id = ANY ($2)`,
+	`DELETE FROM gitlab_milestone WHERE workspace_id = $1 AND project_id = ANY ($2)`,
+	`DELETE FROM gitlab_member WHERE workspace_id = $1 AND source_type = 'project' AND source_id = ANY ($2)`,
+	`DELETE FROM gitlab_project WHERE workspace_id = $1 AND id = ANY ($2)`,
+}
+
+var workspaceTeardown = []string{
+	`DELETE FROM gitlab_note WHERE workspace_id = $1`,
+	`DELETE FROM gitlab_issue WHERE workspace_id = $1`,
+	`DELETE FROM gitlab_merge_request WHERE workspace_id = $1`,
+	`DELETE FROM gitlab_pipeline WHERE workspace_id = $1`,
+	`DELETE FROM gitlab_push WHERE workspace_id = $1`,
+	`DELETE FROM gitlab_commit WHERE workspace_id = $1`,
+	`DELETE FROM gitlab_milestone WHERE workspace_id = $1`,
+	`DELETE FROM gitlab_member WHERE workspace_id = $1`,
+	`DELETE FROM gitlab_project WHERE workspace_id = $1`,
+	`DELETE FROM gitlab_group WHERE workspace_id = $1`,
+}
+
+// TeardownConnection implements gitlabsync.Store.
+func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error {
+	ptx, err := deliveryinbox.PgxTx(tx)
+	if err != nil {
+		return err
+	}
+	var others bool
+	if err := ptx.QueryRow(ctx, otherLiveGitLabConnection, workspaceID, connectionID).Scan(&others); err != nil {
+		return pgutil.Interpret("read live gitlab connections", err)
+	}
+	b := &pgx.Batch{}
+	if !others {
+		for _, q := range workspaceTeardown {
+			b.Queue(q, workspaceID)
+		}
+	} else {
+		var projects []int64
+		if err := ptx.QueryRow(ctx, tornDownProjects, workspaceID, connectionID).Scan(&projects); err != nil {
+			return pgutil.Interpret("read torn-down gitlab projects", err)
+		}
+		if len(projects) == 0 {
+			return nil
+		}
+		for _, q := range projectTeardown {
+			b.Queue(q, workspaceID, projects)
+		}
+	}
+	return pgutil.Interpret("tear down gitlab mirror", ptx.SendBatch(ctx, b).Close())
+}

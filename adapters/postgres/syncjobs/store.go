@@ -1,0 +1,185 @@
+// Package syncjobs is the PostgreSQL store of sync jobs (migrations/00026_sync_job.sql): the
+// claim, lease and page commit of application/backfill's runner, and the progress and restart
+// of the sync API. A page commits in one transaction with its cursor and counters, after a
+// fence on the job's row (the lease's owner and epoch), through the provider's mirror store,
+// which receives the transaction as a ports.Tx (deliveryinbox.Adopt) exactly as it receives a
+// handler step's.
+package syncjobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/backfill"
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+var (
+	_ ports.SyncJobStore      = (*Store)(nil)
+	_ ports.SyncProgressStore = (*Store)(nil)
+)
+
+// ReasonConnectionNotActive is the 409 of a restart of a connection that is not ACTIVE.
+const ReasonConnectionNotActive = "connection-not-active"
+
+// Store is the sync job store on the main pool.
+type Store struct{ pool *pgxpool.Pool }
+
+// New makes the store on pool.
+func New(pool *pgxpool.Pool) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("sync jobs: nil pool")
+	}
+	return &Store{pool: pool}, nil
+}
+
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// ClaimSyncJob implements ports.SyncJobStore.
+func (s *Store) ClaimSyncJob(ctx context.Context, providers []string, owner string, lease time.Duration) (ports.SyncJob, ports.SyncLease, bool, error) {
+	var (
+		j          ports.SyncJob
+		prov, kind string
+		epoch      int64
+	)
+	err := s.pool.QueryRow(ctx, claimDueSyncJob, providers, owner, micros(lease)).Scan(
+		&j.ID, &j.WorkspaceID, &j.ConnectionID, &prov, &kind, &j.ResourceType, &j.ResourceID,
+		&j.Cursor, &j.Attempt, &epoch, &j.ConnectionKind, &j.SourceKey, &j.ResourceName)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ports.SyncJob{}, ports.SyncLease{}, false, nil
+	}
+	if err != nil {
+		return ports.SyncJob{}, ports.SyncLease{}, false, pgutil.Interpret("claim sync job", err)
+	}
+	j.Provider = provider.Restore(prov)
+	if j.Kind, err = backfill.ParseKind(kind); err != nil {
+		return ports.SyncJob{}, ports.SyncLease{}, false, err
+	}
+	return j, ports.SyncLease{JobID: j.ID, Owner: owner, Epoch: epoch}, true, nil
+}
+
+// RenewSyncLease implements ports.SyncJobStore.
+func (s *Store) RenewSyncLease(ctx context.Context, l ports.SyncLease, lease time.Duration) error {
+	return held(s.pool.QueryRow(ctx, renewSyncLease, l.JobID, l.Owner, l.Epoch, micros(lease)), "renew sync lease")
+}
+
+// held reads the id a lease-fenced statement returned: no row is a lost lease.
+func held(row pgx.Row, op string) error {
+	var id int64
+	err := row.Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: %w", op, inbox.ErrLeaseLost)
+	}
+	return pgutil.Interpret(op, err)
+}
+
+// CommitSyncPage implements ports.SyncJobStore. The fence comes first: the job's row lock,
+// taken only under this lease, is held to the commit, so the page's writes, its cursor and its
+// counters commit together exactly when the lease was still this server's at the commit.
+func (s *Store) CommitSyncPage(ctx context.Context, l ports.SyncLease, p ports.SyncPage, lease time.Duration) error {
+	var adopted ports.Tx
+	err := pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+		if err := held(tx.QueryRow(ctx, lockHeldSyncJob, l.JobID, l.Owner, l.Epoch), "fence sync page"); err != nil {
+			return err
+		}
+		if err := copyFence(ctx, tx); err != nil {
+			return err
+		}
+		if p.Write != nil {
+			adopted = deliveryinbox.Adopt(tx)
+			if err := p.Write(ctx, adopted); err != nil {
+				return fmt.Errorf("write sync page: %w", pgutil.Interpret("write sync page", err))
+			}
+		}
+		_, err := tx.Exec(ctx, commitSyncPage, l.JobID, p.Next, p.Items, p.Done, micros(lease))
+		return pgutil.Interpret("commit sync page", err)
+	})
+	if err == nil && adopted != nil {
+		deliveryinbox.Committed(adopted)
+	}
+	return err
+}
+
+// copyFence refuses a page while person erasure runs (inbox.ErrBusy: contention, the page is
+// tried again shortly without using its budget), as the DeliveryInbox refuses a handler's write,
+// so no page writes a person back into the mirror between erasure's mirror and inbox stores.
+func copyFence(ctx context.Context, tx pgx.Tx) error {
+	var inProgress bool
+	err := tx.QueryRow(ctx, takeCopyFence).Scan(&inProgress)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && inProgress) {
+		return fmt.Errorf("sync page during person erasure: %w", inbox.ErrBusy)
+	}
+	return pgutil.Interpret("take erasure copy fence", err)
+}
+
+// FailSyncPage implements ports.SyncJobStore.
+func (s *Store) FailSyncPage(ctx context.Context, l ports.SyncLease, d backfill.Decision) error {
+	var due *time.Time
+	if !d.Final {
+		due = &d.DueAt
+	}
+	return held(s.pool.QueryRow(ctx, failSyncPage, l.JobID, l.Owner, l.Epoch, d.Reason, due, d.Counts, d.Final),
+		"record failed sync page")
+}
+
+// ReleaseSyncLease implements ports.SyncJobStore.
+func (s *Store) ReleaseSyncLease(ctx context.Context, l ports.SyncLease) error {
+	_, err := s.pool.Exec(ctx, releaseSyncLease, l.JobID, l.Owner, l.Epoch)
+	return pgutil.Interpret("release sync lease", err)
+}
+
+// RestartSync implements ports.SyncProgressStore.
+func (s *Store) RestartSync(ctx context.Context, workspaceID, connectionID int64) error {
+	return pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+		var state string
+		if err := tx.QueryRow(ctx, lockConnectionForRestart, connectionID, workspaceID).Scan(&state); err != nil {
+			return pgutil.Interpret("lock connection", err)
+		}
+		if state != connection.Active.String() {
+			return ports.Reject(ports.ErrConflict, ReasonConnectionNotActive, state)
+		}
+		_, err := tx.Exec(ctx, restartSync, connectionID)
+		return pgutil.Interpret("restart sync", err)
+	})
+}
+
+// SyncProgress implements ports.SyncProgressStore.
+func (s *Store) SyncProgress(ctx context.Context, workspaceID, connectionID int64) ([]ports.SyncResourceProgress, error) {
+	var exists bool
+	if err := s.pool.QueryRow(ctx, connectionExists, connectionID, workspaceID).Scan(&exists); err != nil {
+		return nil, pgutil.Interpret("read connection", err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("connection %d: %w", connectionID, ports.ErrNotFound)
+	}
+	rows, _ := s.pool.Query(ctx, syncProgress, workspaceID, connectionID)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ports.SyncResourceProgress, error) {
+		var (
+			r     ports.SyncResourceProgress
+			state string
+		)
+		if err := row.Scan(&r.Type, &r.ID, &state, &r.Items, &r.Pages, &r.StartedAt, &r.FinishedAt, &r.LastError); err != nil {
+			return r, err
+		}
+		var err error
+		r.State, err = backfill.ParseState(state)
+		return r, err
+	})
+	if err != nil {
+		return nil, pgutil.Interpret("read sync progress", err)
+	}
+	if out == nil {
+		out = []ports.SyncResourceProgress{}
+	}
+	return out, nil
+}

@@ -1,0 +1,168 @@
+package backfill_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubsync"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/syncapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
+	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/application/backfill"
+	"github.com/hephaestus-dev/hephaestus/application/management"
+	rules "github.com/hephaestus-dev/hephaestus/domain/backfill"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
+	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+)
+
+func TestBackfill(t *testing.T) {
+	support.RunSpecs(t, "Backfill sync and teardown Suite")
+}
+
+// Two "servers": each has its own pool, job store, mirror store and runner on one database.
+var (
+	db            *pgtest.Database
+	pool, poolB   *pgxpool.Pool
+	box           *secrets.AESGCM
+	mirror        *githubmirror.Store
+	jobs, jobsB   *syncjobs.Store
+	manage        *management.Service
+	members       *managementstore.Workspaces
+	patToken      = "ghp_spec_token"
+	testRetry     = rules.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+	adminToken    = "spec-admin-token"
+	specLeaseTime = 20 * time.Second
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	support.SkipWithoutCluster()
+	db = support.Database(ctx)
+	pool = support.Pool(ctx, db, 8)
+	poolB = support.Pool(ctx, db, 4)
+	box = support.SecretBox()
+	var err error
+	mirror, err = githubmirror.New(pool)
+	Expect(err).NotTo(HaveOccurred())
+	jobs, err = syncjobs.New(pool)
+	Expect(err).NotTo(HaveOccurred())
+	jobsB, err = syncjobs.New(poolB)
+	Expect(err).NotTo(HaveOccurred())
+	manage, members = support.Management(pool, adminToken)
+})
+
+var _ = BeforeEach(func(ctx SpecContext) {
+	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
+})
+
+// server is one server's runner against the fake GitHub, with its own pool and metrics.
+type server struct {
+	runner  *backfill.Runner
+	metrics *telemetry.Metrics
+}
+
+func newServer(owner string, p *pgxpool.Pool, store *syncjobs.Store, gh *fakeGitHub) server {
+	GinkgoHelper()
+	secretsStore, err := managementstore.NewLiveSecrets(p, box)
+	Expect(err).NotTo(HaveOccurred())
+	m, err := githubmirror.New(p)
+	Expect(err).NotTo(HaveOccurred())
+	creds := &githubapi.Credentials{Store: secretsStore}
+	client, err := githubapi.New(githubapi.Config{BaseURL: gh.URL(), Token: creds.Token})
+	Expect(err).NotTo(HaveOccurred())
+	src, err := githubsync.New(client, m)
+	Expect(err).NotTo(HaveOccurred())
+	metrics := telemetry.NewMetrics()
+	metrics.Declare(telemetry.Labels{Providers: []string{"github", "gitlab", "slack", "outline"}})
+	r, err := backfill.New(backfill.Config{Owner: owner, LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second, Retry: testRetry},
+		store, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
+	Expect(err).NotTo(HaveOccurred())
+	return server{runner: r, metrics: metrics}
+}
+
+type clock struct{}
+
+func (clock) Now() time.Time { return time.Now() }
+
+// patConnection inserts an ACTIVE GITHUB_PAT connection of ws whose secret is the fake's token.
+func patConnection(ctx context.Context, ws int64, token string) int64 {
+	GinkgoHelper()
+	var id int64
+	Expect(pool.QueryRow(ctx, `
+		INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config)
+		VALUES ($1, 'GITHUB_PAT', 'GITHUB', 'ACTIVE', 'https://github.com', '{"login":"spec"}') RETURNING id`, ws).Scan(&id)).To(Succeed())
+	sealed, err := box.Seal(id, []byte(token))
+	Expect(err).NotTo(HaveOccurred())
+	_, err = pool.Exec(ctx, `UPDATE connection SET secret_ciphertext = $2 WHERE id = $1`, id, sealed)
+	Expect(err).NotTo(HaveOccurred())
+	return id
+}
+
+// subscribe adds a VERIFIED repository subscription, as PUT …/subscriptions stores one.
+func subscribe(ctx context.Context, ws, conn, repoID int64, name string) {
+	GinkgoHelper()
+	_, err := pool.Exec(ctx, `
+		INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id, name)
+		VALUES ($1, $2, 'GITHUB', 'repository', $3, $4)`, conn, ws, strconv.FormatInt(repoID, 10), name)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+type jobRow struct {
+	State     string
+	Items     int64
+	Pages     int64
+	Attempt   int
+	LastError *string
+	Cursor    *string
+}
+
+func job(ctx context.Context, conn, repoID int64) jobRow {
+	GinkgoHelper()
+	var j jobRow
+	Expect(pool.QueryRow(ctx, `
+		SELECT state, items, pages, attempt, last_error, cursor FROM sync_job
+		WHERE connection_id = $1 AND kind = 'BACKFILL' AND resource_id = $2`, conn, strconv.FormatInt(repoID, 10)).
+		Scan(&j.State, &j.Items, &j.Pages, &j.Attempt, &j.LastError, &j.Cursor)).To(Succeed())
+	return j
+}
+
+func count(ctx context.Context, sql string, args ...any) int {
+	GinkgoHelper()
+	return support.Count(ctx, pool, sql, args...)
+}
+
+// drainUntil runs the server's due jobs until cond holds (a retried page is due again after
+// its short spec backoff).
+func drainUntil(ctx context.Context, s server, cond func() bool) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) bool {
+		g.Expect(s.runner.Drain(ctx)).To(Succeed())
+		return cond()
+	}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+}
+
+// api is the sync routes and the GitHub read API behind a server checked against the API
+// document.
+func api() (base string, client *httpClient) {
+	GinkgoHelper()
+	svc, err := backfill.NewService(jobs, nil)
+	Expect(err).NotTo(HaveOccurred())
+	gin.SetMode(gin.TestMode)
+	engine := gin.New()
+	Expect(syncapi.Register(engine, syncapi.Config{Auth: manage, Members: members, Syncs: svc, Log: support.Logger{}})).To(Succeed())
+	Expect(githubread.Register(engine, githubread.Config{Auth: manage, Members: members, Reader: mirror, Log: support.Logger{}})).To(Succeed())
+	srv, c := support.Serve(engine)
+	return srv.URL, &httpClient{c}
+}
