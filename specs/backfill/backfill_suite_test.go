@@ -56,9 +56,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	var err error
 	mirror, err = githubmirror.New(pool)
 	Expect(err).NotTo(HaveOccurred())
-	jobs, err = syncjobs.New(pool)
+	jobs, err = syncjobs.New(pool, syncjobs.Config{})
 	Expect(err).NotTo(HaveOccurred())
-	jobsB, err = syncjobs.New(poolB)
+	jobsB, err = syncjobs.New(poolB, syncjobs.Config{})
 	Expect(err).NotTo(HaveOccurred())
 	manage, members = support.Management(pool, adminToken)
 })

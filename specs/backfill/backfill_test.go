@@ -21,6 +21,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
@@ -225,7 +226,11 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 
 	When("a server dies mid-page", func() {
 		It("lets another server take the lease over and redo the page, with no duplicate and no loss", func(ctx SpecContext) {
-			b := newServer("server-b", poolB, jobsB, gh)
+			// Server B's clock is the one that moves: its store sees A's lease run out.
+			clockB := support.NewClock()
+			jobsLate, err := syncjobs.New(poolB, syncjobs.Config{Clock: clockB})
+			Expect(err).NotTo(HaveOccurred())
+			b := newServer("server-b", poolB, jobsLate, gh)
 			subscribe(ctx, acme, conn, appRepoID, "acme/app")
 			gh.holdFirst("/repos/acme/app/issues?page=2")
 
@@ -239,9 +244,8 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 			Eventually(gh.held).WithContext(ctx).Should(BeClosed())
 			Expect(job(ctx, conn, appRepoID).Cursor).To(HaveValue(Equal("issues:2")))
 
-			// Server A stalls inside its page read; its lease runs out (time moved in SQL).
-			_, err := pool.Exec(ctx, `UPDATE sync_job SET leased_until = clock_timestamp() - interval '1 second' WHERE connection_id = $1`, conn)
-			Expect(err).NotTo(HaveOccurred())
+			// Server A stalls inside its page read; on B's clock its lease runs out.
+			clockB.Advance(specLeaseTime + time.Second)
 			Expect(b.runner.Drain(ctx)).To(Succeed())
 			Expect(job(ctx, conn, appRepoID).State).To(Equal("DONE"))
 

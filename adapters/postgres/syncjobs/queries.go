@@ -2,8 +2,10 @@ package syncjobs
 
 // All statements run at READ COMMITTED. The lease statements have the inbox's shape
 // (adapters/postgres/inboxstore): a claim takes FOR UPDATE SKIP LOCKED, moves lease_epoch up
-// by one and runs the lease from clock_timestamp(); every later write names the epoch and the
-// owner, and does nothing when the job is no longer RUNNING under both.
+// by one and runs the lease from "now"; every later write names the epoch and the owner, and
+// does nothing when the job is no longer RUNNING under both. "Now" is the last parameter of each
+// lease statement, coalesce($n::timestamptz, clock_timestamp()): NULL in production (the
+// database clock decides, as for the inbox), the spec's clock when Config.Clock is set.
 
 // claimDueSyncJob leases the oldest due job of one of the providers $1: a QUEUED job due now,
 // or a RUNNING one whose lease ran out (its server died or stalled: the claim takes it over
@@ -23,8 +25,8 @@ WITH candidate AS (
 	JOIN connection c ON c.id = j.connection_id AND c.workspace_id = j.workspace_id
 	JOIN workspace w ON w.id = j.workspace_id
 	WHERE j.provider = ANY ($1::text[])
-	  AND ((j.state = 'QUEUED' AND j.due_at <= clock_timestamp())
-	       OR (j.state = 'RUNNING' AND j.leased_until <= clock_timestamp()))
+	  AND ((j.state = 'QUEUED' AND j.due_at <= coalesce($4::timestamptz, clock_timestamp()))
+	       OR (j.state = 'RUNNING' AND j.leased_until <= coalesce($4::timestamptz, clock_timestamp())))
 	  AND w.state = 'ACTIVE'
 	  AND (j.kind = 'TEARDOWN'
 	       OR (c.state = 'ACTIVE' AND EXISTS (
@@ -38,9 +40,9 @@ WITH candidate AS (
 UPDATE sync_job j
 SET state = 'RUNNING',
     lease_epoch = j.lease_epoch + 1,
-    leased_until = clock_timestamp() + $3::bigint * interval '1 microsecond',
+    leased_until = coalesce($4::timestamptz, clock_timestamp()) + $3::bigint * interval '1 microsecond',
     leased_by = $2,
-    started_at = COALESCE(j.started_at, clock_timestamp())
+    started_at = COALESCE(j.started_at, coalesce($4::timestamptz, clock_timestamp()))
 FROM candidate
 WHERE j.id = candidate.id
 RETURNING j.id, j.workspace_id, j.connection_id, j.provider, j.kind, j.resource_type, j.resource_id,
@@ -54,7 +56,7 @@ RETURNING j.id, j.workspace_id, j.connection_id, j.provider, j.kind, j.resource_
 // the holder's own row lock is never held across calls.
 const renewSyncLease = `
 UPDATE sync_job
-SET leased_until = GREATEST(leased_until, clock_timestamp() + $4::bigint * interval '1 microsecond')
+SET leased_until = GREATEST(leased_until, coalesce($5::timestamptz, clock_timestamp()) + $4::bigint * interval '1 microsecond')
 WHERE id = $1 AND state = 'RUNNING' AND leased_by = $2 AND lease_epoch = $3
 RETURNING id`
 
@@ -81,9 +83,9 @@ UPDATE sync_job
 SET cursor = $2, items = items + $3, pages = pages + 1, attempt = 0, last_error = NULL,
     state = CASE WHEN $4 THEN 'DONE' ELSE 'RUNNING' END,
     leased_until = CASE WHEN $4 THEN NULL
-                        ELSE GREATEST(leased_until, clock_timestamp() + $5::bigint * interval '1 microsecond') END,
+                        ELSE GREATEST(leased_until, coalesce($6::timestamptz, clock_timestamp()) + $5::bigint * interval '1 microsecond') END,
     leased_by = CASE WHEN $4 THEN NULL ELSE leased_by END,
-    finished_at = CASE WHEN $4 THEN clock_timestamp() END
+    finished_at = CASE WHEN $4 THEN coalesce($6::timestamptz, clock_timestamp()) END
 WHERE id = $1`
 
 // failSyncPage records a failed page under the lease: QUEUED again at $5 (the attempt counted
@@ -95,13 +97,13 @@ SET state = CASE WHEN $7 THEN 'FAILED' ELSE 'QUEUED' END,
     last_error = $4,
     due_at = COALESCE($5, due_at),
     leased_until = NULL, leased_by = NULL,
-    finished_at = CASE WHEN $7 THEN clock_timestamp() END
+    finished_at = CASE WHEN $7 THEN coalesce($8::timestamptz, clock_timestamp()) END
 WHERE id = $1 AND state = 'RUNNING' AND leased_by = $2 AND lease_epoch = $3
 RETURNING id`
 
 // releaseSyncLease hands a lease back without counting: due at once.
 const releaseSyncLease = `
-UPDATE sync_job SET state = 'QUEUED', leased_until = NULL, leased_by = NULL, due_at = clock_timestamp()
+UPDATE sync_job SET state = 'QUEUED', leased_until = NULL, leased_by = NULL, due_at = coalesce($4::timestamptz, clock_timestamp())
 WHERE id = $1 AND state = 'RUNNING' AND leased_by = $2 AND lease_epoch = $3`
 
 // lockConnectionForRestart reads the workspace's connection under a share of its lifecycle

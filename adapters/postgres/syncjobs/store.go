@@ -32,15 +32,34 @@ var (
 // ReasonConnectionNotActive is the 409 of a restart of a connection that is not ACTIVE.
 const ReasonConnectionNotActive = "connection-not-active"
 
+// Config configures the store.
+type Config struct {
+	// Clock, when set, is the "now" of the lease statements (claim, renew, page commit, failure,
+	// release); nil in production, so the database clock decides, as the inbox store's.
+	Clock ports.Clock
+}
+
 // Store is the sync job store on the main pool.
-type Store struct{ pool *pgxpool.Pool }
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  Config
+}
 
 // New makes the store on pool.
-func New(pool *pgxpool.Pool) (*Store, error) {
+func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("sync jobs: nil pool")
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, cfg: cfg}, nil
+}
+
+// now is the "now" parameter: nil (SQL NULL, the database clock) unless a Clock is set.
+func (s *Store) now() *time.Time {
+	if s.cfg.Clock == nil {
+		return nil
+	}
+	t := s.cfg.Clock.Now()
+	return &t
 }
 
 func micros(d time.Duration) int64 { return d.Microseconds() }
@@ -52,7 +71,7 @@ func (s *Store) ClaimSyncJob(ctx context.Context, providers []string, owner stri
 		prov, kind string
 		epoch      int64
 	)
-	err := s.pool.QueryRow(ctx, claimDueSyncJob, providers, owner, micros(lease)).Scan(
+	err := s.pool.QueryRow(ctx, claimDueSyncJob, providers, owner, micros(lease), s.now()).Scan(
 		&j.ID, &j.WorkspaceID, &j.ConnectionID, &prov, &kind, &j.ResourceType, &j.ResourceID,
 		&j.Cursor, &j.Attempt, &epoch, &j.ConnectionKind, &j.SourceKey, &j.ResourceName)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -70,7 +89,7 @@ func (s *Store) ClaimSyncJob(ctx context.Context, providers []string, owner stri
 
 // RenewSyncLease implements ports.SyncJobStore.
 func (s *Store) RenewSyncLease(ctx context.Context, l ports.SyncLease, lease time.Duration) error {
-	return held(s.pool.QueryRow(ctx, renewSyncLease, l.JobID, l.Owner, l.Epoch, micros(lease)), "renew sync lease")
+	return held(s.pool.QueryRow(ctx, renewSyncLease, l.JobID, l.Owner, l.Epoch, micros(lease), s.now()), "renew sync lease")
 }
 
 // held reads the id a lease-fenced statement returned: no row is a lost lease.
@@ -101,7 +120,7 @@ func (s *Store) CommitSyncPage(ctx context.Context, l ports.SyncLease, p ports.S
 				return fmt.Errorf("write sync page: %w", pgutil.Interpret("write sync page", err))
 			}
 		}
-		_, err := tx.Exec(ctx, commitSyncPage, l.JobID, p.Next, p.Items, p.Done, micros(lease))
+		_, err := tx.Exec(ctx, commitSyncPage, l.JobID, p.Next, p.Items, p.Done, micros(lease), s.now())
 		return pgutil.Interpret("commit sync page", err)
 	})
 	if err == nil && adopted != nil {
@@ -128,13 +147,13 @@ func (s *Store) FailSyncPage(ctx context.Context, l ports.SyncLease, d backfill.
 	if !d.Final {
 		due = &d.DueAt
 	}
-	return held(s.pool.QueryRow(ctx, failSyncPage, l.JobID, l.Owner, l.Epoch, d.Reason, due, d.Counts, d.Final),
+	return held(s.pool.QueryRow(ctx, failSyncPage, l.JobID, l.Owner, l.Epoch, d.Reason, due, d.Counts, d.Final, s.now()),
 		"record failed sync page")
 }
 
 // ReleaseSyncLease implements ports.SyncJobStore.
 func (s *Store) ReleaseSyncLease(ctx context.Context, l ports.SyncLease) error {
-	_, err := s.pool.Exec(ctx, releaseSyncLease, l.JobID, l.Owner, l.Epoch)
+	_, err := s.pool.Exec(ctx, releaseSyncLease, l.JobID, l.Owner, l.Epoch, s.now())
 	return pgutil.Interpret("release sync lease", err)
 }
 
