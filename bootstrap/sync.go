@@ -25,7 +25,9 @@ var syncSet = wire.NewSet(
 	provideSyncRoutes,
 )
 
-func provideSyncJobs(pool *pgxpool.Pool) (*syncjobs.Store, error) { return syncjobs.New(pool, syncjobs.Config{}) }
+func provideSyncJobs(pool *pgxpool.Pool) (*syncjobs.Store, error) {
+	return syncjobs.New(pool, syncjobs.Config{})
+}
 
 // provideSyncSources lists the providers' sync sources (ports.Syncing).
 func provideSyncSources(providers []ports.Provider) []ports.SyncSource {
