@@ -19,7 +19,6 @@ package githubread
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -56,8 +55,7 @@ func Register(r gin.IRouter, cfg Config) error {
 		return errors.New("mirror api: an authenticator, a member directory and a reader are required")
 	}
 	h := handlers{reader: cfg.Reader, log: cfg.Log}
-	ws := r.Group("/api/workspaces/:"+managementapi.WorkspaceParam,
-		managementapi.RequireAuth(cfg.Auth), managementapi.RequireMember(cfg.Members))
+	ws := managementapi.MemberRoutes(r, cfg.Auth, cfg.Members, "")
 	ws.GET("/repositories", h.repositories)
 	ws.GET("/repositories/:id/issues", h.issues)
 	ws.GET("/repositories/:id/pulls", h.pulls)
@@ -71,10 +69,7 @@ type handlers struct {
 }
 
 func (h handlers) fail(c *gin.Context, err error) {
-	if status, _ := httperr.Status(err); status == http.StatusInternalServerError && h.log != nil {
-		h.log.Errorw("mirror read failed", "route", c.FullPath(), "error", err.Error())
-	}
-	httperr.Write(c, err)
+	httperr.WriteLogged(c, err, h.log, "mirror read failed")
 }
 
 // repositoryID reads :id; anything but a positive id names no repository (404).

@@ -10,7 +10,6 @@ package gitlabread
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -50,18 +49,14 @@ func Register(r gin.IRouter, cfg Config) error {
 		return errors.New("gitlabread: an authenticator, a member directory and a store are required")
 	}
 	a := api{store: cfg.Store, log: cfg.Log}
-	g := r.Group("/api/workspaces/:"+managementapi.WorkspaceParam+"/gitlab",
-		managementapi.RequireAuth(cfg.Auth), managementapi.RequireMember(cfg.Members))
+	g := managementapi.MemberRoutes(r, cfg.Auth, cfg.Members, "/gitlab")
 	g.GET("/projects", a.projects)
 	g.GET("/projects/:id/merge-requests", a.mergeRequests)
 	return nil
 }
 
 func (a api) fail(c *gin.Context, err error) {
-	if status, _ := httperr.Status(err); status == http.StatusInternalServerError && a.log != nil {
-		a.log.Errorw("gitlab mirror read failed", "route", c.FullPath(), "error", err.Error())
-	}
-	httperr.Write(c, err)
+	httperr.WriteLogged(c, err, a.log, "gitlab mirror read failed")
 }
 
 type projectJSON struct {

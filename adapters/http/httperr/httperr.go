@@ -97,3 +97,13 @@ func WriteCode(c *gin.Context, status int, code string) {
 	}
 	c.AbortWithStatusJSON(status, gin.H{"error": code})
 }
+
+// WriteLogged is Write that also logs the cause of a 500 answer (what failed, the route and the
+// error text; the ports' error texts carry no secret) when log is not nil: a read API's one
+// failure path.
+func WriteLogged(c *gin.Context, err error, log ports.Logger, what string) {
+	if status, _ := Status(err); status == http.StatusInternalServerError && log != nil {
+		log.Errorw(what, "route", c.FullPath(), "error", err.Error())
+	}
+	Write(c, err)
+}

@@ -173,3 +173,10 @@ func RequireInstanceAdmin() gin.HandlerFunc {
 		c.Next()
 	}
 }
+
+// MemberRoutes is the route group of a read API under /api/workspaces/{ws}{path}: a valid token
+// (401) of a member of the workspace or the instance administrator (403 for a non-member, 404
+// for an unknown workspace), whatever the member's role.
+func MemberRoutes(r gin.IRouter, auth Authenticator, members Members, path string) *gin.RouterGroup {
+	return r.Group("/api/workspaces/:"+WorkspaceParam+path, RequireAuth(auth), RequireMember(members))
+}

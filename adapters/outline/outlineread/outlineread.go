@@ -9,7 +9,6 @@ package outlineread
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -46,17 +45,13 @@ func Register(r gin.IRouter, cfg Config) error {
 		return errors.New("outlineread: an authenticator, a member directory and a store are required")
 	}
 	a := api{store: cfg.Store, log: cfg.Log}
-	g := r.Group("/api/workspaces/:"+managementapi.WorkspaceParam+"/outline",
-		managementapi.RequireAuth(cfg.Auth), managementapi.RequireMember(cfg.Members))
+	g := managementapi.MemberRoutes(r, cfg.Auth, cfg.Members, "/outline")
 	g.GET("/documents", a.documents)
 	return nil
 }
 
 func (a api) fail(c *gin.Context, err error) {
-	if status, _ := httperr.Status(err); status == http.StatusInternalServerError && a.log != nil {
-		a.log.Errorw("outline mirror read failed", "route", c.FullPath(), "error", err.Error())
-	}
-	httperr.Write(c, err)
+	httperr.WriteLogged(c, err, a.log, "outline mirror read failed")
 }
 
 type documentJSON struct {

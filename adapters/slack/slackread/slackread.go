@@ -10,7 +10,6 @@ package slackread
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -49,18 +48,14 @@ func Register(r gin.IRouter, cfg Config) error {
 		return errors.New("slackread: an authenticator, a member directory and a store are required")
 	}
 	a := api{store: cfg.Store, log: cfg.Log}
-	g := r.Group("/api/workspaces/:"+managementapi.WorkspaceParam+"/slack",
-		managementapi.RequireAuth(cfg.Auth), managementapi.RequireMember(cfg.Members))
+	g := managementapi.MemberRoutes(r, cfg.Auth, cfg.Members, "/slack")
 	g.GET("/channels", a.channels)
 	g.GET("/channels/:id/messages", a.messages)
 	return nil
 }
 
 func (a api) fail(c *gin.Context, err error) {
-	if status, _ := httperr.Status(err); status == http.StatusInternalServerError && a.log != nil {
-		a.log.Errorw("slack mirror read failed", "route", c.FullPath(), "error", err.Error())
-	}
-	httperr.Write(c, err)
+	httperr.WriteLogged(c, err, a.log, "slack mirror read failed")
 }
 
 type channelJSON struct {
