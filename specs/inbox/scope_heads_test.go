@@ -405,6 +405,11 @@ var _ = Describe("Claiming on many servers while deliveries arrive", func() {
 							repos[i] = fmt.Sprintf("%d", (b+i+w)%scopes)
 						}
 					}
+					// One batch locks its scopes' head rows in the order it inserts them (the
+					// per-row scope trigger); two writers must take them in one order, as
+					// admission does (its rows of one delivery go in connection-id order), or
+					// they deadlock on each other, which is this spec's artefact, not a claim.
+					slices.Sort(repos)
 					storeRows(ctx, pool, ws, repos, `{}`)
 				}
 			})
