@@ -48,7 +48,7 @@ var (
 	TeamRepositoryDeleted  = change.MustType("github.team_repository.deleted")
 )
 
-// EntityViews shapes the other mirrored entities for the change feed (mirrorapi.Views).
+// EntityViews shapes the other mirrored entities for the change feed (githubread.Views).
 type EntityViews interface {
 	Label(LabelRow) any
 	Milestone(MilestoneRow) any

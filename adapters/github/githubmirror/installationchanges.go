@@ -32,7 +32,7 @@ type InstallationRepositoryRow struct {
 	Removed        bool
 }
 
-// InstallationViews shapes installation repositories for the change feed (mirrorapi.Views).
+// InstallationViews shapes installation repositories for the change feed (githubread.Views).
 type InstallationViews interface {
 	InstallationRepository(InstallationRepositoryRow) any
 }

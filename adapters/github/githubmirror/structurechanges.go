@@ -27,7 +27,7 @@ var (
 	IssueDependencyDeleted  = change.MustType("github.issue_dependency.deleted")
 )
 
-// StructureViews shapes the structure entities for the change feed (mirrorapi.Views).
+// StructureViews shapes the structure entities for the change feed (githubread.Views).
 type StructureViews interface {
 	Repository(RepositoryRow) any
 	Organization(OrganizationRow) any
