@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/hephaestus-dev/hephaestus/domain/backfill"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 )
 
 // SyncJob is a claimed backfill or teardown job (application/backfill runs it).
@@ -14,7 +14,7 @@ type SyncJob struct {
 	WorkspaceID  int64
 	ConnectionID int64
 	Provider     provider.Provider
-	Kind         backfill.Kind
+	Kind         syncjob.Kind
 	// ConnectionKind and SourceKey are the connection's (a GitHub App's installation id), so a
 	// source can pick the credential of the read.
 	ConnectionKind string
@@ -75,7 +75,7 @@ type SyncJobStore interface {
 	CommitSyncPage(ctx context.Context, l SyncLease, p SyncPage, lease time.Duration) error
 	// FailSyncPage records a failed page under l: QUEUED again at d.DueAt (attempt up by one
 	// when d.Counts), or FAILED with d.Reason when d.Final. Errors: inbox.ErrLeaseLost.
-	FailSyncPage(ctx context.Context, l SyncLease, d backfill.Decision) error
+	FailSyncPage(ctx context.Context, l SyncLease, d syncjob.Decision) error
 	// ReleaseSyncLease hands the job back without counting (shutdown): QUEUED, due at once.
 	ReleaseSyncLease(ctx context.Context, l SyncLease) error
 }
@@ -84,7 +84,7 @@ type SyncJobStore interface {
 type SyncResourceProgress struct {
 	Type       string
 	ID         string
-	State      backfill.State
+	State      syncjob.State
 	Items      int64
 	Pages      int64
 	StartedAt  *time.Time

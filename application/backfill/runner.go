@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	rules "github.com/hephaestus-dev/hephaestus/domain/backfill"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -33,8 +33,8 @@ type Config struct {
 	// CallTimeout bounds one page read from the provider (default 30 s, at most a quarter of
 	// the lease, so a page read cannot outlive the lease it started under).
 	CallTimeout time.Duration
-	// Retry decides a failed page (domain/backfill.RetryPolicy defaults).
-	Retry rules.RetryPolicy
+	// Retry decides a failed page (domain/syncjob.RetryPolicy defaults).
+	Retry syncjob.RetryPolicy
 }
 
 func (c *Config) setDefaults() {

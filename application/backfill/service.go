@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	rules "github.com/hephaestus-dev/hephaestus/domain/backfill"
+	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -48,9 +48,9 @@ func (s *Service) Progress(ctx context.Context, workspaceID, connectionID int64)
 	if err != nil {
 		return Progress{}, fmt.Errorf("sync progress of connection %d: %w", connectionID, err)
 	}
-	states := make([]rules.State, len(rs))
+	states := make([]syncjob.State, len(rs))
 	for i, r := range rs {
 		states[i] = r.State
 	}
-	return Progress{State: rules.Overall(states), Resources: rs}, nil
+	return Progress{State: syncjob.Overall(states), Resources: rs}, nil
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/management"
-	rules "github.com/hephaestus-dev/hephaestus/domain/backfill"
+	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -42,7 +42,7 @@ var (
 	manage        *management.Service
 	members       *managementstore.Workspaces
 	patToken      = "ghp_spec_token"
-	testRetry     = rules.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+	testRetry     = syncjob.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
 	adminToken    = "spec-admin-token"
 	specLeaseTime = 20 * time.Second
 )

@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	gitlabadapter "github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
@@ -53,7 +53,7 @@ var _ = Describe("GitLab handlers publishing the other mirrored entities", func(
 	}
 	deliver := func(ctx context.Context, event, payload string) support.Delivery {
 		GinkgoHelper()
-		d := support.LeasedEvent(ctx, writerPool, ws, gitlabadapter.Provider, event, "gitlab:project:101", payload)
+		d := support.LeasedEvent(ctx, writerPool, ws, gitlab.Provider, event, "gitlab:project:101", payload)
 		Expect(d.Handle(ctx, reg)).To(Succeed())
 		return d
 	}

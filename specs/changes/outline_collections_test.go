@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	outlineadapter "github.com/hephaestus-dev/hephaestus/adapters/outline"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineread"
@@ -49,7 +49,7 @@ var _ = Describe("Outline collections in the change feed", func() {
 		if event == "collections.delete" {
 			deleted = fmt.Sprintf(`,"deletedAt":%q`, updatedAt)
 		}
-		d := support.LeasedEvent(ctx, writerPool, ws, outlineadapter.Provider, event, "outline:collection:"+collection, fmt.Sprintf(
+		d := support.LeasedEvent(ctx, writerPool, ws, outline.Provider, event, "outline:collection:"+collection, fmt.Sprintf(
 			`{"id":"env-c%d","actorId":"u-1","createdAt":%q,"event":%q,
 			"payload":{"id":%q,"model":{"id":%q,"name":%q,"urlId":"eng","updatedAt":%q%s}}}`,
 			envelopes, updatedAt, event, collection, collection, name, updatedAt, deleted))

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	slackadapter "github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
@@ -53,7 +53,7 @@ var _ = Describe("Slack channels in the change feed", func() {
 
 	deliver := func(ctx context.Context, eventType, event string) support.Delivery {
 		GinkgoHelper()
-		d := support.LeasedEvent(ctx, writerPool, ws, slackadapter.Provider, eventType, "slack:channel:"+channel, fmt.Sprintf(
+		d := support.LeasedEvent(ctx, writerPool, ws, slack.Provider, eventType, "slack:channel:"+channel, fmt.Sprintf(
 			`{"type":"event_callback","team_id":%q,"event_id":"EvCh%d","authorizations":[{"team_id":%q,"user_id":"UBOT","is_bot":true}],"event":%s}`,
 			team, slackEnvelopes.Add(1), team, event))
 		Expect(d.Handle(ctx, reg)).To(Succeed())

@@ -19,9 +19,9 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/domain/backfill"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -69,7 +69,7 @@ var errNoReader = errors.New("github sync: no GitHub API access configured")
 
 // NextPage implements ports.SyncSource.
 func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string) (ports.SyncPage, error) {
-	if job.Kind == backfill.Teardown {
+	if job.Kind == syncjob.Teardown {
 		return ports.SyncPage{Done: true, Write: func(ctx context.Context, tx ports.Tx) error {
 			return s.store.TeardownConnection(ctx, tx, job.WorkspaceID, job.ConnectionID)
 		}}, nil

@@ -16,9 +16,9 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
-	"github.com/hephaestus-dev/hephaestus/domain/backfill"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -62,7 +62,7 @@ func refused(op, why string) error {
 
 // NextPage implements ports.SyncSource.
 func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string) (ports.SyncPage, error) {
-	if job.Kind == backfill.Teardown {
+	if job.Kind == syncjob.Teardown {
 		return ports.SyncPage{Done: true, Write: func(ctx context.Context, tx ports.Tx) error {
 			return s.store.TeardownConnection(ctx, tx, job.WorkspaceID, job.ConnectionID)
 		}}, nil

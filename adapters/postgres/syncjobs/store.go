@@ -17,10 +17,10 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
-	"github.com/hephaestus-dev/hephaestus/domain/backfill"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -81,7 +81,7 @@ func (s *Store) ClaimSyncJob(ctx context.Context, providers []string, owner stri
 		return ports.SyncJob{}, ports.SyncLease{}, false, pgutil.Interpret("claim sync job", err)
 	}
 	j.Provider = provider.Restore(prov)
-	if j.Kind, err = backfill.ParseKind(kind); err != nil {
+	if j.Kind, err = syncjob.ParseKind(kind); err != nil {
 		return ports.SyncJob{}, ports.SyncLease{}, false, err
 	}
 	return j, ports.SyncLease{JobID: j.ID, Owner: owner, Epoch: epoch}, true, nil
@@ -142,7 +142,7 @@ func copyFence(ctx context.Context, tx pgx.Tx) error {
 }
 
 // FailSyncPage implements ports.SyncJobStore.
-func (s *Store) FailSyncPage(ctx context.Context, l ports.SyncLease, d backfill.Decision) error {
+func (s *Store) FailSyncPage(ctx context.Context, l ports.SyncLease, d syncjob.Decision) error {
 	var due *time.Time
 	if !d.Final {
 		due = &d.DueAt
@@ -191,7 +191,7 @@ func (s *Store) SyncProgress(ctx context.Context, workspaceID, connectionID int6
 			return r, err
 		}
 		var err error
-		r.State, err = backfill.ParseState(state)
+		r.State, err = syncjob.ParseState(state)
 		return r, err
 	})
 	if err != nil {

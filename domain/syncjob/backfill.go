@@ -2,7 +2,7 @@
 // states, its kinds, and when a failed page is tried again or the job gives up. The job's
 // lease follows the inbox's lease rules (domain/inbox): an epoch that every write of the
 // holder names, a lease that runs out and is taken over.
-package backfill
+package syncjob
 
 import (
 	"errors"
