@@ -90,6 +90,7 @@ var _ = Describe("The console's sync progress and its Sync again button", func()
 		expectProgress(one.Body)
 		Expect(one.Body).To(ContainSubstring(`action="` + start + `"`))
 		Expect(one.Body).To(ContainSubstring("Sync again"))
+		Expect(one.Body).NotTo(ContainSubstring(`http-equiv="refresh"`), "nothing runs, so the page does not reload itself")
 	})
 
 	It("shows a MEMBER the progress without the Sync again button, and refuses the MEMBER's POST", func(ctx SpecContext) {
@@ -122,6 +123,7 @@ var _ = Describe("The console's sync progress and its Sync again button", func()
 		Expect(after.Status).To(Equal(http.StatusOK))
 		Expect(after.Body).To(ContainSubstring(fmt.Sprintf("The sync of connection %d started again", conn)))
 		Expect(after.Body).To(ContainSubstring(`Sync: <strong class="sync-state">RUNNING</strong>`))
+		Expect(after.Body).To(ContainSubstring(`<meta http-equiv="refresh" content="5">`), "a running sync's page reloads itself")
 	})
 
 	It("lets the instance administrator restart too", func(ctx SpecContext) {

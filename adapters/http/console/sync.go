@@ -25,6 +25,12 @@ type Syncs interface {
 // reasonConnectionNotActive is the reason the sync use case refuses a restart with (409).
 const reasonConnectionNotActive = "connection-not-active"
 
+// syncRunning is the overall state of a connection with a queued or running backfill.
+const syncRunning = "RUNNING"
+
+// syncRefreshSeconds is how often the sync page reloads itself while a backfill runs.
+const syncRefreshSeconds = 5
+
 // syncView is a connection's backfill progress as the pages show it.
 type syncView struct {
 	// Available: the server wired the sync use case (without it the pages say so).
@@ -135,8 +141,13 @@ func (c *console) syncProgress(g *gin.Context) {
 	if g.Query("restarted") == "1" {
 		notice = fmt.Sprintf("The sync of connection %d started again: its backfills are queued.", id)
 	}
+	// While a backfill runs the page reloads itself (a meta refresh: no script).
+	refresh := 0
+	if view.State == syncRunning {
+		refresh = syncRefreshSeconds
+	}
 	c.render(g, http.StatusOK, "sync", page{Title: fmt.Sprintf("Sync of connection %d · %s", id, ws.Slug), Workspace: ws.Slug,
-		Notice: notice, Data: syncPage{Connection: id, CanRestart: canRestart, Sync: view}})
+		Notice: notice, Refresh: refresh, Data: syncPage{Connection: id, CanRestart: canRestart, Sync: view}})
 }
 
 // restartSync starts every backfill of the connection again through the use case of
