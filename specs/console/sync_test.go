@@ -93,6 +93,20 @@ var _ = Describe("The console's sync progress and its Sync again button", func()
 		Expect(one.Body).NotTo(ContainSubstring(`http-equiv="refresh"`), "nothing runs, so the page does not reload itself")
 	})
 
+	It("shows IDLE for a connection with no backfill", func(ctx SpecContext) {
+		var idle int64
+		Expect(pool.QueryRow(ctx, `
+			INSERT INTO connection (workspace_id, kind, provider, source_server_url)
+			VALUES ($1, 'OUTLINE', 'OUTLINE', 'https://wiki.example.com') RETURNING id`, f.acme.ID).Scan(&idle)).To(Succeed())
+		b := newClient()
+		b.signIn(f.ana.Token)
+		one := b.get(fmt.Sprintf("/console/workspaces/acme/connections/%d/sync", idle))
+		Expect(one.Status).To(Equal(http.StatusOK), one.Body)
+		Expect(one.Body).To(ContainSubstring(`Sync: <strong class="sync-state">IDLE</strong>`))
+		Expect(one.Body).To(ContainSubstring("No backfill yet"))
+		Expect(one.Body).NotTo(ContainSubstring("<code>c1</code>"), "another connection's jobs are not shown")
+	})
+
 	It("shows a MEMBER the progress without the Sync again button, and refuses the MEMBER's POST", func(ctx SpecContext) {
 		m := newClient()
 		m.signIn(member)
