@@ -9,6 +9,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/console"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
+	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
 	"github.com/hephaestus-dev/hephaestus/application/management"
@@ -27,10 +28,10 @@ func provideConsoleSessions(pool *pgxpool.Pool) (*consolesession.Store, error) {
 type consoleRoutes routeRegistration
 
 func provideConsoleRoutes(s instanceSecrets, sessions *consolesession.Store, manage *management.Service,
-	dead *deadletters.Service, erasures *personerasure.Service, members ports.WorkspaceStore, feed *changes.Feed, log ports.Logger,
+	dead *deadletters.Service, erasures *personerasure.Service, members ports.WorkspaceStore, feed *changes.Feed, syncs *backfill.Service, log ports.Logger,
 ) consoleRoutes {
 	return func(r gin.IRouter) error {
 		return console.Register(r, console.Config{Management: manage, Dead: dead, Erasures: erasures,
-			Sessions: sessions, Members: members, Changes: feed, AdminToken: s.AdminToken, Log: log})
+			Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, AdminToken: s.AdminToken, Log: log})
 	}
 }

@@ -123,17 +123,6 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, portsLogger)
-	installStates, err := managementstore.NewInstallStates(pool)
-	if err != nil {
-		return nil, nil, err
-	}
-	installflowService, err := provideInstallFlows(bootstrapInstanceSecrets, managementService, installStates, v2, clock, portsLogger)
-	if err != nil {
-		return nil, nil, err
-	}
-	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
-	bootstrapChangesRoutes := provideChangeRoutes(managementService, workspaces, feed, portsLogger)
 	syncjobsStore, err := provideSyncJobs(pool)
 	if err != nil {
 		return nil, nil, err
@@ -147,6 +136,17 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
+	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, backfillService, portsLogger)
+	installStates, err := managementstore.NewInstallStates(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	installflowService, err := provideInstallFlows(bootstrapInstanceSecrets, managementService, installStates, v2, clock, portsLogger)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
+	bootstrapChangesRoutes := provideChangeRoutes(managementService, workspaces, feed, portsLogger)
 	bootstrapSyncRoutes := provideSyncRoutes(managementService, workspaces, backfillService, portsLogger)
 	v5 := provideRegistrars(config, service, hooks, managementService, workspaces, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapChangesRoutes, bootstrapSyncRoutes, v2)
 	registry, err := provideHandlerRegistry(v2)

@@ -13,6 +13,8 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 // chromiumPath is Debian's chromium (.ci/run installs it when missing), or HEPHAESTUS_CHROMIUM.
@@ -167,5 +169,51 @@ var _ = Describe("The console in a real browser", Ordered, func() {
 		)).To(Succeed())
 		Expect(text(t, ".notice")).To(ContainSubstring("was replayed"))
 		Expect(rowState(ctx, f.deadID)).To(Equal("QUEUED"))
+	})
+
+	It("shows a connection's sync progress, and the ADMIN's Sync again restarts it while a MEMBER sees no button", func(ctx SpecContext) {
+		var conn int64
+		Expect(pool.QueryRow(ctx, `
+			INSERT INTO connection (workspace_id, kind, provider, source_server_url)
+			VALUES ($1, 'OUTLINE', 'OUTLINE', 'https://docs.example.com') RETURNING id`, f.acme.ID).Scan(&conn)).To(Succeed())
+		_, err := pool.Exec(ctx, `
+			INSERT INTO sync_job (workspace_id, connection_id, provider, kind, resource_type, resource_id, state,
+			                      items, pages, started_at, finished_at, last_error)
+			VALUES ($1, $2, 'OUTLINE', 'BACKFILL', 'collection', 'c1', 'DONE', 7, 1, now(), now(), NULL),
+			       ($1, $2, 'OUTLINE', 'BACKFILL', 'collection', 'c2', 'FAILED', 0, 0, now(), now(), 'provider-unreadable')`,
+			f.acme.ID, conn)
+		Expect(err).NotTo(HaveOccurred())
+		queued := func() int {
+			GinkgoHelper()
+			return support.Scalar[int](ctx, pool, `SELECT count(*)::int FROM sync_job WHERE connection_id = $1 AND state = 'QUEUED'`, conn)
+		}
+		syncPage := fmt.Sprintf("%s/console/workspaces/acme/connections/%d/sync", server.URL, conn)
+
+		m := tab()
+		member := support.NewAccount(ctx, svc, fmt.Sprintf("max%d", logins.Add(1)), false, "acme", "MEMBER")
+		Expect(chromedp.Do(m,
+			signIn(member.Token),
+			chromedp.WaitVisible(chromedp.CSS("#ws-acme")),
+			chromedp.Navigate(syncPage),
+			chromedp.WaitVisible(chromedp.CSS("table.sync")),
+		)).To(Succeed())
+		Expect(text(m, ".sync-state")).To(Equal("FAILED"))
+		Expect(text(m, "table.sync")).To(And(ContainSubstring("DONE"), ContainSubstring("provider-unreadable")))
+		buttons, err := chromedp.Run(m, chromedp.Evaluate[int](`document.querySelectorAll("#sync-again").length`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(buttons).To(Equal(0))
+
+		a := tab()
+		Expect(chromedp.Do(a,
+			signIn(f.ana.Token),
+			chromedp.WaitVisible(chromedp.CSS("#ws-acme")),
+			chromedp.Navigate(server.URL+"/console/workspaces/acme/connections"),
+			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf("#sync-again-%d", conn))),
+			chromedp.Click(chromedp.CSS(fmt.Sprintf("#sync-again-%d", conn))),
+			chromedp.WaitVisible(chromedp.CSS(".notice")),
+		)).To(Succeed())
+		Expect(text(a, ".notice")).To(ContainSubstring(fmt.Sprintf("The sync of connection %d started again", conn)))
+		Expect(text(a, ".sync-state")).To(Equal("RUNNING"))
+		Expect(queued()).To(Equal(2))
 	})
 })

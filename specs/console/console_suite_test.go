@@ -23,7 +23,9 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
 	"github.com/hephaestus-dev/hephaestus/application/management"
@@ -72,11 +74,17 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	feed, err = changes.NewFeed(changes.Config{}, feedStore, changes.NewSignal(), telemetry.NewMetrics())
 	Expect(err).NotTo(HaveOccurred())
 	_, members := support.Management(pool, adminToken)
+	// The sync use case of the sync API, on the real job table; no runner works the jobs here,
+	// so a restarted job stays QUEUED for the specs to see.
+	jobs, err := syncjobs.New(pool, syncjobs.Config{})
+	Expect(err).NotTo(HaveOccurred())
+	syncs, err := backfill.NewService(jobs, nil)
+	Expect(err).NotTo(HaveOccurred())
 
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
 	Expect(console.Register(engine, console.Config{Management: svc, Dead: dead, Erasures: erasureSvc,
-		Sessions: sessions, Members: members, Changes: feed, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
+		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
 	server = httptest.NewServer(engine)
 	DeferCleanup(server.Close)
 })

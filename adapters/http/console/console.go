@@ -1,7 +1,7 @@
 // Package console serves the operator console at /console: server-rendered HTML
 // (html/template, embedded with its stylesheet), no JavaScript at all, so reading and replaying
 // work in any browser and the Content-Security-Policy forbids every script. It is a second face
-// of the same use cases the API calls (management, dead letters, erasure), with the same
+// of the same use cases the API calls (management, dead letters, erasure, sync), with the same
 // authorisation: a session carries the principal its token authenticated, and every page asks
 // the use case as that principal (a member sees only their workspaces, the instance
 // administrator sees all).
@@ -67,6 +67,10 @@ type Config struct {
 	// feed API does; without Changes the page says the feed is not available.
 	Members managementapi.Members
 	Changes *changes.Feed
+	// Syncs shows each connection's sync progress (to every member, as GET …/sync) and its
+	// "Sync again" button (to who may manage the workspace, as POST …/sync); without it the
+	// pages say sync progress is not available. It needs Members.
+	Syncs Syncs
 	// AdminToken is the configured instance administrator token: a session signed in with it
 	// ends when the configured token changes.
 	AdminToken string
@@ -88,6 +92,9 @@ func Register(r gin.IRouter, cfg Config) error {
 	}
 	if cfg.Changes != nil && cfg.Members == nil {
 		return errors.New("console: the change feed page needs the members directory")
+	}
+	if cfg.Syncs != nil && cfg.Members == nil {
+		return errors.New("console: the sync page needs the members directory")
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
@@ -118,7 +125,10 @@ func Register(r gin.IRouter, cfg Config) error {
 	s.GET("/workspaces/:ws/dead-letters/:id/replay", c.confirmReplay)
 	s.POST("/workspaces/:ws/dead-letters/:id/replay", c.replay)
 	s.GET("/workspaces/:ws/connections", c.connections)
+	// …/connections/:id/sync starts the sync again (ADMIN); the other actions are transitions.
 	s.POST("/workspaces/:ws/connections/:id/:action", c.transition)
+	// Who: every member of the workspace and the instance administrator (as GET …/sync).
+	s.GET("/workspaces/:ws/connections/:id/sync", c.syncProgress)
 	s.GET("/workspaces/:ws/changes", c.changes)
 	// Who: the instance administrator only (the use cases refuse anyone else with 403).
 	s.GET("/admin/dead-letters", c.installationDeadLetters)

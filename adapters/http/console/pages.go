@@ -57,12 +57,12 @@ var funcs = template.FuncMap{
 	},
 }
 
-var pageNames = []string{"signin", "error", "workspaces", "deadletters", "deadletter", "confirm", "connections", "changes", "erasure"}
+var pageNames = []string{"signin", "error", "workspaces", "deadletters", "deadletter", "confirm", "connections", "changes", "erasure", "sync"}
 
 func parsePages() (map[string]*template.Template, error) {
 	out := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/progress.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
 		}
@@ -343,6 +343,7 @@ type connectionView struct {
 	AccessReason  string
 	Subscriptions []ports.SubscribedResource
 	Actions       []string
+	Sync          syncView
 }
 
 func (c *console) connections(g *gin.Context) {
@@ -371,7 +372,12 @@ func (c *console) connections(g *gin.Context) {
 			return
 		}
 		access, reason := c.cfg.Management.ConnectionAccess(conn)
-		v := connectionView{Conn: conn, Access: access.String(), AccessReason: reason, Subscriptions: subs}
+		sync, err := c.progress(ctx, m.Workspace().ID, conn.ID)
+		if err != nil {
+			c.fail(g, err)
+			return
+		}
+		v := connectionView{Conn: conn, Access: access.String(), AccessReason: reason, Subscriptions: subs, Sync: sync}
 		for _, a := range []connection.Action{connection.Activate, connection.Suspend, connection.Uninstall} {
 			if _, err := conn.State.Next(a); err == nil {
 				v.Actions = append(v.Actions, a.String())
@@ -384,6 +390,10 @@ func (c *console) connections(g *gin.Context) {
 }
 
 func (c *console) transition(g *gin.Context) {
+	if g.Param("action") == "sync" {
+		c.restartSync(g)
+		return
+	}
 	m, ok := c.manage(g)
 	if !ok {
 		return
