@@ -293,6 +293,34 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		Expect(sl.callLog()).To(BeEmpty())
 	})
 
+	It("backfills a channel again from its first page when the app is added to it later", func(ctx SpecContext) {
+		registerChannel(ctx, acme, "C0GENERAL", "PENDING")
+		subscribeChannel(ctx, acme, conn, "C0GENERAL")
+		drain(ctx, func() bool { return channelJob(ctx, conn, "C0GENERAL").State == "DONE" })
+		Expect(messages(ctx, "C0GENERAL")).To(BeZero())
+		Expect(sl.callLog()).To(BeEmpty())
+
+		// The app's bot joins the channel: the grant step's consent change restarts the job.
+		inbox, err := deliveryinbox.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		reg := consumer.NewRegistry()
+		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		payload := `{"type":"event_callback","team_id":"` + slackTeam + `","authorizations":[{"team_id":"` + slackTeam +
+			`","user_id":"UBOT","is_bot":true}],"event":{"type":"member_joined_channel","channel":"C0GENERAL","channel_type":"C","user":"UBOT","team":"` +
+			slackTeam + `"}}`
+		Expect(support.LeasedEvent(ctx, pool, acme, slack.Provider, "member_joined_channel", "slack:channel:C0GENERAL", payload).Handle(ctx, reg)).To(Succeed())
+		Expect(channelJob(ctx, conn, "C0GENERAL").State).To(Equal("QUEUED"))
+
+		drain(ctx, func() bool { return channelJob(ctx, conn, "C0GENERAL").State == "DONE" })
+		Expect(channelJob(ctx, conn, "C0GENERAL").Items).To(BeEquivalentTo(250))
+		Expect(messages(ctx, "C0GENERAL")).To(Equal(250))
+
+		// A rename of the consented channel restarts nothing.
+		_, err = pool.Exec(ctx, `UPDATE slack_channel SET name = 'general-2', consent_state = 'GRANTED' WHERE workspace_id = $1 AND id = 'C0GENERAL'`, acme)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(channelJob(ctx, conn, "C0GENERAL").State).To(Equal("DONE"))
+	})
+
 	It("writes nothing when the consent is revoked while the page is read", func(ctx SpecContext) {
 		registerChannel(ctx, acme, "C0PRIVATE", "GRANTED")
 		sl.mu.Lock()
