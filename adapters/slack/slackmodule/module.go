@@ -17,6 +17,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackoauth"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slacksync"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -48,7 +49,9 @@ func New(cfg Config) Module { return Module{cfg: cfg} }
 // after a crash) go through the Web API with the bot token of the workspace's connection of the
 // team (stored sealed by the Slack install flow, or given as the secret when the instance
 // administrator creates the connection); the configured bot token is only the fallback. A team
-// with neither gets no Web API call; every database step runs as specified either way.
+// with neither gets no Web API call; every database step runs as specified either way. The
+// backfill of a consented channel reads its history with that token (slacksync); a team
+// without one has its backfills refused.
 func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	hook, err := slack.NewWebhook(slack.Config{SigningSecret: m.cfg.SigningSecret})
 	if err != nil {
@@ -79,7 +82,12 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 			return nil, err
 		}
 	}
-	return built{install: slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: m.cfg.ClientID, PublicURL: m.cfg.PublicURL}, oauth), Built: providerkit.Built{
+	// A channel's backfill reads its history with the same client and token.
+	source, err := slacksync.New(client, store)
+	if err != nil {
+		return nil, err
+	}
+	return built{sync: source, install: slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: m.cfg.ClientID, PublicURL: m.cfg.PublicURL}, oauth), Built: providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return slackhandlers.Register(reg, handlers) },
@@ -91,12 +99,18 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	}}, nil
 }
 
-// built is Slack's parts: the common ones plus its install flow.
+// built is Slack's parts: the common ones plus its install flow and sync source.
 type built struct {
 	providerkit.Built
 	install *slackoauth.Flow
+	sync    *slacksync.Source
 }
 
-var _ ports.InstallFlows = built{}
+var (
+	_ ports.InstallFlows = built{}
+	_ ports.Syncing      = built{}
+)
+
+func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }
 
 func (b built) InstallFlows() []ports.InstallFlow { return []ports.InstallFlow{b.install} }

@@ -1,5 +1,7 @@
-// Package webapi is the Slack Web API as the Slack handlers use it: chat.postEphemeral for the
-// channel join notice and views.publish for App Home, over net/http with the bot token of the workspace's connection of the team (StoredTokens).
+// Package webapi is the Slack Web API as the Slack handlers and the backfill use it:
+// chat.postEphemeral for the channel join notice, views.publish for App Home and
+// conversations.history for a channel's backfill (adapters/slack/slacksync), over net/http
+// with the bot token of the workspace's connection of the team (StoredTokens).
 //
 // Both calls are external effects. The handlers make them outside every database transaction,
 // and nothing records that a call happened before the delivery completes: a process that stops
@@ -17,6 +19,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -164,11 +167,42 @@ func (c *Client) call(ctx context.Context, workspaceID int64, teamID, method str
 	if err != nil {
 		return fmt.Errorf("slack %s: encode: %w", method, err)
 	}
+	_, err = c.do(ctx, token, method, "application/json; charset=utf-8", payload, maxAnswerBytes)
+	return err
+}
+
+// maxHistoryBytes bounds a conversations.history answer (up to limit messages with their
+// attachments and blocks).
+const maxHistoryBytes = 8 << 20
+
+// ConversationsHistory reads one page of a channel's history (conversations.history, form
+// encoded: channel, limit, and cursor when not ""), with the bot token of the workspace's
+// connection of the team, and returns Slack's answer as it came. Errors as for PostEphemeral;
+// besides, a team without a bot token is refused (nothing can be read).
+func (c *Client) ConversationsHistory(ctx context.Context, workspaceID int64, teamID, channelID, cursor string, limit int) (json.RawMessage, error) {
+	const method = "conversations.history"
+	token, err := c.cfg.Token(ctx, workspaceID, teamID)
+	if errors.Is(err, ErrNoToken) {
+		return nil, &inbox.ProviderError{Provider: "slack", Op: "POST " + method, Kind: inbox.ProviderRefused, Err: err}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("slack %s: bot token: %w", method, err)
+	}
+	form := url.Values{"channel": {channelID}, "limit": {strconv.Itoa(limit)}}
+	if cursor != "" {
+		form.Set("cursor", cursor)
+	}
+	return c.do(ctx, token, method, "application/x-www-form-urlencoded", []byte(form.Encode()), maxHistoryBytes)
+}
+
+// do posts payload to method and returns the answer of an ok call. Errors: *inbox.ProviderError
+// classified as PostEphemeral documents.
+func (c *Client) do(ctx context.Context, token, method, contentType string, payload []byte, maxBytes int64) (json.RawMessage, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.BaseURL+method, bytes.NewReader(payload))
 	if err != nil {
-		return fmt.Errorf("slack %s: %w", method, err)
+		return nil, fmt.Errorf("slack %s: %w", method, err)
 	}
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Authorization", "Bearer "+token)
 	fail := func(kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
 		return &inbox.ProviderError{Provider: "slack", Op: "POST " + method, Kind: kind, Status: status, Err: cause}
@@ -176,41 +210,41 @@ func (c *Client) call(ctx context.Context, workspaceID int64, teamID, method str
 	res, err := c.cfg.HTTP.Do(req)
 	if err != nil {
 		// The URL error can name the base URL, never the token (it travels in a header).
-		return fail(inbox.ProviderTransport, 0, err)
+		return nil, fail(inbox.ProviderTransport, 0, err)
 	}
 	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
+	raw, err := io.ReadAll(io.LimitReader(res.Body, maxBytes))
 	if err != nil {
-		return fail(inbox.ProviderTransport, res.StatusCode, err)
+		return nil, fail(inbox.ProviderTransport, res.StatusCode, err)
 	}
 	switch {
 	case res.StatusCode == http.StatusTooManyRequests:
 		e := fail(inbox.ProviderRateLimited, res.StatusCode, nil)
 		e.RetryAfter = inbox.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
-		return e
+		return nil, e
 	case res.StatusCode >= 500:
 		e := fail(inbox.ProviderServerError, res.StatusCode, nil)
 		e.RetryAfter = inbox.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
-		return e
+		return nil, e
 	}
 	var answer struct {
 		OK    bool   `json:"ok"`
 		Error string `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &answer); err != nil {
-		return fail(inbox.ProviderUnreadable, res.StatusCode, err)
+		return nil, fail(inbox.ProviderUnreadable, res.StatusCode, err)
 	}
 	if answer.OK {
-		return nil
+		return raw, nil
 	}
 	apiErr := &APIError{Method: method, Code: answer.Error}
 	if kind, ok := transientCodes[answer.Error]; ok {
 		e := fail(kind, res.StatusCode, apiErr)
 		e.RetryAfter = inbox.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now())
-		return e
+		return nil, e
 	}
 	if res.StatusCode >= 200 && res.StatusCode < 300 || res.StatusCode >= 400 {
-		return fail(inbox.ProviderRefused, res.StatusCode, apiErr)
+		return nil, fail(inbox.ProviderRefused, res.StatusCode, apiErr)
 	}
-	return fail(inbox.ProviderUnreadable, res.StatusCode, apiErr)
+	return nil, fail(inbox.ProviderUnreadable, res.StatusCode, apiErr)
 }

@@ -1,0 +1,73 @@
+package webapi_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+)
+
+var _ = Describe("conversations.history", func() {
+	It("posts channel, limit and cursor form encoded with the team's bot token and returns Slack's answer", func(ctx SpecContext) {
+		var got url.Values
+		var auth, contentType string
+		slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			Expect(r.URL.Path).To(Equal("/conversations.history"))
+			Expect(r.ParseForm()).To(Succeed())
+			got, auth, contentType = r.PostForm, r.Header.Get("Authorization"), r.Header.Get("Content-Type")
+			_, _ = w.Write([]byte(`{"ok":true,"messages":[],"response_metadata":{"next_cursor":""}}`))
+		}))
+		DeferCleanup(slack.Close)
+		body, err := clientOf(slack.URL).ConversationsHistory(ctx, 1, "T1", "C1", "dXNlcjpVMDYx", 100)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(body)).To(Equal(`{"ok":true,"messages":[],"response_metadata":{"next_cursor":""}}`))
+		Expect(got).To(Equal(url.Values{"channel": {"C1"}, "limit": {"100"}, "cursor": {"dXNlcjpVMDYx"}}))
+		Expect(auth).To(Equal("Bearer xoxb-T1"))
+		Expect(contentType).To(Equal("application/x-www-form-urlencoded"))
+	})
+
+	It("sends no cursor for the first page", func(ctx SpecContext) {
+		var got url.Values
+		slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			Expect(r.ParseForm()).To(Succeed())
+			got = r.PostForm
+			_, _ = w.Write([]byte(`{"ok":true,"messages":[]}`))
+		}))
+		DeferCleanup(slack.Close)
+		_, err := clientOf(slack.URL).ConversationsHistory(ctx, 1, "T1", "C1", "", 100)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).NotTo(HaveKey("cursor"))
+	})
+
+	DescribeTable("refuses a token Slack does not accept",
+		func(ctx SpecContext, code string) {
+			slack := newFakeSlack(200, `{"ok":false,"error":"`+code+`"}`)
+			_, err := clientOf(slack.URL).ConversationsHistory(ctx, 1, "T1", "C1", "", 100)
+			var perr *inbox.ProviderError
+			Expect(errors.As(err, &perr)).To(BeTrue(), "%v", err)
+			Expect(perr.Kind).To(Equal(inbox.ProviderRefused))
+			Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderRefused))
+			Expect(err.Error()).NotTo(ContainSubstring("xoxb"))
+		},
+		Entry("not_authed", "not_authed"),
+		Entry("invalid_auth", "invalid_auth"),
+		Entry("token_revoked", "token_revoked"),
+	)
+
+	It("is refused, without a call, for a team without a bot token", func(ctx SpecContext) {
+		slack := newFakeSlack(200, `{"ok":true}`)
+		c, err := webapi.New(webapi.Config{BaseURL: slack.URL,
+			Token: func(context.Context, int64, string) (string, error) { return "", webapi.ErrNoToken }})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = c.ConversationsHistory(ctx, 1, "T1", "C1", "", 100)
+		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderRefused))
+		Expect(slack.received()).To(BeEmpty())
+	})
+})

@@ -1,0 +1,450 @@
+package backfill_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/http/syncapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slacksync"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/application/backfill"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+)
+
+const (
+	slackTeam     = "T0SPEC"
+	slackBotToken = "xoxb-spec-bot-token"
+)
+
+// slackMessage is a message as conversations.history lists it.
+func slackMessage(ts, text string, edited string) obj {
+	m := obj{"type": "message", "user": "U1", "text": text, "ts": ts}
+	if edited != "" {
+		m["edited"] = obj{"user": "U1", "ts": edited}
+	}
+	return m
+}
+
+// fakeSlack serves conversations.history of its channels, newest first, in pages of the
+// request's limit with an opaque next_cursor, and checks the bot token of every call.
+type fakeSlack struct {
+	server   *httptest.Server
+	mu       sync.Mutex
+	channels map[string][]obj
+	calls    []string // "<channel> <cursor>"
+	badAuth  int
+	limit429 string // a cursor ("" the first page) answered 429 limits times
+	limits   int
+	broken   string // a channel whose history is answered in a shape Slack does not have
+	hold     string // a cursor whose answer waits for release
+	held     chan struct{}
+	release  chan struct{}
+}
+
+func newFakeSlack() *fakeSlack {
+	f := &fakeSlack{channels: map[string][]obj{}, limit429: "-", hold: "-", held: make(chan struct{}), release: make(chan struct{})}
+	f.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/conversations.history" || r.ParseForm() != nil {
+			http.NotFound(w, r)
+			return
+		}
+		channel, cursor := r.PostForm.Get("channel"), r.PostForm.Get("cursor")
+		f.mu.Lock()
+		f.calls = append(f.calls, channel+" "+cursor)
+		if r.Header.Get("Authorization") != "Bearer "+slackBotToken {
+			f.badAuth++
+			f.mu.Unlock()
+			writeJSON(w, obj{"ok": false, "error": "invalid_auth"})
+			return
+		}
+		if cursor == f.limit429 && f.limits > 0 {
+			f.limits--
+			f.mu.Unlock()
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		var held, release chan struct{}
+		if cursor == f.hold {
+			f.hold, held, release = "-", f.held, f.release
+		}
+		list, ok := f.channels[channel]
+		broken := channel == f.broken
+		f.mu.Unlock()
+		if held != nil {
+			close(held)
+			<-release
+		}
+		if broken {
+			writeJSON(w, obj{"ok": true, "messages": []obj{{"type": "message", "text": "no ts"}}})
+			return
+		}
+		if !ok {
+			writeJSON(w, obj{"ok": false, "error": "channel_not_found"})
+			return
+		}
+		limit, _ := strconv.Atoi(r.PostForm.Get("limit"))
+		from := 0
+		if cursor != "" {
+			from, _ = strconv.Atoi(strings.TrimPrefix(cursor, "bmV4dF90czo"))
+		}
+		to := min(from+limit, len(list))
+		next := ""
+		if to < len(list) {
+			next = "bmV4dF90czo" + strconv.Itoa(to)
+		}
+		writeJSON(w, obj{"ok": true, "messages": list[from:to], "has_more": next != "",
+			"response_metadata": obj{"next_cursor": next}})
+	}))
+	DeferCleanup(f.server.Close)
+	return f
+}
+
+// channel gives the fake a channel of n messages, newest first, plus a join notice (not
+// mirrored).
+func (f *fakeSlack) channel(id string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var list []obj
+	for i := n; i >= 1; i-- {
+		list = append(list, slackMessage(fmt.Sprintf("1700000%03d.000100", i), fmt.Sprintf("message %d", i), ""))
+		if i == n/2 {
+			list = append(list, obj{"type": "message", "subtype": "channel_join", "user": "U9", "text": "joined", "ts": "1700000000.000001"})
+		}
+	}
+	f.channels[id] = list
+}
+
+func (f *fakeSlack) callLog() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+// slackConnection inserts an ACTIVE SLACK connection of the team whose sealed secret is the bot
+// token, as the install flow stores it.
+func slackConnection(ctx context.Context, ws int64) int64 {
+	GinkgoHelper()
+	var id int64
+	Expect(pool.QueryRow(ctx, `
+		INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config, source_key)
+		VALUES ($1, 'SLACK', 'SLACK', 'ACTIVE', 'https://slack.com', jsonb_build_object('teamId', $2::text), $2) RETURNING id`,
+		ws, slackTeam).Scan(&id)).To(Succeed())
+	sealed, err := box.Seal(id, []byte(slackBotToken))
+	Expect(err).NotTo(HaveOccurred())
+	_, err = pool.Exec(ctx, `UPDATE connection SET secret_ciphertext = $2 WHERE id = $1`, id, sealed)
+	Expect(err).NotTo(HaveOccurred())
+	return id
+}
+
+func registerChannel(ctx context.Context, ws int64, id, consent string) {
+	GinkgoHelper()
+	_, err := pool.Exec(ctx, `INSERT INTO slack_channel (workspace_id, team_id, id, name, consent_state, source_event_id)
+		VALUES ($1, $2, $3, $3, $4, 0)`, ws, slackTeam, id, consent)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+func subscribeChannel(ctx context.Context, ws, conn int64, id string) {
+	GinkgoHelper()
+	_, err := pool.Exec(ctx, `
+		INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id)
+		VALUES ($1, $2, 'SLACK', 'channel', $3)`, conn, ws, id)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+func channelJob(ctx context.Context, conn int64, id string) jobRow {
+	GinkgoHelper()
+	var j jobRow
+	Expect(pool.QueryRow(ctx, `
+		SELECT state, items, pages, attempt, last_error, cursor FROM sync_job
+		WHERE connection_id = $1 AND kind = 'BACKFILL' AND resource_type = 'channel' AND resource_id = $2`, conn, id).
+		Scan(&j.State, &j.Items, &j.Pages, &j.Attempt, &j.LastError, &j.Cursor)).To(Succeed())
+	return j
+}
+
+var _ = Describe("Backfill of a Slack channel", func() {
+	var (
+		sl       *fakeSlack
+		acme     int64
+		conn     int64
+		store    *slackmirror.Store
+		r        *backfill.Runner
+		metrics  *telemetry.Metrics
+		messages func(ctx context.Context, channel string) int
+	)
+
+	BeforeEach(func(ctx SpecContext) {
+		sl = newFakeSlack()
+		sl.channel("C0GENERAL", 250)
+		sl.channel("C0PRIVATE", 20)
+		acme = support.NewWorkspace(ctx, manage, "acme").ID
+		conn = slackConnection(ctx, acme)
+		var err error
+		store, err = slackmirror.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		secretsStore, err := managementstore.NewLiveSecrets(pool, box)
+		Expect(err).NotTo(HaveOccurred())
+		stored := func(ctx context.Context, ws int64, team string) (string, bool, error) {
+			token, found, err := secretsStore.LiveSecret(ctx, ws, slack.Kind, team)
+			return string(token), found, err
+		}
+		client, err := webapi.New(webapi.Config{BaseURL: sl.server.URL, Token: webapi.StoredTokens(stored, "")})
+		Expect(err).NotTo(HaveOccurred())
+		src, err := slacksync.New(client, store)
+		Expect(err).NotTo(HaveOccurred())
+		metrics = telemetry.NewMetrics()
+		metrics.Declare(telemetry.Labels{Providers: []string{"github", "gitlab", "slack"}})
+		r, err = backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
+			Retry: testRetry}, jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
+		Expect(err).NotTo(HaveOccurred())
+		messages = func(ctx context.Context, channel string) int {
+			GinkgoHelper()
+			return count(ctx, `SELECT count(*) FROM slack_message WHERE workspace_id = $1 AND channel_id = $2`, acme, channel)
+		}
+	})
+
+	drain := func(ctx context.Context, cond func() bool) {
+		GinkgoHelper()
+		Eventually(func(g Gomega) bool {
+			g.Expect(r.Drain(ctx)).To(Succeed())
+			return cond()
+		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+	}
+
+	It("pages a consented channel's history by cursor with the bot token, into the mirror and the read API, with progress", func(ctx SpecContext) {
+		registerChannel(ctx, acme, "C0GENERAL", "GRANTED")
+		subscribeChannel(ctx, acme, conn, "C0GENERAL")
+
+		svc, err := backfill.NewService(jobs, nil)
+		Expect(err).NotTo(HaveOccurred())
+		gin.SetMode(gin.TestMode)
+		engine := gin.New()
+		Expect(syncapi.Register(engine, syncapi.Config{Auth: manage, Members: members, Syncs: svc, Log: support.Logger{}})).To(Succeed())
+		Expect(slackread.Register(engine, slackread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
+		srv, c := support.Serve(engine)
+		client := &httpClient{c}
+		memberTok := support.NewAccount(ctx, manage, "mo", false, "acme", "MEMBER").Token
+		progress := fmt.Sprintf("%s/api/workspaces/acme/connections/%d/sync", srv.URL, conn)
+
+		// The third page waits while the progress is read: two pages of 100 are committed.
+		sl.mu.Lock()
+		sl.hold = "bmV4dF90czo200"
+		sl.mu.Unlock()
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			for range 3 {
+				_, err := r.RunOne(ctx)
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}()
+		Eventually(sl.held).WithContext(ctx).Should(BeClosed())
+		status, body := client.call(http.MethodGet, progress, memberTok)
+		Expect(status).To(Equal(http.StatusOK))
+		Expect(body["resources"]).To(ConsistOf(And(HaveKeyWithValue("type", "channel"), HaveKeyWithValue("id", "C0GENERAL"),
+			HaveKeyWithValue("state", "RUNNING"), HaveKeyWithValue("pages", BeEquivalentTo(2)),
+			HaveKeyWithValue("items", BeEquivalentTo(199))))) // the join notice on page 2 is not a message
+		close(sl.release)
+		Eventually(done).WithContext(ctx).Should(BeClosed())
+		drain(ctx, func() bool { return channelJob(ctx, conn, "C0GENERAL").State == "DONE" })
+
+		j := channelJob(ctx, conn, "C0GENERAL")
+		Expect(j.Items).To(BeEquivalentTo(250))
+		Expect(j.Pages).To(BeEquivalentTo(3))
+		Expect(messages(ctx, "C0GENERAL")).To(Equal(250))
+		Expect(sl.callLog()).To(Equal([]string{"C0GENERAL ", "C0GENERAL bmV4dF90czo100", "C0GENERAL bmV4dF90czo200"}))
+		Expect(sl.badAuth).To(BeZero())
+		Expect(counter(metrics, "sync_items_total", "slack")).To(BeEquivalentTo(250))
+		Expect(counter(metrics, "sync_pages_total", "slack")).To(BeEquivalentTo(3))
+
+		status, body = client.call(http.MethodGet, srv.URL+"/api/workspaces/acme/slack/channels/C0GENERAL/messages?size=1", memberTok)
+		Expect(status).To(Equal(http.StatusOK))
+		Expect(body).To(HaveKeyWithValue("total", BeEquivalentTo(250)))
+		Expect(body["items"]).To(ConsistOf(And(HaveKeyWithValue("ts", "1700000250.000100"), HaveKeyWithValue("text", "message 250"))))
+		status, body = client.call(http.MethodGet, progress, memberTok)
+		Expect(status).To(Equal(http.StatusOK))
+		Expect(body).To(HaveKeyWithValue("state", "DONE"))
+	})
+
+	It("mirrors nothing of a channel without consent and reads nothing from Slack for it", func(ctx SpecContext) {
+		registerChannel(ctx, acme, "C0PRIVATE", "PENDING")
+		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
+		subscribeChannel(ctx, acme, conn, "C0GENERAL") // not even registered
+		drain(ctx, func() bool {
+			return channelJob(ctx, conn, "C0PRIVATE").State == "DONE" && channelJob(ctx, conn, "C0GENERAL").State == "DONE"
+		})
+		Expect(channelJob(ctx, conn, "C0PRIVATE").Items).To(BeZero())
+		Expect(messages(ctx, "C0PRIVATE")).To(BeZero())
+		Expect(messages(ctx, "C0GENERAL")).To(BeZero())
+		Expect(sl.callLog()).To(BeEmpty())
+	})
+
+	It("backfills a channel again from its first page when the app is added to it later", func(ctx SpecContext) {
+		registerChannel(ctx, acme, "C0GENERAL", "PENDING")
+		subscribeChannel(ctx, acme, conn, "C0GENERAL")
+		drain(ctx, func() bool { return channelJob(ctx, conn, "C0GENERAL").State == "DONE" })
+		Expect(messages(ctx, "C0GENERAL")).To(BeZero())
+		Expect(sl.callLog()).To(BeEmpty())
+
+		// The app's bot joins the channel: the grant step's consent change restarts the job.
+		inbox, err := deliveryinbox.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		reg := consumer.NewRegistry()
+		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		payload := `{"type":"event_callback","team_id":"` + slackTeam + `","authorizations":[{"team_id":"` + slackTeam +
+			`","user_id":"UBOT","is_bot":true}],"event":{"type":"member_joined_channel","channel":"C0GENERAL","channel_type":"C","user":"UBOT","team":"` +
+			slackTeam + `"}}`
+		Expect(support.LeasedEvent(ctx, pool, acme, slack.Provider, "member_joined_channel", "slack:channel:C0GENERAL", payload).Handle(ctx, reg)).To(Succeed())
+		Expect(channelJob(ctx, conn, "C0GENERAL").State).To(Equal("QUEUED"))
+
+		drain(ctx, func() bool { return channelJob(ctx, conn, "C0GENERAL").State == "DONE" })
+		Expect(channelJob(ctx, conn, "C0GENERAL").Items).To(BeEquivalentTo(250))
+		Expect(messages(ctx, "C0GENERAL")).To(Equal(250))
+
+		// A rename of the consented channel restarts nothing.
+		_, err = pool.Exec(ctx, `UPDATE slack_channel SET name = 'general-2', consent_state = 'GRANTED' WHERE workspace_id = $1 AND id = 'C0GENERAL'`, acme)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(channelJob(ctx, conn, "C0GENERAL").State).To(Equal("DONE"))
+	})
+
+	It("writes nothing when the consent is revoked while the page is read", func(ctx SpecContext) {
+		registerChannel(ctx, acme, "C0PRIVATE", "GRANTED")
+		sl.mu.Lock()
+		sl.hold = ""
+		sl.mu.Unlock()
+		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			_, err := r.RunOne(ctx)
+			Expect(err).NotTo(HaveOccurred())
+		}()
+		Eventually(sl.held).WithContext(ctx).Should(BeClosed())
+		_, err := pool.Exec(ctx, `UPDATE slack_channel SET consent_state = 'REVOKED' WHERE workspace_id = $1 AND id = 'C0PRIVATE'`, acme)
+		Expect(err).NotTo(HaveOccurred())
+		close(sl.release)
+		Eventually(done).WithContext(ctx).Should(BeClosed())
+		drain(ctx, func() bool { return channelJob(ctx, conn, "C0PRIVATE").State == "DONE" })
+		Expect(messages(ctx, "C0PRIVATE")).To(BeZero())
+	})
+
+	It("keeps the newer text of an edit webhook that races an older page", func(ctx SpecContext) {
+		registerChannel(ctx, acme, "C0PRIVATE", "GRANTED")
+		// The page lists message 5 as edited at 1700000500 with its old text.
+		sl.mu.Lock()
+		for i, m := range sl.channels["C0PRIVATE"] {
+			if m["ts"] == "1700000005.000100" {
+				sl.channels["C0PRIVATE"][i] = slackMessage("1700000005.000100", "page text", "1700000500.000000")
+			}
+		}
+		sl.hold = ""
+		sl.mu.Unlock()
+		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			_, err := r.RunOne(ctx)
+			Expect(err).NotTo(HaveOccurred())
+		}()
+		Eventually(sl.held).WithContext(ctx).Should(BeClosed())
+
+		// While the page is on its way, a newer edit of message 5 is handled.
+		inbox, err := deliveryinbox.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		reg := consumer.NewRegistry()
+		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		payload := `{"type":"event_callback","team_id":"` + slackTeam + `","event":{"type":"message","subtype":"message_changed",
+			"channel":"C0PRIVATE","channel_type":"channel","ts":"1700000900.000000","event_ts":"1700000900.000000",
+			"message":{"type":"message","user":"U1","text":"webhook text","ts":"1700000005.000100","edited":{"user":"U1","ts":"1700000900.000000"}},
+			"previous_message":{"type":"message","user":"U1","text":"message 5","ts":"1700000005.000100"}}}`
+		Expect(support.LeasedEvent(ctx, pool, acme, slack.Provider, "message", "slack:team:"+slackTeam, payload).Handle(ctx, reg)).To(Succeed())
+
+		close(sl.release)
+		Eventually(done).WithContext(ctx).Should(BeClosed())
+		drain(ctx, func() bool { return channelJob(ctx, conn, "C0PRIVATE").State == "DONE" })
+		Expect(messages(ctx, "C0PRIVATE")).To(Equal(20))
+		Expect(support.Scalar[string](ctx, pool, `SELECT text || '@' || edited_ts FROM slack_message
+			WHERE workspace_id = $1 AND channel_id = 'C0PRIVATE' AND ts = '1700000005.000100'`, acme)).
+			To(Equal("webhook text@1700000900.000000"))
+		Expect(support.Scalar[string](ctx, pool, `SELECT text FROM slack_message
+			WHERE workspace_id = $1 AND channel_id = 'C0PRIVATE' AND ts = '1700000006.000100'`, acme)).To(Equal("message 6"))
+	})
+
+	It("retries a page Slack answered 429 with Retry-After without counting it against the page's budget", func(ctx SpecContext) {
+		registerChannel(ctx, acme, "C0GENERAL", "GRANTED")
+		// More 429s than the budget's three attempts: counted, they would fail the job.
+		sl.mu.Lock()
+		sl.limit429, sl.limits = "bmV4dF90czo100", testRetry.MaxAttempts+1
+		sl.mu.Unlock()
+		subscribeChannel(ctx, acme, conn, "C0GENERAL")
+		drain(ctx, func() bool { return channelJob(ctx, conn, "C0GENERAL").State == "DONE" })
+		j := channelJob(ctx, conn, "C0GENERAL")
+		Expect(j.Attempt).To(BeZero())
+		Expect(j.LastError).To(BeNil())
+		Expect(j.Pages).To(BeEquivalentTo(3))
+		Expect(messages(ctx, "C0GENERAL")).To(Equal(250))
+		calls := []string{"C0GENERAL "}
+		for range testRetry.MaxAttempts + 2 {
+			calls = append(calls, "C0GENERAL bmV4dF90czo100")
+		}
+		Expect(sl.callLog()).To(Equal(append(calls, "C0GENERAL bmV4dF90czo200")))
+		// Each wait is a failed page on sync_failures_total, as for GitHub's rate limits.
+		Expect(counter(metrics, "sync_failures_total", "slack")).To(BeEquivalentTo(testRetry.MaxAttempts + 1))
+	})
+
+	It("fails only the job of a page that does not parse, after its budget, with provider-unreadable", func(ctx SpecContext) {
+		registerChannel(ctx, acme, "C0GENERAL", "GRANTED")
+		registerChannel(ctx, acme, "C0PRIVATE", "GRANTED")
+		sl.mu.Lock()
+		sl.broken = "C0GENERAL"
+		sl.mu.Unlock()
+		subscribeChannel(ctx, acme, conn, "C0GENERAL")
+		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
+		drain(ctx, func() bool {
+			return channelJob(ctx, conn, "C0GENERAL").State == "FAILED" && channelJob(ctx, conn, "C0PRIVATE").State == "DONE"
+		})
+		j := channelJob(ctx, conn, "C0GENERAL")
+		Expect(*j.LastError).To(Equal("provider-unreadable"))
+		Expect(j.Pages).To(BeZero())
+		Expect(messages(ctx, "C0GENERAL")).To(BeZero())
+		Expect(messages(ctx, "C0PRIVATE")).To(Equal(20))
+		Expect(counter(metrics, "sync_failures_total", "slack")).To(BeEquivalentTo(testRetry.MaxAttempts))
+	})
+
+	It("refuses the job when Slack refuses the bot token, with the reason and never the token", func(ctx SpecContext) {
+		registerChannel(ctx, acme, "C0GENERAL", "GRANTED")
+		sealed, err := box.Seal(conn, []byte("xoxb-revoked"))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = pool.Exec(ctx, `UPDATE connection SET secret_ciphertext = $2 WHERE id = $1`, conn, sealed)
+		Expect(err).NotTo(HaveOccurred())
+		subscribeChannel(ctx, acme, conn, "C0GENERAL")
+		drain(ctx, func() bool { return channelJob(ctx, conn, "C0GENERAL").State == "FAILED" })
+		j := channelJob(ctx, conn, "C0GENERAL")
+		Expect(j.LastError).NotTo(BeNil())
+		Expect(*j.LastError).To(Equal("provider-refused"))
+		Expect(messages(ctx, "C0GENERAL")).To(BeZero())
+		Expect(sl.badAuth).To(BeNumerically(">", 0))
+	})
+})
