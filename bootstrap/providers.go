@@ -104,6 +104,7 @@ var admissionSet = wire.NewSet(
 
 // providerSet is the provider modules (providerModules) and what the core takes of them.
 var providerSet = wire.NewSet(
+	providerModules,
 	provideModules,
 	provideProviders,
 	provideWebhooks,
@@ -270,7 +271,7 @@ func provideWebhooks(providers []ports.Provider) webhookapi.Hooks {
 // payload rule's and its own (ports.RejectionReasoner).
 func provideMetrics(cfg Config) *telemetry.Metrics {
 	m := telemetry.NewMetrics()
-	m.Declare(metricLabels(provideModules(cfg)))
+	m.Declare(metricLabels(provideModules(providerModules(cfg))))
 	return m
 }
 
@@ -294,23 +295,23 @@ func metricLabels(modules []ports.ProviderModule) telemetry.Labels {
 
 // provideModules is the providers' static parts (connection kinds, config validation,
 // resource types), known before the database is up.
-func provideModules(cfg Config) []ports.ProviderModule {
+func provideModules(providers []providerkit.Module) []ports.ProviderModule {
 	var modules []ports.ProviderModule
-	for _, m := range providerModules(cfg) {
+	for _, m := range providers {
 		modules = append(modules, m)
 	}
 	return modules
 }
 
 // provideProviders builds every provider module from the shared dependencies.
-func provideProviders(cfg Config, pool *pgxpool.Pool, inbox ports.DeliveryInbox, changes ports.ChangePublisher,
+func provideProviders(cfg Config, modules []providerkit.Module, pool *pgxpool.Pool, inbox ports.DeliveryInbox, changes ports.ChangePublisher,
 	connections *managementstore.Connections, secrets *managementstore.LiveSecrets,
 	lease *inboxstore.Store, metrics *telemetry.Metrics, log ports.Logger,
 ) ([]ports.Provider, error) {
 	deps := providerkit.Deps{Owner: cfg.ServerID, Pool: pool, Inbox: inbox, Changes: changes, Connections: connections,
 		Secrets: secrets, Lease: lease, Counter: metrics.Counter, Log: log}
 	var providers []ports.Provider
-	for _, m := range providerModules(cfg) {
+	for _, m := range modules {
 		p, err := m.Build(deps)
 		if err != nil {
 			return nil, fmt.Errorf("provider %s: %w", m.Provider().Label(), err)

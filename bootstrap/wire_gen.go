@@ -30,6 +30,7 @@ func InitializeApp(cfg Config, log *zap.Logger) (*App, error) {
 // buildServices builds everything that needs the database, once App.Run opened it.
 func buildServices(ctx context.Context, in graphInput) (*services, func(), error) {
 	config := in.Config
+	v := providerModules(config)
 	pool := in.Pool
 	inbox, err := provideDeliveryInbox(pool)
 	if err != nil {
@@ -40,8 +41,8 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	v := provideModules(config)
-	managementstoreConfig := provideStoreConfig(v)
+	v2 := provideModules(v)
+	managementstoreConfig := provideStoreConfig(v2)
 	connections, err := managementstore.NewConnections(pool, managementstoreConfig)
 	if err != nil {
 		return nil, nil, err
@@ -62,11 +63,11 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	metrics := in.Metrics
 	logger := in.Log
 	portsLogger := provideLogger(logger)
-	v2, err := provideProviders(config, pool, inbox, store, connections, liveSecrets, inboxstoreStore, metrics, portsLogger)
+	v3, err := provideProviders(config, v, pool, inbox, store, connections, liveSecrets, inboxstoreStore, metrics, portsLogger)
 	if err != nil {
 		return nil, nil, err
 	}
-	admissionConfig := provideAdmissionConfig(v2)
+	admissionConfig := provideAdmissionConfig(v3)
 	bootstrapAdmissionPool := in.AdmissionPool
 	admissionstoreStore, err := provideAdmissionStore(bootstrapAdmissionPool)
 	if err != nil {
@@ -83,13 +84,13 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	hooks := provideWebhooks(v2)
+	hooks := provideWebhooks(v3)
 	workspaces, err := managementstore.NewWorkspaces(pool)
 	if err != nil {
 		return nil, nil, err
 	}
-	v3 := provideAccessCheckers(v2)
-	managementService, err := provideManagement(bootstrapInstanceSecrets, workspaces, workspaces, connections, aesgcm, v, v3, connections, store)
+	v4 := provideAccessCheckers(v3)
+	managementService, err := provideManagement(bootstrapInstanceSecrets, workspaces, workspaces, connections, aesgcm, v2, v4, connections, store)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -101,7 +102,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	erasurestoreConfig := provideErasureConfig(v2, admissionConfig)
+	erasurestoreConfig := provideErasureConfig(v3, admissionConfig)
 	erasurestoreStore, err := erasurestore.New(pool, erasurestoreConfig)
 	if err != nil {
 		return nil, nil, err
@@ -127,8 +128,8 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	v4 := provideSyncSources(v2)
-	backfillRunner, err := provideSyncRunner(config, syncjobsStore, v4, metrics, portsLogger, clock)
+	v5 := provideSyncSources(v3)
+	backfillRunner, err := provideSyncRunner(config, syncjobsStore, v5, metrics, portsLogger, clock)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,15 +142,15 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	installflowService, err := provideInstallFlows(bootstrapInstanceSecrets, managementService, installStates, v2, clock, portsLogger)
+	installflowService, err := provideInstallFlows(bootstrapInstanceSecrets, managementService, installStates, v3, clock, portsLogger)
 	if err != nil {
 		return nil, nil, err
 	}
 	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
 	bootstrapChangesRoutes := provideChangeRoutes(managementService, workspaces, feed, portsLogger)
 	bootstrapSyncRoutes := provideSyncRoutes(managementService, workspaces, backfillService, portsLogger)
-	v5 := provideRegistrars(config, service, hooks, managementService, workspaces, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapChangesRoutes, bootstrapSyncRoutes, v2)
-	registry, err := provideHandlerRegistry(v2)
+	v6 := provideRegistrars(config, service, hooks, managementService, workspaces, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapChangesRoutes, bootstrapSyncRoutes, v3)
+	registry, err := provideHandlerRegistry(v3)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -157,7 +158,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	recheck, err := provideAccessRecheck(config, connections, inboxstoreStore, aesgcm, v3, portsLogger, clock)
+	recheck, err := provideAccessRecheck(config, connections, inboxstoreStore, aesgcm, v4, portsLogger, clock)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,8 +166,8 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	v6 := provideRunners(consumerConsumer, runner, recheck, feed, retention, backfillRunner, v2)
-	bootstrapServices := newServices(v5, v6)
+	v7 := provideRunners(consumerConsumer, runner, recheck, feed, retention, backfillRunner, v3)
+	bootstrapServices := newServices(v6, v7)
 	return bootstrapServices, func() {
 	}, nil
 }

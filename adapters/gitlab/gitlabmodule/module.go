@@ -64,11 +64,9 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	handlers := gitlabhandlers.Deps{Inbox: deps.Inbox, Store: store}
 	switch {
 	case m.cfg.APIURL != "" && m.cfg.APIToken != "":
-		token := m.cfg.APIToken
-		client, err := gitlabapi.New(gitlabapi.Config{BaseURL: m.cfg.APIURL,
-			Token: func(context.Context) (string, error) { return token, nil }})
+		client, err := m.client(0)
 		if err != nil {
-			return nil, fmt.Errorf("HEPHAESTUS_GITLAB_API_URL: %w", err)
+			return nil, err
 		}
 		handlers.Reader = client
 	case m.cfg.APIURL != "":
@@ -83,11 +81,9 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	// its body bound is 8 MiB.
 	var history gitlabsync.Reader
 	if m.cfg.APIURL != "" && m.cfg.APIToken != "" {
-		token := m.cfg.APIToken
-		client, err := gitlabapi.New(gitlabapi.Config{BaseURL: m.cfg.APIURL, MaxBodyBytes: 8 << 20,
-			Token: func(context.Context) (string, error) { return token, nil }})
+		client, err := m.client(8 << 20)
 		if err != nil {
-			return nil, fmt.Errorf("HEPHAESTUS_GITLAB_API_URL: %w", err)
+			return nil, err
 		}
 		history = client
 	}
@@ -116,3 +112,15 @@ type built struct {
 var _ ports.Syncing = built{}
 
 func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }
+
+// client is the REST client of the configured API root and token; maxBody 0 keeps the
+// client's default body bound.
+func (m Module) client(maxBody int64) (*gitlabapi.Client, error) {
+	token := m.cfg.APIToken
+	client, err := gitlabapi.New(gitlabapi.Config{BaseURL: m.cfg.APIURL, MaxBodyBytes: maxBody,
+		Token: func(context.Context) (string, error) { return token, nil }})
+	if err != nil {
+		return nil, fmt.Errorf("HEPHAESTUS_GITLAB_API_URL: %w", err)
+	}
+	return client, nil
+}

@@ -69,13 +69,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 
 // now is the "now" parameter of the statements: nil (SQL NULL, so the database clock) unless
 // a Clock is configured.
-func (s *Store) now() *time.Time {
-	if s.cfg.Clock == nil {
-		return nil
-	}
-	t := s.cfg.Clock.Now()
-	return &t
-}
+func (s *Store) now() *time.Time { return pgutil.NowParam(s.cfg.Clock) }
 
 // Claim implements ports.InboxStore. A statement that loses a race at the leased-scope index is
 // contention, not an error: it is run again, and after ClaimAttempts the claim returns no rows.

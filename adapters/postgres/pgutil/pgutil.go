@@ -3,6 +3,8 @@
 package pgutil
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -107,4 +109,15 @@ func IsConnectionError(err error) bool {
 	var connectErr *pgconn.ConnectError
 	return errors.As(err, &netErr) || errors.As(err, &connectErr) || pgconn.SafeToRetry(err) ||
 		errors.Is(err, net.ErrClosed)
+}
+
+// NowParam is the "now" argument of a statement that reads coalesce($n::timestamptz,
+// clock_timestamp()): nil (SQL NULL, so the database clock decides) without a clock, the
+// clock's instant with one (a spec that moves time).
+func NowParam(clock ports.Clock) *time.Time {
+	if clock == nil {
+		return nil
+	}
+	t := clock.Now()
+	return &t
 }

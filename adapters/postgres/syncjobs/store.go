@@ -54,13 +54,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 }
 
 // now is the "now" parameter: nil (SQL NULL, the database clock) unless a Clock is set.
-func (s *Store) now() *time.Time {
-	if s.cfg.Clock == nil {
-		return nil
-	}
-	t := s.cfg.Clock.Now()
-	return &t
-}
+func (s *Store) now() *time.Time { return pgutil.NowParam(s.cfg.Clock) }
 
 func micros(d time.Duration) int64 { return d.Microseconds() }
 
