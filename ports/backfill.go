@@ -102,6 +102,16 @@ type SyncProgressStore interface {
 	// SyncProgress lists the backfill jobs of the workspace's connection, by resource.
 	// Errors: ErrNotFound.
 	SyncProgress(ctx context.Context, workspaceID, connectionID int64) ([]SyncResourceProgress, error)
+	// WorkspaceSyncs lists the workspace's connections that have backfill jobs, by connection
+	// id, each with its provider and its jobs' states (the members' overview of the console).
+	WorkspaceSyncs(ctx context.Context, workspaceID int64) ([]ConnectionSyncs, error)
+}
+
+// ConnectionSyncs is one connection's backfill jobs in a workspace's overview.
+type ConnectionSyncs struct {
+	ConnectionID int64
+	Provider     string
+	States       []syncjob.State
 }
 
 // SyncMetrics counts sync_items_total, sync_pages_total and sync_failures_total by provider.

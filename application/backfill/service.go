@@ -54,3 +54,25 @@ func (s *Service) Progress(ctx context.Context, workspaceID, connectionID int64)
 	}
 	return Progress{State: syncjob.Overall(states), Resources: rs}, nil
 }
+
+// ConnectionState is one connection's overall sync state in a workspace's overview.
+type ConnectionState struct {
+	ConnectionID int64
+	Provider     string
+	// State is RUNNING, DONE or FAILED (syncjob.Overall of its jobs).
+	State string
+}
+
+// Overview lists the workspace's connections that have backfills, by connection id, with
+// their overall states; a connection without jobs (IDLE) is not listed.
+func (s *Service) Overview(ctx context.Context, workspaceID int64) ([]ConnectionState, error) {
+	cs, err := s.store.WorkspaceSyncs(ctx, workspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("sync overview of workspace %d: %w", workspaceID, err)
+	}
+	out := make([]ConnectionState, len(cs))
+	for i, c := range cs {
+		out[i] = ConnectionState{ConnectionID: c.ConnectionID, Provider: c.Provider, State: syncjob.Overall(c.States)}
+	}
+	return out, nil
+}

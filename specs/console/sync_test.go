@@ -173,4 +173,49 @@ var _ = Describe("The console's sync progress and its Sync again button", func()
 		Expect(o.post(fmt.Sprintf("/console/workspaces/other/connections/%d/sync", conn), url.Values{"csrf": {csrf}}).Status).To(Equal(http.StatusNotFound))
 		Expect(states(ctx)).To(Equal(seeded))
 	})
+
+	It("lists, for a MEMBER who may not list the connections, each connection's sync state linked to its sync page, from the workspace card", func(ctx SpecContext) {
+		var idle, otherConn int64
+		Expect(pool.QueryRow(ctx, `
+			INSERT INTO connection (workspace_id, kind, provider, source_server_url)
+			VALUES ($1, 'OUTLINE', 'OUTLINE', 'https://wiki.example.com') RETURNING id`, f.acme.ID).Scan(&idle)).To(Succeed())
+		var otherWS int64
+		Expect(pool.QueryRow(ctx, `SELECT id FROM workspace WHERE slug = 'other'`).Scan(&otherWS)).To(Succeed())
+		Expect(pool.QueryRow(ctx, `
+			INSERT INTO connection (workspace_id, kind, provider, source_server_url)
+			VALUES ($1, 'OUTLINE', 'OUTLINE', 'https://elsewhere.example.com') RETURNING id`, otherWS).Scan(&otherConn)).To(Succeed())
+		_, err := pool.Exec(ctx, `
+			INSERT INTO sync_job (workspace_id, connection_id, provider, kind, resource_type, resource_id, state)
+			VALUES ($1, $2, 'OUTLINE', 'BACKFILL', 'collection', 'o1', 'QUEUED')`, otherWS, otherConn)
+		Expect(err).NotTo(HaveOccurred())
+
+		m := newClient()
+		m.signIn(member)
+		home := m.get("/console/workspaces")
+		Expect(home.Status).To(Equal(http.StatusOK))
+		Expect(home.Body).To(ContainSubstring(`href="/console/workspaces/acme/sync"`))
+		Expect(home.Body).NotTo(ContainSubstring(`href="/console/workspaces/acme/connections"`), "the connections list stays an ADMIN page")
+
+		overview := m.get("/console/workspaces/acme/sync")
+		Expect(overview.Status).To(Equal(http.StatusOK), overview.Body)
+		Expect(overview.Body).To(MatchRegexp(fmt.Sprintf(`<a href="%s">Connection %d</a></td><td>OUTLINE</td><td class="sync-state">FAILED</td>`, page, conn)))
+		Expect(overview.Body).NotTo(ContainSubstring(fmt.Sprintf("Connection %d<", idle)), "a connection without backfills is not listed")
+		Expect(overview.Body).NotTo(ContainSubstring(fmt.Sprintf("Connection %d<", otherConn)), "another workspace's connection is never listed")
+		Expect(overview.Body).NotTo(ContainSubstring("docs.example.com"), "the overview shows no connection detail but id, provider and state")
+		Expect(m.get(page).Status).To(Equal(http.StatusOK), "the link leads to a page the MEMBER may read")
+	})
+
+	It("refuses the workspace sync page to a member of another workspace and answers 404 for an unknown one", func() {
+		o := newClient()
+		o.signIn(f.olga.Token)
+		refused := o.get("/console/workspaces/acme/sync")
+		Expect(refused.Status).To(Equal(http.StatusForbidden))
+		Expect(refused.Body).NotTo(ContainSubstring(fmt.Sprintf("Connection %d", conn)))
+		Expect(o.get("/console/workspaces/nowhere/sync").Status).To(Equal(http.StatusNotFound))
+		Expect(newClient().get("/console/workspaces/acme/sync").Status).NotTo(Equal(http.StatusOK), "no session, no page")
+
+		a := newClient()
+		a.signIn(adminToken)
+		Expect(a.get("/console/workspaces/acme/sync").Body).To(ContainSubstring(fmt.Sprintf("Connection %d</a>", conn)), "the instance administrator sees it")
+	})
 })

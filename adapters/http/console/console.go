@@ -129,6 +129,7 @@ func Register(r gin.IRouter, cfg Config) error {
 	s.POST("/workspaces/:ws/connections/:id/:action", c.transition)
 	// Who: every member of the workspace and the instance administrator (as GET …/sync).
 	s.GET("/workspaces/:ws/connections/:id/sync", c.syncProgress)
+	s.GET("/workspaces/:ws/sync", c.syncOverview)
 	s.GET("/workspaces/:ws/changes", c.changes)
 	// Who: the instance administrator only (the use cases refuse anyone else with 403).
 	s.GET("/admin/dead-letters", c.installationDeadLetters)

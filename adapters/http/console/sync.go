@@ -20,6 +20,7 @@ import (
 type Syncs interface {
 	Restart(ctx context.Context, workspaceID, connectionID int64) (backfill.Progress, error)
 	Progress(ctx context.Context, workspaceID, connectionID int64) (backfill.Progress, error)
+	Overview(ctx context.Context, workspaceID int64) ([]backfill.ConnectionState, error)
 }
 
 // reasonConnectionNotActive is the reason the sync use case refuses a restart with (409).
@@ -148,6 +149,36 @@ func (c *console) syncProgress(g *gin.Context) {
 	}
 	c.render(g, http.StatusOK, "sync", page{Title: fmt.Sprintf("Sync of connection %d · %s", id, ws.Slug), Workspace: ws.Slug,
 		Notice: notice, Refresh: refresh, Data: syncPage{Connection: id, CanRestart: canRestart, Sync: view}})
+}
+
+// syncOverview is the workspace's sync page (/console/workspaces/{ws}/sync): each connection
+// with backfills, its provider and overall state, linked to its sync page. Who: every member of
+// the workspace and the instance administrator (as the connection sync pages), so a MEMBER,
+// who may not list the connections, finds each connection's progress; 403 for others, 404 for
+// an unknown workspace. It shows nothing of a connection but its id, provider and sync state.
+func (c *console) syncOverview(g *gin.Context) {
+	ctx := g.Request.Context()
+	ws, err := managementapi.MemberWorkspace(ctx, c.cfg.Members, sessionOf(g).principal, g.Param("ws"))
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	data := syncOverview{}
+	if c.cfg.Syncs != nil {
+		if data.Connections, err = c.cfg.Syncs.Overview(ctx, ws.ID); err != nil {
+			c.fail(g, err)
+			return
+		}
+		data.Available = true
+	}
+	c.render(g, http.StatusOK, "syncs", page{Title: "Sync progress · " + ws.Slug, Workspace: ws.Slug, Data: data})
+}
+
+// syncOverview is the data of the workspace sync page.
+type syncOverview struct {
+	// Available: the server wired the sync use case.
+	Available   bool
+	Connections []backfill.ConnectionState
 }
 
 // restartSync starts every backfill of the connection again through the use case of

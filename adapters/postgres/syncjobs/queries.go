@@ -115,6 +115,14 @@ const restartSync = `SELECT sync_restart($1)`
 
 const connectionExists = `SELECT EXISTS (SELECT 1 FROM connection WHERE id = $1 AND workspace_id = $2)`
 
+// workspaceSyncs lists the workspace's connections with backfill jobs and their jobs' states.
+const workspaceSyncs = `
+SELECT connection_id, provider, array_agg(state ORDER BY resource_type, resource_id)
+FROM sync_job
+WHERE workspace_id = $1 AND kind = 'BACKFILL'
+GROUP BY connection_id, provider
+ORDER BY connection_id`
+
 // syncProgress lists the workspace's connection's backfills by resource.
 const syncProgress = `
 SELECT resource_type, resource_id, state, items, pages, started_at, finished_at, COALESCE(last_error, '')

@@ -196,3 +196,29 @@ func (s *Store) SyncProgress(ctx context.Context, workspaceID, connectionID int6
 	}
 	return out, nil
 }
+
+// WorkspaceSyncs implements ports.SyncProgressStore.
+func (s *Store) WorkspaceSyncs(ctx context.Context, workspaceID int64) ([]ports.ConnectionSyncs, error) {
+	rows, _ := s.pool.Query(ctx, workspaceSyncs, workspaceID)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ports.ConnectionSyncs, error) {
+		var (
+			c      ports.ConnectionSyncs
+			states []string
+		)
+		if err := row.Scan(&c.ConnectionID, &c.Provider, &states); err != nil {
+			return c, err
+		}
+		c.States = make([]syncjob.State, len(states))
+		for i, st := range states {
+			var err error
+			if c.States[i], err = syncjob.ParseState(st); err != nil {
+				return c, err
+			}
+		}
+		return c, nil
+	})
+	if err != nil {
+		return nil, pgutil.Interpret("read workspace syncs", err)
+	}
+	return out, nil
+}
