@@ -98,7 +98,7 @@ var _ = Describe("Console sessions", func() {
 		b := newClient()
 		b.signIn(f.ana.Token)
 		for _, path := range []string{"/console/sign-in", "/console/workspaces", "/console/workspaces/acme/dead-letters",
-			fmt.Sprintf("/console/workspaces/acme/dead-letters/%d", f.deadID), "/console/workspaces/acme/connections"} {
+			fmt.Sprintf("/console/workspaces/acme/dead-letters/%d", f.deadID), "/console/workspaces/acme/connections", "/console/workspaces/acme/sync"} {
 			a := b.get(path)
 			Expect(a.Status).To(Equal(http.StatusOK), path)
 			csp := a.Header.Get("Content-Security-Policy")
