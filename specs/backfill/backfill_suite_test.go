@@ -99,11 +99,17 @@ func (clock) Now() time.Time { return time.Now() }
 // patConnection inserts an ACTIVE GITHUB_PAT connection of ws whose secret is the fake's token.
 func patConnection(ctx context.Context, ws int64, token string) int64 {
 	GinkgoHelper()
+	return patConnectionSealedBy(ctx, box, ws, token)
+}
+
+// patConnectionSealedBy is patConnection with the secret sealed by sealer.
+func patConnectionSealedBy(ctx context.Context, sealer *secrets.AESGCM, ws int64, token string) int64 {
+	GinkgoHelper()
 	var id int64
 	Expect(pool.QueryRow(ctx, `
 		INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config)
 		VALUES ($1, 'GITHUB_PAT', 'GITHUB', 'ACTIVE', 'https://github.com', '{"login":"spec"}') RETURNING id`, ws).Scan(&id)).To(Succeed())
-	sealed, err := box.Seal(id, []byte(token))
+	sealed, err := sealer.Seal(id, []byte(token))
 	Expect(err).NotTo(HaveOccurred())
 	_, err = pool.Exec(ctx, `UPDATE connection SET secret_ciphertext = $2 WHERE id = $1`, id, sealed)
 	Expect(err).NotTo(HaveOccurred())

@@ -110,14 +110,7 @@ var _ = Describe("A sync server killed with SIGKILL in the middle of a page's co
 		gh := newFakeGitHub(patToken)
 		gh.add(history(appRepoID, "acme/app", appRepoBase, issueCount))
 		acme := support.NewWorkspace(ctx, manage, "acme").ID
-		var conn int64
-		Expect(pool.QueryRow(ctx, `
-			INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config)
-			VALUES ($1, 'GITHUB_PAT', 'GITHUB', 'ACTIVE', 'https://github.com', '{"login":"spec"}') RETURNING id`, acme).Scan(&conn)).To(Succeed())
-		sealed, err := crashBox.Seal(conn, []byte(patToken))
-		Expect(err).NotTo(HaveOccurred())
-		_, err = pool.Exec(ctx, `UPDATE connection SET secret_ciphertext = $2 WHERE id = $1`, conn, sealed)
-		Expect(err).NotTo(HaveOccurred())
+		conn := patConnectionSealedBy(ctx, crashBox, acme, patToken)
 
 		// Issue 190 is on the second issues page; a stale copy of it is stored, and this spec
 		// holds its row lock, so the helper's second page stops inside its commit after it
