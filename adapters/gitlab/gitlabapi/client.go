@@ -1,5 +1,7 @@
 // Package api reads GitLab's REST API (v4) for the GitLab handlers (handlers.ProviderReader):
-// the approval state of a merge request.
+// the approval state of a merge request; and, for backfills (adapters/gitlab/gitlabsync), list
+// pages in keyset or offset pagination (history.go), whose rel="next" links are kept only when
+// they name the same list under BaseURL.
 //
 // It works against gitlab.com or a self-managed instance (BaseURL
 // "https://gitlab.example.com/api/v4"); there is no default, because which instance to ask is

@@ -15,6 +15,7 @@ import (
 
 // BackfillWriter is what a backfill page writes through.
 type BackfillWriter interface {
+	UpsertProject(ctx context.Context, tx ports.Tx, ws int64, p Project) error
 	UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i Issue) error
 	UpsertMergeRequest(ctx context.Context, tx ports.Tx, ws int64, mr MergeRequest) error
 }
@@ -69,6 +70,16 @@ type restMergeRequest struct {
 	ClosedAt     glTime   `json:"closed_at"`
 }
 
+type restProject struct {
+	ID                glID     `json:"id"`
+	Name              string   `json:"name"`
+	PathWithNamespace string   `json:"path_with_namespace"`
+	WebURL            string   `json:"web_url"`
+	DefaultBranch     string   `json:"default_branch"`
+	Visibility        string   `json:"visibility"`
+	Namespace         *restRef `json:"namespace"`
+}
+
 func refID(r *restRef) *int64 {
 	if r == nil {
 		return nil
@@ -77,6 +88,29 @@ func refID(r *restRef) *int64 {
 }
 
 const backfillEvent = "backfill"
+
+// DecodeBackfillProjects maps a page of GET /groups/{id}/projects to the project rows that
+// discovery writes. A page knows no delivery and GitLab's project answer no change time of the
+// fields written, so the version is the zero one (no timestamp, event id 0): a project row a
+// webhook discovered keeps the webhook's fields, and every later webhook replaces the page's.
+// Errors: a parsing failure.
+func DecodeBackfillProjects(body []byte) ([]Project, error) {
+	var list []restProject
+	if err := decode(backfillEvent, body, &list); err != nil {
+		return nil, err
+	}
+	out := make([]Project, 0, len(list))
+	for _, a := range list {
+		if a.ID <= 0 {
+			return nil, malformed(backfillEvent, "project needs an id")
+		}
+		out = append(out, Project{
+			ID: int64(a.ID), NamespaceID: refID(a.Namespace), Name: a.Name, PathWithNamespace: a.PathWithNamespace,
+			WebURL: a.WebURL, DefaultBranch: a.DefaultBranch, Visibility: a.Visibility,
+		})
+	}
+	return out, nil
+}
 
 // DecodeBackfillIssues maps a page of GET /projects/{id}/issues. Errors: a parsing failure.
 func DecodeBackfillIssues(body []byte, projectID int64) (BackfillPage, error) {

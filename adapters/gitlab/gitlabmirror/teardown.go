@@ -13,10 +13,12 @@ import (
 // Teardown of an uninstalled GitLab connection (CONTRACT.md "Sync and teardown"), in the
 // teardown job's transaction, after the UNINSTALLED transition committed. As for GitHub
 // (githubmirror), subscriptions decide what the connection brought: a project it subscribed to,
-// or whose namespace is a group it subscribed to, and that no other live GitLab connection of
-// the workspace covers, is deleted with its issues, merge requests, notes, pipelines, pushes,
-// commits, milestones and members; with no live GitLab connection left, the workspace's groups
-// and every other GitLab row go too.
+// or whose namespace is a group it subscribed to, or that the backfill of a group it subscribed
+// to found among the group's projects (a subgroup's project, recorded in gitlab_group_project),
+// and that no other live GitLab connection of the workspace covers in one of these ways, is
+// deleted with its issues, merge requests, notes, pipelines, pushes, commits, milestones and
+// members; with no live GitLab connection left, the workspace's groups and every other GitLab
+// row go too.
 
 const tornDownProjects = `
 WITH mine AS (
@@ -25,7 +27,10 @@ WITH mine AS (
 		SELECT 1 FROM connection_subscription s
 		WHERE s.connection_id = $2 AND s.workspace_id = $1
 		  AND ((s.resource_type = 'project' AND s.resource_id = p.id::text)
-		       OR (s.resource_type = 'group' AND s.resource_id = p.namespace_id::text)))
+		       OR (s.resource_type = 'group' AND s.resource_id = p.namespace_id::text)
+		       OR (s.resource_type = 'group' AND EXISTS (
+		           SELECT 1 FROM gitlab_group_project g
+		           WHERE g.workspace_id = $1 AND g.group_id::text = s.resource_id AND g.project_id = p.id))))
 	UNION
 	SELECT s.resource_id::bigint, NULL FROM connection_subscription s
 	WHERE s.connection_id = $2 AND s.workspace_id = $1 AND s.resource_type = 'project'
@@ -38,7 +43,10 @@ WHERE NOT EXISTS (
 	  AND k.state <> 'UNINSTALLED'
 	  AND ((s.resource_type = 'project' AND s.resource_id = m.id::text)
 	       OR (s.resource_type = 'group' AND s.resource_id = COALESCE(m.namespace_id,
-	           (SELECT p.namespace_id FROM gitlab_project p WHERE p.workspace_id = $1 AND p.id = m.id))::text)))`
+	           (SELECT p.namespace_id FROM gitlab_project p WHERE p.workspace_id = $1 AND p.id = m.id))::text)
+	       OR (s.resource_type = 'group' AND EXISTS (
+	           SELECT 1 FROM gitlab_group_project g
+	           WHERE g.workspace_id = $1 AND g.group_id::text = s.resource_id AND g.project_id = m.id))))`
 
 const otherLiveGitLabConnection = `
 SELECT EXISTS (SELECT 1 FROM connection WHERE workspace_id = $1 AND id <> $2 AND provider = 'GITLAB'
@@ -53,6 +61,7 @@ var projectTeardown = []string{
 	`DELETE FROM gitlab_commit WHERE workspace_id = $1 AND project_id = ANY ($2)`,
 	`DELETE FROM gitlab_milestone WHERE workspace_id = $1 AND project_id = ANY ($2)`,
 	`DELETE FROM gitlab_member WHERE workspace_id = $1 AND source_type = 'project' AND source_id = ANY ($2)`,
+	`DELETE FROM gitlab_group_project WHERE workspace_id = $1 AND project_id = ANY ($2)`,
 	`DELETE FROM gitlab_project WHERE workspace_id = $1 AND id = ANY ($2)`,
 }
 
@@ -65,6 +74,7 @@ var workspaceTeardown = []string{
 	`DELETE FROM gitlab_commit WHERE workspace_id = $1`,
 	`DELETE FROM gitlab_milestone WHERE workspace_id = $1`,
 	`DELETE FROM gitlab_member WHERE workspace_id = $1`,
+	`DELETE FROM gitlab_group_project WHERE workspace_id = $1`,
 	`DELETE FROM gitlab_project WHERE workspace_id = $1`,
 	`DELETE FROM gitlab_group WHERE workspace_id = $1`,
 }
@@ -97,4 +107,16 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 		}
 	}
 	return pgutil.Interpret("tear down gitlab mirror", ptx.SendBatch(ctx, b).Close())
+}
+
+// addGroupProject records a project found under a subscribed group (migration 00029).
+const addGroupProject = `
+INSERT INTO gitlab_group_project (workspace_id, group_id, project_id) VALUES ($1, $2, $3)
+ON CONFLICT DO NOTHING`
+
+// AddGroupProject implements gitlabsync.Store: the backfill of the group subscription groupID
+// found the project among the group's projects, subgroups included, so teardown counts the
+// project as that subscription's even when its namespace is a subgroup.
+func (s *Store) AddGroupProject(ctx context.Context, tx ports.Tx, ws, groupID, projectID int64) error {
+	return exec(ctx, tx, "record gitlab group project", addGroupProject, ws, groupID, projectID)
 }
