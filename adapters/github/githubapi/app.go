@@ -18,6 +18,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
+	"github.com/hephaestus-dev/hephaestus/adapters/linkheader"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -311,18 +312,15 @@ func (a *App) ListHookDeliveries(ctx context.Context, cursor string) ([]githubre
 
 // nextCursor is the cursor parameter of a Link header's rel="next" URL ("" for none).
 func nextCursor(link string) string {
-	for _, part := range strings.Split(link, ",") {
-		target, params, ok := strings.Cut(strings.TrimSpace(part), ";")
-		if !ok || !strings.Contains(params, `rel="next"`) {
-			continue
-		}
-		u, err := url.Parse(strings.Trim(strings.TrimSpace(target), "<>"))
-		if err != nil {
-			return ""
-		}
-		return u.Query().Get("cursor")
+	target, ok := linkheader.Next(link)
+	if !ok {
+		return ""
 	}
-	return ""
+	u, err := url.Parse(target)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("cursor")
 }
 
 // RequestRedelivery implements githubredelivery.HookDeliveries: POST

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/linkheader"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -250,12 +251,8 @@ func rateLimitReset(h http.Header, now time.Time) time.Duration {
 // hasNext reports whether a Link header names a next page. The client requests that page by
 // number itself, and never follows the URL, so a token never leaves BaseURL's host.
 func hasNext(link string) bool {
-	for _, part := range strings.Split(link, ",") {
-		if strings.Contains(part, `rel="next"`) {
-			return true
-		}
-	}
-	return false
+	_, ok := linkheader.Next(link)
+	return ok
 }
 
 func pageQuery(page int) url.Values {

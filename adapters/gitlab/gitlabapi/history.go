@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/linkheader"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -88,7 +89,7 @@ func (c *Client) listPage(ctx context.Context, path string, q url.Values, at Pag
 		return nil, Page{}, false, err
 	}
 	if at.Offset == 0 {
-		link, ok := nextLink(h.Get("Link"))
+		link, ok := linkheader.Next(h.Get("Link"))
 		if ok {
 			kq, err := c.sameList(link, path, query)
 			if err != nil {
@@ -127,31 +128,4 @@ func (c *Client) sameList(link, path, query string) (string, error) {
 		return "", errForeignLink
 	}
 	return u.RawQuery, nil
-}
-
-// nextLink is the target of rel="next" in an RFC 8288 Link header, if any.
-func nextLink(header string) (string, bool) {
-	rest := strings.TrimSpace(header)
-	for strings.HasPrefix(rest, "<") {
-		end := strings.IndexByte(rest, '>')
-		if end < 0 {
-			return "", false
-		}
-		target, params := rest[1:end], rest[end+1:]
-		rest = ""
-		if i := strings.IndexByte(params, ','); i >= 0 {
-			params, rest = params[:i], strings.TrimSpace(params[i+1:])
-		}
-		for _, p := range strings.Split(params, ";") {
-			k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
-			if ok && strings.EqualFold(strings.TrimSpace(k), "rel") {
-				for _, rel := range strings.Fields(strings.Trim(strings.TrimSpace(v), `"`)) {
-					if strings.EqualFold(rel, "next") {
-						return target, true
-					}
-				}
-			}
-		}
-	}
-	return "", false
 }

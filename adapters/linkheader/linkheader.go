@@ -1,0 +1,37 @@
+// Package linkheader reads the pagination links of an RFC 8288 Link header, as the provider
+// REST clients receive them (GitHub's and GitLab's rel="next"). It only parses: whether a
+// client follows a link, rebuilds it under its own API root, or just reads a parameter from it
+// is the client's decision.
+package linkheader
+
+import "strings"
+
+// Next is the target of the header's rel="next" link, if it has one. A link's rel may list
+// several relation types ("next last"); names compare case-insensitively. Parsing stops at the
+// first entry that is not a <target>, so a malformed header yields no link.
+func Next(header string) (string, bool) {
+	rest := strings.TrimSpace(header)
+	for strings.HasPrefix(rest, "<") {
+		end := strings.IndexByte(rest, '>')
+		if end < 0 {
+			return "", false
+		}
+		target, params := rest[1:end], rest[end+1:]
+		rest = ""
+		if i := strings.IndexByte(params, ','); i >= 0 {
+			params, rest = params[:i], strings.TrimSpace(params[i+1:])
+		}
+		for _, p := range strings.Split(params, ";") {
+			k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+			if !ok || !strings.EqualFold(strings.TrimSpace(k), "rel") {
+				continue
+			}
+			for _, rel := range strings.Fields(strings.Trim(strings.TrimSpace(v), `"`)) {
+				if strings.EqualFold(rel, "next") {
+					return target, true
+				}
+			}
+		}
+	}
+	return "", false
+}
