@@ -547,7 +547,8 @@ var _ = Describe("Backfill of a Slack channel", func() {
 
 	It("backfills each thread's replies over reply pages", func(ctx SpecContext) {
 		// Two history pages; the first lists a parent with 150 replies (two replies pages), the
-		// second a parent with 3 and a deleted parent (a tombstone) whose 2 replies remain.
+		// second a parent with 3, a deleted parent (a tombstone) whose 2 replies remain, and a
+		// parent deleted between its history page and its replies (thread_not_found: skipped).
 		sl.channel("C0THREADS", 150)
 		sl.thread("C0THREADS", "1700000140.000100", 150, "1700000500.000000")
 		sl.thread("C0THREADS", "1700000020.000100", 2, "")
@@ -556,6 +557,10 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		for _, m := range sl.channels["C0THREADS"] {
 			if m["ts"] == "1700000020.000100" {
 				m["subtype"], m["text"], m["user"] = "tombstone", "This message was deleted.", "USLACKBOT"
+			}
+			if m["ts"] == "1700000005.000100" {
+				// History lists its replies, but the parent is gone when they are read.
+				m["thread_ts"], m["reply_count"] = "1700000005.000100", 4
 			}
 		}
 		sl.mu.Unlock()
@@ -576,7 +581,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 			"C0THREADS ",
 			"C0THREADS/1700000140.000100 ", "C0THREADS/1700000140.000100 cmVwbGllczo99",
 			"C0THREADS bmV4dF90czo100",
-			"C0THREADS/1700000020.000100 ", "C0THREADS/1700000010.000100 ",
+			"C0THREADS/1700000020.000100 ", "C0THREADS/1700000010.000100 ", "C0THREADS/1700000005.000100 ",
 		}))
 		Expect(sl.badAuth).To(BeZero())
 		Expect(replyCount(ctx, "1700000140.000100")).To(Equal(150))
@@ -586,7 +591,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		Expect(messages(ctx, "C0THREADS")).To(Equal(149 + 155))
 		j := channelJob(ctx, conn, "C0THREADS")
 		Expect(j.Items).To(BeEquivalentTo(149 + 155))
-		Expect(j.Pages).To(BeEquivalentTo(6))
+		Expect(j.Pages).To(BeEquivalentTo(7)) // 2 history pages, 4 replies pages, the thread Slack no longer had
 		Expect(*j.Cursor).To(Equal("history:done"))
 		Expect(counter(metrics, "sync_items_total", "slack")).To(BeEquivalentTo(149 + 155))
 		Expect(support.Scalar[string](ctx, pool, `SELECT text || '@' || edited_ts || '@' || thread_ts FROM slack_message
