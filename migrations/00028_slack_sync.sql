@@ -16,8 +16,9 @@ $$;
 -- app was added to the channel mirrored nothing: a channel whose consent becomes GRANTED (the
 -- grant or resume step of the Slack handlers, in their transaction) backfills again from the
 -- first page, as sync_restart does for a connection. The channel row is locked before the jobs
--- (the handler's FOR UPDATE); a page commit locks its job before the channel (FOR SHARE), so the
--- two can deadlock, which PostgreSQL breaks and both sides retry as a transient failure.
+-- (the handler's FOR UPDATE); a page commit takes the channel's FOR SHARE before its job's fence
+-- too (ports.SyncPage.Lock, adapters/slack/slacksync), so both lock in one order and cannot
+-- deadlock.
 -- +goose StatementBegin
 CREATE FUNCTION sync_slack_channel_granted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

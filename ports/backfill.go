@@ -46,6 +46,12 @@ type SyncPage struct {
 	// Next is the cursor after this page; Done says there is no further page.
 	Next string
 	Done bool
+	// Lock, when set, runs first in the page's transaction, before the job's fence: it takes
+	// the provider's row locks that the provider's own writers take before they change the job
+	// (Slack: the channel registry row, which a consent grant updates before its trigger
+	// restarts the job), so a page commit and those writers lock in one order and cannot
+	// deadlock. Nil: the page takes no lock before the fence.
+	Lock func(ctx context.Context, tx Tx) error
 	// Write writes the page through the provider's mirror store in tx, the store's transaction
 	// that also commits the cursor and counters and checks the lease (nil: nothing to write).
 	Write func(ctx context.Context, tx Tx) error

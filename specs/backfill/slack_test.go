@@ -2,6 +2,7 @@ package backfill_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -45,12 +48,16 @@ func slackMessage(ts, text string, edited string) obj {
 }
 
 // fakeSlack serves conversations.history of its channels, newest first, in pages of the
-// request's limit with an opaque next_cursor, and checks the bot token of every call.
+// request's limit with an opaque next_cursor, and conversations.replies of their threads (the
+// parent first on every page, then up to limit-1 replies, oldest first), and checks the bot
+// token of every call.
 type fakeSlack struct {
 	server   *httptest.Server
 	mu       sync.Mutex
 	channels map[string][]obj
-	calls    []string // "<channel> <cursor>"
+	threads  map[string][]obj // "<channel>/<parent ts>": the parent, then its replies
+	calls    []string         // "<channel> <cursor>", "<channel>/<parent ts> <cursor>" for replies
+	fail500  string           // a call ("<channel>/<parent ts> <cursor>") answered 500 once
 	badAuth  int
 	limit429 string // a cursor ("" the first page) answered 429 limits times
 	limits   int
@@ -63,12 +70,16 @@ type fakeSlack struct {
 func newFakeSlack() *fakeSlack {
 	f := &fakeSlack{channels: map[string][]obj{}, limit429: "-", hold: "-", held: make(chan struct{}), release: make(chan struct{})}
 	f.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/conversations.history" || r.ParseForm() != nil {
+		if (r.URL.Path != "/conversations.history" && r.URL.Path != "/conversations.replies") || r.ParseForm() != nil {
 			http.NotFound(w, r)
 			return
 		}
 		channel, cursor := r.PostForm.Get("channel"), r.PostForm.Get("cursor")
 		f.mu.Lock()
+		if r.URL.Path == "/conversations.replies" {
+			f.replies(w, channel+"/"+r.PostForm.Get("ts"), cursor, r)
+			return
+		}
 		f.calls = append(f.calls, channel+" "+cursor)
 		if r.Header.Get("Authorization") != "Bearer "+slackBotToken {
 			f.badAuth++
@@ -117,6 +128,75 @@ func newFakeSlack() *fakeSlack {
 	}))
 	DeferCleanup(f.server.Close)
 	return f
+}
+
+// replies answers conversations.replies of thread (called with f.mu held; it unlocks it).
+func (f *fakeSlack) replies(w http.ResponseWriter, thread, cursor string, r *http.Request) {
+	call := thread + " " + cursor
+	f.calls = append(f.calls, call)
+	if r.Header.Get("Authorization") != "Bearer "+slackBotToken {
+		f.badAuth++
+		f.mu.Unlock()
+		writeJSON(w, obj{"ok": false, "error": "invalid_auth"})
+		return
+	}
+	if call == f.fail500 {
+		f.fail500 = "-"
+		f.mu.Unlock()
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	list, ok := f.threads[thread]
+	f.mu.Unlock()
+	if !ok {
+		writeJSON(w, obj{"ok": false, "error": "thread_not_found"})
+		return
+	}
+	limit, _ := strconv.Atoi(r.PostForm.Get("limit"))
+	parent, replies := list[0], list[1:]
+	from := 0
+	if cursor != "" {
+		from, _ = strconv.Atoi(strings.TrimPrefix(cursor, "cmVwbGllczo"))
+	}
+	to := min(from+limit-1, len(replies))
+	next := ""
+	if to < len(replies) {
+		next = "cmVwbGllczo" + strconv.Itoa(to)
+	}
+	writeJSON(w, obj{"ok": true, "messages": append([]obj{parent}, replies[from:to]...), "has_more": next != "",
+		"response_metadata": obj{"next_cursor": next}})
+}
+
+// thread makes the channel's message parent a thread parent with n replies (the first reply
+// edited when edited is not "").
+func (f *fakeSlack) thread(channel, parent string, n int, edited string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.threads == nil {
+		f.threads = map[string][]obj{}
+	}
+	var p obj
+	for _, m := range f.channels[channel] {
+		if m["ts"] == parent {
+			p = m
+		}
+	}
+	Expect(p).NotTo(BeNil(), "the parent is a message of the channel")
+	replies := []obj{p}
+	for i := 1; i <= n; i++ {
+		secs, _, _ := strings.Cut(parent, ".")
+		ts := fmt.Sprintf("%s.1%05d", secs, i)
+		reply := slackMessage(ts, fmt.Sprintf("reply %d to %s", i, parent), "")
+		if i == 1 && edited != "" {
+			reply = slackMessage(ts, "page text", edited)
+		}
+		reply["thread_ts"] = parent
+		reply["parent_user_id"] = "U1"
+		replies = append(replies, reply)
+	}
+	p["thread_ts"], p["reply_count"], p["latest_reply"] = parent, n, replies[len(replies)-1]["ts"]
+	f.threads[channel+"/"+parent] = replies
 }
 
 // channel gives the fake a channel of n messages, newest first, plus a join notice (not
@@ -447,4 +527,304 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		Expect(messages(ctx, "C0GENERAL")).To(BeZero())
 		Expect(sl.badAuth).To(BeNumerically(">", 0))
 	})
+
+	// handle runs one Slack event through the message and lifecycle handlers, as the consumer
+	// would under the row's lease.
+	handle := func(ctx context.Context, eventType, subject, event string) error {
+		inbox, err := deliveryinbox.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		reg := consumer.NewRegistry()
+		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		payload := `{"type":"event_callback","team_id":"` + slackTeam + `","authorizations":[{"team_id":"` + slackTeam +
+			`","user_id":"UBOT","is_bot":true}],"event":` + event + `}`
+		return support.LeasedEvent(ctx, pool, acme, slack.Provider, eventType, subject, payload).Handle(ctx, reg)
+	}
+	replyCount := func(ctx context.Context, parent string) int {
+		GinkgoHelper()
+		return count(ctx, `SELECT count(*) FROM slack_message WHERE workspace_id = $1 AND channel_id = 'C0THREADS'
+			AND thread_ts = $2 AND ts <> thread_ts`, acme, parent)
+	}
+
+	It("backfills each thread's replies over reply pages", func(ctx SpecContext) {
+		// Two history pages; the first lists a parent with 150 replies (two replies pages), the
+		// second a parent with 3, a deleted parent (a tombstone) whose 2 replies remain, and a
+		// parent deleted between its history page and its replies (thread_not_found: skipped).
+		sl.channel("C0THREADS", 150)
+		sl.thread("C0THREADS", "1700000140.000100", 150, "1700000500.000000")
+		sl.thread("C0THREADS", "1700000020.000100", 2, "")
+		sl.thread("C0THREADS", "1700000010.000100", 3, "")
+		sl.mu.Lock()
+		for _, m := range sl.channels["C0THREADS"] {
+			if m["ts"] == "1700000020.000100" {
+				m["subtype"], m["text"], m["user"] = "tombstone", "This message was deleted.", "USLACKBOT"
+			}
+			if m["ts"] == "1700000005.000100" {
+				// History lists its replies, but the parent is gone when they are read.
+				m["thread_ts"], m["reply_count"] = "1700000005.000100", 4
+			}
+		}
+		sl.mu.Unlock()
+		registerChannel(ctx, acme, "C0THREADS", "GRANTED")
+
+		// A newer edit of the first reply arrived by webhook before the backfill: it stays.
+		Expect(handle(ctx, "message", "slack:team:"+slackTeam, `{"type":"message","subtype":"message_changed",
+			"channel":"C0THREADS","channel_type":"channel","ts":"1700000900.000000","event_ts":"1700000900.000000",
+			"message":{"type":"message","user":"U1","text":"webhook text","ts":"1700000140.100001","thread_ts":"1700000140.000100",
+				"edited":{"user":"U1","ts":"1700000900.000000"}},
+			"previous_message":{"type":"message","user":"U1","text":"first","ts":"1700000140.100001","thread_ts":"1700000140.000100"}}`)).
+			To(Succeed())
+
+		subscribeChannel(ctx, acme, conn, "C0THREADS")
+		drain(ctx, func() bool { return channelJob(ctx, conn, "C0THREADS").State == "DONE" })
+
+		Expect(sl.callLog()).To(Equal([]string{
+			"C0THREADS ",
+			"C0THREADS/1700000140.000100 ", "C0THREADS/1700000140.000100 cmVwbGllczo99",
+			"C0THREADS bmV4dF90czo100",
+			"C0THREADS/1700000020.000100 ", "C0THREADS/1700000010.000100 ", "C0THREADS/1700000005.000100 ",
+		}))
+		Expect(sl.badAuth).To(BeZero())
+		Expect(replyCount(ctx, "1700000140.000100")).To(Equal(150))
+		Expect(replyCount(ctx, "1700000020.000100")).To(Equal(2))
+		Expect(replyCount(ctx, "1700000010.000100")).To(Equal(3))
+		// 149 top-level messages (the deleted parent is not a message) and 155 replies, each once.
+		Expect(messages(ctx, "C0THREADS")).To(Equal(149 + 155))
+		j := channelJob(ctx, conn, "C0THREADS")
+		Expect(j.Items).To(BeEquivalentTo(149 + 155))
+		Expect(j.Pages).To(BeEquivalentTo(7)) // 2 history pages, 4 replies pages, the thread Slack no longer had
+		Expect(*j.Cursor).To(Equal("history:done"))
+		Expect(counter(metrics, "sync_items_total", "slack")).To(BeEquivalentTo(149 + 155))
+		Expect(support.Scalar[string](ctx, pool, `SELECT text || '@' || edited_ts || '@' || thread_ts FROM slack_message
+			WHERE workspace_id = $1 AND channel_id = 'C0THREADS' AND ts = '1700000140.100001'`, acme)).
+			To(Equal("webhook text@1700000900.000000@1700000140.000100"))
+		Expect(support.Scalar[string](ctx, pool, `SELECT text || '@' || thread_ts FROM slack_message
+			WHERE workspace_id = $1 AND channel_id = 'C0THREADS' AND ts = '1700000010.100003'`, acme)).
+			To(Equal("reply 3 to 1700000010.000100@1700000010.000100"))
+	})
+
+	It("resumes inside a thread's replies from the committed cursor", func(ctx SpecContext) {
+		sl.channel("C0THREADS", 30)
+		sl.thread("C0THREADS", "1700000025.000100", 250, "") // replies pages of 99, 99 and 52
+		sl.mu.Lock()
+		sl.fail500 = "C0THREADS/1700000025.000100 cmVwbGllczo99"
+		sl.mu.Unlock()
+		registerChannel(ctx, acme, "C0THREADS", "GRANTED")
+		subscribeChannel(ctx, acme, conn, "C0THREADS")
+
+		// Server A commits the history page and the first replies page, then Slack fails.
+		claimed, err := r.RunOne(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(claimed).To(BeTrue())
+		j := channelJob(ctx, conn, "C0THREADS")
+		Expect(j.State).To(Equal("QUEUED"))
+		Expect(*j.Cursor).To(Equal("replies:1700000025.000100|cmVwbGllczo99|history:done"))
+		Expect(j.Pages).To(BeEquivalentTo(2))
+		Expect(j.Items).To(BeEquivalentTo(30 + 99))
+		Expect(replyCount(ctx, "1700000025.000100")).To(Equal(99))
+
+		// Server B takes the job over and goes on inside the thread.
+		src, err := slacksync.New(slackClient(ctx, sl, poolB), store)
+		Expect(err).NotTo(HaveOccurred())
+		b, err := backfill.New(backfill.Config{Owner: "server-b", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
+			Retry: testRetry}, jobsB, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) string {
+			g.Expect(b.Drain(ctx)).To(Succeed())
+			return channelJob(ctx, conn, "C0THREADS").State
+		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(Equal("DONE"))
+
+		Expect(sl.callLog()).To(Equal([]string{
+			"C0THREADS ",
+			"C0THREADS/1700000025.000100 ", "C0THREADS/1700000025.000100 cmVwbGllczo99",
+			"C0THREADS/1700000025.000100 cmVwbGllczo99", "C0THREADS/1700000025.000100 cmVwbGllczo198",
+		}))
+		j = channelJob(ctx, conn, "C0THREADS")
+		Expect(j.Items).To(BeEquivalentTo(30 + 250))
+		Expect(j.Pages).To(BeEquivalentTo(4))
+		Expect(replyCount(ctx, "1700000025.000100")).To(Equal(250))
+		Expect(messages(ctx, "C0THREADS")).To(Equal(30 + 250))
+	})
+
+	It("a message deleted before it was mirrored is not restored by an older page", func(ctx SpecContext) {
+		registerChannel(ctx, acme, "C0PRIVATE", "GRANTED")
+		sl.mu.Lock()
+		sl.hold = ""
+		sl.mu.Unlock()
+		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			_, err := r.RunOne(ctx)
+			Expect(err).NotTo(HaveOccurred())
+		}()
+		Eventually(sl.held).WithContext(ctx).Should(BeClosed())
+
+		// The page listing message 5 was read; message 5 is deleted before the page commits.
+		Expect(handle(ctx, "message", "slack:team:"+slackTeam, `{"type":"message","subtype":"message_deleted",
+			"channel":"C0PRIVATE","channel_type":"channel","ts":"1700000900.000000","deleted_ts":"1700000005.000100",
+			"previous_message":{"type":"message","user":"U1","text":"message 5","ts":"1700000005.000100"}}`)).To(Succeed())
+		Expect(support.Scalar[string](ctx, pool, `SELECT deleted || '|' || text || '|' || coalesce(user_id, '') FROM slack_message
+			WHERE workspace_id = $1 AND channel_id = 'C0PRIVATE' AND ts = '1700000005.000100'`, acme)).To(Equal("true||"))
+
+		close(sl.release)
+		Eventually(done).WithContext(ctx).Should(BeClosed())
+		drain(ctx, func() bool { return channelJob(ctx, conn, "C0PRIVATE").State == "DONE" })
+		Expect(support.Scalar[string](ctx, pool, `SELECT deleted || '|' || text || '|' || coalesce(user_id, '') FROM slack_message
+			WHERE workspace_id = $1 AND channel_id = 'C0PRIVATE' AND ts = '1700000005.000100'`, acme)).To(Equal("true||"))
+		listed, total, err := store.ListMessages(ctx, acme, "C0PRIVATE", ports.PageRequest{Size: 100})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(total).To(Equal(19))
+		Expect(listed).To(HaveLen(19))
+		for _, m := range listed {
+			Expect(m.TS).NotTo(Equal("1700000005.000100"))
+		}
+	})
+
+	It("locks the channel row before the job row in every page commit, so consent changes racing pages never deadlock", func(ctx SpecContext) {
+		registerChannel(ctx, acme, "C0GENERAL", "GRANTED")
+		subscribeChannel(ctx, acme, conn, "C0GENERAL")
+		src, err := slacksync.New(slackClient(ctx, sl, pool), store)
+		Expect(err).NotTo(HaveOccurred())
+		// Every page write opens a window of 50 ms inside its transaction, after the job's fence,
+		// and says so; a revoke and a grant of the channel are handled inside each window. In the
+		// old order (the job row, then the channel row) the grant locked the channel and waited
+		// for the job in its trigger while the page held the job and waited for the channel.
+		slow := slowPages{SyncSource: src, window: make(chan struct{}, 1)}
+		pages := &deadlockCounting{SyncJobStore: jobs}
+		racer, err := backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
+			Retry: testRetry}, pages, []ports.SyncSource{slow}, metrics, support.Logger{}, clock{})
+		Expect(err).NotTo(HaveOccurred())
+		inbox, err := deliveryinbox.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		reg := consumer.NewRegistry()
+		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		event := func(eventType, event string) support.Delivery {
+			return support.LeasedEvent(ctx, pool, acme, slack.Provider, eventType, "slack:channel:C0GENERAL",
+				`{"type":"event_callback","team_id":"`+slackTeam+`","authorizations":[{"team_id":"`+slackTeam+
+					`","user_id":"UBOT","is_bot":true}],"event":`+event+`}`)
+		}
+
+		stop := make(chan struct{})
+		paging := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(paging)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if claimed, err := racer.RunOne(ctx); err == nil && !claimed {
+					time.Sleep(time.Millisecond) // nothing due yet: the grant queues the job again
+				}
+			}
+		}()
+		changes := []struct{ eventType, event string }{
+			{"channel_left", `{"type":"channel_left","channel":"C0GENERAL"}`},
+			{"member_joined_channel", `{"type":"member_joined_channel","channel":"C0GENERAL","channel_type":"C","user":"UBOT","team":"` +
+				slackTeam + `"}`},
+		}
+		const rounds = 12
+		var changed, changeDeadlocks int
+		for range rounds {
+			Eventually(slow.window).WithContext(ctx).WithTimeout(20 * time.Second).Should(Receive())
+			for _, c := range changes {
+				// A change broken as a deadlock is retried, as the inbox retries it.
+				for attempt := 0; attempt < 5; attempt++ {
+					err := event(c.eventType, c.event).Handle(ctx, reg)
+					if !isDeadlock(err) {
+						Expect(err).NotTo(HaveOccurred())
+						changed++
+						break
+					}
+					changeDeadlocks++
+				}
+			}
+		}
+		close(stop)
+		Eventually(paging).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeClosed())
+
+		commits, deadlocks := pages.counts()
+		Expect(deadlocks).To(BeZero(), "page commits broken as deadlocks")
+		Expect(changeDeadlocks).To(BeZero(), "consent changes broken as deadlocks")
+		Expect(changed).To(Equal(2*rounds), "every revoke and grant committed")
+		Expect(commits).To(BeNumerically(">=", rounds), "pages committed while the consent changed")
+	})
 })
+
+// slackClient is the Web API client of the fake Slack, with the tokens p's connections store.
+func slackClient(ctx context.Context, sl *fakeSlack, p *pgxpool.Pool) *webapi.Client {
+	GinkgoHelper()
+	secretsStore, err := managementstore.NewLiveSecrets(p, box)
+	Expect(err).NotTo(HaveOccurred())
+	stored := func(ctx context.Context, ws int64, team string) (string, bool, error) {
+		token, found, err := secretsStore.LiveSecret(ctx, ws, slack.Kind, team)
+		return string(token), found, err
+	}
+	client, err := webapi.New(webapi.Config{BaseURL: sl.server.URL, Token: webapi.StoredTokens(stored, "")})
+	Expect(err).NotTo(HaveOccurred())
+	return client
+}
+
+// slowPages is a sync source whose page writes first report on window and wait 50 ms inside
+// the page's transaction, after the job's fence: the job row is held while the page has not
+// reached its writes yet.
+type slowPages struct {
+	ports.SyncSource
+	window chan struct{}
+}
+
+func (s slowPages) NextPage(ctx context.Context, job ports.SyncJob, cursor string) (ports.SyncPage, error) {
+	p, err := s.SyncSource.NextPage(ctx, job, cursor)
+	if write := p.Write; write != nil {
+		p.Write = func(ctx context.Context, tx ports.Tx) error {
+			ptx, err := deliveryinbox.PgxTx(tx)
+			if err != nil {
+				return err
+			}
+			select {
+			case s.window <- struct{}{}:
+			default:
+			}
+			if _, err := ptx.Exec(ctx, `SELECT pg_sleep(0.05)`); err != nil {
+				return err
+			}
+			return write(ctx, tx)
+		}
+	}
+	return p, err
+}
+
+// deadlockCounting is the job store counting page commits and the ones PostgreSQL broke as a
+// deadlock (40P01).
+type deadlockCounting struct {
+	ports.SyncJobStore
+	mu                 sync.Mutex
+	commits, deadlocks int
+}
+
+func (d *deadlockCounting) CommitSyncPage(ctx context.Context, l ports.SyncLease, p ports.SyncPage, lease time.Duration) error {
+	err := d.SyncJobStore.CommitSyncPage(ctx, l, p, lease)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err == nil {
+		d.commits++
+	}
+	if isDeadlock(err) {
+		d.deadlocks++
+	}
+	return err
+}
+
+func (d *deadlockCounting) counts() (commits, deadlocks int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.commits, d.deadlocks
+}
+
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}

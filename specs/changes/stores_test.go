@@ -131,6 +131,34 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		Expect(got[2]).To(HavePrefix("slack.message.deleted slack:message:C1:1700000000.000100 "))
 	})
 
+	It("publishes the tombstone of a Slack message deleted before it was mirrored as nothing, and no later post of it", func(ctx SpecContext) {
+		store, err := slackmirror.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(store.PublishChanges(feed, slackread.Views{})).To(Succeed())
+		never := slackhandlers.MessageDelete{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000200", EventID: 1}
+		live := slackhandlers.Message{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000300", UserID: "U1", Text: "hi", EventID: 2}
+		write(ctx, func(ctx context.Context, tx ports.Tx) error { return store.TombstoneMessage(ctx, tx, ws, never) })
+		write(ctx, func(ctx context.Context, tx ports.Tx) error {
+			// An older page lists the deleted message: the tombstone stays, nothing is posted.
+			_, err := store.InsertMessage(ctx, tx, ws, slackhandlers.Message{TeamID: "T1", ChannelID: "C1", TS: never.TS,
+				UserID: "U1", Text: "back again"})
+			return err
+		})
+		write(ctx, func(ctx context.Context, tx ports.Tx) error {
+			_, err := store.InsertMessage(ctx, tx, ws, live)
+			return err
+		})
+		for range 2 { // a retry deletes nothing new
+			write(ctx, func(ctx context.Context, tx ports.Tx) error {
+				return store.TombstoneMessage(ctx, tx, ws, slackhandlers.MessageDelete{TeamID: "T1", ChannelID: "C1", TS: live.TS, EventID: 3})
+			})
+		}
+		got := published(ctx)
+		Expect(got).To(HaveLen(2))
+		Expect(got[0]).To(HavePrefix("slack.message.posted slack:message:C1:1700000000.000300 "))
+		Expect(got[1]).To(HavePrefix("slack.message.deleted slack:message:C1:1700000000.000300 "))
+	})
+
 	It("publishes an Outline document update once, and its deletion", func(ctx SpecContext) {
 		store, err := outlinemirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())

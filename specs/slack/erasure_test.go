@@ -58,6 +58,40 @@ var _ = Describe("Person erasure of the Slack mirror", func() {
 		Expect(strings.ToLower(string(raw))).NotTo(ContainSubstring(strings.ToLower(slackPerson)))
 	})
 
+	It("keeps nothing of the person in the tombstone of a message deleted before it was mirrored, and erases what a page stored", func(ctx SpecContext) {
+		ws := newWorkspace(ctx, "acme")
+		slackConnection(ctx, ws, team, "ACTIVE")
+		registeredChannel(ctx, ws, team, channel, "general", "GRANTED")
+		// The person's message 1 is deleted before anything mirrored it; message 2 was mirrored
+		// (as a backfill page stores it) and is deleted later.
+		stored := leased(ctx, ws, "message", "slack:channel:"+channel, channelMessage("1700000000.000200", slackPerson, "kept words"))
+		Expect(stored.attempt(ctx)).To(Succeed())
+		for _, ts := range []string{"1700000000.000100", "1700000000.000200"} {
+			e := leased(ctx, ws, "message", "slack:channel:"+channel, callback(team, `{"type":"message","subtype":"message_deleted",
+				"channel":"`+channel+`","channel_type":"channel","ts":"1700000009.000000","deleted_ts":"`+ts+`",
+				"previous_message":{"type":"message","user":"`+slackPerson+`","text":"gone words","ts":"`+ts+`"}}`))
+			Expect(e.attempt(ctx)).To(Succeed())
+		}
+		Expect(column(ctx, `SELECT ts || ' ' || deleted || ' ' || coalesce(user_id, '-') || ' ' || text FROM slack_message
+			WHERE workspace_id = $1 ORDER BY ts`, ws)).To(Equal([]string{"1700000000.000100 true - ", "1700000000.000200 true - "}))
+		Expect(support.SearchTraces(ctx, pool, []string{"slack_"}, slackPerson, "gone words", "kept words")).To(BeEmpty())
+
+		// A message of the person that a page stores is erased with the person; the tombstones,
+		// which name nobody, stay and keep the deleted messages from coming back.
+		Expect(leased(ctx, ws, "message", "slack:channel:"+channel,
+			channelMessage("1700000000.000300", slackPerson, "later words")).attempt(ctx)).To(Succeed())
+		id, err := erasure.NewIdentity(slackPerson, "", "")
+		Expect(err).NotTo(HaveOccurred())
+		scope, err := erasure.NewScope(slack.Provider, "https://slack.com", []erasure.Identity{id})
+		Expect(err).NotTo(HaveOccurred())
+		receipts := support.EraseNow(ctx, support.ErasureStore(pool), scope)
+		Expect(receipts[0].Store.String()).To(Equal("slack-mirror"))
+		Expect(receipts[0].Deleted).To(Equal(int64(1)))
+		Expect(support.SearchTraces(ctx, pool, []string{"slack_"}, slackPerson, "later words")).To(BeEmpty())
+		Expect(column(ctx, `SELECT ts FROM slack_message WHERE workspace_id = $1 ORDER BY ts`, ws)).
+			To(Equal([]string{"1700000000.000100", "1700000000.000200"}))
+	})
+
 	It("refuses a Slack source this instance does not have", func(ctx SpecContext) {
 		id, err := erasure.NewIdentity(slackPerson, "", "")
 		Expect(err).NotTo(HaveOccurred())

@@ -60,9 +60,9 @@ SET leased_until = GREATEST(leased_until, coalesce($5::timestamptz, clock_timest
 WHERE id = $1 AND state = 'RUNNING' AND leased_by = $2 AND lease_epoch = $3
 RETURNING id`
 
-// lockHeldSyncJob is a page commit's fence, its first statement: the job's row lock (FOR
-// UPDATE) held to the commit, taken only when the job is still RUNNING under this owner and
-// epoch. No row: the lease was taken over, handed back, restarted or the job removed, and
+// lockHeldSyncJob is a page commit's fence, its first statement after the source's Lock
+// (ports.SyncPage.Lock): the job's row lock (FOR UPDATE) held to the commit, taken only when
+// the job is still RUNNING under this owner and epoch. No row: the lease was taken over, handed back, restarted or the job removed, and
 // nothing of the page may commit. While the lock is held no claim can take the job over.
 const lockHeldSyncJob = `
 SELECT id FROM sync_job

@@ -96,12 +96,22 @@ func held(row pgx.Row, op string) error {
 	return pgutil.Interpret(op, err)
 }
 
-// CommitSyncPage implements ports.SyncJobStore. The fence comes first: the job's row lock,
-// taken only under this lease, is held to the commit, so the page's writes, its cursor and its
-// counters commit together exactly when the lease was still this server's at the commit.
+// CommitSyncPage implements ports.SyncJobStore. The fence comes first (after the source's own
+// Lock, which takes the provider rows its writers lock before the job, so both lock in one
+// order): the job's row lock, taken only under this lease, is held to the commit, so the page's
+// writes, its cursor and its counters commit together exactly when the lease was still this
+// server's at the commit.
 func (s *Store) CommitSyncPage(ctx context.Context, l ports.SyncLease, p ports.SyncPage, lease time.Duration) error {
 	var adopted ports.Tx
 	err := pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+		if p.Lock != nil || p.Write != nil {
+			adopted = deliveryinbox.Adopt(tx)
+		}
+		if p.Lock != nil {
+			if err := p.Lock(ctx, adopted); err != nil {
+				return fmt.Errorf("lock sync page: %w", pgutil.Interpret("lock sync page", err))
+			}
+		}
 		if err := held(tx.QueryRow(ctx, lockHeldSyncJob, l.JobID, l.Owner, l.Epoch), "fence sync page"); err != nil {
 			return err
 		}
@@ -109,7 +119,6 @@ func (s *Store) CommitSyncPage(ctx context.Context, l ports.SyncLease, p ports.S
 			return err
 		}
 		if p.Write != nil {
-			adopted = deliveryinbox.Adopt(tx)
 			if err := p.Write(ctx, adopted); err != nil {
 				return fmt.Errorf("write sync page: %w", pgutil.Interpret("write sync page", err))
 			}

@@ -83,6 +83,7 @@ type message struct {
 	Text        string `json:"text"`
 	TS          string `json:"ts"`
 	ThreadTS    string `json:"thread_ts"`
+	ReplyCount  int    `json:"reply_count"`
 	ClientMsgID string `json:"client_msg_id"`
 	DeletedTS   string `json:"deleted_ts"`
 	EventTS     string `json:"event_ts"`
@@ -92,6 +93,20 @@ type message struct {
 	} `json:"edited"`
 	Message         *message `json:"message"`
 	PreviousMessage *message `json:"previous_message"`
+}
+
+// channelMessage is the mirror's row of a channel message of team's channel, written by the
+// message handlers and the backfill alike (a thread reply keeps its thread_ts).
+func (m message) channelMessage(team, channel string, eventID int64) Message {
+	return Message{
+		TeamID: team, ChannelID: channel, TS: m.TS, ThreadTS: m.ThreadTS, UserID: m.User, Text: m.Text,
+		PostedAt: tsTime(m.TS), EventID: eventID,
+	}
+}
+
+// threadParent reports a message that starts a thread with replies (thread_ts is its own ts).
+func (m message) threadParent() bool {
+	return m.ReplyCount > 0 && (m.ThreadTS == "" || m.ThreadTS == m.TS)
 }
 
 // direct reports whether the message is in a one-to-one direct-message conversation.

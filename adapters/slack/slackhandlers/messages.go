@@ -27,7 +27,19 @@ func (b base) channelMessage(ctx context.Context, d ports.Dispatch, ws int64, te
 		if !validTS(ts) {
 			return malformed(EventMessage, "message_deleted needs the deleted message's ts")
 		}
+		// Under the channel's consent the deletion keeps a tombstone even of a message the
+		// mirror never had, so a backfill page read before it cannot store the message; without
+		// consent only a stored message becomes a tombstone (nothing new is stored).
 		return b.step(ctx, StepMessageDelete, func(ctx context.Context, tx ports.Tx) error {
+			ok, _, err := b.consent(ctx, tx, ws, m.Channel)
+			if err != nil {
+				return err
+			}
+			if ok {
+				return b.deps.Store.TombstoneMessage(ctx, tx, ws, MessageDelete{
+					TeamID: team, ChannelID: m.Channel, TS: ts, PostedAt: tsTime(ts), EventID: eventID,
+				})
+			}
 			return b.deps.Store.DeleteMessage(ctx, tx, ws, m.Channel, ts, eventID)
 		})
 	}
@@ -37,10 +49,7 @@ func (b base) channelMessage(ctx context.Context, d ports.Dispatch, ws int64, te
 	if !validTS(m.TS) {
 		return malformed(EventMessage, "a message needs a ts")
 	}
-	msg := Message{
-		TeamID: team, ChannelID: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, UserID: m.User, Text: m.Text,
-		PostedAt: tsTime(m.TS), EventID: eventID,
-	}
+	msg := m.channelMessage(team, m.Channel, eventID)
 	// A message of a channel whose consent was revoked claims the channel erase instead of an
 	// insert: whatever is still stored of the channel goes, so the revoke stays complete. The
 	// read decides which step to run; each step checks the consent again under its lock.

@@ -123,6 +123,16 @@ type MessageEdit struct {
 	EventID   int64
 }
 
+// MessageDelete is a deletion of a channel message (message_deleted), which keeps a tombstone
+// of the message's natural key: no text, no user.
+type MessageDelete struct {
+	TeamID    string
+	ChannelID string
+	TS        string
+	PostedAt  *time.Time // the time TS stands for
+	EventID   int64
+}
+
 // Turn is a mentor conversation turn submitted by a direct message. RequestID is its natural
 // idempotency key (client_msg_id, else the message ts); it is stored, never put in a step name.
 type Turn struct {
@@ -187,6 +197,10 @@ type MessageStore interface {
 	EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e MessageEdit) error
 	// DeleteMessage turns a stored message into a tombstone without text.
 	DeleteMessage(ctx context.Context, tx ports.Tx, ws int64, channelID, ts string, eventID int64) error
+	// TombstoneMessage is DeleteMessage that also stores the tombstone of a message the mirror
+	// never had, so a backfill page read before the deletion cannot store the message later
+	// (the natural-key insert keeps a tombstone). Called only under the channel's consent.
+	TombstoneMessage(ctx context.Context, tx ports.Tx, ws int64, d MessageDelete) error
 	// EraseChannelMessages deletes every stored message of the channel.
 	EraseChannelMessages(ctx context.Context, tx ports.Tx, ws int64, channelID string) (int64, error)
 }
@@ -202,8 +216,10 @@ type ConnectionStore interface {
 	TeamConnectionActive(ctx context.Context, tx ports.Tx, ws int64, teamID string) (bool, error)
 	// SetConnectionState stores the state the domain decided for a locked connection.
 	SetConnectionState(ctx context.Context, tx ports.Tx, ws, connectionID int64, s connection.State) error
-	// EraseTeam deletes the workspace's Slack data of team: messages, channel registry and
-	// mentor turns (the audit keeps no message content and stays).
+	// EraseTeam deletes the workspace's Slack data of team: channel registry, messages and
+	// mentor turns (the audit keeps no message content and stays). The registry rows go first,
+	// so the erase takes the locks in the order of every message writer (registry row, then
+	// messages, then the sync jobs its connection transition changes).
 	EraseTeam(ctx context.Context, tx ports.Tx, ws int64, teamID string) error
 }
 

@@ -80,6 +80,32 @@ func (s *Store) publishMessage(ctx context.Context, tx ports.Tx, ws int64, t cha
 	return s.feed.pub.Publish(ctx, tx, ws, c)
 }
 
+// tombstoneMessageReportingChange is tombstoneMessage telling whether the message was live (a
+// tombstone of a message never mirrored publishes nothing: the feed never posted it).
+const tombstoneMessageReportingChange = `
+WITH prior AS (SELECT deleted FROM slack_message WHERE workspace_id = $1 AND channel_id = $3 AND ts = $4)` +
+	tombstoneMessage + `
+RETURNING NOT coalesce((SELECT deleted FROM prior), true)`
+
+func (s *Store) tombstoneMessagePublishing(ctx context.Context, tx ports.Tx, ws int64, d slackhandlers.MessageDelete, args []any) error {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return err
+	}
+	var wasLive bool
+	if err := ptx.QueryRow(ctx, tombstoneMessageReportingChange, args...).Scan(&wasLive); err != nil {
+		return pgutil.Interpret("tombstone slack message", err)
+	}
+	if !wasLive {
+		return nil
+	}
+	c, err := change.New(MessageDeleted, subjectOf(d.ChannelID, d.TS), map[string]string{"channelId": d.ChannelID, "ts": d.TS})
+	if err != nil {
+		return err
+	}
+	return s.feed.pub.Publish(ctx, tx, ws, c)
+}
+
 func (s *Store) deleteMessagePublishing(ctx context.Context, tx ports.Tx, ws int64, channelID, ts string, eventID int64) error {
 	ptx, err := txOf(tx)
 	if err != nil {

@@ -53,6 +53,16 @@ const deleteMessage = `
 UPDATE slack_message SET deleted = true, text = '', user_id = NULL, source_event_id = $4
 WHERE workspace_id = $1 AND channel_id = $2 AND ts = $3`
 
+// tombstoneMessage is deleteMessage for a message the mirror may never have had: the
+// tombstone is inserted on the natural key (no text, no user), so a history page read before
+// the deletion and committed after it finds the tombstone and stores nothing (insertMessage
+// keeps it), and the read API and change feed see a deleted message.
+const tombstoneMessage = `
+INSERT INTO slack_message AS m (workspace_id, team_id, channel_id, ts, text, deleted, posted_at, source_event_id)
+VALUES ($1, $2, $3, $4, '', true, $5, $6)
+ON CONFLICT (workspace_id, channel_id, ts) DO UPDATE SET deleted = true, text = '', user_id = NULL,
+    source_event_id = excluded.source_event_id`
+
 const eraseChannelMessages = `DELETE FROM slack_message WHERE workspace_id = $1 AND channel_id = $2`
 
 // lockTeamConnections is the connections' lifecycle lock (the same FOR UPDATE the management

@@ -134,6 +134,15 @@ func (s *Store) DeleteMessage(ctx context.Context, tx ports.Tx, ws int64, channe
 	return err
 }
 
+func (s *Store) TombstoneMessage(ctx context.Context, tx ports.Tx, ws int64, d slackhandlers.MessageDelete) error {
+	args := []any{ws, d.TeamID, d.ChannelID, d.TS, d.PostedAt, d.EventID}
+	if s.feed.pub != nil {
+		return s.tombstoneMessagePublishing(ctx, tx, ws, d, args)
+	}
+	_, err := exec(ctx, tx, "tombstone slack message", tombstoneMessage, args...)
+	return err
+}
+
 func (s *Store) EraseChannelMessages(ctx context.Context, tx ports.Tx, ws int64, channelID string) (int64, error) {
 	if s.feed.pub != nil {
 		return s.eraseChannelMessagesPublishing(ctx, tx, ws, channelID)
@@ -216,16 +225,21 @@ func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
 }
 
 func (s *Store) EraseTeam(ctx context.Context, tx ports.Tx, ws int64, teamID string) error {
+	// The registry rows first: a message step and a backfill page lock the channel's row before
+	// its messages (and a page before its job), so erasing in that order cannot deadlock them.
+	if s.feed.pub != nil {
+		if err := s.eraseTeamChannelsPublishing(ctx, tx, ws, teamID); err != nil {
+			return err
+		}
+	} else if _, err := exec(ctx, tx, "erase slack team data", eraseTeamChannels, ws, teamID); err != nil {
+		return err
+	}
 	for _, q := range []string{eraseTeamMessages, eraseTeamTurns} {
 		if _, err := exec(ctx, tx, "erase slack team data", q, ws, teamID); err != nil {
 			return err
 		}
 	}
-	if s.feed.pub != nil {
-		return s.eraseTeamChannelsPublishing(ctx, tx, ws, teamID)
-	}
-	_, err := exec(ctx, tx, "erase slack team data", eraseTeamChannels, ws, teamID)
-	return err
+	return nil
 }
 
 func (s *Store) SubmitTurn(ctx context.Context, tx ports.Tx, ws int64, t slackhandlers.Turn) (bool, error) {

@@ -71,3 +71,31 @@ var _ = Describe("conversations.history", func() {
 		Expect(slack.received()).To(BeEmpty())
 	})
 })
+
+var _ = Describe("conversations.replies", func() {
+	It("posts channel, the parent's ts, limit and cursor form encoded with the team's bot token", func(ctx SpecContext) {
+		var got url.Values
+		var auth string
+		slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			Expect(r.URL.Path).To(Equal("/conversations.replies"))
+			Expect(r.ParseForm()).To(Succeed())
+			got, auth = r.PostForm, r.Header.Get("Authorization")
+			_, _ = w.Write([]byte(`{"ok":true,"messages":[],"has_more":false}`))
+		}))
+		DeferCleanup(slack.Close)
+		body, err := clientOf(slack.URL).ConversationsReplies(ctx, 1, "T1", "C1", "1700000000.000100", "cmVwbGllcw", 100)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(body)).To(Equal(`{"ok":true,"messages":[],"has_more":false}`))
+		Expect(got).To(Equal(url.Values{"channel": {"C1"}, "ts": {"1700000000.000100"}, "limit": {"100"}, "cursor": {"cmVwbGllcw"}}))
+		Expect(auth).To(Equal("Bearer xoxb-T1"))
+	})
+
+	It("names a parent Slack no longer has by its code", func(ctx SpecContext) {
+		slack := newFakeSlack(200, `{"ok":false,"error":"thread_not_found"}`)
+		_, err := clientOf(slack.URL).ConversationsReplies(ctx, 1, "T1", "C1", "1700000000.000100", "", 100)
+		var apiErr *webapi.APIError
+		Expect(errors.As(err, &apiErr)).To(BeTrue(), "%v", err)
+		Expect(apiErr.Code).To(Equal(webapi.ThreadNotFound))
+		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderRefused))
+	})
+})

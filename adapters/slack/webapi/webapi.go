@@ -1,6 +1,7 @@
 // Package webapi is the Slack Web API as the Slack handlers and the backfill use it:
-// chat.postEphemeral for the channel join notice, views.publish for App Home and
-// conversations.history for a channel's backfill (adapters/slack/slacksync), over net/http
+// chat.postEphemeral for the channel join notice, views.publish for App Home, and
+// conversations.history and conversations.replies for a channel's backfill
+// (adapters/slack/slacksync), over net/http
 // with the bot token of the workspace's connection of the team (StoredTokens).
 //
 // Both calls are external effects. The handlers make them outside every database transaction,
@@ -171,8 +172,8 @@ func (c *Client) call(ctx context.Context, workspaceID int64, teamID, method str
 	return err
 }
 
-// maxHistoryBytes bounds a conversations.history answer (up to limit messages with their
-// attachments and blocks).
+// maxHistoryBytes bounds a conversations.history or conversations.replies answer (up to limit
+// messages with their attachments and blocks).
 const maxHistoryBytes = 8 << 20
 
 // ConversationsHistory reads one page of a channel's history (conversations.history, form
@@ -180,7 +181,25 @@ const maxHistoryBytes = 8 << 20
 // connection of the team, and returns Slack's answer as it came. Errors as for PostEphemeral;
 // besides, a team without a bot token is refused (nothing can be read).
 func (c *Client) ConversationsHistory(ctx context.Context, workspaceID int64, teamID, channelID, cursor string, limit int) (json.RawMessage, error) {
-	const method = "conversations.history"
+	form := url.Values{"channel": {channelID}, "limit": {strconv.Itoa(limit)}}
+	return c.read(ctx, workspaceID, teamID, "conversations.history", form, cursor)
+}
+
+// ConversationsReplies reads one page of a thread's replies (conversations.replies, form
+// encoded: channel, ts the thread parent's, limit, and cursor when not ""), with the same token
+// as ConversationsHistory, and returns Slack's answer as it came (the parent first on every
+// page, then the replies). Errors as for ConversationsHistory; a parent Slack no longer has is
+// ProviderRefused around an *APIError with Code ThreadNotFound.
+func (c *Client) ConversationsReplies(ctx context.Context, workspaceID int64, teamID, channelID, parentTS, cursor string, limit int) (json.RawMessage, error) {
+	form := url.Values{"channel": {channelID}, "ts": {parentTS}, "limit": {strconv.Itoa(limit)}}
+	return c.read(ctx, workspaceID, teamID, "conversations.replies", form, cursor)
+}
+
+// ThreadNotFound is Slack's code for a thread parent it does not have (deleted meanwhile).
+const ThreadNotFound = "thread_not_found"
+
+// read posts one page request of a paged read method (form plus cursor when not "").
+func (c *Client) read(ctx context.Context, workspaceID int64, teamID, method string, form url.Values, cursor string) (json.RawMessage, error) {
 	token, err := c.cfg.Token(ctx, workspaceID, teamID)
 	if errors.Is(err, ErrNoToken) {
 		return nil, &inbox.ProviderError{Provider: "slack", Op: "POST " + method, Kind: inbox.ProviderRefused, Err: err}
@@ -188,7 +207,6 @@ func (c *Client) ConversationsHistory(ctx context.Context, workspaceID int64, te
 	if err != nil {
 		return nil, fmt.Errorf("slack %s: bot token: %w", method, err)
 	}
-	form := url.Values{"channel": {channelID}, "limit": {strconv.Itoa(limit)}}
 	if cursor != "" {
 		form.Set("cursor", cursor)
 	}
