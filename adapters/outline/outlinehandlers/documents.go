@@ -24,23 +24,8 @@ func (b base) document(ctx context.Context, d ports.Dispatch) error {
 	var p struct {
 		envelope
 		Payload *struct {
-			ID    string `json:"id"`
-			Model *struct {
-				ID               string `json:"id"`
-				CollectionID     string `json:"collectionId"`
-				ParentDocumentID string `json:"parentDocumentId"`
-				Title            string `json:"title"`
-				Text             string `json:"text"`
-				URLID            string `json:"urlId"`
-				Revision         *int64 `json:"revision"`
-				UpdatedAt        olTime `json:"updatedAt"`
-				PublishedAt      olTime `json:"publishedAt"`
-				ArchivedAt       olTime `json:"archivedAt"`
-				DeletedAt        olTime `json:"deletedAt"`
-				Collection       *struct {
-					ID string `json:"id"`
-				} `json:"collection"`
-			} `json:"model"`
+			ID    string         `json:"id"`
+			Model *documentModel `json:"model"`
 		} `json:"payload"`
 	}
 	if err := decode(event, d.Payload, &p); err != nil {
@@ -49,30 +34,13 @@ func (b base) document(ctx context.Context, d ports.Dispatch) error {
 	if p.ID == "" || p.Payload == nil || p.Payload.Model == nil {
 		return malformed(event, "a document event needs an id and a model")
 	}
-	m := p.Payload.Model
-	id := m.ID
-	if id == "" {
-		id = p.Payload.ID
-	}
-	if id == "" {
-		return malformed(event, "the document has no id")
-	}
 	eventID := d.Delivery.ID()
 	deleted := p.Event == "documents.delete" || p.Event == "documents.permanent_delete"
-	doc := Document{
-		ID: id, CollectionID: m.CollectionID, ParentDocumentID: m.ParentDocumentID, Title: m.Title, Text: m.Text,
-		URLID: m.URLID, PublishedAt: m.PublishedAt.ptr(), ArchivedAt: m.ArchivedAt.ptr(), Deleted: deleted,
-		Version: Version{EventID: eventID},
+	doc := p.Payload.Model.document(p.Payload.ID, deleted, eventID)
+	if doc.ID == "" {
+		return malformed(event, "the document has no id")
 	}
-	if doc.CollectionID == "" && m.Collection != nil {
-		doc.CollectionID = m.Collection.ID
-	}
-	if at := m.UpdatedAt.later(m.DeletedAt); at.valid {
-		doc.Version.UpdatedAt = at.t
-	}
-	if m.Revision != nil {
-		doc.Version.Revision = *m.Revision
-	}
+	id := doc.ID
 	rec := record(p.envelope, id, eventID)
 
 	mirrored, err := b.deps.Inbox.Completed(ctx, StepDocumentMirror)
@@ -95,6 +63,49 @@ func (b base) document(ctx context.Context, d ports.Dispatch) error {
 		}
 	}
 	return wrap(event, b.recordEvent(ctx, ws, rec))
+}
+
+// documentModel is an Outline document as its API presents it: the model of a document
+// webhook and each entry of documents.list.
+type documentModel struct {
+	ID               string `json:"id"`
+	CollectionID     string `json:"collectionId"`
+	ParentDocumentID string `json:"parentDocumentId"`
+	Title            string `json:"title"`
+	Text             string `json:"text"`
+	URLID            string `json:"urlId"`
+	Revision         *int64 `json:"revision"`
+	UpdatedAt        olTime `json:"updatedAt"`
+	PublishedAt      olTime `json:"publishedAt"`
+	ArchivedAt       olTime `json:"archivedAt"`
+	DeletedAt        olTime `json:"deletedAt"`
+	Collection       *struct {
+		ID string `json:"id"`
+	} `json:"collection"`
+}
+
+// document is the mirror row of m, the one conversion of webhooks and backfill pages: its id
+// (fallbackID when the model has none), collection, and version (the later of updatedAt and
+// deletedAt, the revision, and eventID, 0 outside dispatch).
+func (m documentModel) document(fallbackID string, deleted bool, eventID int64) Document {
+	doc := Document{
+		ID: m.ID, CollectionID: m.CollectionID, ParentDocumentID: m.ParentDocumentID, Title: m.Title, Text: m.Text,
+		URLID: m.URLID, PublishedAt: m.PublishedAt.ptr(), ArchivedAt: m.ArchivedAt.ptr(), Deleted: deleted,
+		Version: Version{EventID: eventID},
+	}
+	if doc.ID == "" {
+		doc.ID = fallbackID
+	}
+	if doc.CollectionID == "" && m.Collection != nil {
+		doc.CollectionID = m.Collection.ID
+	}
+	if at := m.UpdatedAt.later(m.DeletedAt); at.valid {
+		doc.Version.UpdatedAt = at.t
+	}
+	if m.Revision != nil {
+		doc.Version.Revision = *m.Revision
+	}
+	return doc
 }
 
 // collection mirrors a collection event in a step named by its purpose and the collection's
