@@ -37,7 +37,6 @@ type ConnectionRequest struct {
 // ReasonAPITokenUnsupported refuses an API token for a kind that has no use for one.
 const ReasonAPITokenUnsupported = "api-token-unsupported"
 
-
 // ReasonInstallFlowRequired refuses a workspace ADMIN who creates a shared-URL connection
 // (GITHUB_APP, SLACK) directly: only the provider's install flow, or the instance
 // administrator, may bind a workspace to an installation or a team.

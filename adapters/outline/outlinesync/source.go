@@ -27,7 +27,10 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-var _ ports.SyncSource = (*Source)(nil)
+var (
+	_ ports.SyncSource = (*Source)(nil)
+	_ Reader           = (*outlineapi.Client)(nil)
+)
 
 // PageSize is how many documents one page asks for (documents.list's largest limit).
 const PageSize = 100
