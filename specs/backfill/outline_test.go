@@ -32,13 +32,16 @@ import (
 
 // fakeOutline serves POST /api/documents.list the way Outline does: {"ok":true,"data":[…],
 // "pagination":{"offset","limit","nextPath"}} in offset pages of the asked limit, oldest
-// created first, for the collection of the body. It checks Authorization: Bearer on every call
+// created first, for the collection of the body; and POST /api/collections.info (404
+// {"ok":false} for an unknown id). It checks Authorization: Bearer on every call
 // (401 {"ok":false} otherwise), and can answer one offset 429 with Retry-After.
 type fakeOutline struct {
 	server *httptest.Server
 	mu     sync.Mutex
 	docs   map[string][]obj // by collection id, oldest created first
 	calls  []string         // "<collection>@<offset>" in arrival order
+	infos  []string         // collections.info ids in arrival order
+	names  map[string]string
 	badTok int
 	bodies []map[string]any
 
@@ -49,11 +52,11 @@ type fakeOutline struct {
 const outlineToken = "ol_api_spec_key"
 
 func newFakeOutline() *fakeOutline {
-	f := &fakeOutline{docs: map[string][]obj{}, rateLimitOffset: -1}
+	f := &fakeOutline{docs: map[string][]obj{}, names: map[string]string{}, rateLimitOffset: -1}
 	f.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if r.Method != http.MethodPost || r.URL.Path != "/api/documents.list" {
+		if r.Method != http.MethodPost || (r.URL.Path != "/api/documents.list" && r.URL.Path != "/api/collections.info") {
 			http.NotFound(w, r)
 			return
 		}
@@ -61,6 +64,23 @@ func newFakeOutline() *fakeOutline {
 			f.badTok++
 			w.WriteHeader(http.StatusUnauthorized)
 			writeJSON(w, obj{"ok": false, "error": "authentication_required", "status": 401})
+			return
+		}
+		if r.URL.Path == "/api/collections.info" {
+			var info struct {
+				ID string `json:"id"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&info)
+			f.infos = append(f.infos, info.ID)
+			name, ok := f.names[info.ID]
+			if !ok {
+				w.WriteHeader(http.StatusNotFound)
+				writeJSON(w, obj{"ok": false, "error": "not_found", "status": 404})
+				return
+			}
+			writeJSON(w, obj{"ok": true, "status": 200, "data": obj{"id": info.ID, "name": name, "description": "About " + name,
+				"urlId": "c-" + info.ID[:4], "createdAt": "2024-04-01T00:00:00.000Z", "updatedAt": "2024-04-02T00:00:00.000Z",
+				"archivedAt": nil, "deletedAt": nil}})
 			return
 		}
 		var body struct {
@@ -116,12 +136,20 @@ func (f *fakeOutline) collection(id string, n int) {
 			"publishedAt": "2024-05-01T00:00:00.000Z", "archivedAt": nil, "deletedAt": nil})
 	}
 	f.docs[id] = docs
+	f.names[id] = "Collection " + id[:8]
 }
 
 func (f *fakeOutline) seen() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.calls...)
+}
+
+// requests counts every authenticated call and every refused one.
+func (f *fakeOutline) requests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls) + len(f.infos) + f.badTok
 }
 
 func outlineDocID(collection string, i int) string {
@@ -241,7 +269,10 @@ var _ = Describe("Backfill of an Outline collection", func() {
 		Expect(j.Pages).To(BeEquivalentTo(3))
 		Expect(j.LastError).To(BeNil())
 		Expect(ol.seen()).To(Equal([]string{handbook + "@0", handbook + "@100", handbook + "@200"}))
+		Expect(ol.infos).To(Equal([]string{handbook}), "the collection is read once, with the first page")
 		Expect(ol.badTok).To(BeZero())
+		Expect(support.Scalar[string](ctx, pool, `SELECT name || ' / ' || description || ' / ' || url_id FROM outline_collection
+			WHERE workspace_id = $1 AND id = $2`, acme, handbook)).To(Equal("Collection 11111111 / About Collection 11111111 / c-1111"))
 		Expect(ol.bodies[0]).To(Equal(map[string]any{"collectionId": handbook, "offset": 0.0, "limit": 100.0,
 			"sort": "createdAt", "direction": "ASC"}))
 		Expect(docsOf(ctx, handbook)).To(Equal(250))
@@ -329,7 +360,7 @@ var _ = Describe("Backfill of an Outline collection", func() {
 		subscribeCollection(ctx, acme, bare, handbook)
 		drain(ctx, func() bool { return collectionJob(ctx, bare, handbook).State == "FAILED" })
 		Expect(collectionJob(ctx, bare, handbook).LastError).To(HaveValue(Equal("provider-refused")))
-		Expect(ol.seen()).To(BeEmpty())
+		Expect(ol.requests()).To(BeZero())
 		Expect(docsOf(ctx, handbook)).To(BeZero())
 	})
 
@@ -340,7 +371,7 @@ var _ = Describe("Backfill of an Outline collection", func() {
 		subscribeCollection(ctx, acme, elsewhere, handbook)
 		drain(ctx, func() bool { return collectionJob(ctx, elsewhere, handbook).State == "FAILED" })
 		Expect(collectionJob(ctx, elsewhere, handbook).LastError).To(HaveValue(Equal("provider-refused")))
-		Expect(ol.seen()).To(BeEmpty())
+		Expect(ol.requests()).To(BeZero())
 	})
 
 	It("runs no Outline backfill without HEPHAESTUS_OUTLINE_API_URL", func(ctx SpecContext) {
@@ -348,7 +379,7 @@ var _ = Describe("Backfill of an Outline collection", func() {
 		subscribeCollection(ctx, acme, conn, handbook)
 		drain(ctx, func() bool { return collectionJob(ctx, conn, handbook).State == "FAILED" })
 		Expect(collectionJob(ctx, conn, handbook).LastError).To(HaveValue(Equal("provider-refused")))
-		Expect(ol.seen()).To(BeEmpty())
+		Expect(ol.requests()).To(BeZero())
 	})
 
 	It("refuses a token Outline answers 401 for, with a cause label and no token in the row", func(ctx SpecContext) {
@@ -358,6 +389,15 @@ var _ = Describe("Backfill of an Outline collection", func() {
 		Expect(collectionJob(ctx, revoked, runbooks).LastError).To(HaveValue(Equal("provider-refused")))
 		Expect(ol.badTok).To(Equal(testRetry.MaxAttempts))
 		Expect(count(ctx, `SELECT count(*) FROM sync_job WHERE last_error LIKE '%ol_api%'`)).To(BeZero())
+	})
+
+	It("refuses a collection Outline does not know (404) and writes nothing", func(ctx SpecContext) {
+		const unknown = "44444444-dddd-4000-8000-000000000004"
+		subscribeCollection(ctx, acme, conn, unknown)
+		drain(ctx, func() bool { return collectionJob(ctx, conn, unknown).State == "FAILED" })
+		Expect(collectionJob(ctx, conn, unknown).LastError).To(HaveValue(Equal("provider-refused")))
+		Expect(ol.seen()).To(BeEmpty(), "no documents.list after the collection was refused")
+		Expect(count(ctx, `SELECT count(*) FROM outline_collection WHERE workspace_id = $1`, acme)).To(BeZero())
 	})
 
 	Describe("teardown", func() {
@@ -383,11 +423,8 @@ var _ = Describe("Backfill of an Outline collection", func() {
 				return collectionJob(ctx, conn, handbook).State == "DONE" && collectionJob(ctx, conn, shared).State == "DONE" &&
 					collectionJob(ctx, other, shared).State == "DONE" && collectionJob(ctx, other, runbooks).State == "DONE"
 			})
-			for _, c := range []string{handbook, shared, runbooks} {
-				_, err := pool.Exec(ctx, `INSERT INTO outline_collection (workspace_id, id, name, source_updated_at, source_event_id)
-					VALUES ($1, $2, $2, now(), 1)`, acme, c)
-				Expect(err).NotTo(HaveOccurred())
-			}
+			Expect(count(ctx, `SELECT count(*) FROM outline_collection WHERE workspace_id = $1`, acme)).
+				To(Equal(3), "each backfill wrote its collection")
 			record(ctx, "env-h", outlineDocID(handbook, 1))
 			record(ctx, "env-hc", handbook)
 			record(ctx, "env-s", outlineDocID(shared, 1))

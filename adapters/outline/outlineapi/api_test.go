@@ -60,6 +60,23 @@ var _ = Describe("The Outline API client", func() {
 		Expect(page.HasNext).To(BeTrue())
 	})
 
+	It("reads a collection with collections.info and wants an object", func(ctx SpecContext) {
+		var body string
+		c := serve(func(w http.ResponseWriter, r *http.Request) {
+			raw, _ := io.ReadAll(r.Body)
+			body = r.URL.Path + " " + string(raw)
+			_, _ = io.WriteString(w, `{"ok":true,"data":{"id":"col-1","name":"Handbook"}}`)
+		}, 0)
+		data, err := c.CollectionInfo(ctx, token, "col-1")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(body).To(Equal(`/api/collections.info {"id":"col-1"}`))
+		Expect(string(data)).To(Equal(`{"id":"col-1","name":"Handbook"}`))
+
+		list := serve(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok":true,"data":[]}`) }, 0)
+		_, err = list.CollectionInfo(ctx, token, "col-1")
+		Expect(providerError(err).Kind).To(Equal(inbox.ProviderUnreadable))
+	})
+
 	It("sees no next page without a nextPath", func(ctx SpecContext) {
 		c := serve(func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = io.WriteString(w, `{"ok":true,"data":[],"pagination":{"offset":0,"limit":100}}`)

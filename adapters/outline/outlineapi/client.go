@@ -1,6 +1,6 @@
 // Package outlineapi calls the Outline API (RPC style: POST {root}/{method} with a JSON body,
-// answering {"ok":true,"data":…,"pagination":…}) for the Outline sync source: one page of a
-// collection's documents (documents.list).
+// answering {"ok":true,"data":…,"pagination":…}) for the Outline sync source: a collection
+// (collections.info) and one page of its documents (documents.list).
 //
 // It calls one instance only, the configured BaseURL (HEPHAESTUS_OUTLINE_API_URL), so a tenant
 // cannot point the server at another host: SameInstance tells the source whether a

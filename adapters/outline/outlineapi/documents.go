@@ -28,6 +28,21 @@ type documentsListRequest struct {
 	Direction    string `json:"direction"`
 }
 
+// CollectionInfo reads one collection (POST collections.info) with token: the collection
+// object as Outline answered it. Errors as the package describes.
+func (c *Client) CollectionInfo(ctx context.Context, token, collectionID string) (json.RawMessage, error) {
+	env, err := c.call(ctx, "collections.info", token, struct {
+		ID string `json:"id"`
+	}{collectionID})
+	if err != nil {
+		return nil, err
+	}
+	if env.Data[0] != '{' {
+		return nil, failure("POST collections.info", inbox.ProviderUnreadable, http.StatusOK, errors.New("data is not an object"))
+	}
+	return env.Data, nil
+}
+
 // ListDocuments reads limit documents of collectionID from offset (POST documents.list) with
 // token. The page is read alone into memory (at most MaxBodyBytes). Errors as the package
 // describes.

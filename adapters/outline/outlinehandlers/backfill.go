@@ -13,16 +13,43 @@ import (
 // documentModel.document as a document webhook, with event id 0, and written through the
 // store's UpsertDocument, so the version rule decides as for a webhook: a page never
 // overwrites a newer (or equally new, webhook-written) version, and a newer one always wins.
+// The first page also carries the collection itself (collections.info), converted by
+// collectionModel.collection and written by UpsertCollection under the same rule.
 
 // BackfillWriter is the mirror store's side of a backfill page.
 type BackfillWriter interface {
 	// UpsertDocument writes a document when its version is not older than the stored one.
 	UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d Document) error
+	// UpsertCollection writes a collection under the same rule.
+	UpsertCollection(ctx context.Context, tx ports.Tx, ws int64, c Collection) error
 }
 
-// BackfillPage is one decoded page of a collection's documents.
+// BackfillPage is one decoded page of a collection's documents, and on the first page the
+// collection.
 type BackfillPage struct {
-	documents []Document
+	collection *Collection
+	documents  []Document
+}
+
+// DecodeBackfillCollection reads collections.info's data (the collection object) of
+// collectionID. Errors: an answer without that shape, or about another collection.
+func DecodeBackfillCollection(data json.RawMessage, collectionID string) (Collection, error) {
+	var m collectionModel
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Collection{}, fmt.Errorf("outline collection: %w", err)
+	}
+	c := m.collection(collectionID, 0)
+	if c.ID != collectionID {
+		return Collection{}, errors.New("outline collection: the answer is about another collection")
+	}
+	c.Deleted = m.DeletedAt.valid
+	return c, nil
+}
+
+// WithCollection is the page that also writes c, before its documents.
+func (p BackfillPage) WithCollection(c Collection) BackfillPage {
+	p.collection = &c
+	return p
 }
 
 // Items is how many documents the page writes.
@@ -57,8 +84,14 @@ func DecodeBackfillDocuments(data json.RawMessage, collectionID string) (Backfil
 	return page, nil
 }
 
-// Write writes the page's documents in tx, in the order Outline listed them.
+// Write writes the page's collection, if it has one, then its documents in the order Outline
+// listed them, in tx.
 func (p BackfillPage) Write(ctx context.Context, tx ports.Tx, store BackfillWriter, ws int64) error {
+	if p.collection != nil {
+		if err := store.UpsertCollection(ctx, tx, ws, *p.collection); err != nil {
+			return fmt.Errorf("backfill outline collection: %w", err)
+		}
+	}
 	for _, d := range p.documents {
 		if err := store.UpsertDocument(ctx, tx, ws, d); err != nil {
 			return fmt.Errorf("backfill outline document: %w", err)

@@ -119,16 +119,8 @@ func (b base) collection(ctx context.Context, d ports.Dispatch) error {
 	var p struct {
 		envelope
 		Payload *struct {
-			ID    string `json:"id"`
-			Model *struct {
-				ID          string  `json:"id"`
-				Name        string  `json:"name"`
-				Description *string `json:"description"`
-				URLID       string  `json:"urlId"`
-				UpdatedAt   olTime  `json:"updatedAt"`
-				ArchivedAt  olTime  `json:"archivedAt"`
-				DeletedAt   olTime  `json:"deletedAt"`
-			} `json:"model"`
+			ID    string           `json:"id"`
+			Model *collectionModel `json:"model"`
 		} `json:"payload"`
 	}
 	if err := decode(event, d.Payload, &p); err != nil {
@@ -139,13 +131,7 @@ func (b base) collection(ctx context.Context, d ports.Dispatch) error {
 	}
 	c := Collection{ID: p.Payload.ID, EventID: d.Delivery.ID()}
 	if m := p.Payload.Model; m != nil {
-		if m.ID != "" {
-			c.ID = m.ID
-		}
-		c.Name, c.Description, c.URLID, c.Archived = m.Name, m.Description, m.URLID, m.ArchivedAt.valid
-		if at := m.UpdatedAt.later(m.DeletedAt); at.valid {
-			c.UpdatedAt = at.t
-		}
+		c = m.collection(p.Payload.ID, d.Delivery.ID())
 	}
 	purpose := "upsert"
 	if p.Event == "collections.delete" {
@@ -165,6 +151,33 @@ func (b base) collection(ctx context.Context, d ports.Dispatch) error {
 		return wrap(event, err)
 	}
 	return wrap(event, b.recordEvent(ctx, ws, record(p.envelope, c.ID, c.EventID)))
+}
+
+// collectionModel is an Outline collection as its API presents it: the model of a collection
+// webhook and the data of collections.info.
+type collectionModel struct {
+	ID          string  `json:"id"`
+	Name        string  `json:"name"`
+	Description *string `json:"description"`
+	URLID       string  `json:"urlId"`
+	UpdatedAt   olTime  `json:"updatedAt"`
+	ArchivedAt  olTime  `json:"archivedAt"`
+	DeletedAt   olTime  `json:"deletedAt"`
+}
+
+// collection is the mirror row of m, the one conversion of webhooks and backfills: its id
+// (fallbackID when the model has none) and version (the later of updatedAt and deletedAt, and
+// eventID, 0 outside dispatch).
+func (m collectionModel) collection(fallbackID string, eventID int64) Collection {
+	c := Collection{ID: m.ID, Name: m.Name, Description: m.Description, URLID: m.URLID, Archived: m.ArchivedAt.valid,
+		EventID: eventID}
+	if c.ID == "" {
+		c.ID = fallbackID
+	}
+	if at := m.UpdatedAt.later(m.DeletedAt); at.valid {
+		c.UpdatedAt = at.t
+	}
+	return c
 }
 
 // recordOnly records an event that has nothing to mirror here.

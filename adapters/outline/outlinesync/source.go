@@ -1,6 +1,7 @@
 // Package outlinesync is Outline's sync source (ports.SyncSource, run by application/backfill):
-// a collection subscription's backfill reads the collection's documents (POST documents.list),
-// 100 per page by offset, oldest created first, with the connection's own API token, and
+// a collection subscription's backfill reads the collection (POST collections.info, with the
+// first page) and its documents (POST documents.list), 100 per page by offset, oldest created
+// first, with the connection's own API token, and
 // writes each page through the mirror store's handler method (outlinehandlers.BackfillPage);
 // an uninstalled connection's teardown deletes what only it brought into the workspace. The
 // cursor is "documents:<offset>", the offset of the next page.
@@ -13,6 +14,7 @@ package outlinesync
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -40,6 +42,7 @@ const PageSize = 100
 type Reader interface {
 	// SameInstance reports whether a connection's source server is the configured instance.
 	SameInstance(sourceServerURL string) bool
+	CollectionInfo(ctx context.Context, token, collectionID string) (json.RawMessage, error)
 	ListDocuments(ctx context.Context, token, collectionID string, offset, limit int) (outlineapi.DocumentsPage, error)
 }
 
@@ -107,15 +110,30 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 	if !s.reader.SameInstance(sourceServerURL) {
 		return ports.SyncPage{}, refused("sync", "the connection is not on the configured Outline instance")
 	}
+	// The first page also mirrors the collection itself (its name for the read API, and a row
+	// the teardown removes with it).
+	var collection *outlinehandlers.Collection
+	if offset == 0 {
+		data, err := s.reader.CollectionInfo(ctx, string(token), job.ResourceID)
+		if err != nil {
+			return ports.SyncPage{}, err
+		}
+		c, err := outlinehandlers.DecodeBackfillCollection(data, job.ResourceID)
+		if err != nil {
+			return ports.SyncPage{}, unreadable("POST collections.info")
+		}
+		collection = &c
+	}
 	page, err := s.reader.ListDocuments(ctx, string(token), job.ResourceID, offset, PageSize)
 	if err != nil {
 		return ports.SyncPage{}, err
 	}
 	bp, err := outlinehandlers.DecodeBackfillDocuments(page.Documents, job.ResourceID)
 	if err != nil {
-		// A provider answer without the documented shape: retried within the budget.
-		return ports.SyncPage{}, &inbox.ProviderError{Provider: "outline", Op: "POST documents.list",
-			Kind: inbox.ProviderUnreadable, Status: 200, Err: errors.New("page does not have the documented shape")}
+		return ports.SyncPage{}, unreadable("POST documents.list")
+	}
+	if collection != nil {
+		bp = bp.WithCollection(*collection)
 	}
 	out := ports.SyncPage{Items: bp.Items(), Write: func(ctx context.Context, tx ports.Tx) error {
 		return bp.Write(ctx, tx, s.store, job.WorkspaceID)
@@ -126,6 +144,12 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 		out.Next = "documents:" + strconv.Itoa(offset+bp.Items())
 	}
 	return out, nil
+}
+
+// unreadable is a provider answer without the documented shape: retried within the budget.
+func unreadable(op string) error {
+	return &inbox.ProviderError{Provider: "outline", Op: op, Kind: inbox.ProviderUnreadable, Status: 200,
+		Err: errors.New("answer does not have the documented shape")}
 }
 
 func parseCursor(cursor string) (int, error) {
