@@ -8,17 +8,22 @@
 -- Outline connection gets a teardown job.
 ALTER TABLE connection ADD COLUMN api_token_ciphertext bytea;
 
+-- The two functions are extended, not restated: the current ones (whatever the migrations before
+-- this one made them name) are kept under another name and the new ones add Outline to their
+-- answer, so this migration composes with any other provider's that ran before it.
+ALTER FUNCTION sync_resource_syncable(text, text) RENAME TO sync_resource_syncable_before_outline;
+ALTER FUNCTION sync_provider_tears_down(text) RENAME TO sync_provider_tears_down_before_outline;
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION sync_resource_syncable(provider text, resource_type text) RETURNS boolean
+CREATE FUNCTION sync_resource_syncable(provider text, resource_type text) RETURNS boolean
     LANGUAGE sql STABLE AS $$
-    SELECT (provider, resource_type) IN (('GITHUB', 'repository'), ('GITHUB', 'organization'), ('GITLAB', 'project'),
-        ('SLACK', 'channel'), ('OUTLINE', 'collection'))
+    SELECT sync_resource_syncable_before_outline(provider, resource_type)
+        OR (provider, resource_type) = ('OUTLINE', 'collection')
 $$;
 -- +goose StatementEnd
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION sync_provider_tears_down(provider text) RETURNS boolean
+CREATE FUNCTION sync_provider_tears_down(provider text) RETURNS boolean
     LANGUAGE sql STABLE AS $$
-    SELECT provider IN ('GITHUB', 'GITLAB', 'OUTLINE')
+    SELECT sync_provider_tears_down_before_outline(provider) OR provider = 'OUTLINE'
 $$;
 -- +goose StatementEnd
 
@@ -31,17 +36,8 @@ ON CONFLICT ON CONSTRAINT uq_sync_job_resource DO NOTHING;
 
 -- +goose Down
 DELETE FROM sync_job WHERE provider = 'OUTLINE';
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION sync_provider_tears_down(provider text) RETURNS boolean
-    LANGUAGE sql STABLE AS $$
-    SELECT provider IN ('GITHUB', 'GITLAB')
-$$;
--- +goose StatementEnd
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION sync_resource_syncable(provider text, resource_type text) RETURNS boolean
-    LANGUAGE sql STABLE AS $$
-    SELECT (provider, resource_type) IN (('GITHUB', 'repository'), ('GITHUB', 'organization'), ('GITLAB', 'project'),
-        ('SLACK', 'channel'))
-$$;
--- +goose StatementEnd
+DROP FUNCTION sync_provider_tears_down(text);
+DROP FUNCTION sync_resource_syncable(text, text);
+ALTER FUNCTION sync_provider_tears_down_before_outline(text) RENAME TO sync_provider_tears_down;
+ALTER FUNCTION sync_resource_syncable_before_outline(text, text) RENAME TO sync_resource_syncable;
 ALTER TABLE connection DROP COLUMN api_token_ciphertext;
