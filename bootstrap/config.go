@@ -22,6 +22,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodule"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodule"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodule"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodule"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -48,8 +49,12 @@ const (
 	EnvGitLabAPIURL            = "HEPHAESTUS_GITLAB_API_URL"
 	EnvGitLabAPIToken          = "HEPHAESTUS_GITLAB_API_TOKEN"
 	EnvSlackAPIURL             = "HEPHAESTUS_SLACK_API_URL"
-	EnvSlackBotToken           = "HEPHAESTUS_SLACK_BOT_TOKEN"
-	EnvWebhookMaxBytes         = "HEPHAESTUS_WEBHOOK_MAX_BYTES"
+	// EnvOutlineAPIURL is the one Outline instance whose API the server may call (its API
+	// root, https://app.getoutline.com/api); unset: no Outline backfill. Only connections whose
+	// sourceServerUrl is on that instance are backfilled, with their own API token.
+	EnvOutlineAPIURL   = "HEPHAESTUS_OUTLINE_API_URL"
+	EnvSlackBotToken   = "HEPHAESTUS_SLACK_BOT_TOKEN"
+	EnvWebhookMaxBytes = "HEPHAESTUS_WEBHOOK_MAX_BYTES"
 	// Issue 13's limits (CONTRACT.md "Later additions").
 	EnvWebhookInflightBytes = "HEPHAESTUS_WEBHOOK_INFLIGHT_BYTES"
 	EnvAdmissionLockTimeout = "HEPHAESTUS_ADMISSION_LOCK_TIMEOUT"
@@ -156,6 +161,7 @@ type Config struct {
 	GitLabAPIURL             string // REST root, https://<host>/api/v4; empty: no provider reads
 	GitLabAPIToken           string // empty: no provider reads
 	SlackAPIURL              string
+	OutlineAPIURL            string // API root of the one Outline instance backfilled; empty: none
 	SlackBotToken            string // empty: no Web API calls
 	GitHubOAuthURL           string // GitHub web and OAuth root of the install flow
 	GitHubAppSlug            string // empty: no GitHub install flow
@@ -244,6 +250,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		GitLabAPIURL:        r.httpURL(EnvGitLabAPIURL, ""),
 		GitLabAPIToken:      r.secret(EnvGitLabAPIToken),
 		SlackAPIURL:         r.httpURL(EnvSlackAPIURL, DefaultSlackAPIURL),
+		OutlineAPIURL:       r.apiRoot(EnvOutlineAPIURL),
 		SlackBotToken:       r.secret(EnvSlackBotToken),
 		GitHubOAuthURL:      r.httpURL(EnvGitHubOAuthURL, DefaultGitHubOAuthURL),
 		GitHubAppSlug:       r.text(EnvGitHubAppSlug, ""),
@@ -335,6 +342,20 @@ func (r *reader) httpURL(name, def string) string {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		r.fail(name, "is not an absolute http(s) URL without credentials")
 		return def
+	}
+	return v
+}
+
+// apiRoot is httpURL without a default, and without a query or fragment either: the value is
+// the base every API path is appended to.
+func (r *reader) apiRoot(name string) string {
+	v := r.httpURL(name, "")
+	if v == "" || r.invalid[name] {
+		return ""
+	}
+	if u, err := url.Parse(v); err != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		r.fail(name, "is not an absolute http(s) URL without credentials, query or fragment")
+		return ""
 	}
 	return v
 }
@@ -632,6 +653,11 @@ func (c Config) gitHubModule() githubmodule.Config {
 // gitLabModule is the GitLab module's part of the configuration.
 func (c Config) gitLabModule() gitlabmodule.Config {
 	return gitlabmodule.Config{APIURL: c.GitLabAPIURL, APIToken: c.GitLabAPIToken}
+}
+
+// outlineModule is the Outline module's part of the configuration.
+func (c Config) outlineModule() outlinemodule.Config {
+	return outlinemodule.Config{APIURL: c.OutlineAPIURL}
 }
 
 // slackModule is the Slack module's part of the configuration.

@@ -43,6 +43,7 @@ var _ = Describe("Configuration", func() {
 			Expect(c.GitHubAPIURL).To(Equal("https://api.github.com"))
 			Expect(c.GitHubAPIToken).To(BeEmpty(), "no token: the GitHub handlers mirror the payloads only")
 			Expect(c.GitLabAPIURL).To(BeEmpty(), "no default instance: the GitLab handlers read nothing")
+			Expect(c.OutlineAPIURL).To(BeEmpty(), "no default instance: no Outline backfill")
 			Expect(c.GitLabAPIToken).To(BeEmpty())
 			Expect(c.SlackAPIURL).To(Equal("https://slack.com/api/"))
 			Expect(c.SlackBotToken).To(BeEmpty(), "no token: no Slack Web API calls")
@@ -121,6 +122,7 @@ var _ = Describe("Configuration", func() {
 				"HEPHAESTUS_GITHUB_WEBHOOK_SECRET":                    "gh-secret",
 				"HEPHAESTUS_SLACK_SIGNING_SECRET":                     "slack-secret",
 				"HEPHAESTUS_GITLAB_API_URL":                           "https://gitlab.example/api/v4",
+				"HEPHAESTUS_OUTLINE_API_URL":                          "https://outline.example/api",
 				"HEPHAESTUS_GITLAB_API_TOKEN":                         "glpat-token",
 				"HEPHAESTUS_WEBHOOK_MAX_BYTES":                        "1048576",
 				"HEPHAESTUS_DATA_DIR":                                 "/var/lib/hephaestus",
@@ -150,6 +152,7 @@ var _ = Describe("Configuration", func() {
 			Expect(c.GitHubWebhookSecret).To(Equal("gh-secret"))
 			Expect(c.SlackSigningSecret).To(Equal("slack-secret"))
 			Expect(c.GitLabAPIURL).To(Equal("https://gitlab.example/api/v4"))
+			Expect(c.OutlineAPIURL).To(Equal("https://outline.example/api"))
 			Expect(c.GitLabAPIToken).To(Equal("glpat-token"))
 			Expect(c.WebhookMaxBytes).To(Equal(int64(1048576)))
 			Expect(c.DataDir).To(Equal("/var/lib/hephaestus"))
@@ -232,6 +235,8 @@ var _ = Describe("Configuration", func() {
 			Entry(nil, "HEPHAESTUS_GITHUB_API_URL", "ghe.example/api/v3", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_GITLAB_API_URL", "gitlab.example/api/v4", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_SLACK_API_URL", "https://user:pw@slack.example/api/", "is not an absolute http(s) URL without credentials"),
+			Entry(nil, "HEPHAESTUS_OUTLINE_API_URL", "app.getoutline.com/api", "is not an absolute http(s) URL without credentials"),
+			Entry(nil, "HEPHAESTUS_OUTLINE_API_URL", "https://outline.example/api?x=1", "is not an absolute http(s) URL without credentials, query or fragment"),
 			Entry(nil, "HEPHAESTUS_GITHUB_OAUTH_URL", "github.example", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_PUBLIC_URL", "hx.example", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_GITHUB_APP_SLUG", "My App", `"My App" is not a GitHub App slug`),

@@ -370,6 +370,6 @@ func providerModules(cfg Config) []providerkit.Module {
 		githubmodule.New(cfg.gitHubModule()),
 		gitlabmodule.New(cfg.gitLabModule()),
 		slackmodule.New(cfg.slackModule()),
-		outlinemodule.New(),
+		outlinemodule.New(cfg.outlineModule()),
 	}
 }

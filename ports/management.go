@@ -147,8 +147,11 @@ type StoredConnection struct {
 	// HasSecret: the connection has a stored secret (a PAT connection without one receives
 	// nothing: its subscriptions cannot be verified).
 	HasSecret bool
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// HasAPIToken: the connection holds a provider API token (a kind with
+	// connection.Kind.AcceptsAPIToken), which its sync jobs read with.
+	HasAPIToken bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // NewConnection is a connection to create. SealSecret, when set, seals the secret for the id
@@ -163,6 +166,9 @@ type NewConnection struct {
 	SourceKey        string
 	SecretCiphertext []byte
 	SealSecret       func(connectionID int64) ([]byte, error)
+	// SealAPIToken, when set, seals the connection's provider API token for its id, as
+	// SealSecret does.
+	SealAPIToken func(connectionID int64) ([]byte, error)
 }
 
 // SubscribedResource is one resource a workspace monitors through a connection, with whether
@@ -211,6 +217,9 @@ type ConnectionStore interface {
 	// SealedSecret reads the connection's sealed secret (nil when it has none), for a use case
 	// that checks the provider with it. Errors: ErrNotFound.
 	SealedSecret(ctx context.Context, workspaceID, id int64) ([]byte, error)
+	// ReplaceAPIToken stores the connection's new sealed provider API token under its
+	// lifecycle lock. No route depends on it, so config_version stays. Errors: ErrNotFound.
+	ReplaceAPIToken(ctx context.Context, workspaceID, id int64, sealed []byte) (StoredConnection, error)
 }
 
 // SecretBox encrypts connection secrets at rest, each bound to its connection: a sealed value

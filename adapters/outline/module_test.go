@@ -18,6 +18,7 @@ var _ = Describe("The Outline provider module", func() {
 		Expect(module.Kinds()).To(Equal([]connection.Kind{outline.Kind}))
 		Expect(outline.Kind.HasWebhookURL()).To(BeTrue())
 		Expect(outline.Kind.RequiresSecret()).To(BeTrue())
+		Expect(outline.Kind.AcceptsAPIToken()).To(BeTrue(), "an Outline API key for the backfill")
 		Expect(module.ResourceTypes()).To(ConsistOf("collection"))
 		key, err := module.ValidateConfig(outline.Kind, map[string]any{})
 		Expect(err).NotTo(HaveOccurred())

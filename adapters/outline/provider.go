@@ -16,7 +16,9 @@ import (
 var Provider = provider.MustNew("OUTLINE")
 
 // Kind is an Outline connection, config {}, posting to its own URL signed with its own secret.
-var Kind = connection.MustKind(connection.KindSpec{Name: "OUTLINE", Provider: Provider, WebhookURL: true, RequireSecret: true})
+// It may also hold an Outline API key ("apiToken"), which its collections' backfill reads with.
+var Kind = connection.MustKind(connection.KindSpec{Name: "OUTLINE", Provider: Provider, WebhookURL: true,
+	RequireSecret: true, APIToken: true})
 
 // ResourceCollection is the one subscription resource type: an Outline collection id.
 const ResourceCollection = "collection"

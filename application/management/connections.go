@@ -29,7 +29,13 @@ type ConnectionRequest struct {
 	// Secret is the connection's own webhook secret (a GitLab token or whsec_ signing key, an
 	// Outline signing secret). It is sealed before it is stored and never shown again.
 	Secret string
+	// APIToken is the provider API token of a kind that accepts one (an Outline API key),
+	// which the connection's sync jobs read with; sealed like Secret, never shown again.
+	APIToken string
 }
+
+// ReasonAPITokenUnsupported refuses an API token for a kind that has no use for one.
+const ReasonAPITokenUnsupported = "api-token-unsupported"
 
 // ReasonInstallFlowRequired refuses a workspace ADMIN who creates a shared-URL connection
 // (GITHUB_APP, SLACK) directly: only the provider's install flow, or the instance
@@ -45,8 +51,8 @@ const ReasonInstallFlowRequired = "install-flow-required"
 // directly; a workspace ADMIN goes through the provider's install flow, which proves with the
 // provider that the installation or team is theirs.
 // Errors: ports.ErrForbidden ("install-flow-required"); ports.ErrMalformed ("unknown-kind",
-// "invalid-source-server-url", "invalid-config", "secret-required", "invalid-secret"); the
-// source conflicts of ports.ConnectionStore.
+// "invalid-source-server-url", "invalid-config", "secret-required", "invalid-secret",
+// "api-token-unsupported", "invalid-api-token"); the source conflicts of ports.ConnectionStore.
 func (s *Service) CreateConnection(ctx context.Context, m Managed, req ConnectionRequest) (ports.StoredConnection, error) {
 	entry, ok := s.kinds[req.Kind]
 	if !ok {
@@ -72,16 +78,13 @@ func (s *Service) CreateConnection(ctx context.Context, m Managed, req Connectio
 	if len(req.Secret) > maxSecretLength || !utf8.ValidString(req.Secret) {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-secret", "")
 	}
-	var seal func(int64) ([]byte, error)
-	if req.Secret != "" {
-		seal = func(id int64) ([]byte, error) {
-			sealed, err := s.secrets.Seal(id, []byte(req.Secret))
-			if err != nil {
-				return nil, fmt.Errorf("seal connection secret: %w", err)
-			}
-			return sealed, nil
-		}
+	if req.APIToken != "" && !entry.kind.AcceptsAPIToken() {
+		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, ReasonAPITokenUnsupported, entry.kind.String())
 	}
+	if len(req.APIToken) > maxSecretLength || !utf8.ValidString(req.APIToken) {
+		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-api-token", "")
+	}
+	seal, sealToken := s.sealer(req.Secret, "connection secret"), s.sealer(req.APIToken, "connection api token")
 	c, err := s.connections.CreateConnection(ctx, ports.NewConnection{
 		WorkspaceID:     m.ws.ID,
 		Kind:            entry.kind,
@@ -89,11 +92,26 @@ func (s *Service) CreateConnection(ctx context.Context, m Managed, req Connectio
 		Config:          config,
 		SourceKey:       sourceKey,
 		SealSecret:      seal,
+		SealAPIToken:    sealToken,
 	})
 	if err != nil {
 		return ports.StoredConnection{}, fmt.Errorf("create %s connection: %w", entry.kind, err)
 	}
 	return c, nil
+}
+
+// sealer seals value for the id the store gives a new connection; nil for an empty value.
+func (s *Service) sealer(value, what string) func(int64) ([]byte, error) {
+	if value == "" {
+		return nil
+	}
+	return func(id int64) ([]byte, error) {
+		sealed, err := s.secrets.Seal(id, []byte(value))
+		if err != nil {
+			return nil, fmt.Errorf("seal %s: %w", what, err)
+		}
+		return sealed, nil
+	}
 }
 
 // checkSourceServerURL wants an absolute http(s) URL without credentials: it is copied into
@@ -363,6 +381,35 @@ func (s *Service) ReplaceSecret(ctx context.Context, m Managed, id int64, secret
 	out, err := s.connections.ReplaceSecret(ctx, m.ws.ID, id, sealed, access, ReasonTokenChanged)
 	if err != nil {
 		return ports.StoredConnection{}, fmt.Errorf("replace secret of connection %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// ReplaceAPIToken sets the provider API token of a connection whose kind accepts one (an
+// Outline API key), under the connection's lifecycle lock. It is sealed for the connection
+// and never shown; the next page of the connection's sync jobs reads with it.
+// Errors: ports.ErrNotFound; ports.ErrMalformed ("api-token-unsupported", "api-token-required",
+// "invalid-api-token").
+func (s *Service) ReplaceAPIToken(ctx context.Context, m Managed, id int64, token string) (ports.StoredConnection, error) {
+	c, err := s.connections.Connection(ctx, m.ws.ID, id)
+	if err != nil {
+		return ports.StoredConnection{}, fmt.Errorf("connection %d: %w", id, err)
+	}
+	switch {
+	case !c.Kind.AcceptsAPIToken():
+		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, ReasonAPITokenUnsupported, c.Kind.String())
+	case token == "":
+		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "api-token-required", c.Kind.String())
+	case len(token) > maxSecretLength || !utf8.ValidString(token):
+		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-api-token", "")
+	}
+	sealed, err := s.secrets.Seal(id, []byte(token))
+	if err != nil {
+		return ports.StoredConnection{}, fmt.Errorf("seal connection api token: %w", err)
+	}
+	out, err := s.connections.ReplaceAPIToken(ctx, m.ws.ID, id, sealed)
+	if err != nil {
+		return ports.StoredConnection{}, fmt.Errorf("replace api token of connection %d: %w", id, err)
 	}
 	return out, nil
 }

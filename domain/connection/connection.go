@@ -18,6 +18,7 @@ type Kind struct {
 	webhookURL       bool
 	secret           bool
 	alreadyConnected string
+	apiToken         bool
 }
 
 var (
@@ -36,6 +37,10 @@ type KindSpec struct {
 	// already has the source key: the kind's migration enforces one live connection per key
 	// with a unique index named uq_connection_<…>. Empty: the kind has no such index.
 	AlreadyConnected string
+	// APIToken: a connection of this kind may also hold an API token of the provider, apart
+	// from its webhook secret, for the provider reads of its sync jobs (stored sealed, never
+	// shown). Kinds without it refuse one.
+	APIToken bool
 }
 
 // NewKind validates a kind specification.
@@ -53,7 +58,7 @@ func NewKind(s KindSpec) (Kind, error) {
 		return Kind{}, fmt.Errorf("connection kind %s: invalid conflict reason %q", s.Name, s.AlreadyConnected)
 	}
 	return Kind{name: s.Name, provider: s.Provider, webhookURL: s.WebhookURL, secret: s.RequireSecret,
-		alreadyConnected: s.AlreadyConnected}, nil
+		alreadyConnected: s.AlreadyConnected, apiToken: s.APIToken}, nil
 }
 
 // MustKind is NewKind for kinds fixed at compile time.
@@ -70,6 +75,10 @@ func (k Kind) IsZero() bool                { return k.name == "" }
 func (k Kind) Provider() provider.Provider { return k.provider }
 func (k Kind) HasWebhookURL() bool         { return k.webhookURL }
 func (k Kind) RequiresSecret() bool        { return k.secret }
+
+// AcceptsAPIToken reports whether a connection of the kind may hold a provider API token
+// (KindSpec.APIToken).
+func (k Kind) AcceptsAPIToken() bool { return k.apiToken }
 
 // AlreadyConnected is the kind's conflict reason for a second live connection of one source
 // key ("" when the kind has none).

@@ -134,8 +134,9 @@ func fakeModules() []ports.ProviderModule {
 			sourceOf:      map[string]string{"SLACK": "teamId"},
 		},
 		&fakeModule{
-			provider:      outline,
-			kinds:         []connection.Kind{connection.MustKind(connection.KindSpec{Name: "OUTLINE", Provider: outline, WebhookURL: true, RequireSecret: true})},
+			provider: outline,
+			kinds: []connection.Kind{connection.MustKind(connection.KindSpec{Name: "OUTLINE", Provider: outline, WebhookURL: true,
+				RequireSecret: true, APIToken: true})},
 			resourceTypes: []string{"collection"},
 		},
 	}

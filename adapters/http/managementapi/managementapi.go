@@ -62,6 +62,9 @@ func Register(r gin.IRouter, svc *management.Service, log ports.Logger) {
 	ws.GET("/connections/:id/subscriptions", h.subscriptions)
 	// Who: the instance administrator and the workspace's ADMINs (RequireManager).
 	ws.PUT("/connections/:id/secret", h.replaceSecret)
+	// Who: the instance administrator and the workspace's ADMINs (RequireManager), like the
+	// secret.
+	ws.PUT("/connections/:id/api-token", h.replaceAPIToken)
 }
 
 // fail answers err through the one error map, logging what becomes a 500.
@@ -203,6 +206,9 @@ type connectionJSON struct {
 	Config          map[string]any `json:"config"`
 	ConfigVersion   int64          `json:"configVersion"`
 	WebhookURL      string         `json:"webhookUrl,omitempty"`
+	// HasAPIToken: for kinds that accept a provider API token (OUTLINE), whether one is
+	// stored; the token itself is never shown.
+	HasAPIToken *bool `json:"hasApiToken,omitempty"`
 	// Access and AccessReason: for kinds whose subscriptions are checked with the
 	// connection's own credential (GITHUB_PAT), UNVERIFIED "token-missing" without one.
 	Access       string `json:"access,omitempty"`
@@ -236,9 +242,19 @@ func toConnectionJSON(c ports.StoredConnection) connectionJSON {
 		Config:          c.Config,
 		ConfigVersion:   c.ConfigVersion,
 		WebhookURL:      management.WebhookURL(c),
+		HasAPIToken:     hasAPIToken(c),
 		CreatedAt:       timestamp(c.CreatedAt),
 		UpdatedAt:       timestamp(c.UpdatedAt),
 	}
+}
+
+// hasAPIToken is shown only for kinds that accept a token, so other kinds' JSON is unchanged.
+func hasAPIToken(c ports.StoredConnection) *bool {
+	if !c.Kind.AcceptsAPIToken() {
+		return nil
+	}
+	has := c.HasAPIToken
+	return &has
 }
 
 func (h handlers) createConnection(c *gin.Context) {
@@ -247,6 +263,7 @@ func (h handlers) createConnection(c *gin.Context) {
 		SourceServerURL string         `json:"sourceServerUrl"`
 		Config          map[string]any `json:"config"`
 		Secret          string         `json:"secret"`
+		APIToken        string         `json:"apiToken"`
 	}
 	if err := bindJSON(c, &req); err != nil {
 		h.fail(c, err)
@@ -257,6 +274,7 @@ func (h handlers) createConnection(c *gin.Context) {
 		SourceServerURL: req.SourceServerURL,
 		Config:          req.Config,
 		Secret:          req.Secret,
+		APIToken:        req.APIToken,
 	})
 	if err != nil {
 		h.logRefusal(c, "connection refused", 0, err)
@@ -405,6 +423,30 @@ func (h handlers) replaceSecret(c *gin.Context) {
 	conn, err := h.svc.ReplaceSecret(c.Request.Context(), ManagedOf(c), id, req.Secret)
 	if err != nil {
 		h.logRefusal(c, "secret refused", id, err)
+		h.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, h.toConnectionJSON(conn))
+}
+
+// replaceAPIToken sets a connection's provider API token ({"apiToken":"…"}) and answers the
+// connection, never the token.
+func (h handlers) replaceAPIToken(c *gin.Context) {
+	id, err := idParam(c, "id")
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	var req struct {
+		APIToken string `json:"apiToken"`
+	}
+	if err := bindJSON(c, &req); err != nil {
+		h.fail(c, err)
+		return
+	}
+	conn, err := h.svc.ReplaceAPIToken(c.Request.Context(), ManagedOf(c), id, req.APIToken)
+	if err != nil {
+		h.logRefusal(c, "api token refused", id, err)
 		h.fail(c, err)
 		return
 	}

@@ -24,23 +24,8 @@ func (b base) document(ctx context.Context, d ports.Dispatch) error {
 	var p struct {
 		envelope
 		Payload *struct {
-			ID    string `json:"id"`
-			Model *struct {
-				ID               string `json:"id"`
-				CollectionID     string `json:"collectionId"`
-				ParentDocumentID string `json:"parentDocumentId"`
-				Title            string `json:"title"`
-				Text             string `json:"text"`
-				URLID            string `json:"urlId"`
-				Revision         *int64 `json:"revision"`
-				UpdatedAt        olTime `json:"updatedAt"`
-				PublishedAt      olTime `json:"publishedAt"`
-				ArchivedAt       olTime `json:"archivedAt"`
-				DeletedAt        olTime `json:"deletedAt"`
-				Collection       *struct {
-					ID string `json:"id"`
-				} `json:"collection"`
-			} `json:"model"`
+			ID    string         `json:"id"`
+			Model *documentModel `json:"model"`
 		} `json:"payload"`
 	}
 	if err := decode(event, d.Payload, &p); err != nil {
@@ -49,30 +34,13 @@ func (b base) document(ctx context.Context, d ports.Dispatch) error {
 	if p.ID == "" || p.Payload == nil || p.Payload.Model == nil {
 		return malformed(event, "a document event needs an id and a model")
 	}
-	m := p.Payload.Model
-	id := m.ID
-	if id == "" {
-		id = p.Payload.ID
-	}
-	if id == "" {
-		return malformed(event, "the document has no id")
-	}
 	eventID := d.Delivery.ID()
 	deleted := p.Event == "documents.delete" || p.Event == "documents.permanent_delete"
-	doc := Document{
-		ID: id, CollectionID: m.CollectionID, ParentDocumentID: m.ParentDocumentID, Title: m.Title, Text: m.Text,
-		URLID: m.URLID, PublishedAt: m.PublishedAt.ptr(), ArchivedAt: m.ArchivedAt.ptr(), Deleted: deleted,
-		Version: Version{EventID: eventID},
+	doc := p.Payload.Model.document(p.Payload.ID, deleted, eventID)
+	if doc.ID == "" {
+		return malformed(event, "the document has no id")
 	}
-	if doc.CollectionID == "" && m.Collection != nil {
-		doc.CollectionID = m.Collection.ID
-	}
-	if at := m.UpdatedAt.later(m.DeletedAt); at.valid {
-		doc.Version.UpdatedAt = at.t
-	}
-	if m.Revision != nil {
-		doc.Version.Revision = *m.Revision
-	}
+	id := doc.ID
 	rec := record(p.envelope, id, eventID)
 
 	mirrored, err := b.deps.Inbox.Completed(ctx, StepDocumentMirror)
@@ -97,6 +65,49 @@ func (b base) document(ctx context.Context, d ports.Dispatch) error {
 	return wrap(event, b.recordEvent(ctx, ws, rec))
 }
 
+// documentModel is an Outline document as its API presents it: the model of a document
+// webhook and each entry of documents.list.
+type documentModel struct {
+	ID               string `json:"id"`
+	CollectionID     string `json:"collectionId"`
+	ParentDocumentID string `json:"parentDocumentId"`
+	Title            string `json:"title"`
+	Text             string `json:"text"`
+	URLID            string `json:"urlId"`
+	Revision         *int64 `json:"revision"`
+	UpdatedAt        olTime `json:"updatedAt"`
+	PublishedAt      olTime `json:"publishedAt"`
+	ArchivedAt       olTime `json:"archivedAt"`
+	DeletedAt        olTime `json:"deletedAt"`
+	Collection       *struct {
+		ID string `json:"id"`
+	} `json:"collection"`
+}
+
+// document is the mirror row of m, the one conversion of webhooks and backfill pages: its id
+// (fallbackID when the model has none), collection, and version (the later of updatedAt and
+// deletedAt, the revision, and eventID, 0 outside dispatch).
+func (m documentModel) document(fallbackID string, deleted bool, eventID int64) Document {
+	doc := Document{
+		ID: m.ID, CollectionID: m.CollectionID, ParentDocumentID: m.ParentDocumentID, Title: m.Title, Text: m.Text,
+		URLID: m.URLID, PublishedAt: m.PublishedAt.ptr(), ArchivedAt: m.ArchivedAt.ptr(), Deleted: deleted,
+		Version: Version{EventID: eventID},
+	}
+	if doc.ID == "" {
+		doc.ID = fallbackID
+	}
+	if doc.CollectionID == "" && m.Collection != nil {
+		doc.CollectionID = m.Collection.ID
+	}
+	if at := m.UpdatedAt.later(m.DeletedAt); at.valid {
+		doc.Version.UpdatedAt = at.t
+	}
+	if m.Revision != nil {
+		doc.Version.Revision = *m.Revision
+	}
+	return doc
+}
+
 // collection mirrors a collection event in a step named by its purpose and the collection's
 // stable id, then records the event in its own step.
 func (b base) collection(ctx context.Context, d ports.Dispatch) error {
@@ -108,16 +119,8 @@ func (b base) collection(ctx context.Context, d ports.Dispatch) error {
 	var p struct {
 		envelope
 		Payload *struct {
-			ID    string `json:"id"`
-			Model *struct {
-				ID          string  `json:"id"`
-				Name        string  `json:"name"`
-				Description *string `json:"description"`
-				URLID       string  `json:"urlId"`
-				UpdatedAt   olTime  `json:"updatedAt"`
-				ArchivedAt  olTime  `json:"archivedAt"`
-				DeletedAt   olTime  `json:"deletedAt"`
-			} `json:"model"`
+			ID    string           `json:"id"`
+			Model *collectionModel `json:"model"`
 		} `json:"payload"`
 	}
 	if err := decode(event, d.Payload, &p); err != nil {
@@ -128,13 +131,7 @@ func (b base) collection(ctx context.Context, d ports.Dispatch) error {
 	}
 	c := Collection{ID: p.Payload.ID, EventID: d.Delivery.ID()}
 	if m := p.Payload.Model; m != nil {
-		if m.ID != "" {
-			c.ID = m.ID
-		}
-		c.Name, c.Description, c.URLID, c.Archived = m.Name, m.Description, m.URLID, m.ArchivedAt.valid
-		if at := m.UpdatedAt.later(m.DeletedAt); at.valid {
-			c.UpdatedAt = at.t
-		}
+		c = m.collection(p.Payload.ID, d.Delivery.ID())
 	}
 	purpose := "upsert"
 	if p.Event == "collections.delete" {
@@ -154,6 +151,33 @@ func (b base) collection(ctx context.Context, d ports.Dispatch) error {
 		return wrap(event, err)
 	}
 	return wrap(event, b.recordEvent(ctx, ws, record(p.envelope, c.ID, c.EventID)))
+}
+
+// collectionModel is an Outline collection as its API presents it: the model of a collection
+// webhook and the data of collections.info.
+type collectionModel struct {
+	ID          string  `json:"id"`
+	Name        string  `json:"name"`
+	Description *string `json:"description"`
+	URLID       string  `json:"urlId"`
+	UpdatedAt   olTime  `json:"updatedAt"`
+	ArchivedAt  olTime  `json:"archivedAt"`
+	DeletedAt   olTime  `json:"deletedAt"`
+}
+
+// collection is the mirror row of m, the one conversion of webhooks and backfills: its id
+// (fallbackID when the model has none) and version (the later of updatedAt and deletedAt, and
+// eventID, 0 outside dispatch).
+func (m collectionModel) collection(fallbackID string, eventID int64) Collection {
+	c := Collection{ID: m.ID, Name: m.Name, Description: m.Description, URLID: m.URLID, Archived: m.ArchivedAt.valid,
+		EventID: eventID}
+	if c.ID == "" {
+		c.ID = fallbackID
+	}
+	if at := m.UpdatedAt.later(m.DeletedAt); at.valid {
+		c.UpdatedAt = at.t
+	}
+	return c
 }
 
 // recordOnly records an event that has nothing to mirror here.

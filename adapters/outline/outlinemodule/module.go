@@ -1,29 +1,43 @@
 // Package outlinemodule is the Outline provider as one module: its webhook, handlers, mirror
-// store (publishing to the change feed), read API and person-data rules, built from the shared
-// dependencies bootstrap hands every provider (providerkit.Deps).
+// store (publishing to the change feed), read API, sync source and person-data rules, built
+// from the shared dependencies bootstrap hands every provider (providerkit.Deps).
 package outlinemodule
 
 import (
+	"fmt"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineread"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinesync"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// Module is Outline as bootstrap lists it. Outline needs no instance configuration: each
-// connection has its own URL and signing secret.
-type Module struct{ outline.Module }
+// Config is the Outline instance configuration (CONTRACT.md "Configuration"). Webhooks need
+// none: each connection has its own URL and signing secret.
+type Config struct {
+	// APIURL (HEPHAESTUS_OUTLINE_API_URL) is the API root of the one Outline instance the
+	// server may call; empty: no backfill (its jobs are refused, teardown still runs).
+	APIURL string
+}
+
+// Module is Outline as bootstrap lists it.
+type Module struct {
+	outline.Module
+	cfg Config
+}
 
 var _ providerkit.Module = Module{}
 
-// New is the Outline module.
-func New() Module { return Module{} }
+// New is the Outline module with its configuration.
+func New(cfg Config) Module { return Module{cfg: cfg} }
 
-// Build makes Outline's parts. Errors: a missing dependency.
+// Build makes Outline's parts. Errors: a missing dependency, an invalid API URL.
 func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	hook, err := outline.NewWebhook(outline.Config{})
 	if err != nil {
@@ -37,7 +51,24 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		return nil, err
 	}
 	handlers := outlinehandlers.Deps{Inbox: deps.Inbox, Store: store}
-	return providerkit.Built{
+	// A backfill reads with the connection's own API token (the secret only signs webhooks),
+	// and only from the configured instance.
+	var reader outlinesync.Reader
+	if m.cfg.APIURL != "" {
+		client, err := outlineapi.New(outlineapi.Config{BaseURL: m.cfg.APIURL})
+		if err != nil {
+			return nil, fmt.Errorf("HEPHAESTUS_OUTLINE_API_URL: %w", err)
+		}
+		reader = client
+	}
+	if deps.Secrets == nil {
+		return nil, fmt.Errorf("outline module: the live secrets reader is required")
+	}
+	source, err := outlinesync.New(reader, deps.Secrets, store)
+	if err != nil {
+		return nil, err
+	}
+	return built{sync: source, Built: providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return outlinehandlers.Register(reg, handlers) },
@@ -46,5 +77,15 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
 			return outlineread.Register(r, outlineread.Config{Auth: g.Auth, Members: g.Members, Store: store, Log: g.Log})
 		},
-	}, nil
+	}}, nil
 }
+
+// built is Outline's parts: the common ones plus its sync source.
+type built struct {
+	providerkit.Built
+	sync *outlinesync.Source
+}
+
+var _ ports.Syncing = built{}
+
+func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }

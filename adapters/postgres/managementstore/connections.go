@@ -38,11 +38,12 @@ func NewConnections(pool *pgxpool.Pool, cfg Config) (*Connections, error) {
 
 const (
 	connectionColumns = `id, workspace_id, kind, provider, state, source_server_url, config, config_version,
-		secret_ciphertext IS NOT NULL, created_at, updated_at`
+		secret_ciphertext IS NOT NULL, api_token_ciphertext IS NOT NULL, created_at, updated_at`
 	createConnection = `
-		INSERT INTO connection (id, workspace_id, kind, provider, source_server_url, config, secret_ciphertext, source_key)
+		INSERT INTO connection (id, workspace_id, kind, provider, source_server_url, config, secret_ciphertext, source_key,
+		                        api_token_ciphertext)
 		OVERRIDING SYSTEM VALUE
-		VALUES (COALESCE($8::bigint, nextval(pg_get_serial_sequence('connection', 'id'))), $1, $2, $3, $4, $5, $6, NULLIF($7, ''))
+		VALUES (COALESCE($8::bigint, nextval(pg_get_serial_sequence('connection', 'id'))), $1, $2, $3, $4, $5, $6, NULLIF($7, ''), $9)
 		RETURNING ` + connectionColumns
 	// nextConnectionID reserves the id of a connection whose secret is sealed for it (the
 	// secret's associated data) before the row is inserted.
@@ -75,6 +76,12 @@ const (
 		FROM connection_subscription
 		WHERE connection_id = $1 AND workspace_id = $2 ORDER BY resource_type, resource_id`
 	sealedSecretOf = `SELECT secret_ciphertext FROM connection WHERE workspace_id = $1 AND id = $2`
+	// replaceAPIToken stores a new provider API token. Admission never reads it, so
+	// config_version does not move: no delivery has to be retried for it.
+	replaceAPIToken = `
+		UPDATE connection SET api_token_ciphertext = $3, updated_at = now()
+		WHERE workspace_id = $1 AND id = $2
+		RETURNING ` + connectionColumns
 	// replaceSecret stores a new secret; config_version moves with it, so an admission that
 	// verified a delivery with the old secret and waited on the lock answers 503.
 	replaceSecret = `
@@ -103,7 +110,7 @@ func (s *Connections) scan(row pgx.CollectableRow) (ports.StoredConnection, erro
 		state          string
 	)
 	if err := row.Scan(&c.ID, &c.WorkspaceID, &kind, &provider, &state, &c.SourceServerURL, &c.Config,
-		&c.ConfigVersion, &c.HasSecret, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		&c.ConfigVersion, &c.HasSecret, &c.HasAPIToken, &c.CreatedAt, &c.UpdatedAt); err != nil {
 		return c, err
 	}
 	var err error
@@ -135,20 +142,33 @@ func sourceConflict(err error, kind connection.Kind) error {
 
 // CreateConnection implements ports.ConnectionStore.
 func (s *Connections) CreateConnection(ctx context.Context, nc ports.NewConnection) (ports.StoredConnection, error) {
-	var id *int64
-	if nc.SealSecret != nil {
+	var (
+		id       *int64
+		apiToken []byte
+	)
+	if nc.SealSecret != nil || nc.SealAPIToken != nil {
 		var next int64
 		if err := s.pool.QueryRow(ctx, nextConnectionID).Scan(&next); err != nil {
 			return ports.StoredConnection{}, pgutil.Interpret("reserve connection id", err)
 		}
-		sealed, err := nc.SealSecret(next)
+		id = &next
+	}
+	if nc.SealSecret != nil {
+		sealed, err := nc.SealSecret(*id)
 		if err != nil {
 			return ports.StoredConnection{}, err
 		}
-		id, nc.SecretCiphertext = &next, sealed
+		nc.SecretCiphertext = sealed
+	}
+	if nc.SealAPIToken != nil {
+		sealed, err := nc.SealAPIToken(*id)
+		if err != nil {
+			return ports.StoredConnection{}, err
+		}
+		apiToken = sealed
 	}
 	args := []any{nc.WorkspaceID, nc.Kind.String(), nc.Kind.Provider().String(),
-		nc.SourceServerURL, nc.Config, nc.SecretCiphertext, nc.SourceKey, id}
+		nc.SourceServerURL, nc.Config, nc.SecretCiphertext, nc.SourceKey, id, apiToken}
 	var (
 		c   ports.StoredConnection
 		err error
@@ -333,6 +353,23 @@ func (s *Connections) ReplaceSecret(ctx context.Context, workspaceID, id int64, 
 		rows, _ := tx.Query(ctx, replaceSecret, workspaceID, id, sealed)
 		out, err = pgx.CollectExactlyOneRow(rows, s.scan)
 		return pgutil.Interpret("replace secret", err)
+	})
+	if err != nil {
+		return ports.StoredConnection{}, err
+	}
+	return out, nil
+}
+
+// ReplaceAPIToken implements ports.ConnectionStore: the row's lifecycle lock (FOR UPDATE, the
+// lock every connection change takes), so the token changes between whole transitions.
+func (s *Connections) ReplaceAPIToken(ctx context.Context, workspaceID, id int64, sealed []byte) (out ports.StoredConnection, err error) {
+	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := s.lock(ctx, tx, workspaceID, id); err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, replaceAPIToken, workspaceID, id, sealed)
+		out, err = pgx.CollectExactlyOneRow(rows, s.scan)
+		return pgutil.Interpret("replace api token", err)
 	})
 	if err != nil {
 		return ports.StoredConnection{}, err

@@ -112,3 +112,31 @@ func (s *LiveSecrets) VerifiedSubscriberSecret(ctx context.Context, workspaceID 
 	}
 	return opened, true, nil
 }
+
+// connectionAPIToken binds the workspace and the connection a sync job names; an UNINSTALLED
+// connection's token is never handed out.
+const connectionAPIToken = `
+	SELECT source_server_url, api_token_ciphertext FROM connection
+	WHERE workspace_id = $1 AND id = $2 AND state <> 'UNINSTALLED'`
+
+// APIToken returns the opened provider API token of workspaceID's live connection
+// connectionID and the connection's source server URL (where the token belongs). found is
+// false when there is no such live connection or it holds no token. Errors as for LiveSecret.
+func (s *LiveSecrets) APIToken(ctx context.Context, workspaceID, connectionID int64) (token []byte, sourceServerURL string, found bool, err error) {
+	var sealed []byte
+	err = s.pool.QueryRow(ctx, connectionAPIToken, workspaceID, connectionID).Scan(&sourceServerURL, &sealed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, "", false, nil
+	}
+	if err != nil {
+		return nil, "", false, pgutil.Interpret("connection api token", err)
+	}
+	if sealed == nil {
+		return nil, sourceServerURL, false, nil
+	}
+	opened, err := s.secrets.Open(connectionID, sealed)
+	if err != nil {
+		return nil, "", false, fmt.Errorf("open api token of connection %d: %w", connectionID, err)
+	}
+	return opened, sourceServerURL, true, nil
+}
