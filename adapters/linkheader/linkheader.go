@@ -7,8 +7,9 @@ package linkheader
 import "strings"
 
 // Next is the target of the header's rel="next" link, if it has one. A link's rel may list
-// several relation types ("next last"); names compare case-insensitively. Parsing stops at the
-// first entry that is not a <target>, so a malformed header yields no link.
+// several relation types ("next last"), quoted or not; names compare case-insensitively.
+// Parsing stops at the first entry that is not a <target> followed by ";"-separated
+// parameters, so a malformed header yields no link.
 func Next(header string) (string, bool) {
 	rest := strings.TrimSpace(header)
 	for strings.HasPrefix(rest, "<") {
@@ -21,7 +22,16 @@ func Next(header string) (string, bool) {
 		if i := strings.IndexByte(params, ','); i >= 0 {
 			params, rest = params[:i], strings.TrimSpace(params[i+1:])
 		}
-		for _, p := range strings.Split(params, ";") {
+		// Each parameter follows a ";" (RFC 8288 link-value): text after the target without
+		// one is not a parameter.
+		params = strings.TrimSpace(params)
+		if params == "" {
+			continue
+		}
+		if params[0] != ';' {
+			return "", false
+		}
+		for _, p := range strings.Split(params[1:], ";") {
 			k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
 			if !ok || !strings.EqualFold(strings.TrimSpace(k), "rel") {
 				continue

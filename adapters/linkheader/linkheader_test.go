@@ -1,6 +1,7 @@
 package linkheader_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/linkheader"
@@ -20,6 +21,8 @@ func TestNext(t *testing.T) {
 		{`https://api.example/r?page=2; rel="next"`, "", false},
 		{`<https://api.example/r?page=2>; title="next"`, "", false},
 		{``, "", false},
+		{`<0?cursor=0>rel=neXt`, "", false},
+		{`<https://api.example/r?page=1>, <https://api.example/r?page=2>; rel=next`, "https://api.example/r?page=2", true},
 	}
 	for _, c := range cases {
 		got, ok := linkheader.Next(c.header)
@@ -27,4 +30,25 @@ func TestNext(t *testing.T) {
 			t.Errorf("Next(%q) = %q, %v; want %q, %v", c.header, got, ok, c.want, c.ok)
 		}
 	}
+}
+
+func FuzzNext(f *testing.F) {
+	f.Add(`<https://api.example/r?page=2>; rel="next", <https://api.example/r?page=9>; rel="last"`)
+	f.Add(`<https://gitlab.example/api/v4/projects?id_after=42&pagination=keyset>; rel="next"`)
+	f.Add(`<0?cursor=0>rel=neXt`)
+	f.Fuzz(func(t *testing.T, header string) {
+		target, ok := linkheader.Next(header)
+		if !ok {
+			if target != "" {
+				t.Fatalf("no link but a target %q", target)
+			}
+			return
+		}
+		if strings.ContainsRune(target, '>') || !strings.Contains(header, "<"+target+">") {
+			t.Fatalf("target %q is not a <target> of %q", target, header)
+		}
+		if !strings.Contains(strings.ToLower(header), "next") || !strings.Contains(header, ";") {
+			t.Fatalf("a next link in %q without a rel parameter", header)
+		}
+	})
 }
