@@ -154,17 +154,31 @@ func (r *Runner) Drain(ctx context.Context) error {
 
 // RunOne claims one due job and works it until it is done, failed, waiting to retry a page,
 // or its lease is lost. claimed false: no job was due. Errors: the claim's.
+//
+// The claim statement runs on a context the stop does not cancel (bounded by claimTimeout), as
+// the inbox consumer's claims do: a claim cancelled in flight can still commit on the server
+// after its caller gave up, leaving a lease nobody works or hands back until it runs out. A job
+// claimed when ctx has ended meanwhile is handed back at once.
 func (r *Runner) RunOne(ctx context.Context) (claimed bool, err error) {
-	if len(r.providers) == 0 {
+	if len(r.providers) == 0 || ctx.Err() != nil {
 		return false, nil
 	}
-	job, lease, found, err := r.store.ClaimSyncJob(ctx, r.providers, r.cfg.Owner, r.cfg.LeaseDuration)
+	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	job, lease, found, err := r.store.ClaimSyncJob(claimCtx, r.providers, r.cfg.Owner, r.cfg.LeaseDuration)
+	cancel()
 	if err != nil || !found {
 		return false, err
+	}
+	if ctx.Err() != nil {
+		r.release(lease)
+		return true, nil
 	}
 	r.runJob(ctx, job, lease)
 	return true, nil
 }
+
+// claimTimeout bounds one claim statement, which the stop does not cancel.
+const claimTimeout = 10 * time.Second
 
 // runJob reads and commits pages until the job ends for this server. Outcomes are stored, not
 // returned: a failed page is the job's state, never this server's error.

@@ -461,14 +461,9 @@ var _ = Describe("The runner as a server runs it", func() {
 		gh.add(history(appRepoID, "acme/app", appRepoBase, 120))
 		acme = support.NewWorkspace(ctx, manage, "acme").ID
 		conn = patConnection(ctx, acme, patToken)
-		liveSecrets, err := managementstore.NewLiveSecrets(pool, box)
-		Expect(err).NotTo(HaveOccurred())
-		creds := &githubapi.Credentials{Store: liveSecrets}
-		client, err := githubapi.New(githubapi.Config{BaseURL: gh.URL(), Token: creds.Token})
-		Expect(err).NotTo(HaveOccurred())
-		src, err := githubsync.New(client, mirror)
-		Expect(err).NotTo(HaveOccurred())
+		src := githubSource(gh)
 		// An hour's poll: only a wake makes an idle worker look for jobs within the spec.
+		var err error
 		r, err = backfill.New(backfill.Config{Owner: "server-a", Workers: 2, PollInterval: time.Hour,
 			LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second, Retry: testRetry},
 			jobs, []ports.SyncSource{src}, telemetry.NewMetrics(), support.Logger{}, clock{})
@@ -501,6 +496,30 @@ var _ = Describe("The runner as a server runs it", func() {
 			Should(Equal("DONE"))
 	})
 
+	It("hands back a job its claim leased while the server was stopping, so it is not left RUNNING until the lease runs out", func(ctx SpecContext) {
+		subscribe(ctx, acme, conn, appRepoID, "acme/app")
+		// The stop comes while the claim statement is on its way: the database still runs it
+		// and commits the lease, and a claim on the cancelled context would only hear
+		// "context canceled" (stoppingClaims plays that out deterministically).
+		runCtx, stop := context.WithCancel(ctx)
+		late := &stoppingClaims{SyncJobStore: jobs, stop: stop}
+		lr, err := backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
+			Retry: testRetry}, late, []ports.SyncSource{githubSource(gh)}, telemetry.NewMetrics(), support.Logger{}, clock{})
+		Expect(err).NotTo(HaveOccurred())
+		claimed, err := lr.RunOne(runCtx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(claimed).To(BeTrue())
+		Expect(late.committed).To(BeTrue(), "the claim committed a lease")
+
+		j := job(ctx, conn, appRepoID)
+		Expect(j.State).To(Equal("QUEUED"), "the lease is handed back at once")
+		Expect(j.Attempt).To(BeZero())
+		Expect(gh.count("GET /repos/acme/app")).To(BeZero(), "nothing is read after the stop")
+		b := newServer("server-b", poolB, jobsB, gh)
+		Expect(b.runner.Drain(ctx)).To(Succeed())
+		Expect(job(ctx, conn, appRepoID).State).To(Equal("DONE"))
+	})
+
 	It("hands its lease back when the server stops mid-page, so the page is redone at once elsewhere", func(ctx SpecContext) {
 		subscribe(ctx, acme, conn, appRepoID, "acme/app")
 		gh.holdFirst("/repos/acme/app/issues?page=1")
@@ -519,3 +538,34 @@ var _ = Describe("The runner as a server runs it", func() {
 		Expect(count(ctx, `SELECT count(*) FROM github_issue`)).To(Equal(120))
 	})
 })
+
+// stoppingClaims is a job store whose claim sees the server stop while the statement is in
+// flight: it cancels the runner's context, runs the claim to its commit as the database would,
+// and answers "context canceled" when the context it was given has ended, as pgx does.
+type stoppingClaims struct {
+	ports.SyncJobStore
+	stop      context.CancelFunc
+	committed bool
+}
+
+func (s *stoppingClaims) ClaimSyncJob(ctx context.Context, providers []string, owner string, lease time.Duration) (ports.SyncJob, ports.SyncLease, bool, error) {
+	s.stop()
+	job, l, found, err := s.SyncJobStore.ClaimSyncJob(context.WithoutCancel(ctx), providers, owner, lease)
+	s.committed = found && err == nil
+	if ctx.Err() != nil {
+		return ports.SyncJob{}, ports.SyncLease{}, false, ctx.Err()
+	}
+	return job, l, found, err
+}
+
+// githubSource is a GitHub sync source of the fake, reading with the connection's stored PAT.
+func githubSource(gh *fakeGitHub) ports.SyncSource {
+	GinkgoHelper()
+	liveSecrets, err := managementstore.NewLiveSecrets(pool, box)
+	Expect(err).NotTo(HaveOccurred())
+	client, err := githubapi.New(githubapi.Config{BaseURL: gh.URL(), Token: (&githubapi.Credentials{Store: liveSecrets}).Token})
+	Expect(err).NotTo(HaveOccurred())
+	src, err := githubsync.New(client, mirror)
+	Expect(err).NotTo(HaveOccurred())
+	return src
+}
