@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/apiroot"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/linkheader"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -92,12 +93,9 @@ func (c Config) validate() (*url.URL, error) {
 	if c.MaxBodyBytes < 0 || c.MaxPages < 0 {
 		return nil, errors.New("github api: MaxBodyBytes and MaxPages must not be negative")
 	}
-	u, err := url.Parse(strings.TrimRight(c.BaseURL, "/"))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("github api: BaseURL %q must be an absolute http(s) URL", c.BaseURL)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("github api: BaseURL must carry no credentials, query or fragment")
+	u, err := apiroot.Parse(c.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("github api: BaseURL %w (https://api.github.com)", err)
 	}
 	return u, nil
 }

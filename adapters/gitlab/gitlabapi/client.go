@@ -35,9 +35,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/apiroot"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
@@ -81,16 +81,9 @@ func (c Config) validate() (*url.URL, error) {
 	if c.MaxBodyBytes < 0 {
 		return nil, errors.New("gitlab api: MaxBodyBytes must not be negative")
 	}
-	if strings.TrimSpace(c.BaseURL) == "" {
-		return nil, errors.New("gitlab api: BaseURL is required (https://<host>/api/v4)")
-	}
-	u, err := url.Parse(strings.TrimRight(c.BaseURL, "/"))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		// The value is not echoed: a malformed URL may still hold credentials.
-		return nil, errors.New("gitlab api: BaseURL must be an absolute http(s) URL")
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, errors.New("gitlab api: BaseURL must carry no credentials, query or fragment")
+	u, err := apiroot.Parse(c.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("gitlab api: BaseURL %w (https://<host>/api/v4)", err)
 	}
 	return u, nil
 }
