@@ -119,9 +119,16 @@ func patConnectionSealedBy(ctx context.Context, sealer *secrets.AESGCM, ws int64
 // subscribe adds a VERIFIED repository subscription, as PUT …/subscriptions stores one.
 func subscribe(ctx context.Context, ws, conn, repoID int64, name string) {
 	GinkgoHelper()
+	subscribeResource(ctx, ws, conn, "GITHUB", "repository", strconv.FormatInt(repoID, 10), name)
+}
+
+// subscribeResource adds a VERIFIED subscription of the provider's resource (its trigger
+// queues the backfill); an empty name is stored as none.
+func subscribeResource(ctx context.Context, ws, conn int64, provider, resourceType, id, name string) {
+	GinkgoHelper()
 	_, err := pool.Exec(ctx, `
 		INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id, name)
-		VALUES ($1, $2, 'GITHUB', 'repository', $3, $4)`, conn, ws, strconv.FormatInt(repoID, 10), name)
+		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''))`, conn, ws, provider, resourceType, id, name)
 	Expect(err).NotTo(HaveOccurred())
 }
 
@@ -136,10 +143,18 @@ type jobRow struct {
 
 func job(ctx context.Context, conn, repoID int64) jobRow {
 	GinkgoHelper()
+	return resourceJob(ctx, conn, "", strconv.FormatInt(repoID, 10))
+}
+
+// resourceJob is the connection's backfill job of the resource (any type when resourceType is
+// empty).
+func resourceJob(ctx context.Context, conn int64, resourceType, id string) jobRow {
+	GinkgoHelper()
 	var j jobRow
 	Expect(pool.QueryRow(ctx, `
 		SELECT state, items, pages, attempt, last_error, cursor FROM sync_job
-		WHERE connection_id = $1 AND kind = 'BACKFILL' AND resource_id = $2`, conn, strconv.FormatInt(repoID, 10)).
+		WHERE connection_id = $1 AND kind = 'BACKFILL' AND ($2 = '' OR resource_type = $2) AND resource_id = $3`,
+		conn, resourceType, id).
 		Scan(&j.State, &j.Items, &j.Pages, &j.Attempt, &j.LastError, &j.Cursor)).To(Succeed())
 	return j
 }

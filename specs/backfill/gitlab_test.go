@@ -218,10 +218,7 @@ func subscribeProject(ctx context.Context, ws, conn, project int64) {
 
 func subscribeGitLab(ctx context.Context, ws, conn int64, resourceType, id string) {
 	GinkgoHelper()
-	_, err := pool.Exec(ctx, `
-		INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id)
-		VALUES ($1, $2, 'GITLAB', $3, $4)`, conn, ws, resourceType, id)
-	Expect(err).NotTo(HaveOccurred())
+	subscribeResource(ctx, ws, conn, "GITLAB", resourceType, id, "")
 }
 
 // gitlabRunner is one server's runner of the GitLab source against the fake, on p and store.

@@ -178,20 +178,12 @@ func outlineConnection(ctx context.Context, ws int64, sourceServerURL, apiToken 
 
 func subscribeCollection(ctx context.Context, ws, conn int64, collection string) {
 	GinkgoHelper()
-	_, err := pool.Exec(ctx, `
-		INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id)
-		VALUES ($1, $2, 'OUTLINE', 'collection', $3)`, conn, ws, collection)
-	Expect(err).NotTo(HaveOccurred())
+	subscribeResource(ctx, ws, conn, "OUTLINE", "collection", collection, "")
 }
 
 func collectionJob(ctx context.Context, conn int64, collection string) jobRow {
 	GinkgoHelper()
-	var j jobRow
-	Expect(pool.QueryRow(ctx, `
-		SELECT state, items, pages, attempt, last_error, cursor FROM sync_job
-		WHERE connection_id = $1 AND kind = 'BACKFILL' AND resource_type = 'collection' AND resource_id = $2`, conn, collection).
-		Scan(&j.State, &j.Items, &j.Pages, &j.Attempt, &j.LastError, &j.Cursor)).To(Succeed())
-	return j
+	return resourceJob(ctx, conn, "collection", collection)
 }
 
 const (

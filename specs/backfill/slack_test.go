@@ -245,20 +245,12 @@ func registerChannel(ctx context.Context, ws int64, id, consent string) {
 
 func subscribeChannel(ctx context.Context, ws, conn int64, id string) {
 	GinkgoHelper()
-	_, err := pool.Exec(ctx, `
-		INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id)
-		VALUES ($1, $2, 'SLACK', 'channel', $3)`, conn, ws, id)
-	Expect(err).NotTo(HaveOccurred())
+	subscribeResource(ctx, ws, conn, "SLACK", "channel", id, "")
 }
 
 func channelJob(ctx context.Context, conn int64, id string) jobRow {
 	GinkgoHelper()
-	var j jobRow
-	Expect(pool.QueryRow(ctx, `
-		SELECT state, items, pages, attempt, last_error, cursor FROM sync_job
-		WHERE connection_id = $1 AND kind = 'BACKFILL' AND resource_type = 'channel' AND resource_id = $2`, conn, id).
-		Scan(&j.State, &j.Items, &j.Pages, &j.Attempt, &j.LastError, &j.Cursor)).To(Succeed())
-	return j
+	return resourceJob(ctx, conn, "channel", id)
 }
 
 var _ = Describe("Backfill of a Slack channel", func() {
