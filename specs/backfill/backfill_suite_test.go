@@ -123,12 +123,12 @@ func subscribe(ctx context.Context, ws, conn, repoID int64, name string) {
 }
 
 // subscribeResource adds a VERIFIED subscription of the provider's resource (its trigger
-// queues the backfill); an empty name is stored as none.
+// queues the backfill).
 func subscribeResource(ctx context.Context, ws, conn int64, provider, resourceType, id, name string) {
 	GinkgoHelper()
 	_, err := pool.Exec(ctx, `
 		INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id, name)
-		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''))`, conn, ws, provider, resourceType, id, name)
+		VALUES ($1, $2, $3, $4, $5, $6)`, conn, ws, provider, resourceType, id, name)
 	Expect(err).NotTo(HaveOccurred())
 }
 
