@@ -132,6 +132,9 @@ func benchDispatchAndFloor(ctx context.Context, dbURL string, rows, scopes, clai
 		if err != nil {
 			return dispatchResult{}, dispatchFloorResult{}, err
 		}
+		// The child's backends end (and are reaped into the postmaster's children's time)
+		// just after the child does: give them a moment before the reading.
+		time.Sleep(200 * time.Millisecond)
 		db1, _ := databaseCPU(ctx, pool)
 		go0 := selfCPU()
 		f, err := dispatchFloorRound(ctx, pool, perRound, scopes, best)
