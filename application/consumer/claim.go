@@ -6,8 +6,9 @@ import (
 )
 
 // reserve takes the slots the next claim fills, 0 meaning wait for a worker. While every
-// worker is busy, a claim waits until the claimed-ahead rows ran down to half, so one statement
-// refills many slots instead of one statement per freed slot.
+// worker is busy (slots reserved by claims in flight count as busy), a claim waits until three
+// quarters of a batch are free, so one statement refills many slots instead of one statement
+// per freed slot.
 func (r *run) reserve() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -23,9 +23,11 @@ type Config struct {
 	// min(free slots, ClaimBatch), so it never leases more than the server can start soon.
 	ClaimBatch int
 	// ClaimAhead is how many claimed rows may wait for a worker beyond the running ones
-	// (default 2 × Claimers). It lets one claim statement fill the workers again while they are
+	// (default 4 × Claimers). It lets one claim statement fill the workers again while they are
 	// busy, so a commit per handful of rows does not bound throughput; the rows it holds are
-	// leased, renewed and released like running ones.
+	// leased, renewed and released like running ones. Rows inside a claim statement in flight
+	// count against it too, so with fast handlers Claimers + ClaimAhead over a claim's latency
+	// bounds dispatch (docs/operations/performance.md).
 	ClaimAhead int
 	// ClaimLoops is how many claim statements may run at once (default 2). With one, a claim
 	// waits for the previous one's commit: the claim statements' round trips then bound dispatch,
@@ -102,7 +104,7 @@ func (c *Config) setDefaults() {
 	}
 	defInt(&c.Claimers, 8)
 	defInt(&c.ClaimBatch, 32)
-	defInt(&c.ClaimAhead, 2*c.Claimers)
+	defInt(&c.ClaimAhead, 4*c.Claimers)
 	defInt(&c.ClaimLoops, 2)
 	def(&c.LeaseDuration, 2*time.Minute)
 	def(&c.RenewInterval, 30*time.Second)

@@ -118,7 +118,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 		slotFreed: make(chan struct{}, 1),
 		nudge:     make(chan struct{}, 1),
 		capacity:  capacity, maxHeld: maxHeld, handlerCtx: handlerCtx,
-		refill: max(1, min(c.cfg.ClaimBatch, capacity)/2),
+		// Three quarters of a batch: with fast handlers the slots free up together and a claim
+		// then carries nearly a full batch; with slow ones, a quarter of a batch still waits for
+		// the workers while the next claim runs (docs/operations/performance.md).
+		refill: max(1, 3*min(c.cfg.ClaimBatch, capacity)/4),
 	}
 	r.due = newDueWake(func() { signal(r.nudge) })
 	defer r.due.stop()

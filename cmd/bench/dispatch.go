@@ -66,7 +66,7 @@ func runDispatchChild(ctx context.Context, dbURL string, rows, scopes, claimers,
 		return err
 	}
 	store := &timedStore{InboxStore: pgStore}
-	c, err := consumer.New(consumer.Config{Owner: "bench", Claimers: claimers, ClaimLoops: claimLoops, PollInterval: 50 * time.Millisecond},
+	c, err := consumer.New(consumer.Config{Owner: "bench", Claimers: claimers, ClaimLoops: claimLoops, ClaimAhead: claimAhead, PollInterval: 50 * time.Millisecond},
 		store, reg, consumer.NewSignal(), systemClock{}, zap.NewNop().Sugar(), telemetry.NewMetrics())
 	if err != nil {
 		return err

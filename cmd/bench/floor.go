@@ -127,17 +127,31 @@ func benchDispatchAndFloor(ctx context.Context, dbURL string, rows, scopes, clai
 		d                       = dispatchResult{Rows: perRound * rounds, Scopes: scopes, Claimers: claimers}
 	)
 	for round := 1; round <= rounds; round++ {
+		db0, dbOK := databaseCPU(ctx, pool)
 		r, err := dispatchInChild(ctx, dbURL, perRound, scopes, claimers, 0)
 		if err != nil {
 			return dispatchResult{}, dispatchFloorResult{}, err
 		}
+		// The child's backends end (and are reaped into the postmaster's children's time)
+		// just after the child does: give them a moment before the reading.
+		time.Sleep(200 * time.Millisecond)
+		db1, _ := databaseCPU(ctx, pool)
+		go0 := selfCPU()
 		f, err := dispatchFloorRound(ctx, pool, perRound, scopes, best)
 		if err != nil {
 			return dispatchResult{}, dispatchFloorResult{}, fmt.Errorf("dispatch floor: %w", err)
 		}
+		go1 := selfCPU()
+		db2, _ := databaseCPU(ctx, pool)
 		floorRate := float64(perRound) / f.Seconds()
 		fmt.Fprintf(os.Stderr, "  round %d: dispatch %.0f rows/s (peak RSS %.0f MiB), floor (%d clients) %.0f rows/s, ratio %.2f\n",
 			round, r.PerSecond, float64(r.PeakRssBytes)/(1<<20), best, floorRate, r.PerSecond/floorRate)
+		if dbOK {
+			// CPU per row, prefill included on both sides (the same COPY and ANALYZE).
+			perRow := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(perRound) }
+			fmt.Fprintf(os.Stderr, "    CPU µs per row: dispatch database %.0f, consumer %.0f; floor database %.0f, client %.0f\n",
+				perRow(db1-db0), perRow(r.cpu), perRow(db2-db1), perRow(go1-go0))
+		}
 		dispatchTime += time.Duration(float64(perRound) / r.PerSecond * float64(time.Second))
 		floorTime += f
 		d.OrderViolations += r.OrderViolations

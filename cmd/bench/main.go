@@ -50,6 +50,9 @@ var dispatchProfile string
 // claimLoops, when positive, overrides the consumer's ClaimLoops in the dispatch child.
 var claimLoops int
 
+// claimAhead, when positive, overrides the consumer's ClaimAhead in the dispatch child.
+var claimAhead int
+
 type admissionResult struct {
 	Senders   int     `json:"senders"`
 	PerSecond float64 `json:"perSecond"`
@@ -69,6 +72,8 @@ type dispatchResult struct {
 	PerSecond       float64 `json:"perSecond"`
 	OrderViolations int     `json:"orderViolations"`
 	PeakRssBytes    int64   `json:"peakRssBytes"`
+	// cpu is the child process's CPU time (stderr only).
+	cpu time.Duration
 }
 
 type hotScopeResult struct {
@@ -101,6 +106,7 @@ func main() {
 	claimers := flag.Int("claimers", 8, "claimers of the dispatch row")
 	flag.StringVar(&dispatchProfile, "dispatch-cpuprofile", "", "write a CPU profile of each dispatch child (the consumer) to this file (the last round's stays)")
 	flag.IntVar(&claimLoops, "claim-loops", 0, "claim loops of the dispatch rows' consumer (0: the consumer's default)")
+	flag.IntVar(&claimAhead, "claim-ahead", 0, "claimed rows that may wait for a worker in the dispatch rows' consumer (0: the consumer's default)")
 	hotRows := flag.Int("hot-rows", 200000, "rows behind the blocked head of the hot scope row")
 	hotColdRows := flag.Int("hot-cold-rows", 10000, "rows over -scopes cold scopes dispatched in the hot scope row")
 	dispatchRounds := flag.Int("dispatch-rounds", 4, "alternating dispatch and dispatch floor rounds the rows are split over")
@@ -267,7 +273,7 @@ func dispatchInChild(ctx context.Context, dbURL string, rows, scopes, claimers, 
 	}
 	cmd := exec.CommandContext(ctx, self, "-phase", "dispatch", "-db", dbURL,
 		"-rows", fmt.Sprint(rows), "-scopes", fmt.Sprint(scopes), "-claimers", fmt.Sprint(claimers),
-		"-hot-rows", fmt.Sprint(hotRows), "-claim-loops", fmt.Sprint(claimLoops), "-dispatch-cpuprofile", dispatchProfile)
+		"-hot-rows", fmt.Sprint(hotRows), "-claim-loops", fmt.Sprint(claimLoops), "-claim-ahead", fmt.Sprint(claimAhead), "-dispatch-cpuprofile", dispatchProfile)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.Output()
 	if err != nil {
@@ -280,6 +286,7 @@ func dispatchInChild(ctx context.Context, dbURL string, rows, scopes, claimers, 
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		d.PeakRssBytes = ru.Maxrss * 1024 // Linux reports kilobytes
 	}
+	d.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return d, nil
 }
 

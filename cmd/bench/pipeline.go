@@ -342,10 +342,11 @@ func waitReady(ctx context.Context, addr string) error {
 	return errors.New("the pipeline's server did not become ready in 60 s")
 }
 
-// pipelineFloorBatch is the most rows one pipeline floor claim leases: its claimers then hold
-// at most as many rows as the server's consumer (8 claimers + 16 claimed ahead = 24 = 8 × 3).
-// Larger batches lease most of the 100 scopes at once and handle each batch serially, which
-// makes the floor slower than the server it is the floor of.
+// pipelineFloorBatch is the most rows one pipeline floor claim leases: its 8 claimers then hold
+// at most 24 rows, as the server's consumer did before its claim-ahead went from 2 to 4 ×
+// Claimers (8 + 32 = 40 now; that serves fast handlers, and a real handler's claimed-ahead rows
+// only wait). Larger batches lease most of the 100 scopes at once and handle each batch
+// serially, which makes the floor slower than the server it is the floor of.
 const pipelineFloorBatch = 3
 
 // pipelineFloorRound runs the statements the pipeline runs per delivery, and only those,
