@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -91,10 +91,7 @@ func (a *RepositoryAccess) CheckAccess(ctx context.Context, token []byte, r port
 		// The error names the URL, never the Authorization header.
 		return inbox.Transient("github access GET "+path, err)
 	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-	}()
+	defer restkit.Close(resp.Body)
 	serr := &StatusError{Method: http.MethodGet, Path: path, Status: resp.StatusCode}
 	switch status := resp.StatusCode; {
 	case status == http.StatusOK:
@@ -112,11 +109,11 @@ func (a *RepositoryAccess) CheckAccess(ctx context.Context, token []byte, r port
 	var repo struct {
 		ID *int64 `json:"id"`
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRepositoryBody+1))
+	body, tooLarge, err := restkit.ReadAtMost(resp.Body, maxRepositoryBody)
 	if err != nil {
 		return inbox.Transient("github access read GET "+path, err)
 	}
-	if len(body) > maxRepositoryBody {
+	if tooLarge {
 		return inbox.Transient("github access GET "+path, ErrResponseTooLarge)
 	}
 	if err := json.Unmarshal(body, &repo); err != nil || repo.ID == nil {

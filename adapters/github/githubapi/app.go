@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -18,7 +17,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
-	"github.com/hephaestus-dev/hephaestus/adapters/linkheader"
+	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -250,21 +249,18 @@ func (a *App) callWithLink(ctx context.Context, method, path string, query url.V
 	if err != nil {
 		return "", failureOf(method, path, inbox.ProviderTransport, 0, err)
 	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-	}()
+	defer restkit.Close(resp.Body)
 	if err := classifyCall(resp, method, path); err != nil {
 		return "", err
 	}
 	if v == nil {
 		return resp.Header.Get("Link"), nil
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAppAnswerBytes+1))
+	body, tooLarge, err := restkit.ReadAtMost(resp.Body, maxAppAnswerBytes)
 	if err != nil {
 		return "", failureOf(method, path, inbox.ProviderTransport, resp.StatusCode, err)
 	}
-	if len(body) > maxAppAnswerBytes {
+	if tooLarge {
 		return "", failureOf(method, path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
@@ -312,7 +308,7 @@ func (a *App) ListHookDeliveries(ctx context.Context, cursor string) ([]githubre
 
 // nextCursor is the cursor parameter of a Link header's rel="next" URL ("" for none).
 func nextCursor(link string) string {
-	target, ok := linkheader.Next(link)
+	target, ok := restkit.NextLink(link)
 	if !ok {
 		return ""
 	}

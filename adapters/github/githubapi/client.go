@@ -24,16 +24,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/apiroot"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/linkheader"
+	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -93,7 +91,7 @@ func (c Config) validate() (*url.URL, error) {
 	if c.MaxBodyBytes < 0 || c.MaxPages < 0 {
 		return nil, errors.New("github api: MaxBodyBytes and MaxPages must not be negative")
 	}
-	u, err := apiroot.Parse(c.BaseURL)
+	u, err := restkit.ParseRoot(c.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("github api: BaseURL %w (https://api.github.com)", err)
 	}
@@ -167,19 +165,15 @@ func (c *Client) get(ctx context.Context, acc githubhandlers.Access, path string
 	if err != nil {
 		return false, failure(path, inbox.ProviderTransport, 0, err)
 	}
-	defer func() {
-		// Drain a little so the connection can be reused; never read an unbounded body.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-	}()
+	defer restkit.Close(resp.Body)
 	if err := classify(resp, path); err != nil {
 		return false, err
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBodyBytes+1))
+	body, tooLarge, err := restkit.ReadAtMost(resp.Body, c.cfg.MaxBodyBytes)
 	if err != nil {
 		return false, failure(path, inbox.ProviderTransport, resp.StatusCode, err)
 	}
-	if int64(len(body)) > c.cfg.MaxBodyBytes {
+	if tooLarge {
 		return false, failure(path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
@@ -249,7 +243,7 @@ func rateLimitReset(h http.Header, now time.Time) time.Duration {
 // hasNext reports whether a Link header names a next page. The client requests that page by
 // number itself, and never follows the URL, so a token never leaves BaseURL's host.
 func hasNext(link string) bool {
-	_, ok := linkheader.Next(link)
+	_, ok := restkit.NextLink(link)
 	return ok
 }
 

@@ -31,14 +31,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/apiroot"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -81,7 +80,7 @@ func (c Config) validate() (*url.URL, error) {
 	if c.MaxBodyBytes < 0 {
 		return nil, errors.New("gitlab api: MaxBodyBytes must not be negative")
 	}
-	u, err := apiroot.Parse(c.BaseURL)
+	u, err := restkit.ParseRoot(c.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("gitlab api: BaseURL %w (https://<host>/api/v4)", err)
 	}
@@ -162,19 +161,15 @@ func (c *Client) getWithHeader(ctx context.Context, path string, v any) (http.He
 		// *url.Error names the URL, which carries no credentials (validate refused them).
 		return nil, failure(path, inbox.ProviderTransport, 0, err)
 	}
-	defer func() {
-		// Drain a little so the connection can be reused; never read an unbounded body.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-	}()
+	defer restkit.Close(resp.Body)
 	if err := classify(resp.StatusCode, resp.Header, path); err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBodyBytes+1))
+	body, tooLarge, err := restkit.ReadAtMost(resp.Body, c.cfg.MaxBodyBytes)
 	if err != nil {
 		return nil, failure(path, inbox.ProviderTransport, resp.StatusCode, err)
 	}
-	if int64(len(body)) > c.cfg.MaxBodyBytes {
+	if tooLarge {
 		return nil, failure(path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
 	}
 	if err := json.Unmarshal(body, v); err != nil {

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/linkheader"
+	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -89,7 +89,7 @@ func (c *Client) listPage(ctx context.Context, path string, q url.Values, at Pag
 		return nil, Page{}, false, err
 	}
 	if at.Offset == 0 {
-		link, ok := linkheader.Next(h.Get("Link"))
+		link, ok := restkit.NextLink(h.Get("Link"))
 		if ok {
 			kq, err := c.sameList(link, path, query)
 			if err != nil {

@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -30,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/apiroot"
+	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -70,7 +69,7 @@ func (c Config) validate() (*url.URL, error) {
 	if c.MaxBodyBytes < 0 {
 		return nil, errors.New("outline api: MaxBodyBytes must not be negative")
 	}
-	u, err := apiroot.Parse(c.BaseURL)
+	u, err := restkit.ParseRoot(c.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("outline api: BaseURL %w (https://<host>/api)", err)
 	}
@@ -164,19 +163,15 @@ func (c *Client) call(ctx context.Context, method, token string, body any) (enve
 		// *url.Error names the URL, which carries no credentials (validate refused them).
 		return envelope{}, failure(op, inbox.ProviderTransport, 0, err)
 	}
-	defer func() {
-		// Drain a little so the connection can be reused; never read an unbounded body.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-	}()
+	defer restkit.Close(resp.Body)
 	if err := c.classify(op, resp.StatusCode, resp.Header); err != nil {
 		return envelope{}, err
 	}
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBodyBytes+1))
+	answer, tooLarge, err := restkit.ReadAtMost(resp.Body, c.cfg.MaxBodyBytes)
 	if err != nil {
 		return envelope{}, failure(op, inbox.ProviderTransport, resp.StatusCode, err)
 	}
-	if int64(len(answer)) > c.cfg.MaxBodyBytes {
+	if tooLarge {
 		return envelope{}, failure(op, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
 	}
 	var env envelope

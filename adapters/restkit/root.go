@@ -1,8 +1,8 @@
-// Package apiroot checks the API root a provider REST client is configured with (GitHub's,
-// GitLab's, Outline's): an absolute http(s) URL with a host and nothing a path could not be
-// appended to. The configured value is never echoed in an error: a malformed URL may still
-// hold credentials.
-package apiroot
+// Package restkit is what the provider REST clients (GitHub's, GitLab's, Outline's) share:
+// the check of the API root they are configured with, and the bounded reading of an answer's
+// body. The configured root is never echoed in an error: a malformed URL may still hold
+// credentials.
+package restkit
 
 import (
 	"errors"
@@ -19,9 +19,10 @@ var (
 	ErrNotARoot = errors.New("must carry no credentials, query or fragment")
 )
 
-// Parse is the root raw names, its trailing slashes removed, so each API path ("/repos/…")
+// ParseRoot is the API root raw names: an absolute http(s) URL with a host and nothing a path
+// could not be appended to, its trailing slashes removed, so each API path ("/repos/…")
 // is appended to its path. Errors: ErrMissing, ErrNotAbsolute, ErrNotARoot.
-func Parse(raw string) (*url.URL, error) {
+func ParseRoot(raw string) (*url.URL, error) {
 	if strings.TrimSpace(raw) == "" {
 		return nil, ErrMissing
 	}

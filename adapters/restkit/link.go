@@ -1,16 +1,14 @@
-// Package linkheader reads the pagination links of an RFC 8288 Link header, as the provider
-// REST clients receive them (GitHub's and GitLab's rel="next"). It only parses: whether a
-// client follows a link, rebuilds it under its own API root, or just reads a parameter from it
-// is the client's decision.
-package linkheader
+package restkit
 
 import "strings"
 
-// Next is the target of the header's rel="next" link, if it has one. A link's rel may list
+// NextLink is the target of an RFC 8288 Link header's rel="next" link, if it has one (GitHub's
+// and GitLab's pagination). It only parses: whether a client follows the link, rebuilds it
+// under its own API root, or just reads a parameter from it is the client's decision. A link's rel may list
 // several relation types ("next last"), quoted or not; names compare case-insensitively.
 // Parsing stops at the first entry that is not a <target> followed by ";"-separated
 // parameters, so a malformed header yields no link.
-func Next(header string) (string, bool) {
+func NextLink(header string) (string, bool) {
 	rest := strings.TrimSpace(header)
 	for strings.HasPrefix(rest, "<") {
 		end := strings.IndexByte(rest, '>')

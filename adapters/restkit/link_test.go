@@ -1,13 +1,13 @@
-package linkheader_test
+package restkit_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/linkheader"
+	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 )
 
-func TestNext(t *testing.T) {
+func TestNextLink(t *testing.T) {
 	cases := []struct {
 		header, want string
 		ok           bool
@@ -25,19 +25,19 @@ func TestNext(t *testing.T) {
 		{`<https://api.example/r?page=1>, <https://api.example/r?page=2>; rel=next`, "https://api.example/r?page=2", true},
 	}
 	for _, c := range cases {
-		got, ok := linkheader.Next(c.header)
+		got, ok := restkit.NextLink(c.header)
 		if got != c.want || ok != c.ok {
-			t.Errorf("Next(%q) = %q, %v; want %q, %v", c.header, got, ok, c.want, c.ok)
+			t.Errorf("NextLink(%q) = %q, %v; want %q, %v", c.header, got, ok, c.want, c.ok)
 		}
 	}
 }
 
-func FuzzNext(f *testing.F) {
+func FuzzNextLink(f *testing.F) {
 	f.Add(`<https://api.example/r?page=2>; rel="next", <https://api.example/r?page=9>; rel="last"`)
 	f.Add(`<https://gitlab.example/api/v4/projects?id_after=42&pagination=keyset>; rel="next"`)
 	f.Add(`<0?cursor=0>rel=neXt`)
 	f.Fuzz(func(t *testing.T, header string) {
-		target, ok := linkheader.Next(header)
+		target, ok := restkit.NextLink(header)
 		if !ok {
 			if target != "" {
 				t.Fatalf("no link but a target %q", target)
