@@ -144,21 +144,31 @@ func (s *Source) projectPage(ctx context.Context, ws, projectID int64, cursor st
 // groupPage backfills a group subscription: the group's projects one after another, least id
 // first on each projects page (whatever order the server answers in), each as a project
 // subscription's backfill, its first page also writing the project row and its membership of
-// the group (Store.AddGroupProject). The projects page is read again for each page of one of
-// its projects, so nothing but the cursor is kept between pages; a project that left the group
-// meanwhile is passed over, one that came in with a greater id is backfilled on its page.
+// the group (Store.AddGroupProject). Nothing but the cursor is kept between pages: the projects
+// page is read for a project's first page and again after its last, to find what follows (a
+// project's later pages name it by the cursor's id alone, so they cost no extra call); a
+// project that left the group meanwhile is passed over, one that came in with a greater id is
+// backfilled on its page.
 func (s *Source) groupPage(ctx context.Context, ws, groupID int64, cursor string) (ports.SyncPage, error) {
 	after, at, inner, err := parseGroupCursor(cursor)
 	if err != nil {
 		return ports.SyncPage{}, err
 	}
-	body, next, more, err := s.reader.GroupProjectsPage(ctx, groupID, at)
+	// Inside a project (inner set) its id is the cursor's: the group's projects page is read
+	// again only when the project's last page decides what comes next.
+	if inner != "" && after > 0 {
+		page, err := s.projectPage(ctx, ws, after, inner)
+		if err != nil || !page.Done {
+			if err == nil {
+				page.Next = groupCursor(after, at, page.Next)
+			}
+			return page, err
+		}
+		return s.afterProject(ctx, groupID, after, at, page)
+	}
+	projects, next, more, err := s.groupProjects(ctx, groupID, at)
 	if err != nil {
 		return ports.SyncPage{}, err
-	}
-	projects, err := gitlabhandlers.DecodeBackfillProjects(body)
-	if err != nil {
-		return ports.SyncPage{}, unreadable("GET /groups/{id}/projects")
 	}
 	p, found := least(projects, after)
 	if !found {
@@ -188,16 +198,45 @@ func (s *Source) groupPage(ctx context.Context, ws, groupID int64, cursor string
 		page.Next = groupCursor(p.ID, at, page.Next)
 		return page, nil
 	}
+	return nextProject(page, projects, p.ID, at, next, more), nil
+}
+
+// afterProject is the last page of project id, which was read without the group's projects
+// page: that page is read now to decide what comes next.
+func (s *Source) afterProject(ctx context.Context, groupID, id int64, at gitlabapi.Page, page ports.SyncPage) (ports.SyncPage, error) {
+	projects, next, more, err := s.groupProjects(ctx, groupID, at)
+	if err != nil {
+		return ports.SyncPage{}, err
+	}
+	return nextProject(page, projects, id, at, next, more), nil
+}
+
+// groupProjects reads a page of the group's projects.
+func (s *Source) groupProjects(ctx context.Context, groupID int64, at gitlabapi.Page) ([]gitlabhandlers.Project, gitlabapi.Page, bool, error) {
+	body, next, more, err := s.reader.GroupProjectsPage(ctx, groupID, at)
+	if err != nil {
+		return nil, gitlabapi.Page{}, false, err
+	}
+	projects, err := gitlabhandlers.DecodeBackfillProjects(body)
+	if err != nil {
+		return nil, gitlabapi.Page{}, false, unreadable("GET /groups/{id}/projects")
+	}
+	return projects, next, more, nil
+}
+
+// nextProject points the last page of project id at what follows it: the next project of the
+// same projects page, the next projects page, or the job's end.
+func nextProject(page ports.SyncPage, projects []gitlabhandlers.Project, id int64, at, next gitlabapi.Page, more bool) ports.SyncPage {
 	page.Done = false
-	switch _, later := least(projects, p.ID+1); {
+	switch _, later := least(projects, id+1); {
 	case later:
-		page.Next = groupCursor(p.ID+1, at, "")
+		page.Next = groupCursor(id+1, at, "")
 	case more:
 		page.Next = groupCursor(0, next, "")
 	default:
 		page.Next, page.Done = "group:done", true // the last project's last page ends the job
 	}
-	return page, nil
+	return page
 }
 
 // least is the project of the least id not below after.
