@@ -161,24 +161,34 @@ func (s *Source) organizationPage(ctx context.Context, job ports.SyncJob, acc gi
 	if login == "" || strings.ContainsAny(login, "/ ") {
 		return ports.SyncPage{}, refused("sync organization", "an organization subscription needs its login as name")
 	}
-	repoPage, index, inner, err := parseOrgCursor(cursor)
+	repoPage, index, current, inner, err := parseOrgCursor(cursor)
 	if err != nil {
 		return ports.SyncPage{}, err
 	}
-	body, more, err := s.reader.OrganizationRepositoriesPage(ctx, acc, login, repoPage)
+	// Inside a repository (inner set, the cursor naming it) the repositories page is read
+	// again only when the repository's last page decides what comes next.
+	if inner != "" && current.ID > 0 {
+		acc.RepositoryID = current.ID
+		page, err := s.repositoryPage(ctx, job.WorkspaceID, acc, current.ID, current.FullName, inner)
+		if err != nil || !page.Done {
+			if err == nil {
+				page.Next = orgCursor(repoPage, index, current, page.Next)
+			}
+			return page, err
+		}
+		repos, more, err := s.organizationRepositories(ctx, acc, login, repoPage)
+		if err != nil {
+			return ports.SyncPage{}, err
+		}
+		return afterRepository(page, repoPage, index, len(repos), more), nil
+	}
+	repos, more, err := s.organizationRepositories(ctx, acc, login, repoPage)
 	if err != nil {
 		return ports.SyncPage{}, err
-	}
-	var repos []struct {
-		ID       int64  `json:"id"`
-		FullName string `json:"full_name"`
-	}
-	if err := json.Unmarshal(body, &repos); err != nil {
-		return ports.SyncPage{}, unreadable("GET /orgs/{org}/repos")
 	}
 	if index >= len(repos) {
 		if more {
-			return ports.SyncPage{Next: orgCursor(repoPage+1, 0, "")}, nil
+			return ports.SyncPage{Next: orgCursor(repoPage+1, 0, orgRepository{}, "")}, nil
 		}
 		return ports.SyncPage{Next: "org:done", Done: true}, nil
 	}
@@ -191,36 +201,75 @@ func (s *Source) organizationPage(ctx context.Context, job ports.SyncJob, acc gi
 	if err != nil {
 		return ports.SyncPage{}, err
 	}
-	switch {
-	case page.Done && index+1 >= len(repos) && !more:
-		page.Next = "org:done" // the last repository's last page ends the job
-	case page.Done:
-		page.Next, page.Done = orgCursor(repoPage, index+1, ""), false
-	default:
-		page.Next = orgCursor(repoPage, index, page.Next)
+	if !page.Done {
+		page.Next = orgCursor(repoPage, index, r, page.Next)
+		return page, nil
 	}
-	return page, nil
+	return afterRepository(page, repoPage, index, len(repos), more), nil
 }
 
-func orgCursor(page, index int, inner string) string {
-	return "org:" + strconv.Itoa(page) + ":" + strconv.Itoa(index) + "|" + inner
+// orgRepository is the repository an organization cursor is inside.
+type orgRepository struct {
+	ID       int64  `json:"id"`
+	FullName string `json:"full_name"`
 }
 
-// parseOrgCursor reads orgCursor's form; "" is the beginning.
-func parseOrgCursor(cursor string) (page, index int, inner string, err error) {
+// organizationRepositories reads a page of the organization's repositories.
+func (s *Source) organizationRepositories(ctx context.Context, acc githubhandlers.Access, login string, page int) ([]orgRepository, bool, error) {
+	body, more, err := s.reader.OrganizationRepositoriesPage(ctx, acc, login, page)
+	if err != nil {
+		return nil, false, err
+	}
+	var repos []orgRepository
+	if err := json.Unmarshal(body, &repos); err != nil {
+		return nil, false, unreadable("GET /orgs/{org}/repos")
+	}
+	return repos, more, nil
+}
+
+// afterRepository points the last page of the repository at index (of a repositories page
+// of n) at what follows it: the next repository, the next repositories page, or the job's end.
+func afterRepository(page ports.SyncPage, repoPage, index, n int, more bool) ports.SyncPage {
+	if index+1 >= n && !more {
+		page.Next = "org:done" // the last repository's last page ends the job
+		return page
+	}
+	page.Next, page.Done = orgCursor(repoPage, index+1, orgRepository{}, ""), false
+	return page
+}
+
+// orgCursor is "org:<repositories page>:<index>|<inner>", with ":<id>:<full name>" after the
+// index while inside a repository (GitHub names hold no ':' or '|').
+func orgCursor(page, index int, r orgRepository, inner string) string {
+	head := "org:" + strconv.Itoa(page) + ":" + strconv.Itoa(index)
+	if inner != "" && r.ID > 0 {
+		head += ":" + strconv.FormatInt(r.ID, 10) + ":" + r.FullName
+	}
+	return head + "|" + inner
+}
+
+// parseOrgCursor reads orgCursor's form, and the form without the repository stored before
+// it; "" is the beginning.
+func parseOrgCursor(cursor string) (page, index int, r orgRepository, inner string, err error) {
 	if cursor == "" {
-		return 1, 0, "", nil
+		return 1, 0, orgRepository{}, "", nil
 	}
 	head, inner, ok := strings.Cut(cursor, "|")
-	parts := strings.Split(head, ":")
-	if ok && len(parts) == 3 && parts[0] == "org" {
+	parts := strings.SplitN(head, ":", 5)
+	if ok && (len(parts) == 3 || len(parts) == 5) && parts[0] == "org" {
 		page, err1 := strconv.Atoi(parts[1])
 		index, err2 := strconv.Atoi(parts[2])
 		if err1 == nil && err2 == nil && page >= 1 && index >= 0 {
-			return page, index, inner, nil
+			if len(parts) == 3 {
+				return page, index, orgRepository{}, inner, nil
+			}
+			id, err := strconv.ParseInt(parts[3], 10, 64)
+			if err == nil && id > 0 && parts[4] != "" && !strings.ContainsAny(parts[4], ": ") {
+				return page, index, orgRepository{ID: id, FullName: parts[4]}, inner, nil
+			}
 		}
 	}
-	return 0, 0, "", fmt.Errorf("github sync: cursor %q is not an organization cursor", cursor)
+	return 0, 0, orgRepository{}, "", fmt.Errorf("github sync: cursor %q is not an organization cursor", cursor)
 }
 
 func decodeList(list string, body []byte, repoID int64) (githubhandlers.BackfillPage, error) {
