@@ -115,20 +115,32 @@ func benchAdmissionAndCeiling(ctx context.Context, dbURL string, senders, delive
 			return admissionResult{}, ceilingResult{}, err
 		}
 		before := sampleProcess()
+		db0, dbOK := databaseCPU(ctx, pool)
 		a, l, err := admissionRound(ctx, pool, addr, payloads, senders, n)
 		if err != nil {
 			return admissionResult{}, ceilingResult{}, fmt.Errorf("admission round %d: %w", round, err)
 		}
 		cost := sampleProcess().since(before, n)
+		db1, _ := databaseCPU(ctx, pool)
 		if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
 			return admissionResult{}, ceilingResult{}, err
 		}
+		ceilingBefore := sampleProcess()
 		c, err := ceilingRound(ctx, ceilingPool, workspaceID, payloads[0], senders, admitted, n)
 		if err != nil {
 			return admissionResult{}, ceilingResult{}, fmt.Errorf("ceiling round %d: %w", round, err)
 		}
+		ceilingCost := sampleProcess().since(ceilingBefore, n)
+		db2, _ := databaseCPU(ctx, pool)
 		fmt.Fprintf(os.Stderr, "  round %d: admission %.0f/s (%s), ceiling %.0f/s, ratio %.2f\n", round,
 			float64(n)/a.Seconds(), cost, float64(n)/c.Seconds(), c.Seconds()/a.Seconds())
+		if dbOK {
+			// Where the two rows differ: the database's work per row (the TRUNCATE between
+			// them is in the ceiling side's reading, a few µs a row) and this process's.
+			perRow := func(d time.Duration) int64 { return (d / time.Duration(n)).Microseconds() }
+			fmt.Fprintf(os.Stderr, "    CPU µs per delivery: admission database %d, receiver and senders %d; ceiling database %d, client %d\n",
+				perRow(db1-db0), cost.cpu.Microseconds(), perRow(db2-db1), ceilingCost.cpu.Microseconds())
+		}
 		latencies = append(latencies, l...)
 		admissionTime += a
 		ceilingTime += c
