@@ -150,6 +150,74 @@ var _ = Describe("Admission under the connection's lifecycle lock", func() {
 		})
 	})
 
+	When("a subscription commits while admission waits for another connection's lock", func() {
+		var gamma, lab int64
+
+		BeforeEach(func(ctx SpecContext) {
+			setUp(ctx, receiverOptions{})
+			gamma = createWorkspace(ctx, "gamma")
+			lab = createConnection(ctx, conn{Workspace: gamma, Kind: kindHubPAT})
+		})
+
+		It("stores the new subscriber's row too: the routes it waited with are read again", func(ctx SpecContext) {
+			// A transaction holds the App connection's lifecycle lock without changing it (the
+			// install flow holds it while GitHub answers), so the delivery's routes statement,
+			// which read acme and beta, waits for it.
+			holder, err := pool.Begin(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx context.Context) { _ = holder.Rollback(ctx) })
+			_, err = holder.Exec(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, app)
+			Expect(err).NotTo(HaveOccurred())
+			answer := deliverAsync("d-1")
+			eventuallyWaitingOnLock(ctx, holder)
+
+			// Meanwhile gamma subscribes to the repository, and that commits.
+			subscribe(ctx, lab, "repository", repo.ID)
+			Expect(holder.Rollback(ctx)).To(Succeed())
+
+			// The delivery is stored after the subscription committed, so gamma receives it.
+			var res response
+			Eventually(answer).WithTimeout(10 * time.Second).Should(Receive(&res))
+			Expect(res.body).To(Equal(accepted(3, 0)))
+			Expect(workspacesOf(rowsOf(ctx, "d-1"))).To(ConsistOf(acme, beta, gamma))
+		})
+	})
+
+	When("route changes commit between the routes statement and the insert", func() {
+		var churn *churningStore
+
+		BeforeEach(func(ctx SpecContext) {
+			churn = &churningStore{}
+			setUp(ctx, receiverOptions{wrapStore: churn.wrap})
+			// Another tenant's connection, which the delivery neither reads nor locks: each
+			// change of it moves the route epoch all the same.
+			churn.other = createConnection(ctx, conn{Workspace: createWorkspace(ctx, "gamma"), Kind: kindHubPAT})
+		})
+
+		It("reads the routes again and stores on them once a read holds until its insert", func(ctx SpecContext) {
+			churn.times.Store(2)
+
+			Expect(r.deliver("d-1", work).body).To(Equal(accepted(2, 0)))
+
+			Expect(churn.changes.Load()).To(BeEquivalentTo(2))
+			Expect(workspacesOf(rowsOf(ctx, "d-1"))).To(ConsistOf(acme, beta))
+		})
+
+		It("answers 503 and stores nothing when the routes change before every one of its inserts", func(ctx SpecContext) {
+			churn.times.Store(1000)
+
+			res := r.deliver("d-1", work)
+
+			Expect(res.status).To(Equal(http.StatusServiceUnavailable), res.raw)
+			Expect(res.body).To(Equal(errorBody("retry")))
+			Expect(churn.changes.Load()).To(BeEquivalentTo(3), "three reads of the routes, each invalidated")
+			Expect(rowsOf(ctx, "d-1")).To(BeEmpty())
+
+			churn.times.Store(0)
+			Expect(r.deliver("d-1", work).body).To(Equal(accepted(2, 0)))
+		})
+	})
+
 	When("suspensions race admissions", func() {
 		BeforeEach(func(ctx SpecContext) { setUp(ctx, receiverOptions{}) })
 
@@ -297,4 +365,43 @@ func (d *rotatingDirectory) SourceConnection(ctx context.Context, id int64) (*po
 		_, err = pool.Exec(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, id)
 	}
 	return c, err
+}
+
+// churningStore commits a change of connection other right after the admission transaction
+// took its lifecycle locks, as many times as times says: a route change that commits between
+// the routes statement and the insert.
+type churningStore struct {
+	other          int64
+	times, changes atomic.Int64
+}
+
+func (c *churningStore) wrap(s ports.AdmissionStore) ports.AdmissionStore {
+	return churnedStore{AdmissionStore: s, churn: c}
+}
+
+type churnedStore struct {
+	ports.AdmissionStore
+	churn *churningStore
+}
+
+func (s churnedStore) Admit(ctx context.Context, fn func(context.Context, ports.AdmissionTx) error) error {
+	return s.AdmissionStore.Admit(ctx, func(ctx context.Context, tx ports.AdmissionTx) error {
+		return fn(ctx, churnedTx{AdmissionTx: tx, churn: s.churn})
+	})
+}
+
+type churnedTx struct {
+	ports.AdmissionTx
+	churn *churningStore
+}
+
+func (t churnedTx) LockConnections(ctx context.Context, ids []int64) ([]ports.LockedConnection, error) {
+	locked, err := t.AdmissionTx.LockConnections(ctx, ids)
+	if err == nil && t.churn.times.Add(-1) >= 0 {
+		if _, cerr := observer.Exec(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, t.churn.other); cerr != nil {
+			return nil, cerr
+		}
+		t.churn.changes.Add(1)
+	}
+	return locked, err
 }

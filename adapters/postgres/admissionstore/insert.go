@@ -118,7 +118,10 @@ func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, er
 // rows stored), and reports an error unless both the insert and the commit succeeded. Either
 // way the transaction has ended when it returns.
 //
-// On routes read in this transaction the guard is NULL. On remembered routes it sends, in the
+// On routes read in this transaction the guard is the epoch of the routes statement's
+// snapshot, and a mismatch fails the insert: insertAndCommit then reports errRoutesMoved, and
+// Admit runs fn again on routes read anew (a change committed while the routes statement
+// waited for a lock, or between the two statements). On remembered routes it sends, in the
 // same write, lockRemembered before the insert, and the remembered route epoch as the guard,
 // and reports errRecallMissed unless a row was stored: a lock that was held fails
 // lockRemembered (the server then skips the insert and rolls back at the Sync), and a moved
@@ -128,16 +131,16 @@ func (t *admissionTx) insertAndCommit(ctx context.Context, op string, sd *pgconn
 	args []any, read func(*pgconn.ResultReader) (int, error),
 ) error {
 	var err error
-	var epoch *int64 // the guard: NULL admits
+	epoch, failOnMismatch := t.readEpoch, true // the guard: NULL admits
 	if t.recalled != nil {
 		ids := make([]int64, len(t.recalled.routes))
 		for i, r := range t.recalled.routes {
 			ids[i] = r.ConnectionID
 		}
 		err = t.queue(ctx, t.stmt.lockRemembered, []any{ids})
-		epoch = &t.recalled.epoch
+		epoch, failOnMismatch = &t.recalled.epoch, false
 	}
-	args = append(args, epoch)
+	args = append(args, epoch, failOnMismatch)
 	if err == nil {
 		err = t.send(ctx, sd, args, true)
 	}
@@ -171,11 +174,20 @@ func (t *admissionTx) insertAndCommit(ctx context.Context, op string, sd *pgconn
 		}
 		return errRecallMissed
 	}
+	var pgErr *pgconn.PgError
+	if t.readEpoch != nil && errors.As(err, &pgErr) && pgErr.Code == pgutil.SerializationFailure {
+		t.routesMoved = true // route_epoch_moved: under READ COMMITTED nothing else raises it here
+		return errRoutesMoved
+	}
 	if err != nil {
 		return pgutil.Interpret(op, err)
 	}
 	return nil
 }
+
+// errRoutesMoved ends a transaction on routes read in it whose insert found the route epoch
+// moved; Admit runs fn again on routes read anew.
+var errRoutesMoved = errors.New("admissionstore: the routes changed after they were read")
 
 // errRecallMissed ends a transaction on remembered routes that stored nothing; Admit runs fn
 // again on routes read from the database.

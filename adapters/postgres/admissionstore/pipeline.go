@@ -31,6 +31,9 @@ type admissionTx struct {
 	ended bool             // a Sync ended the transaction (Insert's, or end's)
 	held  map[int64]ports.LockedConnection
 
+	readEpoch   *int64 // the route epoch of the routes statement's snapshot, once Routes read them
+	routesMoved bool   // the insert found readEpoch no longer current and stored nothing
+
 	memory    *routeMemory
 	mayRecall bool        // Routes may answer from memory
 	recalled  *remembered // what Routes answered from memory

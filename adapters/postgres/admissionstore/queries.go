@@ -97,7 +97,7 @@ FOR SHARE`
 	// installation row (NULL workspace) deduplicate too: a retry or redelivery adds no row.
 	// The claimers compare due_at with the database clock, so a server clock running ahead of
 	// the database must not postpone a new row's first claim: it is due at the latest now().
-	// $13 is the epoch guard (see epochGuard).
+	// $13 and $14 are the epoch guard's (see epochGuard13).
 	insertDeliveries = `
 INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key,
                             scope_key, subject, payload, headers, due_at, received_at)
@@ -114,7 +114,7 @@ ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING
 RETURNING coalesce(workspace_id, 0), provider, delivery_key`
 
 	// insertDelivery is insertDeliveries for the common single row, with the same columns,
-	// conflict target, due time and epoch guard ($12): one row plans, starts and encodes for
+	// conflict target, due time and epoch guard ($12, $13): one row plans, starts and encodes for
 	// less than arrays, and its command tag (INSERT 0 1 or INSERT 0 0) says whether it was
 	// stored.
 	insertDelivery = `
@@ -125,13 +125,20 @@ SELECT nullif($1::bigint, 0), nullif($2::bigint, 0), $3, $4, $5, $6, $7, $8::jso
 WHERE ` + epochGuard12 + `
 ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING`
 
-	// epochGuard12 and epochGuard13 are the inserts' epoch guard, by the parameter that holds
-	// the epoch. NULL (routes read in this transaction) admits; an epoch (remembered routes)
-	// admits only when the insert's snapshot still has it: no connection or subscription changed
-	// since the routes were read, so the routes statement would answer the same. The subquery
-	// runs only for an epoch.
-	epochGuard12 = `($12::bigint IS NULL OR coalesce((SELECT e.epoch FROM route_epoch e), 0) = $12::bigint)`
-	epochGuard13 = `($13::bigint IS NULL OR coalesce((SELECT e.epoch FROM route_epoch e), 0) = $13::bigint)`
+	// epochGuard12 and epochGuard13 are the inserts' epoch guard, by the parameters that hold
+	// the epoch the routes were read at and what a mismatch does. The insert admits only when
+	// its snapshot still has that epoch: no connection or subscription change committed since
+	// the routes were read, so the routes statement would answer the same. On remembered routes
+	// ($n+1 false) a mismatch stores nothing; on routes read in this transaction ($n+1 true) it
+	// fails the statement with route_epoch_moved's serialization failure (migration 00032),
+	// which tells it from a duplicate, and Admit reads the routes again. That is what makes a
+	// subscription that commits while the delivery waits for another connection's lifecycle
+	// lock receive it: the routes statement's snapshot predates the subscription. A NULL epoch
+	// admits. The CASE evaluates route_epoch_moved only on a mismatch.
+	epochGuard12 = `CASE WHEN $12::bigint IS NULL OR coalesce((SELECT e.epoch FROM route_epoch e), 0) = $12::bigint THEN true
+     WHEN $13::boolean THEN route_epoch_moved() ELSE false END`
+	epochGuard13 = `CASE WHEN $13::bigint IS NULL OR coalesce((SELECT e.epoch FROM route_epoch e), 0) = $13::bigint THEN true
+     WHEN $14::boolean THEN route_epoch_moved() ELSE false END`
 
 	// lockRemembered takes the lifecycle locks of the connections of remembered routes, in the
 	// same mode and order as the routes statement, but NOWAIT: a lock a lifecycle change holds

@@ -80,6 +80,9 @@ func (t *admissionTx) Routes(ctx context.Context, spec ports.RouteSpec, provider
 	if err != nil {
 		return nil, pgutil.Interpret("read routes", err)
 	}
+	if len(routes) > 0 {
+		t.readEpoch = &epoch // the insert stores only while it holds (insertAndCommit)
+	}
 	if unchanged && len(routes) > 0 {
 		// What the snapshot read is what the locks hold, as of the epoch of the same snapshot.
 		t.memory.remember(key, remembered{routes: slices.Clone(routes), epoch: epoch})

@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -86,6 +87,11 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 // discarded, and fn runs again in a new transaction on routes read from the database, which
 // decides. fn must therefore leave its results to be read after Admit returns.
 //
+// On routes read from the database, the insert stores only while the route epoch is still
+// that of the routes statement's snapshot. When a connection or subscription change committed
+// in between (typically while the routes statement waited for a lifecycle lock), nothing is
+// stored and fn runs again on routes read anew, up to routeReads transactions.
+//
 // Admit first waits for one of the slots, within ctx. Errors: fn's error; a database failure
 // translated by pgutil (*inbox.TransientError, …).
 func (s *Store) Admit(ctx context.Context, fn func(ctx context.Context, tx ports.AdmissionTx) error) error {
@@ -105,17 +111,31 @@ func (s *Store) Admit(ctx context.Context, fn func(ctx context.Context, tx ports
 		return pgutil.Interpret("prepare admission statements", err)
 	}
 	err = t.run(ctx, fn)
-	if t.recalled == nil {
-		return err
-	}
-	if t.confirmed {
+	reads := 0 // transactions on routes read from the database
+	switch {
+	case t.recalled != nil && t.confirmed:
 		s.confirmed.Add(1)
 		return err
+	case t.recalled != nil:
+		s.missed.Add(1)
+	case !t.routesMoved:
+		return err
+	default:
+		reads = 1
 	}
-	s.missed.Add(1)
-	fresh := &admissionTx{conn: c.Conn(), stmt: t.stmt, memory: &s.routes}
-	return fresh.run(ctx, fn)
+	for ; reads < routeReads; reads++ {
+		fresh := &admissionTx{conn: c.Conn(), stmt: t.stmt, memory: &s.routes}
+		if err = fresh.run(ctx, fn); !fresh.routesMoved {
+			return err
+		}
+	}
+	// Routes changing faster than a delivery is admitted: the provider retries (503).
+	return inbox.DatabaseConflict("insert delivery", errRoutesMoved)
 }
+
+// routeReads bounds the transactions on routes read anew that one delivery runs when each
+// finds the routes changed again before its insert (see insertAndCommit).
+const routeReads = 3
 
 // run runs fn in t and ends whatever fn left open.
 func (t *admissionTx) run(ctx context.Context, fn func(ctx context.Context, tx ports.AdmissionTx) error) error {
