@@ -13,14 +13,20 @@ import (
 // json.Marshal would store (jsonb keeps only the decoded strings): JSON escapes, and U+FFFD for
 // bytes that are not UTF-8, without reflection on every delivery.
 func headersJSON(h map[string]string) []byte {
-	keys := make([]string, 0, len(h))
 	size := 2
 	for k, v := range h {
-		keys = append(keys, k)
 		size += len(k) + len(v) + 6
 	}
+	return appendHeadersJSON(make([]byte, 0, size), h)
+}
+
+// appendHeadersJSON appends headersJSON(h) to b.
+func appendHeadersJSON(b []byte, h map[string]string) []byte {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
 	slices.Sort(keys)
-	b := make([]byte, 0, size)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {

@@ -66,9 +66,12 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 		provider, deliveryKey string
 	}
 	inserted := map[key]bool{}
-	err := t.insertAndCommit(ctx, "insert deliveries", t.stmt.insertMany, []any{workspaceIDs,
-		connectionIDs, providers, eventTypes, deliveryKeys, scopeKeys, subjects, headers, dueAts, receivedAts,
-		payloadIndex, payloads},
+	args := []any{workspaceIDs, connectionIDs, providers, eventTypes, deliveryKeys, scopeKeys, subjects,
+		headers, dueAts, receivedAts, payloadIndex, payloads}
+	err := t.insertAndCommit(ctx, "insert deliveries",
+		func(epoch *int64, failOnMismatch bool) error {
+			return t.send(ctx, t.stmt.insertMany, append(args, epoch, failOnMismatch), true)
+		},
 		func(rr *pgconn.ResultReader) (int, error) {
 			result := pgx.RowsFromResultReader(t.conn.TypeMap(), rr)
 			defer result.Close()
@@ -95,13 +98,16 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 }
 
 // insertOne is Insert of a single row (one workspace, or an installation row), the common
-// case, with insertDelivery: the command tag says whether the row was stored.
+// case, with insertDelivery: the command tag says whether the row was stored. Its parameters
+// are encoded by rowParams rather than pgx's type map (see rowParams).
 func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, error) {
-	d := r.Delivery
 	var stored bool
-	err := t.insertAndCommit(ctx, "insert delivery", t.stmt.insertOne, []any{d.WorkspaceID(),
-		r.ConnectionID, d.Provider().String(), d.EventType(), d.DeliveryKey(), d.Scope().String(), d.Subject().String(),
-		r.Payload, string(headersJSON(r.Headers)), d.DueAt(), d.ReceivedAt()},
+	err := t.insertAndCommit(ctx, "insert delivery",
+		func(epoch *int64, failOnMismatch bool) error {
+			t.row.encode(r, epoch, failOnMismatch)
+			t.queueEncoded(ctx, t.stmt.insertOne, t.row.values)
+			return t.pipe.Sync()
+		},
 		func(rr *pgconn.ResultReader) (int, error) {
 			tag, err := rr.Close()
 			stored = tag.RowsAffected() == 1 // 0: uq_provider_event_delivery already held the row
@@ -113,7 +119,7 @@ func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, er
 	return []bool{stored}, nil
 }
 
-// insertAndCommit sends the insert sd with args, its epoch guard, and the Sync that commits
+// insertAndCommit sends the insert (send queues it with its epoch guard) and the Sync that commits
 // the transaction in one round trip, reads the insert's result with read (which counts the
 // rows stored), and reports an error unless both the insert and the commit succeeded. Either
 // way the transaction has ended when it returns.
@@ -127,8 +133,8 @@ func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, er
 // lockRemembered (the server then skips the insert and rolls back at the Sync), and a moved
 // epoch makes the insert store nothing. A duplicate stores nothing either; the fresh run that
 // follows tells it apart.
-func (t *admissionTx) insertAndCommit(ctx context.Context, op string, sd *pgconn.StatementDescription,
-	args []any, read func(*pgconn.ResultReader) (int, error),
+func (t *admissionTx) insertAndCommit(ctx context.Context, op string,
+	send func(epoch *int64, failOnMismatch bool) error, read func(*pgconn.ResultReader) (int, error),
 ) error {
 	var err error
 	epoch, failOnMismatch := t.readEpoch, true // the guard: NULL admits
@@ -140,9 +146,8 @@ func (t *admissionTx) insertAndCommit(ctx context.Context, op string, sd *pgconn
 		err = t.queue(ctx, t.stmt.lockRemembered, []any{ids})
 		epoch, failOnMismatch = &t.recalled.epoch, false
 	}
-	args = append(args, epoch, failOnMismatch)
 	if err == nil {
-		err = t.send(ctx, sd, args, true)
+		err = send(epoch, failOnMismatch) // the insert and the Sync
 	}
 	stored := 0
 	if err == nil && t.recalled != nil {

@@ -27,6 +27,7 @@ type admissionTx struct {
 	conn  *pgx.Conn
 	stmt  statements
 	args  pgx.ExtendedQueryBuilder
+	row   rowParams        // insertOne's parameters
 	pipe  *pgconn.Pipeline // nil until the first statement
 	ended bool             // a Sync ended the transaction (Insert's, or end's)
 	held  map[int64]ports.LockedConnection
@@ -72,6 +73,14 @@ func (t *admissionTx) queue(ctx context.Context, sd *pgconn.StatementDescription
 	}
 	t.pipe.SendQueryStatement(sd, t.args.ParamValues, t.args.ParamFormats, t.args.ResultFormats)
 	return nil
+}
+
+// queueEncoded is queue for parameters already in PostgreSQL's text format (nil is NULL).
+func (t *admissionTx) queueEncoded(ctx context.Context, sd *pgconn.StatementDescription, values [][]byte) {
+	if t.pipe == nil {
+		t.pipe = t.conn.PgConn().StartPipeline(ctx)
+	}
+	t.pipe.SendQueryStatement(sd, values, nil, nil)
 }
 
 // send queues sd with args and sends what the pipeline holds: with a Flush message, which

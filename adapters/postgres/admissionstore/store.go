@@ -11,6 +11,7 @@
 //     statements (no BEGIN, no COMMIT);
 //   - routes.go: the routes statement and the lifecycle locks;
 //   - insert.go: the insert sent with the Sync that commits, and its epoch guard;
+//   - params.go: the single-row insert's parameters, encoded by hand;
 //   - routecache.go: the remembered routes that let most deliveries take one round trip;
 //   - headers.go: the stored headers' JSON;
 //   - queries.go: the SQL.
