@@ -326,29 +326,37 @@ type lockGate struct {
 func (g *lockGate) open() { g.once.Do(func() { close(g.release) }) }
 
 func (g *lockGate) wrap(s ports.AdmissionStore) ports.AdmissionStore {
-	return gatedStore{AdmissionStore: s, gate: g}
+	return afterLocks{AdmissionStore: s, hook: func(context.Context) error {
+		g.lockedOnce.Do(func() { close(g.locked) })
+		<-g.release
+		return nil
+	}}
 }
 
-type gatedStore struct {
+// afterLocks decorates the real admission store: hook runs inside each admission transaction
+// right after LockConnections answered (whatever it answered), before the insert; its error
+// fails the transaction.
+type afterLocks struct {
 	ports.AdmissionStore
-	gate *lockGate
+	hook func(ctx context.Context) error
 }
 
-func (s gatedStore) Admit(ctx context.Context, fn func(context.Context, ports.AdmissionTx) error) error {
+func (s afterLocks) Admit(ctx context.Context, fn func(context.Context, ports.AdmissionTx) error) error {
 	return s.AdmissionStore.Admit(ctx, func(ctx context.Context, tx ports.AdmissionTx) error {
-		return fn(ctx, gatedTx{AdmissionTx: tx, gate: s.gate})
+		return fn(ctx, hookedTx{AdmissionTx: tx, hook: s.hook})
 	})
 }
 
-type gatedTx struct {
+type hookedTx struct {
 	ports.AdmissionTx
-	gate *lockGate
+	hook func(ctx context.Context) error
 }
 
-func (t gatedTx) LockConnections(ctx context.Context, ids []int64) ([]ports.LockedConnection, error) {
+func (t hookedTx) LockConnections(ctx context.Context, ids []int64) ([]ports.LockedConnection, error) {
 	locked, err := t.AdmissionTx.LockConnections(ctx, ids)
-	t.gate.lockedOnce.Do(func() { close(t.gate.locked) })
-	<-t.gate.release
+	if herr := t.hook(ctx); herr != nil {
+		return nil, herr
+	}
 	return locked, err
 }
 
@@ -376,32 +384,14 @@ type churningStore struct {
 }
 
 func (c *churningStore) wrap(s ports.AdmissionStore) ports.AdmissionStore {
-	return churnedStore{AdmissionStore: s, churn: c}
-}
-
-type churnedStore struct {
-	ports.AdmissionStore
-	churn *churningStore
-}
-
-func (s churnedStore) Admit(ctx context.Context, fn func(context.Context, ports.AdmissionTx) error) error {
-	return s.AdmissionStore.Admit(ctx, func(ctx context.Context, tx ports.AdmissionTx) error {
-		return fn(ctx, churnedTx{AdmissionTx: tx, churn: s.churn})
-	})
-}
-
-type churnedTx struct {
-	ports.AdmissionTx
-	churn *churningStore
-}
-
-func (t churnedTx) LockConnections(ctx context.Context, ids []int64) ([]ports.LockedConnection, error) {
-	locked, err := t.AdmissionTx.LockConnections(ctx, ids)
-	if err == nil && t.churn.times.Add(-1) >= 0 {
-		if _, cerr := observer.Exec(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, t.churn.other); cerr != nil {
-			return nil, cerr
+	return afterLocks{AdmissionStore: s, hook: func(ctx context.Context) error {
+		if c.times.Add(-1) < 0 {
+			return nil
 		}
-		t.churn.changes.Add(1)
-	}
-	return locked, err
+		if _, err := observer.Exec(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, c.other); err != nil {
+			return err
+		}
+		c.changes.Add(1)
+		return nil
+	}}
 }

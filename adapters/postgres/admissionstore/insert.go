@@ -105,7 +105,7 @@ func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, er
 	err := t.insertAndCommit(ctx, "insert delivery",
 		func(epoch *int64, failOnMismatch bool) error {
 			t.row.encode(r, epoch, failOnMismatch)
-			t.queueEncoded(ctx, t.stmt.insertOne, t.row.values)
+			t.queueEncoded(ctx, t.stmt.insertOne, t.row.values[:], nil, nil)
 			return t.pipe.Sync()
 		},
 		func(rr *pgconn.ResultReader) (int, error) {

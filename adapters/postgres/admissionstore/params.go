@@ -21,64 +21,55 @@ const timestampFormat = "2006-01-02 15:04:05.999999Z07:00"
 // nil for NULL. The slices point into buf, or into the row's own payload, until the next
 // encode; the pipeline copies them into its write buffer when the statement is queued.
 type rowParams struct {
-	values [][]byte
+	values [rowParamCount][]byte
 	buf    []byte
 }
+
+const (
+	rowParamCount = 13
+	payloadParam  = 7  // $8, passed as received
+	epochParam    = 11 // $12, NULL when there is no epoch
+)
 
 // encode writes r's parameters, then the epoch guard's ($12 epoch, nil for NULL; $13 whether a
 // mismatch fails the statement). Times are truncated to the microsecond as pgx's binary
 // encoding truncates them (PostgreSQL's text input would round).
 func (p *rowParams) encode(r ports.NewRow, epoch *int64, failOnMismatch bool) {
 	d := r.Delivery
-	p.buf = p.buf[:0]
-	var ends [12]int // where each of the parameters written into buf ends
-	n := 0
-	mark := func() { ends[n] = len(p.buf); n++ }
-	p.buf = strconv.AppendInt(p.buf, d.WorkspaceID(), 10)
-	mark()
-	p.buf = strconv.AppendInt(p.buf, r.ConnectionID, 10)
-	mark()
+	b := p.buf[:0]
+	var ends [rowParamCount]int // parameter i is b[ends[i-1]:ends[i]]
+	i := 0
+	next := func() { ends[i] = len(b); i++ }
+	b = strconv.AppendInt(b, d.WorkspaceID(), 10) // $1
+	next()
+	b = strconv.AppendInt(b, r.ConnectionID, 10) // $2
+	next()
 	for _, s := range [...]string{d.Provider().String(), d.EventType(), d.DeliveryKey(), d.Scope().String(), d.Subject().String()} {
-		p.buf = append(p.buf, s...)
-		mark()
+		b = append(b, s...) // $3 … $7
+		next()
 	}
-	p.buf = appendHeadersJSON(p.buf, r.Headers)
-	mark()
-	p.buf = d.DueAt().Truncate(time.Microsecond).UTC().AppendFormat(p.buf, timestampFormat)
-	mark()
-	p.buf = d.ReceivedAt().Truncate(time.Microsecond).UTC().AppendFormat(p.buf, timestampFormat)
-	mark()
+	next()                              // $8: the payload, set below
+	b = appendHeadersJSON(b, r.Headers) // $9
+	next()
+	b = d.DueAt().Truncate(time.Microsecond).UTC().AppendFormat(b, timestampFormat) // $10
+	next()
+	b = d.ReceivedAt().Truncate(time.Microsecond).UTC().AppendFormat(b, timestampFormat) // $11
+	next()
 	if epoch != nil {
-		p.buf = strconv.AppendInt(p.buf, *epoch, 10)
-		mark()
+		b = strconv.AppendInt(b, *epoch, 10) // $12
 	}
+	next()
+	b = strconv.AppendBool(b, failOnMismatch) // $13
+	next()
 
-	if cap(p.values) < 13 {
-		p.values = make([][]byte, 13)
+	start := 0
+	for j, end := range ends {
+		p.values[j] = b[start:end:end]
+		start = end
 	}
-	p.values = p.values[:13]
-	slice := func(i int) []byte {
-		start := 0
-		if i > 0 {
-			start = ends[i-1]
-		}
-		return p.buf[start:ends[i]:ends[i]]
+	p.values[payloadParam] = r.Payload
+	if epoch == nil {
+		p.values[epochParam] = nil
 	}
-	for i := range 7 { // $1 … $7
-		p.values[i] = slice(i)
-	}
-	p.values[7] = r.Payload   // $8, JSON text as received
-	for i := 7; i < 10; i++ { // $9 headers, $10 due, $11 received
-		p.values[i+1] = slice(i)
-	}
-	p.values[11] = nil // $12: NULL admits
-	if epoch != nil {
-		p.values[11] = slice(10)
-	}
-	p.values[12] = falseText
-	if failOnMismatch {
-		p.values[12] = trueText
-	}
+	p.buf = b
 }
-
-var trueText, falseText = []byte("t"), []byte("f")

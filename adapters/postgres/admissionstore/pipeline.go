@@ -50,8 +50,8 @@ func (t *admissionTx) prepare(ctx context.Context) error {
 		{&t.stmt.routesByID, "hx_admission_routes_by_id", routesBySourceID},
 		{&t.stmt.routesByKey, "hx_admission_routes_by_key", routesBySourceKey},
 		{&t.stmt.lock, "hx_admission_lock", lockConnections},
-		{&t.stmt.insertOne, "hx_admission_insert_one", insertDelivery},
-		{&t.stmt.insertMany, "hx_admission_insert_many", insertDeliveries},
+		{&t.stmt.insertOne, "hx_admission_insert_one", insertDeliverySQL},
+		{&t.stmt.insertMany, "hx_admission_insert_many", insertDeliveriesSQL},
 		{&t.stmt.lockRemembered, "hx_admission_lock_remembered", lockRemembered},
 	} {
 		sd, err := t.conn.Prepare(ctx, p.name, p.sql)
@@ -68,19 +68,17 @@ func (t *admissionTx) queue(ctx context.Context, sd *pgconn.StatementDescription
 	if err := t.args.Build(t.conn.TypeMap(), sd, args); err != nil {
 		return err
 	}
-	if t.pipe == nil {
-		t.pipe = t.conn.PgConn().StartPipeline(ctx)
-	}
-	t.pipe.SendQueryStatement(sd, t.args.ParamValues, t.args.ParamFormats, t.args.ResultFormats)
+	t.queueEncoded(ctx, sd, t.args.ParamValues, t.args.ParamFormats, t.args.ResultFormats)
 	return nil
 }
 
-// queueEncoded is queue for parameters already in PostgreSQL's text format (nil is NULL).
-func (t *admissionTx) queueEncoded(ctx context.Context, sd *pgconn.StatementDescription, values [][]byte) {
+// queueEncoded is queue for parameters already encoded in the given formats (nil formats:
+// all text; a nil value is NULL).
+func (t *admissionTx) queueEncoded(ctx context.Context, sd *pgconn.StatementDescription, values [][]byte, formats, resultFormats []int16) {
 	if t.pipe == nil {
 		t.pipe = t.conn.PgConn().StartPipeline(ctx)
 	}
-	t.pipe.SendQueryStatement(sd, values, nil, nil)
+	t.pipe.SendQueryStatement(sd, values, formats, resultFormats)
 }
 
 // send queues sd with args and sends what the pipeline holds: with a Flush message, which

@@ -9,7 +9,17 @@ import "strings"
 var (
 	routesBySourceID  = strings.NewReplacer("IS_SOURCE", isSourceByID, "OTHER_TENANT_KIND", otherKindByID).Replace(routes)
 	routesBySourceKey = strings.NewReplacer("IS_SOURCE", isSourceByKey, "OTHER_TENANT_KIND", otherKindByKey).Replace(routes)
+
+	// The inserts with their epoch guard, by the parameters that hold its epoch and mismatch.
+	insertDeliveriesSQL = strings.Replace(insertDeliveries, "EPOCH_GUARD", withGuardParams("$13", "$14"), 1)
+	insertDeliverySQL   = strings.Replace(insertDelivery, "EPOCH_GUARD", withGuardParams("$12", "$13"), 1)
 )
+
+// withGuardParams is epochGuard reading its epoch from parameter epoch and its mismatch flag
+// from parameter fail.
+func withGuardParams(epoch, fail string) string {
+	return strings.NewReplacer("EPOCH", epoch, "FAIL", fail).Replace(epochGuard)
+}
 
 const (
 	// isSourceByID: a per-connection provider's source is the connection of the URL.
@@ -97,7 +107,7 @@ FOR SHARE`
 	// installation row (NULL workspace) deduplicate too: a retry or redelivery adds no row.
 	// The claimers compare due_at with the database clock, so a server clock running ahead of
 	// the database must not postpone a new row's first claim: it is due at the latest now().
-	// $13 and $14 are the epoch guard's (see epochGuard13).
+	// EPOCH_GUARD is epochGuard on $13 and $14.
 	insertDeliveries = `
 INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key,
                             scope_key, subject, payload, headers, due_at, received_at)
@@ -108,13 +118,13 @@ FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::
             $8::text[], $9::timestamptz[], $10::timestamptz[], $11::int[])
      WITH ORDINALITY AS r(workspace_id, connection_id, provider, event_type, delivery_key, scope_key,
                           subject, headers, due_at, received_at, payload_index, ord)
-WHERE ` + epochGuard13 + `
+WHERE EPOCH_GUARD
 ORDER BY r.ord
 ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING
 RETURNING coalesce(workspace_id, 0), provider, delivery_key`
 
 	// insertDelivery is insertDeliveries for the common single row, with the same columns,
-	// conflict target, due time and epoch guard ($12, $13): one row plans, starts and encodes for
+	// conflict target, due time and epoch guard (on $12 and $13): one row plans, starts and encodes for
 	// less than arrays, and its command tag (INSERT 0 1 or INSERT 0 0) says whether it was
 	// stored.
 	insertDelivery = `
@@ -122,23 +132,21 @@ INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, d
                             scope_key, subject, payload, headers, due_at, received_at)
 SELECT nullif($1::bigint, 0), nullif($2::bigint, 0), $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb,
        least($10::timestamptz, now()), $11
-WHERE ` + epochGuard12 + `
+WHERE EPOCH_GUARD
 ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING`
 
-	// epochGuard12 and epochGuard13 are the inserts' epoch guard, by the parameters that hold
-	// the epoch the routes were read at and what a mismatch does. The insert admits only when
-	// its snapshot still has that epoch: no connection or subscription change committed since
-	// the routes were read, so the routes statement would answer the same. On remembered routes
-	// ($n+1 false) a mismatch stores nothing; on routes read in this transaction ($n+1 true) it
-	// fails the statement with route_epoch_moved's serialization failure (migration 00032),
-	// which tells it from a duplicate, and Admit reads the routes again. That is what makes a
-	// subscription that commits while the delivery waits for another connection's lifecycle
-	// lock receive it: the routes statement's snapshot predates the subscription. A NULL epoch
-	// admits. The CASE evaluates route_epoch_moved only on a mismatch.
-	epochGuard12 = `CASE WHEN $12::bigint IS NULL OR coalesce((SELECT e.epoch FROM route_epoch e), 0) = $12::bigint THEN true
-     WHEN $13::boolean THEN route_epoch_moved() ELSE false END`
-	epochGuard13 = `CASE WHEN $13::bigint IS NULL OR coalesce((SELECT e.epoch FROM route_epoch e), 0) = $13::bigint THEN true
-     WHEN $14::boolean THEN route_epoch_moved() ELSE false END`
+	// epochGuard is the inserts' epoch guard, on the parameters EPOCH, the epoch the routes were
+	// read at, and FAIL, what a mismatch does. The insert admits only when its snapshot still
+	// has that epoch: no connection or subscription change committed since the routes were
+	// read, so the routes statement would answer the same. On remembered routes (FAIL false) a
+	// mismatch stores nothing; on routes read in this transaction (FAIL true) it fails the
+	// statement with route_epoch_moved's serialization failure (migration 00032), which tells
+	// it from a duplicate, and Admit reads the routes again. That is what makes a subscription
+	// that commits while the delivery waits for another connection's lifecycle lock receive it:
+	// the routes statement's snapshot predates the subscription. A NULL epoch admits. The CASE
+	// evaluates route_epoch_moved only on a mismatch.
+	epochGuard = `CASE WHEN EPOCH::bigint IS NULL OR coalesce((SELECT e.epoch FROM route_epoch e), 0) = EPOCH::bigint THEN true
+     WHEN FAIL::boolean THEN route_epoch_moved() ELSE false END`
 
 	// lockRemembered takes the lifecycle locks of the connections of remembered routes, in the
 	// same mode and order as the routes statement, but NOWAIT: a lock a lifecycle change holds
