@@ -55,7 +55,9 @@ type AdmissionTx interface {
 	Insert(ctx context.Context, rows []NewRow) (stored []bool, err error)
 }
 
-// AdmissionStore runs one admission transaction: fn's work commits together or not at all.
+// AdmissionStore runs one admission transaction: fn's work commits together or not at all (a
+// store may commit it in one transaction with other deliveries' work; each fn's rows are
+// still stored all or none, and Admit returns after the commit).
 // A store may run fn more than once, each run in a new transaction of which at most one
 // commits (a run on routes it remembered stores nothing unless they were current, and fn then
 // runs on routes read again), so fn starts from nothing each time and its results are read

@@ -71,7 +71,7 @@ func benchAdmissionAndCeiling(ctx context.Context, dbURL string, senders, delive
 	if err := pool.QueryRow(ctx, `SELECT id FROM workspace WHERE slug = 'bench'`).Scan(&workspaceID); err != nil {
 		return admissionResult{}, ceilingResult{}, err
 	}
-	addr, stop, err := serveReceiver(ctx, pool, admissionPool)
+	addr, store, stop, err := serveReceiver(ctx, pool, admissionPool)
 	if err != nil {
 		return admissionResult{}, ceilingResult{}, err
 	}
@@ -115,6 +115,7 @@ func benchAdmissionAndCeiling(ctx context.Context, dbURL string, senders, delive
 			return admissionResult{}, ceilingResult{}, err
 		}
 		before := sampleProcess()
+		groups0, grouped0 := store.Groups()
 		db0, dbOK := databaseCPU(ctx, pool)
 		a, l, err := admissionRound(ctx, pool, addr, payloads, senders, n)
 		if err != nil {
@@ -122,6 +123,7 @@ func benchAdmissionAndCeiling(ctx context.Context, dbURL string, senders, delive
 		}
 		cost := sampleProcess().since(before, n)
 		db1, _ := databaseCPU(ctx, pool)
+		groups1, grouped1 := store.Groups()
 		if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
 			return admissionResult{}, ceilingResult{}, err
 		}
@@ -140,6 +142,10 @@ func benchAdmissionAndCeiling(ctx context.Context, dbURL string, senders, delive
 			perRow := func(d time.Duration) int64 { return (d / time.Duration(n)).Microseconds() }
 			fmt.Fprintf(os.Stderr, "    CPU µs per delivery: admission database %d, receiver and senders %d; ceiling database %d, client %d\n",
 				perRow(db1-db0), cost.cpu.Microseconds(), perRow(db2-db1), ceilingCost.cpu.Microseconds())
+		}
+		if groups := groups1 - groups0; groups > 0 {
+			fmt.Fprintf(os.Stderr, "    group transactions: %d for %d deliveries (%.1f a transaction)\n",
+				groups, grouped1-grouped0, float64(grouped1-grouped0)/float64(groups))
 		}
 		latencies = append(latencies, l...)
 		admissionTime += a
@@ -320,38 +326,38 @@ func (c *sender) send(body []byte) error {
 
 // serveReceiver wires the production receiving path: gin, the webhook routes, the admission
 // service and the PostgreSQL admission store on its own pool, as `hephaestus serve` wires them.
-func serveReceiver(ctx context.Context, pool, admissionPool *pgxpool.Pool) (string, func(), error) {
+func serveReceiver(ctx context.Context, pool, admissionPool *pgxpool.Pool) (string, *admissionstore.Store, func(), error) {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	box, err := secrets.NewAESGCM(key)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	directory, err := managementstore.NewSourceDirectory(pool, box, managementstore.Config{Kinds: github.Module{}.Kinds()})
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	store, err := admissionstore.New(admissionPool)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	svc, err := admission.New(admission.Config{DefaultSourceServerURL: "https://github.com"}, store, directory, consumer.NewSignal(), telemetry.NewMetrics(),
 		zap.NewNop().Sugar(), systemClock{})
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	hook, err := github.NewWebhook(github.Config{WebhookSecret: webhookSecret})
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
 	if err := webhookapi.Register(engine, svc, webhookapi.Hooks{hook}, webhookapi.Config{}); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	srv := &http.Server{Handler: engine, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
@@ -360,7 +366,7 @@ func serveReceiver(ctx context.Context, pool, admissionPool *pgxpool.Pool) (stri
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}
-	return ln.Addr().String(), stop, nil
+	return ln.Addr().String(), store, stop, nil
 }
 
 // ceilingRound inserts the same payload with the same unique index straight into PostgreSQL:

@@ -1,8 +1,9 @@
 package admissionstore
 
 // Why this file: the insert is the admission's last statement and travels with the Sync that
-// commits it, so storing a delivery costs no round trip of its own; on remembered routes the
-// same write carries the NOWAIT locks and the route-epoch guard that make the guess safe.
+// commits it, so storing a delivery costs no round trip of its own; on remembered routes it
+// joins a group transaction (groupcommit.go), whose write carries the NOWAIT locks and the
+// route-epoch guards that make the guess safe.
 
 import (
 	"bytes"
@@ -21,12 +22,25 @@ import (
 
 // Insert stores rows with one statement sent with the Sync that commits the transaction;
 // stored[i] is false when uq_provider_event_delivery already held the row's (workspace,
-// provider, delivery key). When it fails, nothing is committed.
+// provider, delivery key). When it fails, nothing is committed. On recalled routes the rows
+// go to a group transaction, which answers errRecallMissed unless it stored one of them.
 func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, error) {
-	switch len(rows) {
-	case 0:
+	switch {
+	case len(rows) == 0:
 		return nil, nil
-	case 1:
+	case t.recalled != nil && len(rows) <= maxGroupRows:
+		t.ended = true
+		stored, err := t.group.insert(ctx, rows, t.recalled)
+		t.confirmed = err == nil
+		return stored, err
+	case t.recalled != nil:
+		return nil, errRecallMissed // more rows than a group holds: read the routes, store alone
+	}
+	if err := t.connect(ctx); err != nil { // an insert without routes
+		return nil, err
+	}
+	switch {
+	case len(rows) == 1:
 		return t.insertOne(ctx, rows[0])
 	}
 	n := len(rows)
@@ -69,21 +83,21 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 	args := []any{workspaceIDs, connectionIDs, providers, eventTypes, deliveryKeys, scopeKeys, subjects,
 		headers, dueAts, receivedAts, payloadIndex, payloads}
 	err := t.insertAndCommit(ctx, "insert deliveries",
-		func(epoch *int64, failOnMismatch bool) error {
-			return t.send(ctx, t.stmt.insertMany, append(args, epoch, failOnMismatch), true)
+		func() error {
+			return t.send(ctx, t.stmt.insertMany, append(args, t.readEpoch, true), true)
 		},
-		func(rr *pgconn.ResultReader) (int, error) {
+		func(rr *pgconn.ResultReader) error {
 			result := pgx.RowsFromResultReader(t.conn.TypeMap(), rr)
 			defer result.Close()
 			for result.Next() {
 				var k key
 				if err := result.Scan(&k.workspaceID, &k.provider, &k.deliveryKey); err != nil {
-					return 0, err
+					return err
 				}
 				inserted[k] = true
 			}
 			result.Close()
-			return len(inserted), result.Err()
+			return result.Err()
 		})
 	if err != nil {
 		return nil, err
@@ -103,15 +117,15 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, error) {
 	var stored bool
 	err := t.insertAndCommit(ctx, "insert delivery",
-		func(epoch *int64, failOnMismatch bool) error {
-			t.row.encode(r, epoch, failOnMismatch)
+		func() error {
+			t.row.encode(r, t.readEpoch, true)
 			t.queueEncoded(ctx, t.stmt.insertOne, t.row.values[:], nil, nil)
 			return t.pipe.Sync()
 		},
-		func(rr *pgconn.ResultReader) (int, error) {
+		func(rr *pgconn.ResultReader) error {
 			tag, err := rr.Close()
 			stored = tag.RowsAffected() == 1 // 0: uq_provider_event_delivery already held the row
-			return int(tag.RowsAffected()), err
+			return err
 		})
 	if err != nil {
 		return nil, err
@@ -119,47 +133,23 @@ func (t *admissionTx) insertOne(ctx context.Context, r ports.NewRow) ([]bool, er
 	return []bool{stored}, nil
 }
 
-// insertAndCommit sends the insert (send queues it with its epoch guard) and the Sync that commits
-// the transaction in one round trip, reads the insert's result with read (which counts the
-// rows stored), and reports an error unless both the insert and the commit succeeded. Either
+// insertAndCommit sends the insert (send queues it with the epoch guard of t.readEpoch, whose
+// mismatch fails it) and the Sync that commits the transaction in one round trip, reads the
+// insert's result with read, and reports an error unless both the insert and the commit succeeded. Either
 // way the transaction has ended when it returns.
 //
-// On routes read in this transaction the guard is the epoch of the routes statement's
-// snapshot, and a mismatch fails the insert: insertAndCommit then reports errRoutesMoved, and
-// Admit runs fn again on routes read anew (a change committed while the routes statement
-// waited for a lock, or between the two statements). On remembered routes it sends, in the
-// same write, lockRemembered before the insert, and the remembered route epoch as the guard,
-// and reports errRecallMissed unless a row was stored: a lock that was held fails
-// lockRemembered (the server then skips the insert and rolls back at the Sync), and a moved
-// epoch makes the insert store nothing. A duplicate stores nothing either; the fresh run that
-// follows tells it apart.
+// The guard is the epoch of the routes statement's snapshot, and a mismatch fails the insert:
+// insertAndCommit then reports errRoutesMoved, and Admit runs fn again on routes read anew (a
+// change committed while the routes statement waited for a lock, or between the two
+// statements).
 func (t *admissionTx) insertAndCommit(ctx context.Context, op string,
-	send func(epoch *int64, failOnMismatch bool) error, read func(*pgconn.ResultReader) (int, error),
+	send func() error, read func(*pgconn.ResultReader) error,
 ) error {
-	var err error
-	epoch, failOnMismatch := t.readEpoch, true // the guard: NULL admits
-	if t.recalled != nil {
-		ids := make([]int64, len(t.recalled.routes))
-		for i, r := range t.recalled.routes {
-			ids[i] = r.ConnectionID
-		}
-		err = t.queue(ctx, t.stmt.lockRemembered, []any{ids})
-		epoch, failOnMismatch = &t.recalled.epoch, false
-	}
-	if err == nil {
-		err = send(epoch, failOnMismatch) // the insert and the Sync
-	}
-	stored := 0
-	if err == nil && t.recalled != nil {
-		var rr *pgconn.ResultReader
-		if rr, err = t.result(); err == nil {
-			_, err = rr.Close() // the locks: taken, or the error that skipped the insert
-		}
-	}
+	err := send() // the insert and the Sync; a NULL epoch admits
 	if err == nil {
 		var rr *pgconn.ResultReader
 		if rr, err = t.result(); err == nil {
-			stored, err = read(rr)
+			err = read(rr)
 		}
 	}
 	if err == nil {
@@ -167,18 +157,9 @@ func (t *admissionTx) insertAndCommit(ctx context.Context, op string,
 		_, err = t.pipe.GetResults()
 	}
 	if t.pipe != nil {
-		if cerr := t.pipe.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
+		err = t.close(err)
 	}
 	t.ended = true // the Sync ended the transaction, committed or not
-	if t.recalled != nil {
-		if err == nil && stored > 0 {
-			t.confirmed = true
-			return nil
-		}
-		return errRecallMissed
-	}
 	var pgErr *pgconn.PgError
 	if t.readEpoch != nil && errors.As(err, &pgErr) && pgErr.Code == pgutil.SerializationFailure {
 		t.routesMoved = true // route_epoch_moved: under READ COMMITTED nothing else raises it here
@@ -194,6 +175,6 @@ func (t *admissionTx) insertAndCommit(ctx context.Context, op string,
 // moved; Admit runs fn again on routes read anew.
 var errRoutesMoved = errors.New("admissionstore: the routes changed after they were read")
 
-// errRecallMissed ends a transaction on remembered routes that stored nothing; Admit runs fn
-// again on routes read from the database.
+// errRecallMissed ends a run on remembered routes that stored nothing; Admit runs fn again on
+// routes read from the database.
 var errRecallMissed = errors.New("admissionstore: the remembered routes were not confirmed")

@@ -35,10 +35,13 @@ type admissionTx struct {
 	readEpoch   *int64 // the route epoch of the routes statement's snapshot, once Routes read them
 	routesMoved bool   // the insert found readEpoch no longer current and stored nothing
 
+	store   *Store // the first run's, which connects only when it must (see Admit)
+	release func() // returns the connection connect took
+
 	memory    *routeMemory
-	mayRecall bool        // Routes may answer from memory
-	recalled  *remembered // what Routes answered from memory
-	confirmed bool        // Insert stored rows on the recalled routes
+	group     *groupCommit // where Insert stores rows on recalled routes
+	recalled  *remembered  // what Routes answered from memory
+	confirmed bool         // Insert stored rows on the recalled routes
 }
 
 func (t *admissionTx) prepare(ctx context.Context) error {

@@ -1,6 +1,9 @@
 package admissionstore
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Parameters of both routes statements: $1 provider, $2 resource types, $3 resource ids
 // (pairwise), $4 recipients through any connection of the provider, $5 the source connections
@@ -13,7 +16,42 @@ var (
 	// The inserts with their epoch guard, by the parameters that hold its epoch and mismatch.
 	insertDeliveriesSQL = strings.Replace(insertDeliveries, "EPOCH_GUARD", withGuardParams("$13", "$14"), 1)
 	insertDeliverySQL   = strings.Replace(insertDelivery, "EPOCH_GUARD", withGuardParams("$12", "$13"), 1)
+
+	// insertGroups[n] is the group transaction's insert of n rows (see insertGroupSQL).
+	insertGroups = func() []string {
+		out := make([]string, maxGroupRows+1)
+		for n := 1; n <= maxGroupRows; n++ {
+			out[n] = buildInsertGroup(n)
+		}
+		return out
+	}()
 )
+
+// groupRowParams is how many parameters each row of a group insert takes: insertDelivery's
+// first 12, its epoch guard's mismatch flag being false for every row.
+const groupRowParams = 12
+
+// insertGroupSQL is the insert of a group transaction's n rows (1 ≤ n ≤ maxGroupRows).
+func insertGroupSQL(n int) string { return insertGroups[n] }
+
+// groupStatementName is the prepared name of insertGroupSQL(n).
+func groupStatementName(n int) string { return fmt.Sprintf("hx_admission_insert_group_%d", n) }
+
+// buildInsertGroup writes insertGroup for n rows: row i's parameters are insertDelivery's $1
+// … $12 shifted by 12·i, in text format (rowParams).
+func buildInsertGroup(n int) string {
+	var rows strings.Builder
+	for i := range n {
+		if i > 0 {
+			rows.WriteString(",\n       ")
+		}
+		p := func(j int) int { return i*groupRowParams + j }
+		fmt.Fprintf(&rows, "(%d, $%d::bigint, $%d::bigint, $%d::text, $%d::text, $%d::text, $%d::text, $%d::text, "+
+			"$%d::jsonb, $%d::jsonb, $%d::timestamptz, $%d::timestamptz, $%d::bigint)",
+			i+1, p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8), p(9), p(10), p(11), p(12))
+	}
+	return strings.NewReplacer("ROWS", rows.String(), "EPOCH_GUARD", withGuardParams("v.epoch", "false")).Replace(insertGroup)
+}
 
 // withGuardParams is epochGuard reading its epoch from parameter epoch and its mismatch flag
 // from parameter fail.
@@ -134,6 +172,26 @@ SELECT nullif($1::bigint, 0), nullif($2::bigint, 0), $3, $4, $5, $6, $7, $8::jso
        least($10::timestamptz, now()), $11
 WHERE EPOCH_GUARD
 ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING`
+
+	// insertGroup is insertDelivery for the rows of several deliveries on remembered routes
+	// (ROWS, one VALUES row each, see buildInsertGroup), with the same columns, conflict target
+	// and due time. Each row carries its own delivery's remembered route epoch, and the guard
+	// stores a row only while that epoch is current (a mismatch stores nothing; the delivery
+	// then reads its routes). The rows come sorted by the unique index's key and are inserted
+	// in that order (ORDER BY v.ord), so the first of two rows with one key is the one stored.
+	// RETURNING names the stored rows.
+	insertGroup = `
+INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key,
+                            scope_key, subject, payload, headers, due_at, received_at)
+SELECT nullif(v.workspace_id, 0), nullif(v.connection_id, 0), v.provider, v.event_type, v.delivery_key,
+       v.scope_key, v.subject, v.payload, v.headers, least(v.due_at, now()), v.received_at
+FROM (VALUES ROWS)
+     AS v(ord, workspace_id, connection_id, provider, event_type, delivery_key, scope_key, subject,
+          payload, headers, due_at, received_at, epoch)
+WHERE EPOCH_GUARD
+ORDER BY v.ord
+ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING
+RETURNING coalesce(workspace_id, 0), provider, delivery_key`
 
 	// epochGuard is the inserts' epoch guard, on the parameters EPOCH, the epoch the routes were
 	// read at, and FAIL, what a mismatch does. The insert admits only when its snapshot still

@@ -22,9 +22,8 @@ import (
 // LockConnections answers the values read under the lock.
 func (t *admissionTx) Routes(ctx context.Context, spec ports.RouteSpec, provider string, sourceConnectionID int64) ([]ports.Route, error) {
 	key := routeKey(spec, provider, sourceConnectionID)
-	if t.mayRecall {
-		t.mayRecall = false
-		if r, ok := t.memory.recall(key); ok {
+	if t.conn == nil { // Admit's first run: remembered routes, or a connection
+		if r, ok := t.memory.recall(key); ok && t.recalled == nil {
 			t.recalled = &r
 			t.held = make(map[int64]ports.LockedConnection, len(r.routes))
 			for _, route := range r.routes {
@@ -32,6 +31,12 @@ func (t *admissionTx) Routes(ctx context.Context, spec ports.RouteSpec, provider
 					State: route.State, ConfigVersion: route.ConfigVersion}
 			}
 			return slices.Clone(r.routes), nil
+		}
+		if t.recalled != nil {
+			return nil, errRecallMissed // asked twice: read them in a transaction of their own
+		}
+		if err := t.connect(ctx); err != nil {
+			return nil, err
 		}
 	}
 	types := make([]string, len(spec.Resources))
@@ -101,6 +106,9 @@ func (t *admissionTx) LockConnections(ctx context.Context, ids []int64) ([]ports
 		if !ok {
 			if t.recalled != nil {
 				return nil, errRecallMissed // remembered routes lack it: read them
+			}
+			if err := t.connect(ctx); err != nil {
+				return nil, err
 			}
 			return t.lock(ctx, ids)
 		}

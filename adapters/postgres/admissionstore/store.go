@@ -1,6 +1,7 @@
 // Package admissionstore is the PostgreSQL side of webhook admission: one READ COMMITTED
 // transaction that reads a delivery's routes (ProviderEventSubscriptions), takes the
-// connections' lifecycle locks and inserts the inbox rows.
+// connections' lifecycle locks and inserts the inbox rows, or, on remembered routes, a group
+// transaction that does so for the deliveries that arrived together.
 //
 // The files follow the transaction's concerns, in the order a reader needs them:
 //   - store.go: Store and Admit, the one entry point (slots, the pooled connection, the run
@@ -13,6 +14,7 @@
 //   - insert.go: the insert sent with the Sync that commits, and its epoch guard;
 //   - params.go: the single-row insert's parameters, encoded by hand;
 //   - routecache.go: the remembered routes that let most deliveries take one round trip;
+//   - groupcommit.go: the group transactions that deliveries on remembered routes share;
 //   - headers.go: the stored headers' JSON;
 //   - queries.go: the SQL.
 package admissionstore
@@ -20,6 +22,7 @@ package admissionstore
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,8 +35,9 @@ import (
 // Store runs admission transactions on a pool of its own (see Configure).
 type Store struct {
 	pool   *pgxpool.Pool
-	slots  chan struct{} // one token per admission transaction that may run at once
+	slots  chan struct{} // one token per admission transaction on routes read that may run at once
 	routes routeMemory
+	group  groupCommit // the transactions of deliveries on remembered routes
 
 	confirmed, missed atomic.Uint64 // admissions on remembered routes that stored, or ran again
 }
@@ -64,12 +68,28 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 	if m := int(pool.Config().MaxConns); m > 0 && m < n {
 		n = m
 	}
-	return &Store{pool: pool, slots: make(chan struct{}, n), routes: routeMemory{entries: map[string]remembered{}}}, nil
+	s := &Store{pool: pool, slots: make(chan struct{}, n), routes: routeMemory{entries: map[string]remembered{}}}
+	s.group = groupCommit{acquire: s.acquire, limit: min(runtime.GOMAXPROCS(0), n)}
+	return s, nil
 }
 
-// Admit runs fn in one READ COMMITTED transaction on one pooled connection.
+// acquire is a pooled connection with the admission statements prepared, and its release.
+func (s *Store) acquire(ctx context.Context) (*admissionTx, func(), error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, pgutil.Interpret("acquire connection", err)
+	}
+	t := &admissionTx{conn: c.Conn(), memory: &s.routes}
+	if err := t.prepare(ctx); err != nil {
+		c.Release()
+		return nil, nil, pgutil.Interpret("prepare admission statements", err)
+	}
+	return t, c.Release, nil
+}
+
+// Admit runs fn in one READ COMMITTED transaction, which it may share with other deliveries.
 //
-// Admission sits on every webhook's response path, so the transaction is a pipeline of
+// Admission sits on every webhook's response path, so a transaction is a pipeline of
 // prepared statements with no BEGIN or COMMIT of its own: PostgreSQL runs everything sent
 // before a Sync as one implicit transaction and commits it at the Sync. The routes statement
 // goes out with a Flush (the server runs it and answers, the transaction stays open), and the
@@ -78,40 +98,31 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 // fails or inserts nothing, Admit sends the Sync itself: it rolls back a failed transaction
 // and ends one that only read and locked (nothing to undo).
 //
-// Most deliveries take one round trip: Routes answers from the routes this store remembers
-// for the same route (see routeMemory), and Insert sends the NOWAIT locks of their connections
-// and an insert guarded by the route epoch, with the Sync, in one write. That transaction
-// stores rows only when it got every lock at once and no connection or subscription changed
-// since the routes were read, i.e. exactly when reading the routes again would have answered
-// the same without waiting. Every other outcome of a remembered route (a lock was held, the
-// epoch moved, a refusal or drop decided on remembered routes, a duplicate, an error) is
-// discarded, and fn runs again in a new transaction on routes read from the database, which
-// decides. fn must therefore leave its results to be read after Admit returns.
+// Most deliveries take one round trip, and share it: Routes answers from the routes this store
+// remembers for the same route (see routeMemory), without a connection, and Insert hands the
+// rows to a group transaction (see groupCommit), which sends the NOWAIT locks of its
+// deliveries' connections and one insert of their rows, each guarded by its delivery's route
+// epoch, with the Sync, in one write. A delivery's rows are stored there only when the group
+// got every lock at once and no connection or subscription changed since its routes were
+// read, i.e. exactly when reading the routes again would have answered the same without
+// waiting. Every other outcome of a remembered route (a lock was held, the epoch moved, a
+// refusal or drop decided on remembered routes, a duplicate, an error of the group) is
+// discarded, and fn runs again in a transaction of its own on routes read from the database,
+// which decides. fn must therefore leave its results to be read after Admit returns.
 //
 // On routes read from the database, the insert stores only while the route epoch is still
 // that of the routes statement's snapshot. When a connection or subscription change committed
 // in between (typically while the routes statement waited for a lifecycle lock), nothing is
 // stored and fn runs again on routes read anew, up to routeReads transactions.
 //
-// Admit first waits for one of the slots, within ctx. Errors: fn's error; a database failure
-// translated by pgutil (*inbox.TransientError, …).
+// A transaction on routes read first waits for one of the slots, within ctx. Errors: fn's
+// error; a database failure translated by pgutil (*inbox.TransientError, …).
 func (s *Store) Admit(ctx context.Context, fn func(ctx context.Context, tx ports.AdmissionTx) error) error {
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		return pgutil.Interpret("acquire connection", ctx.Err())
-	}
-	defer func() { <-s.slots }()
-	c, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return pgutil.Interpret("acquire connection", err)
-	}
-	defer c.Release()
-	t := &admissionTx{conn: c.Conn(), memory: &s.routes, mayRecall: true}
-	if err := t.prepare(ctx); err != nil {
-		return pgutil.Interpret("prepare admission statements", err)
-	}
-	err = t.run(ctx, fn)
+	// The first run has no connection: Routes answers from memory when it can, and connects
+	// (connect) when it cannot, the run then going on as a transaction on routes read.
+	t := &admissionTx{memory: &s.routes, group: &s.group, store: s}
+	defer t.disconnect()
+	err := t.run(ctx, fn)
 	reads := 0 // transactions on routes read from the database
 	switch {
 	case t.recalled != nil && t.confirmed:
@@ -119,19 +130,53 @@ func (s *Store) Admit(ctx context.Context, fn func(ctx context.Context, tx ports
 		return err
 	case t.recalled != nil:
 		s.missed.Add(1)
+		if err := t.connect(ctx); err != nil {
+			return err
+		}
 	case !t.routesMoved:
 		return err
 	default:
 		reads = 1
 	}
 	for ; reads < routeReads; reads++ {
-		fresh := &admissionTx{conn: c.Conn(), stmt: t.stmt, memory: &s.routes}
+		fresh := &admissionTx{conn: t.conn, stmt: t.stmt, memory: &s.routes}
 		if err = fresh.run(ctx, fn); !fresh.routesMoved {
 			return err
 		}
 	}
 	// Routes changing faster than a delivery is admitted: the provider retries (503).
 	return inbox.DatabaseConflict("insert delivery", errRoutesMoved)
+}
+
+// connect gives t a pooled connection with the admission statements prepared, once one of
+// the slots is free within ctx; disconnect returns both.
+func (t *admissionTx) connect(ctx context.Context) error {
+	if t.conn != nil {
+		return nil
+	}
+	select {
+	case t.store.slots <- struct{}{}:
+	case <-ctx.Done():
+		return pgutil.Interpret("acquire connection", ctx.Err())
+	}
+	c, release, err := t.store.acquire(ctx)
+	if err != nil {
+		<-t.store.slots
+		return err
+	}
+	t.conn, t.stmt = c.conn, c.stmt
+	t.release = func() {
+		release()
+		<-t.store.slots
+	}
+	return nil
+}
+
+func (t *admissionTx) disconnect() {
+	if t.release != nil {
+		t.release()
+		t.release = nil
+	}
 }
 
 // routeReads bounds the transactions on routes read anew that one delivery runs when each
