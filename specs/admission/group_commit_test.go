@@ -50,11 +50,7 @@ var _ = Describe("Admission in group transactions", func() {
 	// the channel.
 	holdFirstGroup := func(ctx context.Context) (<-chan response, func()) {
 		GinkgoHelper()
-		hold, err := pool.Begin(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) { _ = hold.Rollback(ctx) })
-		_, err = hold.Exec(ctx, `SELECT 1 FROM workspace WHERE id = $1 FOR UPDATE`, acme)
-		Expect(err).NotTo(HaveOccurred())
+		hold := openTx(ctx, `SELECT 1 FROM workspace WHERE id = $1 FOR UPDATE`, acme)
 		first := deliverAsync(r, "first", work)
 		support.EventuallyBlockedBy(ctx, observer, support.BackendPID(ctx, hold), 1)
 		return first, func() { Expect(hold.Rollback(ctx)).To(Succeed()) }
@@ -123,11 +119,7 @@ var _ = Describe("Admission in group transactions", func() {
 		mine := deliverAsync(r, "d-acme", work)
 		suspended := deliverAsync(r, "d-beta", otherWork)
 		gathered(2)
-		suspension, err := pool.Begin(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) { _ = suspension.Rollback(ctx) })
-		_, err = suspension.Exec(ctx, `UPDATE connection SET state = 'SUSPENDED' WHERE id = $1`, other)
-		Expect(err).NotTo(HaveOccurred())
+		suspension := openTx(ctx, `UPDATE connection SET state = 'SUSPENDED' WHERE id = $1`, other)
 		release()
 
 		// The group's NOWAIT lock on beta's connection failed, so the group stored nothing:

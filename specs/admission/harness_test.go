@@ -152,6 +152,19 @@ func errorBody(code string) map[string]any { return map[string]any{"error": code
 
 // --- Database fixtures, written straight into the tables the management API would fill ---
 
+// openTx begins a transaction on the suite's pool, runs sql in it and leaves it open, so its
+// row locks and uncommitted changes hold until the spec commits or rolls it back (the spec's
+// end rolls it back).
+func openTx(ctx context.Context, sql string, args ...any) pgx.Tx {
+	GinkgoHelper()
+	tx, err := pool.Begin(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx context.Context) { _ = tx.Rollback(ctx) })
+	_, err = tx.Exec(ctx, sql, args...)
+	Expect(err).NotTo(HaveOccurred())
+	return tx
+}
+
 func createWorkspace(ctx context.Context, slug string) int64 {
 	GinkgoHelper()
 	var id int64

@@ -53,12 +53,8 @@ var _ = Describe("Admission under the connection's lifecycle lock", func() {
 	// applies change in the same, still open, transaction.
 	holdLifecycleLock := func(ctx context.Context, connectionID int64, change string) pgx.Tx {
 		GinkgoHelper()
-		tx, err := pool.Begin(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) { _ = tx.Rollback(ctx) })
-		_, err = tx.Exec(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, connectionID)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = tx.Exec(ctx, `UPDATE connection SET `+change+` WHERE id = $1`, connectionID)
+		tx := openTx(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, connectionID)
+		_, err := tx.Exec(ctx, `UPDATE connection SET `+change+` WHERE id = $1`, connectionID)
 		Expect(err).NotTo(HaveOccurred())
 		return tx
 	}
@@ -163,11 +159,7 @@ var _ = Describe("Admission under the connection's lifecycle lock", func() {
 			// A transaction holds the App connection's lifecycle lock without changing it (the
 			// install flow holds it while GitHub answers), so the delivery's routes statement,
 			// which read acme and beta, waits for it.
-			holder, err := pool.Begin(ctx)
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func(ctx context.Context) { _ = holder.Rollback(ctx) })
-			_, err = holder.Exec(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, app)
-			Expect(err).NotTo(HaveOccurred())
+			holder := openTx(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, app)
 			answer := deliverAsync("d-1")
 			eventuallyWaitingOnLock(ctx, holder)
 

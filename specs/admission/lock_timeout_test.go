@@ -31,11 +31,7 @@ var _ = Describe("Admission behind a long lifecycle lock", func() {
 
 		// A long transaction (a workspace deletion of old, a stuck operator session) holds the
 		// connection's row.
-		holder, err := pool.Begin(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx SpecContext) { _ = holder.Rollback(ctx) })
-		_, err = holder.Exec(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, app)
-		Expect(err).NotTo(HaveOccurred())
+		holder := openTx(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, app)
 
 		start := time.Now()
 		res := r.deliver("d-1", work)

@@ -129,11 +129,7 @@ var _ = Describe("The admission transaction", func() {
 			Expect(isolation).To(Equal("read committed"))
 			r := newReceiver(receiverOptions{pool: fresh})
 
-			tx, err := pool.Begin(ctx)
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func(ctx context.Context) { _ = tx.Rollback(ctx) })
-			_, err = tx.Exec(ctx, `UPDATE connection SET state = 'SUSPENDED' WHERE id = $1`, app)
-			Expect(err).NotTo(HaveOccurred())
+			tx := openTx(ctx, `UPDATE connection SET state = 'SUSPENDED' WHERE id = $1`, app)
 			answer := make(chan response, 1)
 			go func() {
 				defer GinkgoRecover()
@@ -212,11 +208,7 @@ var _ = Describe("Admission from remembered routes", func() {
 	})
 
 	It("waits for a suspension that holds the lifecycle lock, then refuses, rather than admitting", func(ctx SpecContext) {
-		tx, err := pool.Begin(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) { _ = tx.Rollback(ctx) })
-		_, err = tx.Exec(ctx, `UPDATE connection SET state = 'SUSPENDED' WHERE id = $1`, app)
-		Expect(err).NotTo(HaveOccurred())
+		tx := openTx(ctx, `UPDATE connection SET state = 'SUSPENDED' WHERE id = $1`, app)
 		answer := make(chan response, 1)
 		go func() {
 			defer GinkgoRecover()
@@ -233,11 +225,7 @@ var _ = Describe("Admission from remembered routes", func() {
 	})
 
 	It("answers 503 for a reconfiguration that commits while it waits for the lock", func(ctx SpecContext) {
-		tx, err := pool.Begin(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) { _ = tx.Rollback(ctx) })
-		_, err = tx.Exec(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, app)
-		Expect(err).NotTo(HaveOccurred())
+		tx := openTx(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, app)
 		answer := make(chan response, 1)
 		go func() {
 			defer GinkgoRecover()

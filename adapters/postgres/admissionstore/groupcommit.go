@@ -17,8 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -191,10 +189,8 @@ func (g *groupCommit) commit(ctx context.Context, group []*groupMember) {
 
 	err := g.run(ctx, rows, conns)
 	for _, m := range group {
-		if err == nil && !slices.Contains(m.stored, true) {
-			m.err = errRecallMissed
-		} else if err != nil {
-			m.stored, m.err = nil, errRecallMissed
+		if err != nil || !slices.Contains(m.stored, true) {
+			m.stored, m.err = nil, errRecallMissed // Admit reads the routes, which decides
 		}
 		close(m.done)
 	}
@@ -226,11 +222,7 @@ func (g *groupCommit) run(ctx context.Context, rows []*groupRow, conns []int64) 
 	if err := t.pipe.Sync(); err != nil {
 		return t.close(err)
 	}
-	type key struct {
-		workspaceID           int64
-		provider, deliveryKey string
-	}
-	inserted := map[key]bool{}
+	inserted := insertedKeys{}
 	rr, err := t.result() // the locks, or the error that skipped the insert
 	if err == nil {
 		_, err = rr.Close()
@@ -239,18 +231,7 @@ func (g *groupCommit) run(ctx context.Context, rows []*groupRow, conns []int64) 
 		rr, err = t.result()
 	}
 	if err == nil {
-		result := pgx.RowsFromResultReader(t.conn.TypeMap(), rr)
-		for result.Next() {
-			var k key
-			if err = result.Scan(&k.workspaceID, &k.provider, &k.deliveryKey); err != nil {
-				break
-			}
-			inserted[k] = true
-		}
-		result.Close()
-		if err == nil {
-			err = result.Err()
-		}
+		err = inserted.read(t.conn.TypeMap(), rr)
 	}
 	if err == nil {
 		_, err = t.pipe.GetResults() // the Sync's answer: the commit, or its error
@@ -259,9 +240,7 @@ func (g *groupCommit) run(ctx context.Context, rows []*groupRow, conns []int64) 
 		return err
 	}
 	for _, r := range rows {
-		k := key{r.workspaceID, r.provider, r.deliveryKey}
-		r.member.stored[r.index] = inserted[k]
-		delete(inserted, k) // a later row with the same key was the duplicate
+		r.member.stored[r.index] = inserted.take(r.workspaceID, r.provider, r.deliveryKey)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -39,8 +40,7 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 	if err := t.connect(ctx); err != nil { // an insert without routes
 		return nil, err
 	}
-	switch {
-	case len(rows) == 1:
+	if len(rows) == 1 {
 		return t.insertOne(ctx, rows[0])
 	}
 	n := len(rows)
@@ -75,38 +75,20 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 		}
 		payloadIndex[i] = int32(j + 1) // SQL arrays count from 1
 	}
-	type key struct {
-		workspaceID           int64
-		provider, deliveryKey string
-	}
-	inserted := map[key]bool{}
+	inserted := insertedKeys{}
 	args := []any{workspaceIDs, connectionIDs, providers, eventTypes, deliveryKeys, scopeKeys, subjects,
 		headers, dueAts, receivedAts, payloadIndex, payloads}
 	err := t.insertAndCommit(ctx, "insert deliveries",
 		func() error {
 			return t.send(ctx, t.stmt.insertMany, append(args, t.readEpoch, true), true)
 		},
-		func(rr *pgconn.ResultReader) error {
-			result := pgx.RowsFromResultReader(t.conn.TypeMap(), rr)
-			defer result.Close()
-			for result.Next() {
-				var k key
-				if err := result.Scan(&k.workspaceID, &k.provider, &k.deliveryKey); err != nil {
-					return err
-				}
-				inserted[k] = true
-			}
-			result.Close()
-			return result.Err()
-		})
+		func(rr *pgconn.ResultReader) error { return inserted.read(t.conn.TypeMap(), rr) })
 	if err != nil {
 		return nil, err
 	}
 	stored := make([]bool, n)
 	for i := range rows {
-		k := key{workspaceIDs[i], providers[i], deliveryKeys[i]}
-		stored[i] = inserted[k]
-		delete(inserted, k) // a second row with the same key in one call was the duplicate
+		stored[i] = inserted.take(workspaceIDs[i], providers[i], deliveryKeys[i])
 	}
 	return stored, nil
 }
@@ -178,3 +160,37 @@ var errRoutesMoved = errors.New("admissionstore: the routes changed after they w
 // errRecallMissed ends a run on remembered routes that stored nothing; Admit runs fn again on
 // routes read from the database.
 var errRecallMissed = errors.New("admissionstore: the remembered routes were not confirmed")
+
+// insertedKeys are the (workspace, provider, delivery key) of the rows an insert's RETURNING
+// named: the rows it stored.
+type insertedKeys map[insertedKey]bool
+
+type insertedKey struct {
+	workspaceID           int64
+	provider, deliveryKey string
+}
+
+// read adds the keys of the rows in rr, an insert's RETURNING coalesce(workspace_id, 0),
+// provider, delivery_key.
+func (k insertedKeys) read(m *pgtype.Map, rr *pgconn.ResultReader) error {
+	result := pgx.RowsFromResultReader(m, rr)
+	defer result.Close()
+	for result.Next() {
+		var key insertedKey
+		if err := result.Scan(&key.workspaceID, &key.provider, &key.deliveryKey); err != nil {
+			return err
+		}
+		k[key] = true
+	}
+	result.Close()
+	return result.Err()
+}
+
+// take reports whether the insert stored a row with this key, and forgets it: of two rows
+// with one key in one insert, the later was the duplicate.
+func (k insertedKeys) take(workspaceID int64, provider, deliveryKey string) bool {
+	key := insertedKey{workspaceID, provider, deliveryKey}
+	stored := k[key]
+	delete(k, key)
+	return stored
+}
