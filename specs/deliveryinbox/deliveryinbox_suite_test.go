@@ -145,3 +145,17 @@ func holdLock(ctx context.Context, lockSQL string, args ...any) (release func())
 
 // step is a fixed, valid step name for specs that need one.
 var step = inbox.MustStep("spec.write")
+
+// leaseState is the lease of an event row as another server sees it.
+type leaseState struct {
+	State string
+	Epoch int64
+}
+
+// leaseOf reads eventID's state and lease epoch on the other pool.
+func leaseOf(ctx context.Context, eventID int64) leaseState {
+	var l leaseState
+	Expect(otherPool.QueryRow(ctx, `SELECT state, lease_epoch FROM provider_event WHERE id = $1`, eventID).
+		Scan(&l.State, &l.Epoch)).To(Succeed())
+	return l
+}
