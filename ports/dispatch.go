@@ -67,3 +67,10 @@ func RecordFenceRejection(ctx context.Context, err error) {
 		FenceRejectionsFrom(ctx).Record(err)
 	}
 }
+
+// RecordOwnDeletion remembers for the dispatch on ctx that a committed transaction deleted the
+// delivery's own row on purpose (Tx.DeletesOwnEvent). The DeliveryInbox calls it after such a
+// commit; outside dispatch or on a detached context it records nothing.
+func RecordOwnDeletion(ctx context.Context) {
+	FenceRejectionsFrom(ctx).RecordOwnDeletion()
+}
