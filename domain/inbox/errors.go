@@ -216,6 +216,18 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return "handler panicked with " + e.ValueType }
 
+// RecursionLimitError is recursive handler code that went deeper than Limit levels
+// (ports.Descend). A Go stack overflow is a fatal error that no recover catches: it ends the
+// whole process. Recursion that must stop before the stack does descends through the guard, and
+// its error, like a panic, uses the unknown-failure budget (the seed's stack overflow).
+type RecursionLimitError struct {
+	Limit int
+}
+
+func (e *RecursionLimitError) Error() string {
+	return fmt.Sprintf("handler recursion deeper than %d levels", e.Limit)
+}
+
 // IsFenceRejection reports whether err is a rejected inbox write (lease lost, erased, or busy).
 // Provider code with a fallback (try another source, log and continue) must return such an
 // error unchanged before it logs or falls back: swallowing it would let a handler write on
