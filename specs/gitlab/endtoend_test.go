@@ -215,4 +215,17 @@ var _ = Describe("GitLab deliveries through the running server", Ordered, func()
 		Expect(rows.done).To(Equal(4), "one row per delivery and subscribing workspace, the retry deduplicated")
 		Expect(rows.other).To(BeZero())
 	})
+
+	// The seed: the commit wakes the receiving server's claimers in process; other servers find
+	// the row at their next poll. The running server (which has just admitted and handled the
+	// deliveries above) has sessions on its database, and none of them ever ran LISTEN.
+	It("opens no LISTEN connection", func(ctx SpecContext) {
+		var sessions, listening int
+		Expect(srvDB.QueryRow(ctx, `
+			SELECT count(*), count(*) FILTER (WHERE query ~* '^\s*LISTEN\M')
+			FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&sessions, &listening)).To(Succeed())
+		Expect(sessions).To(BeNumerically(">", 0), "the server's pools hold sessions")
+		Expect(listening).To(BeZero())
+	})
 })
