@@ -47,6 +47,19 @@ var _ = Describe("The lease fence", func() {
 		})
 	})
 
+	When("another server took the lease over before the step began", func() {
+		It("refuses the step at its fence, writing nothing", func(ctx SpecContext) {
+			Expect(takeOver(ctx, eventID)).To(Equal(inbox.Epoch(2)))
+			ran, err := box.Step(dispatchCtx(ctx, eventID, 1), step, func(ctx context.Context, tx ports.Tx) error {
+				return writeItem(ctx, tx, "stale")
+			})
+			Expect(err).To(MatchError(inbox.ErrLeaseLost))
+			Expect(ran).To(BeFalse())
+			Expect(items(ctx)).To(BeEmpty())
+			Expect(stepRows(ctx, eventID)).To(BeEmpty())
+		})
+	})
+
 	When("a write without a step loses its lease while it runs", func() {
 		It("is rolled back at commit too", func(ctx SpecContext) {
 			err := box.Write(dispatchCtx(ctx, eventID, 1), func(ctx context.Context, tx ports.Tx) error {
@@ -80,7 +93,7 @@ var _ = Describe("The lease fence", func() {
 	When("work leaves the dispatch goroutine on a detached context", func() {
 		It("is not fenced by the delivery", func(ctx SpecContext) {
 			hctx := dispatchCtx(ctx, eventID, 1)
-			nextClaim(ctx, eventID) // this claimer's lease is gone
+			Expect(takeOver(ctx, eventID)).To(Equal(inbox.Epoch(2))) // this claimer's lease is gone
 
 			Expect(box.Write(ports.Detach(hctx), func(ctx context.Context, tx ports.Tx) error {
 				return writeItem(ctx, tx, "detached")

@@ -75,7 +75,9 @@ var _ = Describe("Lease renewal limits", func() {
 
 		cfg := specConfig(owner)
 		cfg.RenewInterval = 20 * time.Millisecond
-		cfg.HandlerTimeout = 300 * time.Millisecond
+		// Long enough that renewals come while both handlers are known to run, however loaded
+		// the machine: the first expectation below waits for one.
+		cfg.HandlerTimeout = 2 * time.Second
 		timedOut, finish := make(chan struct{}), make(chan struct{})
 		srv := startServer(cfg, log, registry(func(ctx context.Context, d ports.Dispatch) error {
 			if d.Delivery.ID() == slow {
