@@ -67,3 +67,32 @@ func RecordFenceRejection(ctx context.Context, err error) {
 		FenceRejectionsFrom(ctx).Record(err)
 	}
 }
+
+// RecordOwnDeletion remembers for the dispatch on ctx that a committed transaction deleted the
+// delivery's own row on purpose (Tx.DeletesOwnEvent). The DeliveryInbox calls it after such a
+// commit; outside dispatch or on a detached context it records nothing.
+func RecordOwnDeletion(ctx context.Context) {
+	FenceRejectionsFrom(ctx).RecordOwnDeletion()
+}
+
+// MaxRecursionDepth is how deep recursive handler code may descend (Descend). It equals the
+// nesting admission accepts in a payload (internal/jsonscan.MaxDepth, encoding/json's limit), so
+// a walk with one level per level of the payload always fits, while a walk that runs away (a
+// cycle of ids in the payload) stops about a hundred times before a Go stack could overflow.
+const MaxRecursionDepth = 10000
+
+// depthKey carries how deep recursive code on this context has descended.
+type depthKey struct{}
+
+// Descend is the one guard of recursive handler code: call it on entry of each recursive call
+// and pass the returned context down. Past MaxRecursionDepth it returns
+// *inbox.RecursionLimitError, which uses the unknown-failure budget like a panic. A Go stack
+// overflow cannot be recovered (it kills the process, see ARCHITECTURE.md "Failure classes"),
+// so recursion that the payload drives must not rely on the stack to stop it.
+func Descend(ctx context.Context) (context.Context, error) {
+	depth, _ := ctx.Value(depthKey{}).(int)
+	if depth >= MaxRecursionDepth {
+		return ctx, &inbox.RecursionLimitError{Limit: MaxRecursionDepth}
+	}
+	return context.WithValue(ctx, depthKey{}, depth+1), nil
+}

@@ -59,6 +59,9 @@ type outcome struct {
 	ack      ports.Ack
 	provider string
 	decision inbox.Decision
+	// deletedOwn: a committed step of the handler deleted its own event on purpose, so a row
+	// found gone is successful handling rather than an erasure after the last write.
+	deletedOwn bool
 }
 
 // run is the state of one Run: created when it starts, gone when it returns.

@@ -97,13 +97,14 @@ func (r *run) flush(ctx context.Context, batch []outcome) bool {
 	for i, o := range batch {
 		r.held.drop(o.ack.ID)
 		switch {
-		case status[i] == ports.RecordGone && o.decision.Outcome() == inbox.OutcomeDone:
-			// The handler succeeded and the row is gone: a handler step that deliberately
-			// erases its own event is successful handling (or erasure came after the last step).
+		case status[i] == ports.RecordGone && o.decision.Outcome() == inbox.OutcomeDone && o.deletedOwn:
+			// The handler succeeded and one of its committed steps deleted its own event on
+			// purpose: successful handling.
 			r.metrics.Handled(o.provider, inbox.OutcomeDone.String())
 			continue
 		case status[i] == ports.RecordGone:
-			// Erased while the outcome was on its way: nothing to write, nothing to retry.
+			// Erased while the handler ran (after its last fenced write) or while the outcome
+			// was on its way: nothing to write, nothing to retry.
 			r.metrics.Dropped(o.provider, inbox.DropErasedDuringProcessing)
 			r.metrics.Handled(o.provider, inbox.OutcomeDropped.String())
 			r.log.Infow("outcome not written: delivery erased", "owner", r.cfg.Owner, "id", o.ack.ID)

@@ -29,9 +29,12 @@ func (r *run) handle(c ports.Claimed) {
 	label := d.Provider().Label()
 	attempt := d.Attempt()
 
-	var err error
+	var (
+		err        error
+		deletedOwn bool
+	)
 	if h, ok := r.handlers.Lookup(d.Provider(), d.EventType()); ok {
-		err = r.dispatch(h, c, ack, label)
+		deletedOwn, err = r.dispatch(h, c, ack, label)
 	} // else: nothing to do for this event type; completed and counted as done
 	r.held.handlerReturned(ack.ID)
 
@@ -47,7 +50,7 @@ func (r *run) handle(c ports.Claimed) {
 			r.dropInvalid(d, cerr)
 			return
 		}
-		r.outcomes <- outcome{ack: ack, provider: label, decision: inbox.Completed()}
+		r.outcomes <- outcome{ack: ack, provider: label, decision: inbox.Completed(), deletedOwn: deletedOwn}
 		return
 	}
 	dec, ferr := d.FailAfter(ack.Epoch, err, r.policy, r.contention.streak(ack.ID, now), now)
@@ -72,8 +75,9 @@ func (r *run) handle(c ports.Claimed) {
 
 // dispatch runs the handler with its own context: the handler timeout, and whatever
 // DispatchContext binds (the step runner's dispatch identity). The context ends when handling
-// returns, so no asynchronous work can carry it further.
-func (r *run) dispatch(h ports.Handler, c ports.Claimed, ack ports.Ack, label string) error {
+// returns, so no asynchronous work can carry it further. deletedOwn reports whether a committed
+// step deleted the delivery's own row on purpose.
+func (r *run) dispatch(h ports.Handler, c ports.Claimed, ack ports.Ack, label string) (deletedOwn bool, err error) {
 	start := time.Now()
 	hctx, cancel := context.WithTimeout(r.handlerCtx, r.timing.HandlerTimeout())
 	defer cancel()
@@ -81,14 +85,15 @@ func (r *run) dispatch(h ports.Handler, c ports.Claimed, ack ports.Ack, label st
 		hctx = r.cfg.DispatchContext(hctx, c)
 	}
 	r.held.started(ack.ID, start.Add(r.timing.HandlerTimeout()))
-	err := callHandler(hctx, h, ports.Dispatch{
+	err = callHandler(hctx, h, ports.Dispatch{
 		Delivery: c.Delivery, WorkspaceID: c.Delivery.WorkspaceID(), Payload: c.Payload, Headers: c.Headers,
 	})
 	r.metrics.HandlerDuration(label, time.Since(start))
 	// A fence rejection the handler caught still reaches the outcome: a nil after a rejected
 	// write is judged as that rejection (retried, or dropped as erased or lease-lost), never DONE
 	// with a step unfinished.
-	return ports.FenceRejectionsFrom(hctx).Verdict(err)
+	memory := ports.FenceRejectionsFrom(hctx)
+	return memory.DeletedOwnEvent(), memory.Verdict(err)
 }
 
 // dropInvalid handles a domain refusal on the claimer's own copy, which holds the lease it was

@@ -128,10 +128,34 @@ func (e *ProviderError) Wait() time.Duration { return min(max(e.RetryAfter, 0), 
 // FenceRejections remembers every fence rejection (busy, erased, lease lost) the inbox returned
 // to one dispatch, so that a handler which catches one and returns nil cannot end its delivery
 // as DONE with a step unfinished: the seed's "a caught write-fence failure still reaches the
-// consumer". Safe for concurrent use.
+// consumer". It also remembers whether a committed step deleted the delivery's own row on
+// purpose, so the consumer can tell that successful handling from an erasure that came after
+// the handler's last write. Safe for concurrent use.
 type FenceRejections struct {
 	mu                 sync.Mutex
 	erased, lost, busy error
+	ownDeletion        bool
+}
+
+// RecordOwnDeletion remembers that a step which declared it deletes its own event committed.
+func (r *FenceRejections) RecordOwnDeletion() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ownDeletion = true
+}
+
+// DeletedOwnEvent reports whether a committed step of the dispatch deleted its own event: a row
+// found gone when the outcome is written is then successful handling; otherwise it was erased.
+func (r *FenceRejections) DeletedOwnEvent() bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ownDeletion
 }
 
 // Record remembers err if it is a fence rejection (the first of each kind).
@@ -191,6 +215,18 @@ type PanicError struct {
 }
 
 func (e *PanicError) Error() string { return "handler panicked with " + e.ValueType }
+
+// RecursionLimitError is recursive handler code that went deeper than Limit levels
+// (ports.Descend). A Go stack overflow is a fatal error that no recover catches: it ends the
+// whole process. Recursion that must stop before the stack does descends through the guard, and
+// its error, like a panic, uses the unknown-failure budget (the seed's stack overflow).
+type RecursionLimitError struct {
+	Limit int
+}
+
+func (e *RecursionLimitError) Error() string {
+	return fmt.Sprintf("handler recursion deeper than %d levels", e.Limit)
+}
 
 // IsFenceRejection reports whether err is a rejected inbox write (lease lost, erased, or busy).
 // Provider code with a fallback (try another source, log and continue) must return such an

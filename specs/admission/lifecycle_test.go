@@ -210,6 +210,47 @@ var _ = Describe("Admission under the connection's lifecycle lock", func() {
 		})
 	})
 
+	When("a lifecycle writer locks several connections in connection-id order while admission waits", func() {
+		var gamma, lab int64
+
+		BeforeEach(func(ctx SpecContext) {
+			setUp(ctx, receiverOptions{})
+			gamma = createWorkspace(ctx, "gamma")
+			lab = createConnection(ctx, conn{Workspace: gamma, Kind: kindHubPAT})
+			subscribe(ctx, lab, "repository", repo.ID)
+		})
+
+		// The delivery routes to app, pat and lab, created in that order. The writer (a
+		// suspension of all three, as an instance-wide suspension would do) takes app's lock
+		// first, admission then waits for it, and only then does the writer lock pat and lab.
+		// Admission takes its locks in the same id order, so it holds none of them while it
+		// waits for app and the writer gets them at once. Admission locking in any other order
+		// would hold pat or lab while waiting for app: the writer would then wait for it, and
+		// PostgreSQL would end one of the two with a deadlock after deadlock_timeout.
+		It("neither deadlocks nor admits: the delivery waits for the writer's commit and is refused", func(ctx SpecContext) {
+			Expect(app).To(BeNumerically("<", pat))
+			Expect(pat).To(BeNumerically("<", lab))
+			tx := holdLifecycleLock(ctx, app, `state = 'SUSPENDED'`)
+			answer := deliverAsync("d-1")
+			eventuallyWaitingOnLock(ctx, tx)
+
+			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			_, err := tx.Exec(wctx, `SELECT id FROM connection WHERE id = ANY ($1::bigint[]) ORDER BY id FOR UPDATE`,
+				[]int64{pat, lab})
+			Expect(err).NotTo(HaveOccurred(), "the writer must get the other locks: admission holds none of them")
+			_, err = tx.Exec(wctx, `UPDATE connection SET state = 'SUSPENDED' WHERE id = ANY ($1::bigint[])`, []int64{pat, lab})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(answer).NotTo(Receive(), "admission still waits for the writer")
+			Expect(tx.Commit(ctx)).To(Succeed())
+
+			var res response
+			Eventually(answer).WithTimeout(15 * time.Second).Should(Receive(&res))
+			Expect(res.body).To(Equal(dropped("source-inactive")))
+			Expect(rowsOf(ctx, "")).To(BeEmpty(), "a suspension that took the lock first commits before admission's check")
+		})
+	})
+
 	When("suspensions race admissions", func() {
 		BeforeEach(func(ctx SpecContext) { setUp(ctx, receiverOptions{}) })
 

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
@@ -76,8 +77,10 @@ func dispatchCtx(ctx context.Context, eventID int64, epoch inbox.Epoch) context.
 	return dispatch.BindDispatch(ctx, claimed)
 }
 
-// nextClaim does what the next claimer's claim does to the row: a new lease epoch. It runs on
-// the other pool and must not wait for a step's key-share lock (it is a NO KEY UPDATE).
+// nextClaim gives the row a new lease epoch with a plain UPDATE on the other pool, which does
+// not wait for a step's key-share lock (it is a NO KEY UPDATE). The store's own reaper and claim
+// cannot do that while a step holds the row (they skip it, see "Erasure and contention"): this
+// is the interleaving the commit-time recheck backstops. takeOver is the store's own way.
 func nextClaim(ctx context.Context, eventID int64) inbox.Epoch {
 	ctx, cancel := context.WithTimeout(ctx, quick)
 	defer cancel()
@@ -145,3 +148,39 @@ func holdLock(ctx context.Context, lockSQL string, args ...any) (release func())
 
 // step is a fixed, valid step name for specs that need one.
 var step = inbox.MustStep("spec.write")
+
+// leaseState is the lease of an event row as another server sees it.
+type leaseState struct {
+	State string
+	Epoch int64
+}
+
+// leaseOf reads eventID's state and lease epoch on the other pool.
+func leaseOf(ctx context.Context, eventID int64) leaseState {
+	var l leaseState
+	Expect(otherPool.QueryRow(ctx, `SELECT state, lease_epoch FROM provider_event WHERE id = $1`, eventID).
+		Scan(&l.State, &l.Epoch)).To(Succeed())
+	return l
+}
+
+// takeOver does to the row what another server does once its lease ran out, with the inbox
+// store's own statements: its reaper (a clock past the lease) hands the row back, and its claim
+// leases it under the next epoch, which it returns.
+func takeOver(ctx context.Context, eventID int64) inbox.Epoch {
+	GinkgoHelper()
+	clock := support.NewClock()
+	clock.Advance(3 * time.Minute) // past leasedEvent's 2-minute lease
+	other, err := inboxstore.New(otherPool, inboxstore.Config{Clock: clock})
+	Expect(err).NotTo(HaveOccurred())
+	policy, err := inbox.NewRetryPolicy(time.Millisecond, time.Millisecond, 10)
+	Expect(err).NotTo(HaveOccurred())
+	reaped, err := other.Reap(ctx, policy, 10)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(reaped).To(HaveLen(1))
+	clock.Advance(time.Second) // past the retry's due time
+	claimed, err := other.Claim(ctx, "other-server", 1, 2*time.Minute)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(claimed).To(HaveLen(1))
+	Expect(claimed[0].Delivery.ID()).To(Equal(eventID))
+	return claimed[0].Delivery.Lease().Epoch()
+}

@@ -9,8 +9,10 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 var _ = Describe("The lease fence", func() {
@@ -42,6 +44,19 @@ var _ = Describe("The lease fence", func() {
 			Expect(ran).To(BeTrue())
 			Expect(items(ctx)).To(Equal(map[string]int{"current": 1}))
 			Expect(stepRows(ctx, eventID)).To(Equal([]string{step.String()}))
+		})
+	})
+
+	When("another server took the lease over before the step began", func() {
+		It("refuses the step at its fence, writing nothing", func(ctx SpecContext) {
+			Expect(takeOver(ctx, eventID)).To(Equal(inbox.Epoch(2)))
+			ran, err := box.Step(dispatchCtx(ctx, eventID, 1), step, func(ctx context.Context, tx ports.Tx) error {
+				return writeItem(ctx, tx, "stale")
+			})
+			Expect(err).To(MatchError(inbox.ErrLeaseLost))
+			Expect(ran).To(BeFalse())
+			Expect(items(ctx)).To(BeEmpty())
+			Expect(stepRows(ctx, eventID)).To(BeEmpty())
 		})
 	})
 
@@ -78,7 +93,7 @@ var _ = Describe("The lease fence", func() {
 	When("work leaves the dispatch goroutine on a detached context", func() {
 		It("is not fenced by the delivery", func(ctx SpecContext) {
 			hctx := dispatchCtx(ctx, eventID, 1)
-			nextClaim(ctx, eventID) // this claimer's lease is gone
+			Expect(takeOver(ctx, eventID)).To(Equal(inbox.Epoch(2))) // this claimer's lease is gone
 
 			Expect(box.Write(ports.Detach(hctx), func(ctx context.Context, tx ports.Tx) error {
 				return writeItem(ctx, tx, "detached")
@@ -185,43 +200,39 @@ var _ = Describe("Erasure and contention", func() {
 	})
 
 	// A named step also key-shares the event through its step row's foreign key; a write
-	// without a step holds only the event fence's lock, so both are shown.
+	// without a step holds only the event fence's lock, so both are shown. The reaper and the
+	// renewal are the inbox store's own statements (Store.Reap, Store.Renew), run by another
+	// server's store whose clock is past the lease: a reaper that waited for the write's lock
+	// would end at the quick deadline, one that took a weaker lock would take the lease back.
 	DescribeTable("while a write holds its key-share lock on the event, the reaper passes over the row and renewal goes on",
 		func(ctx SpecContext, write func(ctx context.Context, fn func(context.Context, ports.Tx) error) error) {
-			reap := `SELECT id FROM provider_event WHERE id = $1 FOR UPDATE SKIP LOCKED`
-			renew := `
-				WITH r AS (
-					SELECT id FROM provider_event
-					WHERE id = $1 AND state = 'LEASED' AND lease_epoch = $2
-					FOR NO KEY UPDATE SKIP LOCKED)
-				UPDATE provider_event e SET leased_until = now() + interval '2 min'
-				FROM r WHERE e.id = r.id
-				RETURNING e.id`
-			err := write(dispatchCtx(ctx, eventID, 1), func(ctx context.Context, tx ports.Tx) error {
+			clock := support.NewClock()
+			clock.Advance(3 * time.Minute) // the lease leasedEvent wrote runs for 2 minutes
+			other, err := inboxstore.New(otherPool, inboxstore.Config{Clock: clock})
+			Expect(err).NotTo(HaveOccurred())
+			err = write(dispatchCtx(ctx, eventID, 1), func(ctx context.Context, tx ports.Tx) error {
 				qctx, cancel := context.WithTimeout(ctx, quick)
 				defer cancel()
-				rows, err := otherPool.Query(qctx, reap, eventID)
-				Expect(err).NotTo(HaveOccurred())
-				reaped := 0
-				for rows.Next() {
-					reaped++
-				}
-				Expect(rows.Err()).NotTo(HaveOccurred())
-				Expect(reaped).To(BeZero())
+				reaped, err := other.Reap(qctx, policy, 10)
+				Expect(err).NotTo(HaveOccurred(), "the reaper must not wait on the fenced write")
+				Expect(reaped).To(BeEmpty(), "the reaper must leave the fenced write's lease alone")
+				Expect(leaseOf(ctx, eventID)).To(Equal(leaseState{State: "LEASED", Epoch: 1}))
 
-				var renewed int64
-				Expect(otherPool.QueryRow(qctx, renew, eventID, 1).Scan(&renewed)).To(Succeed())
-				Expect(renewed).To(Equal(eventID))
+				renewed, err := other.Renew(qctx, []ports.Ack{{ID: eventID, Epoch: 1}}, 2*time.Minute)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(renewed).To(Equal([]bool{true}), "renewal must extend the lease during the write")
 				return writeItem(ctx, tx, "during-renewal")
 			})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(items(ctx)).To(Equal(map[string]int{"during-renewal": 1}))
 
-			// Once the write committed, the same reaper statement takes the row: it was the
-			// write's lock that made it pass over.
-			var reaped int64
-			Expect(otherPool.QueryRow(ctx, reap, eventID).Scan(&reaped)).To(Succeed())
-			Expect(reaped).To(Equal(eventID))
+			// Once the write committed, the same reaper takes the row when its renewed lease has
+			// run out: it was the write's lock that made it pass over.
+			clock.Advance(3 * time.Minute)
+			reaped, err := other.Reap(ctx, policy, 10)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(reaped).To(HaveLen(1))
+			Expect(reaped[0].Delivery.ID()).To(Equal(eventID))
 		},
 		Entry("a named step", func(ctx context.Context, fn func(context.Context, ports.Tx) error) error {
 			ran, err := box.Step(ctx, step, fn)

@@ -32,6 +32,7 @@ var (
 	pool     *pgxpool.Pool
 	store    *gitlabmirror.Store
 	faulty   *faultyStore
+	tried    *countingInbox
 	reader   *fakeReader
 	registry = consumer.NewRegistry()
 	svc      *management.Service
@@ -48,8 +49,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	store, err = gitlabmirror.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	faulty = &faultyStore{Store: store}
+	tried = &countingInbox{DeliveryInbox: box}
 	reader = &fakeReader{}
-	Expect(gitlabhandlers.Register(registry, gitlabhandlers.Deps{Inbox: box, Store: faulty, Reader: reader})).To(Succeed())
+	Expect(gitlabhandlers.Register(registry, gitlabhandlers.Deps{Inbox: tried, Store: faulty, Reader: reader})).To(Succeed())
 
 	erasures = support.ErasureStore(pool)
 
@@ -65,5 +67,6 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 var _ = BeforeEach(func(ctx SpecContext) {
 	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
 	faulty.reset()
+	tried.reset()
 	reader.reset()
 })

@@ -3,12 +3,14 @@ package gitlab_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -23,12 +25,15 @@ type faultyStore struct {
 	commitCalls    map[string]int
 	failReadiness  error
 	readinessCalls int
+	// afterCommit runs inside a commit's write transaction, after the write, for its SHA.
+	afterCommit map[string]func(ctx context.Context)
 }
 
 func (f *faultyStore) reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failCommit, f.commitCalls = map[string]error{}, map[string]int{}
+	f.afterCommit = map[string]func(context.Context){}
 	f.failReadiness, f.readinessCalls = nil, 0
 }
 
@@ -61,15 +66,54 @@ func (f *faultyStore) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c
 	f.commitCalls[c.SHA]++
 	err, fail := f.failCommit[c.SHA]
 	delete(f.failCommit, c.SHA)
+	hook := f.afterCommit[c.SHA]
+	delete(f.afterCommit, c.SHA)
 	f.mu.Unlock()
 	// The write happens first, so a failure proves the step's rollback, not a skipped write.
 	if werr := f.Store.InsertCommit(ctx, tx, ws, c); werr != nil {
 		return werr
 	}
+	if hook != nil {
+		hook(ctx)
+	}
 	if fail {
 		return err
 	}
 	return nil
+}
+
+// onCommitOnce runs hook inside the next write transaction of sha's commit, after the write.
+func (f *faultyStore) onCommitOnce(sha string, hook func(ctx context.Context)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.afterCommit[sha] = hook
+}
+
+// countingInbox is the real DeliveryInbox that lists the steps a handler tried, in order,
+// whether or not they ran.
+type countingInbox struct {
+	ports.DeliveryInbox
+	mu    sync.Mutex
+	tried []string
+}
+
+func (c *countingInbox) Step(ctx context.Context, step inbox.Step, fn func(context.Context, ports.Tx) error) (bool, error) {
+	c.mu.Lock()
+	c.tried = append(c.tried, step.String())
+	c.mu.Unlock()
+	return c.DeliveryInbox.Step(ctx, step, fn)
+}
+
+func (c *countingInbox) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tried = nil
+}
+
+func (c *countingInbox) stepsTried() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.tried)
 }
 
 func (f *faultyStore) commitWrites() map[string]int {

@@ -69,6 +69,26 @@ var _ = Describe("GitLab push", func() {
 		})
 	})
 
+	// The commit loop is the production form of a fallback: it goes on past a commit whose
+	// write failed. A rejected inbox write is not such a failure: the fence decided this attempt
+	// may write nothing more, so the loop returns it unchanged at once, trying no further commit.
+	When("a commit's write is rejected by the fence (its lease was taken back while it ran)", func() {
+		It("returns the rejection at once and tries no further commit", func(ctx SpecContext) {
+			push := leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB, shaC))
+			faulty.onCommitOnce(shaB, func(ctx context.Context) { push.NextLease(ctx) })
+
+			err := push.attempt(ctx)
+			Expect(err).To(MatchError(inbox.ErrLeaseLost))
+			Expect(inbox.Classify(err)).To(Equal(inbox.LeaseLost))
+			Expect(err.Error()).NotTo(ContainSubstring("commits not written"), "returned unchanged, not as a commit failure")
+			Expect(tried.stepsTried()).To(Equal([]string{
+				"push.persist", "push.commit/101/" + shaA, "push.commit/101/" + shaB,
+			}), "no commit is tried after the rejected one")
+			Expect(push.steps(ctx)).To(Equal([]string{"push.commit/101/" + shaA, "push.persist"}))
+			Expect(faulty.commitWrites()).To(Equal(map[string]int{shaA: 1, shaB: 1}))
+		})
+	})
+
 	It("names each commit step by project id and SHA, whatever the order of the commits", func(ctx SpecContext) {
 		first := leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB))
 		Expect(first.attempt(ctx)).To(Succeed())

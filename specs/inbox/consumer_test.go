@@ -9,7 +9,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -87,16 +89,53 @@ var _ = Describe("The consumer", func() {
 			Expect(readRow(ctx, pool, id).UnknownFailures).To(BeZero())
 		})
 
-		It("counts a handler that deleted its own event as successful handling", func(ctx SpecContext) {
-			srv := startServer(specConfig(owner), store, registry(func(ctx context.Context, d ports.Dispatch) error {
-				_, err := pool.Exec(ctx, `DELETE FROM provider_event WHERE id = $1`, d.Delivery.ID())
-				return err
-			}))
-			id := storeRow(ctx, pool, row{Workspace: ws})
-			Eventually(func() int { return srv.metrics.Count("handled", "github", "done") }).WithTimeout(5 * time.Second).Should(Equal(1))
-			Expect(countRows(ctx, pool, "id = $1", id)).To(BeZero())
-			Expect(srv.metrics.Count("dropped", "github", "lease-lost")).To(BeZero())
-			Expect(srv.metrics.Count("handled", "github", "dropped")).To(BeZero())
+		Describe("a row gone when its outcome is written", func() {
+			var box *deliveryinbox.Inbox
+			BeforeEach(func() {
+				var err error
+				box, err = deliveryinbox.New(pool)
+				Expect(err).NotTo(HaveOccurred())
+			})
+
+			It("counts a handler whose committed step deleted its own event as successful handling", func(ctx SpecContext) {
+				srv := startServer(fencedConfig(owner), store, registry(func(ctx context.Context, d ports.Dispatch) error {
+					_, err := box.Step(ctx, inbox.MustStep("spec.uninstall"), func(ctx context.Context, tx ports.Tx) error {
+						tx.DeletesOwnEvent()
+						ptx, err := deliveryinbox.PgxTx(tx)
+						if err != nil {
+							return err
+						}
+						_, err = ptx.Exec(ctx, `DELETE FROM provider_event WHERE id = $1`, d.Delivery.ID())
+						return err
+					})
+					return err
+				}))
+				id := storeRow(ctx, pool, row{Workspace: ws})
+				Eventually(func() int { return srv.metrics.Count("handled", "github", "done") }).WithTimeout(5 * time.Second).Should(Equal(1))
+				Expect(countRows(ctx, pool, "id = $1", id)).To(BeZero())
+				Expect(srv.metrics.Count("dropped", "github", "erased-during-processing")).To(BeZero())
+				Expect(srv.metrics.Count("dropped", "github", "lease-lost")).To(BeZero())
+				Expect(srv.metrics.Count("handled", "github", "dropped")).To(BeZero())
+			})
+
+			It("drops a delivery erased after its handler's last write as erased during processing, not done", func(ctx SpecContext) {
+				srv := startServer(fencedConfig(owner), store, registry(func(ctx context.Context, d ports.Dispatch) error {
+					if _, err := box.Step(ctx, inbox.MustStep("spec.write"), func(context.Context, ports.Tx) error { return nil }); err != nil {
+						return err
+					}
+					// Person erasure deletes the row after the last fenced write committed; the
+					// handler has nothing left to write and returns successfully.
+					_, err := pool.Exec(ctx, `DELETE FROM provider_event WHERE id = $1`, d.Delivery.ID())
+					return err
+				}))
+				id := storeRow(ctx, pool, row{Workspace: ws})
+				Eventually(func() int { return srv.metrics.Count("dropped", "github", "erased-during-processing") }).
+					WithTimeout(5 * time.Second).Should(Equal(1))
+				Expect(countRows(ctx, pool, "id = $1", id)).To(BeZero())
+				Expect(srv.metrics.Count("handled", "github", "dropped")).To(Equal(1))
+				Expect(srv.metrics.Count("handled", "github", "done")).To(BeZero())
+				Expect(srv.metrics.Count("dropped", "github", "lease-lost")).To(BeZero())
+			})
 		})
 
 		It("drops a failed delivery whose row was erased meanwhile as erased-during-processing, without a retry", func(ctx SpecContext) {

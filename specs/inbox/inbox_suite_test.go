@@ -24,7 +24,7 @@ var (
 )
 
 func TestInbox(t *testing.T) {
-	if os.Getenv(crashHelperEnv) != "" {
+	if os.Getenv(crashHelperEnv) != "" || os.Getenv(stackHelperEnv) != "" {
 		t.Skip("running as the crash helper process")
 	}
 	support.RunSpecs(t, "Inbox engine")

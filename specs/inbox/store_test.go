@@ -180,6 +180,33 @@ var _ = Describe("The inbox store", func() {
 			})
 		})
 
+		When("another claimer holds a scope's head row locked and has not committed", func() {
+			It("passes over that scope without waiting and claims the other free scopes", func(ctx SpecContext) {
+				a1 := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+				a2 := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})
+				b1 := storeRow(ctx, pool, row{Workspace: ws, Repo: "b"})
+
+				// The other claimer's claim statement has locked a1 (its CTE's FOR UPDATE) and not
+				// committed yet.
+				tx, err := pool.Begin(ctx)
+				Expect(err).NotTo(HaveOccurred())
+				defer func() { _ = tx.Rollback(context.Background()) }()
+				_, err = tx.Exec(ctx, `SELECT id FROM provider_event WHERE id = $1 FOR UPDATE`, a1)
+				Expect(err).NotTo(HaveOccurred())
+
+				// A claim that waited for a1's lock would end at this deadline instead.
+				qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				claimed, err := store.Claim(qctx, owner, 10, lease)
+				Expect(err).NotTo(HaveOccurred(), "the claim must not wait on a locked head")
+				Expect(ids(claimed)).To(Equal([]int64{b1}), "scope a is skipped: a2 must not pass its locked head")
+				Expect(stateOf(ctx, pool, a2)).To(Equal("QUEUED"))
+
+				Expect(tx.Rollback(ctx)).To(Succeed())
+				Expect(ids(claim(ctx, 10))).To(Equal([]int64{a1}))
+			})
+		})
+
 		When("a claim loses a race at the leased-scope index", func() {
 			It("claims again instead of failing, and leaves the scope to the winner", func(ctx SpecContext) {
 				a1 := storeRow(ctx, pool, row{Workspace: ws, Repo: "a"})

@@ -221,46 +221,68 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		Expect(existing(ctx, during)).To(BeEmpty(), "the next pass erases it")
 	})
 
-	It("erases exactly the rows up to its boundary while deliveries keep arriving", func(ctx SpecContext) {
-		insertRow(ctx, pool, row{Workspace: acme.ID, Payload: octocatSender})
-		const most = 300
-		var (
-			arriving = make(chan int64, most)
-			stop     = make(chan struct{})
-			finished = make(chan struct{})
-		)
-		go func() { // one admission after the other, so ids grow in commit order
-			defer GinkgoRecover()
-			defer close(finished)
-			defer close(arriving)
-			for i := range most {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				arriving <- insertRow(context.Background(), other, row{Workspace: acme.ID, Repo: fmt.Sprint(i % 20), Payload: octocatSender})
-			}
-		}()
-		Eventually(func() int { return len(arriving) }).WithTimeout(settle).Should(BeNumerically(">=", 3))
-		id := start(octocat)
-		awaitDone(id)
-		close(stop)
-		<-finished
+	// The pass reads its boundary before it raises the fence and waits for the fenced writes
+	// that began earlier; a delivery whose admission commits while it waits is visible to its
+	// DELETE, and only the boundary leaves it to the next pass. The spec holds the copy fence as
+	// such a write does when the workspace-inbox store's pass begins, and commits an admission
+	// while that pass is seen waiting for it.
+	It("deletes no row above its boundary, even one that committed before its deletion ran", func(ctx SpecContext) {
+		pauseRunner()
+		before := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "1", Payload: octocatSender})
+		scope, err := erasure.NewScope(githubProvider, githubNamespace, []erasure.Identity{octocatIdentity()})
+		Expect(err).NotTo(HaveOccurred())
+		req, err := erasures.Start(ctx, scope, 0)
+		Expect(err).NotTo(HaveOccurred())
 
-		b := boundary(ctx, id, "workspace-inbox", 1)
-		var kept, erased int
-		for rowID := range arriving {
-			if rowID <= b {
-				Expect(existing(ctx, rowID)).To(BeEmpty(), "row %d at or below boundary %d", rowID, b)
-				erased++
-			} else {
-				Expect(existing(ctx, rowID)).To(Equal([]int64{rowID}), "row %d above boundary %d", rowID, b)
-				kept++
+		var during int64
+		held, err := erasures.Hold(ctx, func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.State, error) {
+			for {
+				store, pass, ok := r.Next(erasures.Mirrors(r.Scope().Provider()), receipts)
+				if !ok {
+					return erasure.Done, nil
+				}
+				if store != erasure.WorkspaceInbox {
+					rc, err := erasures.Pass(ctx, r.ID(), store, pass)
+					Expect(err).NotTo(HaveOccurred())
+					receipts = append(receipts, rc)
+					continue
+				}
+				step, err := other.Begin(ctx)
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(func(ctx context.Context) { _ = step.Rollback(ctx) })
+				_, err = step.Exec(ctx, `SELECT name FROM inbox_erasure_fence WHERE name = 'inbox' FOR KEY SHARE`)
+				Expect(err).NotTo(HaveOccurred())
+
+				type result struct {
+					rc  erasure.Receipt
+					err error
+				}
+				done := make(chan result, 1)
+				go func() {
+					defer GinkgoRecover()
+					rc, err := erasures.Pass(ctx, r.ID(), store, pass)
+					done <- result{rc, err}
+				}()
+				support.EventuallyBlockedBy(ctx, pool, support.BackendPID(ctx, step), 1) // boundary read, fence raised
+				during = insertRow(ctx, other, row{Workspace: acme.ID, Repo: "2", Payload: octocatSender})
+				Expect(step.Rollback(ctx)).To(Succeed())
+
+				var res result
+				Eventually(done).WithTimeout(settle).Should(Receive(&res))
+				Expect(res.err).NotTo(HaveOccurred())
+				Expect(during).To(BeNumerically(">", res.rc.Boundary))
+				Expect(res.rc.Deleted).To(Equal(int64(1)), "only the row stored before the pass")
+				receipts = append(receipts, res.rc)
 			}
-		}
-		Expect(erased).To(BeNumerically(">=", 3))
-		fmt.Fprintf(GinkgoWriter, "boundary %d: %d arriving rows erased, %d left to the next pass\n", b, erased, kept)
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(held).To(BeTrue())
+		Expect(existing(ctx, before, during)).To(Equal([]int64{during}), "the row above the boundary is left to the next pass")
+
+		_, err = erasures.Resume(ctx, req.ID())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(support.EraseRunning(ctx, erasures, req.ID())).NotTo(BeEmpty())
+		Expect(existing(ctx, during)).To(BeEmpty(), "the next pass erases it")
 	})
 
 	When("a fenced write began before the pass", func() {
@@ -511,4 +533,28 @@ func registerSource(ctx context.Context, ws workspaceFixture, prov, namespace st
 	_, err := pool.Exec(ctx, `INSERT INTO connection (workspace_id, kind, provider, source_server_url) VALUES ($1, $2, $2, $3)`,
 		ws.ID, prov, namespace)
 	Expect(err).NotTo(HaveOccurred())
+}
+
+// octocatIdentity is the person of the octocat payloads.
+func octocatIdentity() erasure.Identity {
+	GinkgoHelper()
+	id, err := erasure.NewIdentity("583231", "octocat", "")
+	Expect(err).NotTo(HaveOccurred())
+	return id
+}
+
+// pauseRunner stops the suite's erasure runner until the spec ends, so the spec works its
+// request itself, pass by pass, and no runner can take it first.
+func pauseRunner() {
+	stopRunner()
+	<-runnerDone
+	DeferCleanup(func() {
+		var runCtx context.Context
+		runCtx, stopRunner = context.WithCancel(context.Background())
+		runnerDone = make(chan struct{})
+		go func() {
+			defer close(runnerDone)
+			_ = runner.Run(runCtx)
+		}()
+	})
 }

@@ -51,9 +51,16 @@ func EraseNow(ctx context.Context, s *erasurestore.Store, scope erasure.Scope) [
 	ginkgo.GinkgoHelper()
 	req, err := s.Start(ctx, scope, 0)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	return EraseRunning(ctx, s, req.ID())
+}
+
+// EraseRunning holds the RUNNING request id (started or resumed, and no runner holding it) and
+// works the passes it still lacks to its end, as the runner does. It returns all its receipts.
+func EraseRunning(ctx context.Context, s *erasurestore.Store, id int64) []erasure.Receipt {
+	ginkgo.GinkgoHelper()
 	var out []erasure.Receipt
 	held, err := s.Hold(ctx, func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.State, error) {
-		gomega.Expect(r.ID()).To(gomega.Equal(req.ID()), "no other request is running")
+		gomega.Expect(r.ID()).To(gomega.Equal(id), "no other request is running")
 		for {
 			store, pass, ok := r.Next(s.Mirrors(r.Scope().Provider()), receipts)
 			if !ok {

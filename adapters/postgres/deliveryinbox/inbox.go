@@ -165,6 +165,10 @@ func (in *Inbox) fenced(ctx context.Context, f erasure.Fence, step inbox.Step, f
 		return nil
 	})
 	if err == nil && tx != nil {
+		if tx.deletesOwnEvent {
+			// The consumer then counts a row it finds gone as handled, not as erased.
+			ports.RecordOwnDeletion(ctx)
+		}
 		tx.committed()
 	}
 	return err

@@ -1,16 +1,24 @@
-// Package dispatchguard is the architecture check that provider handlers do not start
-// goroutines with the dispatch context. The dispatch identity lives in the handler's context
-// (ports.WithDispatch); a goroutine that took that context along would write under the
-// delivery's fence from another goroutine, outlive the handler call and could claim its steps
-// after the consumer recorded the outcome. Work that leaves the dispatch goroutine starts from
-// ports.Detach(ctx) and owns its idempotency.
+// Package dispatchguard is the architecture check that provider handlers start no goroutine
+// with the dispatch context or the raw inbox envelope. The dispatch identity lives in the
+// handler's context (ports.WithDispatch); a goroutine that took that context along would write
+// under the delivery's fence from another goroutine, outlive the handler call and could claim
+// its steps after the consumer recorded the outcome. A goroutine handed the envelope itself
+// (the ports.Dispatch value, its Payload or Headers) is the seed's "raw inbox envelope sent to
+// async work": it would redo the delivery's work outside the inbox, with no step and no fence.
+// Work that leaves the dispatch goroutine starts from ports.Detach(ctx), takes the values it
+// needs already parsed, and owns its idempotency.
 //
-// The check is syntactic (go/ast, no type information), so it follows a naming convention: the
-// dispatch context is the variable named ctx. It reports a go statement in a handler package
-// (adapters/<provider>/<provider>handlers/...) whose call passes ctx, or whose function literal captures
-// ctx, unless that ctx is an argument of ports.Detach or was last assigned from ports.Detach
-// in the enclosing function. It does not see a context renamed before the go statement, a
-// closure stored in a variable and started later, or errgroup-style Go(func) calls.
+// The check is syntactic (go/ast, no type information), so it follows conventions. It reports
+// a go statement in a handler package (adapters/<provider>/<provider>handlers/...)
+//   - whose call passes ctx, or whose function literal captures ctx, unless that ctx is an
+//     argument of ports.Detach or was last assigned from ports.Detach in the enclosing function
+//     (the dispatch context is the variable named ctx);
+//   - whose call passes, or whose literal captures, an envelope: a parameter of type
+//     ports.Dispatch or *ports.Dispatch, its .Payload or .Headers, a parameter named payload,
+//     or a local assigned one of those (d2 := d, raw := d.Payload, b := []byte(d.Payload)).
+//
+// It does not see a context or an envelope renamed through a function call, a closure stored
+// in a variable and started later, or errgroup-style Go(func) calls.
 package dispatchguard
 
 import (
@@ -31,12 +39,25 @@ const PortsPath = "github.com/hephaestus-dev/hephaestus/ports"
 // dispatchCtx is the conventional name of the dispatch context.
 const dispatchCtx = "ctx"
 
-// Finding is one go statement that takes the dispatch context along.
+// What a finding's goroutine takes along.
+const (
+	// TakesContext: the dispatch context.
+	TakesContext = "dispatch context"
+	// TakesEnvelope: the ports.Dispatch value, its payload or its headers.
+	TakesEnvelope = "raw inbox envelope"
+)
+
+// Finding is one go statement that takes the dispatch context or the envelope along.
 type Finding struct {
-	Pos token.Position
+	Pos  token.Position
+	What string // TakesContext or TakesEnvelope
 }
 
 func (f Finding) String() string {
+	if f.What == TakesEnvelope {
+		return fmt.Sprintf("%s: goroutine handed the raw inbox envelope (the dispatch, its payload or headers); "+
+			"hand it parsed values and ports.Detach(ctx)", f.Pos)
+	}
 	return fmt.Sprintf("%s: goroutine started with the dispatch context; pass ports.Detach(ctx)", f.Pos)
 }
 
@@ -93,8 +114,13 @@ func CheckFile(fset *token.FileSet, file *ast.File) []Finding {
 			stack = stack[:len(stack)-1]
 			return true
 		}
-		if g, ok := n.(*ast.GoStmt); ok && takesCtx(g.Call, ports) && !detachedBefore(enclosingBody(stack), g.Pos(), ports) {
-			findings = append(findings, Finding{Pos: fset.Position(g.Pos())})
+		if g, ok := n.(*ast.GoStmt); ok {
+			if takesCtx(g.Call, ports) && !detachedBefore(enclosingBody(stack), g.Pos(), ports) {
+				findings = append(findings, Finding{Pos: fset.Position(g.Pos()), What: TakesContext})
+			}
+			if takesEnvelope(g.Call, envelopeNames(stack, g.Pos(), ports)) {
+				findings = append(findings, Finding{Pos: fset.Position(g.Pos()), What: TakesEnvelope})
+			}
 		}
 		stack = append(stack, n)
 		return true
@@ -139,7 +165,11 @@ func usesCtx(n ast.Node, ports string) bool {
 				return false
 			}
 		case *ast.SelectorExpr:
-			found = usesCtx(n.X, ports) // x.ctx names a field, not the variable
+			// x.ctx names a field, not the variable. Only ever set found: a later sibling
+			// without ctx (d.Payload after ctx in one call) must not clear it.
+			if usesCtx(n.X, ports) {
+				found = true
+			}
 			return false
 		case *ast.Ident:
 			if n.Name == dispatchCtx {
@@ -229,4 +259,205 @@ func enclosingBody(stack []ast.Node) *ast.BlockStmt {
 		}
 	}
 	return nil
+}
+
+// envelope is what names the raw envelope in a function: dispatch values (a ports.Dispatch,
+// whose .Payload and .Headers are raw too) and raw payloads or headers.
+type envelope struct {
+	dispatch map[string]bool
+	raw      map[string]bool
+}
+
+// envelopeNames collects the envelope names visible at pos from every enclosing function on
+// the stack (a closure sees its outer functions' names): their parameters, and their locals
+// assigned an envelope before pos. An inner function's parameter of the same name shadows.
+func envelopeNames(stack []ast.Node, pos token.Pos, ports string) envelope {
+	env := envelope{dispatch: map[string]bool{}, raw: map[string]bool{}}
+	for _, n := range stack {
+		var (
+			typ  *ast.FuncType
+			body *ast.BlockStmt
+		)
+		switch f := n.(type) {
+		case *ast.FuncDecl:
+			typ, body = f.Type, f.Body
+		case *ast.FuncLit:
+			typ, body = f.Type, f.Body
+		default:
+			continue
+		}
+		for _, field := range typ.Params.List {
+			for _, name := range field.Names {
+				delete(env.dispatch, name.Name)
+				delete(env.raw, name.Name)
+				switch {
+				case isDispatchType(field.Type, ports):
+					env.dispatch[name.Name] = true
+				case name.Name == "payload":
+					env.raw[name.Name] = true
+				}
+			}
+		}
+		if body == nil {
+			continue
+		}
+		ast.Inspect(body, func(n ast.Node) bool {
+			if n == nil || n.Pos() >= pos {
+				return false
+			}
+			if _, ok := n.(*ast.FuncLit); ok {
+				return false // another function's locals
+			}
+			as, ok := n.(*ast.AssignStmt)
+			if !ok || len(as.Lhs) != len(as.Rhs) {
+				return true
+			}
+			for i, lhs := range as.Lhs {
+				id, ok := lhs.(*ast.Ident)
+				if !ok || id.Name == "_" {
+					continue
+				}
+				switch env.alias(as.Rhs[i]) {
+				case "dispatch":
+					env.dispatch[id.Name] = true
+				case "raw":
+					env.raw[id.Name] = true
+				default:
+					delete(env.dispatch, id.Name)
+					delete(env.raw, id.Name)
+				}
+			}
+			return true
+		})
+	}
+	return env
+}
+
+// isDispatchType reports whether t is ports.Dispatch or *ports.Dispatch.
+func isDispatchType(t ast.Expr, ports string) bool {
+	if star, ok := t.(*ast.StarExpr); ok {
+		t = star.X
+	}
+	sel, ok := t.(*ast.SelectorExpr)
+	if !ok || ports == "" || sel.Sel.Name != "Dispatch" {
+		return false
+	}
+	id, ok := sel.X.(*ast.Ident)
+	return ok && id.Name == ports
+}
+
+// alias says whether e is the envelope itself under another name: "dispatch" for a dispatch
+// value (d, *d, &d), "raw" for its payload or headers or a raw name (d.Payload, payload,
+// []byte(d.Payload), payload[:], json.RawMessage(payload)), "" otherwise. A value computed
+// from the envelope by a call (a parser) is not the envelope.
+func (env envelope) alias(e ast.Expr) string {
+	for {
+		switch x := e.(type) {
+		case *ast.ParenExpr:
+			e = x.X
+			continue
+		case *ast.StarExpr:
+			e = x.X
+			continue
+		case *ast.UnaryExpr:
+			if x.Op != token.AND {
+				return ""
+			}
+			e = x.X
+			continue
+		case *ast.SliceExpr:
+			e = x.X
+			continue
+		case *ast.CallExpr:
+			if len(x.Args) != 1 || !isConversion(x.Fun) {
+				return ""
+			}
+			e = x.Args[0]
+			continue
+		case *ast.Ident:
+			switch {
+			case env.dispatch[x.Name]:
+				return "dispatch"
+			case env.raw[x.Name]:
+				return "raw"
+			}
+			return ""
+		case *ast.SelectorExpr:
+			if id, ok := x.X.(*ast.Ident); ok && env.dispatch[id.Name] && (x.Sel.Name == "Payload" || x.Sel.Name == "Headers") {
+				return "raw"
+			}
+			return ""
+		default:
+			return ""
+		}
+	}
+}
+
+// isConversion reports whether fun converts rather than computes: []byte(…), string(…),
+// json.RawMessage(…).
+func isConversion(fun ast.Expr) bool {
+	switch f := fun.(type) {
+	case *ast.ArrayType:
+		return true
+	case *ast.Ident:
+		return f.Name == "string"
+	case *ast.SelectorExpr:
+		return f.Sel.Name == "RawMessage"
+	}
+	return false
+}
+
+// takesEnvelope reports whether the goroutine's call passes an envelope or its literal
+// captures one (its own parameters of the same names shadow them).
+func takesEnvelope(call *ast.CallExpr, env envelope) bool {
+	if len(env.dispatch) == 0 && len(env.raw) == 0 {
+		return false
+	}
+	for _, arg := range call.Args {
+		if env.uses(arg) {
+			return true
+		}
+	}
+	if lit, ok := call.Fun.(*ast.FuncLit); ok {
+		inner := envelope{dispatch: map[string]bool{}, raw: map[string]bool{}}
+		for k := range env.dispatch {
+			inner.dispatch[k] = true
+		}
+		for k := range env.raw {
+			inner.raw[k] = true
+		}
+		for _, field := range lit.Type.Params.List {
+			for _, name := range field.Names {
+				delete(inner.dispatch, name.Name)
+				delete(inner.raw, name.Name)
+			}
+		}
+		return inner.uses(lit.Body)
+	}
+	return env.uses(call.Fun) // a method value on the envelope
+}
+
+// uses finds an envelope in n: a dispatch name not used for one of its other fields
+// (d.WorkspaceID, d.Delivery.ID() are values, not the envelope), d.Payload, d.Headers, or a
+// raw name.
+func (env envelope) uses(n ast.Node) bool {
+	found := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		if found {
+			return false
+		}
+		switch x := n.(type) {
+		case *ast.SelectorExpr:
+			if id, ok := x.X.(*ast.Ident); ok && env.dispatch[id.Name] {
+				found = x.Sel.Name == "Payload" || x.Sel.Name == "Headers"
+				return false
+			}
+			found = env.uses(x.X) // h.payload names a field, not the variable
+			return false
+		case *ast.Ident:
+			found = env.dispatch[x.Name] || env.raw[x.Name]
+		}
+		return !found
+	})
+	return found
 }

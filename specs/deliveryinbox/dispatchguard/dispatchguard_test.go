@@ -1,10 +1,12 @@
 package dispatchguard_test
 
 import (
+	"fmt"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -80,7 +82,37 @@ var _ = Describe("The handler goroutine rule", func() {
 		Expect(err).To(HaveOccurred())
 	})
 
-	It("finds no goroutine with the dispatch context in this repository's handlers", func() {
+	// The fixture is a handler package of an imaginary provider: each go statement the check
+	// must report carries a comment `// want "<what>" …`, every other one must pass.
+	It("reports exactly the goroutines of its fixture that take the dispatch context or the raw envelope", func() {
+		const fixture = "testdata/adapters/acme/acmehandlers/async.go"
+		src, err := os.ReadFile(fixture)
+		Expect(err).NotTo(HaveOccurred())
+		want := map[string]bool{}
+		wantRe := regexp.MustCompile(`"([^"]+)"`)
+		for i, line := range strings.Split(string(src), "\n") {
+			_, comment, ok := strings.Cut(line, "// want ")
+			if !ok {
+				continue
+			}
+			for _, m := range wantRe.FindAllStringSubmatch(comment, -1) {
+				want[fmt.Sprintf("%d %s", i+1, m[1])] = true
+			}
+		}
+		Expect(want).To(HaveLen(16), "the fixture's expectations were read")
+
+		findings, err := dispatchguard.Check("testdata")
+		Expect(err).NotTo(HaveOccurred())
+		got := map[string]bool{}
+		for _, f := range findings {
+			Expect(f.Pos.Filename).To(HaveSuffix(filepath.FromSlash(fixture)))
+			got[fmt.Sprintf("%d %s", f.Pos.Line, f.What)] = true
+		}
+		Expect(findings).To(HaveLen(len(got)), "one finding per kind and statement")
+		Expect(got).To(Equal(want))
+	})
+
+	It("finds no goroutine with the dispatch context or the raw envelope in this repository's handlers", func() {
 		Expect(dispatchguard.Check("../../..")).To(BeEmpty())
 	})
 })

@@ -1,0 +1,231 @@
+package gitlab_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"go.uber.org/zap"
+
+	"github.com/hephaestus-dev/hephaestus/bootstrap"
+	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
+)
+
+// The seed's GitLabWorkspaceEventRoutingIntegrationTest: the real server (bootstrap, its router
+// and its running claimers, on a database of its own) receives GitLab deliveries over HTTP, each
+// hook's secret token checked, and mirrors them for both workspaces that subscribe to the
+// project. Nothing here calls a handler or claims a row itself.
+var _ = Describe("GitLab deliveries through the running server", Ordered, func() {
+	const (
+		adminToken = "gitlab-e2e-admin-token-0123456789"
+		gitlabURL  = "https://gitlab.example.com"
+		projectID  = 4711
+	)
+	var (
+		base  string
+		srvDB *pgxpool.Pool
+		hc    = &http.Client{Timeout: 10 * time.Second}
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		db, err := pgtest.NewDatabase(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) { Expect(db.Drop(ctx)).To(Succeed()) })
+
+		key := make([]byte, 32)
+		_, _ = rand.Read(key)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		addr := ln.Addr().String()
+		Expect(ln.Close()).To(Succeed())
+		env := map[string]string{
+			bootstrap.EnvDatabaseURL:     db.URL,
+			bootstrap.EnvHTTPAddr:        addr,
+			bootstrap.EnvAdminToken:      adminToken,
+			bootstrap.EnvCredentialsKey:  base64.StdEncoding.EncodeToString(key),
+			bootstrap.EnvPollInterval:    "200ms",
+			bootstrap.EnvPoisonBaseDelay: "100ms",
+		}
+		cfg, err := bootstrap.LoadConfig(func(name string) string { return env[name] })
+		Expect(err).NotTo(HaveOccurred())
+		app, err := bootstrap.InitializeApp(cfg, zap.NewNop())
+		Expect(err).NotTo(HaveOccurred())
+		appCtx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- app.Run(appCtx) }()
+		DeferCleanup(func() {
+			stop()
+			Eventually(done).WithTimeout(60*time.Second).Should(Receive(BeNil()), "the server stops cleanly")
+		})
+		base = "http://" + addr
+		Eventually(func() int {
+			resp, err := hc.Get(base + "/readyz")
+			if err != nil {
+				return 0
+			}
+			_ = resp.Body.Close()
+			return resp.StatusCode
+		}).WithTimeout(60 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal(http.StatusOK))
+
+		srvDB, err = pgxpool.New(ctx, db.URL)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(srvDB.Close)
+	})
+
+	// call is one management API request with the administrator token.
+	call := func(ctx context.Context, method, path string, body any, want int) map[string]any {
+		GinkgoHelper()
+		raw, err := json.Marshal(body)
+		Expect(err).NotTo(HaveOccurred())
+		req, err := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(raw))
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		answer, err := io.ReadAll(resp.Body)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.StatusCode).To(Equal(want), string(answer))
+		out := map[string]any{}
+		Expect(json.Unmarshal(answer, &out)).To(Succeed())
+		return out
+	}
+
+	// subscribe writes a VERIFIED project subscription straight into the database, as the
+	// management API stores one whose access GitLab vouched for: under the connection's
+	// lifecycle lock, with the config_version bump admission reads.
+	subscribe := func(ctx context.Context, connectionID, workspaceID int64) {
+		GinkgoHelper()
+		Expect(pgx.BeginFunc(ctx, srvDB, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, connectionID); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id,
+				                                     name, access, access_checked_at)
+				VALUES ($1, $2, 'GITLAB', 'project', $3, 'acme/api', 'VERIFIED', now())`,
+				connectionID, workspaceID, strconv.Itoa(projectID)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, connectionID)
+			return err
+		})).To(Succeed())
+	}
+
+	issue := func(iid int, title string) []byte {
+		now := time.Now().UTC().Format(time.RFC3339)
+		body, err := json.Marshal(map[string]any{
+			"object_kind": "issue", "event_type": "issue",
+			"user": map[string]any{"id": 7, "name": "Ana", "username": "ana"},
+			"project": map[string]any{"id": projectID, "name": "api", "path_with_namespace": "acme/api",
+				"web_url": gitlabURL + "/acme/api", "default_branch": "main", "visibility_level": 0},
+			"object_attributes": map[string]any{
+				"id": 90000 + iid, "iid": iid, "project_id": projectID, "title": title, "description": "",
+				"state": "opened", "author_id": 7, "created_at": now, "updated_at": now, "action": "open",
+				"url": fmt.Sprintf("%s/acme/api/-/issues/%d", gitlabURL, iid),
+			},
+			"labels": []any{}, "changes": map[string]any{},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		return body
+	}
+
+	// deliver posts body to a connection's hook as GitLab does, with the hook's secret token.
+	deliver := func(ctx context.Context, hook, token, key string, body []byte) (int, string) {
+		GinkgoHelper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+hook, bytes.NewReader(body))
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("User-Agent", "GitLab/17.8.1")
+		req.Header.Set("X-Gitlab-Event", "Issue Hook")
+		req.Header.Set("X-Gitlab-Event-UUID", key)
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("X-Gitlab-Instance", gitlabURL)
+		req.Header.Set("X-Gitlab-Token", token)
+		resp, err := hc.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		answer, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(answer)
+	}
+
+	It("mirrors each delivery for both subscribing workspaces once the running claimers handled their rows", func(ctx SpecContext) {
+		type tenant struct {
+			slug       string
+			workspace  int64
+			connection int64
+			hook       string
+			token      string
+		}
+		tenants := []*tenant{{slug: "acme", token: "acme-hook-secret-0123456789"}, {slug: "globex", token: "globex-hook-secret-0123456789"}}
+		for _, t := range tenants {
+			ws := call(ctx, http.MethodPost, "/api/admin/workspaces", map[string]string{"slug": t.slug, "name": t.slug}, http.StatusCreated)
+			t.workspace = int64(ws["id"].(float64))
+			c := call(ctx, http.MethodPost, "/api/workspaces/"+t.slug+"/connections", map[string]any{
+				"kind": "GITLAB", "sourceServerUrl": gitlabURL, "config": map[string]any{}, "secret": t.token,
+			}, http.StatusCreated)
+			t.connection = int64(c["id"].(float64))
+			t.hook = c["webhookUrl"].(string)
+			Expect(t.hook).To(Equal("/webhooks/gitlab/" + strconv.FormatInt(t.connection, 10)))
+			subscribe(ctx, t.connection, t.workspace)
+		}
+
+		// GitLab sends each event to every hook of the project, each with its own token; the
+		// second issue comes twice to acme's hook (a retry), which stores nothing new.
+		for i, title := range []string{"First issue", "Second issue"} {
+			key := fmt.Sprintf("5b6a2e55-3b1f-4a4c-9d1e-%012d", i+1)
+			for _, t := range tenants {
+				status, answer := deliver(ctx, t.hook, t.token, key, issue(i+1, title))
+				Expect(status).To(Equal(http.StatusAccepted), answer)
+			}
+		}
+		status, _ := deliver(ctx, tenants[0].hook, tenants[0].token, "5b6a2e55-3b1f-4a4c-9d1e-000000000002", issue(2, "Second issue"))
+		Expect(status).To(Equal(http.StatusAccepted))
+		// A delivery with another hook's token is refused and stores nothing.
+		status, _ = deliver(ctx, tenants[0].hook, tenants[1].token, "5b6a2e55-3b1f-4a4c-9d1e-000000000009", issue(9, "Forged"))
+		Expect(status).To(Equal(http.StatusUnauthorized))
+
+		for _, t := range tenants {
+			Eventually(func(ctx context.Context) ([]string, error) {
+				rows, err := srvDB.Query(ctx, `SELECT iid || ' ' || title FROM gitlab_issue
+					WHERE workspace_id = $1 AND project_id = $2 ORDER BY iid`, t.workspace, projectID)
+				if err != nil {
+					return nil, err
+				}
+				return pgx.CollectRows(rows, pgx.RowTo[string])
+			}).WithContext(ctx).WithTimeout(30*time.Second).WithPolling(50*time.Millisecond).
+				Should(Equal([]string{"1 First issue", "2 Second issue"}), "workspace %s", t.slug)
+		}
+		var rows struct{ done, other int }
+		Expect(srvDB.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state = 'DONE'), count(*) FILTER (WHERE state <> 'DONE')
+			FROM provider_event WHERE provider = 'GITLAB'`).Scan(&rows.done, &rows.other)).To(Succeed())
+		Expect(rows.done).To(Equal(4), "one row per delivery and subscribing workspace, the retry deduplicated")
+		Expect(rows.other).To(BeZero())
+	})
+
+	// The seed: the commit wakes the receiving server's claimers in process; other servers find
+	// the row at their next poll. The running server (which has just admitted and handled the
+	// deliveries above) has sessions on its database, and none of them ever ran LISTEN.
+	It("opens no LISTEN connection", func(ctx SpecContext) {
+		var sessions, listening int
+		Expect(srvDB.QueryRow(ctx, `
+			SELECT count(*), count(*) FILTER (WHERE query ~* '^\s*LISTEN\M')
+			FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&sessions, &listening)).To(Succeed())
+		Expect(sessions).To(BeNumerically(">", 0), "the server's pools hold sessions")
+		Expect(listening).To(BeZero())
+	})
+})
