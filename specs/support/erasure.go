@@ -13,13 +13,14 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -35,8 +36,14 @@ func ErasureStore(pool *pgxpool.Pool) *erasurestore.Store {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ol, err := outlinemirror.New(pool)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	var fields []ports.PersonFields
+	for _, declared := range []func() (ports.PersonFields, error){githubread.PersonFields, gitlabread.PersonFields, slackread.PersonFields, outlineread.PersonFields} {
+		f, err := declared()
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		fields = append(fields, f)
+	}
 	s, err := erasurestore.New(pool, erasurestore.Config{
-		Fields:                 []ports.PersonFields{github.PersonFields(), gitlab.PersonFields(), slack.PersonFields(), outline.PersonFields()},
+		Fields:                 fields,
 		Mirrors:                []ports.PersonDataStore{gh, gl, sl, ol},
 		InstallationNamespaces: map[string]string{github.Provider.String(): "https://github.com"},
 	})

@@ -223,7 +223,7 @@ func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.Erasu
 				return err
 			}
 			var feedRows int64
-			if err := tx.QueryRow(ctx, m.countFeed, ws, feedTypePrefix(grown.Provider()), ids).Scan(&feedRows); err != nil {
+			if err := tx.QueryRow(ctx, m.countFeed, ws, feedTypePrefix(grown.Provider()), ids, grown.Provider().String(), grown.SourceServerURL()).Scan(&feedRows); err != nil {
 				return pgutil.Interpret("count erasure matches in the change feed", err)
 			}
 			out = append(out, ports.ErasureMatches{Store: erasure.ChangeFeed, Matches: feedRows})
