@@ -48,11 +48,25 @@ type PersonFields struct {
 	References []string
 	// Emails are the members holding an e-mail address, compared case-insensitively.
 	Emails []string
+	// Text are the rewrites of the free text the provider structures around a person
+	// (mentions, resources named by a login) that person erasure applies to the stored
+	// payloads of other people's deliveries, which it keeps.
+	Text []TextRewrite
 	// Views are the members of the provider's read API and change-feed views that name a
 	// person, derived from the view types (PersonViewsOf); the change feed's erasure matches
 	// by them. Required (nil is refused): a provider with views declares them, also when none
 	// of their members names a person.
 	Views *PersonViews
+}
+
+// TextRewrite is one rewrite of a payload's JSON text: every match of Pattern (a PostgreSQL
+// regular expression, matched case-insensitively) becomes Replacement (which may use \1…\9).
+// In Pattern, {logins} stands for the person's logins and {ids} for their ids, as an escaped
+// alternation; a rewrite whose placeholder has no value is skipped. Neither may produce a
+// quote or a backslash outside the captured text: the result must stay the same JSON.
+type TextRewrite struct {
+	Pattern     string
+	Replacement string
 }
 
 // PersonViews declares where a provider's read API and change-feed views name a person: the

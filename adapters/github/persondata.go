@@ -14,5 +14,12 @@ func PersonFields() ports.PersonFields {
 		Logins:    []string{"login", "username"},
 		UserShape: []string{"login"},
 		Emails:    []string{"email"},
+		Text: []ports.TextRewrite{
+			// "@login" in someone else's text.
+			{Pattern: `([^a-z0-9_-])@({logins})(?![a-z0-9_-])`, Replacement: `\1@ghost`},
+			// A string that is the login or starts with it as the owner segment
+			// ("login/repo"), and the first path segment of a URL ("https://host/login/…").
+			{Pattern: `("|"[a-z][a-z0-9+.-]*://[^/"]+/)({logins})(?=[/"?#])`, Replacement: `\1ghost`},
+		},
 	}
 }

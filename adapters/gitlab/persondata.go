@@ -13,5 +13,12 @@ func PersonFields() ports.PersonFields {
 		UserShape:  []string{"username"},
 		References: []string{"user_id", "author_id"},
 		Emails:     []string{"email", "user_email"},
+		Text: []ports.TextRewrite{
+			// "@username" in someone else's text; GitLab's Ghost User is "ghost".
+			{Pattern: `([^a-z0-9_.-])@({logins})(?![a-z0-9_-])`, Replacement: `\1@ghost`},
+			// A user namespace: a string that is the username or starts with it as the
+			// namespace ("username/project"), and the first path segment of a URL.
+			{Pattern: `("|"[a-z][a-z0-9+.-]*://[^/"]+/)({logins})(?=[/"?#])`, Replacement: `\1ghost`},
+		},
 	}
 }
