@@ -189,6 +189,10 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 			Expect(receipts[2].Deleted).To(BeNumerically(">", 0))
 
 			Expect(searchMirror(ctx, "github_", "provider_event")).To(BeEmpty())
+			By("nothing of the person in any table the service owns but the request's frozen identities")
+			Expect(support.SearchEverywhere(ctx, pool, personTraces...)).To(ConsistOf(
+				hit{Table: "inbox_erasure", Column: "identities", Value: personID},
+				hit{Table: "inbox_erasure", Column: "identities", Value: personLogin}))
 
 			By("shared items staying, with the ghost where the person was")
 			Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue WHERE author_id = $1`, 10137)).To(Equal(authoredIssues))

@@ -1,0 +1,220 @@
+package backfill_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slacksync"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/application/backfill"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/domain/erasure"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+)
+
+// Person erasure, proven per provider by one search: a person's data arrives through webhooks
+// and backfill pages (a fake provider at the configured API root), the person is erased, and
+// then every text, json, array and number column of every table the service owns
+// (support.SearchEverywhere, enumerated from pg_catalog) and every read API and change-feed
+// answer is searched for their id, login, name and e-mail address. The only trace allowed is
+// the documented one: the erasure request keeps its frozen identities (resume needs them).
+
+// erasureProof is what a provider's spec hands the shared proof.
+type erasureProof struct {
+	scope erasure.Scope
+	// traces are the person's id, login, name and e-mail (those the provider has).
+	traces []string
+	// before are places the search must find the person in before the erasure (so the search
+	// is known to look where the data is).
+	before []support.Trace
+	// answers are the read API's and the change feed's answers, concatenated.
+	answers func(ctx context.Context) string
+	// kept are the frozen identities' traces: table inbox_erasure, column identities.
+	kept []string
+}
+
+// prove erases p.scope through every pass and searches everything afterwards.
+func prove(ctx context.Context, p erasureProof) []erasure.Receipt {
+	GinkgoHelper()
+	Expect(support.SearchEverywhere(ctx, pool, p.traces...)).To(ContainElements(p.before), "the search finds the person before")
+	before := strings.ToLower(p.answers(ctx))
+	found := false
+	for _, t := range p.traces {
+		found = found || strings.Contains(before, strings.ToLower(t))
+	}
+	Expect(found).To(BeTrue(), "the answers show the person before")
+
+	receipts := support.EraseNow(ctx, support.ErasureStore(pool), p.scope)
+
+	var kept []support.Trace
+	for _, t := range p.kept {
+		kept = append(kept, support.Trace{Table: "inbox_erasure", Column: "identities", Value: t})
+	}
+	Expect(support.SearchEverywhere(ctx, pool, p.traces...)).To(ConsistOf(kept), "nothing of the person in any table but the request's identities")
+	after := strings.ToLower(p.answers(ctx))
+	for _, t := range p.traces {
+		Expect(after).NotTo(ContainSubstring(strings.ToLower(t)), "no read API or feed answer names the person")
+	}
+	return receipts
+}
+
+// feedAnswer is every change of ws as the feed hands it out.
+func feedAnswer(ctx context.Context, feed *changefeed.Store, ws int64) string {
+	GinkgoHelper()
+	cs, err := feed.Changes(ctx, ws, change.Cursor{}, 1000)
+	Expect(err).NotTo(HaveOccurred())
+	raw, err := json.Marshal(cs)
+	Expect(err).NotTo(HaveOccurred())
+	var data strings.Builder
+	data.Write(raw)
+	for _, c := range cs {
+		data.WriteString(string(c.Data))
+	}
+	return data.String()
+}
+
+// getAll reads each path from srv with the instance admin's token and concatenates the bodies.
+func getAll(base string, client *httpClient, paths ...string) string {
+	GinkgoHelper()
+	var all strings.Builder
+	for _, p := range paths {
+		status, body := client.call(http.MethodGet, base+p, adminToken)
+		Expect(status).To(Equal(http.StatusOK), p)
+		raw, err := json.Marshal(body)
+		Expect(err).NotTo(HaveOccurred())
+		all.Write(raw)
+	}
+	return all.String()
+}
+
+// webhookOf stores a delivery of ws with the source header admission sets from the connection
+// and runs its handler.
+func webhookOf(ctx context.Context, reg *consumer.Registry, ws int64, p provider.Provider, source, eventType, subject, payload string) {
+	GinkgoHelper()
+	d := support.LeasedEvent(ctx, pool, ws, p, eventType, subject, payload)
+	_, err := pool.Exec(ctx, `UPDATE provider_event SET headers = jsonb_build_object('Hephaestus-Source-Server-Url', $2::text) WHERE id = $1`, d.ID, source)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(d.Handle(ctx, reg)).To(Succeed())
+}
+
+func scopeFor(p provider.Provider, source, id, login, email string) erasure.Scope {
+	GinkgoHelper()
+	i, err := erasure.NewIdentity(id, login, email)
+	Expect(err).NotTo(HaveOccurred())
+	s, err := erasure.NewScope(p, source, []erasure.Identity{i})
+	Expect(err).NotTo(HaveOccurred())
+	return s
+}
+
+var _ = Describe("Person erasure leaves nothing of the person", func() {
+	var feed *changefeed.Store
+
+	BeforeEach(func() {
+		var err error
+		feed, err = changefeed.New(pool, nil)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	drainRunner := func(ctx context.Context, r *backfill.Runner, cond func() bool) {
+		GinkgoHelper()
+		Eventually(func(g Gomega) bool {
+			g.Expect(r.Drain(ctx)).To(Succeed())
+			return cond()
+		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+	}
+
+	It("in Slack: their messages (pages and webhooks), their mentions in others' messages, the mirror, the inbox, the read API and the feed", func(ctx SpecContext) {
+		const (
+			person  = "U0PERSON1"
+			name    = "Jane Roe"
+			channel = "C0ERASE01"
+		)
+		sl := newFakeSlack()
+		sl.channels[channel] = []obj{ // newest first, as conversations.history lists them
+			{"type": "message", "user": "U1", "text": "thanks <@" + person + "|" + name + ">", "ts": "1700000100.000200"},
+			{"type": "message", "user": person, "text": "paged words of the person", "ts": "1700000100.000100"},
+		}
+		acme := support.NewWorkspace(ctx, manage, "acme").ID
+		conn := slackConnection(ctx, acme)
+		registerChannel(ctx, acme, channel, "GRANTED")
+		store, err := slackmirror.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(store.PublishChanges(feed, slackread.Views{})).To(Succeed())
+		secretsStore, err := managementstore.NewLiveSecrets(pool, box)
+		Expect(err).NotTo(HaveOccurred())
+		stored := func(ctx context.Context, ws int64, team string) (string, bool, error) {
+			token, found, err := secretsStore.LiveSecret(ctx, ws, slack.Kind, team)
+			return string(token), found, err
+		}
+		client, err := webapi.New(webapi.Config{BaseURL: sl.server.URL, Token: webapi.StoredTokens(stored, "")})
+		Expect(err).NotTo(HaveOccurred())
+		src, err := slacksync.New(client, store)
+		Expect(err).NotTo(HaveOccurred())
+		metrics := telemetry.NewMetrics()
+		metrics.Declare(telemetry.Labels{Providers: []string{"github", "gitlab", "slack", "outline"}})
+		r, err := backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
+			Retry: testRetry}, jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
+		Expect(err).NotTo(HaveOccurred())
+		subscribeChannel(ctx, acme, conn, channel)
+		drainRunner(ctx, r, func() bool { return channelJob(ctx, conn, channel).State == "DONE" })
+
+		inbox, err := deliveryinbox.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		reg := consumer.NewRegistry()
+		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		message := func(envelope, user, text, ts string) string {
+			return fmt.Sprintf(`{"type":"event_callback","team_id":%q,"event_id":%q,
+				"authorizations":[{"team_id":%q,"user_id":"UBOT","is_bot":true}],
+				"event":{"type":"message","channel":%q,"channel_type":"channel","user":%q,"text":%q,"ts":%q,"event_ts":%q}}`,
+				slackTeam, envelope, slackTeam, channel, user, text, ts, ts)
+		}
+		webhookOf(ctx, reg, acme, slack.Provider, "https://slack.com", "message", "slack:channel:"+channel,
+			message("Ev1", person, "live words of the person", "1700000200.000100"))
+		webhookOf(ctx, reg, acme, slack.Provider, "https://slack.com", "message", "slack:channel:"+channel,
+			message("Ev2", "U2", "ask <@"+person+"> about it", "1700000200.000200"))
+
+		gin.SetMode(gin.TestMode)
+		engine := gin.New()
+		Expect(slackread.Register(engine, slackread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
+		srv, c := support.Serve(engine)
+		read := &httpClient{c}
+
+		receipts := prove(ctx, erasureProof{
+			scope:  scopeFor(slack.Provider, "https://slack.com", person, "", ""),
+			traces: []string{person, name},
+			before: []support.Trace{
+				{Table: "slack_message", Column: "user_id", Value: person},
+				{Table: "slack_message", Column: "text", Value: name},
+				{Table: "provider_event", Column: "payload", Value: person},
+				{Table: "workspace_change", Column: "data", Value: person},
+			},
+			answers: func(ctx context.Context) string {
+				return getAll(srv.URL, read, "/api/workspaces/acme/slack/channels/"+channel+"/messages?size=100") + feedAnswer(ctx, feed, acme)
+			},
+			kept: []string{person},
+		})
+		Expect(receipts[1].Store).To(Equal(erasure.ChangeFeed))
+		Expect(receipts[1].Deleted).To(BeNumerically(">=", 2), "the feed's changes of the person's messages, which name them as userId")
+		Expect(support.Column(ctx, pool, `SELECT text FROM slack_message WHERE workspace_id = $1 ORDER BY ts`, acme)).
+			To(Equal([]string{"thanks <@U00000000>", "ask <@U00000000> about it"}), "the others' messages stay, the mention becomes the tombstone")
+	})
+})
