@@ -61,8 +61,8 @@ type PersonFields struct {
 
 // TextRewrite is one rewrite of a payload's JSON text: every match of Pattern (a PostgreSQL
 // regular expression, matched case-insensitively) becomes Replacement (which may use \1…\9).
-// In Pattern, {logins} stands for the person's logins and {ids} for their ids, as an escaped
-// alternation; a rewrite whose placeholder has no value is skipped. Neither may produce a
+// In Pattern, {logins} stands for the person's logins, {emails} for their e-mail addresses and
+// {ids} for their ids, each as an escaped alternation; a rewrite whose placeholder has no value is skipped. Neither may produce a
 // quote or a backslash outside the captured text: the result must stay the same JSON.
 type TextRewrite struct {
 	Pattern     string

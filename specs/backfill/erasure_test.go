@@ -12,6 +12,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
@@ -216,5 +222,119 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		Expect(receipts[1].Deleted).To(BeNumerically(">=", 2), "the feed's changes of the person's messages, which name them as userId")
 		Expect(support.Column(ctx, pool, `SELECT text FROM slack_message WHERE workspace_id = $1 ORDER BY ts`, acme)).
 			To(Equal([]string{"thanks <@U00000000>", "ask <@U00000000> about it"}), "the others' messages stay, the mention becomes the tombstone")
+	})
+	It("in GitLab: their issues and merge requests (pages and hooks), their push and commit trailers, their user namespace, their mentions, the read API and the feed", func(ctx SpecContext) {
+		const (
+			personID = "48151623"
+			login    = "jroe"
+			name     = "Jane Roe"
+			email    = "jane.roe@example.com"
+			source   = "https://gitlab.example"
+			shaMine  = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
+			shaAna   = "b1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
+		)
+		user := fmt.Sprintf(`{"id":%s,"name":%q,"username":%q,"avatar_url":"%s/uploads/%s.png","email":%q}`, personID, name, login, source, login, email)
+		ana := `{"id":5,"name":"Ana","username":"ana","email":"ana@example.org"}`
+		// A project in the person's user namespace.
+		project := `{"id":101,"name":"tools","namespace_id":777,"path_with_namespace":"jroe/tools",
+			"web_url":"https://gitlab.example/jroe/tools","default_branch":"main","visibility_level":0}`
+
+		gl := newFakeGitLab()
+		gl.lists["/projects/101/issues"] = []obj{
+			{"id": 9001, "iid": 1, "project_id": 101, "title": "Crash on start", "description": "It crashes",
+				"state": "opened", "author": obj{"id": 48151623, "username": login, "name": name}, "labels": []string{"bug"},
+				"web_url": "https://gitlab.example/jroe/tools/-/issues/1", "created_at": "2024-02-01T00:00:00.000Z", "updated_at": "2024-02-02T00:00:00.000Z"},
+			{"id": 9002, "iid": 2, "project_id": 101, "title": "Docs", "description": "cc @jroe for review",
+				"state": "opened", "author": obj{"id": 5, "username": "ana", "name": "Ana"}, "labels": []string{},
+				"web_url": "https://gitlab.example/jroe/tools/-/issues/2", "created_at": "2024-02-01T00:00:00.000Z", "updated_at": "2024-02-02T00:00:00.000Z"},
+		}
+		gl.lists["/projects/101/merge_requests"] = []obj{
+			{"id": 9101, "iid": 7, "project_id": 101, "title": "Fix the crash", "state": "opened", "draft": false,
+				"source_branch": "fix", "target_branch": "main", "sha": shaMine, "merge_status": "can_be_merged",
+				"author":  obj{"id": 48151623, "username": login, "name": name},
+				"web_url": "https://gitlab.example/jroe/tools/-/merge_requests/7", "created_at": "2024-03-01T00:00:00.000Z", "updated_at": "2024-03-02T00:00:00.000Z"},
+		}
+		acme := support.NewWorkspace(ctx, manage, "acme").ID
+		conn := gitlabConnection(ctx, acme)
+		store, err := gitlabmirror.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(store.PublishChanges(feed, gitlabread.Views{})).To(Succeed())
+		client, err := gitlabapi.New(gitlabapi.Config{BaseURL: gl.server.URL, MaxBodyBytes: 8 << 20,
+			Token: func(context.Context) (string, error) { return gitlabToken, nil }})
+		Expect(err).NotTo(HaveOccurred())
+		src, err := gitlabsync.New(client, store)
+		Expect(err).NotTo(HaveOccurred())
+		metrics := telemetry.NewMetrics()
+		metrics.Declare(telemetry.Labels{Providers: []string{"github", "gitlab", "slack", "outline"}})
+		r, err := backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
+			Retry: testRetry}, jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
+		Expect(err).NotTo(HaveOccurred())
+
+		inbox, err := deliveryinbox.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		reg := consumer.NewRegistry()
+		Expect(gitlabhandlers.Register(reg, gitlabhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		hook := func(event, payload string) {
+			GinkgoHelper()
+			webhookOf(ctx, reg, acme, gitlab.Provider, source, event, "gitlab:project:101", payload)
+		}
+		hook("Merge Request Hook", fmt.Sprintf(`{"object_kind":"merge_request","event_type":"merge_request","user":%s,"project":%s,
+			"object_attributes":{"id":9101,"iid":7,"target_project_id":101,"title":"Fix the crash","description":"Fixes #1",
+			"state":"opened","source_branch":"fix","target_branch":"main","merge_status":"can_be_merged","author_id":%s,
+			"url":"https://gitlab.example/jroe/tools/-/merge_requests/7","action":"open","last_commit":{"id":%q},
+			"created_at":"2024-03-01T00:00:00Z","updated_at":"2024-03-03T00:00:00Z"}}`, user, project, personID, shaMine))
+		hook("Note Hook", fmt.Sprintf(`{"object_kind":"note","event_type":"note","user":%s,"project_id":101,"project":%s,
+			"object_attributes":{"id":9201,"note":"@jroe looks good, thanks","noteable_type":"MergeRequest","noteable_id":9101,
+			"author_id":5,"project_id":101,"system":false,"url":"https://gitlab.example/jroe/tools/-/merge_requests/7#note_9201",
+			"action":"create","created_at":"2024-03-04T00:00:00Z","updated_at":"2024-03-04T00:00:00Z"}}`, ana, project))
+		hook("Push Hook", fmt.Sprintf(`{"object_kind":"push","before":"0000000000000000000000000000000000000000","after":%q,
+			"ref":"refs/heads/fix","user_id":%s,"user_name":%q,"user_username":%q,"user_email":%q,"project_id":101,"project":%s,
+			"commits":[{"id":%q,"message":"Fix the crash\n\nSigned-off-by: %s <%s>","title":"Fix the crash","timestamp":"2024-03-01T10:00:00+02:00",
+			"url":"https://gitlab.example/jroe/tools/-/commit/%s","author":{"name":%q,"email":%q}}],"total_commits_count":1}`,
+			shaMine, personID, name, login, email, project, shaMine, name, email, shaMine, name, email))
+		// Someone else's push of a commit the person co-authored.
+		hook("Push Hook", fmt.Sprintf(`{"object_kind":"push","before":%q,"after":%q,
+			"ref":"refs/heads/main","user_id":5,"user_name":"Ana","user_username":"ana","user_email":"ana@example.org","project_id":101,"project":%s,
+			"commits":[{"id":%q,"message":"Polish\n\nCo-authored-by: %s <%s>\nReviewed-by: Bo <bo@example.org>","title":"Polish","timestamp":"2024-03-02T10:00:00+02:00",
+			"url":"https://gitlab.example/jroe/tools/-/commit/%s","author":{"name":"Ana","email":"ana@example.org"}}],"total_commits_count":1}`,
+			shaMine, shaAna, project, shaAna, name, email, shaAna))
+
+		subscribeProject(ctx, acme, conn, 101)
+		drainRunner(ctx, r, func() bool { return resourceJob(ctx, conn, "project", "101").State == "DONE" })
+		Expect(count(ctx, `SELECT count(*) FROM gitlab_issue WHERE workspace_id = $1`, acme)).To(Equal(2), "the pages were mirrored")
+
+		gin.SetMode(gin.TestMode)
+		engine := gin.New()
+		Expect(gitlabread.Register(engine, gitlabread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
+		srv, c := support.Serve(engine)
+		read := &httpClient{c}
+
+		prove(ctx, erasureProof{
+			scope:  scopeFor(gitlab.Provider, source, personID, login, email),
+			traces: []string{personID, login, name, email},
+			before: []support.Trace{
+				{Table: "gitlab_issue", Column: "author_id", Value: personID},
+				{Table: "gitlab_issue", Column: "description", Value: login},
+				{Table: "gitlab_project", Column: "path_with_namespace", Value: login},
+				{Table: "gitlab_commit", Column: "message", Value: email},
+				{Table: "gitlab_note", Column: "body", Value: login},
+				{Table: "provider_event", Column: "payload", Value: name},
+				{Table: "workspace_change", Column: "data", Value: personID},
+			},
+			answers: func(ctx context.Context) string {
+				return getAll(srv.URL, read, "/api/workspaces/acme/gitlab/projects?size=100",
+					"/api/workspaces/acme/gitlab/projects/101/merge-requests?size=100") + feedAnswer(ctx, feed, acme)
+			},
+			kept: []string{personID, login, email},
+		})
+
+		By("keeping the shared items and the others' words, with the tombstone where the person was")
+		Expect(support.Column(ctx, pool, `SELECT path_with_namespace || ' ' || web_url FROM gitlab_project WHERE workspace_id = $1`, acme)).
+			To(Equal([]string{"ghost/tools https://gitlab.example/ghost/tools"}), "the project keeps its id and name in the ghost's namespace")
+		Expect(support.Column(ctx, pool, `SELECT body FROM gitlab_note WHERE workspace_id = $1`, acme)).To(Equal([]string{"@ghost looks good, thanks"}))
+		Expect(support.Column(ctx, pool, `SELECT description FROM gitlab_issue WHERE workspace_id = $1 ORDER BY iid`, acme)).
+			To(Equal([]string{"It crashes", "cc @ghost for review"}))
+		Expect(support.Column(ctx, pool, `SELECT message FROM gitlab_commit WHERE workspace_id = $1 ORDER BY message`, acme)).
+			To(Equal([]string{"Fix the crash\n", "Polish\n\nReviewed-by: Bo <bo@example.org>"}), "the trailers naming the person went, the others' stay")
 	})
 })

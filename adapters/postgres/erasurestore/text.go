@@ -14,12 +14,15 @@ import (
 // provider's ports.TextRewrite declarations rewrite their payloads' JSON text in the inbox
 // step, after the deletion of the deliveries that name the person, with the same boundary.
 
-// textRewrites are the rewrites of f for scope: the patterns with the scope's logins and ids
-// substituted (escaped, lower case) and their replacements. A rewrite whose placeholder has no
+// textRewrites are the rewrites of f for scope: the patterns with the scope's logins, e-mail
+// addresses and ids substituted (escaped, lower case) and their replacements. A rewrite whose placeholder has no
 // value is left out.
 func textRewrites(f ports.PersonFields, scope erasure.Scope) (patterns, replacements []string) {
-	var logins, ids []string
+	var logins, ids, emails []string
 	for _, i := range scope.Identities() {
+		if i.Email() != "" {
+			emails = append(emails, regexp.QuoteMeta(strings.ToLower(i.Email())))
+		}
 		if i.Login() != "" {
 			logins = append(logins, regexp.QuoteMeta(strings.ToLower(i.Login())))
 		}
@@ -34,6 +37,12 @@ func textRewrites(f ports.PersonFields, scope erasure.Scope) (patterns, replacem
 				continue
 			}
 			p = strings.ReplaceAll(p, "{logins}", strings.Join(logins, "|"))
+		}
+		if strings.Contains(p, "{emails}") {
+			if len(emails) == 0 {
+				continue
+			}
+			p = strings.ReplaceAll(p, "{emails}", strings.Join(emails, "|"))
 		}
 		if strings.Contains(p, "{ids}") {
 			if len(ids) == 0 {
