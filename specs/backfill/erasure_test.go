@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,6 +14,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
@@ -426,4 +432,121 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 			To(ConsistOf("# Plan\n\nAsk @[erased](mention://5e5e5e5e-0000-4000-8000-000000000001/user/00000000-0000-0000-0000-000000000000) first.",
 				"# Oncall\nescalate to @[erased](mention://5e5e5e5e-0000-4000-8000-000000000001/user/00000000-0000-0000-0000-000000000000)"))
 	})
+	It("in GitHub: their own repository's pages and the corpus webhooks, their commits and co-author trailers, their mentions, the subscription, the read API and the feed", func(ctx SpecContext) {
+		const (
+			personID = "21031067"
+			login    = "Codertocat"
+			email    = "21031067+Codertocat@users.noreply.github.com"
+		)
+		// GitHub's documented push payload: Codertocat pushes to their own Codertocat/Hello-World.
+		dir := githubCorpusDir()
+		pushFile := filepath.Join(dir, "push", "payload.json")
+		raw, err := os.ReadFile(pushFile)
+		if err != nil {
+			Skip("GitHub corpus not found at " + dir + " (set HEPHAESTUS_GITHUB_CORPUS)")
+		}
+		var push obj
+		Expect(json.Unmarshal(raw, &push)).To(Succeed())
+		repo := push["repository"].(obj)
+		repoID := int64(repo["id"].(float64))
+		Expect(repo["full_name"]).To(Equal("Codertocat/Hello-World"))
+
+		gh := newFakeGitHub(patToken)
+		person, octocat := user(21031067, login), user(583231, "octocat")
+		mine := issue(900000, 900001, 1, "Crash on start", "2024-02-02T00:00:00Z")
+		mine["user"], mine["html_url"] = person, "https://github.com/Codertocat/Hello-World/issues/1"
+		theirs := issue(900000, 900002, 2, "Docs", "2024-02-02T00:00:00Z")
+		theirs["user"], theirs["body"] = octocat, "cc @Codertocat, and thanks @octocat"
+		theirs["assignees"] = []any{person}
+		pull := pullRequest(900101, 3, fmt.Sprintf("%040x", 3))
+		pull["user"], pull["html_url"] = person, "https://github.com/Codertocat/Hello-World/pull/3"
+		pull["body"] = "Fixes #1\n\nCo-authored-by: Codertocat <" + email + ">"
+		gh.add(&fakeRepo{repo: repo, issues: []obj{mine, theirs}, pulls: []obj{pull},
+			labels: []obj{{"id": 900501, "name": "bug", "color": "d73a4a", "default": true}},
+			milestones: []obj{{"id": 900801, "number": 1, "title": "v1", "state": "open", "creator": octocat,
+				"created_at": "2024-01-05T00:00:00Z", "updated_at": "2024-01-06T00:00:00Z"}}})
+		acme := support.NewWorkspace(ctx, manage, "acme").ID
+		conn := patConnection(ctx, acme, patToken)
+		subscribe(ctx, acme, conn, repoID, "Codertocat/Hello-World")
+		a := newServer("server-a", pool, jobs, gh)
+		drainUntil(ctx, a, func() bool { return job(ctx, conn, repoID).State == "DONE" })
+		Expect(count(ctx, `SELECT count(*) FROM github_issue WHERE workspace_id = $1`, acme)).To(Equal(2), "the pages were mirrored")
+
+		store, err := githubmirror.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(store.PublishChanges(feed, githubread.Views{})).To(Succeed())
+		inbox, err := deliveryinbox.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		reg := consumer.NewRegistry()
+		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		hook := func(event string, payload []byte) {
+			GinkgoHelper()
+			webhookOf(ctx, reg, acme, github.Provider, "https://github.com", event, fmt.Sprintf("github:repository:%d", repoID), string(payload))
+		}
+		hook("push", raw) // read in place, as GitHub sent it
+		// Someone else's push of a commit the person co-authored, and their comment mentioning
+		// the person, in the person's repository.
+		other, err := json.Marshal(obj{"ref": "refs/heads/main", "before": push["after"], "after": fmt.Sprintf("%040x", 77),
+			"repository": repo, "pusher": obj{"name": "octocat", "email": "octocat@github.com"}, "sender": octocat,
+			"commits": []any{obj{"id": fmt.Sprintf("%040x", 77), "tree_id": fmt.Sprintf("%040x", 78), "distinct": true,
+				"message":   "Polish\n\nCo-authored-by: Codertocat <" + email + ">\nReviewed-by: Mona <mona@example.org>",
+				"timestamp": "2024-03-02T10:00:00Z", "url": "https://github.com/Codertocat/Hello-World/commit/" + fmt.Sprintf("%040x", 77),
+				"author":    obj{"name": "octocat", "email": "octocat@github.com", "username": "octocat"},
+				"committer": obj{"name": "octocat", "email": "octocat@github.com", "username": "octocat"},
+				"added":     []any{}, "removed": []any{}, "modified": []any{"README.md"}}},
+			"head_commit": nil})
+		Expect(err).NotTo(HaveOccurred())
+		hook("push", other)
+		comment, err := json.Marshal(obj{"action": "created", "repository": repo, "sender": octocat, "issue": theirs,
+			"comment": obj{"id": 900301, "body": "@Codertocat can you look?", "user": octocat,
+				"html_url":   "https://github.com/Codertocat/Hello-World/issues/2#issuecomment-900301",
+				"created_at": "2024-03-03T00:00:00Z", "updated_at": "2024-03-03T00:00:00Z"}})
+		Expect(err).NotTo(HaveOccurred())
+		hook("issue_comment", comment)
+
+		base, read := api()
+		prove(ctx, erasureProof{
+			scope:  scopeFor(github.Provider, "https://github.com", personID, login, email),
+			traces: []string{personID, login, email},
+			before: []support.Trace{
+				{Table: "github_repository", Column: "full_name", Value: login},
+				{Table: "github_issue", Column: "author_id", Value: personID},
+				{Table: "github_issue", Column: "body", Value: login},
+				{Table: "github_commit", Column: "message", Value: email},
+				{Table: "github_issue_comment", Column: "body", Value: login},
+				{Table: "connection_subscription", Column: "name", Value: login},
+				{Table: "provider_event", Column: "payload", Value: email},
+				{Table: "workspace_change", Column: "data", Value: login},
+			},
+			answers: func(ctx context.Context) string {
+				id := fmt.Sprint(repoID)
+				return getAll(base, read, "/api/workspaces/acme/repositories?size=100",
+					"/api/workspaces/acme/repositories/"+id+"/issues?size=100", "/api/workspaces/acme/repositories/"+id+"/pulls?size=100",
+					"/api/workspaces/acme/repositories/"+id+"/commits?size=100", fmt.Sprintf("/api/workspaces/acme/connections/%d/sync", conn)) +
+					feedAnswer(ctx, feed, acme)
+			},
+			kept:            []string{personID, login, email},
+			viewsNamePerson: true,
+		})
+
+		By("keeping the repository with its id and the ghost as its owner, and the others' words with the tombstone")
+		Expect(support.Column(ctx, pool, `SELECT id || ' ' || full_name || ' ' || html_url || ' ' || owner_login FROM github_repository WHERE workspace_id = $1`, acme)).
+			To(Equal([]string{fmt.Sprintf("%d ghost/Hello-World https://github.com/ghost/Hello-World ghost", repoID)}))
+		Expect(support.Column(ctx, pool, `SELECT body FROM github_issue_comment WHERE workspace_id = $1`, acme)).To(Equal([]string{"@ghost can you look?"}))
+		Expect(support.Column(ctx, pool, `SELECT body FROM github_issue WHERE workspace_id = $1 AND id = 900002`, acme)).
+			To(Equal([]string{"cc @ghost, and thanks @octocat"}), "another person's mention stays")
+		Expect(support.Column(ctx, pool, `SELECT message FROM github_commit WHERE workspace_id = $1 AND message LIKE 'Polish%'`, acme)).
+			To(Equal([]string{"Polish\n\nReviewed-by: Mona <mona@example.org>"}))
+		Expect(support.Column(ctx, pool, `SELECT name FROM connection_subscription WHERE connection_id = $1`, conn)).
+			To(Equal([]string{""}), "the subscription keeps the repository's id; its backfill resolves the name by id")
+	})
 })
+
+// githubCorpusDir finds GitHub's documented example payloads as specs/github does:
+// HEPHAESTUS_GITHUB_CORPUS, or the shared corpus beside the checkout. Read in place only.
+func githubCorpusDir() string {
+	if dir := os.Getenv("HEPHAESTUS_GITHUB_CORPUS"); dir != "" {
+		return dir
+	}
+	return filepath.Join("..", "..", "..", "shared", "corpus", "github")
+}

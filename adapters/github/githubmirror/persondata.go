@@ -89,6 +89,11 @@ var githubPersonData = []pgutil.PersonRule{
 	pgutil.TextRule("github_milestone", []string{"title", "description"}, nil, GhostLogin),
 	pgutil.TextRule("github_organization", []string{"description"}, nil, GhostLogin),
 	pgutil.TextRule("github_team", []string{"description"}, nil, GhostLogin),
+	// A repository subscription named by the person's repository keeps its id and loses the
+	// name (the backfill resolves a nameless subscription by id); an organization backfill's
+	// cursor names its current repository by full name.
+	{Table: "connection_subscription", Where: `provider = 'GITHUB' AND resource_type = 'repository' AND ` + pgutil.PathNamesPerson("name"), Set: `name = ''`},
+	{Table: "sync_job", Where: `provider = 'GITHUB' AND cursor ~* @cursor_re`, Set: `cursor = regexp_replace(cursor, @cursor_re, '\1` + GhostLogin + `', 'gi')`},
 	// The installation record of an App installed on the person's own account (instance-wide:
 	// installation rows belong to the App's namespace).
 	{Table: "github_installation", InstanceWide: true, Where: `account_id = ANY(@ids) OR lower(account_login) = ANY(@logins)`,
@@ -153,7 +158,9 @@ func personArgs(ctx context.Context, tx ports.Tx, workspaces []int64, scope eras
 	if err := ptx.QueryRow(ctx, personNames, args).Scan(&names); err != nil {
 		return nil, pgutil.Interpret("read github person names", err)
 	}
-	return pgutil.TextArgs(args, logins, emails, names), nil
+	args = pgutil.TextArgs(args, logins, emails, names)
+	args["cursor_re"] = pgutil.CursorPattern(logins)
+	return args, nil
 }
 
 // personNames are the author and committer names of the person's commits (authorIs, committerIs).

@@ -43,6 +43,9 @@ var gitlabPersonData = []pgutil.PersonRule{
 	pgutil.TextRule("gitlab_note", []string{"body"}, []string{"web_url"}, GhostUsername),
 	pgutil.TextRule("gitlab_commit", []string{"title", "message"}, []string{"url"}, GhostUsername),
 	pgutil.TextRule("gitlab_milestone", []string{"title", "description"}, nil, GhostUsername),
+	// A project subscription named by a project of the person's namespace keeps its id and
+	// loses the name (the backfill reads projects by id).
+	{Table: "connection_subscription", Where: `provider = 'GITLAB' AND resource_type = 'project' AND ` + pgutil.PathNamesPerson("name"), Set: `name = ''`},
 }
 
 // GhostUsername is the username of GitLab's Ghost User, the tombstone of the person's

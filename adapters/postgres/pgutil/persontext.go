@@ -112,3 +112,12 @@ func TextRule(table string, texts, paths []string, tombstone string) PersonRule 
 	}
 	return PersonRule{Table: table, Where: strings.Join(where, " OR "), Set: strings.Join(set, ",\n\t\t")}
 }
+
+// CursorPattern matches a login as the owner segment of a full name inside a sync cursor
+// (":login/repo"), capturing the separator: replace with '\1' and the tombstone.
+func CursorPattern(logins []string) string {
+	if alts := loginAlternatives(logins); alts != "" {
+		return `(:)(` + alts + `)(?=/)`
+	}
+	return noMatch
+}
