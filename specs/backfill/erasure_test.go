@@ -504,6 +504,12 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		Expect(err).NotTo(HaveOccurred())
 		hook("issue_comment", comment)
 
+		// An organization backfill names the repository it is in by full name in its cursor
+		// (org:<page>:<index>:<id>:<full name>|<the repository's cursor>): as one paused there.
+		_, err = pool.Exec(ctx, `UPDATE sync_job SET cursor = $2 WHERE connection_id = $1`, conn,
+			fmt.Sprintf("org:1:0:%d:Codertocat/Hello-World|issues:2", repoID))
+		Expect(err).NotTo(HaveOccurred())
+
 		base, read := api()
 		prove(ctx, erasureProof{
 			scope:  scopeFor(github.Provider, "https://github.com", personID, login, email),
@@ -515,6 +521,7 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 				{Table: "github_commit", Column: "message", Value: email},
 				{Table: "github_issue_comment", Column: "body", Value: login},
 				{Table: "connection_subscription", Column: "name", Value: login},
+				{Table: "sync_job", Column: "cursor", Value: login},
 				{Table: "provider_event", Column: "payload", Value: email},
 				{Table: "workspace_change", Column: "data", Value: login},
 			},
@@ -539,6 +546,8 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 			To(Equal([]string{"Polish\n\nReviewed-by: Mona <mona@example.org>"}))
 		Expect(support.Column(ctx, pool, `SELECT name FROM connection_subscription WHERE connection_id = $1`, conn)).
 			To(Equal([]string{""}), "the subscription keeps the repository's id; its backfill resolves the name by id")
+		Expect(support.Column(ctx, pool, `SELECT cursor FROM sync_job WHERE connection_id = $1`, conn)).
+			To(Equal([]string{fmt.Sprintf("org:1:0:%d:ghost/Hello-World|issues:2", repoID)}))
 	})
 })
 
