@@ -47,3 +47,25 @@ type ChangeMetrics interface {
 	// (integration_change_feed_waiting_clients).
 	ChangeFeedWaiting(n int)
 }
+
+// ChangeSelection selects a workspace's changes about resources that are gone: changes whose
+// type starts with TypePrefix and that All selects, or whose subject is one of Subjects or
+// starts with one of SubjectPrefixes, or whose data has a member of DataMembers with one of its
+// values (compared as text: "repositoryId" → ["1296269"]).
+type ChangeSelection struct {
+	TypePrefix      string
+	All             bool
+	Subjects        []string
+	SubjectPrefixes []string
+	DataMembers     map[string][]string
+}
+
+// ChangeRemover is the teardown's side of the change feed: the changes of resources an
+// uninstalled connection's teardown deleted keep their id, cursor, type, subject and time
+// (a consumer's cursor still finds every change after it) and lose their data.
+type ChangeRemover interface {
+	// RemoveChanges replaces, through tx, the data of the changes of workspaceID that sel
+	// selects by the tombstone {"removed":true} and returns how many it replaced. Errors: the
+	// adapter's error for a transaction it cannot write through, *inbox.TransientError.
+	RemoveChanges(ctx context.Context, tx Tx, workspaceID int64, sel ChangeSelection) (int64, error)
+}

@@ -12,5 +12,11 @@ func PersonFields() ports.PersonFields {
 		UserShape:  []string{"avatarUrl"},
 		References: []string{"actorId", "userId"},
 		Emails:     []string{"email"},
+		Text: []ports.TextRewrite{
+			// A mention "@[Name](mention://<id>/user/<user id>)" in a document's text, then
+			// any other occurrence of the user id.
+			{Pattern: `@\[[^]"]*\]\(mention://([^)/"]*)/user/({ids})\)`, Replacement: `@[erased](mention://\1/user/00000000-0000-0000-0000-000000000000)`},
+			{Pattern: `([^a-z0-9-])({ids})(?![a-z0-9-])`, Replacement: `\100000000-0000-0000-0000-000000000000`},
+		},
 	}
 }

@@ -10,5 +10,9 @@ func PersonFields() ports.PersonFields {
 	return ports.PersonFields{
 		Provider:   Provider,
 		References: []string{"user", "user_id"},
+		Text: []ports.TextRewrite{
+			// A mention "<@U024BE7LH>" or "<@U024BE7LH|name>" in someone else's message.
+			{Pattern: `<@({ids})(\|[^>"]*)?>`, Replacement: `<@U00000000>`},
+		},
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/syncapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
@@ -79,6 +80,11 @@ func newServer(owner string, p *pgxpool.Pool, store *syncjobs.Store, gh *fakeGit
 	Expect(err).NotTo(HaveOccurred())
 	m, err := githubmirror.New(p)
 	Expect(err).NotTo(HaveOccurred())
+	// The mirror publishes to the change feed, as the service wires it (a teardown removes the
+	// torn-down changes' data and publishes connection.torn_down).
+	feed, err := changefeed.New(p, nil)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(m.PublishChanges(feed, githubread.Views{})).To(Succeed())
 	creds := &githubapi.Credentials{Store: secretsStore}
 	client, err := githubapi.New(githubapi.Config{BaseURL: gh.URL(), Token: creds.Token})
 	Expect(err).NotTo(HaveOccurred())

@@ -22,7 +22,9 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabsync"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
@@ -226,6 +228,9 @@ func gitlabRunner(owner string, p *pgxpool.Pool, store *syncjobs.Store, gl *fake
 	GinkgoHelper()
 	mirror, err := gitlabmirror.New(p)
 	Expect(err).NotTo(HaveOccurred())
+	feed, err := changefeed.New(p, nil)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(mirror.PublishChanges(feed, gitlabread.Views{})).To(Succeed())
 	client, err := gitlabapi.New(gitlabapi.Config{BaseURL: gl.server.URL, MaxBodyBytes: 8 << 20,
 		Token: func(context.Context) (string, error) { return gitlabToken, nil }})
 	Expect(err).NotTo(HaveOccurred())
@@ -327,6 +332,12 @@ var _ = Describe("Backfill of a GitLab project", func() {
 		})
 		Expect(gitlabOf(ctx, 77)).To(BeZero())
 		Expect(gitlabOf(ctx, 88)).To(Equal(11))
+		Expect(count(ctx, `SELECT count(*) FROM workspace_change WHERE workspace_id = $1 AND data->>'projectId' = '77'`, acme)).
+			To(BeZero(), "the torn-down project's changes lost their data")
+		Expect(count(ctx, `SELECT count(*) FROM workspace_change WHERE workspace_id = $1 AND data->>'projectId' = '88'`, acme)).
+			To(Equal(11), "the other connection's project keeps its changes")
+		Expect(support.Column(ctx, pool, `SELECT data::text FROM workspace_change WHERE workspace_id = $1 AND type = 'connection.torn_down'`, acme)).
+			To(ConsistOf(MatchJSON(fmt.Sprintf(`{"connectionId":%d,"provider":"GITLAB","resources":[{"type":"project","id":"77"}],"everything":false,"removedChanges":153}`, conn))))
 
 		setState(ctx, conn, "ACTIVE")
 		drain(ctx, func() bool { return job(ctx, conn, 77).State == "DONE" })

@@ -443,12 +443,35 @@ var _ = Describe("Backfill of an Outline collection", func() {
 			Expect(eventsOf(ctx, outlineDocID(shared, 1)) + eventsOf(ctx, outlineDocID(runbooks, 1)) + eventsOf(ctx, "user-1")).To(Equal(3))
 			Expect(count(ctx, `SELECT count(*) FROM outline_collection WHERE workspace_id = $1`, acme)).To(Equal(2))
 
+			By("removing the torn-down collection's changes from the feed and publishing what went")
+			feedOf := func(collection string) (kept, removed int) {
+				GinkgoHelper()
+				kept = count(ctx, `SELECT count(*) FROM workspace_change WHERE workspace_id = $1 AND data->>'collectionId' = $2`, acme, collection)
+				removed = count(ctx, `SELECT count(*) FROM workspace_change WHERE workspace_id = $1 AND type = 'outline.document.updated'
+					AND data = '{"removed":true}' AND subject LIKE 'outline:document:' || left($2, 8) || '-doc-%'`, acme, collection)
+				return kept, removed
+			}
+			// 250 documents and the collection itself.
+			kept, removed := feedOf(handbook)
+			Expect(kept).To(BeZero())
+			Expect(removed).To(Equal(250))
+			kept, removed = feedOf(shared)
+			Expect(kept).To(Equal(5), "the other connection's collections keep their changes")
+			Expect(removed).To(BeZero())
+			Expect(support.Column(ctx, pool, `SELECT data::text FROM workspace_change WHERE workspace_id = $1 AND type = 'connection.torn_down'`, acme)).
+				To(ConsistOf(MatchJSON(fmt.Sprintf(`{"connectionId":%d,"provider":"OUTLINE","resources":[{"type":"collection","id":%q}],"everything":false,"removedChanges":251}`,
+					conn, handbook))))
+
 			// With no live Outline connection left, every Outline row of the workspace goes.
 			setState(ctx, other, "UNINSTALLED")
 			drain(ctx, func() bool { return teardownDone(ctx, other) })
 			Expect(count(ctx, `SELECT (SELECT count(*) FROM outline_document WHERE workspace_id = $1)
 				+ (SELECT count(*) FROM outline_collection WHERE workspace_id = $1)
 				+ (SELECT count(*) FROM outline_event WHERE workspace_id = $1)`, acme)).To(BeZero())
+			Expect(count(ctx, `SELECT count(*) FROM workspace_change WHERE workspace_id = $1 AND type LIKE 'outline.%' AND data <> '{"removed":true}'`, acme)).
+				To(BeZero(), "and every Outline change of the workspace loses its data")
+			Expect(count(ctx, `SELECT count(*) FROM workspace_change WHERE workspace_id = $1 AND type = 'connection.torn_down'
+				AND (data->>'everything')::boolean AND (data->>'connectionId')::bigint = $2`, acme, other)).To(Equal(1))
 		})
 
 		It("backfills again when the connection is reconnected", func(ctx SpecContext) {

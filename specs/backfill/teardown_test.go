@@ -2,6 +2,7 @@ package backfill_test
 
 import (
 	"context"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -102,6 +103,55 @@ var _ = Describe("Sync jobs follow subscriptions and the connection's lifecycle"
 			Expect(githubRowsOf(ctx, other, appRepoID)).To(Equal(120 + 2 + 3 + 1 + 1))
 		})
 
+		It("removes the torn-down repository's changes from the feed and publishes what went", func(ctx SpecContext) {
+			feedOf := func(ws int64) map[string]string {
+				GinkgoHelper()
+				rows, err := pool.Query(ctx, `SELECT subject, data::text FROM workspace_change WHERE workspace_id = $1 ORDER BY id`, ws)
+				Expect(err).NotTo(HaveOccurred())
+				out := map[string]string{}
+				for rows.Next() {
+					var subject, data string
+					Expect(rows.Scan(&subject, &data)).To(Succeed())
+					out[subject] = data
+				}
+				Expect(rows.Err()).NotTo(HaveOccurred())
+				return out
+			}
+			appIssue := fmt.Sprintf("github:issue:%d", scalarInt(ctx, `SELECT min(id) FROM github_issue WHERE workspace_id = $1 AND repository_id = $2`, acme, appRepoID))
+			docsIssue := fmt.Sprintf("github:issue:%d", scalarInt(ctx, `SELECT min(id) FROM github_issue WHERE workspace_id = $1 AND repository_id = $2`, acme, docsRepoID))
+			appRepo, docsRepo := fmt.Sprintf("github:repository:%d", appRepoID), fmt.Sprintf("github:repository:%d", docsRepoID)
+			before := feedOf(acme)
+			Expect(before[appIssue]).To(ContainSubstring(`"title"`), "the backfill published the issue")
+			Expect(before[appRepo]).To(ContainSubstring("acme/app"))
+			changesOfApp := count(ctx, `SELECT count(*) FROM workspace_change WHERE workspace_id = $1
+				AND (subject = $2 OR data->>'repositoryId' = $3 OR subject IN (
+					SELECT 'github:issue:' || id FROM github_issue WHERE workspace_id = $1 AND repository_id = $3::bigint
+					UNION ALL SELECT 'github:pull_request:' || id FROM github_pull_request WHERE workspace_id = $1 AND repository_id = $3::bigint))`,
+				acme, appRepo, fmt.Sprint(appRepoID))
+			Expect(changesOfApp).To(BeNumerically(">", 120))
+			otherWorkspace := feedOf(other)
+
+			setState(ctx, appConn, "UNINSTALLED")
+			drainUntil(ctx, a, func() bool {
+				return count(ctx, `SELECT count(*) FROM sync_job WHERE connection_id = $1 AND kind = 'TEARDOWN' AND state = 'DONE'`, appConn) == 1
+			})
+
+			after := feedOf(acme)
+			Expect(after[appIssue]).To(MatchJSON(`{"removed":true}`))
+			Expect(after[appRepo]).To(MatchJSON(`{"removed":true}`))
+			Expect(count(ctx, `SELECT count(*) FROM workspace_change WHERE workspace_id = $1 AND type LIKE 'github.%' AND data::text LIKE '%acme/app%'`, acme)).
+				To(BeZero(), "nothing of the torn-down repository is left in the feed")
+			Expect(after[docsIssue]).To(Equal(before[docsIssue]), "the other connection's repository keeps its changes")
+			Expect(after[docsRepo]).To(Equal(before[docsRepo]))
+			Expect(feedOf(other)).To(Equal(otherWorkspace), "another workspace's feed is not this teardown's")
+
+			By("publishing the removal, so consumers can follow it")
+			Expect(count(ctx, `SELECT count(*) FROM workspace_change WHERE workspace_id = $1 AND type = 'connection.torn_down'`, acme)).To(Equal(1))
+			Expect(after[fmt.Sprintf("connection:%d", appConn)]).To(MatchJSON(fmt.Sprintf(
+				`{"connectionId":%d,"provider":"GITHUB","resources":[{"type":"repository","id":"%d"}],"everything":false,"removedChanges":%d}`,
+				appConn, appRepoID, changesOfApp)))
+		})
+
 		It("deletes the workspace's shared GitHub data too when no live GitHub connection is left", func(ctx SpecContext) {
 			setState(ctx, appConn, "UNINSTALLED")
 			setState(ctx, docsConn, "UNINSTALLED")
@@ -173,3 +223,10 @@ var _ = Describe("Uninstalling a connection of a provider without teardown", fun
 		Expect(count(ctx, `SELECT count(*) FROM sync_job WHERE connection_id = $1 AND kind = 'TEARDOWN'`, gitlabConn)).To(Equal(1))
 	})
 })
+
+func scalarInt(ctx context.Context, sql string, args ...any) int64 {
+	GinkgoHelper()
+	var n int64
+	Expect(pool.QueryRow(ctx, sql, args...).Scan(&n)).To(Succeed())
+	return n
+}

@@ -2,6 +2,7 @@ package changes_test
 
 import (
 	"context"
+	"encoding/json"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -10,6 +11,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
@@ -154,6 +156,39 @@ var _ = Describe("Person erasure of the change feed", func() {
 			Expect(again[1].Store).To(Equal(erasure.ChangeFeed))
 			Expect(again[1].Deleted).To(BeZero())
 		})
+	})
+})
+
+var _ = Describe("Person erasure of the change feed, by the views' declaration", func() {
+	It("erases a change whose view names the person only by a declared id member (GitLab's authorId), and not another person's", func(ctx SpecContext) {
+		ws := support.Workspace(ctx, writerPool, "acme")
+		_, err := writerPool.Exec(ctx, `INSERT INTO connection (workspace_id, kind, provider, source_server_url) VALUES ($1, 'GITLAB', 'GITLAB', 'https://gitlab.example.com')`, ws)
+		Expect(err).NotTo(HaveOccurred())
+		feed, err := changefeed.New(writerPool, nil)
+		Expect(err).NotTo(HaveOccurred())
+		box, err := deliveryinbox.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		publish := func(subject string, data string) {
+			GinkgoHelper()
+			c, err := change.New(change.MustType("gitlab.issue.upserted"), subject, json.RawMessage(data))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(box.Write(ctx, func(ctx context.Context, tx ports.Tx) error { return feed.Publish(ctx, tx, ws, c) })).To(Succeed())
+		}
+		// The issue view as gitlabread shapes it: the author by numeric id only, in a project of
+		// a group (no username anywhere in the data).
+		publish("gitlab:issue:1", `{"id":9001,"projectId":101,"iid":1,"title":"Crash","state":"opened","authorId":4815162,"webUrl":"https://gitlab.example.com/acme/api/-/issues/1"}`)
+		publish("gitlab:issue:2", `{"id":9002,"projectId":101,"iid":2,"title":"Hang","state":"opened","authorId":77,"webUrl":"https://gitlab.example.com/acme/api/-/issues/2"}`)
+
+		scope, err := erasure.NewScope(gitlab.Provider, "https://gitlab.example.com", []erasure.Identity{identityOf("4815162", "", "")})
+		Expect(err).NotTo(HaveOccurred())
+		receipts := support.EraseNow(ctx, support.ErasureStore(writerPool), scope)
+		Expect(receipts[1].Store).To(Equal(erasure.ChangeFeed))
+		Expect(receipts[1].Deleted).To(Equal(int64(1)))
+		cs, err := feed.Changes(ctx, ws, change.Cursor{}, 10)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cs).To(HaveLen(2))
+		Expect(string(cs[0].Data)).To(MatchJSON(`{"erased":true}`))
+		Expect(string(cs[1].Data)).To(ContainSubstring(`"authorId": 77`))
 	})
 })
 

@@ -94,20 +94,26 @@ var _ = Describe("Slack channels in the change feed", func() {
 		got := published(ctx)
 		Expect(got).To(HaveLen(6), "%v", got)
 		Expect(got[1]).To(Equal(view("general", "GRANTED")))
-		Expect(got[2]).To(HavePrefix("slack.message.posted slack:message:" + channel + ":1700000000.000100 "))
+		Expect(got[2]).To(Equal("slack.message.posted slack:message:"+channel+`:1700000000.000100 {"removed": true}`),
+			"the revocation erased the message, and the feed keeps no copy of it: its change keeps its cursor, type and subject")
 		Expect(got[3]).To(Equal(view("town-square", "GRANTED")))
 		Expect(got[4]).To(Equal(view("town-square", "REVOKED")))
 		Expect(got[5]).To(Equal(`slack.channel.messages_erased slack:channel:` + channel + ` {"id": "` + channel + `", "messages": 1}`))
 	})
 
-	It("publishes slack.channel.deleted for each channel the uninstall erases, and nothing for a second uninstall", func(ctx SpecContext) {
+	It("publishes slack.channel.deleted for each channel the uninstall erases, removes its messages' changes, and publishes nothing for a second uninstall", func(ctx SpecContext) {
 		deliver(ctx, "channel_created", created)
+		deliver(ctx, "member_joined_channel", joined)
+		deliver(ctx, "message", `{"type":"message","channel":"`+channel+`","user":"U1","text":"hi","ts":"1700000000.000100"}`)
+		Expect(published(ctx)[2]).To(ContainSubstring(`"text": "hi"`))
 		uninstall := `{"type":"app_uninstalled"}`
 		deliver(ctx, "app_uninstalled", uninstall)
 		deliver(ctx, "app_uninstalled", uninstall)
 		got := published(ctx)
 		Expect(got).To(Equal([]string{
 			view("general", "PENDING"),
+			view("general", "GRANTED"),
+			"slack.message.posted slack:message:" + channel + `:1700000000.000100 {"removed": true}`,
 			`slack.channel.deleted slack:channel:` + channel + ` {"id": "` + channel + `", "teamId": "` + team + `"}`,
 		}))
 	})

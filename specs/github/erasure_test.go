@@ -55,10 +55,9 @@ func searchMirror(ctx context.Context, prefixes ...string) []hit {
 	return support.SearchTraces(ctx, pool, prefixes, personTraces...)
 }
 
-// corpusWork lists the corpus work payloads the handlers take, read in place. The person's
-// personal repository Codertocat/Hello-World is read as the organization's
-// Octocoders/Hello-World: a repository the person owns keeps its name (see the personal-data
-// map), and the spec is about what the person did in a shared one.
+// corpusWork lists the corpus work payloads the handlers take, read in place, as GitHub sent
+// them: most are about the person's own repository Codertocat/Hello-World, which stays with
+// the ghost as its owner (ghost/Hello-World).
 func corpusWork() map[string][]byte {
 	GinkgoHelper()
 	dir := corpusDir()
@@ -75,7 +74,7 @@ func corpusWork() map[string][]byte {
 		for _, f := range files {
 			raw, err := os.ReadFile(f)
 			Expect(err).NotTo(HaveOccurred())
-			out[event+"/"+filepath.Base(f)] = []byte(strings.ReplaceAll(string(raw), "Codertocat/Hello-World", "Octocoders/Hello-World"))
+			out[event+"/"+filepath.Base(f)] = raw
 		}
 	}
 	Expect(out).NotTo(BeEmpty())
@@ -190,6 +189,10 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 			Expect(receipts[2].Deleted).To(BeNumerically(">", 0))
 
 			Expect(searchMirror(ctx, "github_", "provider_event")).To(BeEmpty())
+			By("nothing of the person in any table the service owns but the request's frozen identities")
+			Expect(support.SearchEverywhere(ctx, pool, personTraces...)).To(ConsistOf(
+				hit{Table: "inbox_erasure", Column: "identities", Value: personID},
+				hit{Table: "inbox_erasure", Column: "identities", Value: personLogin}))
 
 			By("shared items staying, with the ghost where the person was")
 			Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue WHERE author_id = $1`, 10137)).To(Equal(authoredIssues))
@@ -247,6 +250,9 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 				Expect(after).NotTo(ContainSubstring(strings.ToLower(t)))
 			}
 			Expect(after).To(ContainSubstring(`"author":"ghost"`))
+			By("the repository the person owns keeping its id and name, with the ghost as owner in its full name and URL")
+			Expect(after).To(ContainSubstring(`"owner":"ghost","name":"hello-world","fullname":"ghost/hello-world"`))
+			Expect(after).To(ContainSubstring(`"htmlurl":"https://github.com/ghost/hello-world"`))
 		})
 	})
 

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -43,8 +44,9 @@ type Views interface {
 
 // feed is the store's publisher with the read API's shaping; zero: nothing is published.
 type feed struct {
-	pub   ports.ChangePublisher
-	views Views
+	pub     ports.ChangePublisher
+	remover ports.ChangeRemover
+	views   Views
 }
 
 // PublishChanges makes the store publish its issue, pull request and commit changes through
@@ -53,8 +55,31 @@ func (s *Store) PublishChanges(pub ports.ChangePublisher, views Views) error {
 	if pub == nil || views == nil {
 		return errors.New("github mirror: a publisher and the read API's views are required")
 	}
-	s.feed = feed{pub: pub, views: views}
+	remover, ok := pub.(ports.ChangeRemover)
+	if !ok {
+		return errors.New("github mirror: the publisher must also remove torn-down changes (ports.ChangeRemover)")
+	}
+	s.feed = feed{pub: pub, remover: remover, views: views}
 	return nil
+}
+
+// publishTeardown removes the data of the torn-down changes sel selects and publishes
+// connection.torn_down with what went, in the teardown's transaction.
+func (s *Store) publishTeardown(ctx context.Context, tx ports.Tx, ws, conn int64, sel ports.ChangeSelection,
+	resources []change.TornDownResource, everything bool) error {
+	if s.feed.pub == nil {
+		return nil
+	}
+	n, err := s.feed.remover.RemoveChanges(ctx, tx, ws, sel)
+	if err != nil {
+		return err
+	}
+	c, err := change.NewTornDown(change.TornDown{ConnectionID: conn, Provider: github.Provider.String(),
+		Resources: resources, Everything: everything, RemovedChanges: n})
+	if err != nil {
+		return err
+	}
+	return s.feed.pub.Publish(ctx, tx, ws, c)
 }
 
 // prior (the WITH of each reporting upsert) reads the stored row the upsert is about to

@@ -43,7 +43,8 @@ const (
 // own rows, then what they wrote alone, then the shared rows that keep a tombstone.
 //
 // Parameters: @workspaces (bigint[]), @ids the person's GitHub ids (bigint[]), @logins their
-// logins, @emails their e-mail addresses (text[], lower case).
+// logins, @emails their e-mail addresses (text[], lower case), and the text parameters of
+// pgutil.TextArgs (@names: the display names their commits carry).
 var githubPersonData = []pgutil.PersonRule{
 	// The person's own rows.
 	{Table: "github_user", Where: `id = ANY(@ids) OR lower(login) = ANY(@logins)`},
@@ -62,8 +63,8 @@ var githubPersonData = []pgutil.PersonRule{
 		Set: `author_id = CASE WHEN author_id = ANY(@ids) THEN ` + ghostID + ` ELSE author_id END,
 		assignee_ids = ` + ghostIn("assignee_ids") + `,
 		requested_reviewer_ids = ` + ghostIn("requested_reviewer_ids")},
-	// A repository the person owns keeps its name and URLs (the repository's identity at
-	// GitHub, which deletes such repositories with the account); its owner becomes the ghost.
+	// A repository the person owns keeps its id, name and everything else; its owner becomes
+	// the ghost (its full name and URLs by the text rules below).
 	{Table: "github_repository", Where: `owner_id = ANY(@ids) OR lower(owner_login) = ANY(@logins)`,
 		Set: `owner_id = ` + ghostID + `, owner_login = '` + GhostLogin + `'`},
 	// Commits keep SHA, message and time; the person's names and e-mail addresses go.
@@ -73,6 +74,26 @@ var githubPersonData = []pgutil.PersonRule{
 		author_login = CASE WHEN ` + authorIs + ` THEN '` + GhostLogin + `' ELSE author_login END,
 		committer_name = CASE WHEN ` + committerIs + ` THEN '' ELSE committer_name END,
 		committer_email = CASE WHEN ` + committerIs + ` THEN '' ELSE committer_email END`},
+	// Free text around the person (pgutil.TextRule): their @mentions in other people's text
+	// become @ghost, trailer lines naming them go, and a repository they own keeps its id and
+	// name with the ghost as the owner segment of its full name and of every URL under it.
+	pgutil.TextRule("github_repository", []string{"description"}, []string{"full_name", "html_url"}, GhostLogin),
+	pgutil.TextRule("github_installation_repository", nil, []string{"full_name"}, GhostLogin),
+	pgutil.TextRule("github_issue", []string{"title", "body"}, []string{"html_url"}, GhostLogin),
+	pgutil.TextRule("github_pull_request", []string{"title", "body"}, []string{"html_url"}, GhostLogin),
+	pgutil.TextRule("github_issue_comment", []string{"body"}, []string{"html_url"}, GhostLogin),
+	pgutil.TextRule("github_review", []string{"body"}, nil, GhostLogin),
+	pgutil.TextRule("github_review_comment", []string{"body"}, nil, GhostLogin),
+	pgutil.TextRule("github_commit", []string{"message"}, []string{"html_url"}, GhostLogin),
+	pgutil.TextRule("github_commit_status", []string{"description"}, []string{"target_url"}, GhostLogin),
+	pgutil.TextRule("github_milestone", []string{"title", "description"}, nil, GhostLogin),
+	pgutil.TextRule("github_organization", []string{"description"}, nil, GhostLogin),
+	pgutil.TextRule("github_team", []string{"description"}, nil, GhostLogin),
+	// A repository subscription named by the person's repository keeps its id and loses the
+	// name (the backfill resolves a nameless subscription by id); an organization backfill's
+	// cursor names its current repository by full name.
+	{Table: "connection_subscription", Where: `provider = 'GITHUB' AND resource_type = 'repository' AND ` + pgutil.PathNamesPerson("name"), Set: `name = ''`},
+	{Table: "sync_job", Where: `provider = 'GITHUB' AND cursor ~* @cursor_re`, Set: `cursor = regexp_replace(cursor, @cursor_re, '\1` + GhostLogin + `', 'gi')`},
 	// The installation record of an App installed on the person's own account (instance-wide:
 	// installation rows belong to the App's namespace).
 	{Table: "github_installation", InstanceWide: true, Where: `account_id = ANY(@ids) OR lower(account_login) = ANY(@logins)`,
@@ -131,8 +152,24 @@ func personArgs(ctx context.Context, tx ports.Tx, workspaces []int64, scope eras
 		return nil, pgutil.Interpret("resolve github person ids", err)
 	}
 	args["ids"] = ids
+	// The display names the mirror pairs with the person (their commits' author and committer
+	// names), read before the rules clear them: trailer lines name people by name and address.
+	var names []string
+	if err := ptx.QueryRow(ctx, personNames, args).Scan(&names); err != nil {
+		return nil, pgutil.Interpret("read github person names", err)
+	}
+	args = pgutil.TextArgs(args, logins, emails, names)
+	args["cursor_re"] = pgutil.CursorPattern(logins)
 	return args, nil
 }
+
+// personNames are the author and committer names of the person's commits (authorIs, committerIs).
+const personNames = `
+SELECT coalesce(array_agg(DISTINCT n) FILTER (WHERE n <> ''), '{}') FROM (
+	SELECT CASE WHEN ` + authorIs + ` THEN author_name END AS n FROM github_commit WHERE workspace_id = ANY(@workspaces)
+	UNION ALL
+	SELECT CASE WHEN ` + committerIs + ` THEN committer_name END FROM github_commit WHERE workspace_id = ANY(@workspaces)
+) AS names`
 
 func nonNil(xs []string) []string {
 	if xs == nil {

@@ -2,10 +2,13 @@ package githubmirror
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -104,6 +107,12 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 	if err := ptx.QueryRow(ctx, otherLiveGitHubConnection, workspaceID, connectionID).Scan(&others); err != nil {
 		return pgutil.Interpret("read live github connections", err)
 	}
+	// The changes of what goes are selected before it goes (an issue's subject names the
+	// issue, whose repository only its row knows).
+	sel, err := tornDownChanges(ctx, ptx, workspaceID, repos, !others)
+	if err != nil {
+		return err
+	}
 	b := &pgx.Batch{}
 	if len(repos) > 0 {
 		for _, q := range repositoryTeardown {
@@ -118,5 +127,42 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 	if b.Len() == 0 {
 		return nil
 	}
-	return pgutil.Interpret("tear down github mirror", ptx.SendBatch(ctx, b).Close())
+	if err := pgutil.Interpret("tear down github mirror", ptx.SendBatch(ctx, b).Close()); err != nil {
+		return err
+	}
+	resources := make([]change.TornDownResource, len(repos))
+	for i, r := range repos {
+		resources[i] = change.TornDownResource{Type: github.ResourceRepository, ID: strconv.FormatInt(r, 10)}
+	}
+	return s.publishTeardown(ctx, tx, workspaceID, connectionID, sel, resources, !others)
+}
+
+// tornDownIssues are the subjects of the issues and pull requests of the repositories $2.
+const tornDownIssues = `
+SELECT coalesce(array_agg(s), '{}') FROM (
+	SELECT 'github:issue:' || id AS s FROM github_issue WHERE workspace_id = $1 AND repository_id = ANY ($2)
+	UNION ALL
+	SELECT 'github:pull_request:' || id FROM github_pull_request WHERE workspace_id = $1 AND repository_id = ANY ($2)
+) AS subjects`
+
+// tornDownChanges selects the feed's changes of the torn-down repositories (their own
+// subjects, the subjects keyed by repository, the issues and pull requests in them, and every
+// view naming one by repositoryId), or every GitHub change when everything goes.
+func tornDownChanges(ctx context.Context, ptx pgx.Tx, ws int64, repos []int64, everything bool) (ports.ChangeSelection, error) {
+	sel := ports.ChangeSelection{TypePrefix: "github.", All: everything}
+	if everything || len(repos) == 0 {
+		return sel, nil
+	}
+	if err := ptx.QueryRow(ctx, tornDownIssues, ws, repos).Scan(&sel.Subjects); err != nil {
+		return sel, pgutil.Interpret("read torn-down github subjects", err)
+	}
+	ids := make([]string, len(repos))
+	for i, r := range repos {
+		id := strconv.FormatInt(r, 10)
+		ids[i] = id
+		sel.Subjects = append(sel.Subjects, "github:repository:"+id)
+		sel.SubjectPrefixes = append(sel.SubjectPrefixes, "github:commit:"+id+":", "github:ref:"+id+":")
+	}
+	sel.DataMembers = map[string][]string{"repositoryId": ids}
+	return sel, nil
 }

@@ -94,6 +94,12 @@ var (
 // App key is configured. With App authentication the installation handler verifies the
 // installation's status with the App, and the redelivery reconciler runs.
 func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+	// The payload fields and the read API's view members: one declaration for the inbox,
+	// the mirror's views and the change feed.
+	fields, err := githubread.PersonFields()
+	if err != nil {
+		return nil, err
+	}
 	hook, err := github.NewWebhook(github.Config{WebhookSecret: m.cfg.WebhookSecret, AppID: m.cfg.AppID})
 	if err != nil {
 		return nil, err
@@ -151,7 +157,7 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 			ProviderModule: m.Module,
 			Hook:           hook,
 			Register:       func(reg ports.HandlerRegistrar) error { return githubhandlers.Register(reg, handlers) },
-			Fields:         github.PersonFields(),
+			Fields:         fields,
 			Mirror:         store,
 			ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
 				return githubread.Register(r, githubread.Config{Auth: g.Auth, Members: g.Members, Reader: store, Log: g.Log})

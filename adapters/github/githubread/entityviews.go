@@ -43,7 +43,7 @@ type issueCommentJSON struct {
 	ID           int64   `json:"id"`
 	RepositoryID int64   `json:"repositoryId"`
 	IssueID      int64   `json:"issueId"`
-	Author       *string `json:"author"`
+	Author       *string `json:"author" person:"login"`
 	Body         *string `json:"body"`
 	HTMLURL      string  `json:"htmlUrl"`
 	CreatedAt    *string `json:"createdAt"`
@@ -59,7 +59,7 @@ type reviewJSON struct {
 	ID            int64   `json:"id"`
 	RepositoryID  int64   `json:"repositoryId"`
 	PullRequestID int64   `json:"pullRequestId"`
-	Author        *string `json:"author"`
+	Author        *string `json:"author" person:"login"`
 	State         string  `json:"state"`
 	Body          *string `json:"body"`
 	CommitID      string  `json:"commitId"`
@@ -77,7 +77,7 @@ type reviewCommentJSON struct {
 	PullRequestID int64   `json:"pullRequestId"`
 	ReviewID      *int64  `json:"reviewId"`
 	InReplyToID   *int64  `json:"inReplyToId"`
-	Author        *string `json:"author"`
+	Author        *string `json:"author" person:"login"`
 	Path          string  `json:"path"`
 	Line          *int    `json:"line"`
 	Body          *string `json:"body"`
@@ -162,8 +162,8 @@ func (Views) CheckRun(r githubmirror.CheckRunRow) any {
 
 type memberJSON struct {
 	OrganizationID int64   `json:"organizationId"`
-	UserID         int64   `json:"userId"`
-	Login          *string `json:"login"`
+	UserID         int64   `json:"userId" person:"id"`
+	Login          *string `json:"login" person:"login"`
 	Role           string  `json:"role"`
 	State          string  `json:"state"`
 }
@@ -174,8 +174,8 @@ func (Views) Member(m githubmirror.MemberRow) any {
 
 type collaboratorJSON struct {
 	RepositoryID int64   `json:"repositoryId"`
-	UserID       int64   `json:"userId"`
-	Login        *string `json:"login"`
+	UserID       int64   `json:"userId" person:"id"`
+	Login        *string `json:"login" person:"login"`
 	Permission   string  `json:"permission"`
 }
 
@@ -201,8 +201,8 @@ func (Views) Team(t githubmirror.TeamRow) any {
 
 type teamMemberJSON struct {
 	TeamID int64   `json:"teamId"`
-	UserID int64   `json:"userId"`
-	Login  *string `json:"login"`
+	UserID int64   `json:"userId" person:"id"`
+	Login  *string `json:"login" person:"login"`
 }
 
 func (Views) TeamMember(m githubmirror.TeamMemberRow) any {
@@ -223,7 +223,7 @@ func (Views) Repository(r githubmirror.RepositoryRow) any { return toRepositoryJ
 
 type organizationJSON struct {
 	ID          int64   `json:"id"`
-	Login       string  `json:"login"`
+	Login       string  `json:"login" person:"-"`
 	Description *string `json:"description"`
 }
 

@@ -133,7 +133,7 @@ func timestamp(t *time.Time) *string {
 
 type repositoryJSON struct {
 	ID            int64   `json:"id"`
-	Owner         string  `json:"owner"`
+	Owner         string  `json:"owner" person:"login"`
 	Name          string  `json:"name"`
 	FullName      string  `json:"fullName"`
 	Private       bool    `json:"private"`
@@ -162,7 +162,7 @@ type issueJSON struct {
 	State       string   `json:"state"`
 	StateReason *string  `json:"stateReason"`
 	Locked      bool     `json:"locked"`
-	Author      *string  `json:"author"`
+	Author      *string  `json:"author" person:"login"`
 	Labels      []string `json:"labels"`
 	Comments    int      `json:"comments"`
 	HTMLURL     string   `json:"htmlUrl"`
@@ -186,7 +186,7 @@ type pullJSON struct {
 	State     string  `json:"state"`
 	Draft     bool    `json:"draft"`
 	Merged    bool    `json:"merged"`
-	Author    *string `json:"author"`
+	Author    *string `json:"author" person:"login"`
 	HeadRef   string  `json:"headRef"`
 	HeadSHA   string  `json:"headSha"`
 	BaseRef   string  `json:"baseRef"`
@@ -210,8 +210,8 @@ func toPullJSON(p githubmirror.PullRequestRow) pullJSON {
 type commitJSON struct {
 	SHA         string  `json:"sha"`
 	Message     string  `json:"message"`
-	AuthorName  string  `json:"authorName"`
-	AuthorLogin *string `json:"authorLogin"`
+	AuthorName  string  `json:"authorName" person:"name"`
+	AuthorLogin *string `json:"authorLogin" person:"login"`
 	CommittedAt *string `json:"committedAt"`
 	HTMLURL     string  `json:"htmlUrl"`
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
@@ -30,8 +31,9 @@ type Views interface {
 }
 
 type feed struct {
-	pub   ports.ChangePublisher
-	views Views
+	pub     ports.ChangePublisher
+	remover ports.ChangeRemover
+	views   Views
 }
 
 // PublishChanges makes the store publish its merge request changes through pub, shaped by
@@ -40,7 +42,11 @@ func (s *Store) PublishChanges(pub ports.ChangePublisher, views Views) error {
 	if pub == nil || views == nil {
 		return errors.New("gitlab mirror: a publisher and the read API's views are required")
 	}
-	s.feed = feed{pub: pub, views: views}
+	remover, ok := pub.(ports.ChangeRemover)
+	if !ok {
+		return errors.New("gitlab mirror: the publisher must also remove torn-down changes (ports.ChangeRemover)")
+	}
+	s.feed = feed{pub: pub, remover: remover, views: views}
 	return nil
 }
 
@@ -97,4 +103,23 @@ func (s *Store) mergeRequestView(ctx context.Context, ptx pgx.Tx, ws, id int64) 
 	}
 	m.Version.UpdatedAt = finite(updated)
 	return s.feed.views.MergeRequest(m), nil
+}
+
+// publishTeardown removes the data of the torn-down changes sel selects and publishes
+// connection.torn_down with what went, in the teardown's transaction.
+func (s *Store) publishTeardown(ctx context.Context, tx ports.Tx, ws, conn int64, sel ports.ChangeSelection,
+	resources []change.TornDownResource, everything bool) error {
+	if s.feed.pub == nil {
+		return nil
+	}
+	n, err := s.feed.remover.RemoveChanges(ctx, tx, ws, sel)
+	if err != nil {
+		return err
+	}
+	c, err := change.NewTornDown(change.TornDown{ConnectionID: conn, Provider: gitlab.Provider.String(),
+		Resources: resources, Everything: everything, RemovedChanges: n})
+	if err != nil {
+		return err
+	}
+	return s.feed.pub.Publish(ctx, tx, ws, c)
 }

@@ -22,7 +22,7 @@ var _ ports.PersonDataStore = (*Store)(nil)
 // tombstone (the "Ghost User") has an id of its own on every instance, so a shared row's
 // reference to the person is removed (NULL), which the read API shows as no author.
 // Parameters: @workspaces (bigint[]), @ids the person's GitLab ids (bigint[]), @usernames and
-// @emails (text[], lower case).
+// @emails (text[], lower case), and the text parameters of pgutil.TextArgs.
 var gitlabPersonData = []pgutil.PersonRule{
 	// The person's own rows.
 	{Table: "gitlab_member", Where: `user_id = ANY(@ids) OR lower(username) = ANY(@usernames)`},
@@ -34,7 +34,29 @@ var gitlabPersonData = []pgutil.PersonRule{
 	{Table: "gitlab_push", Where: `user_id = ANY(@ids)`, Set: `user_id = NULL`},
 	// Commits keep SHA, title, message and time; GitLab names their authors by name and e-mail.
 	{Table: "gitlab_commit", Where: `lower(author_email) = ANY(@emails)`, Set: `author_name = '', author_email = ''`},
+	// Free text around the person (pgutil.TextRule): their @mentions become @ghost (the
+	// username of GitLab's Ghost User), trailer lines naming them go, and a project in their
+	// user namespace keeps its id and name with ghost as the namespace of its path and URLs.
+	pgutil.TextRule("gitlab_project", nil, []string{"path_with_namespace", "web_url"}, GhostUsername),
+	pgutil.TextRule("gitlab_issue", []string{"title", "description"}, []string{"web_url"}, GhostUsername),
+	pgutil.TextRule("gitlab_merge_request", []string{"title", "description"}, []string{"web_url"}, GhostUsername),
+	pgutil.TextRule("gitlab_note", []string{"body"}, []string{"web_url"}, GhostUsername),
+	pgutil.TextRule("gitlab_commit", []string{"title", "message"}, []string{"url"}, GhostUsername),
+	pgutil.TextRule("gitlab_milestone", []string{"title", "description"}, nil, GhostUsername),
+	// A project subscription named by a project of the person's namespace keeps its id and
+	// loses the name (the backfill reads projects by id).
+	{Table: "connection_subscription", Where: `provider = 'GITLAB' AND resource_type = 'project' AND ` + pgutil.PathNamesPerson("name"), Set: `name = ''`},
 }
+
+// GhostUsername is the username of GitLab's Ghost User, the tombstone of the person's
+// username in text and paths.
+const GhostUsername = "ghost"
+
+// personNames are the author names of the person's commits (GitLab names commit authors by
+// name and e-mail), read before the rules clear them.
+const personNames = `
+SELECT coalesce(array_agg(DISTINCT author_name) FILTER (WHERE author_name <> ''), '{}')
+FROM gitlab_commit WHERE workspace_id = ANY(@workspaces) AND lower(author_email) = ANY(@emails)`
 
 // resolvePersonIDs adds the ids of the mirrored members whose username is the person's.
 const resolvePersonIDs = `
@@ -68,7 +90,11 @@ func personArgs(ctx context.Context, ptx pgx.Tx, workspaces []int64, scope erasu
 		return nil, pgutil.Interpret("resolve gitlab person ids", err)
 	}
 	args["ids"] = ids
-	return args, nil
+	var names []string
+	if err := ptx.QueryRow(ctx, personNames, args).Scan(&names); err != nil {
+		return nil, pgutil.Interpret("read gitlab person names", err)
+	}
+	return pgutil.TextArgs(args, usernames, emails, names), nil
 }
 
 // CountPerson implements ports.PersonDataStore.

@@ -2,11 +2,14 @@ package gitlabmirror
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -90,12 +93,12 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 		return pgutil.Interpret("read live gitlab connections", err)
 	}
 	b := &pgx.Batch{}
+	var projects []int64
 	if !others {
 		for _, q := range workspaceTeardown {
 			b.Queue(q, workspaceID)
 		}
 	} else {
-		var projects []int64
 		if err := ptx.QueryRow(ctx, tornDownProjects, workspaceID, connectionID).Scan(&projects); err != nil {
 			return pgutil.Interpret("read torn-down gitlab projects", err)
 		}
@@ -106,7 +109,24 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 			b.Queue(q, workspaceID, projects)
 		}
 	}
-	return pgutil.Interpret("tear down gitlab mirror", ptx.SendBatch(ctx, b).Close())
+	// The changes of what goes: every GitLab change when everything goes, else the projects'
+	// own subjects, those keyed by project, and every view naming one by projectId.
+	sel := ports.ChangeSelection{TypePrefix: "gitlab.", All: !others}
+	resources := make([]change.TornDownResource, len(projects))
+	ids := make([]string, len(projects))
+	for i, p := range projects {
+		ids[i] = strconv.FormatInt(p, 10)
+		resources[i] = change.TornDownResource{Type: gitlab.ResourceProject, ID: ids[i]}
+		sel.Subjects = append(sel.Subjects, "gitlab:project:"+ids[i])
+		sel.SubjectPrefixes = append(sel.SubjectPrefixes, "gitlab:commit:"+ids[i]+":")
+	}
+	if len(ids) > 0 {
+		sel.DataMembers = map[string][]string{"projectId": ids}
+	}
+	if err := pgutil.Interpret("tear down gitlab mirror", ptx.SendBatch(ctx, b).Close()); err != nil {
+		return err
+	}
+	return s.publishTeardown(ctx, tx, workspaceID, connectionID, sel, resources, !others)
 }
 
 // addGroupProject records a project found under a subscribed group (migration 00029).

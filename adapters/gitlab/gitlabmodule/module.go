@@ -50,6 +50,12 @@ func New(cfg Config) Module { return Module{cfg: cfg} }
 // instance about another instance's project ids. Configure it only when every GitLab
 // connection is on that one instance. Per-connection API bases and tokens are future work.
 func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+	// The payload fields and the read API's view members: one declaration for the inbox,
+	// the mirror's views and the change feed.
+	fields, err := gitlabread.PersonFields()
+	if err != nil {
+		return nil, err
+	}
 	hook, err := gitlab.NewWebhook(gitlab.Config{})
 	if err != nil {
 		return nil, err
@@ -95,7 +101,7 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return gitlabhandlers.Register(reg, handlers) },
-		Fields:         gitlab.PersonFields(),
+		Fields:         fields,
 		Mirror:         store,
 		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
 			return gitlabread.Register(r, gitlabread.Config{Auth: g.Auth, Members: g.Members, Store: store, Log: g.Log})

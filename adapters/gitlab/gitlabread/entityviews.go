@@ -35,8 +35,8 @@ func (Views) Project(p gitlabhandlers.ProjectView) any { return toProjectJSON(p)
 type memberJSON struct {
 	SourceType  string  `json:"sourceType"`
 	SourceID    int64   `json:"sourceId"`
-	UserID      int64   `json:"userId"`
-	Username    string  `json:"username"`
+	UserID      int64   `json:"userId" person:"id"`
+	Username    string  `json:"username" person:"login"`
 	AccessLevel string  `json:"accessLevel"`
 	ExpiresAt   *string `json:"expiresAt"`
 	UpdatedAt   *string `json:"updatedAt"`
@@ -75,7 +75,7 @@ type issueJSON struct {
 	IID         int      `json:"iid"`
 	Title       string   `json:"title"`
 	State       string   `json:"state"`
-	AuthorID    *int64   `json:"authorId"`
+	AuthorID    *int64   `json:"authorId" person:"id"`
 	MilestoneID *int64   `json:"milestoneId"`
 	Labels      []string `json:"labels"`
 	WebURL      string   `json:"webUrl"`
@@ -96,7 +96,7 @@ type noteJSON struct {
 	NoteableType string  `json:"noteableType"`
 	NoteableID   *int64  `json:"noteableId"`
 	CommitSHA    *string `json:"commitSha"`
-	AuthorID     *int64  `json:"authorId"`
+	AuthorID     *int64  `json:"authorId" person:"id"`
 	Body         *string `json:"body"`
 	System       bool    `json:"system"`
 	WebURL       string  `json:"webUrl"`
@@ -135,8 +135,8 @@ type commitJSON struct {
 	SHA        string  `json:"sha"`
 	Title      string  `json:"title"`
 	Message    string  `json:"message"`
-	AuthorName string  `json:"authorName"`
-	AuthoredAt *string `json:"authoredAt"`
+	AuthorName string  `json:"authorName" person:"name"`
+	AuthoredAt *string `json:"authoredAt" person:"-"`
 	URL        string  `json:"url"`
 }
 

@@ -94,7 +94,7 @@ type mergeRequestJSON struct {
 	TargetBranch    string  `json:"targetBranch"`
 	HeadSHA         string  `json:"headSha"`
 	MergeStatus     string  `json:"mergeStatus"`
-	AuthorID        *int64  `json:"authorId"`
+	AuthorID        *int64  `json:"authorId" person:"id"`
 	WebURL          string  `json:"webUrl"`
 	CreatedAt       *string `json:"createdAt"`
 	UpdatedAt       *string `json:"updatedAt"`

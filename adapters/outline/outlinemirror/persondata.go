@@ -3,6 +3,10 @@ package outlinemirror
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
@@ -20,6 +24,35 @@ var _ ports.PersonDataStore = (*Store)(nil)
 // Parameters: @workspaces (bigint[]), @ids the person's Outline user ids (text[], exact).
 var outlinePersonData = []pgutil.PersonRule{
 	{Table: "outline_event", Where: `actor_id = ANY(@ids)`, Set: `actor_id = NULL`},
+	// A mention of the person in a document ("@[Name](mention://<id>/user/<user id>)", the
+	// markdown Outline writes) becomes a mention of TombstoneUser without the name; any other
+	// occurrence of their id in the text becomes TombstoneUser too.
+	{Table: "outline_document", Where: `text ~* @mention_re OR text ~* @id_re`,
+		Set: `text = regexp_replace(regexp_replace(text, @mention_re, '@[` + TombstoneName + `](mention://\1/user/` + TombstoneUser + `)', 'gi'), @id_re, '\1` + TombstoneUser + `', 'gi')`},
+}
+
+// TombstoneUser and TombstoneName replace the person's user id and name in document text: the
+// nil UUID is no Outline user.
+const (
+	TombstoneUser = "00000000-0000-0000-0000-000000000000"
+	TombstoneName = "erased"
+)
+
+// personArgs are PersonIDArgs and the patterns of the person's mentions (@mention_re) and ids
+// (@id_re) in document text.
+func personArgs(workspaces []int64, scope erasure.Scope) pgx.NamedArgs {
+	args := pgutil.PersonIDArgs(workspaces, scope)
+	var alts []string
+	for _, id := range args["ids"].([]string) {
+		alts = append(alts, regexp.QuoteMeta(strings.ToLower(id)))
+	}
+	args["mention_re"], args["id_re"] = `(?!)`, `(?!)`
+	if len(alts) > 0 {
+		ids := `(` + strings.Join(alts, "|") + `)`
+		args["mention_re"] = `@\[[^]]*\]\(mention://([^)/]*)/user/` + ids + `\)`
+		args["id_re"] = `(^|[^a-z0-9-])` + ids + `(?![a-z0-9-])`
+	}
+	return args
 }
 
 // Provider implements ports.PersonDataStore.
@@ -31,7 +64,7 @@ func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64
 	if err != nil {
 		return 0, err
 	}
-	return pgutil.CountPerson(ctx, ptx, outlinePersonData, pgutil.PersonIDArgs(workspaces, scope))
+	return pgutil.CountPerson(ctx, ptx, outlinePersonData, personArgs(workspaces, scope))
 }
 
 // ErasePerson implements ports.PersonDataStore.
@@ -40,7 +73,7 @@ func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64
 	if err != nil {
 		return 0, err
 	}
-	n, err := pgutil.ErasePerson(ctx, ptx, outlinePersonData, pgutil.PersonIDArgs(workspaces, scope))
+	n, err := pgutil.ErasePerson(ctx, ptx, outlinePersonData, personArgs(workspaces, scope))
 	if err != nil {
 		return 0, fmt.Errorf("erase outline person data: %w", err)
 	}

@@ -5,8 +5,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -58,12 +60,12 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 		return pgutil.Interpret("read live outline connections", err)
 	}
 	b := &pgx.Batch{}
+	var collections []string
 	if !others {
 		for _, q := range workspaceTeardown {
 			b.Queue(q, workspaceID)
 		}
 	} else {
-		var collections []string
 		if err := ptx.QueryRow(ctx, tornDownCollections, workspaceID, connectionID).Scan(&collections); err != nil {
 			return pgutil.Interpret("read torn-down outline collections", err)
 		}
@@ -74,5 +76,19 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 			b.Queue(q, workspaceID, collections)
 		}
 	}
-	return pgutil.Interpret("tear down outline mirror", ptx.SendBatch(ctx, b).Close())
+	// The changes of what goes: every Outline change when everything goes, else the
+	// collections' own and their documents' (a document view names its collectionId).
+	sel := ports.ChangeSelection{TypePrefix: "outline.", All: !others}
+	resources := make([]change.TornDownResource, len(collections))
+	for i, c := range collections {
+		resources[i] = change.TornDownResource{Type: outline.ResourceCollection, ID: c}
+		sel.Subjects = append(sel.Subjects, "outline:collection:"+c)
+	}
+	if len(collections) > 0 {
+		sel.DataMembers = map[string][]string{"collectionId": collections}
+	}
+	if err := pgutil.Interpret("tear down outline mirror", ptx.SendBatch(ctx, b).Close()); err != nil {
+		return err
+	}
+	return s.publishTeardown(ctx, tx, workspaceID, connectionID, sel, resources, !others)
 }

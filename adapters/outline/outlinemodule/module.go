@@ -39,6 +39,12 @@ func New(cfg Config) Module { return Module{cfg: cfg} }
 
 // Build makes Outline's parts. Errors: a missing dependency, an invalid API URL.
 func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+	// The payload fields and the read API's view members: one declaration for the inbox,
+	// the mirror's views and the change feed.
+	fields, err := outlineread.PersonFields()
+	if err != nil {
+		return nil, err
+	}
 	hook, err := outline.NewWebhook(outline.Config{})
 	if err != nil {
 		return nil, err
@@ -72,7 +78,7 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return outlinehandlers.Register(reg, handlers) },
-		Fields:         outline.PersonFields(),
+		Fields:         fields,
 		Mirror:         store,
 		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
 			return outlineread.Register(r, outlineread.Config{Auth: g.Auth, Members: g.Members, Store: store, Log: g.Log})

@@ -96,6 +96,10 @@ func validFields(f ports.PersonFields) error {
 	if len(all) == 0 {
 		return fmt.Errorf("person fields of %s name no member", f.Provider)
 	}
+	if f.Views == nil {
+		return fmt.Errorf("person fields of %s declare no views (the change feed could not be scrubbed)", f.Provider)
+	}
+	all = append(all, viewMembers(*f.Views)...)
 	for _, m := range all {
 		if !memberName.MatchString(m) {
 			return fmt.Errorf("person fields of %s: member %q is not a plain name", f.Provider, m)
@@ -117,23 +121,85 @@ func namesPerson(f ports.PersonFields, payload, identities string) string {
 const feedTombstone = `'{"erased":true}'::jsonb`
 
 // feedNamesPerson is the person fragment of the change feed, whose data is the read API's view
-// of an entity rather than a provider payload, so it matches more widely than namesPerson:
-//   - any string value anywhere equal to an identity's login or e-mail, case-insensitively
-//     (views name people by login in members of their own: "author_login", "committer", …);
-//   - an object with a declared member naming the identity by the provider's rule
-//     (personCondition), where an object with a login member counts as user-shaped too (a
-//     view's {"id", "login", …} user object).
+// of an entity rather than a provider payload. It matches by the provider's view declaration
+// (ports.PersonFields.Views, derived from the view types' person tags) and, because views also
+// carry text the provider structures around people (a repository's full name and URL, an
+// @mention, a commit trailer), by every string:
+//   - an object with a declared view member naming the identity: an id member equal to its id
+//     (as text or number), a login or e-mail member equal to its login or e-mail
+//     (case-insensitively), a name member equal to one of names (the display names the
+//     provider's payloads pair with the person, see payloadNames);
+//   - an object with a declared payload member naming the identity by the provider's rule
+//     (personCondition), where an object with a login member counts as user-shaped too;
+//   - any string value anywhere that contains the identity's login or id as a token (not
+//     within a longer word: "codertocat/hello-world", "@codertocat", "<@U024BE7LH>") or its
+//     e-mail address, case-insensitively.
 //
-// Identity values come only from the identities array expression.
-func feedNamesPerson(f ports.PersonFields, data, identities string) string {
-	view := f
-	view.UserShape = append(append([]string(nil), f.UserShape...), f.Logins...)
+// Identity values come only from the identities array expression and names.
+func feedNamesPerson(f ports.PersonFields, data, identities, names string) string {
+	payload := f
+	payload.UserShape = append(append([]string(nil), f.UserShape...), f.Logins...)
+	var views []string
+	if f.Views != nil {
+		for _, m := range f.Views.IDs {
+			views = append(views, `(o.x->'`+m+`' = i.v->'id' OR o.x->'`+m+`' = `+idn("i.v")+`)`)
+		}
+		for _, m := range f.Views.Logins {
+			views = append(views, `lower(o.x->>'`+m+`') = lower(i.v->>'login')`)
+		}
+		for _, m := range f.Views.Emails {
+			views = append(views, `lower(o.x->>'`+m+`') = lower(i.v->>'email')`)
+		}
+		for _, m := range f.Views.Names {
+			views = append(views, `lower(o.x->>'`+m+`') = ANY(`+names+`)`)
+		}
+	}
+	viewMatch := ``
+	if len(views) > 0 {
+		viewMatch = `
+		   OR EXISTS (SELECT 1 FROM jsonb_path_query(` + data + `, '` + candidates(viewMembers(*f.Views)) + `') AS o(x)
+		              WHERE ` + strings.Join(views, " OR ") + `)`
+	}
 	return `EXISTS (SELECT 1
 		FROM jsonb_array_elements(` + identities + `) AS i(v)
 		WHERE EXISTS (SELECT 1 FROM jsonb_path_query(` + data + `, 'strict $.** ? (@.type() == "string")') AS s(x)
-		              WHERE lower(s.x #>> '{}') = lower(i.v->>'login') OR lower(s.x #>> '{}') = lower(i.v->>'email'))
-		   OR EXISTS (SELECT 1 FROM jsonb_path_query(` + data + `, '` + candidates(members(view)) + `') AS o(x)
-		              WHERE ` + personCondition(view, "o.x", "i.v") + `))`
+		              WHERE lower(s.x #>> '{}') ~ ` + tokenPattern(`i.v->>'login'`) + `
+		                 OR lower(s.x #>> '{}') ~ ` + tokenPattern(`i.v->>'id'`) + `
+		                 OR strpos(lower(s.x #>> '{}'), lower(i.v->>'email')) > 0)
+		   OR EXISTS (SELECT 1 FROM jsonb_path_query(` + data + `, '` + candidates(members(payload)) + `') AS o(x)
+		              WHERE ` + personCondition(payload, "o.x", "i.v") + `)` + viewMatch + `)`
+}
+
+// tokenPattern is the regular expression (over lower-case text) that finds the SQL text value
+// v as a token: not preceded or followed by a letter, digit, '_' or '-'. Every other character
+// of v is escaped; an empty or NULL value yields NULL, which matches nothing.
+func tokenPattern(v string) string {
+	return `('(^|[^a-z0-9_-])' || regexp_replace(lower(nullif(` + v + `, '')), '([^a-z0-9])', '\\\1', 'g') || '($|[^a-z0-9_-])')`
+}
+
+// viewMembers is every member of a view declaration.
+func viewMembers(v ports.PersonViews) []string {
+	var all []string
+	all = append(all, v.IDs...)
+	all = append(all, v.Logins...)
+	all = append(all, v.Emails...)
+	all = append(all, v.Names...)
+	return all
+}
+
+// payloadNames is the lower-case display names ("name" members) of the objects of the
+// provider's stored payloads in the namespace prov/url that name an identity of identities by
+// the provider's rule (commit authors {"name","email"}, user objects): a view naming the person
+// by display name only (a GitLab commit's authorName) is found by them. The inbox stores are
+// erased after the feed, so the payloads are still there.
+func payloadNames(f ports.PersonFields, prov, url, identities string) string {
+	return `(SELECT coalesce(array_agg(DISTINCT lower(o.x->>'name')), '{}')
+	FROM provider_event e
+	CROSS JOIN LATERAL jsonb_path_query(e.payload, '` + candidates(members(f)) + `') AS o(x)
+	CROSS JOIN jsonb_array_elements(` + identities + `) AS i(v)
+	WHERE ` + inNamespace(prov, url) + `
+	  AND jsonb_typeof(o.x->'name') = 'string'
+	  AND ` + personCondition(f, "o.x", "i.v") + `)`
 }
 
 // inNamespace is the provider and namespace fragment.
@@ -172,14 +238,15 @@ ON CONFLICT DO NOTHING`,
 		deleteInstallation: deleteMatches(f, "e.workspace_id IS NULL"),
 
 		// countFeed counts the changes scrubFeed would rewrite. $1 workspaces (bigint[]), $2
-		// type prefix, $3 identities (jsonb array).
+		// type prefix, $3 identities (jsonb array), $4 provider, $5 source server URL.
 		countFeed: `
 SELECT count(*)
 FROM workspace_change c
+CROSS JOIN (SELECT ` + payloadNames(f, "$4", "$5", "$3::jsonb") + ` AS names) n
 WHERE c.workspace_id = ANY($1::bigint[])
   AND starts_with(c.type, $2)
   AND c.data <> ` + feedTombstone + `
-  AND ` + feedNamesPerson(f, "c.data", "$3::jsonb"),
+  AND ` + feedNamesPerson(f, "c.data", "$3::jsonb", "n.names"),
 
 		// scrubFeed replaces the data of every change of the provider in the covered
 		// workspaces that names the person by the tombstone; id, xid, type, subject and
@@ -189,11 +256,12 @@ WHERE c.workspace_id = ANY($1::bigint[])
 UPDATE workspace_change c
 SET data = ` + feedTombstone + `
 FROM inbox_erasure r
+CROSS JOIN LATERAL (SELECT ` + payloadNames(f, "r.provider", "r.source_server_url", "r.identities") + ` AS names) n
 WHERE r.id = $1
   AND c.workspace_id = ANY($2::bigint[])
   AND starts_with(c.type, $3)
   AND c.data <> ` + feedTombstone + `
-  AND ` + feedNamesPerson(f, "c.data", "r.identities"),
+  AND ` + feedNamesPerson(f, "c.data", "r.identities", "n.names"),
 	}
 	if len(f.UserShape) > 0 && len(f.Logins) > 0 {
 		// discover lists the (id, login) pairs of the user-shaped objects that name an

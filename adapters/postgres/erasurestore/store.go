@@ -34,6 +34,7 @@ const cleanupTimeout = 5 * time.Second
 type Store struct {
 	pool          *pgxpool.Pool
 	matchers      map[string]matcher
+	fields        map[string]ports.PersonFields
 	mirrors       map[string][]ports.PersonDataStore
 	installations map[string]string
 }
@@ -60,7 +61,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool.Config().MaxConns < 2 {
 		return nil, errors.New("erasure: the pool needs at least two connections (a held request and its pass)")
 	}
-	s := &Store{pool: pool, matchers: map[string]matcher{}, mirrors: map[string][]ports.PersonDataStore{},
+	s := &Store{pool: pool, matchers: map[string]matcher{}, fields: map[string]ports.PersonFields{}, mirrors: map[string][]ports.PersonDataStore{},
 		installations: map[string]string{}}
 	for _, f := range cfg.Fields {
 		if _, dup := s.matchers[f.Provider.String()]; dup {
@@ -71,6 +72,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("erasure: %w", err)
 		}
 		s.matchers[f.Provider.String()] = m
+		s.fields[f.Provider.String()] = f
 	}
 	for _, m := range cfg.Mirrors {
 		if m == nil || m.Provider().IsZero() {
@@ -223,7 +225,7 @@ func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.Erasu
 				return err
 			}
 			var feedRows int64
-			if err := tx.QueryRow(ctx, m.countFeed, ws, feedTypePrefix(grown.Provider()), ids).Scan(&feedRows); err != nil {
+			if err := tx.QueryRow(ctx, m.countFeed, ws, feedTypePrefix(grown.Provider()), ids, grown.Provider().String(), grown.SourceServerURL()).Scan(&feedRows); err != nil {
 				return pgutil.Interpret("count erasure matches in the change feed", err)
 			}
 			out = append(out, ports.ErasureMatches{Store: erasure.ChangeFeed, Matches: feedRows})
@@ -231,6 +233,16 @@ func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.Erasu
 			err = tx.QueryRow(ctx, m.preview, grown.Provider().String(), grown.SourceServerURL(), ids).Scan(&wsRows, &instRows)
 			if err != nil {
 				return pgutil.Interpret("count erasure matches", err)
+			}
+			// The deliveries of others whose text the inbox steps rewrite count too.
+			f := s.fields[grown.Provider().String()]
+			if patterns, _ := textRewrites(f, grown); len(patterns) > 0 {
+				var wsText, instText int64
+				if err := tx.QueryRow(ctx, countRewrites(f), grown.Provider().String(), grown.SourceServerURL(), patterns, ids).
+					Scan(&wsText, &instText); err != nil {
+					return pgutil.Interpret("count erasure text matches", err)
+				}
+				wsRows, instRows = wsRows+wsText, instRows+instText
 			}
 			out = append(out,
 				ports.ErasureMatches{Store: erasure.WorkspaceInbox, Matches: wsRows},
@@ -451,7 +463,20 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store era
 		if err != nil {
 			return 0, pgutil.Interpret("delete matching deliveries", err)
 		}
-		return tag.RowsAffected(), nil
+		n := tag.RowsAffected()
+		patterns, replacements := textRewrites(s.fields[scope.Provider().String()], scope)
+		if len(patterns) == 0 {
+			return n, nil
+		}
+		filter := "e.workspace_id IS NOT NULL"
+		if store == erasure.InstallationInbox {
+			filter = "e.workspace_id IS NULL"
+		}
+		tag, err = tx.Exec(ctx, rewriteSQL(filter, len(patterns)), erasureID, boundary, patterns, replacements)
+		if err != nil {
+			return 0, pgutil.Interpret("rewrite mentions in deliveries", err)
+		}
+		return n + tag.RowsAffected(), nil
 	}
 	if store != erasure.MirrorStore(scope.Provider()) && store != erasure.ChangeFeed {
 		return 0, fmt.Errorf("erasure pass: store %q is not a store of a %s erasure", store, scope.Provider())

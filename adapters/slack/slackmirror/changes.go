@@ -31,8 +31,9 @@ type Views interface {
 }
 
 type feed struct {
-	pub   ports.ChangePublisher
-	views Views
+	pub     ports.ChangePublisher
+	remover ports.ChangeRemover
+	views   Views
 }
 
 // PublishChanges makes the store publish its message changes through pub, shaped by views.
@@ -41,8 +42,27 @@ func (s *Store) PublishChanges(pub ports.ChangePublisher, views Views) error {
 	if pub == nil || views == nil {
 		return errors.New("slack mirror: a publisher and the read API's views are required")
 	}
-	s.feed = feed{pub: pub, views: views}
+	remover, ok := pub.(ports.ChangeRemover)
+	if !ok {
+		return errors.New("slack mirror: the publisher must also remove erased changes (ports.ChangeRemover)")
+	}
+	s.feed = feed{pub: pub, remover: remover, views: views}
 	return nil
+}
+
+// removeMessageChanges removes the data of the feed's message changes of channels (their
+// messages were erased: consent revoked, the app uninstalled), so the feed keeps no copy of
+// what the mirror no longer has.
+func (s *Store) removeMessageChanges(ctx context.Context, tx ports.Tx, ws int64, channels []string) error {
+	if len(channels) == 0 {
+		return nil
+	}
+	sel := ports.ChangeSelection{TypePrefix: "slack.message."}
+	for _, c := range channels {
+		sel.SubjectPrefixes = append(sel.SubjectPrefixes, "slack:message:"+c+":")
+	}
+	_, err := s.feed.remover.RemoveChanges(ctx, tx, ws, sel)
+	return err
 }
 
 const (

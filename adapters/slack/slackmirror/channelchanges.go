@@ -73,6 +73,9 @@ func (s *Store) eraseChannelMessagesPublishing(ctx context.Context, tx ports.Tx,
 	if err != nil || n == 0 {
 		return n, err
 	}
+	if err := s.removeMessageChanges(ctx, tx, ws, []string{channelID}); err != nil {
+		return 0, err
+	}
 	return n, s.publishChannel(ctx, tx, ws, ChannelMessagesErased, channelID, map[string]any{"id": channelID, "messages": n})
 }
 

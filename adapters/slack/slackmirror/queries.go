@@ -86,8 +86,11 @@ UPDATE connection SET state = $3, updated_at = now() WHERE workspace_id = $1 AND
 
 const (
 	eraseTeamMessages = `DELETE FROM slack_message WHERE workspace_id = $1 AND team_id = $2`
-	eraseTeamTurns    = `DELETE FROM slack_mentor_turn WHERE workspace_id = $1 AND team_id = $2`
-	eraseTeamChannels = `DELETE FROM slack_channel WHERE workspace_id = $1 AND team_id = $2`
+	// teamMessageChannels are the channels of the team's mirrored messages (their feed changes
+	// are removed with them).
+	teamMessageChannels = `SELECT DISTINCT channel_id FROM slack_message WHERE workspace_id = $1 AND team_id = $2`
+	eraseTeamTurns      = `DELETE FROM slack_mentor_turn WHERE workspace_id = $1 AND team_id = $2`
+	eraseTeamChannels   = `DELETE FROM slack_channel WHERE workspace_id = $1 AND team_id = $2`
 )
 
 const submitTurn = `

@@ -231,6 +231,19 @@ func (s *Store) EraseTeam(ctx context.Context, tx ports.Tx, ws int64, teamID str
 		if err := s.eraseTeamChannelsPublishing(ctx, tx, ws, teamID); err != nil {
 			return err
 		}
+		// The feed's copies of the team's messages go with them.
+		ptx, err := txOf(tx)
+		if err != nil {
+			return err
+		}
+		rows, _ := ptx.Query(ctx, teamMessageChannels, ws, teamID)
+		channels, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return pgutil.Interpret("read slack team channels", err)
+		}
+		if err := s.removeMessageChanges(ctx, tx, ws, channels); err != nil {
+			return err
+		}
 	} else if _, err := exec(ctx, tx, "erase slack team data", eraseTeamChannels, ws, teamID); err != nil {
 		return err
 	}

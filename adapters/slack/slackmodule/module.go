@@ -53,6 +53,12 @@ func New(cfg Config) Module { return Module{cfg: cfg} }
 // backfill of a consented channel reads its history with that token (slacksync); a team
 // without one has its backfills refused.
 func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+	// The payload fields and the read API's view members: one declaration for the inbox,
+	// the mirror's views and the change feed.
+	fields, err := slackread.PersonFields()
+	if err != nil {
+		return nil, err
+	}
 	hook, err := slack.NewWebhook(slack.Config{SigningSecret: m.cfg.SigningSecret})
 	if err != nil {
 		return nil, err
@@ -91,7 +97,7 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return slackhandlers.Register(reg, handlers) },
-		Fields:         slack.PersonFields(),
+		Fields:         fields,
 		Mirror:         store,
 		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
 			return slackread.Register(r, slackread.Config{Auth: g.Auth, Members: g.Members, Store: store, Log: g.Log})

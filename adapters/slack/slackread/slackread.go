@@ -78,7 +78,7 @@ func (a api) channels(c *gin.Context) {
 type messageJSON struct {
 	TS       string  `json:"ts"`
 	ThreadTS *string `json:"threadTs"`
-	UserID   *string `json:"userId"`
+	UserID   *string `json:"userId" person:"id"`
 	Text     string  `json:"text"`
 	PostedAt *string `json:"postedAt"`
 	EditedTS *string `json:"editedTs"`

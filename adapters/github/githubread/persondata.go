@@ -1,0 +1,27 @@
+package githubread
+
+import (
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
+
+// viewTypes are every view this read API answers with and publishes to the change feed; their
+// `person` struct tags declare the members that name a person (specs/architecture checks that
+// every member that sounds like one is tagged).
+var viewTypes = []any{repositoryJSON{}, issueJSON{}, pullJSON{}, commitJSON{}, labelJSON{}, milestoneJSON{}, issueCommentJSON{}, reviewJSON{},
+	reviewCommentJSON{}, reviewThreadJSON{}, commitStatusJSON{}, checkSuiteJSON{}, checkRunJSON{}, memberJSON{}, collaboratorJSON{},
+	teamJSON{}, teamMemberJSON{}, teamRepositoryJSON{}, organizationJSON{}, refJSON{}, subIssueJSON{}, issueDependencyJSON{},
+	installationRepositoryJSON{}}
+
+// PersonFields is the provider's person-data declaration (github.PersonFields) with the
+// members of this read API's views, so the change feed's erasure covers exactly what the
+// views publish. Errors: a malformed person tag.
+func PersonFields() (ports.PersonFields, error) {
+	f := github.PersonFields()
+	v, err := ports.PersonViewsOf(viewTypes...)
+	if err != nil {
+		return ports.PersonFields{}, err
+	}
+	f.Views = &v
+	return f, nil
+}
