@@ -12,6 +12,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -50,7 +51,9 @@ type RepositoryAccess struct {
 // NewRepositoryAccess validates cfg.
 func NewRepositoryAccess(cfg AccessConfig) (*RepositoryAccess, error) {
 	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent,
-		Token: func(context.Context, githubhandlers.Access) (string, error) { return "", nil }}
+		Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
+			return managementstore.Credential{}, nil
+		}}
 	c.setDefaults()
 	base, err := c.validate()
 	if err != nil {

@@ -30,10 +30,9 @@ type Config struct {
 	WebhookSecret []byte // HEPHAESTUS_GITHUB_WEBHOOK_SECRET
 	AppID         int64  // HEPHAESTUS_GITHUB_APP_ID; 0 when unset
 	// AppPrivateKey is the App's PEM private key (HEPHAESTUS_GITHUB_APP_PRIVATE_KEY or _FILE);
-	// empty: no App authentication, APIToken is the reads' fallback.
+	// empty: no App authentication, so only PAT workspaces read GitHub (with their own PAT).
 	AppPrivateKey string
 	APIURL        string // HEPHAESTUS_GITHUB_API_URL, the REST root
-	APIToken      string // HEPHAESTUS_GITHUB_API_TOKEN; empty: no static reads
 	// RedeliveryInterval is the redelivery reconciler's period (App authentication only).
 	RedeliveryInterval time.Duration
 	// WebURL is GitHub's web root (HEPHAESTUS_GITHUB_OAUTH_URL): the source namespace of App
@@ -86,13 +85,13 @@ var (
 
 // Build makes GitHub's parts.
 //
-// Provider reads (check runs, commits a push payload left out) go through the REST adapter
-// when App authentication or the static API token is configured; without either the handlers
-// mirror what the payloads carry (Deps.Reader nil). Each read carries the row's workspace's
-// credential (githubapi.Credentials): the installation token of the delivery's installation
-// for an App workspace, the verified PAT for a PAT workspace, and the static token only when no
-// App key is configured. With App authentication the installation handler verifies the
-// installation's status with the App, and the redelivery reconciler runs.
+// Provider reads (check runs, commits a push payload left out) go through the REST adapter.
+// Each read carries a credential of the row's workspace's own connection
+// (githubapi.Credentials): the installation token of the delivery's installation for an App
+// workspace (App authentication only), the verified PAT for a PAT workspace; a workspace with
+// neither reads nothing and its handlers mirror what the payloads carry. No instance-wide
+// token exists. With App authentication the installation handler verifies the installation's
+// status with the App, and the redelivery reconciler runs.
 func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	hook, err := github.NewWebhook(github.Config{WebhookSecret: m.cfg.WebhookSecret, AppID: m.cfg.AppID})
 	if err != nil {
@@ -117,16 +116,14 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		return nil, err
 	}
 	handlers := githubhandlers.Deps{Inbox: deps.Inbox, Store: store, Log: deps.Log}
-	creds := &githubapi.Credentials{App: app, Store: deps.Secrets, Static: m.cfg.APIToken}
-	client, err := githubapi.New(githubapi.Config{BaseURL: m.cfg.APIURL, Token: creds.Token})
+	creds := &githubapi.Credentials{App: app, Store: deps.Secrets}
+	client, err := githubapi.New(githubapi.Config{BaseURL: m.cfg.APIURL, Token: creds.Token, Rejected: creds.Rejected})
 	if err != nil {
 		return nil, fmt.Errorf("HEPHAESTUS_GITHUB_API_URL: %w", err)
 	}
-	if app != nil || m.cfg.APIToken != "" {
-		handlers.Reader = client
-	}
-	// A backfill reads with the workspace's credential like the handlers; without App
-	// authentication or a token its reads are refused and the job says so.
+	handlers.Reader = client
+	// A backfill reads with the workspace's credential like the handlers; without one its
+	// reads are refused and the job says so.
 	source, err := githubsync.New(client, store)
 	if err != nil {
 		return nil, err
