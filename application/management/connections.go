@@ -240,16 +240,9 @@ func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredCon
 	if !checked || len(out) == 0 {
 		return out, nil
 	}
-	sealed, err := s.connections.SealedSecret(ctx, m.ws.ID, c.ID)
+	credential, err := s.storedCredential(ctx, m, c)
 	if err != nil {
-		return nil, fmt.Errorf("secret of connection %d: %w", c.ID, err)
-	}
-	if sealed == nil {
-		return nil, ports.Reject(ports.ErrMalformed, "secret-required", c.Kind.String()+" has no token to check access with")
-	}
-	credential, err := s.secrets.Open(c.ID, sealed)
-	if err != nil {
-		return nil, fmt.Errorf("open secret of connection %d: %w", c.ID, err)
+		return nil, err
 	}
 	defer clear(credential)
 
@@ -275,6 +268,38 @@ func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredCon
 	return out, nil
 }
 
+// ReasonAPITokenMissing is the detail of a 403 resource-not-accessible for a subscription of a
+// connection whose kind reads with an API token (GITLAB) that has none yet: nothing can be
+// verified, so nothing is stored; PUT …/api-token first.
+const ReasonAPITokenMissing = "api-token-missing"
+
+// storedCredential opens the credential c's subscriptions are checked with: its provider API
+// token for a kind that accepts one (GITLAB, OUTLINE), else its secret (a PAT, a bot token).
+// The caller clears it. Errors: 403 resource-not-accessible "api-token-missing", 400
+// secret-required, ErrNotFound, a secret that does not open.
+func (s *Service) storedCredential(ctx context.Context, m Managed, c ports.StoredConnection) ([]byte, error) {
+	read, what := s.connections.SealedSecret, "secret"
+	if c.Kind.AcceptsAPIToken() {
+		read, what = s.connections.SealedAPIToken, "api token"
+	}
+	sealed, err := read(ctx, m.ws.ID, c.ID)
+	if err != nil {
+		return nil, fmt.Errorf("%s of connection %d: %w", what, c.ID, err)
+	}
+	switch {
+	case sealed == nil && c.Kind.AcceptsAPIToken():
+		return nil, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
+			ReasonAPITokenMissing+": "+c.Kind.String()+" has no API token to verify access with; set it with PUT …/api-token first")
+	case sealed == nil:
+		return nil, ports.Reject(ports.ErrMalformed, "secret-required", c.Kind.String()+" has no token to check access with")
+	}
+	credential, err := s.secrets.Open(c.ID, sealed)
+	if err != nil {
+		return nil, fmt.Errorf("open %s of connection %d: %w", what, c.ID, err)
+	}
+	return credential, nil
+}
+
 // Subscriptions reads the resources the managed workspace monitors through a connection,
 // with their access. Errors: ports.ErrNotFound.
 func (s *Service) Subscriptions(ctx context.Context, m Managed, id int64) ([]ports.SubscribedResource, error) {
@@ -292,7 +317,10 @@ func (s *Service) ConnectionAccess(c ports.StoredConnection) (access connection.
 	if _, checked := s.checkers[c.Kind.String()]; !checked {
 		return connection.Access{}, ""
 	}
-	if !c.HasSecret {
+	if c.Kind.AcceptsAPIToken() && !c.HasAPIToken {
+		return connection.Unverified, ReasonAPITokenMissing
+	}
+	if !c.Kind.AcceptsAPIToken() && !c.HasSecret {
 		return connection.Unverified, ReasonTokenMissing
 	}
 	return connection.Verified, ""
@@ -348,30 +376,9 @@ func (s *Service) ReplaceSecret(ctx context.Context, m Managed, id int64, secret
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-secret", "")
 	}
 	var access []ports.SubscribedResource
-	if checker, checked := s.checkers[c.Kind.String()]; checked {
-		set, err := s.connections.Subscriptions(ctx, m.ws.ID, id)
-		if err != nil {
-			return ports.StoredConnection{}, fmt.Errorf("subscriptions of connection %d: %w", id, err)
-		}
-		access = make([]ports.SubscribedResource, 0, len(set))
-		errs := checkEach(ctx, checker, []byte(secret), set)
-		checkedAt := s.now().UTC()
-		for i, r := range set {
-			v := ports.SubscribedResource{Type: r.Type, ID: r.ID, Access: connection.Verified, AccessCheckedAt: &checkedAt}
-			var rej *ports.RejectedError
-			switch err := errs[i]; {
-			case err == nil:
-			case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
-				v.Access, v.AccessReason = connection.Revoked, rej.Detail
-			case errors.Is(err, ports.ErrMalformed):
-				v.Access, v.AccessReason = connection.Revoked, "unsupported-resource"
-			case ctx.Err() != nil:
-				return ports.StoredConnection{}, ctx.Err()
-			default:
-				return ports.StoredConnection{}, &ports.RejectedError{Kind: ports.ErrUnavailable, Reason: ReasonProviderUnavailable,
-					Detail: fmt.Sprintf("%s %s: %v", r.Type, r.ID, err)}
-			}
-			access = append(access, v)
+	if checker, checked := s.checkers[c.Kind.String()]; checked && !c.Kind.AcceptsAPIToken() {
+		if access, err = s.recheckWith(ctx, m, id, checker, []byte(secret)); err != nil {
+			return ports.StoredConnection{}, err
 		}
 	}
 	sealed, err := s.secrets.Seal(id, []byte(secret))
@@ -385,11 +392,47 @@ func (s *Service) ReplaceSecret(ctx context.Context, m Managed, id int64, secret
 	return out, nil
 }
 
-// ReplaceAPIToken sets the provider API token of a connection whose kind accepts one (an
-// Outline API key), under the connection's lifecycle lock. It is sealed for the connection
-// and never shown; the next page of the connection's sync jobs reads with it.
+// recheckWith checks every current subscription of connection id with a new credential,
+// outside any transaction, and returns the verdicts to store with it: VERIFIED, or REVOKED
+// with the provider's cause. Errors: ports.ErrUnavailable ("provider-unavailable": no answer,
+// nothing is stored); the context's error.
+func (s *Service) recheckWith(ctx context.Context, m Managed, id int64, checker ports.ResourceAccessChecker, credential []byte) ([]ports.SubscribedResource, error) {
+	set, err := s.connections.Subscriptions(ctx, m.ws.ID, id)
+	if err != nil {
+		return nil, fmt.Errorf("subscriptions of connection %d: %w", id, err)
+	}
+	access := make([]ports.SubscribedResource, 0, len(set))
+	errs := checkEach(ctx, checker, credential, set)
+	checkedAt := s.now().UTC()
+	for i, r := range set {
+		v := ports.SubscribedResource{Type: r.Type, ID: r.ID, Access: connection.Verified, AccessCheckedAt: &checkedAt}
+		var rej *ports.RejectedError
+		switch err := errs[i]; {
+		case err == nil:
+		case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
+			v.Access, v.AccessReason = connection.Revoked, rej.Detail
+		case errors.Is(err, ports.ErrMalformed):
+			v.Access, v.AccessReason = connection.Revoked, "unsupported-resource"
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		default:
+			return nil, &ports.RejectedError{Kind: ports.ErrUnavailable, Reason: ReasonProviderUnavailable,
+				Detail: fmt.Sprintf("%s %s: %v", r.Type, r.ID, err)}
+		}
+		access = append(access, v)
+	}
+	return access, nil
+}
+
+// ReplaceAPIToken sets the provider API token of a connection whose kind accepts one (a GitLab
+// token with read_api, an Outline API key), under the connection's lifecycle lock. It is
+// sealed for the connection and never shown; the connection's reads (sync jobs, handlers) use
+// it. For a kind whose subscriptions are checked with it (GITLAB), every current subscription
+// is checked with the new token first, outside any transaction, and stored with its verdict in
+// the token's transaction (as ReplaceSecret does for a PAT): this is how a GitLab connection's
+// subscriptions become VERIFIED.
 // Errors: ports.ErrNotFound; ports.ErrMalformed ("api-token-unsupported", "api-token-required",
-// "invalid-api-token").
+// "invalid-api-token"); ports.ErrUnavailable ("provider-unavailable": nothing stored, retry).
 func (s *Service) ReplaceAPIToken(ctx context.Context, m Managed, id int64, token string) (ports.StoredConnection, error) {
 	c, err := s.connections.Connection(ctx, m.ws.ID, id)
 	if err != nil {
@@ -403,11 +446,17 @@ func (s *Service) ReplaceAPIToken(ctx context.Context, m Managed, id int64, toke
 	case len(token) > maxSecretLength || !utf8.ValidString(token):
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-api-token", "")
 	}
+	var access []ports.SubscribedResource
+	if checker, checked := s.checkers[c.Kind.String()]; checked {
+		if access, err = s.recheckWith(ctx, m, id, checker, []byte(token)); err != nil {
+			return ports.StoredConnection{}, err
+		}
+	}
 	sealed, err := s.secrets.Seal(id, []byte(token))
 	if err != nil {
 		return ports.StoredConnection{}, fmt.Errorf("seal connection api token: %w", err)
 	}
-	out, err := s.connections.ReplaceAPIToken(ctx, m.ws.ID, id, sealed)
+	out, err := s.connections.ReplaceAPIToken(ctx, m.ws.ID, id, sealed, access, ReasonTokenChanged)
 	if err != nil {
 		return ports.StoredConnection{}, fmt.Errorf("replace api token of connection %d: %w", id, err)
 	}

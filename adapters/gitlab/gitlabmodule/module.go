@@ -63,6 +63,12 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	}
 	handlers := gitlabhandlers.Deps{Inbox: deps.Inbox, Store: store}
 	creds := &gitlabapi.Credentials{Store: deps.Secrets}
+	// Every subscription is verified with the connection's own API token before it is stored
+	// (and rechecked); without an API root nothing can be verified, so nothing is stored.
+	access, err := gitlabapi.NewResourceAccess(m.cfg.APIURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("HEPHAESTUS_GITLAB_API_URL: %w", err)
+	}
 	// A backfill's pages are larger than the handlers' single reads: 8 MiB body bound.
 	var history gitlabsync.Reader
 	if m.cfg.APIURL != "" {
@@ -79,7 +85,7 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return built{sync: source, Built: providerkit.Built{
+	return built{sync: source, access: access, Built: providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return gitlabhandlers.Register(reg, handlers) },
@@ -91,13 +97,21 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	}}, nil
 }
 
-// built is GitLab's parts: the common ones plus its sync source.
+// built is GitLab's parts: the common ones plus its sync source and access checker.
 type built struct {
 	providerkit.Built
-	sync *gitlabsync.Source
+	sync   *gitlabsync.Source
+	access *gitlabapi.ResourceAccess
 }
 
-var _ ports.Syncing = built{}
+var (
+	_ ports.Syncing        = built{}
+	_ ports.AccessChecking = built{}
+)
+
+func (b built) AccessCheckers() []ports.ResourceAccessChecker {
+	return []ports.ResourceAccessChecker{b.access}
+}
 
 func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }
 

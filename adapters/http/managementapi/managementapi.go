@@ -429,8 +429,8 @@ func (h handlers) replaceSecret(c *gin.Context) {
 	c.JSON(http.StatusOK, h.toConnectionJSON(conn))
 }
 
-// replaceAPIToken sets a connection's provider API token ({"apiToken":"…"}) and answers the
-// connection, never the token.
+// replaceAPIToken sets a connection's provider API token ({"token":"…"}, CONTRACT.md; the
+// earlier {"apiToken":"…"} is still read) and answers the connection, never the token.
 func (h handlers) replaceAPIToken(c *gin.Context) {
 	id, err := idParam(c, "id")
 	if err != nil {
@@ -438,13 +438,21 @@ func (h handlers) replaceAPIToken(c *gin.Context) {
 		return
 	}
 	var req struct {
+		Token    string `json:"token"`
 		APIToken string `json:"apiToken"`
 	}
 	if err := bindJSON(c, &req); err != nil {
 		h.fail(c, err)
 		return
 	}
-	conn, err := h.svc.ReplaceAPIToken(c.Request.Context(), ManagedOf(c), id, req.APIToken)
+	token := req.Token
+	if token == "" {
+		token = req.APIToken
+	} else if req.APIToken != "" {
+		h.fail(c, ports.Reject(ports.ErrMalformed, "invalid-api-token", "give the token once, as \"token\""))
+		return
+	}
+	conn, err := h.svc.ReplaceAPIToken(c.Request.Context(), ManagedOf(c), id, token)
 	if err != nil {
 		h.logRefusal(c, "api token refused", id, err)
 		h.fail(c, err)
