@@ -55,11 +55,11 @@ type fakeGitLab struct {
 	// readers, when set for a token, names the only paths (prefixes) that token may read:
 	// another tenant's token gets 404 elsewhere, as GitLab answers for a project it cannot
 	// see. A token without an entry other than gitlabToken is refused (401).
-	readers  map[string][]string
-	reads    []string // "path token" of every request
-	holdAt   string
-	held     chan struct{}
-	release  chan struct{}
+	readers map[string][]string
+	reads   []string // "path token" of every request
+	holdAt  string
+	held    chan struct{}
+	release chan struct{}
 }
 
 const gitlabToken = "glpat-spec"

@@ -27,10 +27,10 @@ var _ = Describe("GitHub REST reads", func() {
 		srv := httptest.NewServer(handler)
 		DeferCleanup(srv.Close)
 		c, err := githubapi.New(githubapi.Config{
-			BaseURL:      srv.URL + "/api/v3/",
-			Token:        func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
-			return managementstore.SpecCredential(GinkgoT(), 1, 1, "s3cret"), nil
-		},
+			BaseURL: srv.URL + "/api/v3/",
+			Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
+				return managementstore.SpecCredential(GinkgoT(), 1, 1, "s3cret"), nil
+			},
 			MaxBodyBytes: maxBody,
 		})
 		Expect(err).NotTo(HaveOccurred())

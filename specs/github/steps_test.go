@@ -222,7 +222,7 @@ func (f *fakeGitHub) client() *githubapi.Client {
 	GinkgoHelper()
 	c, err := githubapi.New(githubapi.Config{
 		BaseURL: f.srv.URL + "/api/v3",
-		Token:   func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
+		Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
 			return managementstore.SpecCredential(GinkgoT(), 1, 1, "spec-token"), nil
 		},
 	})

@@ -16,8 +16,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )

@@ -315,15 +315,15 @@ var _ = Describe("GitLab REST reads", func() {
 			"a token function is required"),
 		Entry("a relative base URL", gitlabapi.Config{BaseURL: "gitlab.example/api/v4",
 			Token: func(context.Context, gitlabhandlers.Access) (managementstore.Credential, error) {
-			return managementstore.SpecCredential(GinkgoT(), 1, 1, token), nil
-		}}, "absolute http(s) URL"),
+				return managementstore.SpecCredential(GinkgoT(), 1, 1, token), nil
+			}}, "absolute http(s) URL"),
 		Entry("a base URL with credentials", gitlabapi.Config{BaseURL: "https://root:hunter2@gitlab.example/api/v4",
 			Token: func(context.Context, gitlabhandlers.Access) (managementstore.Credential, error) {
-			return managementstore.SpecCredential(GinkgoT(), 1, 1, token), nil
-		}}, "no credentials"),
+				return managementstore.SpecCredential(GinkgoT(), 1, 1, token), nil
+			}}, "no credentials"),
 		Entry("a negative body bound", gitlabapi.Config{BaseURL: "https://gitlab.example/api/v4", MaxBodyBytes: -1,
 			Token: func(context.Context, gitlabhandlers.Access) (managementstore.Credential, error) {
-			return managementstore.SpecCredential(GinkgoT(), 1, 1, token), nil
-		}}, "must not be negative"),
+				return managementstore.SpecCredential(GinkgoT(), 1, 1, token), nil
+			}}, "must not be negative"),
 	)
 })
