@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -240,19 +241,29 @@ func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredCon
 	if !checked || len(out) == 0 {
 		return out, nil
 	}
-	credential, err := s.storedCredential(ctx, m, c)
+	credential, err := s.checkCredential(ctx, m, c, checker)
+	if errors.Is(err, ports.ErrUnverifiable) && m.by.InstanceAdmin {
+		return vouched(out), nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer clear(credential)
 
-	errs := checkEach(ctx, checker, credential, out)
+	infos, errs := checkEach(ctx, checker, ports.AccessTarget{WorkspaceID: m.ws.ID, ConnectionID: c.ID, Credential: credential}, out)
 	checkedAt := s.now().UTC()
 	for i, err := range errs {
 		var rej *ports.RejectedError
 		switch {
 		case err == nil:
 			out[i].AccessCheckedAt = &checkedAt
+			if err := resolveName(&out[i], infos[i]); err != nil {
+				return nil, err
+			}
+		case errors.Is(err, ports.ErrUnverifiable) && m.by.InstanceAdmin:
+			// The server cannot ask (no API root or App key): the instance administrator
+			// vouches, a workspace ADMIN never can.
+			return vouched(out), nil
 		case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
 			return nil, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
 				fmt.Sprintf("%s %s: %s", out[i].Type, out[i].ID, rej.Detail))
@@ -266,6 +277,50 @@ func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredCon
 		}
 	}
 	return out, nil
+}
+
+// ReasonNameMismatch refuses a subscription whose "name" is not the provider's name of its id:
+// the id decides what is read, and a name is display only, so a name naming another resource
+// is a mistake (or an attempt) the caller hears about (400), never stored.
+const ReasonNameMismatch = "name-mismatch"
+
+// resolveName sets r's name to the provider's (info), refusing a given name that differs from
+// it (case-insensitively: GitHub and Slack names are). An empty given name takes the
+// provider's.
+func resolveName(r *ports.SubscribedResource, info ports.ResourceInfo) error {
+	if info.Name == "" {
+		return nil
+	}
+	if r.Name != "" && !strings.EqualFold(r.Name, info.Name) {
+		return ports.Reject(ports.ErrMalformed, ReasonNameMismatch,
+			fmt.Sprintf("%s %s is %q, not %q: the name is display only and taken from the id", r.Type, r.ID, info.Name, r.Name))
+	}
+	r.Name = info.Name
+	return nil
+}
+
+// ReasonVouched is the access reason of a subscription the server could not verify (no API root
+// or App key configured for the provider, or a connection without the credential a check
+// needs) and the instance administrator stored anyway: VERIFIED, never checked
+// (accessCheckedAt null), rechecked once a check becomes possible. A workspace ADMIN gets 403
+// resource-not-accessible instead.
+const ReasonVouched = "vouched-by-instance-admin"
+
+// vouched marks every resource VERIFIED on the instance administrator's word.
+func vouched(out []ports.SubscribedResource) []ports.SubscribedResource {
+	for i := range out {
+		out[i].AccessReason, out[i].AccessCheckedAt = ReasonVouched, nil
+	}
+	return out
+}
+
+// checkCredential is the stored credential checker checks c's subscriptions with: nil for a
+// checker that finds its own (ports.OwnCredential), else storedCredential's.
+func (s *Service) checkCredential(ctx context.Context, m Managed, c ports.StoredConnection, checker ports.ResourceAccessChecker) ([]byte, error) {
+	if _, own := checker.(ports.OwnCredential); own {
+		return nil, nil
+	}
+	return s.storedCredential(ctx, m, c)
 }
 
 // ReasonAPITokenMissing is the detail of a 403 resource-not-accessible for a subscription of a
@@ -288,10 +343,14 @@ func (s *Service) storedCredential(ctx context.Context, m Managed, c ports.Store
 	}
 	switch {
 	case sealed == nil && c.Kind.AcceptsAPIToken():
-		return nil, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
-			ReasonAPITokenMissing+": "+c.Kind.String()+" has no API token to verify access with; set it with PUT …/api-token first")
-	case sealed == nil:
+		return nil, fmt.Errorf("%w: %w", ports.ErrUnverifiable, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
+			ReasonAPITokenMissing+": "+c.Kind.String()+" has no API token to verify access with; set it with PUT …/api-token first"))
+	case sealed == nil && c.Kind.RequiresSecret():
 		return nil, ports.Reject(ports.ErrMalformed, "secret-required", c.Kind.String()+" has no token to check access with")
+	case sealed == nil:
+		// A SLACK connection the instance administrator created without a bot token.
+		return nil, fmt.Errorf("%w: %w", ports.ErrUnverifiable, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
+			ReasonTokenMissing+": "+c.Kind.String()+" has no token to verify access with"))
 	}
 	credential, err := s.secrets.Open(c.ID, sealed)
 	if err != nil {
@@ -314,7 +373,12 @@ func (s *Service) Subscriptions(ctx context.Context, m Managed, id int64) ([]por
 // UNVERIFIED with reason "token-missing" when it has no credential (it receives nothing),
 // VERIFIED otherwise (each subscription then shows its own access). Empty for other kinds.
 func (s *Service) ConnectionAccess(c ports.StoredConnection) (access connection.Access, reason string) {
-	if _, checked := s.checkers[c.Kind.String()]; !checked {
+	checker, checked := s.checkers[c.Kind.String()]
+	if !checked {
+		return connection.Access{}, ""
+	}
+	if _, own := checker.(ports.OwnCredential); own {
+		// Its credential is minted for its installation, not stored: nothing to show.
 		return connection.Access{}, ""
 	}
 	if c.Kind.AcceptsAPIToken() && !c.HasAPIToken {
@@ -330,10 +394,10 @@ func (s *Service) ConnectionAccess(c ports.StoredConnection) (access connection.
 // has no credential to check access with.
 const ReasonTokenMissing = "token-missing"
 
-// checkEach checks every resource with credential, at most maxConcurrentAccessChecks at once,
-// and returns each check's error.
-func checkEach(ctx context.Context, checker ports.ResourceAccessChecker, credential []byte, resources []ports.SubscribedResource) []error {
-	errs := make([]error, len(resources))
+// checkEach checks every resource for target, at most maxConcurrentAccessChecks at once, and
+// returns each check's answer and error.
+func checkEach(ctx context.Context, checker ports.ResourceAccessChecker, target ports.AccessTarget, resources []ports.SubscribedResource) ([]ports.ResourceInfo, []error) {
+	infos, errs := make([]ports.ResourceInfo, len(resources)), make([]error, len(resources))
 	sem := make(chan struct{}, maxConcurrentAccessChecks)
 	var wg sync.WaitGroup
 	for i := range resources {
@@ -341,11 +405,11 @@ func checkEach(ctx context.Context, checker ports.ResourceAccessChecker, credent
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = checker.CheckAccess(ctx, credential, ports.Resource{Type: resources[i].Type, ID: resources[i].ID})
+			infos[i], errs[i] = checker.CheckAccess(ctx, target, ports.Resource{Type: resources[i].Type, ID: resources[i].ID})
 		}()
 	}
 	wg.Wait()
-	return errs
+	return infos, errs
 }
 
 // ReasonTokenChanged is the access reason of a subscription set while its connection's token
@@ -402,13 +466,16 @@ func (s *Service) recheckWith(ctx context.Context, m Managed, id int64, checker 
 		return nil, fmt.Errorf("subscriptions of connection %d: %w", id, err)
 	}
 	access := make([]ports.SubscribedResource, 0, len(set))
-	errs := checkEach(ctx, checker, credential, set)
+	_, errs := checkEach(ctx, checker, ports.AccessTarget{WorkspaceID: m.ws.ID, ConnectionID: id, Credential: credential}, set)
 	checkedAt := s.now().UTC()
 	for i, r := range set {
 		v := ports.SubscribedResource{Type: r.Type, ID: r.ID, Access: connection.Verified, AccessCheckedAt: &checkedAt}
 		var rej *ports.RejectedError
 		switch err := errs[i]; {
 		case err == nil:
+		case errors.Is(err, ports.ErrUnverifiable):
+			// The server cannot ask: the subscription keeps the access it had.
+			v.Access, v.AccessReason, v.AccessCheckedAt = r.Access, r.AccessReason, r.AccessCheckedAt
 		case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
 			v.Access, v.AccessReason = connection.Revoked, rej.Detail
 		case errors.Is(err, ports.ErrMalformed):

@@ -59,6 +59,7 @@ func New(cfg Config) Module { return Module{cfg: cfg} }
 type built struct {
 	providerkit.Built
 	access  *githubapi.RepositoryAccess
+	app     *githubapi.AppResourceAccess
 	runners []ports.Runner
 	webURL  string
 	install *githuboauth.Flow
@@ -70,7 +71,7 @@ func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sy
 func (b built) InstallFlows() []ports.InstallFlow { return []ports.InstallFlow{b.install} }
 
 func (b built) AccessCheckers() []ports.ResourceAccessChecker {
-	return []ports.ResourceAccessChecker{b.access}
+	return []ports.ResourceAccessChecker{b.access, b.app}
 }
 func (b built) Runners() []ports.Runner        { return b.runners }
 func (b built) DefaultSourceServerURL() string { return b.webURL }
@@ -104,6 +105,11 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	app, err := m.app()
 	if err != nil {
 		return nil, err
+	}
+	// An App connection's subscriptions are verified with its own installation's token.
+	appAccess, err := githubapi.NewAppResourceAccess(githubapi.AccessConfig{BaseURL: m.cfg.APIURL}, app, deps.Secrets)
+	if err != nil {
+		return nil, fmt.Errorf("HEPHAESTUS_GITHUB_API_URL: %w", err)
 	}
 	store, err := githubmirror.New(deps.Pool)
 	if err != nil {
@@ -155,6 +161,7 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 			},
 		},
 		access:  access,
+		app:     appAccess,
 		runners: runners,
 		webURL:  m.cfg.WebURL,
 	}, nil

@@ -73,10 +73,16 @@ func (a *ResourceAccess) ResourceTypes() []string {
 // CheckAccess implements ports.ResourceAccessChecker. 200 with the same id admits; 401, 403 and
 // 404 refuse (GitLab answers 404 for a project the token cannot see); a transport failure, a
 // 429, a 5xx or any other answer is an *inbox.TransientError (no verdict).
-func (a *ResourceAccess) CheckAccess(ctx context.Context, token []byte, r ports.Resource) error {
+func (a *ResourceAccess) CheckAccess(ctx context.Context, target ports.AccessTarget, r ports.Resource) (ports.ResourceInfo, error) {
+	info, err := a.check(ctx, target.Credential, r)
+	return info, err
+}
+
+func (a *ResourceAccess) check(ctx context.Context, token []byte, r ports.Resource) (ports.ResourceInfo, error) {
+	var none ports.ResourceInfo
 	id, err := strconv.ParseInt(r.ID, 10, 64)
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != r.ID {
-		return fmt.Errorf("gitlab access: %s %q is not a positive integer id: %w", r.Type, r.ID, ports.ErrMalformed)
+		return none, fmt.Errorf("gitlab access: %s %q is not a positive integer id: %w", r.Type, r.ID, ports.ErrMalformed)
 	}
 	path, notFound := "/projects/", CauseProjectNotFound
 	switch r.Type {
@@ -84,58 +90,64 @@ func (a *ResourceAccess) CheckAccess(ctx context.Context, token []byte, r ports.
 	case gitlab.ResourceGroup:
 		path, notFound = "/groups/", CauseGroupNotFound
 	default:
-		return fmt.Errorf("gitlab access: unknown resource type %q: %w", r.Type, ports.ErrMalformed)
+		return none, fmt.Errorf("gitlab access: unknown resource type %q: %w", r.Type, ports.ErrMalformed)
 	}
 	if a.base == nil {
-		return refused(CauseAPIRootNotConfigured)
+		return none, fmt.Errorf("%w: %w", ports.ErrUnverifiable, refused(CauseAPIRootNotConfigured))
 	}
 	if len(token) == 0 {
-		return refused(CauseTokenRejected)
+		return none, fmt.Errorf("%w: %w", ports.ErrUnverifiable, refused(CauseTokenRejected))
 	}
 	path += strconv.FormatInt(id, 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base.String()+path, nil)
 	if err != nil {
-		return fmt.Errorf("gitlab access GET %s: %w", path, err)
+		return none, fmt.Errorf("gitlab access GET %s: %w", path, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("PRIVATE-TOKEN", string(token))
 	resp, err := a.http.Do(req)
 	if err != nil {
-		return inbox.Transient("gitlab access GET "+path, err)
+		return none, inbox.Transient("gitlab access GET "+path, err)
 	}
 	defer restkit.Close(resp.Body)
 	serr := &StatusError{Method: http.MethodGet, Path: path, Status: resp.StatusCode}
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusUnauthorized:
-		return refused(CauseTokenRejected)
+		return none, refused(CauseTokenRejected)
 	case http.StatusForbidden:
-		return refused(CauseTokenForbidden)
+		return none, refused(CauseTokenForbidden)
 	case http.StatusNotFound:
-		return refused(notFound)
+		return none, refused(notFound)
 	default:
-		return inbox.Transient("gitlab access", serr)
+		return none, inbox.Transient("gitlab access", serr)
 	}
 	body, tooLarge, err := restkit.ReadAtMost(resp.Body, maxResourceBody)
 	if err != nil {
-		return inbox.Transient("gitlab access read GET "+path, err)
+		return none, inbox.Transient("gitlab access read GET "+path, err)
 	}
 	if tooLarge {
-		return inbox.Transient("gitlab access GET "+path, ErrResponseTooLarge)
+		return none, inbox.Transient("gitlab access GET "+path, ErrResponseTooLarge)
 	}
 	var answer struct {
-		ID *int64 `json:"id"`
+		ID                *int64 `json:"id"`
+		PathWithNamespace string `json:"path_with_namespace"` // a project's
+		FullPath          string `json:"full_path"`           // a group's
 	}
 	if err := json.Unmarshal(body, &answer); err != nil || answer.ID == nil {
 		if err == nil {
 			err = errors.New("no id")
 		}
-		return inbox.Transient("gitlab access GET "+path, fmt.Errorf("not a %s: %w", r.Type, err))
+		return none, inbox.Transient("gitlab access GET "+path, fmt.Errorf("not a %s: %w", r.Type, err))
 	}
 	if *answer.ID != id {
-		return refused(CauseResourceMismatch)
+		return none, refused(CauseResourceMismatch)
 	}
-	return nil
+	name := answer.PathWithNamespace
+	if r.Type == gitlab.ResourceGroup {
+		name = answer.FullPath
+	}
+	return ports.ResourceInfo{Name: name}, nil
 }
 
 func refused(cause string) error {
