@@ -124,4 +124,23 @@ var _ = Describe("A GitLab subscription is verified with the connection's own AP
 		Expect(call(http.MethodPut, connectionPath("acme", glA, "api-token"), member, map[string]any{"token": "x"}).Status).To(Equal(http.StatusForbidden))
 		Expect(call(http.MethodPut, connectionPath("globex", glA, "api-token"), adminB, map[string]any{"token": "x"}).Status).To(Equal(http.StatusNotFound))
 	})
+
+	It("is rechecked periodically with the connection's API token: access the token lost becomes REVOKED, a connection without a token is left alone", func(ctx SpecContext) {
+		Expect(subscribe("acme", adminToken, glA, project("7")).Status).To(Equal(http.StatusOK))
+		bare := gitlabConnection("globex", adminB, "")
+		_, err := pool.Exec(ctx, `INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id, name, access, access_reason)
+			VALUES ($1, $2, 'GITLAB', 'project', '8', '', 'UNVERIFIED', 'api-token-missing')`, bare, wsB)
+		Expect(err).NotTo(HaveOccurred())
+		fakeGitLab.reset()
+		fakeGitLab.grant("glpat-acme", "/groups/40") // the token no longer reads project 7
+
+		st, err := recheckServerOf(ctx, "server-1", gitlabChecker).RunOnce(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Checked).To(Equal(1))
+		Expect(st.Revoked).To(Equal(1))
+		Expect(column(ctx, `SELECT access || ':' || coalesce(access_reason, '') FROM connection_subscription WHERE connection_id = $1`, glA)).
+			To(Equal([]string{"REVOKED:project-not-found"}))
+		Expect(column(ctx, `SELECT access FROM connection_subscription WHERE connection_id = $1`, bare)).To(Equal([]string{"UNVERIFIED"}))
+		Expect(fakeGitLab.recorded()).To(Equal([]apiCall{{Path: "/projects/7", Token: "glpat-acme"}}))
+	})
 })

@@ -61,8 +61,9 @@ var (
 	pool       *pgxpool.Pool
 	box        *secrets.AESGCM
 	fakeGitHub *gitHubAPI
-	fakeGitLab *gitLabAPI
-	checker    *githubapi.RepositoryAccess
+	fakeGitLab    *gitLabAPI
+	checker       *githubapi.RepositoryAccess
+	gitlabChecker *gitlabapi.ResourceAccess
 	server     *httptest.Server
 	client     *http.Client
 )
@@ -82,7 +83,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 
 	fakeGitLab = newGitLabAPI()
-	gitlabChecker, err := gitlabapi.NewResourceAccess(fakeGitLab.server.URL+"/api/v4", &http.Client{Timeout: 2 * time.Second})
+	gitlabChecker, err = gitlabapi.NewResourceAccess(fakeGitLab.server.URL+"/api/v4", &http.Client{Timeout: 2 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
 
 	modules := []ports.ProviderModule{github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{}}
@@ -197,13 +198,19 @@ func (f *gitLabAPI) serve(w http.ResponseWriter, r *http.Request) {
 // recheckServer is one server's access recheck, on a pool of its own (a "server").
 func recheckServer(ctx context.Context, owner string) *accessrecheck.Recheck {
 	GinkgoHelper()
+	return recheckServerOf(ctx, owner, checker)
+}
+
+// recheckServerOf is recheckServer with the given checkers.
+func recheckServerOf(ctx context.Context, owner string, checkers ...ports.ResourceAccessChecker) *accessrecheck.Recheck {
+	GinkgoHelper()
 	p := support.Pool(ctx, db, 2)
-	connections, err := managementstore.NewConnections(p, managementstore.Config{Kinds: []connection.Kind{github.KindApp, github.KindPAT}})
+	connections, err := managementstore.NewConnections(p, managementstore.Config{Kinds: []connection.Kind{github.KindApp, github.KindPAT, gitlab.Kind}})
 	Expect(err).NotTo(HaveOccurred())
 	lease, err := inboxstore.New(p, inboxstore.Config{})
 	Expect(err).NotTo(HaveOccurred())
 	r, err := accessrecheck.New(accessrecheck.Config{Owner: owner, Interval: time.Hour}, connections, lease, box,
-		[]ports.ResourceAccessChecker{checker}, support.Logger{}, systemClock{})
+		checkers, support.Logger{}, systemClock{})
 	Expect(err).NotTo(HaveOccurred())
 	return r
 }
