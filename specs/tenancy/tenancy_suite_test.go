@@ -57,15 +57,15 @@ const (
 )
 
 var (
-	db         *pgtest.Database
-	pool       *pgxpool.Pool
-	box        *secrets.AESGCM
-	fakeGitHub *gitHubAPI
+	db            *pgtest.Database
+	pool          *pgxpool.Pool
+	box           *secrets.AESGCM
+	fakeGitHub    *gitHubAPI
 	fakeGitLab    *gitLabAPI
 	checker       *githubapi.RepositoryAccess
 	gitlabChecker *gitlabapi.ResourceAccess
-	server     *httptest.Server
-	client     *http.Client
+	server        *httptest.Server
+	client        *http.Client
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
