@@ -357,6 +357,37 @@ var _ = Describe("Backfill of a GitLab project", func() {
 			Expect(job(ctx, mallory, 77).LastError).To(HaveValue(Equal("provider-refused")))
 		})
 
+		It("gives a handler's read (merge request approvals) only the token of the workspace's connection that verified the project or its group", func(ctx SpecContext) {
+			globex := support.NewWorkspace(ctx, manage, "globex").ID
+			mallory := gitlabConnectionWithToken(ctx, globex, "glpat-mallory")
+			subscribeProject(ctx, globex, mallory, 88)
+			subscribeProject(ctx, acme, conn, 77)
+			subscribeGitLab(ctx, globex, mallory, "group", "40")
+			_, err := pool.Exec(ctx, `UPDATE connection_subscription SET access = 'REVOKED', access_reason = 'group-not-found'
+				WHERE connection_id = $1 AND resource_type = 'group'`, mallory)
+			Expect(err).NotTo(HaveOccurred())
+			live, err := managementstore.NewLiveSecrets(pool, box)
+			Expect(err).NotTo(HaveOccurred())
+			creds := &gitlabapi.Credentials{Store: live}
+			client, err := gitlabapi.New(gitlabapi.Config{BaseURL: gl.server.URL, Token: creds.Token})
+			Expect(err).NotTo(HaveOccurred())
+
+			// acme verified project 77: its token reads (the fake has no approvals, so 404).
+			_, err = client.MergeRequestApprovals(ctx, gitlabhandlers.Access{WorkspaceID: acme, ProjectID: 77}, 77, 1)
+			Expect(err).To(MatchError(gitlabhandlers.ErrProviderNotFound))
+			// globex names acme's project, directly or through a group it holds only REVOKED:
+			// no credential, no request.
+			for _, acc := range []gitlabhandlers.Access{
+				{WorkspaceID: globex, ProjectID: 77},
+				{WorkspaceID: globex, ProjectID: 77, GroupIDs: []int64{40}},
+			} {
+				_, err = client.MergeRequestApprovals(ctx, acc, 77, 1)
+				Expect(err).To(MatchError(gitlabapi.ErrNoCredential), "%+v", acc)
+				Expect(err).To(MatchError(gitlabhandlers.ErrProviderNotFound), "the handler then decides from the payload")
+			}
+			Expect(gl.recorded()).To(Equal([]string{"/projects/77/merge_requests/1/approvals " + gitlabToken}))
+		})
+
 		It("refuses a backfill of a connection without an API token, and sends no token at all", func(ctx SpecContext) {
 			_, err := pool.Exec(ctx, `UPDATE connection SET api_token_ciphertext = NULL WHERE id = $1`, conn)
 			Expect(err).NotTo(HaveOccurred())

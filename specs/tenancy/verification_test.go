@@ -150,6 +150,32 @@ func (f *providerFakes) recorded() []apiCall {
 	return append([]apiCall(nil), f.calls...)
 }
 
+// recordingLog keeps every line the verifying server logs, to prove refusals are logged with
+// their reason and never with a credential.
+type recordingLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+var verificationLog *recordingLog
+
+func (l *recordingLog) add(level, msg string, kv []any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprint(level, " ", msg, " ", kv))
+}
+
+func (l *recordingLog) Debugw(msg string, kv ...any) { l.add("DEBUG", msg, kv) }
+func (l *recordingLog) Infow(msg string, kv ...any)  { l.add("INFO", msg, kv) }
+func (l *recordingLog) Warnw(msg string, kv ...any)  { l.add("WARN", msg, kv) }
+func (l *recordingLog) Errorw(msg string, kv ...any) { l.add("ERROR", msg, kv) }
+
+func (l *recordingLog) all() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
 // verifyingServer is the management API with every provider's real access checker against the
 // fakes; withApp false is a server without an App private key.
 func verifyingServer(f *providerFakes, withApp bool) func(method, path, token string, body any) response {
@@ -186,7 +212,8 @@ func verifyingServer(f *providerFakes, withApp bool) func(method, path, token st
 		appAccess, slackAccess, outlineapi.NewCollectionAccess(outlineClient)}}, workspaces, workspaces, connections, box, modules)
 	Expect(err).NotTo(HaveOccurred())
 	engine := gin.New()
-	managementapi.Register(engine, svc, support.Logger{})
+	verificationLog = &recordingLog{}
+	managementapi.Register(engine, svc, verificationLog)
 	srv, cl := support.Serve(engine)
 	return func(method, path, token string, body any) response {
 		GinkgoHelper()
@@ -301,6 +328,12 @@ var _ = Describe("Every subscription is verified with its connection's own crede
 				Expect(c.Token).To(HavePrefix("ghs_2002_"), "only B's own installation token read for B: %+v", c)
 			}
 
+			By("each refusal is logged with its reason, never with a credential")
+			logged := verificationLog.all()
+			Expect(logged).To(ContainSubstring("organization-not-installed"))
+			Expect(logged).To(ContainSubstring("name-mismatch"))
+			Expect(logged).NotTo(ContainSubstring("ghs_"))
+
 			By("its own organization, named by its id only, is verified and named by GitHub")
 			Expect(sub("globex", adminB, appB, res("organization", "20", "")).Status).To(Equal(http.StatusOK))
 			Expect(storedOf(ctx, wsB)).To(Equal([]string{"organization:20:globex-org:VERIFIED"}))
@@ -354,6 +387,8 @@ var _ = Describe("Every subscription is verified with its connection's own crede
 		Expect(sub("acme", adminToken, slackA, res("channel", "C0PRIVATE", "")).Status).To(Equal(http.StatusOK))
 		Expect(storedOf(ctx, wsA)).To(Equal([]string{"channel:C0PRIVATE:plans:VERIFIED"}))
 		Expect(tokensOf("/channels/")).To(Equal([]string{"xoxb-globex", "xoxb-acme"}))
+		Expect(verificationLog.all()).To(ContainSubstring("channel-not-found"))
+		Expect(verificationLog.all()).NotTo(ContainSubstring("xoxb-"))
 	})
 
 	It("verifies Outline collections with the connection's own API key and refuses another tenant's collection", func(ctx SpecContext) {
@@ -363,5 +398,7 @@ var _ = Describe("Every subscription is verified with its connection's own crede
 		Expect(sub("acme", adminToken, outlineA, res("collection", "col-a", "")).Status).To(Equal(http.StatusOK))
 		Expect(storedOf(ctx, wsA)).To(Equal([]string{"collection:col-a:Engineering:VERIFIED"}))
 		Expect(tokensOf("/collections/")).To(Equal([]string{"ol_globex", "ol_acme"}))
+		Expect(verificationLog.all()).To(ContainSubstring("collection-not-found"))
+		Expect(verificationLog.all()).NotTo(ContainSubstring("ol_"))
 	})
 })

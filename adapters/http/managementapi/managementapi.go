@@ -378,13 +378,15 @@ func (h handlers) setSubscriptions(c *gin.Context) {
 }
 
 // logRefusal logs a connection or subscription change refused for tenant isolation (403
-// install-flow-required or resource-not-accessible, 409 installation- or team-already-connected)
-// or left undecided by the provider (503), with its reason and cause: a kind name, a kebab-case
-// cause or a status, never a token or a request body.
+// install-flow-required or resource-not-accessible, 409 installation- or team-already-connected),
+// refused as bad input (400: invalid-resource, name-mismatch, …) or left undecided by the
+// provider (503), with its reason and cause: a kind name, a kebab-case cause, the resource's
+// type and id or a status, never a token or a request body.
 func (h handlers) logRefusal(c *gin.Context, msg string, connectionID int64, err error) {
 	var rej *ports.RejectedError
 	if h.log == nil || !errors.As(err, &rej) ||
-		!(errors.Is(err, ports.ErrForbidden) || errors.Is(err, ports.ErrConflict) || errors.Is(err, ports.ErrUnavailable)) {
+		!(errors.Is(err, ports.ErrForbidden) || errors.Is(err, ports.ErrConflict) || errors.Is(err, ports.ErrUnavailable) ||
+			errors.Is(err, ports.ErrMalformed)) {
 		return
 	}
 	h.log.Infow(msg, "workspace", ManagedOf(c).Workspace().Slug, "connectionId", connectionID,
