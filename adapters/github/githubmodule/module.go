@@ -86,12 +86,12 @@ var (
 
 // Build makes GitHub's parts.
 //
-// Provider reads (check runs, commits a push payload left out) go through the REST adapter.
-// Each read carries a credential of the row's workspace's own connection
-// (githubapi.Credentials): the installation token of the delivery's installation for an App
-// workspace (App authentication only), the verified PAT for a PAT workspace; a workspace with
-// neither reads nothing and its handlers mirror what the payloads carry. No instance-wide
-// token exists. With App authentication the installation handler verifies the installation's
+// Provider reads (check runs, commits a push payload left out) go through the REST adapter
+// when App authentication is configured; without it the handlers mirror what the payloads
+// carry (Deps.Reader nil). Each read carries a credential of the row's workspace's own
+// connection (githubapi.Credentials): the installation token of the delivery's installation
+// for an App workspace, the verified PAT for a PAT workspace; a workspace with neither reads
+// nothing. No instance-wide token exists. With App authentication the installation handler verifies the installation's
 // status with the App, and the redelivery reconciler runs.
 func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	hook, err := github.NewWebhook(github.Config{WebhookSecret: m.cfg.WebhookSecret, AppID: m.cfg.AppID})
@@ -127,7 +127,11 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("HEPHAESTUS_GITHUB_API_URL: %w", err)
 	}
-	handlers.Reader = client
+	if app != nil {
+		// Without App authentication the handlers read nothing and mirror the payloads, as
+		// they did without a static token (no extra step per push or pull request).
+		handlers.Reader = client
+	}
 	// A backfill reads with the workspace's credential like the handlers; without one its
 	// reads are refused and the job says so.
 	source, err := githubsync.New(client, store)
