@@ -40,7 +40,10 @@ const (
 	// Optional provider API access (not in CONTRACT.md's table): without a token the handlers
 	// mirror what the payloads carry and send no Slack notices or App Home views. GitLab has no
 	// default API URL: its reads need both the URL and the token.
-	EnvGitHubAPIURL   = "HEPHAESTUS_GITHUB_API_URL"
+	EnvGitHubAPIURL = "HEPHAESTUS_GITHUB_API_URL"
+	// EnvGitHubAPIToken and EnvGitLabAPIToken were instance-wide tokens of provider reads.
+	// They are no longer used (a read for a workspace uses its own connection's credential,
+	// CONTRACT.md "Provider access"); a server that finds one set says so at start.
 	EnvGitHubAPIToken = "HEPHAESTUS_GITHUB_API_TOKEN"
 	// EnvGitHubAppPrivateKey is the App's PEM private key; EnvGitHubAppPrivateKeyFile names a
 	// file holding it (owner-only mode, like the other secret files).
@@ -152,14 +155,15 @@ type Config struct {
 	GitHubWebhookSecret string
 	SlackSigningSecret  string
 	GitHubAPIURL        string // REST root; GitHub Enterprise Server: https://<host>/api/v3
-	GitHubAPIToken      string // empty: no provider reads
+	// IgnoredVariables names the retired variables that are set (EnvGitHubAPIToken,
+	// EnvGitLabAPIToken): nothing reads them, and the server warns once at start.
+	IgnoredVariables []string
 	// GitHubAppPrivateKey is the App's PEM private key (validated at load); empty: no App
-	// authentication, GitHubAPIToken is the reads' fallback.
+	// authentication, only PAT workspaces read GitHub.
 	GitHubAppPrivateKey string
 	// GitHubRedeliveryInterval is the redelivery reconciler's period (App authentication only).
 	GitHubRedeliveryInterval time.Duration
 	GitLabAPIURL             string // REST root, https://<host>/api/v4; empty: no provider reads
-	GitLabAPIToken           string // empty: no provider reads
 	SlackAPIURL              string
 	OutlineAPIURL            string // API root of the one Outline instance backfilled; empty: none
 	SlackBotToken            string // empty: no Web API calls
@@ -246,9 +250,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		GitHubWebhookSecret: r.secret(EnvGitHubWebhookSecret),
 		SlackSigningSecret:  r.secret(EnvSlackSigningSecret),
 		GitHubAPIURL:        r.httpURL(EnvGitHubAPIURL, DefaultGitHubAPIURL),
-		GitHubAPIToken:      r.secret(EnvGitHubAPIToken),
 		GitLabAPIURL:        r.httpURL(EnvGitLabAPIURL, ""),
-		GitLabAPIToken:      r.secret(EnvGitLabAPIToken),
 		SlackAPIURL:         r.httpURL(EnvSlackAPIURL, DefaultSlackAPIURL),
 		OutlineAPIURL:       r.apiRoot(EnvOutlineAPIURL),
 		SlackBotToken:       r.secret(EnvSlackBotToken),
@@ -291,6 +293,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.GitHubAppPrivateKey = r.gitHubAppKey(c.GitHubAppID)
 	c.ChangesRetention = r.duration(EnvChangesRetention, DefaultChangesRetention)
 	c.GitHubRedeliveryInterval = r.duration(EnvGitHubRedeliveryInterval, DefaultGitHubRedelivery)
+	for _, name := range []string{EnvGitHubAPIToken, EnvGitLabAPIToken} {
+		if r.secret(name) != "" {
+			c.IgnoredVariables = append(c.IgnoredVariables, name)
+		}
+	}
 	r.crossCheck(&c.Consumer)
 	r.refuseDevelopmentSecrets(c)
 	r.installFlows(c)
@@ -645,14 +652,14 @@ var appSlugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,99}$`)
 // gitHubModule is the GitHub module's part of the configuration.
 func (c Config) gitHubModule() githubmodule.Config {
 	return githubmodule.Config{WebhookSecret: []byte(c.GitHubWebhookSecret), AppID: c.GitHubAppID,
-		AppPrivateKey: c.GitHubAppPrivateKey, APIURL: c.GitHubAPIURL, APIToken: c.GitHubAPIToken,
+		AppPrivateKey: c.GitHubAppPrivateKey, APIURL: c.GitHubAPIURL,
 		RedeliveryInterval: c.GitHubRedeliveryInterval, WebURL: c.GitHubOAuthURL,
 		AppSlug: c.GitHubAppSlug, ClientID: c.GitHubClientID, ClientSecret: c.GitHubClientSecret}
 }
 
 // gitLabModule is the GitLab module's part of the configuration.
 func (c Config) gitLabModule() gitlabmodule.Config {
-	return gitlabmodule.Config{APIURL: c.GitLabAPIURL, APIToken: c.GitLabAPIToken}
+	return gitlabmodule.Config{APIURL: c.GitLabAPIURL}
 }
 
 // outlineModule is the Outline module's part of the configuration.

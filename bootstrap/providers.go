@@ -310,6 +310,11 @@ func provideProviders(cfg Config, modules []providerkit.Module, pool *pgxpool.Po
 ) ([]ports.Provider, error) {
 	deps := providerkit.Deps{Owner: cfg.ServerID, Pool: pool, Inbox: inbox, Changes: changes, Connections: connections,
 		Secrets: secrets, Lease: lease, Counter: metrics.Counter, Log: log}
+	for _, name := range cfg.IgnoredVariables {
+		// The variable's name only, never its value.
+		log.Warnw("an instance-wide provider token is set and ignored: every provider read uses the credential of the workspace's own connection",
+			"variable", name)
+	}
 	var providers []ports.Provider
 	for _, m := range modules {
 		p, err := m.Build(deps)

@@ -218,8 +218,13 @@ type ConnectionStore interface {
 	// that checks the provider with it. Errors: ErrNotFound.
 	SealedSecret(ctx context.Context, workspaceID, id int64) ([]byte, error)
 	// ReplaceAPIToken stores the connection's new sealed provider API token under its
-	// lifecycle lock. No route depends on it, so config_version stays. Errors: ErrNotFound.
-	ReplaceAPIToken(ctx context.Context, workspaceID, id int64, sealed []byte) (StoredConnection, error)
+	// lifecycle lock. access, when not nil, gives the verdicts of a check of the subscriptions
+	// made with the new token (as for ReplaceSecret, unchecked marks the others); config_version
+	// then moves, since routes read the access. Errors: ErrNotFound.
+	ReplaceAPIToken(ctx context.Context, workspaceID, id int64, sealed []byte, access []SubscribedResource, unchecked string) (StoredConnection, error)
+	// SealedAPIToken reads the connection's sealed provider API token (nil when it has none),
+	// for a use case that checks the provider with it. Errors: ErrNotFound.
+	SealedAPIToken(ctx context.Context, workspaceID, id int64) ([]byte, error)
 }
 
 // SecretBox encrypts connection secrets at rest, each bound to its connection: a sealed value

@@ -18,7 +18,8 @@ var Provider = provider.MustNew("GITLAB")
 
 // Kind is a GitLab connection: a hook on a group (config {"groupId": n}, optional) or on
 // projects, posting to the connection's own URL with the connection's secret.
-var Kind = connection.MustKind(connection.KindSpec{Name: "GITLAB", Provider: Provider, WebhookURL: true, RequireSecret: true})
+var Kind = connection.MustKind(connection.KindSpec{Name: "GITLAB", Provider: Provider, WebhookURL: true, RequireSecret: true,
+	APIToken: true})
 
 // Resource types a GitLab subscription names, with GitLab's numeric ids as decimal strings.
 const (

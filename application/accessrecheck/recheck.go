@@ -62,6 +62,7 @@ type Recheck struct {
 	secrets  ports.SecretBox
 	checkers map[string]ports.ResourceAccessChecker
 	kinds    []string
+	own      []string // kinds whose checkers find their own credential (ports.OwnCredential)
 	log      ports.Logger
 	clock    ports.Clock
 }
@@ -86,6 +87,9 @@ func New(cfg Config, store ports.AccessRecheckStore, lease ports.SingletonLease,
 		}
 		r.checkers[c.Kind().String()] = c
 		r.kinds = append(r.kinds, c.Kind().String())
+		if _, own := c.(ports.OwnCredential); own {
+			r.own = append(r.own, c.Kind().String())
+		}
 	}
 	return r, nil
 }
@@ -125,7 +129,7 @@ func (r *Recheck) RunOnce(ctx context.Context) (Stats, error) {
 	before := r.clock.Now()
 	var cursor ports.AccessCursor
 	for ctx.Err() == nil {
-		due, err := r.store.DueAccessChecks(ctx, r.kinds, before, cursor, r.cfg.Batch)
+		due, err := r.store.DueAccessChecks(ctx, r.kinds, r.own, before, cursor, r.cfg.Batch)
 		if err != nil {
 			return st, fmt.Errorf("read due access checks: %w", err)
 		}
@@ -160,19 +164,24 @@ func (r *Recheck) connection(ctx context.Context, checks []ports.AccessCheck, st
 	if !ok {
 		return nil
 	}
-	credential, err := r.secrets.Open(first.ConnectionID, first.SealedSecret)
-	if err != nil {
-		// The credentials key changed or the row was tampered with: an operator's problem;
-		// the subscriptions keep their access until it is fixed.
-		r.log.Errorw("access recheck cannot open a connection's secret", "connectionId", first.ConnectionID,
-			"workspaceId", first.WorkspaceID)
-		return nil
+	var credential []byte
+	if _, own := checker.(ports.OwnCredential); !own {
+		opened, err := r.secrets.Open(first.ConnectionID, first.SealedSecret)
+		if err != nil {
+			// The credentials key changed or the row was tampered with: an operator's problem;
+			// the subscriptions keep their access until it is fixed.
+			r.log.Errorw("access recheck cannot open a connection's secret", "connectionId", first.ConnectionID,
+				"workspaceId", first.WorkspaceID)
+			return nil
+		}
+		credential = opened
+		defer clear(credential)
 	}
-	defer clear(credential)
+	target := ports.AccessTarget{WorkspaceID: first.WorkspaceID, ConnectionID: first.ConnectionID, Credential: credential}
 	var verdicts []ports.AccessVerdict
 	for _, c := range checks {
 		cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckTimeout)
-		err := checker.CheckAccess(cctx, credential, c.Resource)
+		_, err := checker.CheckAccess(cctx, target, c.Resource)
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -181,6 +190,10 @@ func (r *Recheck) connection(ctx context.Context, checks []ports.AccessCheck, st
 		var rej *ports.RejectedError
 		switch {
 		case err == nil:
+		case errors.Is(err, ports.ErrUnverifiable):
+			// This server cannot ask (no API root or App key): no verdict, as for no answer.
+			st.Unavailable++
+			continue
 		case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
 			v.Access, v.Reason = connection.Revoked, rej.Detail
 		default:

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -240,26 +241,29 @@ func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredCon
 	if !checked || len(out) == 0 {
 		return out, nil
 	}
-	sealed, err := s.connections.SealedSecret(ctx, m.ws.ID, c.ID)
-	if err != nil {
-		return nil, fmt.Errorf("secret of connection %d: %w", c.ID, err)
+	credential, err := s.checkCredential(ctx, m, c, checker)
+	if errors.Is(err, ports.ErrUnverifiable) && m.by.InstanceAdmin {
+		return vouched(out), nil
 	}
-	if sealed == nil {
-		return nil, ports.Reject(ports.ErrMalformed, "secret-required", c.Kind.String()+" has no token to check access with")
-	}
-	credential, err := s.secrets.Open(c.ID, sealed)
 	if err != nil {
-		return nil, fmt.Errorf("open secret of connection %d: %w", c.ID, err)
+		return nil, err
 	}
 	defer clear(credential)
 
-	errs := checkEach(ctx, checker, credential, out)
+	infos, errs := checkEach(ctx, checker, ports.AccessTarget{WorkspaceID: m.ws.ID, ConnectionID: c.ID, Credential: credential}, out)
 	checkedAt := s.now().UTC()
 	for i, err := range errs {
 		var rej *ports.RejectedError
 		switch {
 		case err == nil:
 			out[i].AccessCheckedAt = &checkedAt
+			if err := resolveName(&out[i], infos[i]); err != nil {
+				return nil, err
+			}
+		case errors.Is(err, ports.ErrUnverifiable) && m.by.InstanceAdmin:
+			// The server cannot ask (no API root or App key): the instance administrator
+			// vouches, a workspace ADMIN never can.
+			return vouched(out), nil
 		case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
 			return nil, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
 				fmt.Sprintf("%s %s: %s", out[i].Type, out[i].ID, rej.Detail))
@@ -273,6 +277,86 @@ func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredCon
 		}
 	}
 	return out, nil
+}
+
+// ReasonNameMismatch refuses a subscription whose "name" is not the provider's name of its id:
+// the id decides what is read, and a name is display only, so a name naming another resource
+// is a mistake (or an attempt) the caller hears about (400), never stored.
+const ReasonNameMismatch = "name-mismatch"
+
+// resolveName sets r's name to the provider's (info), refusing a given name that differs from
+// it (case-insensitively: GitHub and Slack names are). An empty given name takes the
+// provider's.
+func resolveName(r *ports.SubscribedResource, info ports.ResourceInfo) error {
+	if info.Name == "" {
+		return nil
+	}
+	if r.Name != "" && !strings.EqualFold(r.Name, info.Name) {
+		return ports.Reject(ports.ErrMalformed, ReasonNameMismatch,
+			fmt.Sprintf("%s %s is %q, not %q: the name is display only and taken from the id", r.Type, r.ID, info.Name, r.Name))
+	}
+	r.Name = info.Name
+	return nil
+}
+
+// ReasonVouched is the access reason of a subscription the server could not verify (no API root
+// or App key configured for the provider, or a connection without the credential a check
+// needs) and the instance administrator stored anyway: VERIFIED, never checked
+// (accessCheckedAt null), rechecked once a check becomes possible. A workspace ADMIN gets 403
+// resource-not-accessible instead.
+const ReasonVouched = "vouched-by-instance-admin"
+
+// vouched marks every resource VERIFIED on the instance administrator's word.
+func vouched(out []ports.SubscribedResource) []ports.SubscribedResource {
+	for i := range out {
+		out[i].AccessReason, out[i].AccessCheckedAt = ReasonVouched, nil
+	}
+	return out
+}
+
+// checkCredential is the stored credential checker checks c's subscriptions with: nil for a
+// checker that finds its own (ports.OwnCredential), else storedCredential's.
+func (s *Service) checkCredential(ctx context.Context, m Managed, c ports.StoredConnection, checker ports.ResourceAccessChecker) ([]byte, error) {
+	if _, own := checker.(ports.OwnCredential); own {
+		return nil, nil
+	}
+	return s.storedCredential(ctx, m, c)
+}
+
+// ReasonAPITokenMissing is the detail of a 403 resource-not-accessible for a subscription of a
+// connection whose kind reads with an API token (GITLAB) that has none yet: nothing can be
+// verified, so nothing is stored; PUT …/api-token first.
+const ReasonAPITokenMissing = "api-token-missing"
+
+// storedCredential opens the credential c's subscriptions are checked with: its provider API
+// token for a kind that accepts one (GITLAB, OUTLINE), else its secret (a PAT, a bot token).
+// The caller clears it. Errors: 403 resource-not-accessible "api-token-missing", 400
+// secret-required, ErrNotFound, a secret that does not open.
+func (s *Service) storedCredential(ctx context.Context, m Managed, c ports.StoredConnection) ([]byte, error) {
+	read, what := s.connections.SealedSecret, "secret"
+	if c.Kind.AcceptsAPIToken() {
+		read, what = s.connections.SealedAPIToken, "api token"
+	}
+	sealed, err := read(ctx, m.ws.ID, c.ID)
+	if err != nil {
+		return nil, fmt.Errorf("%s of connection %d: %w", what, c.ID, err)
+	}
+	switch {
+	case sealed == nil && c.Kind.AcceptsAPIToken():
+		return nil, fmt.Errorf("%w: %w", ports.ErrUnverifiable, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
+			ReasonAPITokenMissing+": "+c.Kind.String()+" has no API token to verify access with; set it with PUT …/api-token first"))
+	case sealed == nil && c.Kind.RequiresSecret():
+		return nil, ports.Reject(ports.ErrMalformed, "secret-required", c.Kind.String()+" has no token to check access with")
+	case sealed == nil:
+		// A SLACK connection the instance administrator created without a bot token.
+		return nil, fmt.Errorf("%w: %w", ports.ErrUnverifiable, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
+			ReasonTokenMissing+": "+c.Kind.String()+" has no token to verify access with"))
+	}
+	credential, err := s.secrets.Open(c.ID, sealed)
+	if err != nil {
+		return nil, fmt.Errorf("open %s of connection %d: %w", what, c.ID, err)
+	}
+	return credential, nil
 }
 
 // Subscriptions reads the resources the managed workspace monitors through a connection,
@@ -289,10 +373,18 @@ func (s *Service) Subscriptions(ctx context.Context, m Managed, id int64) ([]por
 // UNVERIFIED with reason "token-missing" when it has no credential (it receives nothing),
 // VERIFIED otherwise (each subscription then shows its own access). Empty for other kinds.
 func (s *Service) ConnectionAccess(c ports.StoredConnection) (access connection.Access, reason string) {
-	if _, checked := s.checkers[c.Kind.String()]; !checked {
+	checker, checked := s.checkers[c.Kind.String()]
+	if !checked {
 		return connection.Access{}, ""
 	}
-	if !c.HasSecret {
+	if _, own := checker.(ports.OwnCredential); own {
+		// Its credential is minted for its installation, not stored: nothing to show.
+		return connection.Access{}, ""
+	}
+	if c.Kind.AcceptsAPIToken() && !c.HasAPIToken {
+		return connection.Unverified, ReasonAPITokenMissing
+	}
+	if !c.Kind.AcceptsAPIToken() && !c.HasSecret {
 		return connection.Unverified, ReasonTokenMissing
 	}
 	return connection.Verified, ""
@@ -302,10 +394,10 @@ func (s *Service) ConnectionAccess(c ports.StoredConnection) (access connection.
 // has no credential to check access with.
 const ReasonTokenMissing = "token-missing"
 
-// checkEach checks every resource with credential, at most maxConcurrentAccessChecks at once,
-// and returns each check's error.
-func checkEach(ctx context.Context, checker ports.ResourceAccessChecker, credential []byte, resources []ports.SubscribedResource) []error {
-	errs := make([]error, len(resources))
+// checkEach checks every resource for target, at most maxConcurrentAccessChecks at once, and
+// returns each check's answer and error.
+func checkEach(ctx context.Context, checker ports.ResourceAccessChecker, target ports.AccessTarget, resources []ports.SubscribedResource) ([]ports.ResourceInfo, []error) {
+	infos, errs := make([]ports.ResourceInfo, len(resources)), make([]error, len(resources))
 	sem := make(chan struct{}, maxConcurrentAccessChecks)
 	var wg sync.WaitGroup
 	for i := range resources {
@@ -313,11 +405,11 @@ func checkEach(ctx context.Context, checker ports.ResourceAccessChecker, credent
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = checker.CheckAccess(ctx, credential, ports.Resource{Type: resources[i].Type, ID: resources[i].ID})
+			infos[i], errs[i] = checker.CheckAccess(ctx, target, ports.Resource{Type: resources[i].Type, ID: resources[i].ID})
 		}()
 	}
 	wg.Wait()
-	return errs
+	return infos, errs
 }
 
 // ReasonTokenChanged is the access reason of a subscription set while its connection's token
@@ -348,30 +440,9 @@ func (s *Service) ReplaceSecret(ctx context.Context, m Managed, id int64, secret
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-secret", "")
 	}
 	var access []ports.SubscribedResource
-	if checker, checked := s.checkers[c.Kind.String()]; checked {
-		set, err := s.connections.Subscriptions(ctx, m.ws.ID, id)
-		if err != nil {
-			return ports.StoredConnection{}, fmt.Errorf("subscriptions of connection %d: %w", id, err)
-		}
-		access = make([]ports.SubscribedResource, 0, len(set))
-		errs := checkEach(ctx, checker, []byte(secret), set)
-		checkedAt := s.now().UTC()
-		for i, r := range set {
-			v := ports.SubscribedResource{Type: r.Type, ID: r.ID, Access: connection.Verified, AccessCheckedAt: &checkedAt}
-			var rej *ports.RejectedError
-			switch err := errs[i]; {
-			case err == nil:
-			case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
-				v.Access, v.AccessReason = connection.Revoked, rej.Detail
-			case errors.Is(err, ports.ErrMalformed):
-				v.Access, v.AccessReason = connection.Revoked, "unsupported-resource"
-			case ctx.Err() != nil:
-				return ports.StoredConnection{}, ctx.Err()
-			default:
-				return ports.StoredConnection{}, &ports.RejectedError{Kind: ports.ErrUnavailable, Reason: ReasonProviderUnavailable,
-					Detail: fmt.Sprintf("%s %s: %v", r.Type, r.ID, err)}
-			}
-			access = append(access, v)
+	if checker, checked := s.checkers[c.Kind.String()]; checked && !c.Kind.AcceptsAPIToken() {
+		if access, err = s.recheckWith(ctx, m, id, checker, []byte(secret)); err != nil {
+			return ports.StoredConnection{}, err
 		}
 	}
 	sealed, err := s.secrets.Seal(id, []byte(secret))
@@ -385,11 +456,50 @@ func (s *Service) ReplaceSecret(ctx context.Context, m Managed, id int64, secret
 	return out, nil
 }
 
-// ReplaceAPIToken sets the provider API token of a connection whose kind accepts one (an
-// Outline API key), under the connection's lifecycle lock. It is sealed for the connection
-// and never shown; the next page of the connection's sync jobs reads with it.
+// recheckWith checks every current subscription of connection id with a new credential,
+// outside any transaction, and returns the verdicts to store with it: VERIFIED, or REVOKED
+// with the provider's cause. Errors: ports.ErrUnavailable ("provider-unavailable": no answer,
+// nothing is stored); the context's error.
+func (s *Service) recheckWith(ctx context.Context, m Managed, id int64, checker ports.ResourceAccessChecker, credential []byte) ([]ports.SubscribedResource, error) {
+	set, err := s.connections.Subscriptions(ctx, m.ws.ID, id)
+	if err != nil {
+		return nil, fmt.Errorf("subscriptions of connection %d: %w", id, err)
+	}
+	access := make([]ports.SubscribedResource, 0, len(set))
+	_, errs := checkEach(ctx, checker, ports.AccessTarget{WorkspaceID: m.ws.ID, ConnectionID: id, Credential: credential}, set)
+	checkedAt := s.now().UTC()
+	for i, r := range set {
+		v := ports.SubscribedResource{Type: r.Type, ID: r.ID, Access: connection.Verified, AccessCheckedAt: &checkedAt}
+		var rej *ports.RejectedError
+		switch err := errs[i]; {
+		case err == nil:
+		case errors.Is(err, ports.ErrUnverifiable):
+			// The server cannot ask: the subscription keeps the access it had.
+			v.Access, v.AccessReason, v.AccessCheckedAt = r.Access, r.AccessReason, r.AccessCheckedAt
+		case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
+			v.Access, v.AccessReason = connection.Revoked, rej.Detail
+		case errors.Is(err, ports.ErrMalformed):
+			v.Access, v.AccessReason = connection.Revoked, "unsupported-resource"
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		default:
+			return nil, &ports.RejectedError{Kind: ports.ErrUnavailable, Reason: ReasonProviderUnavailable,
+				Detail: fmt.Sprintf("%s %s: %v", r.Type, r.ID, err)}
+		}
+		access = append(access, v)
+	}
+	return access, nil
+}
+
+// ReplaceAPIToken sets the provider API token of a connection whose kind accepts one (a GitLab
+// token with read_api, an Outline API key), under the connection's lifecycle lock. It is
+// sealed for the connection and never shown; the connection's reads (sync jobs, handlers) use
+// it. For a kind whose subscriptions are checked with it (GITLAB), every current subscription
+// is checked with the new token first, outside any transaction, and stored with its verdict in
+// the token's transaction (as ReplaceSecret does for a PAT): this is how a GitLab connection's
+// subscriptions become VERIFIED.
 // Errors: ports.ErrNotFound; ports.ErrMalformed ("api-token-unsupported", "api-token-required",
-// "invalid-api-token").
+// "invalid-api-token"); ports.ErrUnavailable ("provider-unavailable": nothing stored, retry).
 func (s *Service) ReplaceAPIToken(ctx context.Context, m Managed, id int64, token string) (ports.StoredConnection, error) {
 	c, err := s.connections.Connection(ctx, m.ws.ID, id)
 	if err != nil {
@@ -403,11 +513,17 @@ func (s *Service) ReplaceAPIToken(ctx context.Context, m Managed, id int64, toke
 	case len(token) > maxSecretLength || !utf8.ValidString(token):
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-api-token", "")
 	}
+	var access []ports.SubscribedResource
+	if checker, checked := s.checkers[c.Kind.String()]; checked {
+		if access, err = s.recheckWith(ctx, m, id, checker, []byte(token)); err != nil {
+			return ports.StoredConnection{}, err
+		}
+	}
 	sealed, err := s.secrets.Seal(id, []byte(token))
 	if err != nil {
 		return ports.StoredConnection{}, fmt.Errorf("seal connection api token: %w", err)
 	}
-	out, err := s.connections.ReplaceAPIToken(ctx, m.ws.ID, id, sealed)
+	out, err := s.connections.ReplaceAPIToken(ctx, m.ws.ID, id, sealed, access, ReasonTokenChanged)
 	if err != nil {
 		return ports.StoredConnection{}, fmt.Errorf("replace api token of connection %d: %w", id, err)
 	}

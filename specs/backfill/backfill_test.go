@@ -407,7 +407,7 @@ var _ = Describe("Backfill through a GitHub App installation", func() {
 		Expect(err).NotTo(HaveOccurred())
 		liveSecrets, err := managementstore.NewLiveSecrets(pool, box)
 		Expect(err).NotTo(HaveOccurred())
-		creds := &githubapi.Credentials{App: app, Store: liveSecrets, Static: "no-static-token"}
+		creds := &githubapi.Credentials{App: app, Store: liveSecrets}
 		client, err := githubapi.New(githubapi.Config{BaseURL: gh.URL(), Token: creds.Token})
 		Expect(err).NotTo(HaveOccurred())
 		src, err := githubsync.New(client, mirror)

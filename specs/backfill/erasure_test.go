@@ -275,8 +275,10 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		store, err := gitlabmirror.New(pool)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(store.PublishChanges(feed, gitlabread.Views{})).To(Succeed())
+		live, err := managementstore.NewLiveSecrets(pool, box)
+		Expect(err).NotTo(HaveOccurred())
 		client, err := gitlabapi.New(gitlabapi.Config{BaseURL: gl.server.URL, MaxBodyBytes: 8 << 20,
-			Token: func(context.Context) (string, error) { return gitlabToken, nil }})
+			Token: (&gitlabapi.Credentials{Store: live}).Token})
 		Expect(err).NotTo(HaveOccurred())
 		src, err := gitlabsync.New(client, store)
 		Expect(err).NotTo(HaveOccurred())

@@ -26,6 +26,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
@@ -53,9 +54,14 @@ type fakeGitLab struct {
 	seen     []string
 	queries  []url.Values
 	badTok   int
-	holdAt   string
-	held     chan struct{}
-	release  chan struct{}
+	// readers, when set for a token, names the only paths (prefixes) that token may read:
+	// another tenant's token gets 404 elsewhere, as GitLab answers for a project it cannot
+	// see. A token without an entry other than gitlabToken is refused (401).
+	readers map[string][]string
+	reads   []string // "path token" of every request
+	holdAt  string
+	held    chan struct{}
+	release chan struct{}
 }
 
 const gitlabToken = "glpat-spec"
@@ -77,7 +83,15 @@ func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
 	}()
 	q := r.URL.Query()
 	keyset := q.Get("pagination") == "keyset"
-	if r.Header.Get("PRIVATE-TOKEN") != gitlabToken {
+	tok := r.Header.Get("PRIVATE-TOKEN")
+	f.reads = append(f.reads, r.URL.Path+" "+tok)
+	if allowed, known := f.readers[tok]; known {
+		if !slices.ContainsFunc(allowed, func(prefix string) bool { return strings.HasPrefix(r.URL.Path, prefix) }) {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"message":"404 Project Not Found"}`))
+			return
+		}
+	} else if tok != gitlabToken {
 		f.badTok++
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = w.Write([]byte(`{"message":"401 Unauthorized"}`))
@@ -204,12 +218,31 @@ func (f *fakeGitLab) groupProject(id, ns int64, path string, within ...int64) {
 	}
 }
 
+// gitlabConnection inserts an ACTIVE GITLAB connection of ws whose API token is the fake's.
+// recorded is "path token" of every request so far.
+func (f *fakeGitLab) recorded() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reads)
+}
+
 func gitlabConnection(ctx context.Context, ws int64) int64 {
+	GinkgoHelper()
+	return gitlabConnectionWithToken(ctx, ws, gitlabToken)
+}
+
+// gitlabConnectionWithToken is gitlabConnection with its own API token (sealed for it, as
+// PUT …/api-token stores it).
+func gitlabConnectionWithToken(ctx context.Context, ws int64, token string) int64 {
 	GinkgoHelper()
 	var id int64
 	Expect(pool.QueryRow(ctx, `
 		INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config)
 		VALUES ($1, 'GITLAB', 'GITLAB', 'ACTIVE', 'https://gitlab.example', '{"groupId":42}') RETURNING id`, ws).Scan(&id)).To(Succeed())
+	sealed, err := box.Seal(id, []byte(token))
+	Expect(err).NotTo(HaveOccurred())
+	_, err = pool.Exec(ctx, `UPDATE connection SET api_token_ciphertext = $2 WHERE id = $1`, id, sealed)
+	Expect(err).NotTo(HaveOccurred())
 	return id
 }
 
@@ -231,8 +264,11 @@ func gitlabRunner(owner string, p *pgxpool.Pool, store *syncjobs.Store, gl *fake
 	feed, err := changefeed.New(p, nil)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(mirror.PublishChanges(feed, gitlabread.Views{})).To(Succeed())
-	client, err := gitlabapi.New(gitlabapi.Config{BaseURL: gl.server.URL, MaxBodyBytes: 8 << 20,
-		Token: func(context.Context) (string, error) { return gitlabToken, nil }})
+	live, err := managementstore.NewLiveSecrets(p, box)
+	Expect(err).NotTo(HaveOccurred())
+	// The server's own credential choice: the job's connection's API token, nothing else.
+	creds := &gitlabapi.Credentials{Store: live}
+	client, err := gitlabapi.New(gitlabapi.Config{BaseURL: gl.server.URL, MaxBodyBytes: 8 << 20, Token: creds.Token})
 	Expect(err).NotTo(HaveOccurred())
 	src, err := gitlabsync.New(client, mirror)
 	Expect(err).NotTo(HaveOccurred())
@@ -293,6 +329,79 @@ var _ = Describe("Backfill of a GitLab project", func() {
 		Expect(gl.queries[0].Get("pagination")).To(Equal("keyset"))
 		Expect(gl.queries[1].Get("pagination")).To(BeEmpty())
 		Expect(counter(metrics, "sync_items_total", "gitlab")).To(BeEquivalentTo(153))
+	})
+
+	Describe("with two tenants, each reading with its own connection's API token", func() {
+		It("reads a subscribed project only with the subscribing connection's token, and mirrors nothing of a project that token cannot read", func(ctx SpecContext) {
+			globex := support.NewWorkspace(ctx, manage, "globex").ID
+			mallory := gitlabConnectionWithToken(ctx, globex, "glpat-mallory")
+			gl.readers = map[string][]string{"glpat-mallory": {"/projects/88/"}}
+			// globex subscribes to its own project 88 and, as if a check had let it, to acme's
+			// project 77: the backfill reads 77 with globex's token only, which GitLab refuses.
+			subscribeProject(ctx, globex, mallory, 88)
+			subscribeProject(ctx, globex, mallory, 77)
+			subscribeProject(ctx, acme, conn, 77)
+			drain(ctx, func() bool {
+				return job(ctx, mallory, 88).State == "DONE" && job(ctx, conn, 77).State == "DONE" &&
+					job(ctx, mallory, 77).Attempt >= 1
+			})
+			for _, read := range gl.recorded() {
+				path, token, _ := strings.Cut(read, " ")
+				switch {
+				case strings.HasPrefix(path, "/projects/88/"):
+					Expect(token).To(Equal("glpat-mallory"), read)
+				case strings.HasPrefix(path, "/projects/77/"):
+					Expect(token).To(BeElementOf("glpat-mallory", gitlabToken), read)
+				}
+			}
+			Expect(gl.recorded()).To(ContainElement("/projects/77/issues glpat-mallory"), "globex's job read 77 with globex's own token")
+			Expect(count(ctx, `SELECT count(*) FROM gitlab_issue WHERE workspace_id = $1 AND project_id = 77`, globex)).To(BeZero())
+			Expect(count(ctx, `SELECT count(*) FROM gitlab_merge_request WHERE workspace_id = $1 AND project_id = 77`, globex)).To(BeZero())
+			Expect(count(ctx, `SELECT count(*) FROM gitlab_issue WHERE workspace_id = $1 AND project_id = 88`, globex)).To(Equal(10))
+			Expect(count(ctx, `SELECT count(*) FROM gitlab_issue WHERE workspace_id = $1 AND project_id = 77`, acme)).To(Equal(150))
+			Expect(job(ctx, mallory, 77).LastError).To(HaveValue(Equal("provider-refused")))
+		})
+
+		It("gives a handler's read (merge request approvals) only the token of the workspace's connection that verified the project or its group", func(ctx SpecContext) {
+			globex := support.NewWorkspace(ctx, manage, "globex").ID
+			mallory := gitlabConnectionWithToken(ctx, globex, "glpat-mallory")
+			subscribeProject(ctx, globex, mallory, 88)
+			subscribeProject(ctx, acme, conn, 77)
+			subscribeGitLab(ctx, globex, mallory, "group", "40")
+			_, err := pool.Exec(ctx, `UPDATE connection_subscription SET access = 'REVOKED', access_reason = 'group-not-found'
+				WHERE connection_id = $1 AND resource_type = 'group'`, mallory)
+			Expect(err).NotTo(HaveOccurred())
+			live, err := managementstore.NewLiveSecrets(pool, box)
+			Expect(err).NotTo(HaveOccurred())
+			creds := &gitlabapi.Credentials{Store: live}
+			client, err := gitlabapi.New(gitlabapi.Config{BaseURL: gl.server.URL, Token: creds.Token})
+			Expect(err).NotTo(HaveOccurred())
+
+			// acme verified project 77: its token reads (the fake has no approvals, so 404).
+			_, err = client.MergeRequestApprovals(ctx, gitlabhandlers.Access{WorkspaceID: acme, ProjectID: 77}, 77, 1)
+			Expect(err).To(MatchError(gitlabhandlers.ErrProviderNotFound))
+			// globex names acme's project, directly or through a group it holds only REVOKED:
+			// no credential, no request.
+			for _, acc := range []gitlabhandlers.Access{
+				{WorkspaceID: globex, ProjectID: 77},
+				{WorkspaceID: globex, ProjectID: 77, GroupIDs: []int64{40}},
+			} {
+				_, err = client.MergeRequestApprovals(ctx, acc, 77, 1)
+				Expect(err).To(MatchError(gitlabapi.ErrNoCredential), "%+v", acc)
+				Expect(err).To(MatchError(gitlabhandlers.ErrProviderNotFound), "the handler then decides from the payload")
+			}
+			Expect(gl.recorded()).To(Equal([]string{"/projects/77/merge_requests/1/approvals " + gitlabToken}))
+		})
+
+		It("refuses a backfill of a connection without an API token, and sends no token at all", func(ctx SpecContext) {
+			_, err := pool.Exec(ctx, `UPDATE connection SET api_token_ciphertext = NULL WHERE id = $1`, conn)
+			Expect(err).NotTo(HaveOccurred())
+			subscribeProject(ctx, acme, conn, 77)
+			drain(ctx, func() bool { return job(ctx, conn, 77).Attempt >= 1 })
+			Expect(job(ctx, conn, 77).LastError).To(HaveValue(Equal("provider-refused")))
+			Expect(gl.recorded()).To(BeEmpty())
+			Expect(count(ctx, `SELECT count(*) FROM gitlab_issue WHERE workspace_id = $1`, acme)).To(BeZero())
+		})
 	})
 
 	It("reads offset pages where GitLab refuses keyset pages with 405", func(ctx SpecContext) {

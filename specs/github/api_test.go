@@ -16,6 +16,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -26,8 +27,10 @@ var _ = Describe("GitHub REST reads", func() {
 		srv := httptest.NewServer(handler)
 		DeferCleanup(srv.Close)
 		c, err := githubapi.New(githubapi.Config{
-			BaseURL:      srv.URL + "/api/v3/",
-			Token:        func(context.Context, githubhandlers.Access) (string, error) { return "s3cret", nil },
+			BaseURL: srv.URL + "/api/v3/",
+			Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
+				return managementstore.SpecCredential(GinkgoT(), 1, 1, "s3cret"), nil
+			},
 			MaxBodyBytes: maxBody,
 		})
 		Expect(err).NotTo(HaveOccurred())
@@ -105,7 +108,9 @@ var _ = Describe("GitHub REST reads", func() {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		base := srv.URL
 		srv.Close()
-		c, err := githubapi.New(githubapi.Config{BaseURL: base, Token: func(context.Context, githubhandlers.Access) (string, error) { return "t", nil }})
+		c, err := githubapi.New(githubapi.Config{BaseURL: base, Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
+			return managementstore.SpecCredential(GinkgoT(), 1, 1, "t"), nil
+		}})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = c.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
 		Expect(inbox.Classify(err)).To(Equal(inbox.Retryable))

@@ -56,6 +56,7 @@ type fakeGitHubApp struct {
 	rejected    []string        // why JWTs were refused
 	claims      []jwt.MapClaims // of accepted JWTs
 	reads       []string        // "path Authorization"
+	revoked     map[string]bool // installation tokens the fake answers 401 to (revoked early)
 	suspended   map[int64]bool
 	gone        map[int64]bool
 	statusFails bool
@@ -64,7 +65,8 @@ type fakeGitHubApp struct {
 }
 
 func newFakeGitHubApp(pub *rsa.PublicKey, clock *movingClock) *fakeGitHubApp {
-	f := &fakeGitHubApp{pub: pub, clock: clock, mints: map[int64]int{}, suspended: map[int64]bool{}, gone: map[int64]bool{}}
+	f := &fakeGitHubApp{pub: pub, clock: clock, mints: map[int64]int{}, suspended: map[int64]bool{}, gone: map[int64]bool{},
+		revoked: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v3/app/installations/{id}/access_tokens", func(w http.ResponseWriter, r *http.Request) {
 		if !f.verify(w, r) {
@@ -114,8 +116,14 @@ func newFakeGitHubApp(pub *rsa.PublicKey, clock *movingClock) *fakeGitHubApp {
 	mux.HandleFunc("GET /api/v3/repos/", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.reads = append(f.reads, r.URL.Path+" "+r.Header.Get("Authorization"))
+		revoked := f.revoked[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
+		if revoked {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest"}`)
+			return
+		}
 		fmt.Fprint(w, `{"total_count":0,"check_runs":[]}`)
 	})
 	f.srv = httptest.NewServer(mux)
@@ -334,16 +342,16 @@ var _ = Describe("GitHub App authentication", func() {
 			Expect(err).NotTo(HaveOccurred())
 		})
 
-		clientWith := func(app *githubapi.App, static string) *githubapi.Client {
+		clientWith := func(app *githubapi.App) *githubapi.Client {
 			GinkgoHelper()
-			creds := &githubapi.Credentials{App: app, Store: live, Static: static}
-			c, err := githubapi.New(githubapi.Config{BaseURL: fake.srv.URL + "/api/v3", Token: creds.Token})
+			creds := &githubapi.Credentials{App: app, Store: live}
+			c, err := githubapi.New(githubapi.Config{BaseURL: fake.srv.URL + "/api/v3", Token: creds.Token, Rejected: creds.Rejected})
 			Expect(err).NotTo(HaveOccurred())
 			return c
 		}
 
 		It("uses the installation token for the App's workspace, the verified PAT for a PAT workspace, and nothing else's", func(ctx SpecContext) {
-			c := clientWith(appWith(key, clock.Now), "static-token")
+			c := clientWith(appWith(key, clock.Now))
 			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
 			Expect(err).NotTo(HaveOccurred())
 			_, err = c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
@@ -365,16 +373,69 @@ var _ = Describe("GitHub App authentication", func() {
 			}))
 		})
 
-		It("falls back to the static token only when no App key is configured", func(ctx SpecContext) {
-			c := clientWith(nil, "static-token")
-			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: ini, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
-			Expect(err).NotTo(HaveOccurred())
+		It("has no instance-wide fallback: without an App key only a verified PAT reads, an App workspace reads nothing", func(ctx SpecContext) {
+			c := clientWith(nil)
+			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			Expect(err).To(MatchError(githubapi.ErrNoCredential))
+			Expect(err).To(MatchError(githubhandlers.ErrProviderNotFound), "a handler then has nothing to read and mirrors the payload")
+			_, err = c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: ini, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			Expect(err).To(MatchError(githubapi.ErrNoCredential))
 			_, err = c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(fake.readAuth()).To(Equal([]string{
-				"/api/v3/repos/acme-org/hello/commits/main/check-runs Bearer static-token",
 				"/api/v3/repos/acme-org/hello/commits/main/check-runs Bearer ghp_globex",
 			}))
+		})
+
+		It("drops an installation token GitHub answers 401 from the cache and reads once more with a newly minted one", func(ctx SpecContext) {
+			c := clientWith(appWith(key, clock.Now))
+			acc := githubhandlers.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}
+			_, err := c.CheckRunsForRef(ctx, acc, "acme-org/hello", "main")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(fake.mintsOf(4711)).To(Equal(1))
+
+			// GitHub revokes the cached token long before its expires_at.
+			fake.mu.Lock()
+			fake.revoked["ghs_4711_1"] = true
+			fake.mu.Unlock()
+			_, err = c.CheckRunsForRef(ctx, acc, "acme-org/hello", "main")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(fake.mintsOf(4711)).To(Equal(2))
+			_, err = c.CheckRunsForRef(ctx, acc, "acme-org/hello", "main")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(fake.mintsOf(4711)).To(Equal(2), "the new token is cached again")
+			Expect(fake.readAuth()).To(Equal([]string{
+				"/api/v3/repos/acme-org/hello/commits/main/check-runs Bearer ghs_4711_1",
+				"/api/v3/repos/acme-org/hello/commits/main/check-runs Bearer ghs_4711_1",
+				"/api/v3/repos/acme-org/hello/commits/main/check-runs Bearer ghs_4711_2",
+				"/api/v3/repos/acme-org/hello/commits/main/check-runs Bearer ghs_4711_2",
+			}))
+		})
+
+		It("mints again only once: a new token GitHub also answers 401 is a refusal, not a loop", func(ctx SpecContext) {
+			c := clientWith(appWith(key, clock.Now))
+			acc := githubhandlers.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}
+			fake.mu.Lock()
+			fake.revoked["ghs_4711_1"], fake.revoked["ghs_4711_2"], fake.revoked["ghs_4711_3"] = true, true, true
+			fake.mu.Unlock()
+			_, err := c.CheckRunsForRef(ctx, acc, "acme-org/hello", "main")
+			var pe *inbox.ProviderError
+			Expect(errors.As(err, &pe)).To(BeTrue())
+			Expect(pe.Status).To(Equal(http.StatusUnauthorized))
+			Expect(err.Error()).NotTo(ContainSubstring("ghs_"))
+			Expect(fake.mintsOf(4711)).To(Equal(2))
+			Expect(fake.readAuth()).To(HaveLen(2))
+		})
+
+		It("never mints again for a PAT GitHub answers 401", func(ctx SpecContext) {
+			c := clientWith(appWith(key, clock.Now))
+			fake.mu.Lock()
+			fake.revoked["ghp_globex"] = true
+			fake.mu.Unlock()
+			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			Expect(err).To(HaveOccurred())
+			Expect(fake.readAuth()).To(HaveLen(1))
+			Expect(fake.mintsOf(4711)).To(BeZero())
 		})
 	})
 

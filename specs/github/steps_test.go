@@ -15,6 +15,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -221,7 +222,9 @@ func (f *fakeGitHub) client() *githubapi.Client {
 	GinkgoHelper()
 	c, err := githubapi.New(githubapi.Config{
 		BaseURL: f.srv.URL + "/api/v3",
-		Token:   func(context.Context, githubhandlers.Access) (string, error) { return "spec-token", nil },
+		Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
+			return managementstore.SpecCredential(GinkgoT(), 1, 1, "spec-token"), nil
+		},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return c

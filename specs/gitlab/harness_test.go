@@ -134,7 +134,7 @@ type fakeReader struct {
 
 func (r *fakeReader) reset() { r.reads.Store(0); r.approvals.Store(0) }
 
-func (r *fakeReader) MergeRequestApprovals(context.Context, int64, int) (gitlabhandlers.Approvals, error) {
+func (r *fakeReader) MergeRequestApprovals(context.Context, gitlabhandlers.Access, int64, int) (gitlabhandlers.Approvals, error) {
 	r.reads.Add(1)
 	left := int(r.approvals.Load())
 	return gitlabhandlers.Approvals{Approved: left == 0, ApprovalsLeft: left}, nil

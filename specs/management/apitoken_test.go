@@ -60,16 +60,20 @@ var _ = Describe("A connection's provider API token", func() {
 		Expect(list.Raw).To(ContainSubstring(`"hasApiToken":true`))
 	})
 
-	It("shows hasApiToken false for an OUTLINE connection without one, and nothing for other kinds", func() {
+	It("shows hasApiToken false for an OUTLINE or GITLAB connection without one, and nothing for other kinds", func() {
 		r := outlineConnection("")
 		Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
 		Expect(r.JSON).To(HaveKeyWithValue("hasApiToken", false))
 		g := call(http.MethodGet, "/api/workspaces/acme/connections", adminToken, nil)
 		Expect(g.Raw).To(ContainSubstring(`"hasApiToken":false`))
 		gitlabConnection("acme")
+		appConnection("acme", 1001)
 		for _, item := range call(http.MethodGet, "/api/workspaces/acme/connections", adminToken, nil).JSON["items"].([]any) {
 			c := item.(map[string]any)
-			if c["kind"] != "OUTLINE" {
+			if c["kind"] == "GITLAB" {
+				Expect(c).To(HaveKeyWithValue("hasApiToken", false))
+			}
+			if c["kind"] != "OUTLINE" && c["kind"] != "GITLAB" {
 				Expect(c).NotTo(HaveKey("hasApiToken"))
 			}
 		}
@@ -88,7 +92,6 @@ var _ = Describe("A connection's provider API token", func() {
 		},
 		Entry("GITHUB_APP", "GITHUB_APP", map[string]any{"installationId": 1001}, ""),
 		Entry("GITHUB_PAT", "GITHUB_PAT", map[string]any{"login": "octocat"}, "ghp_pat"),
-		Entry("GITLAB", "GITLAB", map[string]any{"groupId": 42}, "glpat-secret"),
 		Entry("SLACK", "SLACK", map[string]any{"teamId": "T1", "appId": "A1"}, ""),
 	)
 
@@ -134,16 +137,26 @@ var _ = Describe("A connection's provider API token", func() {
 		})
 
 		It("refuses other kinds, an empty token and unknown fields with 400", func(ctx SpecContext) {
-			gl := gitlabConnection("acme")
-			r := call(http.MethodPut, connectionPath("acme", gl, "api-token"), adminToken, map[string]any{"apiToken": replaced})
+			pat := createConnection("acme", adminToken, map[string]any{"kind": "GITHUB_PAT", "sourceServerUrl": "https://github.com",
+				"config": map[string]any{"login": "pat-user"}, "secret": "ghp_x"})
+			Expect(pat.Status).To(Equal(http.StatusCreated), pat.Raw)
+			r := call(http.MethodPut, connectionPath("acme", int64(pat.JSON["id"].(float64)), "api-token"), adminToken, map[string]any{"token": replaced})
 			Expect(r.Status).To(Equal(http.StatusBadRequest), r.Raw)
 			Expect(r.JSON).To(Equal(map[string]any{"error": "api-token-unsupported"}))
-			r = call(http.MethodPut, connectionPath("acme", id, "api-token"), adminToken, map[string]any{"apiToken": ""})
+			r = call(http.MethodPut, connectionPath("acme", id, "api-token"), adminToken, map[string]any{"token": ""})
 			Expect(r.Status).To(Equal(http.StatusBadRequest), r.Raw)
 			Expect(r.JSON).To(Equal(map[string]any{"error": "api-token-required"}))
-			r = call(http.MethodPut, connectionPath("acme", id, "api-token"), adminToken, map[string]any{"token": replaced})
+			r = call(http.MethodPut, connectionPath("acme", id, "api-token"), adminToken, map[string]any{"secretToken": replaced})
 			Expect(r.Status).To(Equal(http.StatusBadRequest), r.Raw)
 			Expect(sealedToken(ctx, id)).To(BeNil())
+		})
+
+		It("takes the token as {\"token\"} (CONTRACT.md), as it does {\"apiToken\"}", func(ctx SpecContext) {
+			r := call(http.MethodPut, connectionPath("acme", id, "api-token"), adminToken, map[string]any{"token": replaced})
+			Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+			Expect(r.JSON["hasApiToken"]).To(BeTrue())
+			Expect(sealedToken(ctx, id)).NotTo(BeNil())
+			Expect(r.Raw).NotTo(ContainSubstring(replaced))
 		})
 	})
 

@@ -122,7 +122,7 @@ func fakeModules() []ports.ProviderModule {
 		},
 		&fakeModule{
 			provider:      gitlab,
-			kinds:         []connection.Kind{connection.MustKind(connection.KindSpec{Name: "GITLAB", Provider: gitlab, WebhookURL: true, RequireSecret: true})},
+			kinds:         []connection.Kind{connection.MustKind(connection.KindSpec{Name: "GITLAB", Provider: gitlab, WebhookURL: true, RequireSecret: true, APIToken: true})},
 			resourceTypes: []string{"group", "project"},
 			required:      map[string]string{"GITLAB": "groupId"},
 		},

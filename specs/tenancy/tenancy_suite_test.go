@@ -25,6 +25,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
@@ -56,13 +57,15 @@ const (
 )
 
 var (
-	db         *pgtest.Database
-	pool       *pgxpool.Pool
-	box        *secrets.AESGCM
-	fakeGitHub *gitHubAPI
-	checker    *githubapi.RepositoryAccess
-	server     *httptest.Server
-	client     *http.Client
+	db            *pgtest.Database
+	pool          *pgxpool.Pool
+	box           *secrets.AESGCM
+	fakeGitHub    *gitHubAPI
+	fakeGitLab    *gitLabAPI
+	checker       *githubapi.RepositoryAccess
+	gitlabChecker *gitlabapi.ResourceAccess
+	server        *httptest.Server
+	client        *http.Client
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
@@ -79,6 +82,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		HTTPClient: &http.Client{Timeout: 2 * time.Second}})
 	Expect(err).NotTo(HaveOccurred())
 
+	fakeGitLab = newGitLabAPI()
+	gitlabChecker, err = gitlabapi.NewResourceAccess(fakeGitLab.server.URL+"/api/v4", &http.Client{Timeout: 2 * time.Second})
+	Expect(err).NotTo(HaveOccurred())
+
 	modules := []ports.ProviderModule{github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{}}
 	var kinds []connection.Kind
 	for _, m := range modules {
@@ -91,7 +98,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	directory, err := managementstore.NewSourceDirectory(pool, box, cfg)
 	Expect(err).NotTo(HaveOccurred())
-	svc, err := management.New(management.Config{AdminToken: adminToken, AccessCheckers: []ports.ResourceAccessChecker{checker}},
+	svc, err := management.New(management.Config{AdminToken: adminToken, AccessCheckers: []ports.ResourceAccessChecker{checker, gitlabChecker}},
 		workspaces, workspaces, connections, box, modules)
 	Expect(err).NotTo(HaveOccurred())
 
@@ -113,18 +120,97 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 var _ = BeforeEach(func(ctx SpecContext) {
 	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
 	fakeGitHub.reset()
+	fakeGitLab.reset()
 })
+
+// gitLabAPI is GitLab's GET /projects/{id} and /groups/{id} on an httptest server: it records
+// which PRIVATE-TOKEN read which path, answers 200 with the id for what a token may read, 404
+// (as GitLab does for what a token cannot see) otherwise, 401 for an unknown token, and a
+// forced status for a path.
+type gitLabAPI struct {
+	server   *httptest.Server
+	mu       sync.Mutex
+	readable map[string]map[string]bool // token -> "/projects/7"
+	forced   map[string]int
+	calls    []apiCall
+}
+
+func newGitLabAPI() *gitLabAPI {
+	f := &gitLabAPI{}
+	f.reset()
+	f.server = httptest.NewServer(http.HandlerFunc(f.serve))
+	DeferCleanup(f.server.Close)
+	return f
+}
+
+func (f *gitLabAPI) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readable, f.forced, f.calls = map[string]map[string]bool{}, map[string]int{}, nil
+}
+
+func (f *gitLabAPI) grant(token, path string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.readable[token] == nil {
+		f.readable[token] = map[string]bool{}
+	}
+	f.readable[token][path] = true
+}
+
+func (f *gitLabAPI) force(path string, status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forced[path] = status
+}
+
+func (f *gitLabAPI) recorded() []apiCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]apiCall(nil), f.calls...)
+}
+
+func (f *gitLabAPI) serve(w http.ResponseWriter, r *http.Request) {
+	token := r.Header.Get("PRIVATE-TOKEN")
+	path := strings.TrimPrefix(r.URL.Path, "/api/v4")
+	f.mu.Lock()
+	f.calls = append(f.calls, apiCall{Path: path, Token: token})
+	known, can, forced := f.readable[token] != nil, f.readable[token][path], f.forced[path]
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case forced != 0:
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(forced)
+		_, _ = io.WriteString(w, `{"message":"try later"}`)
+	case !known:
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"message":"401 Unauthorized"}`)
+	case !can:
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"message":"404 Project Not Found"}`)
+	default:
+		_, id, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+		_, _ = io.WriteString(w, `{"id":`+id+`,"name":"plans","path_with_namespace":"acme/plans"}`)
+	}
+}
 
 // recheckServer is one server's access recheck, on a pool of its own (a "server").
 func recheckServer(ctx context.Context, owner string) *accessrecheck.Recheck {
 	GinkgoHelper()
+	return recheckServerOf(ctx, owner, checker)
+}
+
+// recheckServerOf is recheckServer with the given checkers.
+func recheckServerOf(ctx context.Context, owner string, checkers ...ports.ResourceAccessChecker) *accessrecheck.Recheck {
+	GinkgoHelper()
 	p := support.Pool(ctx, db, 2)
-	connections, err := managementstore.NewConnections(p, managementstore.Config{Kinds: []connection.Kind{github.KindApp, github.KindPAT}})
+	connections, err := managementstore.NewConnections(p, managementstore.Config{Kinds: []connection.Kind{github.KindApp, github.KindPAT, gitlab.Kind}})
 	Expect(err).NotTo(HaveOccurred())
 	lease, err := inboxstore.New(p, inboxstore.Config{})
 	Expect(err).NotTo(HaveOccurred())
 	r, err := accessrecheck.New(accessrecheck.Config{Owner: owner, Interval: time.Hour}, connections, lease, box,
-		[]ports.ResourceAccessChecker{checker}, support.Logger{}, systemClock{})
+		checkers, support.Logger{}, systemClock{})
 	Expect(err).NotTo(HaveOccurred())
 	return r
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -50,7 +51,9 @@ type RepositoryAccess struct {
 // NewRepositoryAccess validates cfg.
 func NewRepositoryAccess(cfg AccessConfig) (*RepositoryAccess, error) {
 	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent,
-		Token: func(context.Context, githubhandlers.Access) (string, error) { return "", nil }}
+		Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
+			return managementstore.Credential{}, nil
+		}}
 	c.setDefaults()
 	base, err := c.validate()
 	if err != nil {
@@ -69,63 +72,81 @@ func (a *RepositoryAccess) ResourceTypes() []string { return []string{github.Res
 // CheckAccess implements ports.ResourceAccessChecker. 200 with the same id admits; 401, 403
 // (not a rate limit) and 404 refuse; a transport failure, a rate limit or any other answer is
 // an *inbox.TransientError (no verdict: retried).
-func (a *RepositoryAccess) CheckAccess(ctx context.Context, token []byte, r ports.Resource) error {
+func (a *RepositoryAccess) CheckAccess(ctx context.Context, target ports.AccessTarget, r ports.Resource) (ports.ResourceInfo, error) {
 	id, err := strconv.ParseInt(r.ID, 10, 64)
 	if r.Type != github.ResourceRepository || err != nil || id <= 0 {
-		return fmt.Errorf("github access: %s %q is not a repository id: %w", r.Type, r.ID, ports.ErrMalformed)
+		return ports.ResourceInfo{}, fmt.Errorf("github access: %s %q is not a repository id: %w", r.Type, r.ID, ports.ErrMalformed)
 	}
-	if len(token) == 0 {
-		return refused(CauseTokenRejected)
+	if len(target.Credential) == 0 {
+		return ports.ResourceInfo{}, refused(CauseTokenRejected)
 	}
-	path := "/repositories/" + strconv.FormatInt(id, 10)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(a.base.String(), "/")+path, nil)
+	return checkByID(ctx, a.http, a.base, a.userAgent, string(target.Credential), "/repositories/", id, CauseRepositoryNotFound)
+}
+
+// checkByID is GET {base}{prefix}{id} with token as bearer: 200 with the same id admits (its
+// full_name, or its login, is the resource's name); 401, 403 (not a rate limit) and 404
+// refuse; a transport failure, a rate limit or any other answer is an *inbox.TransientError.
+// The token goes only to base's host and into no error.
+func checkByID(ctx context.Context, hc *http.Client, base *url.URL, userAgent, token, prefix string, id int64, notFound string) (ports.ResourceInfo, error) {
+	var none ports.ResourceInfo
+	if token == "" {
+		return none, refused(CauseTokenRejected)
+	}
+	path := prefix + strconv.FormatInt(id, 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base.String(), "/")+path, nil)
 	if err != nil {
-		return fmt.Errorf("github access GET %s: %w", path, err)
+		return none, fmt.Errorf("github access GET %s: %w", path, err)
 	}
 	req.Header.Set("Accept", "application/vnd.github+json")
 	req.Header.Set("X-GitHub-Api-Version", apiVersion)
-	req.Header.Set("User-Agent", a.userAgent)
-	req.Header.Set("Authorization", "Bearer "+string(token))
-	resp, err := a.http.Do(req)
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := hc.Do(req)
 	if err != nil {
 		// The error names the URL, never the Authorization header.
-		return inbox.Transient("github access GET "+path, err)
+		return none, inbox.Transient("github access GET "+path, err)
 	}
 	defer restkit.Close(resp.Body)
 	serr := &StatusError{Method: http.MethodGet, Path: path, Status: resp.StatusCode}
 	switch status := resp.StatusCode; {
 	case status == http.StatusOK:
 	case status == http.StatusUnauthorized:
-		return refused(CauseTokenRejected)
+		return none, refused(CauseTokenRejected)
 	case status == http.StatusForbidden && (resp.Header.Get("X-RateLimit-Remaining") == "0" || resp.Header.Get("Retry-After") != ""):
-		return inbox.Transient("github access rate limit", serr)
+		return none, inbox.Transient("github access rate limit", serr)
 	case status == http.StatusForbidden:
-		return refused(CauseTokenForbidden)
+		return none, refused(CauseTokenForbidden)
 	case status == http.StatusNotFound:
-		return refused(CauseRepositoryNotFound)
+		return none, refused(notFound)
 	default:
-		return inbox.Transient("github access", serr)
+		return none, inbox.Transient("github access", serr)
 	}
 	var repo struct {
-		ID *int64 `json:"id"`
+		ID       *int64 `json:"id"`
+		FullName string `json:"full_name"` // a repository's
+		Login    string `json:"login"`     // an organization's
 	}
 	body, tooLarge, err := restkit.ReadAtMost(resp.Body, maxRepositoryBody)
 	if err != nil {
-		return inbox.Transient("github access read GET "+path, err)
+		return none, inbox.Transient("github access read GET "+path, err)
 	}
 	if tooLarge {
-		return inbox.Transient("github access GET "+path, ErrResponseTooLarge)
+		return none, inbox.Transient("github access GET "+path, ErrResponseTooLarge)
 	}
 	if err := json.Unmarshal(body, &repo); err != nil || repo.ID == nil {
 		if err == nil {
 			err = errors.New("no id")
 		}
-		return inbox.Transient("github access GET "+path, fmt.Errorf("not a repository: %w", err))
+		return none, inbox.Transient("github access GET "+path, fmt.Errorf("not a repository: %w", err))
 	}
 	if *repo.ID != id {
-		return refused(CauseRepositoryMismatch)
+		return none, refused(CauseRepositoryMismatch)
 	}
-	return nil
+	name := repo.FullName
+	if name == "" {
+		name = repo.Login
+	}
+	return ports.ResourceInfo{Name: name}, nil
 }
 
 func refused(cause string) error {

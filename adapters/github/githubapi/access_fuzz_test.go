@@ -45,7 +45,7 @@ func FuzzRepositoryAccess(f *testing.F) {
 			t.Fatal(err)
 		}
 		id := strconv.FormatInt(repo, 10)
-		err = a.CheckAccess(context.Background(), []byte(token), ports.Resource{Type: "repository", ID: id})
+		_, err = a.CheckAccess(context.Background(), ports.AccessTarget{WorkspaceID: 1, ConnectionID: 1, Credential: []byte(token)}, ports.Resource{Type: "repository", ID: id})
 		if tr.seen == nil || tr.seen.URL.Path != "/repositories/"+id || tr.seen.Header.Get("Authorization") != "Bearer "+token {
 			t.Fatalf("request %v", tr.seen)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
@@ -94,7 +95,9 @@ func NewApp(cfg AppConfig) (*App, error) {
 		return nil, errors.New("github app: the App id must be a positive number")
 	}
 	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent,
-		Token: func(context.Context, githubhandlers.Access) (string, error) { return "", nil }}
+		Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
+			return managementstore.Credential{}, nil
+		}}
 	c.setDefaults()
 	base, err := c.validate()
 	if err != nil {

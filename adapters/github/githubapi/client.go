@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
@@ -53,9 +54,13 @@ type Config struct {
 	// BaseURL is the REST API root: DefaultBaseURL, or a GitHub Enterprise Server's
 	// "https://<host>/api/v3".
 	BaseURL string
-	// Token returns the bearer token for a read of acc ("" for none). Required. A server's is
-	// Credentials.Token: the installation token or PAT of the workspace.
-	Token func(ctx context.Context, acc githubhandlers.Access) (string, error)
+	// Token returns the credential of a read of acc, a value only a connection lookup can
+	// produce (the zero credential sends no Authorization). Required. A server's is
+	// Credentials.Token: the installation token or PAT of the workspace's own connection.
+	Token func(ctx context.Context, acc githubhandlers.Access) (managementstore.Credential, error)
+	// Rejected, when set, is told of a credential GitHub answered 401 (Credentials.Rejected
+	// drops a cached installation token); the read is then made once more with a new one.
+	Rejected func(cred managementstore.Credential)
 	// HTTPClient sends the requests (default: a client with a 30 s timeout).
 	HTTPClient *http.Client
 	// MaxBodyBytes bounds each response body (default 8 MiB).
@@ -140,46 +145,61 @@ func repoPath(repo string) (string, error) {
 }
 
 // get requests path with query and decodes a 2xx body into v. more reports whether the answer
-// links a next page.
+// links a next page. An installation token GitHub answers 401 (revoked, or the installation
+// changed) is dropped from the cache and the read is made once more with a newly minted one.
 func (c *Client) get(ctx context.Context, acc githubhandlers.Access, path string, query url.Values, v any) (more bool, err error) {
+	for attempt := 0; ; attempt++ {
+		more, cred, err := c.getOnce(ctx, acc, path, query, v)
+		var pe *inbox.ProviderError
+		if attempt == 0 && cred.InstallationID() > 0 && c.cfg.Rejected != nil &&
+			errors.As(err, &pe) && pe.Status == http.StatusUnauthorized {
+			c.cfg.Rejected(cred)
+			continue
+		}
+		return more, err
+	}
+}
+
+// getOnce is one request of get, with the credential it carried.
+func (c *Client) getOnce(ctx context.Context, acc githubhandlers.Access, path string, query url.Values, v any) (more bool, cred managementstore.Credential, err error) {
 	// path is already escaped segment by segment, and the base has no query or fragment, so
 	// the URL is their concatenation.
 	target := c.base.String() + path + "?" + query.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return false, fmt.Errorf("github api GET %s: %w", path, err)
+		return false, cred, fmt.Errorf("github api GET %s: %w", path, err)
 	}
-	token, err := c.cfg.Token(ctx, acc)
+	cred, err = c.cfg.Token(ctx, acc)
 	if err != nil {
 		// Not transient: a token source that keeps failing is a configuration problem, and
 		// the unknown-failure budget bounds how long a delivery waits for it.
-		return false, fmt.Errorf("github api token: %w", err)
+		return false, cred, fmt.Errorf("github api token: %w", err)
 	}
 	req.Header.Set("Accept", "application/vnd.github+json")
 	req.Header.Set("X-GitHub-Api-Version", apiVersion)
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
-	if token != "" {
+	if token := cred.Secret(); token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return false, failure(path, inbox.ProviderTransport, 0, err)
+		return false, cred, failure(path, inbox.ProviderTransport, 0, err)
 	}
 	defer restkit.Close(resp.Body)
 	if err := classify(resp, path); err != nil {
-		return false, err
+		return false, cred, err
 	}
 	body, tooLarge, err := restkit.ReadAtMost(resp.Body, c.cfg.MaxBodyBytes)
 	if err != nil {
-		return false, failure(path, inbox.ProviderTransport, resp.StatusCode, err)
+		return false, cred, failure(path, inbox.ProviderTransport, resp.StatusCode, err)
 	}
 	if tooLarge {
-		return false, failure(path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
+		return false, cred, failure(path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return false, failure(path, inbox.ProviderUnreadable, resp.StatusCode, err)
+		return false, cred, failure(path, inbox.ProviderUnreadable, resp.StatusCode, err)
 	}
-	return hasNext(resp.Header.Get("Link")), nil
+	return hasNext(resp.Header.Get("Link")), cred, nil
 }
 
 // failure is the *inbox.ProviderError of a GET of path.

@@ -2,68 +2,77 @@ package githubapi
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 )
 
 // CredentialStore is what Credentials reads of a workspace's connections (the PostgreSQL
-// management adapter's LiveSecrets). Every lookup binds the workspace.
+// management adapter's LiveSecrets, the only producer of a managementstore.Credential). Every
+// lookup binds the workspace.
 type CredentialStore interface {
-	// HasLiveConnection: the workspace has a live connection of kind with routing key key.
-	HasLiveConnection(ctx context.Context, workspaceID int64, kind connection.Kind, key string) (bool, error)
-	// VerifiedSubscriberSecret: the opened secret of the workspace's live connection of kind
+	// InstallationCredential: the installation token of installationID (minted by mint) when
+	// the workspace has a live connection of kind bound to it.
+	InstallationCredential(ctx context.Context, workspaceID int64, kind connection.Kind, installationID int64,
+		mint func(ctx context.Context, installationID int64) (string, error)) (managementstore.Credential, bool, error)
+	// VerifiedSubscriberCredential: the secret of the workspace's live connection of kind
 	// with a VERIFIED subscription of the resource (found false: none).
-	VerifiedSubscriberSecret(ctx context.Context, workspaceID int64, kind connection.Kind, resourceType, resourceID string) ([]byte, bool, error)
+	VerifiedSubscriberCredential(ctx context.Context, workspaceID int64, kind connection.Kind, resourceType, resourceID string) (managementstore.Credential, bool, error)
 }
 
-// ErrNoCredential: App authentication is configured and the workspace has neither the
-// delivery's installation nor a PAT verified for the repository, so no read is made with
-// someone else's credential.
-var ErrNoCredential = errors.New("github api: the workspace has no credential for this read")
+// ErrNoCredential: the workspace has neither the delivery's installation (with App
+// authentication configured) nor a PAT verified for the repository, so no read is made, and
+// certainly none with someone else's credential or an instance-wide token. It wraps
+// githubhandlers.ErrProviderNotFound: a handler then has nothing to read and mirrors what the
+// payload carries.
+var ErrNoCredential = fmt.Errorf("github api: the workspace has no credential for this read: %w", githubhandlers.ErrProviderNotFound)
 
-// Credentials picks the token of a read (Config.Token), in this order:
+// Credentials picks the credential of a read (Config.Token), in this order:
 //  1. with App authentication configured, the installation token of the delivery's signed
 //     installation, when the row's workspace has a live App connection of it;
 //  2. the PAT of the workspace's live GITHUB_PAT connection whose subscription of the
 //     repository is VERIFIED (PAT workspaces receive through another workspace's
-//     installation and read with their own token);
-//  3. without App authentication only, Static (HEPHAESTUS_GITHUB_API_TOKEN; "" reads
-//     unauthenticated), the fallback of a deployment that has no App key.
+//     installation and read with their own token).
 //
-// Otherwise ErrNoCredential.
+// Otherwise ErrNoCredential. There is no instance-wide fallback: HEPHAESTUS_GITHUB_API_TOKEN
+// is no longer read (a workspace-chosen resource read with it could be another tenant's).
 type Credentials struct {
-	App    *App
-	Store  CredentialStore
-	Static string
+	App   *App
+	Store CredentialStore
 }
 
 // Token implements Config.Token.
-func (c *Credentials) Token(ctx context.Context, acc githubhandlers.Access) (string, error) {
+func (c *Credentials) Token(ctx context.Context, acc githubhandlers.Access) (managementstore.Credential, error) {
 	if c.App != nil && acc.InstallationID > 0 {
-		ok, err := c.Store.HasLiveConnection(ctx, acc.WorkspaceID, github.KindApp, strconv.FormatInt(acc.InstallationID, 10))
+		cred, ok, err := c.Store.InstallationCredential(ctx, acc.WorkspaceID, github.KindApp, acc.InstallationID, c.App.InstallationToken)
 		if err != nil {
-			return "", err
+			return managementstore.Credential{}, err
 		}
 		if ok {
-			return c.App.InstallationToken(ctx, acc.InstallationID)
+			return cred, nil
 		}
 	}
 	if acc.RepositoryID > 0 {
-		pat, found, err := c.Store.VerifiedSubscriberSecret(ctx, acc.WorkspaceID, github.KindPAT,
+		cred, found, err := c.Store.VerifiedSubscriberCredential(ctx, acc.WorkspaceID, github.KindPAT,
 			github.ResourceRepository, strconv.FormatInt(acc.RepositoryID, 10))
 		if err != nil {
-			return "", err
+			return managementstore.Credential{}, err
 		}
-		if found && len(pat) > 0 {
-			return string(pat), nil
+		if found && cred.Secret() != "" {
+			return cred, nil
 		}
 	}
-	if c.App == nil {
-		return c.Static, nil
+	return managementstore.Credential{}, ErrNoCredential
+}
+
+// Rejected implements Config.Rejected: GitHub answered 401 to cred, so a cached installation
+// token is dropped and the next Token mints a new one.
+func (c *Credentials) Rejected(cred managementstore.Credential) {
+	if c.App != nil && cred.InstallationID() > 0 {
+		c.App.Forget(cred.InstallationID())
 	}
-	return "", ErrNoCredential
 }

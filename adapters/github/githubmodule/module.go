@@ -30,10 +30,9 @@ type Config struct {
 	WebhookSecret []byte // HEPHAESTUS_GITHUB_WEBHOOK_SECRET
 	AppID         int64  // HEPHAESTUS_GITHUB_APP_ID; 0 when unset
 	// AppPrivateKey is the App's PEM private key (HEPHAESTUS_GITHUB_APP_PRIVATE_KEY or _FILE);
-	// empty: no App authentication, APIToken is the reads' fallback.
+	// empty: no App authentication, so only PAT workspaces read GitHub (with their own PAT).
 	AppPrivateKey string
 	APIURL        string // HEPHAESTUS_GITHUB_API_URL, the REST root
-	APIToken      string // HEPHAESTUS_GITHUB_API_TOKEN; empty: no static reads
 	// RedeliveryInterval is the redelivery reconciler's period (App authentication only).
 	RedeliveryInterval time.Duration
 	// WebURL is GitHub's web root (HEPHAESTUS_GITHUB_OAUTH_URL): the source namespace of App
@@ -60,6 +59,7 @@ func New(cfg Config) Module { return Module{cfg: cfg} }
 type built struct {
 	providerkit.Built
 	access  *githubapi.RepositoryAccess
+	app     *githubapi.AppResourceAccess
 	runners []ports.Runner
 	webURL  string
 	install *githuboauth.Flow
@@ -71,7 +71,7 @@ func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sy
 func (b built) InstallFlows() []ports.InstallFlow { return []ports.InstallFlow{b.install} }
 
 func (b built) AccessCheckers() []ports.ResourceAccessChecker {
-	return []ports.ResourceAccessChecker{b.access}
+	return []ports.ResourceAccessChecker{b.access, b.app}
 }
 func (b built) Runners() []ports.Runner        { return b.runners }
 func (b built) DefaultSourceServerURL() string { return b.webURL }
@@ -87,12 +87,12 @@ var (
 // Build makes GitHub's parts.
 //
 // Provider reads (check runs, commits a push payload left out) go through the REST adapter
-// when App authentication or the static API token is configured; without either the handlers
-// mirror what the payloads carry (Deps.Reader nil). Each read carries the row's workspace's
-// credential (githubapi.Credentials): the installation token of the delivery's installation
-// for an App workspace, the verified PAT for a PAT workspace, and the static token only when no
-// App key is configured. With App authentication the installation handler verifies the
-// installation's status with the App, and the redelivery reconciler runs.
+// when App authentication is configured; without it the handlers mirror what the payloads
+// carry (Deps.Reader nil). Each read carries a credential of the row's workspace's own
+// connection (githubapi.Credentials): the installation token of the delivery's installation
+// for an App workspace, the verified PAT for a PAT workspace; a workspace with neither reads
+// nothing. No instance-wide token exists. With App authentication the installation handler verifies the installation's
+// status with the App, and the redelivery reconciler runs.
 func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	// The payload fields and the read API's view members: one declaration for the inbox,
 	// the mirror's views and the change feed.
@@ -112,6 +112,11 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	// An App connection's subscriptions are verified with its own installation's token.
+	appAccess, err := githubapi.NewAppResourceAccess(githubapi.AccessConfig{BaseURL: m.cfg.APIURL}, app, deps.Secrets)
+	if err != nil {
+		return nil, fmt.Errorf("HEPHAESTUS_GITHUB_API_URL: %w", err)
+	}
 	store, err := githubmirror.New(deps.Pool)
 	if err != nil {
 		return nil, err
@@ -123,16 +128,18 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		return nil, err
 	}
 	handlers := githubhandlers.Deps{Inbox: deps.Inbox, Store: store, Log: deps.Log}
-	creds := &githubapi.Credentials{App: app, Store: deps.Secrets, Static: m.cfg.APIToken}
-	client, err := githubapi.New(githubapi.Config{BaseURL: m.cfg.APIURL, Token: creds.Token})
+	creds := &githubapi.Credentials{App: app, Store: deps.Secrets}
+	client, err := githubapi.New(githubapi.Config{BaseURL: m.cfg.APIURL, Token: creds.Token, Rejected: creds.Rejected})
 	if err != nil {
 		return nil, fmt.Errorf("HEPHAESTUS_GITHUB_API_URL: %w", err)
 	}
-	if app != nil || m.cfg.APIToken != "" {
+	if app != nil {
+		// Without App authentication the handlers read nothing and mirror the payloads, as
+		// they did without a static token (no extra step per push or pull request).
 		handlers.Reader = client
 	}
-	// A backfill reads with the workspace's credential like the handlers; without App
-	// authentication or a token its reads are refused and the job says so.
+	// A backfill reads with the workspace's credential like the handlers; without one its
+	// reads are refused and the job says so.
 	source, err := githubsync.New(client, store)
 	if err != nil {
 		return nil, err
@@ -164,6 +171,7 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 			},
 		},
 		access:  access,
+		app:     appAccess,
 		runners: runners,
 		webURL:  m.cfg.WebURL,
 	}, nil

@@ -6,8 +6,8 @@
 // It works against gitlab.com or a self-managed instance (BaseURL
 // "https://gitlab.example.com/api/v4"); there is no default, because which instance to ask is
 // the operator's choice. The token comes from a function the caller injects, asked on every
-// request, so a per-connection or rotating token can be plugged in later; it is sent as the
-// PRIVATE-TOKEN header and only to BaseURL's host: the client builds every URL itself, and it
+// request with the read's Access: a credential of the workspace's own connection (its API
+// token), a value only a connection lookup produces; it is sent as the PRIVATE-TOKEN header and only to BaseURL's host: the client builds every URL itself, and it
 // follows a redirect only to that same scheme and host, because Go's HTTP client strips
 // Authorization on a cross-host redirect but forwards a custom header like PRIVATE-TOKEN.
 //
@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
@@ -54,9 +55,10 @@ const (
 type Config struct {
 	// BaseURL is the REST API root, "https://<host>/api/v4". Required.
 	BaseURL string
-	// Token returns the token for a request, sent as PRIVATE-TOKEN (a personal, project or
-	// group access token with read_api). Required; an empty token sends no header.
-	Token func(ctx context.Context) (string, error)
+	// Token returns the credential of a read of acc, sent as PRIVATE-TOKEN (a personal,
+	// project or group access token with read_api of the workspace's own connection).
+	// Required; a credential with an empty secret sends no header.
+	Token func(ctx context.Context, acc gitlabhandlers.Access) (managementstore.Credential, error)
 	// HTTPClient sends the requests (default: a client with a 30 s timeout). The client uses a
 	// copy whose redirect policy keeps the token on BaseURL's host.
 	HTTPClient *http.Client
@@ -134,26 +136,26 @@ func (e *StatusError) Error() string {
 var ErrResponseTooLarge = errors.New("gitlab api response larger than the configured bound")
 
 // get requests path (already escaped) and decodes a 2xx body into v.
-func (c *Client) get(ctx context.Context, path string, v any) error {
-	_, err := c.getWithHeader(ctx, path, v)
+func (c *Client) get(ctx context.Context, acc gitlabhandlers.Access, path string, v any) error {
+	_, err := c.getWithHeader(ctx, acc, path, v)
 	return err
 }
 
 // getWithHeader is get that also answers the 2xx answer's headers (pagination).
-func (c *Client) getWithHeader(ctx context.Context, path string, v any) (http.Header, error) {
+func (c *Client) getWithHeader(ctx context.Context, acc gitlabhandlers.Access, path string, v any) (http.Header, error) {
 	// The base has no query or fragment, so the URL is the concatenation.
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("gitlab api GET %s: %w", path, err)
 	}
-	token, err := c.cfg.Token(ctx)
+	cred, err := c.cfg.Token(ctx, acc)
 	if err != nil {
 		// Not transient: a token source that keeps failing is a configuration problem, and
 		// the unknown-failure budget bounds how long a delivery waits for it.
 		return nil, fmt.Errorf("gitlab api token: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
-	if token != "" {
+	if token := cred.Secret(); token != "" {
 		req.Header.Set("PRIVATE-TOKEN", token)
 	}
 	resp, err := c.http.Do(req)
@@ -219,14 +221,14 @@ type approvalsAnswer struct {
 
 // MergeRequestApprovals implements handlers.ProviderReader
 // (GET /projects/{id}/merge_requests/{iid}/approvals).
-func (c *Client) MergeRequestApprovals(ctx context.Context, projectID int64, iid int) (gitlabhandlers.Approvals, error) {
+func (c *Client) MergeRequestApprovals(ctx context.Context, acc gitlabhandlers.Access, projectID int64, iid int) (gitlabhandlers.Approvals, error) {
 	if projectID <= 0 || iid <= 0 {
 		// Both came from a payload.
 		return gitlabhandlers.Approvals{}, inbox.ParsingFailure(fmt.Errorf("gitlab api: project %d, merge request iid %d", projectID, iid))
 	}
 	path := "/projects/" + strconv.FormatInt(projectID, 10) + "/merge_requests/" + strconv.Itoa(iid) + "/approvals"
 	var a approvalsAnswer
-	if err := c.get(ctx, path, &a); err != nil {
+	if err := c.get(ctx, acc, path, &a); err != nil {
 		return gitlabhandlers.Approvals{}, err
 	}
 	if a.Approved == nil {

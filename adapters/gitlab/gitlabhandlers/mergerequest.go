@@ -100,7 +100,13 @@ func (b base) mergeRequest(ctx context.Context, d ports.Dispatch) error {
 	if err != nil || done {
 		return wrap(event, err)
 	}
-	approvals, err := b.approvals(ctx, projectID, *a)
+	acc := Access{WorkspaceID: ws, ProjectID: projectID}
+	if p.Project != nil {
+		if ns := p.Project.NamespaceID.ptr(); ns != nil && *ns > 0 {
+			acc.GroupIDs = []int64{*ns}
+		}
+	}
+	approvals, err := b.approvals(ctx, acc, projectID, *a)
 	if err != nil {
 		return wrap(event, err)
 	}
@@ -113,11 +119,11 @@ func (b base) mergeRequest(ctx context.Context, d ports.Dispatch) error {
 
 // approvals reads the approval state of an open merge request from GitLab. Without a reader, for
 // a merge request that is not open, or when GitLab no longer knows it, there is nothing to read.
-func (b base) approvals(ctx context.Context, projectID int64, a mergeRequestAttrs) (*Approvals, error) {
+func (b base) approvals(ctx context.Context, acc Access, projectID int64, a mergeRequestAttrs) (*Approvals, error) {
 	if b.deps.Reader == nil || a.State != "opened" {
 		return nil, nil
 	}
-	got, err := b.deps.Reader.MergeRequestApprovals(ctx, projectID, a.IID)
+	got, err := b.deps.Reader.MergeRequestApprovals(ctx, acc, projectID, a.IID)
 	if errors.Is(err, ErrProviderNotFound) {
 		return nil, nil
 	}

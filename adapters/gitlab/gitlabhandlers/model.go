@@ -253,8 +253,20 @@ type Approvals struct {
 // failures, server errors and rate limits retried without budget; refusals and unreadable
 // answers use the unknown-failure budget; never permanent), ErrProviderNotFound around one.
 type ProviderReader interface {
-	// MergeRequestApprovals reads the approval state of a project's merge request by iid.
-	MergeRequestApprovals(ctx context.Context, projectID int64, iid int) (Approvals, error)
+	// MergeRequestApprovals reads the approval state of a project's merge request by iid,
+	// with the credential acc names.
+	MergeRequestApprovals(ctx context.Context, acc Access, projectID int64, iid int) (Approvals, error)
+}
+
+// Access says whose credential a read uses (CONTRACT.md "Provider access"): a sync job's
+// connection (ConnectionID > 0: its own API token), or, for a handler, the API token of the
+// dispatched row's workspace's live GitLab connection whose subscription of the project, or
+// of one of GroupIDs (the project's namespace), is VERIFIED. Never an instance-wide token.
+type Access struct {
+	WorkspaceID  int64
+	ConnectionID int64
+	ProjectID    int64
+	GroupIDs     []int64
 }
 
 // Read views of the mirror, for the read API. They live with the model so that the store and

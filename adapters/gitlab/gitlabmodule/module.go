@@ -4,7 +4,6 @@
 package gitlabmodule
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/gin-gonic/gin"
@@ -21,9 +20,10 @@ import (
 
 // Config is the GitLab instance configuration (CONTRACT.md "Configuration").
 type Config struct {
-	// APIURL (HEPHAESTUS_GITLAB_API_URL) and APIToken (HEPHAESTUS_GITLAB_API_TOKEN): the REST
-	// root and token of the handlers' reads; both empty, or either alone, turns the reads off.
-	APIURL, APIToken string
+	// APIURL (HEPHAESTUS_GITLAB_API_URL): the REST root of the handlers' and backfills' reads;
+	// empty turns them off. Every read carries the API token of the workspace's own GITLAB
+	// connection (PUT …/connections/{id}/api-token); there is no instance-wide token.
+	APIURL string
 }
 
 // Module is GitLab as bootstrap lists it.
@@ -39,16 +39,16 @@ func New(cfg Config) Module { return Module{cfg: cfg} }
 
 // Build makes GitLab's parts.
 //
-// Provider reads (merge request approvals) go through the REST adapter when both the API URL
-// and the token are set; without them the handlers decide readiness from what the payloads
-// carry (Deps.Reader nil). With only one of the two set, a warning names the missing one and
-// nothing is read.
+// Provider reads (merge request approvals, backfills) go through the REST adapter when the API
+// URL is set; without it the handlers decide readiness from what the payloads carry
+// (Deps.Reader nil) and backfills are refused. Each read carries the API token of the
+// workspace's own connection (gitlabapi.Credentials): a sync job's connection's, or for a
+// handler the connection whose subscription of the project (or its group) is VERIFIED; a
+// workspace without one reads nothing.
 //
-// One API base and one token for the whole server is a simplification: each GitLab connection
-// may belong to a different GitLab instance, and project ids are only unique within an
-// instance, so with connections on several instances the reads would ask the configured
-// instance about another instance's project ids. Configure it only when every GitLab
-// connection is on that one instance. Per-connection API bases and tokens are future work.
+// One API base for the whole server: each GitLab connection may belong to a different GitLab
+// instance, and project ids are only unique within an instance. Configure it only when every
+// GitLab connection is on that one instance.
 func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	// The payload fields and the read API's view members: one declaration for the inbox,
 	// the mirror's views and the change feed.
@@ -68,36 +68,30 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 		return nil, err
 	}
 	handlers := gitlabhandlers.Deps{Inbox: deps.Inbox, Store: store}
-	switch {
-	case m.cfg.APIURL != "" && m.cfg.APIToken != "":
-		client, err := m.client(0)
+	creds := &gitlabapi.Credentials{Store: deps.Secrets}
+	// Every subscription is verified with the connection's own API token before it is stored
+	// (and rechecked); without an API root nothing can be verified, so nothing is stored.
+	access, err := gitlabapi.NewResourceAccess(m.cfg.APIURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("HEPHAESTUS_GITLAB_API_URL: %w", err)
+	}
+	// A backfill's pages are larger than the handlers' single reads: 8 MiB body bound.
+	var history gitlabsync.Reader
+	if m.cfg.APIURL != "" {
+		client, err := m.client(creds, 0)
 		if err != nil {
 			return nil, err
 		}
 		handlers.Reader = client
-	case m.cfg.APIURL != "":
-		deps.Log.Warnw("GitLab provider reads are off: the API URL is set without a token", "missing", "HEPHAESTUS_GITLAB_API_TOKEN")
-	case m.cfg.APIToken != "":
-		// The variable's name only, never the token.
-		deps.Log.Warnw("GitLab provider reads are off: the API token is set without a URL", "missing", "HEPHAESTUS_GITLAB_API_URL")
-	}
-	// A backfill reads with the configured token (the connection's own secret is a webhook
-	// token, not an API token); without URL and token its reads are refused and the job says
-	// so, while teardown still runs. Its pages are larger than the handlers' single reads, so
-	// its body bound is 8 MiB.
-	var history gitlabsync.Reader
-	if m.cfg.APIURL != "" && m.cfg.APIToken != "" {
-		client, err := m.client(8 << 20)
-		if err != nil {
+		if history, err = m.client(creds, 8<<20); err != nil {
 			return nil, err
 		}
-		history = client
 	}
 	source, err := gitlabsync.New(history, store)
 	if err != nil {
 		return nil, err
 	}
-	return built{sync: source, Built: providerkit.Built{
+	return built{sync: source, access: access, Built: providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return gitlabhandlers.Register(reg, handlers) },
@@ -109,22 +103,28 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	}}, nil
 }
 
-// built is GitLab's parts: the common ones plus its sync source.
+// built is GitLab's parts: the common ones plus its sync source and access checker.
 type built struct {
 	providerkit.Built
-	sync *gitlabsync.Source
+	sync   *gitlabsync.Source
+	access *gitlabapi.ResourceAccess
 }
 
-var _ ports.Syncing = built{}
+var (
+	_ ports.Syncing        = built{}
+	_ ports.AccessChecking = built{}
+)
+
+func (b built) AccessCheckers() []ports.ResourceAccessChecker {
+	return []ports.ResourceAccessChecker{b.access}
+}
 
 func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }
 
-// client is the REST client of the configured API root and token; maxBody 0 keeps the
-// client's default body bound.
-func (m Module) client(maxBody int64) (*gitlabapi.Client, error) {
-	token := m.cfg.APIToken
-	client, err := gitlabapi.New(gitlabapi.Config{BaseURL: m.cfg.APIURL, MaxBodyBytes: maxBody,
-		Token: func(context.Context) (string, error) { return token, nil }})
+// client is the REST client of the configured API root, reading with creds; maxBody 0 keeps
+// the client's default body bound.
+func (m Module) client(creds *gitlabapi.Credentials, maxBody int64) (*gitlabapi.Client, error) {
+	client, err := gitlabapi.New(gitlabapi.Config{BaseURL: m.cfg.APIURL, MaxBodyBytes: maxBody, Token: creds.Token})
 	if err != nil {
 		return nil, fmt.Errorf("HEPHAESTUS_GITLAB_API_URL: %w", err)
 	}

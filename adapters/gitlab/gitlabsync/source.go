@@ -1,6 +1,7 @@
 // Package gitlabsync is GitLab's sync source (ports.SyncSource, run by application/backfill):
 // a project subscription's backfill reads its issues (GET /projects/{id}/issues) and merge
-// requests (…/merge_requests), 100 per page, oldest first, with the configured API token, and
+// requests (…/merge_requests), 100 per page, oldest first, with the job's connection's own API
+// token (never an instance-wide one), and
 // writes each page through the mirror store's handler methods (handlers.BackfillPage); a group
 // subscription's backfill reads the group's projects, its subgroups' included
 // (GET /groups/{id}/projects), and backfills each of them in turn in the same job, writing its
@@ -38,8 +39,8 @@ var _ ports.SyncSource = (*Source)(nil)
 // Reader is the REST client's side of a backfill (*gitlabapi.Client). more is false on a
 // list's last page. Errors: *inbox.ProviderError.
 type Reader interface {
-	ProjectListPage(ctx context.Context, projectID int64, list string, at gitlabapi.Page) (body json.RawMessage, next gitlabapi.Page, more bool, err error)
-	GroupProjectsPage(ctx context.Context, groupID int64, at gitlabapi.Page) (body json.RawMessage, next gitlabapi.Page, more bool, err error)
+	ProjectListPage(ctx context.Context, acc gitlabhandlers.Access, projectID int64, list string, at gitlabapi.Page) (body json.RawMessage, next gitlabapi.Page, more bool, err error)
+	GroupProjectsPage(ctx context.Context, acc gitlabhandlers.Access, groupID int64, at gitlabapi.Page) (body json.RawMessage, next gitlabapi.Page, more bool, err error)
 }
 
 // Store is the mirror store a page writes through, and the teardown.
@@ -56,11 +57,12 @@ type Store interface {
 
 // Source reads GitLab for sync jobs.
 type Source struct {
-	reader Reader // nil: no API token configured; backfills fail as refused
+	reader Reader // nil: no GitLab API root configured; backfills fail as refused
 	store  Store
 }
 
-// New makes the source; reader may be nil when no GitLab API access is configured.
+// New makes the source; reader may be nil when no GitLab API root is configured. The reader
+// reads with the job's connection's own API token (gitlabhandlers.Access.ConnectionID).
 func New(reader Reader, store Store) (*Source, error) {
 	if store == nil {
 		return nil, errors.New("gitlab sync: a mirror store is required")
@@ -95,26 +97,29 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 		return ports.SyncPage{}, refused("sync "+job.ResourceType, "only projects and groups are backfilled")
 	}
 	if s.reader == nil {
-		return ports.SyncPage{}, refused("sync", "no GitLab API token configured")
+		return ports.SyncPage{}, refused("sync", "no GitLab API root configured")
 	}
 	id, err := strconv.ParseInt(job.ResourceID, 10, 64)
 	if err != nil || id <= 0 {
 		return ports.SyncPage{}, refused("sync "+job.ResourceType, job.ResourceType+" id is not a positive integer")
 	}
+	// Every read of the job carries its own connection's API token, never another's.
+	acc := gitlabhandlers.Access{WorkspaceID: job.WorkspaceID, ConnectionID: job.ConnectionID}
 	if job.ResourceType == gitlab.ResourceGroup {
-		return s.groupPage(ctx, job.WorkspaceID, id, cursor)
+		return s.groupPage(ctx, acc, id, cursor)
 	}
-	return s.projectPage(ctx, job.WorkspaceID, id, cursor)
+	return s.projectPage(ctx, acc, id, cursor)
 }
 
 // projectPage reads the page of one project at its cursor: its issues, then its merge
 // requests; Done after the last page of the merge requests.
-func (s *Source) projectPage(ctx context.Context, ws, projectID int64, cursor string) (ports.SyncPage, error) {
+func (s *Source) projectPage(ctx context.Context, acc gitlabhandlers.Access, projectID int64, cursor string) (ports.SyncPage, error) {
+	ws := acc.WorkspaceID
 	list, at, err := parseCursor(cursor)
 	if err != nil {
 		return ports.SyncPage{}, err
 	}
-	body, next, more, err := s.reader.ProjectListPage(ctx, projectID, list, at)
+	body, next, more, err := s.reader.ProjectListPage(ctx, acc, projectID, list, at)
 	if err != nil {
 		return ports.SyncPage{}, err
 	}
@@ -149,7 +154,8 @@ func (s *Source) projectPage(ctx context.Context, ws, projectID int64, cursor st
 // project's later pages name it by the cursor's id alone, so they cost no extra call); a
 // project that left the group meanwhile is passed over, one that came in with a greater id is
 // backfilled on its page.
-func (s *Source) groupPage(ctx context.Context, ws, groupID int64, cursor string) (ports.SyncPage, error) {
+func (s *Source) groupPage(ctx context.Context, acc gitlabhandlers.Access, groupID int64, cursor string) (ports.SyncPage, error) {
+	ws := acc.WorkspaceID
 	after, at, inner, err := parseGroupCursor(cursor)
 	if err != nil {
 		return ports.SyncPage{}, err
@@ -157,16 +163,16 @@ func (s *Source) groupPage(ctx context.Context, ws, groupID int64, cursor string
 	// Inside a project (inner set) its id is the cursor's: the group's projects page is read
 	// again only when the project's last page decides what comes next.
 	if inner != "" && after > 0 {
-		page, err := s.projectPage(ctx, ws, after, inner)
+		page, err := s.projectPage(ctx, acc, after, inner)
 		if err != nil || !page.Done {
 			if err == nil {
 				page.Next = groupCursor(after, at, page.Next)
 			}
 			return page, err
 		}
-		return s.afterProject(ctx, groupID, after, at, page)
+		return s.afterProject(ctx, acc, groupID, after, at, page)
 	}
-	projects, next, more, err := s.groupProjects(ctx, groupID, at)
+	projects, next, more, err := s.groupProjects(ctx, acc, groupID, at)
 	if err != nil {
 		return ports.SyncPage{}, err
 	}
@@ -177,7 +183,7 @@ func (s *Source) groupPage(ctx context.Context, ws, groupID int64, cursor string
 		}
 		return ports.SyncPage{Next: "group:done", Done: true}, nil
 	}
-	page, err := s.projectPage(ctx, ws, p.ID, inner)
+	page, err := s.projectPage(ctx, acc, p.ID, inner)
 	if err != nil {
 		return ports.SyncPage{}, err
 	}
@@ -203,8 +209,8 @@ func (s *Source) groupPage(ctx context.Context, ws, groupID int64, cursor string
 
 // afterProject is the last page of project id, which was read without the group's projects
 // page: that page is read now to decide what comes next.
-func (s *Source) afterProject(ctx context.Context, groupID, id int64, at gitlabapi.Page, page ports.SyncPage) (ports.SyncPage, error) {
-	projects, next, more, err := s.groupProjects(ctx, groupID, at)
+func (s *Source) afterProject(ctx context.Context, acc gitlabhandlers.Access, groupID, id int64, at gitlabapi.Page, page ports.SyncPage) (ports.SyncPage, error) {
+	projects, next, more, err := s.groupProjects(ctx, acc, groupID, at)
 	if err != nil {
 		return ports.SyncPage{}, err
 	}
@@ -212,8 +218,8 @@ func (s *Source) afterProject(ctx context.Context, groupID, id int64, at gitlaba
 }
 
 // groupProjects reads a page of the group's projects.
-func (s *Source) groupProjects(ctx context.Context, groupID int64, at gitlabapi.Page) ([]gitlabhandlers.Project, gitlabapi.Page, bool, error) {
-	body, next, more, err := s.reader.GroupProjectsPage(ctx, groupID, at)
+func (s *Source) groupProjects(ctx context.Context, acc gitlabhandlers.Access, groupID int64, at gitlabapi.Page) ([]gitlabhandlers.Project, gitlabapi.Page, bool, error) {
+	body, next, more, err := s.reader.GroupProjectsPage(ctx, acc, groupID, at)
 	if err != nil {
 		return nil, gitlabapi.Page{}, false, err
 	}

@@ -378,13 +378,15 @@ func (h handlers) setSubscriptions(c *gin.Context) {
 }
 
 // logRefusal logs a connection or subscription change refused for tenant isolation (403
-// install-flow-required or resource-not-accessible, 409 installation- or team-already-connected)
-// or left undecided by the provider (503), with its reason and cause: a kind name, a kebab-case
-// cause or a status, never a token or a request body.
+// install-flow-required or resource-not-accessible, 409 installation- or team-already-connected),
+// refused as bad input (400: invalid-resource, name-mismatch, …) or left undecided by the
+// provider (503), with its reason and cause: a kind name, a kebab-case cause, the resource's
+// type and id or a status, never a token or a request body.
 func (h handlers) logRefusal(c *gin.Context, msg string, connectionID int64, err error) {
 	var rej *ports.RejectedError
 	if h.log == nil || !errors.As(err, &rej) ||
-		!(errors.Is(err, ports.ErrForbidden) || errors.Is(err, ports.ErrConflict) || errors.Is(err, ports.ErrUnavailable)) {
+		!(errors.Is(err, ports.ErrForbidden) || errors.Is(err, ports.ErrConflict) || errors.Is(err, ports.ErrUnavailable) ||
+			errors.Is(err, ports.ErrMalformed)) {
 		return
 	}
 	h.log.Infow(msg, "workspace", ManagedOf(c).Workspace().Slug, "connectionId", connectionID,
@@ -429,8 +431,8 @@ func (h handlers) replaceSecret(c *gin.Context) {
 	c.JSON(http.StatusOK, h.toConnectionJSON(conn))
 }
 
-// replaceAPIToken sets a connection's provider API token ({"apiToken":"…"}) and answers the
-// connection, never the token.
+// replaceAPIToken sets a connection's provider API token ({"token":"…"}, CONTRACT.md; the
+// earlier {"apiToken":"…"} is still read) and answers the connection, never the token.
 func (h handlers) replaceAPIToken(c *gin.Context) {
 	id, err := idParam(c, "id")
 	if err != nil {
@@ -438,13 +440,21 @@ func (h handlers) replaceAPIToken(c *gin.Context) {
 		return
 	}
 	var req struct {
+		Token    string `json:"token"`
 		APIToken string `json:"apiToken"`
 	}
 	if err := bindJSON(c, &req); err != nil {
 		h.fail(c, err)
 		return
 	}
-	conn, err := h.svc.ReplaceAPIToken(c.Request.Context(), ManagedOf(c), id, req.APIToken)
+	token := req.Token
+	if token == "" {
+		token = req.APIToken
+	} else if req.APIToken != "" {
+		h.fail(c, ports.Reject(ports.ErrMalformed, "invalid-api-token", "give the token once, as \"token\""))
+		return
+	}
+	conn, err := h.svc.ReplaceAPIToken(c.Request.Context(), ManagedOf(c), id, token)
 	if err != nil {
 		h.logRefusal(c, "api token refused", id, err)
 		h.fail(c, err)

@@ -60,13 +60,16 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	// A backfill reads with the connection's own API token (the secret only signs webhooks),
 	// and only from the configured instance.
 	var reader outlinesync.Reader
+	var client *outlineapi.Client
 	if m.cfg.APIURL != "" {
-		client, err := outlineapi.New(outlineapi.Config{BaseURL: m.cfg.APIURL})
-		if err != nil {
+		if client, err = outlineapi.New(outlineapi.Config{BaseURL: m.cfg.APIURL}); err != nil {
 			return nil, fmt.Errorf("HEPHAESTUS_OUTLINE_API_URL: %w", err)
 		}
 		reader = client
 	}
+	// Every subscription is verified with the connection's own API key on that instance
+	// (collections.info); without the instance nothing can be verified.
+	access := outlineapi.NewCollectionAccess(client)
 	if deps.Secrets == nil {
 		return nil, fmt.Errorf("outline module: the live secrets reader is required")
 	}
@@ -74,7 +77,7 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return built{sync: source, Built: providerkit.Built{
+	return built{sync: source, access: access, Built: providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return outlinehandlers.Register(reg, handlers) },
@@ -86,12 +89,20 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	}}, nil
 }
 
-// built is Outline's parts: the common ones plus its sync source.
+// built is Outline's parts: the common ones plus its sync source and access checker.
 type built struct {
 	providerkit.Built
-	sync *outlinesync.Source
+	sync   *outlinesync.Source
+	access *outlineapi.CollectionAccess
 }
 
-var _ ports.Syncing = built{}
+var (
+	_ ports.Syncing        = built{}
+	_ ports.AccessChecking = built{}
+)
+
+func (b built) AccessCheckers() []ports.ResourceAccessChecker {
+	return []ports.ResourceAccessChecker{b.access}
+}
 
 func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }

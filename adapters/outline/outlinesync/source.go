@@ -23,6 +23,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
@@ -49,7 +50,7 @@ type Reader interface {
 // Tokens reads a connection's API token, bound to its workspace
 // (*managementstore.LiveSecrets). found is false without a live connection or a token.
 type Tokens interface {
-	APIToken(ctx context.Context, workspaceID, connectionID int64) (token []byte, sourceServerURL string, found bool, err error)
+	APICredential(ctx context.Context, workspaceID, connectionID int64) (cred managementstore.Credential, sourceServerURL string, found bool, err error)
 }
 
 // Store is the mirror store a page writes through, and the teardown.
@@ -99,11 +100,11 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 	if err != nil {
 		return ports.SyncPage{}, err
 	}
-	token, sourceServerURL, found, err := s.tokens.APIToken(ctx, job.WorkspaceID, job.ConnectionID)
+	cred, sourceServerURL, found, err := s.tokens.APICredential(ctx, job.WorkspaceID, job.ConnectionID)
 	if err != nil {
 		return ports.SyncPage{}, fmt.Errorf("outline sync: %w", err)
 	}
-	defer clear(token)
+	token := cred.Secret()
 	if !found {
 		return ports.SyncPage{}, refused("sync", "the connection has no API token")
 	}
@@ -114,7 +115,7 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 	// the teardown removes with it).
 	var collection *outlinehandlers.Collection
 	if offset == 0 {
-		data, err := s.reader.CollectionInfo(ctx, string(token), job.ResourceID)
+		data, err := s.reader.CollectionInfo(ctx, token, job.ResourceID)
 		if err != nil {
 			return ports.SyncPage{}, err
 		}
@@ -124,7 +125,7 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 		}
 		collection = &c
 	}
-	page, err := s.reader.ListDocuments(ctx, string(token), job.ResourceID, offset, PageSize)
+	page, err := s.reader.ListDocuments(ctx, token, job.ResourceID, offset, PageSize)
 	if err != nil {
 		return ports.SyncPage{}, err
 	}

@@ -21,10 +21,14 @@ const (
 	// the same pass. REVOKED ones stay revoked until the workspace subscribes again; a
 	// connection without a token has nothing to check with.
 	dueAccessChecks = `
-SELECT c.workspace_id, c.id, c.kind, s.resource_type, s.resource_id, s.access, s.access_checked_at, c.secret_ciphertext
+SELECT c.workspace_id, c.id, c.kind, s.resource_type, s.resource_id, s.access, s.access_checked_at,
+       CASE WHEN c.kind = ANY ($8::text[]) THEN NULL
+            WHEN c.kind = ANY ($7::text[]) THEN c.api_token_ciphertext ELSE c.secret_ciphertext END
 FROM connection c
 JOIN connection_subscription s ON s.connection_id = c.id AND s.workspace_id = c.workspace_id
-WHERE c.kind = ANY ($1::text[]) AND c.state <> 'UNINSTALLED' AND c.secret_ciphertext IS NOT NULL
+WHERE c.kind = ANY ($1::text[]) AND c.state <> 'UNINSTALLED'
+  AND (c.kind = ANY ($8::text[])
+       OR CASE WHEN c.kind = ANY ($7::text[]) THEN c.api_token_ciphertext ELSE c.secret_ciphertext END IS NOT NULL)
   AND s.access <> 'REVOKED'
   AND (s.access_checked_at IS NULL OR s.access_checked_at < $2)
   AND (c.id, s.resource_type, s.resource_id) > ($3, $4, $5)
@@ -44,9 +48,16 @@ WHERE s.connection_id = $1 AND s.workspace_id = $2 AND s.resource_type = $3 AND 
 RETURNING old.before <> s.access`
 )
 
-// DueAccessChecks implements ports.AccessRecheckStore.
-func (s *Connections) DueAccessChecks(ctx context.Context, kinds []string, before time.Time, after ports.AccessCursor, limit int) ([]ports.AccessCheck, error) {
-	rows, _ := s.pool.Query(ctx, dueAccessChecks, kinds, before, after.ConnectionID, after.ResourceType, after.ResourceID, limit)
+// DueAccessChecks implements ports.AccessRecheckStore. The credential of a kind that accepts an
+// API token (GITLAB, OUTLINE) is that token; of any other kind its secret (a PAT, a bot token).
+func (s *Connections) DueAccessChecks(ctx context.Context, kinds, ownCredential []string, before time.Time, after ports.AccessCursor, limit int) ([]ports.AccessCheck, error) {
+	var apiTokenKinds []string
+	for name, k := range s.kinds {
+		if k.AcceptsAPIToken() {
+			apiTokenKinds = append(apiTokenKinds, name)
+		}
+	}
+	rows, _ := s.pool.Query(ctx, dueAccessChecks, kinds, before, after.ConnectionID, after.ResourceType, after.ResourceID, limit, apiTokenKinds, ownCredential)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ports.AccessCheck, error) {
 		var (
 			c      ports.AccessCheck

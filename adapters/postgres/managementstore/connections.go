@@ -75,7 +75,8 @@ const (
 		SELECT resource_type, resource_id, name, access, coalesce(access_reason, ''), access_checked_at
 		FROM connection_subscription
 		WHERE connection_id = $1 AND workspace_id = $2 ORDER BY resource_type, resource_id`
-	sealedSecretOf = `SELECT secret_ciphertext FROM connection WHERE workspace_id = $1 AND id = $2`
+	sealedSecretOf   = `SELECT secret_ciphertext FROM connection WHERE workspace_id = $1 AND id = $2`
+	sealedAPITokenOf = `SELECT api_token_ciphertext FROM connection WHERE workspace_id = $1 AND id = $2`
 	// replaceAPIToken stores a new provider API token. Admission never reads it, so
 	// config_version does not move: no delivery has to be retried for it.
 	replaceAPIToken = `
@@ -331,6 +332,32 @@ func (s *Connections) SealedSecret(ctx context.Context, workspaceID, id int64) (
 	return sealed, nil
 }
 
+// SealedAPIToken implements ports.ConnectionStore.
+func (s *Connections) SealedAPIToken(ctx context.Context, workspaceID, id int64) ([]byte, error) {
+	var sealed []byte
+	err := s.pool.QueryRow(ctx, sealedAPITokenOf, workspaceID, id).Scan(&sealed)
+	if err != nil {
+		return nil, pgutil.Interpret("connection api token", err)
+	}
+	return sealed, nil
+}
+
+// setAccess writes the verdicts of a check made with a new credential in tx (under the
+// connection's lifecycle lock); every subscription the check did not see becomes UNVERIFIED
+// with reason unchecked.
+func setAccess(ctx context.Context, tx pgx.Tx, workspaceID, id int64, access []ports.SubscribedResource, unchecked string) error {
+	n := len(access)
+	types, ids, states, reasons, checked := make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]*time.Time, n)
+	for i, r := range access {
+		types[i], ids[i], states[i], reasons[i], checked[i] = r.Type, r.ID, r.Access.String(), r.AccessReason, r.AccessCheckedAt
+	}
+	if _, err := tx.Exec(ctx, setCheckedAccess, id, workspaceID, types, ids, states, reasons, unchecked, checked); err != nil {
+		return pgutil.Interpret("set checked access", err)
+	}
+	return nil
+}
+
 // ReplaceSecret implements ports.ConnectionStore.
 func (s *Connections) ReplaceSecret(ctx context.Context, workspaceID, id int64, sealed []byte,
 	access []ports.SubscribedResource, unchecked string,
@@ -340,14 +367,8 @@ func (s *Connections) ReplaceSecret(ctx context.Context, workspaceID, id int64, 
 			return err
 		}
 		if access != nil {
-			n := len(access)
-			types, ids, states, reasons, checked := make([]string, n), make([]string, n), make([]string, n),
-				make([]string, n), make([]*time.Time, n)
-			for i, r := range access {
-				types[i], ids[i], states[i], reasons[i], checked[i] = r.Type, r.ID, r.Access.String(), r.AccessReason, r.AccessCheckedAt
-			}
-			if _, err := tx.Exec(ctx, setCheckedAccess, id, workspaceID, types, ids, states, reasons, unchecked, checked); err != nil {
-				return pgutil.Interpret("set checked access", err)
+			if err := setAccess(ctx, tx, workspaceID, id, access, unchecked); err != nil {
+				return err
 			}
 		}
 		rows, _ := tx.Query(ctx, replaceSecret, workspaceID, id, sealed)
@@ -361,11 +382,23 @@ func (s *Connections) ReplaceSecret(ctx context.Context, workspaceID, id int64, 
 }
 
 // ReplaceAPIToken implements ports.ConnectionStore: the row's lifecycle lock (FOR UPDATE, the
-// lock every connection change takes), so the token changes between whole transitions.
-func (s *Connections) ReplaceAPIToken(ctx context.Context, workspaceID, id int64, sealed []byte) (out ports.StoredConnection, err error) {
+// lock every connection change takes), so the token changes between whole transitions. With
+// verdicts (access not nil) the subscriptions' access changes with it, and config_version moves
+// (the routes changed).
+func (s *Connections) ReplaceAPIToken(ctx context.Context, workspaceID, id int64, sealed []byte,
+	access []ports.SubscribedResource, unchecked string,
+) (out ports.StoredConnection, err error) {
 	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := s.lock(ctx, tx, workspaceID, id); err != nil {
 			return err
+		}
+		if access != nil {
+			if err := setAccess(ctx, tx, workspaceID, id, access, unchecked); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, bumpConfigVersion, workspaceID, id); err != nil {
+				return pgutil.Interpret("bump config version", err)
+			}
 		}
 		rows, _ := tx.Query(ctx, replaceAPIToken, workspaceID, id, sealed)
 		out, err = pgx.CollectExactlyOneRow(rows, s.scan)

@@ -88,12 +88,24 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 			return nil, err
 		}
 	}
-	// A channel's backfill reads its history with the same client and token.
-	source, err := slacksync.New(client, store)
+	// A channel's backfill reads its history with the bot token of the workspace's own
+	// connection of the team only: never HEPHAESTUS_SLACK_BOT_TOKEN, which is instance-wide
+	// (CONTRACT.md "Provider access"). It is the fallback of the join notice and App Home
+	// views alone.
+	reader, err := webapi.New(webapi.Config{BaseURL: m.cfg.APIURL, Token: webapi.StoredTokens(stored, "")})
+	if err != nil {
+		return nil, fmt.Errorf("HEPHAESTUS_SLACK_API_URL: %w", err)
+	}
+	source, err := slacksync.New(reader, store)
 	if err != nil {
 		return nil, err
 	}
-	return built{sync: source, install: slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: m.cfg.ClientID, PublicURL: m.cfg.PublicURL}, oauth), Built: providerkit.Built{
+	// Every channel subscription is verified with the team's bot token of that connection.
+	access, err := webapi.NewChannelAccess(reader)
+	if err != nil {
+		return nil, err
+	}
+	return built{sync: source, access: access, install: slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: m.cfg.ClientID, PublicURL: m.cfg.PublicURL}, oauth), Built: providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return slackhandlers.Register(reg, handlers) },
@@ -110,12 +122,18 @@ type built struct {
 	providerkit.Built
 	install *slackoauth.Flow
 	sync    *slacksync.Source
+	access  *webapi.ChannelAccess
 }
 
 var (
-	_ ports.InstallFlows = built{}
-	_ ports.Syncing      = built{}
+	_ ports.InstallFlows   = built{}
+	_ ports.Syncing        = built{}
+	_ ports.AccessChecking = built{}
 )
+
+func (b built) AccessCheckers() []ports.ResourceAccessChecker {
+	return []ports.ResourceAccessChecker{b.access}
+}
 
 func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }
 

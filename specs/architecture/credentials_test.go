@@ -1,0 +1,102 @@
+package architecture_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/specs/architecture"
+)
+
+// instanceTokens are the retired instance-wide provider tokens (CONTRACT.md "Provider access":
+// an instance-wide token is never used for a resource a workspace chose).
+var instanceTokens = []string{"HEPHAESTUS_GITHUB_API_TOKEN", "HEPHAESTUS_GITLAB_API_TOKEN"}
+
+// credentialViolations scans the module's non-test Go files under root for the ways a backfill
+// or handler read could reach an instance-wide token: the variables read anywhere but
+// bootstrap's config (which only warns that they are ignored), a module Config of GitHub or
+// GitLab with a token field (the path the token took into the clients), and a
+// managementstore.SpecCredential call (the spec-only credential) outside a _test.go file.
+func credentialViolations(root string) []string {
+	GinkgoHelper()
+	var out []string
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == "specs" || rel == "testdata" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		moduleConfig := strings.HasSuffix(filepath.Dir(rel), "githubmodule") || strings.HasSuffix(filepath.Dir(rel), "gitlabmodule")
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.BasicLit:
+				if n.Kind != token.STRING {
+					return true
+				}
+				v, _ := strconv.Unquote(n.Value)
+				for _, t := range instanceTokens {
+					if v == t && rel != "bootstrap/config.go" {
+						out = append(out, rel+" reads "+t)
+					}
+				}
+			case *ast.SelectorExpr:
+				if n.Sel.Name == "SpecCredential" {
+					out = append(out, rel+" calls SpecCredential outside a spec")
+				}
+			case *ast.TypeSpec:
+				st, ok := n.Type.(*ast.StructType)
+				if !moduleConfig || n.Name.Name != "Config" || !ok {
+					return true
+				}
+				for _, field := range st.Fields.List {
+					for _, name := range field.Names {
+						if strings.Contains(name.Name, "Token") {
+							out = append(out, rel+" Config."+name.Name+" hands a provider client an instance-wide token")
+						}
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+var _ = Describe("Provider credentials", func() {
+	It("reach no backfill or handler read from an instance-wide token: only a connection lookup makes a credential", func() {
+		root, _, err := architecture.FindModule(".")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(credentialViolations(root)).To(BeEmpty())
+	})
+
+	It("would catch a module that takes the token again, a read of the variable, and a spec credential in production code", func() {
+		Expect(credentialViolations(filepath.Join("testdata", "credentials"))).To(ConsistOf(
+			"adapters/github/githubmodule/module.go Config.APIToken hands a provider client an instance-wide token",
+			"adapters/gitlab/gitlabsync/source.go reads HEPHAESTUS_GITLAB_API_TOKEN",
+			"adapters/gitlab/gitlabsync/source.go calls SpecCredential outside a spec",
+		))
+	})
+})
