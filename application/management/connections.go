@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -58,7 +58,10 @@ func (s *Service) CreateConnection(ctx context.Context, m Managed, req Connectio
 	if !ok {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "unknown-kind", req.Kind)
 	}
-	if err := checkSourceServerURL(req.SourceServerURL); err != nil {
+	// Stored canonical: admission copies it into every row's Hephaestus-Source-Server-Url
+	// header, and erasure and the install flows compare that one spelling.
+	sourceServerURL, err := provider.CanonicalServerURL(req.SourceServerURL)
+	if err != nil {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-source-server-url", err.Error())
 	}
 	config := req.Config
@@ -88,7 +91,7 @@ func (s *Service) CreateConnection(ctx context.Context, m Managed, req Connectio
 	c, err := s.connections.CreateConnection(ctx, ports.NewConnection{
 		WorkspaceID:     m.ws.ID,
 		Kind:            entry.kind,
-		SourceServerURL: req.SourceServerURL,
+		SourceServerURL: sourceServerURL,
 		Config:          config,
 		SourceKey:       sourceKey,
 		SealSecret:      seal,
@@ -112,22 +115,6 @@ func (s *Service) sealer(value, what string) func(int64) ([]byte, error) {
 		}
 		return sealed, nil
 	}
-}
-
-// checkSourceServerURL wants an absolute http(s) URL without credentials: it is copied into
-// every stored row's Hephaestus-Source-Server-Url header, where a password must never go.
-func checkSourceServerURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("parse source server url: %w", err)
-	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("source server url %q is not an absolute http(s) URL", raw)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("source server url must not carry credentials, a query or a fragment")
-	}
-	return nil
 }
 
 // WebhookURL is the path a per-connection provider posts to ("/webhooks/gitlab/3"), or "" for
