@@ -1,10 +1,13 @@
 // Package installflow runs the provider install flows of CONTRACT.md ("Install flows"): a
-// workspace ADMIN asks for an install link, the provider sends the person back with a code and
-// the signed state, and the connection is created only when the provider itself vouches for it
-// (each provider's ports.InstallFlow asks it, e.g. which installations the person's user token
-// lists, or what an OAuth exchange completed). The state is HMAC-signed, bound to the flow, the
-// workspace and the principal, expires after an hour and is single-use on every server (its
-// nonce is recorded in the database).
+// workspace ADMIN asks for an install link (and gets a browser cookie that binds it), the
+// provider sends the person back with a code and the signed state, the person confirms the
+// workspace the page names (a form with a CSRF token), and the connection is created only when
+// the provider itself vouches for it (each provider's ports.InstallFlow asks it, e.g. whether
+// the person's user token lists the installation and administers its account, or what an OAuth
+// exchange completed). The state is HMAC-signed, bound to the flow, the workspace and the
+// principal, expires after an hour and is single-use on every server (its nonce is recorded in
+// the database); the callback needs the cookie of that very state, so a link opened in another
+// browser completes nothing.
 //
 // The connection is created through management.Service.CreateVerifiedInstallConnection, the
 // same use case the API's connection creation runs, as the instance administrator would: the
