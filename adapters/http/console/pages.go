@@ -57,7 +57,7 @@ var funcs = template.FuncMap{
 	},
 }
 
-var pageNames = []string{"signin", "error", "workspaces", "deadletters", "deadletter", "confirm", "connections", "changes", "erasure", "sync", "syncs"}
+var pageNames = []string{"signin", "error", "workspaces", "deadletters", "deadletter", "confirm", "connections", "changes", "erasure", "sync", "syncs", "install"}
 
 func parsePages() (map[string]*template.Template, error) {
 	out := make(map[string]*template.Template, len(pageNames))
