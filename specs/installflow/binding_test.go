@@ -124,6 +124,15 @@ var _ = Describe("Install flows prove control and are bound to the browser", fun
 			Expect(logs.all()).To(ContainSubstring("account-admin-unavailable"))
 		})
 
+		It("says to retry, not \"not an administrator\", when GitHub rate-limits the membership read", func(ctx SpecContext) {
+			fakeGH.mu.Lock()
+			fakeGH.rateLimited = true
+			fakeGH.mu.Unlock()
+			expectPage(githubSetup(a, "1001", "code-ana", state), http.StatusBadGateway, "Please retry")
+			Expect(connections(ctx)).To(BeZero())
+			Expect(logs.all()).NotTo(ContainSubstring("not-account-admin"))
+		})
+
 		It("creates nothing for an attacker's link opened in a victim's browser that has no cookie", func(ctx SpecContext) {
 			attacker := newBrowser()
 			evil := attacker.installURL(a, "github-app", "globex", gina.Token).Query().Get("state")

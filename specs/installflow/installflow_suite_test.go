@@ -207,6 +207,7 @@ type fakeGitHub struct {
 	memberships   map[string]map[string][2]string // user token -> org login -> role, state
 	exchangeFails bool
 	listFails     bool
+	rateLimited   bool // the membership read answers GitHub's primary rate limit (403, remaining 0)
 	exchanges     []*http.Request
 	lists         []*http.Request
 	reads         []string // "GET path" of /user and /user/memberships reads
@@ -298,6 +299,12 @@ func newFakeGitHub() *fakeGitHub {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
+		if f.rateLimited {
+			w.Header().Set("X-RateLimit-Remaining", "0")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"message":"API rate limit exceeded"}`)
+			return
+		}
 		m, ok := f.memberships[token][r.PathValue("org")]
 		if !ok {
 			// GitHub answers 404 for an organization the person is no member of.
@@ -337,7 +344,7 @@ func (f *fakeGitHub) reset() {
 	f.memberships = map[string]map[string][2]string{"gho_user-token-of-ana": {
 		"octo-org": {"admin", "active"}, "other-org": {"member", "active"},
 	}}
-	f.exchangeFails, f.listFails = false, false
+	f.exchangeFails, f.listFails, f.rateLimited = false, false, false
 	f.exchanges, f.lists, f.reads = nil, nil, nil
 }
 

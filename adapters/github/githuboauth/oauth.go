@@ -73,28 +73,46 @@ func unavailable(detail string) error {
 	return fmt.Errorf("github: %s: %w", detail, ports.ErrUnavailable)
 }
 
-func (c *Client) do(req *http.Request, into any) (http.Header, error) {
+// send makes req and reads its answer (bounded). Errors: ports.ErrUnavailable (transport).
+func (c *Client) send(req *http.Request) (*http.Response, []byte, error) {
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "hephaestus")
 	res, err := c.cfg.HTTP.Do(req)
 	if err != nil {
 		// url.Error names the URL, which holds no secret here (codes and tokens go in bodies
 		// and headers).
-		return nil, unavailable("request failed")
+		return nil, nil, unavailable("request failed")
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
 	if err != nil {
-		return nil, unavailable("read answer")
+		return nil, nil, unavailable("read answer")
 	}
+	return res, body, nil
+}
+
+// decode reads a 2xx answer's JSON into into; 401 is ports.ErrUnauthenticated, any other
+// status ports.ErrUnavailable.
+func decode(req *http.Request, res *http.Response, body []byte, into any) error {
 	switch {
 	case res.StatusCode == http.StatusUnauthorized:
-		return nil, fmt.Errorf("github: %s answered 401: %w", req.URL.Path, ports.ErrUnauthenticated)
+		return fmt.Errorf("github: %s answered 401: %w", req.URL.Path, ports.ErrUnauthenticated)
 	case res.StatusCode < 200 || res.StatusCode > 299:
-		return nil, unavailable(fmt.Sprintf("%s answered %d", req.URL.Path, res.StatusCode))
+		return unavailable(fmt.Sprintf("%s answered %d", req.URL.Path, res.StatusCode))
 	}
 	if err := json.Unmarshal(body, into); err != nil {
-		return nil, unavailable(req.URL.Path + " answered no JSON of the documented shape")
+		return unavailable(req.URL.Path + " answered no JSON of the documented shape")
+	}
+	return nil
+}
+
+func (c *Client) do(req *http.Request, into any) (http.Header, error) {
+	res, body, err := c.send(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := decode(req, res, body, into); err != nil {
+		return nil, err
 	}
 	return res.Header, nil
 }
@@ -247,32 +265,19 @@ func (c *Client) userRequest(ctx context.Context, u, userToken string) (*http.Re
 	return req, nil
 }
 
-// doFound is do for a read whose 404 or 403 means "no such thing for this token" (false).
+// doFound is do for a read whose 404, or 403 that is no rate limit (a limit answers 403 with
+// X-RateLimit-Remaining 0 or Retry-After), means "no such thing for this token" (false).
 func (c *Client) doFound(req *http.Request, into any) (bool, error) {
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "hephaestus")
-	res, err := c.cfg.HTTP.Do(req)
+	res, body, err := c.send(req)
 	if err != nil {
-		return false, unavailable("request failed")
+		return false, err
 	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
-	if err != nil {
-		return false, unavailable("read answer")
-	}
-	switch {
-	case res.StatusCode == http.StatusNotFound:
+	if res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusForbidden &&
+		res.Header.Get("X-RateLimit-Remaining") != "0" && res.Header.Get("Retry-After") == "" {
 		return false, nil
-	case res.StatusCode == http.StatusForbidden && res.Header.Get("X-RateLimit-Remaining") != "0" && res.Header.Get("Retry-After") == "":
-		// Forbidden, not rate-limited (a limit answers 403 with one of those headers).
-		return false, nil
-	case res.StatusCode == http.StatusUnauthorized:
-		return false, fmt.Errorf("github: %s answered 401: %w", req.URL.Path, ports.ErrUnauthenticated)
-	case res.StatusCode < 200 || res.StatusCode > 299:
-		return false, unavailable(fmt.Sprintf("%s answered %d", req.URL.Path, res.StatusCode))
 	}
-	if err := json.Unmarshal(body, into); err != nil {
-		return false, unavailable(req.URL.Path + " answered no JSON of the documented shape")
+	if err := decode(req, res, body, into); err != nil {
+		return false, err
 	}
 	return true, nil
 }
