@@ -2,6 +2,8 @@ package installflow
 
 import (
 	"bytes"
+	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
 )
@@ -60,4 +62,34 @@ func TestCSRFTokenIsTheStatesOwn(t *testing.T) {
 			t.Errorf("%s token: verifyCSRF = %v, want errCSRFInvalid", name, err)
 		}
 	}
+}
+
+// FuzzVerifyCookie feeds arbitrary cookie values to verifyCookie: it never panics, and what it
+// accepts decodes to exactly the bytes signCookie made for the state (a base64 spelling of
+// them may differ in unused bits).
+func FuzzVerifyCookie(f *testing.F) {
+	key := bytes.Repeat([]byte{7}, MinStateKeyLength)
+	now := time.Unix(1_800_000_000, 0)
+	st := state{Provider: flowA, Workspace: 1, Slug: "acme", Account: 2, Nonce: "n1", Expires: now.Add(time.Hour).Unix()}
+	good, err := signCookie(key, st)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add("")
+	f.Add("eyJwIjoiYXBwLWluc3RhbGwiLCJuIjoibjEiLCJlIjoxODAwMDAzNjAwfQ.AAAA")
+	f.Fuzz(func(t *testing.T, raw string) {
+		if verifyCookie(key, raw, st, now) != nil {
+			return
+		}
+		decode := func(v string) []byte {
+			p, m, _ := strings.Cut(v, ".")
+			payload, _ := base64.RawURLEncoding.DecodeString(p)
+			mac, _ := base64.RawURLEncoding.DecodeString(m)
+			return append(append(payload, '.'), mac...)
+		}
+		if !bytes.Equal(decode(raw), decode(good)) {
+			t.Fatalf("accepted %q, which is not the state's cookie", raw)
+		}
+	})
 }
