@@ -176,6 +176,14 @@ func (s *Service) Transition(ctx context.Context, m Managed, id int64, action co
 	return c, nil
 }
 
+// InstallFlowRequired reports whether m's principal would be refused action on c with
+// install-flow-required (activating an UNINSTALLED shared-URL connection without being the
+// instance administrator), so that a page offers no button that cannot work. Transition
+// decides again under the lock.
+func (s *Service) InstallFlowRequired(m Managed, c ports.StoredConnection, action connection.Action) bool {
+	return action == connection.Activate && c.State == connection.Uninstalled && !m.by.InstanceAdmin && s.sharedSource(c)
+}
+
 // sharedSource reports whether c binds its workspace to a shared-URL source (bindsSharedSource);
 // a connection whose provider module is no longer wired counts as one when its kind has no URL
 // of its own, so an unknown module never opens the way back.
