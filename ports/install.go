@@ -19,9 +19,12 @@ type InstallResult string
 
 // The results of an install callback.
 const (
+	InstallConfirm          InstallResult = "confirm" // the callback checked out: the person confirms the workspace
 	InstallConnected        InstallResult = "connected"
-	InstallInvalidLink      InstallResult = "invalid-link"      // forged, expired, reused, other workspace, bad parameters
+	InstallInvalidLink      InstallResult = "invalid-link"      // forged, expired, reused, other workspace, bad parameters, no CSRF token
+	InstallOtherBrowser     InstallResult = "other-browser"     // the link was not started in this browser (no or another flow's cookie)
 	InstallNotListed        InstallResult = "not-listed"        // the provider does not vouch for the installation being the person's
+	InstallNotAdmin         InstallResult = "not-admin"         // the person does not administer the installation's account
 	InstallAlreadyConnected InstallResult = "already-connected" // a live connection has the installation or team
 	InstallRetry            InstallResult = "retry"             // the provider or the database failed: start again
 	InstallRequested        InstallResult = "requested"         // an owner must approve the installation first
@@ -65,6 +68,10 @@ type InstallFlow interface {
 	// Precheck reads the callback's query before its state is used; a refusal ends the
 	// callback there (a cancelled or a malformed callback).
 	Precheck(query url.Values) *InstallRefusal
-	// Complete asks the provider, after the state was used, what the callback's code installed.
+	// Carried are the callback's parameters the confirmation form carries to Complete (the
+	// state is carried by the flow itself).
+	Carried() []string
+	// Complete asks the provider, after the state was used and the person confirmed, what the
+	// callback's code installed.
 	Complete(ctx context.Context, query url.Values) (InstallConnection, *InstallRefusal)
 }

@@ -131,7 +131,7 @@ func judge(event string, payload map[string]any, deliveryID string, env ports.En
 			want = "github:organization:" + id("organization")
 		}
 		if env.Subject.String() != want || len(env.Route.Resources) == 0 || env.DeliveryKey != deliveryID ||
-			env.Route.SourceKey != id("installation") || !env.Route.RecipientsAnyConnection {
+			env.Route.SourceKey != id("installation") || env.Route.RecipientsAnyConnection != github.ReaderVisible(event) {
 			return fmt.Sprintf("work event parsed as %+v, want subject %s", env, want)
 		}
 	}

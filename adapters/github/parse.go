@@ -143,7 +143,8 @@ func (w *Webhook) validateControl(event string, body jsonObject) (string, error)
 }
 
 // parseWork routes a work event: its source is the App installation named by the signed body,
-// its recipients are the subscriptions to its repository or organization through any GitHub
+// its recipients are the subscriptions to its repository or organization through the source,
+// and, for an event type any reader of the repository sees (ReaderVisible), through any GitHub
 // connection (PAT workspaces receive through the App source).
 func parseWork(env ports.Envelope, body jsonObject, keys SubjectKeyDeriver) (ports.Envelope, error) {
 	installationID, present, ok := body.nestedID("installation")
@@ -155,7 +156,8 @@ func parseWork(env ports.Envelope, body jsonObject, keys SubjectKeyDeriver) (por
 	if !ok {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "installation.id is not a positive integer")
 	}
-	env.Route = ports.RouteSpec{SourceKind: KindApp.String(), SourceKey: installationID, RecipientsAnyConnection: true}
+	env.Route = ports.RouteSpec{SourceKind: KindApp.String(), SourceKey: installationID,
+		RecipientsAnyConnection: ReaderVisible(env.EventType)}
 	for _, kind := range []string{ResourceRepository, ResourceOrganization} {
 		id, present, ok := body.nestedID(kind)
 		if !present {

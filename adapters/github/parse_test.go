@@ -62,6 +62,26 @@ var _ = Describe("Parsing a GitHub delivery", func() {
 			}))
 		})
 
+		It("lets PAT workspaces receive only event types any reader of the repository sees; grants, installation, keys and alerts stay with the App", func() {
+			body := `{"action":"added","repository":{"id":1296269},"organization":{"id":9},"installation":{"id":1001},"member":{"id":5,"login":"eve"}}`
+			for _, event := range []string{"member", "team_add", "membership", "team", "repository", "organization", "deploy_key",
+				"security_advisory", "repository_vulnerability_alert", "secret_scanning_alert", "code_scanning_alert",
+				"dependabot_alert", "branch_protection_rule", "some_future_event"} {
+				env, err := parse(event, body)
+				Expect(err).NotTo(HaveOccurred(), event)
+				Expect(env.DropReason).To(BeEmpty(), event)
+				Expect(env.Route.SourceKey).To(Equal("1001"), event)
+				Expect(env.Route.RecipientsAnyConnection).To(BeFalse(), event)
+				Expect(github.ReaderVisible(event)).To(BeFalse(), event)
+			}
+			for _, event := range []string{"issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment",
+				"push", "create", "delete", "label", "milestone", "release", "status", "check_run", "check_suite"} {
+				env, err := parse(event, body)
+				Expect(err).NotTo(HaveOccurred(), event)
+				Expect(env.Route.RecipientsAnyConnection).To(BeTrue(), event)
+			}
+		})
+
 		It("keeps the repository's subject across a rename", func() {
 			renamed := `{"action":"renamed","changes":{"repository":{"name":{"from":"hello"}}},"repository":{"id":1296269,"name":"world","full_name":"octo-org/world"},"installation":{"id":1001}}`
 			before, err := parse("issues", issueBody)

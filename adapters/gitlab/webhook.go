@@ -88,11 +88,24 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 	if err != nil {
 		return err
 	}
-	if instance := req.Headers.Get(headerInstance); instance != "" &&
-		strings.TrimRight(instance, "/") != strings.TrimRight(conn.SourceServerURL, "/") {
+	if instance := req.Headers.Get(headerInstance); instance != "" && !sameInstance(instance, conn.SourceServerURL) {
 		return ports.Reject(ports.ErrUnauthenticated, reasonWrongInstance, "X-Gitlab-Instance is not the connection's source server")
 	}
 	return nil
+}
+
+// sameInstance compares the X-Gitlab-Instance header with the connection's source server URL
+// in their canonical forms (provider.CanonicalServerURL; connections store theirs canonical).
+func sameInstance(header, sourceServerURL string) bool {
+	h, err := provider.CanonicalServerURL(header)
+	if err != nil {
+		return false
+	}
+	c, err := provider.CanonicalServerURL(sourceServerURL)
+	if err != nil {
+		c = strings.TrimRight(sourceServerURL, "/")
+	}
+	return h == c
 }
 
 // verifyToken compares digests of the token and the secret, so the comparison takes the same

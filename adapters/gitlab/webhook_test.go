@@ -1,7 +1,9 @@
 package gitlab_test
 
 import (
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -153,6 +155,17 @@ var _ = Describe("Verifying a GitLab delivery", func() {
 		It("accepts the connection's source server, with or without a trailing slash", func() {
 			Expect(hook.Verify(request(body, "X-Gitlab-Token", plainToken, "X-Gitlab-Instance", instance), conn(plainToken, nil))).To(Succeed())
 			Expect(hook.Verify(request(body, "X-Gitlab-Token", plainToken, "X-Gitlab-Instance", instance+"/"), conn(plainToken, nil))).To(Succeed())
+		})
+
+		It("compares the header and the source server in their canonical forms (case of scheme and host, default port)", func() {
+			u, err := url.Parse(instance)
+			Expect(err).NotTo(HaveOccurred())
+			upper := strings.ToUpper(u.Scheme) + "://" + strings.ToUpper(u.Host) + ":443" + u.Path + "/"
+			Expect(hook.Verify(request(body, "X-Gitlab-Token", plainToken, "X-Gitlab-Instance", upper), conn(plainToken, nil))).To(Succeed())
+			Expect(hook.Verify(request(body, "X-Gitlab-Token", plainToken, "X-Gitlab-Instance", strings.Replace(instance, "https://", "http://", 1)), conn(plainToken, nil))).
+				To(beRejected(ports.ErrUnauthenticated, "wrong-instance"))
+			Expect(hook.Verify(request(body, "X-Gitlab-Token", plainToken, "X-Gitlab-Instance", "not a url"), conn(plainToken, nil))).
+				To(beRejected(ports.ErrUnauthenticated, "wrong-instance"))
 		})
 
 		It("refuses a delivery from another instance", func() {

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -83,14 +82,22 @@ type Config struct {
 }
 
 // SourceServerURLOfInstallations is the namespace stored on installation rows no connection
-// names (DefaultSourceServerURL): person erasure accepts it as a namespace.
-func (c Config) SourceServerURLOfInstallations() string { return c.DefaultSourceServerURL }
-
-func (c Config) validate() error {
-	u, err := url.Parse(c.DefaultSourceServerURL)
-	if err != nil || !u.IsAbs() || u.Host == "" {
-		return fmt.Errorf("admission: DefaultSourceServerURL %q is not an absolute URL", c.DefaultSourceServerURL)
+// names (DefaultSourceServerURL, canonical): person erasure accepts it as a namespace.
+func (c Config) SourceServerURLOfInstallations() string {
+	if u, err := provider.CanonicalServerURL(c.DefaultSourceServerURL); err == nil {
+		return u
 	}
+	return c.DefaultSourceServerURL
+}
+
+// canonical validates DefaultSourceServerURL and stores it canonical, the spelling every
+// connection's URL has (provider.CanonicalServerURL).
+func (c *Config) canonical() error {
+	u, err := provider.CanonicalServerURL(c.DefaultSourceServerURL)
+	if err != nil {
+		return fmt.Errorf("admission: DefaultSourceServerURL: %w", err)
+	}
+	c.DefaultSourceServerURL = u
 	return nil
 }
 
@@ -109,7 +116,7 @@ type Service struct {
 func New(cfg Config, store ports.AdmissionStore, directory ports.ConnectionDirectory,
 	notifier ports.Notifier, metrics ports.AdmissionMetrics, log ports.Logger, clock ports.Clock,
 ) (*Service, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.canonical(); err != nil {
 		return nil, err
 	}
 	if store == nil || directory == nil || notifier == nil || metrics == nil || log == nil || clock == nil {

@@ -1,10 +1,13 @@
 // Package installflow runs the provider install flows of CONTRACT.md ("Install flows"): a
-// workspace ADMIN asks for an install link, the provider sends the person back with a code and
-// the signed state, and the connection is created only when the provider itself vouches for it
-// (each provider's ports.InstallFlow asks it, e.g. which installations the person's user token
-// lists, or what an OAuth exchange completed). The state is HMAC-signed, bound to the flow, the
-// workspace and the principal, expires after an hour and is single-use on every server (its
-// nonce is recorded in the database).
+// workspace ADMIN asks for an install link (and gets a browser cookie that binds it), the
+// provider sends the person back with a code and the signed state, the person confirms the
+// workspace the page names (a form with a CSRF token), and the connection is created only when
+// the provider itself vouches for it (each provider's ports.InstallFlow asks it, e.g. whether
+// the person's user token lists the installation and administers its account, or what an OAuth
+// exchange completed). The state is HMAC-signed, bound to the flow, the workspace and the
+// principal, expires after an hour and is single-use on every server (its nonce is recorded in
+// the database); the callback needs the cookie of that very state, so a link opened in another
+// browser completes nothing.
 //
 // The connection is created through management.Service.CreateVerifiedInstallConnection, the
 // same use case the API's connection creation runs, as the instance administrator would: the
@@ -84,31 +87,44 @@ func notConfigured() error {
 	return ports.Reject(ports.ErrConflict, "install-flow-not-configured", "")
 }
 
-// newState signs a fresh state for flow, bound to the managed workspace and its caller.
-func (s *Service) newState(flow string, m management.Managed) (string, error) {
-	nonce, err := newNonce()
-	if err != nil {
-		return "", fmt.Errorf("install state nonce: %w", err)
-	}
-	p := m.Principal()
-	return sign(s.cfg.StateKey, state{
-		Provider: flow, Workspace: m.Workspace().ID, Slug: m.Workspace().Slug,
-		Account: p.AccountID, AdminToken: p.IsAdminToken(), Nonce: nonce,
-		Expires: s.clock.Now().Add(s.cfg.StateTTL).Unix(),
-	})
+// Started is a started flow: the provider's install link, and the browser binding the
+// callback requires, which the HTTP adapter sets as a cookie (HttpOnly, SameSite=Lax) on the
+// answer to the browser that asked.
+type Started struct {
+	URL     string
+	Cookie  string
+	Expires time.Time
 }
 
+// CookieName is the name of flow's browser-binding cookie.
+func CookieName(flow string) string { return "hx_install_" + flow }
+
 // Start is flow's install link for the managed workspace (its ADMIN or the instance
-// administrator). Errors: ports.ErrConflict "install-flow-not-configured".
-func (s *Service) Start(_ context.Context, flow ports.InstallFlow, m management.Managed) (string, error) {
+// administrator), with the browser binding. Errors: ports.ErrConflict
+// "install-flow-not-configured".
+func (s *Service) Start(_ context.Context, flow ports.InstallFlow, m management.Managed) (Started, error) {
 	if !flow.Configured() {
-		return "", notConfigured()
+		return Started{}, notConfigured()
 	}
-	st, err := s.newState(flow.Name(), m)
+	nonce, err := newNonce()
 	if err != nil {
-		return "", err
+		return Started{}, fmt.Errorf("install state nonce: %w", err)
 	}
-	return flow.AuthorizeURL(st), nil
+	p := m.Principal()
+	st := state{
+		Provider: flow.Name(), Workspace: m.Workspace().ID, Slug: m.Workspace().Slug,
+		Account: p.AccountID, AdminToken: p.IsAdminToken(), Nonce: nonce,
+		Expires: s.clock.Now().Add(s.cfg.StateTTL).Unix(),
+	}
+	signed, err := sign(s.cfg.StateKey, st)
+	if err != nil {
+		return Started{}, err
+	}
+	cookie, err := signCookie(s.cfg.StateKey, st)
+	if err != nil {
+		return Started{}, err
+	}
+	return Started{URL: flow.AuthorizeURL(signed), Cookie: cookie, Expires: st.expiresAt()}, nil
 }
 
 // Result is how a callback ended; the HTTP adapter turns it into a page.
@@ -116,22 +132,36 @@ type Result = ports.InstallResult
 
 // The results of a callback (ports.InstallResult).
 const (
+	Confirm          = ports.InstallConfirm
 	Connected        = ports.InstallConnected
 	InvalidLink      = ports.InstallInvalidLink
+	OtherBrowser     = ports.InstallOtherBrowser
 	NotListed        = ports.InstallNotListed
+	NotAdmin         = ports.InstallNotAdmin
 	AlreadyConnected = ports.InstallAlreadyConnected
 	Retry            = ports.InstallRetry
 	Requested        = ports.InstallRequested
 	Declined         = ports.InstallDeclined
 )
 
-// Outcome is a callback's result, with the connection when Connected.
+// Outcome is a callback's result: with Confirm, the workspace to confirm and the form's
+// fields (the carried callback parameters, the state and the CSRF token); with Connected, the
+// connection and its workspace.
 type Outcome struct {
 	Result     Result
+	Workspace  ports.Workspace
+	Form       url.Values
 	Connection ports.StoredConnection
 }
 
-// refuse logs a refusal with its reason (never a code, token or state) and returns result.
+// Form field names of the confirmation form.
+const (
+	FieldState = "state"
+	FieldCSRF  = "csrf"
+)
+
+// refuse logs a refusal with its reason (never a code, token, cookie or state) and returns
+// result.
 func (s *Service) refuse(flow string, result Result, reason string, st state, err error) Outcome {
 	kv := []any{"flow", flow, "result", string(result), "reason", reason}
 	if st.Workspace > 0 {
@@ -145,13 +175,17 @@ func (s *Service) refuse(flow string, result Result, reason string, st state, er
 	return Outcome{Result: result}
 }
 
-// claim verifies the state, re-authorises its principal for its workspace and uses its nonce.
-// On refusal it returns the outcome to answer.
-func (s *Service) claim(ctx context.Context, flow, raw string) (management.Managed, state, *Outcome) {
+// authorise verifies the state and the browser binding (cookie) and re-authorises the state's
+// principal for its workspace; it uses nothing. On refusal it returns the outcome to answer.
+func (s *Service) authorise(ctx context.Context, flow, raw, cookie string) (management.Managed, state, *Outcome) {
 	st, err := verify(s.cfg.StateKey, raw, flow, s.clock.Now())
 	if err != nil {
 		o := s.refuse(flow, InvalidLink, err.Error(), state{}, nil)
 		return management.Managed{}, state{}, &o
+	}
+	if err := verifyCookie(s.cfg.StateKey, cookie, st, s.clock.Now()); err != nil {
+		o := s.refuse(flow, OtherBrowser, err.Error(), st, nil)
+		return management.Managed{}, st, &o
 	}
 	p, err := s.mgmt.InstallPrincipal(ctx, st.Account, st.AdminToken)
 	if err != nil {
@@ -168,10 +202,6 @@ func (s *Service) claim(ctx context.Context, flow, raw string) (management.Manag
 		o := s.refuse(flow, InvalidLink, "workspace-replaced", st, nil)
 		return management.Managed{}, st, &o
 	}
-	if err := s.states.UseInstallState(ctx, st.Nonce, st.expiresAt()); err != nil {
-		o := s.refuseErr(flow, "state-reused", st, err)
-		return management.Managed{}, st, &o
-	}
 	return m, st, nil
 }
 
@@ -184,31 +214,71 @@ func (s *Service) refuseErr(flow, reason string, st state, err error) Outcome {
 	return s.refuse(flow, Retry, reason, st, err)
 }
 
-// Finish completes flow's callback with its query: the provider's precheck, then the state
-// (verified, re-authorised, used once), then the provider's word on what was installed, and only
-// then the connection.
-func (s *Service) Finish(ctx context.Context, flow ports.InstallFlow, query url.Values) Outcome {
+// precheck runs the provider's precheck of the callback's parameters.
+func (s *Service) precheck(flow ports.InstallFlow, params url.Values) *Outcome {
 	if !flow.Configured() {
-		return s.refuse(flow.Name(), InvalidLink, "flow-not-configured", state{}, nil)
+		o := s.refuse(flow.Name(), InvalidLink, "flow-not-configured", state{}, nil)
+		return &o
 	}
-	if r := flow.Precheck(query); r != nil {
+	if r := flow.Precheck(params); r != nil {
 		if r.Result == Declined {
 			// The person cancelled on the provider's page: nothing to refuse.
-			return Outcome{Result: Declined}
+			return &Outcome{Result: Declined}
 		}
-		return s.refuse(flow.Name(), r.Result, r.Reason, state{}, r.Err)
+		o := s.refuse(flow.Name(), r.Result, r.Reason, state{}, r.Err)
+		return &o
 	}
-	m, st, refused := s.claim(ctx, flow.Name(), query.Get("state"))
+	return nil
+}
+
+// Review answers the provider's redirect (GET): the provider's precheck, then the state and
+// the browser binding, then the person's right to manage the workspace, and then a
+// confirmation naming the workspace (Confirm, with the form to post). Nothing is used,
+// exchanged with the provider or created here.
+func (s *Service) Review(ctx context.Context, flow ports.InstallFlow, query url.Values, cookie string) Outcome {
+	if o := s.precheck(flow, query); o != nil {
+		return *o
+	}
+	m, st, refused := s.authorise(ctx, flow.Name(), query.Get(FieldState), cookie)
 	if refused != nil {
 		return *refused
 	}
-	c, r := flow.Complete(ctx, query)
+	form := url.Values{FieldState: {query.Get(FieldState)}, FieldCSRF: {csrfToken(s.cfg.StateKey, st)}}
+	for _, k := range flow.Carried() {
+		if v := query.Get(k); v != "" {
+			form.Set(k, v)
+		}
+	}
+	return Outcome{Result: Confirm, Workspace: m.Workspace(), Form: form}
+}
+
+// Finish completes flow with the confirmation form (POST): the state, the browser binding and
+// the CSRF token (a refused form uses nothing), the provider's precheck, then the state is used
+// (once, on every server), the provider is asked what was installed, and only then the
+// connection is created.
+func (s *Service) Finish(ctx context.Context, flow ports.InstallFlow, form url.Values, cookie string) Outcome {
+	if o := s.precheck(flow, form); o != nil {
+		return *o
+	}
+	m, st, refused := s.authorise(ctx, flow.Name(), form.Get(FieldState), cookie)
+	if refused != nil {
+		return *refused
+	}
+	if err := verifyCSRF(s.cfg.StateKey, form.Get(FieldCSRF), st); err != nil {
+		return s.refuse(flow.Name(), InvalidLink, err.Error(), st, nil)
+	}
+	if err := s.states.UseInstallState(ctx, st.Nonce, st.expiresAt()); err != nil {
+		return s.refuseErr(flow.Name(), "state-reused", st, err)
+	}
+	c, r := flow.Complete(ctx, form)
 	if r != nil {
 		return s.refuse(flow.Name(), r.Result, r.Reason, st, r.Err)
 	}
-	return s.create(ctx, flow.Name(), st, m, management.ConnectionRequest{
+	o := s.create(ctx, flow.Name(), st, m, management.ConnectionRequest{
 		Kind: c.Kind, SourceServerURL: c.SourceServerURL, Config: c.Config, Secret: c.Secret,
 	})
+	o.Workspace = m.Workspace()
+	return o
 }
 
 func (s *Service) create(ctx context.Context, flow string, st state, m management.Managed, req management.ConnectionRequest) Outcome {

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -94,4 +95,98 @@ func verify(key []byte, raw, provider string, now time.Time) (state, error) {
 		return state{}, errStateExpired
 	}
 	return s, nil
+}
+
+// The browser binding (CONTRACT.md "Install flows"): the start also hands the browser that
+// asked a cookie, signed with a key of its own (derived from the state key, so a state is never
+// a cookie), that names the state's flow and nonce and expires with it. The callback requires
+// it: an install link opened in another browser (an attacker's link in a victim's) has no cookie
+// or one of another flow, and completes nothing. The confirmation form carries a CSRF token,
+// derived from the state's nonce with a third key.
+type binding struct {
+	Provider string `json:"p"`
+	Nonce    string `json:"n"`
+	Expires  int64  `json:"e"` // Unix seconds
+}
+
+// Why a browser binding is refused; each is logged as the refusal's reason.
+var (
+	errCookieMissing = errors.New("browser-cookie-missing")
+	errCookieInvalid = errors.New("browser-cookie-invalid")
+	errCookieOther   = errors.New("browser-cookie-of-other-flow")
+	errCSRFInvalid   = errors.New("csrf-token-invalid")
+)
+
+func derive(key []byte, label string) []byte {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(label))
+	return mac.Sum(nil)
+}
+
+func cookieKey(key []byte) []byte { return derive(key, "hephaestus install-flow browser cookie v1") }
+func csrfKey(key []byte) []byte   { return derive(key, "hephaestus install-flow csrf v1") }
+
+// signCookie is the browser cookie's value for s: base64url(JSON) "." base64url(HMAC).
+func signCookie(key []byte, s state) (string, error) {
+	payload, err := json.Marshal(binding{Provider: s.Provider, Nonce: s.Nonce, Expires: s.Expires})
+	if err != nil {
+		return "", err
+	}
+	mac := hmac.New(sha256.New, cookieKey(key))
+	mac.Write(payload)
+	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), nil
+}
+
+// verifyCookie checks that raw is a cookie this key signed for the very state s (its flow and
+// nonce) and that it has not expired. Errors: the errCookie… values above.
+func verifyCookie(key []byte, raw string, s state, now time.Time) error {
+	if raw == "" {
+		return errCookieMissing
+	}
+	if len(raw) > maxStateLength {
+		return errCookieInvalid
+	}
+	p, m, ok := strings.Cut(raw, ".")
+	if !ok {
+		return errCookieInvalid
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(p)
+	if err != nil {
+		return errCookieInvalid
+	}
+	got, err := base64.RawURLEncoding.DecodeString(m)
+	if err != nil {
+		return errCookieInvalid
+	}
+	mac := hmac.New(sha256.New, cookieKey(key))
+	mac.Write(payload)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return errCookieInvalid
+	}
+	var b binding
+	if err := json.Unmarshal(payload, &b); err != nil {
+		return errCookieInvalid
+	}
+	if b.Provider != s.Provider || subtle.ConstantTimeCompare([]byte(b.Nonce), []byte(s.Nonce)) != 1 {
+		return errCookieOther
+	}
+	if !now.Before(time.Unix(b.Expires, 0)) {
+		return errCookieInvalid
+	}
+	return nil
+}
+
+// csrfToken is the confirmation form's token for s.
+func csrfToken(key []byte, s state) string {
+	mac := hmac.New(sha256.New, csrfKey(key))
+	mac.Write([]byte(s.Provider + "\x00" + s.Nonce))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// verifyCSRF compares a submitted token with s's in constant time.
+func verifyCSRF(key []byte, submitted string, s state) error {
+	if submitted == "" || !hmac.Equal([]byte(submitted), []byte(csrfToken(key, s))) {
+		return errCSRFInvalid
+	}
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -59,7 +59,10 @@ func (s *Service) CreateConnection(ctx context.Context, m Managed, req Connectio
 	if !ok {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "unknown-kind", req.Kind)
 	}
-	if err := checkSourceServerURL(req.SourceServerURL); err != nil {
+	// Stored canonical: admission copies it into every row's Hephaestus-Source-Server-Url
+	// header, and erasure and the install flows compare that one spelling.
+	sourceServerURL, err := provider.CanonicalServerURL(req.SourceServerURL)
+	if err != nil {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-source-server-url", err.Error())
 	}
 	config := req.Config
@@ -70,7 +73,7 @@ func (s *Service) CreateConnection(ctx context.Context, m Managed, req Connectio
 	if err != nil {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-config", err.Error())
 	}
-	if sourceKey != "" && !entry.kind.HasWebhookURL() && !m.by.InstanceAdmin {
+	if bindsSharedSource(entry.kind, sourceKey) && !m.by.InstanceAdmin {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrForbidden, ReasonInstallFlowRequired, entry.kind.String())
 	}
 	if entry.kind.RequiresSecret() && req.Secret == "" {
@@ -89,7 +92,7 @@ func (s *Service) CreateConnection(ctx context.Context, m Managed, req Connectio
 	c, err := s.connections.CreateConnection(ctx, ports.NewConnection{
 		WorkspaceID:     m.ws.ID,
 		Kind:            entry.kind,
-		SourceServerURL: req.SourceServerURL,
+		SourceServerURL: sourceServerURL,
 		Config:          config,
 		SourceKey:       sourceKey,
 		SealSecret:      seal,
@@ -115,22 +118,6 @@ func (s *Service) sealer(value, what string) func(int64) ([]byte, error) {
 	}
 }
 
-// checkSourceServerURL wants an absolute http(s) URL without credentials: it is copied into
-// every stored row's Hephaestus-Source-Server-Url header, where a password must never go.
-func checkSourceServerURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("parse source server url: %w", err)
-	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("source server url %q is not an absolute http(s) URL", raw)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("source server url must not carry credentials, a query or a fragment")
-	}
-	return nil
-}
-
 // WebhookURL is the path a per-connection provider posts to ("/webhooks/gitlab/3"), or "" for
 // a kind whose deliveries arrive on the provider's shared URL.
 func WebhookURL(c ports.StoredConnection) string {
@@ -149,18 +136,72 @@ func (s *Service) ListConnections(ctx context.Context, m Managed, page ports.Pag
 	return items, total, nil
 }
 
+// bindsSharedSource: a connection of kind with routingKey receives what the provider posts to
+// its one URL for every tenant under that key (GITHUB_APP's installation, SLACK's team), so
+// binding it to a workspace claims that key's data.
+func bindsSharedSource(kind connection.Kind, routingKey string) bool {
+	return routingKey != "" && !kind.HasWebhookURL()
+}
+
 // Transition applies a lifecycle action to a connection of the managed workspace under its
 // lifecycle lock; the domain state machine decides on the state read under that lock.
-// Errors: ports.ErrNotFound; connection.ErrForbiddenTransition; the installation conflict of
-// ports.ConnectionStore when a reactivated App collides with a live one.
+//
+// A shared-URL connection (GITHUB_APP, SLACK) leaves UNINSTALLED only through its install
+// flow (which creates a new connection after the provider vouched for it) or the instance
+// administrator: activating it binds the workspace to the installation or team again, which
+// is what creating it directly would do (install-flow-required there too). Suspending and
+// uninstalling stay the workspace ADMIN's.
+// Errors: ports.ErrNotFound; ports.ErrForbidden ("install-flow-required");
+// connection.ErrForbiddenTransition; the installation conflict of ports.ConnectionStore when a
+// reactivated App collides with a live one.
 func (s *Service) Transition(ctx context.Context, m Managed, id int64, action connection.Action) (ports.StoredConnection, error) {
+	shared := false
+	if action == connection.Activate && !m.by.InstanceAdmin {
+		// The kind and config of a connection never change: read outside the lock, decided
+		// with the state read under it.
+		stored, err := s.connections.Connection(ctx, m.ws.ID, id)
+		if err != nil {
+			return ports.StoredConnection{}, fmt.Errorf("%s connection %d: %w", action, id, err)
+		}
+		shared = s.sharedSource(stored)
+	}
 	c, err := s.connections.Transition(ctx, m.ws.ID, id, func(current connection.State) (connection.State, error) {
+		if shared && current == connection.Uninstalled {
+			return connection.State{}, ports.Reject(ports.ErrForbidden, ReasonInstallFlowRequired, "activate an uninstalled shared-URL connection")
+		}
 		return current.Next(action)
 	})
 	if err != nil {
 		return ports.StoredConnection{}, fmt.Errorf("%s connection %d: %w", action, id, err)
 	}
 	return c, nil
+}
+
+// InstallFlowRequired reports whether m's principal would be refused action on c with
+// install-flow-required (activating an UNINSTALLED shared-URL connection without being the
+// instance administrator), so that a page offers no button that cannot work. Transition
+// decides again under the lock.
+func (s *Service) InstallFlowRequired(m Managed, c ports.StoredConnection, action connection.Action) bool {
+	return action == connection.Activate && c.State == connection.Uninstalled && !m.by.InstanceAdmin && s.sharedSource(c)
+}
+
+// sharedSource reports whether c binds its workspace to a shared-URL source (bindsSharedSource);
+// a connection whose provider module is no longer wired counts as one when its kind has no URL
+// of its own, so an unknown module never opens the way back.
+func (s *Service) sharedSource(c ports.StoredConnection) bool {
+	entry, ok := s.kinds[c.Kind.String()]
+	if !ok {
+		return !c.Kind.HasWebhookURL()
+	}
+	config := c.Config
+	if config == nil {
+		config = map[string]any{}
+	}
+	key, err := entry.module.ValidateConfig(entry.kind, config)
+	if err != nil {
+		return !c.Kind.HasWebhookURL()
+	}
+	return bindsSharedSource(entry.kind, key)
 }
 
 // SetSubscriptions replaces the resources the managed workspace monitors through a connection.

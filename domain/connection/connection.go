@@ -136,7 +136,11 @@ var ErrForbiddenTransition = errors.New("forbidden connection transition")
 // Next is the state after action, or ErrForbiddenTransition:
 //
 //	ACTIVE --suspend--> SUSPENDED --activate--> ACTIVE
-//	ACTIVE|SUSPENDED --uninstall--> UNINSTALLED --activate--> ACTIVE (a reinstall repairs it)
+//	ACTIVE|SUSPENDED --uninstall--> UNINSTALLED --activate--> ACTIVE
+//
+// Who may ask for UNINSTALLED --activate--> is the application's rule: for a shared-URL kind
+// (GITHUB_APP, SLACK) only the instance administrator (application/management.Transition); a
+// provider's installation event never revives an UNINSTALLED connection.
 func (s State) Next(a Action) (State, error) {
 	switch {
 	case a == Suspend && s == Active:

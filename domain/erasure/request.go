@@ -3,7 +3,6 @@ package erasure
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -174,16 +173,17 @@ type Scope struct {
 }
 
 // NewScope validates a request: a provider, an absolute http(s) source server URL without
-// credentials, query or fragment (the form connections are registered with), and 1 to
-// MaxIdentities identities. Duplicates are folded. Errors wrap ErrInvalidRequest.
+// credentials, query or fragment (kept in its canonical form, provider.CanonicalServerURL, the
+// form connections are registered with), and 1 to MaxIdentities identities. Duplicates are folded. Errors wrap ErrInvalidRequest.
 func NewScope(p provider.Provider, sourceServerURL string, identities []Identity) (Scope, error) {
 	if p.IsZero() {
 		return Scope{}, fmt.Errorf("%w: no provider", ErrInvalidRequest)
 	}
-	u, err := url.Parse(sourceServerURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
-		u.User != nil || u.RawQuery != "" || u.Fragment != "" || len(sourceServerURL) > 2048 {
-		return Scope{}, fmt.Errorf("%w: sourceServerUrl is not a registered source namespace", ErrInvalidRequest)
+	// Connections store their URL canonical, and admission copies it into every row: the
+	// request matches in that one spelling ("https://GitHub.com:443/" is "https://github.com").
+	sourceServerURL, err := provider.CanonicalServerURL(sourceServerURL)
+	if err != nil {
+		return Scope{}, fmt.Errorf("%w: sourceServerUrl is not a registered source namespace (%w)", ErrInvalidRequest, err)
 	}
 	if len(identities) == 0 || len(identities) > MaxIdentities {
 		return Scope{}, fmt.Errorf("%w: between 1 and %d identities are required", ErrInvalidRequest, MaxIdentities)

@@ -63,6 +63,25 @@ var _ = Describe("The console's connection lifecycle buttons", func() {
 		Expect(state(ctx)).To(Equal("ACTIVE"))
 	})
 
+	It("offers the workspace ADMIN no activate button for an UNINSTALLED GitHub App connection, and the instance administrator one", func(ctx SpecContext) {
+		var app int64
+		Expect(pool.QueryRow(ctx, `
+			INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config, source_key)
+			VALUES ($1, 'GITHUB_APP', 'GITHUB', 'UNINSTALLED', 'https://github.com', '{"installationId":1001}', '1001') RETURNING id`,
+			f.acme.ID).Scan(&app)).To(Succeed())
+		activate := fmt.Sprintf("/console/workspaces/acme/connections/%d/activate", app)
+
+		b := newClient()
+		b.signIn(f.ana.Token)
+		Expect(b.get("/console/workspaces/acme/connections").Body).NotTo(ContainSubstring(`action="` + activate + `"`))
+		Expect(b.post(activate, url.Values{"csrf": {b.csrf("/console/workspaces/acme/connections")}}).Status).To(Equal(http.StatusForbidden))
+		Expect(support.Scalar[string](ctx, pool, `SELECT state FROM connection WHERE id = $1`, app)).To(Equal("UNINSTALLED"))
+
+		admin := newClient()
+		admin.signIn(adminToken)
+		Expect(admin.get("/console/workspaces/acme/connections").Body).To(ContainSubstring(`action="` + activate + `"`))
+	})
+
 	It("answers a transition the state machine forbids with 409 and changes nothing", func(ctx SpecContext) {
 		b := newClient()
 		b.signIn(f.ana.Token)

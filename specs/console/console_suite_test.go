@@ -23,11 +23,14 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackoauth"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
+	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
@@ -81,10 +84,19 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	syncs, err := backfill.NewService(jobs, nil)
 	Expect(err).NotTo(HaveOccurred())
 
+	// The Slack install flow (its start calls no provider).
+	states, err := managementstore.NewInstallStates(pool)
+	Expect(err).NotTo(HaveOccurred())
+	slackClient, err := slackoauth.New(slackoauth.Config{ClientID: "111.222", ClientSecret: "console-spec-slack-secret"})
+	Expect(err).NotTo(HaveOccurred())
+	installs, err := installflow.New(installflow.Config{StateKey: []byte("console-spec-install-state-key-0123456789")}, svc, states,
+		[]ports.InstallFlow{slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: "111.222"}, slackClient)}, &support.Clock{}, support.Logger{})
+	Expect(err).NotTo(HaveOccurred())
+
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
 	Expect(console.Register(engine, console.Config{Management: svc, Dead: dead, Erasures: erasureSvc,
-		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
+		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
 	server = httptest.NewServer(engine)
 	DeferCleanup(server.Close)
 })

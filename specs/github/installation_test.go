@@ -23,7 +23,7 @@ var _ = Describe("Installation lifecycle", func() {
 		return d
 	}
 
-	It("moves the App connection through suspend, unsuspend, deleted and created", func(ctx SpecContext) {
+	It("moves the App connection through suspend, unsuspend and deleted", func(ctx SpecContext) {
 		d := deliver(ctx, "suspend", 1_700_000_100)
 		Expect(connectionState(ctx, conn)).To(Equal("SUSPENDED"))
 		Expect(d.steps(ctx)).To(Equal([]string{"installation.upsert"}))
@@ -33,13 +33,40 @@ var _ = Describe("Installation lifecycle", func() {
 
 		deliver(ctx, "deleted", 1_700_000_300)
 		Expect(connectionState(ctx, conn)).To(Equal("UNINSTALLED"))
+	})
 
-		// A reinstall repairs the uninstalled connection and records what it covers.
+	It("repairs a SUSPENDED connection of its installation on created, and records what it covers", func(ctx SpecContext) {
+		deliver(ctx, "suspend", 1_700_000_100)
 		deliver(ctx, "created", 1_700_000_400)
 		Expect(connectionState(ctx, conn)).To(Equal("ACTIVE"))
 		Expect(scalar[int](ctx, `SELECT count(*) FROM github_installation_repository
 			WHERE workspace_id = $1 AND installation_id = $2 AND repository_id = 1001 AND NOT deleted`, ws, installationID)).To(Equal(1))
 		Expect(scalar[string](ctx, `SELECT state FROM github_installation WHERE installation_id = $1`, installationID)).To(Equal("ACTIVE"))
+	})
+
+	It("never revives an UNINSTALLED connection: a reinstall is bound again only by the install flow or the instance administrator", func(ctx SpecContext) {
+		globex := newWorkspace(ctx, "globex")
+		older := appConnection(ctx, globex, installationID, "UNINSTALLED")
+		deliver(ctx, "deleted", 1_700_000_300)
+		Expect(connectionState(ctx, conn)).To(Equal("UNINSTALLED"))
+		// conn is now the most recently changed UNINSTALLED connection of the installation.
+		deliver(ctx, "created", 1_700_000_400)
+		deliver(ctx, "unsuspend", 1_700_000_500)
+		Expect(connectionState(ctx, conn)).To(Equal("UNINSTALLED"))
+		Expect(connectionState(ctx, older)).To(Equal("UNINSTALLED"))
+		Expect(scalar[int](ctx, `SELECT count(*) FROM github_installation_repository WHERE NOT deleted`)).To(BeZero())
+		Expect(scalar[bool](ctx, `SELECT connection_id IS NULL FROM github_installation WHERE installation_id = $1`, installationID)).
+			To(BeTrue(), "the record names no connection")
+		Expect(scalar[string](ctx, `SELECT state FROM github_installation WHERE installation_id = $1`, installationID)).To(Equal("ACTIVE"))
+	})
+
+	It("repairs only its own installation's connection", func(ctx SpecContext) {
+		globex := newWorkspace(ctx, "globex")
+		other := appConnection(ctx, globex, installationID+1, "SUSPENDED")
+		deliver(ctx, "suspend", 1_700_000_100)
+		deliver(ctx, "unsuspend", 1_700_000_200)
+		Expect(connectionState(ctx, conn)).To(Equal("ACTIVE"))
+		Expect(connectionState(ctx, other)).To(Equal("SUSPENDED"))
 	})
 
 	It("does not let an older suspension, delivered late, suspend the connection again", func(ctx SpecContext) {

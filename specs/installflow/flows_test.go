@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -46,10 +50,49 @@ func createAccount(login, slug, role string) account {
 	return account{ID: acc.ID, Token: acc.Token}
 }
 
-// installURL starts a flow ("github-app" or "slack") for slug as token and returns the link.
-func installURL(s server, flow, slug, token string) *url.URL {
+// browser is one person's browser: a cookie jar of its own, no redirect followed (the specs
+// follow the provider's redirects themselves).
+type browser struct{ client *http.Client }
+
+func newBrowser() *browser {
 	GinkgoHelper()
-	r := s.post("/api/workspaces/"+slug+"/connections/"+flow+"/install", token, "")
+	jar, err := cookiejar.New(nil)
+	Expect(err).NotTo(HaveOccurred())
+	return &browser{client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// br is the browser of the person who starts the flows of a spec (a new one for every spec).
+var br *browser
+
+var _ = BeforeEach(func() { br = newBrowser() })
+
+func (b *browser) send(req *http.Request) response {
+	GinkgoHelper()
+	res, err := b.client.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return response{Status: res.StatusCode, Header: res.Header, Body: string(raw)}
+}
+
+// start asks s for flow's install link of slug as token, from this browser (as the console's
+// fetch would), and answers the whole response.
+func (b *browser) start(s server, flow, slug, token string) response {
+	GinkgoHelper()
+	req, err := http.NewRequest(http.MethodPost, s.url+"/api/workspaces/"+slug+"/connections/"+flow+"/install", nil)
+	Expect(err).NotTo(HaveOccurred())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return b.send(req)
+}
+
+// installURL starts a flow ("github-app" or "slack") for slug as token in this browser and
+// returns the link.
+func (b *browser) installURL(s server, flow, slug, token string) *url.URL {
+	GinkgoHelper()
+	r := b.start(s, flow, slug, token)
 	Expect(r.Status).To(Equal(http.StatusOK), r.Body)
 	Expect(r.Header.Get("Cache-Control")).To(Equal("no-store"))
 	var body struct {
@@ -61,16 +104,76 @@ func installURL(s server, flow, slug, token string) *url.URL {
 	return u
 }
 
-func githubSetup(s server, installationID, code, state string) response {
+// installURL starts a flow in br.
+func installURL(s server, flow, slug, token string) *url.URL {
 	GinkgoHelper()
-	q := url.Values{"installation_id": {installationID}, "setup_action": {"install"}, "code": {code}, "state": {state}}
-	return s.do(http.MethodGet, "/connect/github/setup?"+q.Encode(), "")
+	return br.installURL(s, flow, slug, token)
 }
 
+// get is the provider's redirect to path arriving in this browser.
+func (b *browser) get(s server, path string) response {
+	GinkgoHelper()
+	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
+	Expect(err).NotTo(HaveOccurred())
+	return b.send(req)
+}
+
+// post submits form to path from this browser.
+func (b *browser) post(s server, path string, form url.Values) response {
+	GinkgoHelper()
+	req, err := http.NewRequest(http.MethodPost, s.url+path, strings.NewReader(form.Encode()))
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return b.send(req)
+}
+
+var (
+	formPattern  = regexp.MustCompile(`<form method="post" action="([^"]+)">`)
+	inputPattern = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+)
+
+// confirmation reads the confirmation page's form: its action and fields.
+func confirmation(r response) (string, url.Values) {
+	GinkgoHelper()
+	m := formPattern.FindStringSubmatch(r.Body)
+	Expect(m).NotTo(BeNil(), r.Body)
+	form := url.Values{}
+	for _, in := range inputPattern.FindAllStringSubmatch(r.Body, -1) {
+		form.Set(html.UnescapeString(in[1]), html.UnescapeString(in[2]))
+	}
+	return html.UnescapeString(m[1]), form
+}
+
+// callback follows the provider's redirect to path in this browser and, when the page asks
+// for confirmation, confirms it; it answers the last page.
+func (b *browser) callback(s server, path string) response {
+	GinkgoHelper()
+	r := b.get(s, path)
+	if r.Status != http.StatusOK || !formPattern.MatchString(r.Body) {
+		return r
+	}
+	action, form := confirmation(r)
+	return b.post(s, action, form)
+}
+
+func githubQuery(installationID, code, state string) string {
+	return "/connect/github/setup?" + url.Values{"installation_id": {installationID}, "setup_action": {"install"}, "code": {code}, "state": {state}}.Encode()
+}
+
+func slackQuery(code, state string) string {
+	return "/connect/slack/callback?" + url.Values{"code": {code}, "state": {state}}.Encode()
+}
+
+// githubSetup is GitHub's redirect to the setup URL in br, confirmed.
+func githubSetup(s server, installationID, code, state string) response {
+	GinkgoHelper()
+	return br.callback(s, githubQuery(installationID, code, state))
+}
+
+// slackCallback is Slack's redirect to the callback in br, confirmed.
 func slackCallback(s server, code, state string) response {
 	GinkgoHelper()
-	q := url.Values{"code": {code}, "state": {state}}
-	return s.do(http.MethodGet, "/connect/slack/callback?"+q.Encode(), "")
+	return br.callback(s, slackQuery(code, state))
 }
 
 // expectPage expects a plain HTML page with status saying text.
@@ -299,7 +402,7 @@ var _ = Describe("Install flows", func() {
 		})
 
 		It("creates nothing when the person declined on Slack's page", func(ctx SpecContext) {
-			r := a.do(http.MethodGet, "/connect/slack/callback?error=access_denied&state="+url.QueryEscape(state), "")
+			r := br.get(a, "/connect/slack/callback?error=access_denied&state="+url.QueryEscape(state))
 			expectPage(r, http.StatusOK, "cancelled")
 			Expect(connections(ctx)).To(BeZero())
 		})

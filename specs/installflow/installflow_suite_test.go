@@ -202,10 +202,22 @@ type fakeGitHub struct {
 	mu            sync.Mutex
 	codes         map[string]string  // code -> user token
 	installations map[string][]int64 // user token -> installation ids (two per page)
+	accounts      map[int64]ghAccount
+	users         map[string]int64                // user token -> the person's user id
+	memberships   map[string]map[string][2]string // user token -> org login -> role, state
 	exchangeFails bool
 	listFails     bool
+	rateLimited   bool // the membership read answers GitHub's primary rate limit (403, remaining 0)
 	exchanges     []*http.Request
 	lists         []*http.Request
+	reads         []string // "GET path" of /user and /user/memberships reads
+}
+
+// ghAccount is an installation's account as GitHub shows it.
+type ghAccount struct {
+	ID    int64
+	Login string
+	Type  string
 }
 
 func newFakeGitHub() *fakeGitHub {
@@ -250,14 +262,64 @@ func newFakeGitHub() *fakeGitHub {
 			page = 2
 		}
 		lo, hi := (page-1)*2, min(page*2, len(ids))
+		if page == 2 {
+			hi = len(ids) // the rest on the last page
+		}
 		if page == 1 && len(ids) > 2 {
 			w.Header().Set("Link", fmt.Sprintf(`<%s/api/v3/user/installations?per_page=100&page=2>; rel="next"`, f.URL))
 		}
 		var items []string
 		for _, id := range ids[lo:hi] {
-			items = append(items, fmt.Sprintf(`{"id":%d,"account":{"login":"octo-org","id":1},"app_slug":%q}`, id, appSlug))
+			acc := f.accounts[id]
+			items = append(items, fmt.Sprintf(`{"id":%d,"account":{"login":%q,"id":%d,"type":%q},"app_slug":%q,"target_type":%q}`,
+				id, acc.Login, acc.ID, acc.Type, appSlug, acc.Type))
 		}
 		fmt.Fprintf(w, `{"total_count":%d,"installations":[%s]}`, len(ids), strings.Join(items, ","))
+	})
+	mux.HandleFunc("GET /api/v3/user", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.reads = append(f.reads, "GET "+r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		id, ok := f.users[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		if !ok {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"message":"Bad credentials"}`)
+			return
+		}
+		fmt.Fprintf(w, `{"login":"person-%d","id":%d,"type":"User"}`, id, id)
+	})
+	mux.HandleFunc("GET /api/v3/user/memberships/orgs/{org}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.reads = append(f.reads, "GET "+r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if _, ok := f.users[token]; !ok {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if f.rateLimited {
+			w.Header().Set("X-RateLimit-Remaining", "0")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"message":"API rate limit exceeded"}`)
+			return
+		}
+		m, ok := f.memberships[token][r.PathValue("org")]
+		if !ok {
+			// GitHub answers 404 for an organization the person is no member of.
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"message":"Not Found"}`)
+			return
+		}
+		var orgID int64
+		for _, acc := range f.accounts {
+			if acc.Login == r.PathValue("org") {
+				orgID = acc.ID
+			}
+		}
+		fmt.Fprintf(w, `{"url":"","state":%q,"role":%q,"organization":{"login":%q,"id":%d},"user":{"login":"ana","id":500}}`,
+			m[1], m[0], r.PathValue("org"), orgID)
 	})
 	f.Server = httptest.NewServer(mux)
 	DeferCleanup(f.Close)
@@ -268,10 +330,22 @@ func (f *fakeGitHub) reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.codes = map[string]string{"code-ana": "gho_user-token-of-ana"}
-	// The installation the specs connect is on the second page.
-	f.installations = map[string][]int64{"gho_user-token-of-ana": {11, 12, 1001}}
-	f.exchangeFails, f.listFails = false, false
-	f.exchanges, f.lists = nil, nil
+	// The installation the specs connect (1001, on octo-org, which ana administers) is on the
+	// second page. 11 is on ana's own user account; 12 on bob's, whose repository ana
+	// collaborates on; 13 on other-org, where ana is a plain member.
+	f.installations = map[string][]int64{"gho_user-token-of-ana": {11, 12, 1001, 13}}
+	f.accounts = map[int64]ghAccount{
+		11:   {ID: 500, Login: "ana", Type: "User"},
+		12:   {ID: 600, Login: "bob", Type: "User"},
+		1001: {ID: 1, Login: "octo-org", Type: "Organization"},
+		13:   {ID: 3, Login: "other-org", Type: "Organization"},
+	}
+	f.users = map[string]int64{"gho_user-token-of-ana": 500}
+	f.memberships = map[string]map[string][2]string{"gho_user-token-of-ana": {
+		"octo-org": {"admin", "active"}, "other-org": {"member", "active"},
+	}}
+	f.exchangeFails, f.listFails, f.rateLimited = false, false, false
+	f.exchanges, f.lists, f.reads = nil, nil, nil
 }
 
 // fakeSlack answers oauth.v2.access as Slack documents it.

@@ -91,11 +91,26 @@ var _ = Describe("Creating a connection", func() {
 			To(Equal(map[string]any{"error": "unknown-kind"}))
 		Expect(createConnection("acme", adminToken, map[string]any{"kind": "GITHUB_APP", "sourceServerUrl": "https://github.com", "config": map[string]any{}}).JSON).
 			To(Equal(map[string]any{"error": "invalid-config"}))
-		for _, u := range []string{"", "github.com", "ftp://github.com", "https://user:pw@github.com"} {
+		for _, u := range []string{"", "github.com", "/github.com", "ftp://github.com", "https://user:pw@github.com",
+			"https://github.com?x=1", "https://github.com/#top", "https://github.com:0", "https://git%20hub.com"} {
 			r := createConnection("acme", adminToken, map[string]any{"kind": "SLACK", "sourceServerUrl": u, "config": map[string]any{"teamId": "T1"}})
 			Expect(r.JSON).To(Equal(map[string]any{"error": "invalid-source-server-url"}), u)
 		}
 		Expect(count(ctx, `SELECT count(*) FROM connection`)).To(BeZero())
+	})
+
+	It("stores and answers the source server URL canonical: lower-case scheme and host, no default port, no trailing slash", func(ctx SpecContext) {
+		for typed, canonical := range map[string]string{
+			"https://GitHub.com:443/":            "https://github.com",
+			"HTTP://GitLab.Example.com:80/":      "http://gitlab.example.com",
+			"https://GitLab.Example.com:8443/x/": "https://gitlab.example.com:8443/x",
+		} {
+			r := createConnection("acme", adminToken, map[string]any{"kind": "GITLAB", "sourceServerUrl": typed,
+				"config": map[string]any{"groupId": 42}, "secret": "plain-token"})
+			Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
+			Expect(r.JSON).To(HaveKeyWithValue("sourceServerUrl", canonical), typed)
+			Expect(count(ctx, `SELECT count(*) FROM connection WHERE id = $1 AND source_server_url = $2`, r.id("id"), canonical)).To(Equal(1), typed)
+		}
 	})
 
 	It("answers 409 installation-already-connected for a second live App connection of the installation, in any workspace", func() {

@@ -52,6 +52,61 @@ var _ = Describe("Changing a connection's lifecycle", func() {
 		Expect(state(ctx)).To(Equal("UNINSTALLED"))
 	})
 
+	Describe("a shared-URL connection (GITHUB_APP, SLACK) that is UNINSTALLED", func() {
+		var admin, member string
+		var app, team int64
+		BeforeEach(func() {
+			admin = memberWithRole("acme", "ana", "ADMIN")
+			member = memberWithRole("acme", "mia", "MEMBER")
+			app = appConnection("acme", 1001)
+			r := createConnection("acme", adminToken, map[string]any{"kind": "SLACK", "sourceServerUrl": "https://slack.com", "config": map[string]any{"teamId": "T1"}})
+			Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
+			team = r.id("id")
+		})
+
+		stateOf := func(ctx context.Context, conn int64) string {
+			GinkgoHelper()
+			var s string
+			Expect(pool.QueryRow(ctx, `SELECT state FROM connection WHERE id = $1`, conn).Scan(&s)).To(Succeed())
+			return s
+		}
+
+		It("answers 403 install-flow-required to the workspace ADMIN who activates it, and changes nothing", func(ctx SpecContext) {
+			for _, conn := range []int64{app, team} {
+				Expect(call(http.MethodPost, connectionPath("acme", conn, "uninstall"), admin, nil).Status).To(Equal(http.StatusOK), "the ADMIN may uninstall")
+				r := call(http.MethodPost, connectionPath("acme", conn, "activate"), admin, nil)
+				Expect(r.Status).To(Equal(http.StatusForbidden), r.Raw)
+				Expect(r.JSON).To(Equal(map[string]any{"error": "install-flow-required"}))
+				Expect(stateOf(ctx, conn)).To(Equal("UNINSTALLED"))
+				Expect(call(http.MethodPost, connectionPath("acme", conn, "activate"), member, nil).Status).To(Equal(http.StatusForbidden))
+				Expect(stateOf(ctx, conn)).To(Equal("UNINSTALLED"))
+			}
+		})
+
+		It("lets the workspace ADMIN suspend and activate it again while it is not UNINSTALLED", func(ctx SpecContext) {
+			for _, conn := range []int64{app, team} {
+				Expect(call(http.MethodPost, connectionPath("acme", conn, "suspend"), admin, nil).Status).To(Equal(http.StatusOK))
+				Expect(call(http.MethodPost, connectionPath("acme", conn, "activate"), admin, nil).Status).To(Equal(http.StatusOK))
+				Expect(stateOf(ctx, conn)).To(Equal("ACTIVE"))
+			}
+		})
+
+		It("lets the instance administrator activate it", func(ctx SpecContext) {
+			for _, conn := range []int64{app, team} {
+				Expect(call(http.MethodPost, connectionPath("acme", conn, "uninstall"), admin, nil).Status).To(Equal(http.StatusOK))
+				r := call(http.MethodPost, connectionPath("acme", conn, "activate"), adminToken, nil)
+				Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+				Expect(stateOf(ctx, conn)).To(Equal("ACTIVE"))
+			}
+		})
+
+		It("still lets the workspace ADMIN activate an UNINSTALLED connection with a URL of its own (GitLab)", func(ctx SpecContext) {
+			Expect(call(http.MethodPost, connectionPath("acme", id, "uninstall"), admin, nil).Status).To(Equal(http.StatusOK))
+			Expect(call(http.MethodPost, connectionPath("acme", id, "activate"), admin, nil).Status).To(Equal(http.StatusOK))
+			Expect(state(ctx)).To(Equal("ACTIVE"))
+		})
+	})
+
 	It("answers 404 for a connection id that does not exist", func() {
 		Expect(call(http.MethodPost, connectionPath("acme", id+100, "suspend"), adminToken, nil).Status).To(Equal(http.StatusNotFound))
 		Expect(call(http.MethodPost, "/api/workspaces/acme/connections/abc/suspend", adminToken, nil).Status).To(Equal(http.StatusNotFound))

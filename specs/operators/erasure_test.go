@@ -10,10 +10,14 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
+	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -168,6 +172,48 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		Entry("Outline actorId", "OUTLINE", "https://outline.example.com", "5e3c-aa", "", `{"actorId":"5e3c-aa","payload":{"id":"doc-1"}}`, true),
 		Entry("a trailing slash of the namespace is the same namespace", "GITHUB", githubNamespace+"/", "", "octocat", octocatSender, true),
 	)
+
+	It("matches a connection registered as https://GitHub.com:443/ with an erasure for https://github.com, and its rows in either spelling", func(ctx SpecContext) {
+		// Created by the management use case with the GitHub module, as the API creates it.
+		workspaces, err := managementstore.NewWorkspaces(pool)
+		Expect(err).NotTo(HaveOccurred())
+		conns, err := managementstore.NewConnections(pool, managementstore.Config{Kinds: github.Module{}.Kinds()})
+		Expect(err).NotTo(HaveOccurred())
+		withGitHub, err := management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, conns,
+			support.SecretBox(), []ports.ProviderModule{github.Module{}})
+		Expect(err).NotTo(HaveOccurred())
+		m, err := withGitHub.Manage(ctx, support.InstanceAdmin, acme.Slug)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = withGitHub.CreateConnection(ctx, m, management.ConnectionRequest{Kind: "GITHUB_APP",
+			SourceServerURL: "https://GitHub.com:443/", Config: map[string]any{"installationId": 1001}})
+		Expect(err).NotTo(HaveOccurred())
+		var stored string
+		Expect(pool.QueryRow(ctx, `SELECT source_server_url FROM connection`).Scan(&stored)).To(Succeed())
+		Expect(stored).To(Equal("https://github.com"))
+		// Admission copies the connection's URL into the row; a row admitted before migration
+		// 00045 still carries the typed spelling.
+		admitted := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "1", Namespace: stored, Payload: octocatSender})
+		older := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "2", Namespace: "https://GitHub.com:443/", Payload: octocatSender})
+		otherHost := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "3", Namespace: "https://GitHub.com.evil:443/", Payload: octocatSender})
+
+		id := start(map[string]any{"provider": "GITHUB", "sourceServerUrl": "https://github.com",
+			"identities": []map[string]any{{"id": "583231", "login": "octocat"}}})
+		Expect(awaitDone(id)).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("change-feed", 1, 0), receipt("workspace-inbox", 1, 2), receipt("installation-inbox", 1, 0)))
+		Expect(existing(ctx, admitted, older, otherHost)).To(Equal([]int64{otherHost}))
+		Expect(support.Scalar[string](ctx, pool, `SELECT source_server_url FROM inbox_erasure`)).To(Equal("https://github.com"))
+	})
+
+	It("answers 400 for an erasure whose sourceServerUrl is not an absolute http(s) URL or has userinfo, a query or a fragment", func(ctx SpecContext) {
+		registerSource(ctx, acme, "GITHUB", githubNamespace)
+		for _, u := range []string{"github.com", "ftp://github.com", "https://octo:pw@github.com", "https://github.com?x", "https://github.com#f"} {
+			r := call("POST", "/api/admin/erasures", adminToken, map[string]any{"provider": "GITHUB", "sourceServerUrl": u,
+				"identities": []map[string]any{{"login": "octocat"}}})
+			Expect(r.Status).To(Equal(http.StatusBadRequest), u)
+			Expect(r.Raw).NotTo(ContainSubstring("pw"))
+		}
+		Expect(call("POST", "/api/admin/erasures/preview", adminToken, map[string]any{"provider": "GITHUB", "sourceServerUrl": "HTTPS://GITHUB.COM:443",
+			"identities": []map[string]any{{"login": "octocat"}}}).Status).To(Equal(http.StatusOK), "the same namespace in another spelling")
+	})
 
 	It("freezes the person's id↔login pairs at start, so a pass after a rename erases the renamed events too", func(ctx SpecContext) {
 		insertRow(ctx, pool, row{Workspace: acme.ID, Payload: octocatSender})
@@ -530,8 +576,11 @@ func storeMatches(answer map[string]any, store string) any {
 // namespace one this instance has.
 func registerSource(ctx context.Context, ws workspaceFixture, prov, namespace string) {
 	GinkgoHelper()
-	_, err := pool.Exec(ctx, `INSERT INTO connection (workspace_id, kind, provider, source_server_url) VALUES ($1, $2, $2, $3)`,
-		ws.ID, prov, namespace)
+	// Stored canonical, as connection creation (and migration 00045) stores every connection's URL.
+	canonical, err := provider.CanonicalServerURL(namespace)
+	Expect(err).NotTo(HaveOccurred())
+	_, err = pool.Exec(ctx, `INSERT INTO connection (workspace_id, kind, provider, source_server_url) VALUES ($1, $2, $2, $3)`,
+		ws.ID, prov, canonical)
 	Expect(err).NotTo(HaveOccurred())
 }
 

@@ -5,6 +5,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 // Two workspaces on one server: A ("acme") owns installation 1001, which covers its private
@@ -76,6 +78,38 @@ var _ = Describe("A workspace receives only what the provider vouches it may see
 
 			Expect(deliver().JSON).To(HaveKeyWithValue("stored", 2.0))
 			Expect(storedFor(ctx, wsA)).To(Equal(1))
+			Expect(storedFor(ctx, wsB)).To(Equal(1))
+		})
+
+		It("receives only event types any reader of the repository sees: A receives a member grant, B does not; both receive issues", func(ctx SpecContext) {
+			fakeGitHub.grant("ghp_collaborator", repoOfA)
+			pat := patConnection("globex", adminB, "ghp_collaborator")
+			Expect(pat.Status).To(Equal(http.StatusCreated), pat.Raw)
+			Expect(subscribe("globex", adminB, pat.id(), repository(repoOfA)).Status).To(Equal(http.StatusOK))
+
+			member := func(key string) response {
+				GinkgoHelper()
+				return deliverGitHub("member", key, map[string]any{
+					"action":       "added",
+					"installation": map[string]any{"id": installationA},
+					"repository":   map[string]any{"id": repoOfA, "name": "secret", "full_name": "acme/secret", "private": true},
+					"member":       map[string]any{"id": 31, "login": "new-admin"},
+					"changes":      map[string]any{"permission": map[string]any{"to": "admin"}},
+					"sender":       map[string]any{"id": 9, "login": "ana"},
+				})
+			}
+			r := member("member-1")
+			Expect(r.Status).To(Equal(http.StatusAccepted), r.Raw)
+			Expect(r.JSON).To(HaveKeyWithValue("stored", 1.0))
+			Expect(support.Count(ctx, pool, `SELECT count(*) FROM provider_event WHERE workspace_id = $1 AND event_type = 'member'`, wsA)).To(Equal(1))
+			Expect(storedFor(ctx, wsB)).To(BeZero())
+			// Again on the routes the receiver remembered.
+			Expect(member("member-2").JSON).To(HaveKeyWithValue("stored", 1.0))
+			Expect(storedFor(ctx, wsB)).To(BeZero())
+
+			Expect(deliver().JSON).To(HaveKeyWithValue("stored", 2.0))
+			Expect(support.Count(ctx, pool, `SELECT count(*) FROM provider_event WHERE workspace_id = $1 AND event_type = 'issues'`, wsA)).To(Equal(1))
+			Expect(support.Count(ctx, pool, `SELECT count(*) FROM provider_event WHERE workspace_id = $1 AND event_type = 'issues'`, wsB)).To(Equal(1))
 			Expect(storedFor(ctx, wsB)).To(Equal(1))
 		})
 

@@ -442,20 +442,26 @@ func repository(id int64) map[string]any {
 // deliverIssue posts a signed GitHub issues delivery of installation for repository.
 func deliverIssue(installation, repo int64, deliveryKey string) response {
 	GinkgoHelper()
-	body, err := json.Marshal(map[string]any{
+	return deliverGitHub("issues", deliveryKey, map[string]any{
 		"action":       "opened",
 		"installation": map[string]any{"id": installation, "node_id": "MDIz"},
 		"repository":   map[string]any{"id": repo, "name": "secret", "full_name": "acme/secret", "private": true},
 		"issue":        map[string]any{"id": 77, "number": 1, "title": "private plans", "body": "do not leak"},
 		"sender":       map[string]any{"id": 9, "login": "ana"},
 	})
+}
+
+// deliverGitHub posts a signed GitHub delivery of event with payload.
+func deliverGitHub(event, deliveryKey string, payload map[string]any) response {
+	GinkgoHelper()
+	body, err := json.Marshal(payload)
 	Expect(err).NotTo(HaveOccurred())
 	mac := hmac.New(sha256.New, []byte(githubSecret))
 	mac.Write(body)
 	req, err := http.NewRequest(http.MethodPost, server.URL+"/webhooks/github", bytes.NewReader(body))
 	Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "issues")
+	req.Header.Set("X-GitHub-Event", event)
 	req.Header.Set("X-GitHub-Delivery", deliveryKey)
 	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
 	return do(req)

@@ -60,10 +60,12 @@ func coveredRepositories(installationID int64, repos []ghInstalledRepository, de
 // workspace). In one step, "installation.upsert", under the lifecycle lock of the App
 // connection whose source key is the installation id:
 //
-//   - created and unsuspend activate the connection (a SUSPENDED or UNINSTALLED one is
-//     repaired; a reinstall picks the most recently changed UNINSTALLED one when no live one
-//     exists), suspend suspends it, deleted uninstalls it — each through the domain's
-//     connection.State.Next;
+//   - created and unsuspend activate the live connection of the installation (a SUSPENDED one
+//     is repaired), suspend suspends it, deleted uninstalls it — each through the domain's
+//     connection.State.Next. An UNINSTALLED connection is never revived: a reinstall is bound
+//     to a workspace again only through the install flow or by the instance administrator
+//     (the one live connection per installation, uq_connection_installation, is the only one
+//     this handler reads);
 //   - the installation is recorded instance-wide, also when no connection exists (then there
 //     is nothing to repair, and the record says so with no connection);
 //   - created records the repositories the installation covers for the connection's
@@ -131,7 +133,7 @@ func (b base) installation(ctx context.Context, d ports.Dispatch) error {
 				verified = record.State
 			}
 		}
-		conn, found, err := b.deps.Store.LockAppConnection(ctx, tx, inst.ID, hasAction && action == connection.Activate)
+		conn, found, err := b.deps.Store.LockAppConnection(ctx, tx, inst.ID)
 		if err != nil {
 			return err
 		}
@@ -213,7 +215,7 @@ func (b base) installationRepositories(ctx context.Context, d ports.Dispatch) er
 		coveredRepositories(inst.ID, p.Removed, true, eventID)...)
 	var found bool
 	err := b.step(ctx, stepInstallationRepo, func(ctx context.Context, tx ports.Tx) error {
-		conn, ok, err := b.deps.Store.LockAppConnection(ctx, tx, inst.ID, false)
+		conn, ok, err := b.deps.Store.LockAppConnection(ctx, tx, inst.ID)
 		if err != nil {
 			return err
 		}

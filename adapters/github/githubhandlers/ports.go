@@ -96,11 +96,12 @@ type PushWriter interface {
 // InstallationWriter is what the installation handlers write, all inside their step's
 // transaction on the instance inbox (installation rows have no workspace).
 type InstallationWriter interface {
-	// LockAppConnection takes the lifecycle lock (FOR UPDATE) of the GitHub App connection
-	// whose source key is the installation id and reads it: the live one (ACTIVE or
-	// SUSPENDED); when there is none and withUninstalled is set, the most recently changed
-	// UNINSTALLED one, which a reinstall repairs. false: no such connection.
-	LockAppConnection(ctx context.Context, tx ports.Tx, installationID int64, withUninstalled bool) (AppConnection, bool, error)
+	// LockAppConnection takes the lifecycle lock (FOR UPDATE) of the live (ACTIVE or
+	// SUSPENDED) GitHub App connection whose source key is the installation id and reads it.
+	// false: no live connection has the installation. An UNINSTALLED connection is never
+	// answered: only the install flow or the instance administrator binds a workspace to an
+	// installation again (CONTRACT.md "Install flows").
+	LockAppConnection(ctx context.Context, tx ports.Tx, installationID int64) (AppConnection, bool, error)
 	// SetAppConnectionState stores the state the domain decided for the locked connection.
 	// Errors: ports.ErrConflict when another live connection already has the installation.
 	SetAppConnectionState(ctx context.Context, tx ports.Tx, connectionID int64, s connection.State) error

@@ -275,14 +275,12 @@ ON CONFLICT (workspace_id, pull_request_id) DO UPDATE SET head_sha = excluded.he
 // lockAppConnection is the App connection's lifecycle lock, the lock the management API's
 // transitions and admission take on the same row: FOR UPDATE waits for the admissions that
 // hold it FOR SHARE, so a suspension commits before an admission reads the state or after its
-// inbox insert. The live connection (at most one: uq_connection_installation) comes first;
-// with $2 the most recently changed UNINSTALLED one is taken when there is no live one, which
-// is the connection a reinstall repairs.
+// inbox insert. Only the live connection (at most one: uq_connection_installation) is read: an
+// UNINSTALLED one leaves that state only through the install flow or the instance
+// administrator, never through an installation event.
 const lockAppConnection = `
 SELECT id, workspace_id, state FROM connection
-WHERE kind = 'GITHUB_APP' AND source_key = $1 AND (state <> 'UNINSTALLED' OR $2)
-ORDER BY (state <> 'UNINSTALLED') DESC, updated_at DESC, id DESC
-LIMIT 1
+WHERE kind = 'GITHUB_APP' AND source_key = $1 AND state <> 'UNINSTALLED'
 FOR UPDATE`
 
 const setAppConnectionState = `

@@ -363,7 +363,7 @@ func (s *Store) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githu
 }
 
 // LockAppConnection implements handlers.InstallationWriter.
-func (s *Store) LockAppConnection(ctx context.Context, tx ports.Tx, installationID int64, withUninstalled bool) (githubhandlers.AppConnection, bool, error) {
+func (s *Store) LockAppConnection(ctx context.Context, tx ports.Tx, installationID int64) (githubhandlers.AppConnection, bool, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
 		return githubhandlers.AppConnection{}, false, err
@@ -372,7 +372,7 @@ func (s *Store) LockAppConnection(ctx context.Context, tx ports.Tx, installation
 		c     githubhandlers.AppConnection
 		state string
 	)
-	err = ptx.QueryRow(ctx, lockAppConnection, strconv.FormatInt(installationID, 10), withUninstalled).
+	err = ptx.QueryRow(ctx, lockAppConnection, strconv.FormatInt(installationID, 10)).
 		Scan(&c.ID, &c.WorkspaceID, &state)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return githubhandlers.AppConnection{}, false, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -21,10 +22,14 @@ type FlowConfig struct {
 
 // Flow is the GitHub App install: the setup URL's code becomes the person's user token, and the
 // App connection is created only when GET /user/installations with that token lists the
-// installation id; the id in the query alone is never trusted.
+// installation id and the person administers the installation's account; the id in the query
+// alone is never trusted.
 type Flow struct {
 	cfg    FlowConfig
 	client *Client // nil: flow off
+	// sourceServerURL is WebURL canonical (provider.CanonicalServerURL), the spelling admission
+	// and erasure compare.
+	sourceServerURL string
 }
 
 var _ ports.InstallFlow = (*Flow)(nil)
@@ -35,7 +40,11 @@ func NewFlow(cfg FlowConfig, client *Client) *Flow {
 		cfg.WebURL = "https://github.com"
 	}
 	cfg.WebURL = strings.TrimSuffix(cfg.WebURL, "/")
-	return &Flow{cfg: cfg, client: client}
+	source, err := provider.CanonicalServerURL(cfg.WebURL)
+	if err != nil {
+		source = cfg.WebURL // the connection's creation refuses it with its reason
+	}
+	return &Flow{cfg: cfg, client: client, sourceServerURL: source}
 }
 
 func (f *Flow) Name() string         { return "github-app" }
@@ -64,20 +73,32 @@ func (f *Flow) Precheck(q url.Values) *ports.InstallRefusal {
 	return nil
 }
 
-// Complete exchanges the code and asks GitHub whether the person's installations list the id.
+// Carried: the setup URL's parameters the confirmation form carries to Complete.
+func (f *Flow) Carried() []string { return []string{"installation_id", "setup_action", "code"} }
+
+// Complete exchanges the code, finds the installation among the person's installations and
+// checks that the person administers its account (an organization's active admin, or the user
+// account itself): a member or a collaborator, who sees the installation listed too, is refused.
 func (f *Flow) Complete(ctx context.Context, q url.Values) (ports.InstallConnection, *ports.InstallRefusal) {
 	installationID, _ := strconv.ParseInt(q.Get("installation_id"), 10, 64) // checked by Precheck
 	token, err := f.client.ExchangeCode(ctx, q.Get("code"))
 	if err != nil {
 		return ports.InstallConnection{}, &ports.InstallRefusal{Result: ports.InstallRetry, Reason: "code-exchange-failed", Err: err}
 	}
-	listed, err := f.client.UserHasInstallation(ctx, token, installationID)
+	account, listed, err := f.client.UserInstallation(ctx, token, installationID)
 	if err != nil {
 		return ports.InstallConnection{}, &ports.InstallRefusal{Result: ports.InstallRetry, Reason: "installations-unavailable", Err: err}
 	}
 	if !listed {
 		return ports.InstallConnection{}, &ports.InstallRefusal{Result: ports.InstallNotListed, Reason: "installation-not-listed"}
 	}
-	return ports.InstallConnection{Kind: github.KindApp.String(), SourceServerURL: f.cfg.WebURL,
+	admin, err := f.client.AdministersAccount(ctx, token, account)
+	if err != nil {
+		return ports.InstallConnection{}, &ports.InstallRefusal{Result: ports.InstallRetry, Reason: "account-admin-unavailable", Err: err}
+	}
+	if !admin {
+		return ports.InstallConnection{}, &ports.InstallRefusal{Result: ports.InstallNotAdmin, Reason: "not-account-admin"}
+	}
+	return ports.InstallConnection{Kind: github.KindApp.String(), SourceServerURL: f.sourceServerURL,
 		Config: map[string]any{"installationId": installationID}}, nil
 }

@@ -1,6 +1,8 @@
 // Package oauth is GitHub as the GitHub App install flow asks it: the exchange of the setup
-// URL's code for the installing person's user token (POST {oauth}/login/oauth/access_token) and
-// the installations that token may see (GET {api}/user/installations, paged).
+// URL's code for the installing person's user token (POST {oauth}/login/oauth/access_token),
+// the installations that token may see (GET {api}/user/installations, paged), and whether the
+// person administers an installation's account (GET {api}/user/memberships/orgs/{org},
+// GET {api}/user).
 //
 // No error of this package carries a code or a token: GitHub's OAuth error answers are reduced
 // to their error code, other failures to the status.
@@ -71,28 +73,46 @@ func unavailable(detail string) error {
 	return fmt.Errorf("github: %s: %w", detail, ports.ErrUnavailable)
 }
 
-func (c *Client) do(req *http.Request, into any) (http.Header, error) {
+// send makes req and reads its answer (bounded). Errors: ports.ErrUnavailable (transport).
+func (c *Client) send(req *http.Request) (*http.Response, []byte, error) {
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "hephaestus")
 	res, err := c.cfg.HTTP.Do(req)
 	if err != nil {
 		// url.Error names the URL, which holds no secret here (codes and tokens go in bodies
 		// and headers).
-		return nil, unavailable("request failed")
+		return nil, nil, unavailable("request failed")
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
 	if err != nil {
-		return nil, unavailable("read answer")
+		return nil, nil, unavailable("read answer")
 	}
+	return res, body, nil
+}
+
+// decode reads a 2xx answer's JSON into into; 401 is ports.ErrUnauthenticated, any other
+// status ports.ErrUnavailable.
+func decode(req *http.Request, res *http.Response, body []byte, into any) error {
 	switch {
 	case res.StatusCode == http.StatusUnauthorized:
-		return nil, fmt.Errorf("github: %s answered 401: %w", req.URL.Path, ports.ErrUnauthenticated)
+		return fmt.Errorf("github: %s answered 401: %w", req.URL.Path, ports.ErrUnauthenticated)
 	case res.StatusCode < 200 || res.StatusCode > 299:
-		return nil, unavailable(fmt.Sprintf("%s answered %d", req.URL.Path, res.StatusCode))
+		return unavailable(fmt.Sprintf("%s answered %d", req.URL.Path, res.StatusCode))
 	}
 	if err := json.Unmarshal(body, into); err != nil {
-		return nil, unavailable(req.URL.Path + " answered no JSON of the documented shape")
+		return unavailable(req.URL.Path + " answered no JSON of the documented shape")
+	}
+	return nil
+}
+
+func (c *Client) do(req *http.Request, into any) (http.Header, error) {
+	res, body, err := c.send(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := decode(req, res, body, into); err != nil {
+		return nil, err
 	}
 	return res.Header, nil
 }
@@ -126,37 +146,140 @@ func (c *Client) ExchangeCode(ctx context.Context, code string) (string, error) 
 	return answer.AccessToken, nil
 }
 
-// UserHasInstallation reports whether GET /user/installations with the user token lists
-// installationID (following its pages). Errors as ExchangeCode's.
-func (c *Client) UserHasInstallation(ctx context.Context, userToken string, installationID int64) (bool, error) {
+// Account is the account an installation is installed on, as GET /user/installations shows
+// it: "Organization" or "User", its id and login.
+type Account struct {
+	ID    int64
+	Login string
+	Type  string
+}
+
+// UserInstallation finds installationID in GET /user/installations with the user token
+// (following its pages) and answers the account it is installed on; false when the token does
+// not list it. GitHub lists there every installation the person can reach, also through a
+// collaborator grant or an organization membership: being listed proves access, not control
+// (AdministersAccount). Errors as ExchangeCode's.
+func (c *Client) UserInstallation(ctx context.Context, userToken string, installationID int64) (Account, bool, error) {
 	next := c.cfg.APIURL + "/user/installations?per_page=100"
 	for page := 0; next != "" && page < maxPages; page++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, next, nil)
+		req, err := c.userRequest(ctx, next, userToken)
 		if err != nil {
-			return false, unavailable("build request")
+			return Account{}, false, err
 		}
-		req.Header.Set("Authorization", "Bearer "+userToken)
-		req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 		var answer struct {
 			Installations *[]struct {
-				ID int64 `json:"id"`
+				ID      int64 `json:"id"`
+				Account *struct {
+					ID    int64  `json:"id"`
+					Login string `json:"login"`
+					Type  string `json:"type"`
+				} `json:"account"`
 			} `json:"installations"`
 		}
 		h, err := c.do(req, &answer)
 		if err != nil {
-			return false, err
+			return Account{}, false, err
 		}
 		if answer.Installations == nil {
-			return false, unavailable("/user/installations answered no installations")
+			return Account{}, false, unavailable("/user/installations answered no installations")
 		}
 		for _, inst := range *answer.Installations {
-			if inst.ID == installationID {
-				return true, nil
+			if inst.ID != installationID {
+				continue
 			}
+			if inst.Account == nil || inst.Account.ID <= 0 || inst.Account.Login == "" {
+				return Account{}, false, unavailable("/user/installations answered an installation without its account")
+			}
+			return Account{ID: inst.Account.ID, Login: inst.Account.Login, Type: inst.Account.Type}, true, nil
 		}
 		next = nextLink(h.Get("Link"), c.cfg.APIURL)
 	}
-	return false, nil
+	return Account{}, false, nil
+}
+
+// The account types of GitHub installations.
+const (
+	AccountOrganization = "Organization"
+	AccountUser         = "User"
+)
+
+var loginPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,98})$`)
+
+// AdministersAccount reports whether the user token's person administers account, as GitHub
+// documents it: for an organization, GET /user/memberships/orgs/{org} answers "role":"admin"
+// and "state":"active" for that organization's id (404 or 403: not a member it may see, so
+// no); for a user account, GET /user answers that account's id. Any other account type is no.
+// Errors as ExchangeCode's.
+func (c *Client) AdministersAccount(ctx context.Context, userToken string, account Account) (bool, error) {
+	switch account.Type {
+	case AccountOrganization:
+		if !loginPattern.MatchString(account.Login) {
+			return false, nil
+		}
+		req, err := c.userRequest(ctx, c.cfg.APIURL+"/user/memberships/orgs/"+url.PathEscape(account.Login), userToken)
+		if err != nil {
+			return false, err
+		}
+		var answer struct {
+			State        string `json:"state"`
+			Role         string `json:"role"`
+			Organization *struct {
+				ID int64 `json:"id"`
+			} `json:"organization"`
+		}
+		found, err := c.doFound(req, &answer)
+		if err != nil || !found {
+			return false, err
+		}
+		if answer.Organization == nil {
+			return false, unavailable("/user/memberships/orgs answered no organization")
+		}
+		return answer.Role == "admin" && answer.State == "active" && answer.Organization.ID == account.ID, nil
+	case AccountUser:
+		req, err := c.userRequest(ctx, c.cfg.APIURL+"/user", userToken)
+		if err != nil {
+			return false, err
+		}
+		var answer struct {
+			ID int64 `json:"id"`
+		}
+		if _, err := c.do(req, &answer); err != nil {
+			return false, err
+		}
+		if answer.ID <= 0 {
+			return false, unavailable("/user answered no id")
+		}
+		return answer.ID == account.ID, nil
+	default:
+		return false, nil
+	}
+}
+
+func (c *Client) userRequest(ctx context.Context, u, userToken string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, unavailable("build request")
+	}
+	req.Header.Set("Authorization", "Bearer "+userToken)
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	return req, nil
+}
+
+// doFound is do for a read whose 404, or 403 that is no rate limit (a limit answers 403 with
+// X-RateLimit-Remaining 0 or Retry-After), means "no such thing for this token" (false).
+func (c *Client) doFound(req *http.Request, into any) (bool, error) {
+	res, body, err := c.send(req)
+	if err != nil {
+		return false, err
+	}
+	if res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusForbidden &&
+		res.Header.Get("X-RateLimit-Remaining") != "0" && res.Header.Get("Retry-After") == "" {
+		return false, nil
+	}
+	if err := decode(req, res, body, into); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 var nextPattern = regexp.MustCompile(`<([^>]+)>;\s*rel="next"`)

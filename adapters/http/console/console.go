@@ -27,6 +27,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
+	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -71,6 +72,10 @@ type Config struct {
 	// "Sync again" button (to who may manage the workspace, as POST …/sync); without it the
 	// pages say sync progress is not available. It needs Members.
 	Syncs Syncs
+	// Installs offers the providers' install flows (CONTRACT.md "Install flows") to who may
+	// manage the workspace: starting one here sets the flow's browser cookie in this browser,
+	// which the provider's callback requires. Nil: the page says no install flow is available.
+	Installs *installflow.Service
 	// AdminToken is the configured instance administrator token: a session signed in with it
 	// ends when the configured token changes.
 	AdminToken string
@@ -125,6 +130,9 @@ func Register(r gin.IRouter, cfg Config) error {
 	s.GET("/workspaces/:ws/dead-letters/:id/replay", c.confirmReplay)
 	s.POST("/workspaces/:ws/dead-letters/:id/replay", c.replay)
 	s.GET("/workspaces/:ws/connections", c.connections)
+	// Who: the workspace's ADMIN and the instance administrator (as POST …/{flow}/install).
+	s.GET("/workspaces/:ws/install", c.installFlows)
+	s.POST("/workspaces/:ws/install/:flow", c.startInstall)
 	// …/connections/:id/sync starts the sync again (ADMIN); the other actions are transitions.
 	s.POST("/workspaces/:ws/connections/:id/:action", c.transition)
 	// Who: every member of the workspace and the instance administrator (as GET …/sync).

@@ -57,7 +57,7 @@ var funcs = template.FuncMap{
 	},
 }
 
-var pageNames = []string{"signin", "error", "workspaces", "deadletters", "deadletter", "confirm", "connections", "changes", "erasure", "sync", "syncs"}
+var pageNames = []string{"signin", "error", "workspaces", "deadletters", "deadletter", "confirm", "connections", "changes", "erasure", "sync", "syncs", "install"}
 
 func parsePages() (map[string]*template.Template, error) {
 	out := make(map[string]*template.Template, len(pageNames))
@@ -379,7 +379,7 @@ func (c *console) connections(g *gin.Context) {
 		}
 		v := connectionView{Conn: conn, Access: access.String(), AccessReason: reason, Subscriptions: subs, Sync: sync}
 		for _, a := range []connection.Action{connection.Activate, connection.Suspend, connection.Uninstall} {
-			if _, err := conn.State.Next(a); err == nil {
+			if _, err := conn.State.Next(a); err == nil && !c.cfg.Management.InstallFlowRequired(m, conn, a) {
 				v.Actions = append(v.Actions, a.String())
 			}
 		}

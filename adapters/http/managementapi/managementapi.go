@@ -311,6 +311,7 @@ func (h handlers) transition(action connection.Action) gin.HandlerFunc {
 		}
 		conn, err := h.svc.Transition(c.Request.Context(), ManagedOf(c), id, action)
 		if err != nil {
+			h.logRefusal(c, "lifecycle change refused", id, err)
 			h.fail(c, err)
 			return
 		}

@@ -202,10 +202,14 @@ func payloadNames(f ports.PersonFields, prov, url, identities string) string {
 	  AND ` + personCondition(f, "o.x", "i.v") + `)`
 }
 
-// inNamespace is the provider and namespace fragment.
+// inNamespace is the provider and namespace fragment. url is canonical (domain/erasure.NewScope,
+// migration 00045 for stored requests); a row's header is too, since admission copies it from
+// the canonical connection, except in rows admitted before migration 00045, which
+// canonical_source_url (the migration's SQL form of the same rule) reads in that spelling.
 func inNamespace(prov, url string) string {
 	return `e.provider = ` + prov + `
-		AND rtrim(e.headers->>'Hephaestus-Source-Server-Url', '/') = rtrim(` + url + `, '/')`
+		AND (e.headers->>'Hephaestus-Source-Server-Url' = ` + url + `
+		     OR canonical_source_url(e.headers->>'Hephaestus-Source-Server-Url') = ` + url + `)`
 }
 
 // newMatcher builds the SQL of one provider's declaration. Parameters of preview and
@@ -311,17 +315,20 @@ WHERE r.id = $1
 // connection of the provider registered with that source (in any state: an uninstalled
 // connection's mirror and deliveries may still hold the person), or the installation namespace
 // $3 (admission's default source of installation rows; ” when the provider has none).
+//
+// Both sides are canonical: connections store their URL so (management, migration 00045), $2
+// is the scope's and $3 admission's configured default, canonicalised at start.
 const knownNamespace = `
 SELECT EXISTS (SELECT 1 FROM connection c
-               WHERE c.provider = $1 AND rtrim(c.source_server_url, '/') = rtrim($2, '/'))
-    OR ($3 <> '' AND rtrim($3, '/') = rtrim($2, '/'))`
+               WHERE c.provider = $1 AND c.source_server_url = $2)
+    OR ($3 <> '' AND $3 = $2)`
 
 // namespaceWorkspaces lists the workspaces whose mirror of provider $1 may hold data of the
 // namespace $2: those with a connection of the provider registered with that source.
 const namespaceWorkspaces = `
 SELECT coalesce(array_agg(DISTINCT c.workspace_id ORDER BY c.workspace_id), '{}')
 FROM connection c
-WHERE c.provider = $1 AND rtrim(c.source_server_url, '/') = rtrim($2, '/')`
+WHERE c.provider = $1 AND c.source_server_url = $2`
 
 const (
 	insertErasure = `

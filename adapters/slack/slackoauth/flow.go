@@ -94,6 +94,9 @@ func (f *Flow) Precheck(q url.Values) *ports.InstallRefusal {
 	return nil
 }
 
+// Carried: the callback's parameters the confirmation form carries to Complete.
+func (f *Flow) Carried() []string { return []string{"code"} }
+
 // Complete exchanges the code for the installation.
 func (f *Flow) Complete(ctx context.Context, q url.Values) (ports.InstallConnection, *ports.InstallRefusal) {
 	inst, err := f.client.ExchangeCode(ctx, q.Get("code"), f.redirectURI())
