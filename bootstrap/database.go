@@ -14,6 +14,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/internal/pgembedded"
 )
 
@@ -49,6 +50,26 @@ func ConfigureMainPool(cfg *pgxpool.Config) {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
 	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+}
+
+// DefaultConnectTimeout bounds each host's connection attempt when DATABASE_URL sets no
+// connect_timeout. Without it a host that vanished without a reset (a lost machine, a dropped
+// route) holds a new connection until the caller's deadline, so the next host of a multi-host
+// URL is never tried; PostgreSQL itself answers a loopback or LAN connect in milliseconds.
+const DefaultConnectTimeout = 5 * time.Second
+
+// ConfigureFailover prepares every pool for losing the database host
+// (docs/operations/database-failover.md): a session whose node stopped accepting writes closes
+// itself (pgutil.CloseOnReadOnly), so the next connection asks the URL's hosts for a
+// read-write one again, and a connection attempt to a silent host gives up after
+// DefaultConnectTimeout unless the URL chose its own connect_timeout. Connections that die with
+// the host are noticed by the pool on their next use (pgxpool pings a connection idle for more
+// than a second before handing it out) and by the store calls' own deadlines.
+func ConfigureFailover(cfg *pgxpool.Config) {
+	pgutil.CloseOnReadOnly(&cfg.ConnConfig.Config)
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 }
 
 // dbServer is the PostgreSQL server the process talks to: an external one (DATABASE_URL) or
@@ -170,6 +191,7 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
+	ConfigureFailover(pcfg)
 	acfg := pcfg.Copy()
 	lcfg := pcfg.Copy()
 	pcfg.MaxConns = PoolSize(cfg.Consumer.Claimers)
@@ -230,10 +252,15 @@ func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger) e
 	}
 }
 
-// ready is /readyz's check: the database answers and no embedded migration is pending.
+// ready is /readyz's check: the database answers, accepts writes (a demoted primary that
+// still answers does not) and no embedded migration is pending.
 func (d *database) ready(ctx context.Context) error {
-	if err := d.pool.Ping(ctx); err != nil {
+	var readOnly bool
+	if err := d.pool.QueryRow(ctx, `SELECT current_setting('transaction_read_only')::bool`).Scan(&readOnly); err != nil {
 		return fmt.Errorf("database ping: %w", err)
+	}
+	if readOnly {
+		return errors.New("the database host accepts no writes (a standby, or a primary being demoted)")
 	}
 	n, err := postgres.Pending(ctx, d.sqlDB)
 	if err != nil {
