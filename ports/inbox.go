@@ -80,6 +80,12 @@ type InboxStore interface {
 	// Release hands leases back without counting the attempt (a stopping server).
 	Release(ctx context.Context, acks []Ack) (released int, err error)
 
+	// ReleaseUnheld hands back, without counting the attempt or the budget, every lease owner
+	// holds in the database except the rows in held: the rows of a claim that committed while
+	// its answer was lost with the connection (a failover), which owner does not know it holds.
+	// Rows another transaction locks are skipped.
+	ReleaseUnheld(ctx context.Context, owner string, held []int64) (released int, err error)
+
 	// Reap ends up to limit expired leases, skipping locked rows: each row's transition is the
 	// domain's Delivery.Expire under policy.
 	Reap(ctx context.Context, policy inbox.RetryPolicy, limit int) ([]Reaped, error)

@@ -86,6 +86,13 @@ type run struct {
 	mu       sync.Mutex
 	busy     int // slots reserved by a claim or holding a row a worker has not finished
 	reserved int // slots reserved by claims in flight
+
+	// claimGate lets the release of unheld leases see no claim in flight: each claim holds it
+	// shared from its statement until its rows are in held, the release exclusively (orphans.go).
+	claimGate sync.RWMutex
+	// claimsUncertain is set when a claim statement failed: it may have committed while its
+	// answer was lost, leaving leases this server does not know it holds.
+	claimsUncertain atomic.Bool
 }
 
 func signal(ch chan struct{}) {
