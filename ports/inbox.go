@@ -90,6 +90,11 @@ type InboxStore interface {
 	// domain's Delivery.Expire under policy.
 	Reap(ctx context.Context, policy inbox.RetryPolicy, limit int) ([]Reaped, error)
 
+	// ReapAfterOutage is Reap for a reaper whose server could not reach the database during
+	// outage: a row whose lease was running during the outage (inbox.Outage.Covers) is taken back
+	// with Delivery.ExpireDuringOutage (no budget spent), every other row with Delivery.Expire.
+	ReapAfterOutage(ctx context.Context, policy inbox.RetryPolicy, limit int, outage inbox.Outage) ([]Reaped, error)
+
 	// DeleteEnded deletes up to limit DONE rows ended before doneBefore and DEAD rows ended
 	// before deadBefore (their steps cascade), returning how many went.
 	DeleteEnded(ctx context.Context, doneBefore, deadBefore time.Time, limit int) (int64, error)

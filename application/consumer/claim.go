@@ -38,7 +38,7 @@ func (r *run) settle(reserved, claimed int) {
 //
 // ClaimLoops of them run at once; Run closes r.work when all have returned.
 func (r *run) claimLoop(ctx, claimCtx context.Context) {
-	bo := newBackoff(r.cfg.BackoffMin, r.cfg.BackoffMax)
+	bo := r.resumeBackoff()
 	poll := time.NewTimer(r.cfg.PollInterval)
 	defer poll.Stop()
 	for ctx.Err() == nil {

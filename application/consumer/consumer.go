@@ -93,6 +93,11 @@ type run struct {
 	// claimsUncertain is set when a claim statement failed: it may have committed while its
 	// answer was lost, leaving leases this server does not know it holds.
 	claimsUncertain atomic.Bool
+	// outage is the last span in which this server's store calls failed because the database
+	// could not be reached (zero: none since start). The reaper spares the budget of leases
+	// that were running during it (reap.go).
+	outageMu sync.Mutex
+	outage   inbox.Outage
 }
 
 func signal(ch chan struct{}) {

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -84,5 +85,83 @@ var _ = Describe("A claim whose answer was lost with the database connection", f
 		Expect(released.Attempt).To(BeZero(), "the lost claim's attempt is given back")
 		Expect(released.UnknownFailures).To(BeZero())
 		Expect(readRow(ctx, pool, theirs[0].Delivery.ID()).State).To(Equal("LEASED"))
+	})
+})
+
+// unreachableOnce is the real store whose next claim fails as a lost connection, as every
+// call of a server does while the database host is gone.
+type unreachableOnce struct {
+	ports.InboxStore
+	fail atomic.Bool
+}
+
+func (u *unreachableOnce) Claim(ctx context.Context, owner string, limit int, lease time.Duration) ([]ports.Claimed, error) {
+	if u.fail.CompareAndSwap(true, false) {
+		return nil, pgutil.Interpret("claim", fmt.Errorf("read: %w", io.ErrUnexpectedEOF))
+	}
+	return u.InboxStore.Claim(ctx, owner, limit, lease)
+}
+
+var _ = Describe("A lease that ran out while the database was unreachable", func() {
+	// A lease of a server that could not renew it: claimed by "holder", never renewed.
+	leaseOfAnUnreachableHolder := func(ctx context.Context) int64 {
+		ws := newWorkspace(ctx, pool, "acme", "ACTIVE")
+		id := storeRow(ctx, pool, row{Workspace: ws, Repo: "held"})
+		claimed, err := store.Claim(ctx, "holder", 1, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ids(claimed)).To(Equal([]int64{id}))
+		return id
+	}
+	reaperConfig := func() consumer.Config {
+		cfg := specConfig(owner)
+		cfg.LeaseDuration = time.Minute
+		cfg.RenewInterval = 10 * time.Second
+		cfg.ReaperInterval = 100 * time.Millisecond
+		return cfg
+	}
+
+	It("is taken back as a database transport failure, without spending the budget, by a reaper whose server saw the outage", func(ctx SpecContext) {
+		id := leaseOfAnUnreachableHolder(ctx)
+		st := &unreachableOnce{InboxStore: store}
+		st.fail.Store(true)
+		srv := startServer(reaperConfig(), st, registry(func(context.Context, ports.Dispatch) error { return nil }))
+		Eventually(func() []logEntry { return srv.log.Find("claiming failed; backing off") }).
+			WithTimeout(5 * time.Second).ShouldNot(BeEmpty())
+
+		clock.Advance(time.Minute + time.Second) // the holder's lease ran out during the outage
+		Eventually(func() string { return stateOf(ctx, pool, id) }).WithTimeout(10 * time.Second).Should(Equal("DONE"))
+		r := readRow(ctx, pool, id)
+		Expect(r.UnknownFailures).To(BeZero(), "the outage spent no budget")
+		Expect(srv.metrics.Count("retry", "github", "database-transport")).To(Equal(1))
+		Expect(srv.metrics.Count("retry", "github", "lease-expired")).To(BeZero())
+	})
+
+	It("costs the budget as before for a lease that started after the outage ended", func(ctx SpecContext) {
+		st := &unreachableOnce{InboxStore: store}
+		st.fail.Store(true)
+		srv := startServer(reaperConfig(), st, registry(func(context.Context, ports.Dispatch) error { return nil }))
+		Eventually(func() []logEntry { return srv.log.Find("claiming failed; backing off") }).
+			WithTimeout(5 * time.Second).ShouldNot(BeEmpty())
+		// The outage is over when the holder takes its lease, which then runs out: that expiry
+		// is its handler's doing (a handler that stopped its server).
+		clock.Advance(10 * time.Second)
+		id := leaseOfAnUnreachableHolder(ctx)
+		clock.Advance(time.Minute + time.Second)
+		Eventually(func() string { return stateOf(ctx, pool, id) }).WithTimeout(10 * time.Second).Should(Equal("DONE"))
+		Expect(readRow(ctx, pool, id).UnknownFailures).To(Equal(1))
+		Expect(srv.metrics.Count("retry", "github", "lease-expired")).To(Equal(1))
+	})
+
+	It("still ends DEAD with LeaseExpired when an event stops every server in turn (no server saw an outage)", func(ctx SpecContext) {
+		id := leaseOfAnUnreachableHolder(ctx)
+		_, err := pool.Exec(ctx, `UPDATE provider_event SET unknown_failures = 9 WHERE id = $1`, id)
+		Expect(err).NotTo(HaveOccurred())
+		srv := startServer(reaperConfig(), store, registry(func(context.Context, ports.Dispatch) error { return nil }))
+		clock.Advance(time.Minute + time.Second)
+		Eventually(func() string { return stateOf(ctx, pool, id) }).WithTimeout(10 * time.Second).Should(Equal("DEAD"))
+		r := readRow(ctx, pool, id)
+		Expect(r.UnknownFailures).To(Equal(10))
+		Expect(r.ErrorClass).To(Equal("LeaseExpired"))
+		Expect(srv.log.Find("expired lease made the delivery dead")).NotTo(BeEmpty())
 	})
 })
