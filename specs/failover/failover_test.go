@@ -35,7 +35,7 @@ import (
 const (
 	pollInterval = 500 * time.Millisecond
 	scopes       = 64 // enough that each server always finds free scopes (one leased row per scope)
-	admitters    = 2 // per server
+	admitters    = 2  // per server
 	// resumeBound is how soon after the new primary accepts writes both servers must handle
 	// deliveries again: a poll interval plus the loops' largest backoff, with room for a
 	// loaded 2-core machine. The pause reported in issue 34 was 23 s.
@@ -291,7 +291,7 @@ var _ = Describe("Losing the database host", func() {
 			var n int
 			err := primaryConn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%held step%' AND state = 'active' AND pid <> pg_backend_pid()`).Scan(&n)
 			return n, err
-		}).WithTimeout(10 * time.Second).Should(Equal(1), "the held step runs on the primary")
+		}).WithTimeout(10*time.Second).Should(Equal(1), "the held step runs on the primary")
 		killedAt := time.Now()
 		Expect(f.Kill(primary)).To(Succeed())
 		By(fmt.Sprintf("killed the primary %s", primary.Name))
