@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -177,7 +178,11 @@ const LookupPoolSize = 2
 
 // openDatabase starts or finds the server, opens the pool, waits for the database to answer
 // and applies the migrations it lacks.
-func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database, err error) {
+//
+// waiting, when not nil, hears each failed attempt while a multi-host DATABASE_URL has no host
+// that accepts writes (App.Run answers "not ready" meanwhile); such a start waits until one does
+// or ctx ends, instead of giving up after connectWait.
+func openDatabase(ctx context.Context, cfg Config, log *zap.Logger, waiting func(error)) (_ *database, err error) {
 	srv, err := startServer(ctx, cfg, log, true)
 	if err != nil {
 		return nil, err
@@ -205,7 +210,7 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
 	}
-	if err := waitForDatabase(ctx, pool, log); err != nil {
+	if err := waitForDatabase(ctx, pool, log, waiting); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -232,19 +237,37 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database
 	return &database{server: srv, pool: pool, admission: admissionPool{admission}, lookup: lookupPool{lookup}, sqlDB: stdlib.OpenDBFromPool(pool)}, nil
 }
 
-// waitForDatabase pings until the database answers or connectWait passes.
-func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger) error {
-	ctx, cancel := context.WithTimeout(ctx, connectWait)
-	defer cancel()
+// waitForDatabase pings until the database answers or connectWait passes. With a multi-host
+// URL (a high-availability formation) it waits until a host accepts a read-write session or ctx
+// ends, however long a failover takes, logging the hosts it tried (pgconn's error names each
+// host and why it was refused) and telling waiting.
+func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger, waiting func(error)) error {
+	hosts := databaseHosts(&pool.Config().ConnConfig.Config)
+	multiHost := len(hosts) > 1
+	if !multiHost {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, connectWait)
+		defer cancel()
+	}
 	delay := 100 * time.Millisecond
 	for {
 		err := pool.Ping(ctx)
 		if err == nil {
 			return nil
 		}
-		log.Warn("database not answering yet", zap.Error(err))
+		if multiHost {
+			log.Warn("no database host accepts writes yet; waiting for one", zap.Strings("hosts", hosts), zap.Error(err))
+			if waiting != nil {
+				waiting(err)
+			}
+		} else {
+			log.Warn("database not answering yet", zap.Error(err))
+		}
 		select {
 		case <-ctx.Done():
+			if multiHost {
+				return fmt.Errorf("no database host (%s) accepted writes: %w", strings.Join(hosts, ", "), err)
+			}
 			return fmt.Errorf("database did not answer within %s: %w", connectWait, err)
 		case <-time.After(delay):
 		}
