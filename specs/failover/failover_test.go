@@ -36,9 +36,10 @@ const (
 	pollInterval = 500 * time.Millisecond
 	scopes       = 64 // enough that each server always finds free scopes (one leased row per scope)
 	admitters    = 2  // per server
-	// resumeBound is how soon after the new primary accepts writes both servers must handle
-	// deliveries again: a poll interval plus the loops' largest backoff, with room for a
-	// loaded 2-core machine. The pause reported in issue 34 was 23 s.
+	// resumeBound is how soon after the new primary accepts writes both servers must claim and
+	// reap again, and deliveries be handled again: a poll interval plus the loops' largest
+	// backoff (itself at most a poll interval), with room for a loaded 2-core machine. The
+	// pause reported in issue 34 was 23 s.
 	resumeBound = 8 * time.Second
 )
 
@@ -82,6 +83,36 @@ var github = provider.MustNew("GITHUB")
 // heldKey is the delivery whose first attempt is mid-transaction when the primary is killed.
 const heldKey = "held-at-the-kill"
 
+// timedStore is the server's real store, noting when its claims and reaps last succeeded.
+type timedStore struct {
+	ports.InboxStore
+	claimed, reaped atomic.Int64 // UnixNano of the last success
+}
+
+func (t *timedStore) Claim(ctx context.Context, owner string, limit int, lease time.Duration) ([]ports.Claimed, error) {
+	c, err := t.InboxStore.Claim(ctx, owner, limit, lease)
+	if err == nil {
+		t.claimed.Store(time.Now().UnixNano())
+	}
+	return c, err
+}
+
+func (t *timedStore) Reap(ctx context.Context, policy inbox.RetryPolicy, limit int) ([]ports.Reaped, error) {
+	r, err := t.InboxStore.Reap(ctx, policy, limit)
+	if err == nil {
+		t.reaped.Store(time.Now().UnixNano())
+	}
+	return r, err
+}
+
+func (t *timedStore) ReapAfterOutage(ctx context.Context, policy inbox.RetryPolicy, limit int, outage inbox.Outage) ([]ports.Reaped, error) {
+	r, err := t.InboxStore.ReapAfterOutage(ctx, policy, limit, outage)
+	if err == nil {
+		t.reaped.Store(time.Now().UnixNano())
+	}
+	return r, err
+}
+
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
@@ -94,6 +125,7 @@ type server struct {
 	pool      *pgxpool.Pool
 	admission *admissionstore.Store
 	metrics   *metrics
+	store     *timedStore
 	handled   atomic.Int64
 	stop      func()
 }
@@ -123,8 +155,9 @@ func startServer(ctx context.Context, url, name string) *server {
 	var err error
 	s.admission, err = admissionstore.New(apool)
 	Expect(err).NotTo(HaveOccurred())
-	st, err := inboxstore.New(s.pool, inboxstore.Config{})
+	real, err := inboxstore.New(s.pool, inboxstore.Config{})
 	Expect(err).NotTo(HaveOccurred())
+	s.store = &timedStore{InboxStore: real}
 	box, err := deliveryinbox.New(s.pool)
 	Expect(err).NotTo(HaveOccurred())
 	reg := consumer.NewRegistry()
@@ -169,7 +202,7 @@ func startServer(ctx context.Context, url, name string) *server {
 			return dispatch.BindDispatch(ctx, c)
 		},
 	}
-	c, err := consumer.New(cfg, st, reg, consumer.NewSignal(), systemClock{}, support.Logger{}, s.metrics)
+	c, err := consumer.New(cfg, s.store, reg, consumer.NewSignal(), systemClock{}, support.Logger{}, s.metrics)
 	Expect(err).NotTo(HaveOccurred())
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -314,13 +347,28 @@ var _ = Describe("Losing the database host", func() {
 		}).WithTimeout(90 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 		fmt.Fprintf(GinkgoWriter, "the new primary accepted writes %.1fs after the kill\n", writable.Sub(killedAt).Seconds())
 
-		// No pause after the switch: both servers handle deliveries again within resumeBound.
-		before := []int64{servers[0].handled.Load(), servers[1].handled.Load()}
-		Eventually(func() bool {
-			return servers[0].handled.Load() > before[0] && servers[1].handled.Load() > before[1]
-		}).WithTimeout(resumeBound).WithPolling(50*time.Millisecond).Should(BeTrue(),
-			"both servers resume handling within %s of the new primary accepting writes", resumeBound)
-		fmt.Fprintf(GinkgoWriter, "both servers handled deliveries again %.1fs after the new primary accepted writes\n",
+		// No pause after the switch: both servers claim and reap again within a poll interval
+		// and a backoff step (each at most pollInterval), with room for a loaded machine.
+		for _, s := range servers {
+			for _, loop := range []struct {
+				name string
+				last *atomic.Int64
+			}{{"claiming", &s.store.claimed}, {"reaping", &s.store.reaped}} {
+				Eventually(func() int64 { return loop.last.Load() }).WithTimeout(resumeBound).WithPolling(20*time.Millisecond).
+					Should(BeNumerically(">", writable.UnixNano()), "%s resumes on %s", loop.name, s.name)
+				fmt.Fprintf(GinkgoWriter, "%s: %s resumed %.2fs after the new primary accepted writes\n", s.name, loop.name,
+					time.Unix(0, loop.last.Load()).Sub(writable).Seconds())
+			}
+		}
+		// And deliveries are handled again at once. (Which server gets them is not asserted: with a
+		// backlog, the server whose claims came back full first claims back to back and the other
+		// one's polls can find every free scope head locked by those claims for a while; see the
+		// report of issue 34.)
+		before := servers[0].handled.Load() + servers[1].handled.Load()
+		Eventually(func() int64 { return servers[0].handled.Load() + servers[1].handled.Load() }).
+			WithTimeout(resumeBound).WithPolling(50*time.Millisecond).Should(BeNumerically(">", before),
+			"deliveries are handled again within %s of the new primary accepting writes", resumeBound)
+		fmt.Fprintf(GinkgoWriter, "deliveries handled again %.2fs after the new primary accepted writes\n",
 			time.Since(writable).Seconds())
 
 		// Keep admitting on the new primary for a moment, then let everything drain.
