@@ -71,7 +71,11 @@ func (a *App) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	db, err := openDatabase(ctx, a.cfg, log)
+	waiting := newWaitingServer(a.cfg.HTTPAddr, log, a.metrics.Handler())
+	db, err := openDatabase(ctx, a.cfg, log, waiting.notReady)
+	if werr := waiting.stop(); werr != nil {
+		log.Warn("the not-ready server did not stop cleanly", zap.Error(werr))
+	}
 	if err != nil {
 		return startError(ctx, log, err)
 	}

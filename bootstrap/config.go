@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -373,10 +374,48 @@ func (r *reader) databaseURL() string {
 		return ""
 	}
 	// pgconn's error redacts the password; the value itself is never echoed.
-	if _, err := pgconn.ParseConfig(v); err != nil {
+	pc, err := pgconn.ParseConfig(v)
+	if err != nil {
 		r.fail(EnvDatabaseURL, "is not a PostgreSQL connection string (%v)", err)
+		return v
+	}
+	if hosts := databaseHosts(pc); len(hosts) > 1 && !writableOnly(pc) {
+		r.fail(EnvDatabaseURL, "names %d hosts (%s) without target_session_attrs=read-write (or primary): "+
+			"a connection could reach a standby or a demoted primary and every write would fail; add "+
+			"target_session_attrs=read-write (docs/operations/database-failover.md)", len(hosts), strings.Join(hosts, ", "))
 	}
 	return v
+}
+
+// databaseHosts lists the distinct host:port pairs a connection string names (a multi-host URL
+// of a high-availability formation names each node). pgconn lists a host twice when sslmode
+// lets it retry without TLS, so duplicates are dropped.
+func databaseHosts(pc *pgconn.Config) []string {
+	seen := map[string]bool{}
+	var hosts []string
+	add := func(host string, port uint16) {
+		hp := net.JoinHostPort(host, strconv.Itoa(int(port)))
+		if !seen[hp] {
+			seen[hp] = true
+			hosts = append(hosts, hp)
+		}
+	}
+	add(pc.Host, pc.Port)
+	for _, f := range pc.Fallbacks {
+		add(f.Host, f.Port)
+	}
+	return hosts
+}
+
+// writableOnly reports whether the connection string accepts only a session that can write:
+// target_session_attrs=read-write or primary (from the URL or PGTARGETSESSIONATTRS).
+func writableOnly(pc *pgconn.Config) bool {
+	if pc.ValidateConnect == nil {
+		return false
+	}
+	got := reflect.ValueOf(pc.ValidateConnect).Pointer()
+	return got == reflect.ValueOf(pgconn.ValidateConnectTargetSessionAttrsReadWrite).Pointer() ||
+		got == reflect.ValueOf(pgconn.ValidateConnectTargetSessionAttrsPrimary).Pointer()
 }
 
 func (r *reader) addr(name, def string) string {

@@ -273,6 +273,48 @@ var _ = Describe("Configuration", func() {
 			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_RETENTION_INTERVAL", "NaNd", `"NaNd" is not a duration (Go syntax like 90s or 1h30m, or days like 3d or 1.5d)`),
 		)
 
+		Describe("a multi-host DATABASE_URL (a high-availability formation)", func() {
+			It("is accepted with target_session_attrs=read-write or primary", func() {
+				for _, u := range []string{
+					"postgres://app:pw@db1:5432,db2:5432/heph?target_session_attrs=read-write&sslmode=disable",
+					"postgres://app:pw@db1,db2:6432/heph?target_session_attrs=primary",
+					"host=db1,db2 port=5432,5433 user=app dbname=heph target_session_attrs=read-write",
+				} {
+					c, err := load(env{"DATABASE_URL": u})
+					Expect(err).NotTo(HaveOccurred(), u)
+					Expect(c.DatabaseURL).To(Equal(u))
+				}
+			})
+
+			It("is refused at start when a session could land on a standby, naming DATABASE_URL and the hosts", func() {
+				for _, u := range []string{
+					"postgres://app:hunter2@db1:5432,db2:5432/heph?sslmode=disable",
+					"postgres://app:hunter2@db1:5432,db2:5432/heph?target_session_attrs=any",
+					"postgres://app:hunter2@db1,db2/heph?target_session_attrs=prefer-standby",
+					"host=db1,db2 user=app password=hunter2 dbname=heph target_session_attrs=read-only",
+				} {
+					_, err := load(env{"DATABASE_URL": u})
+					Expect(err).To(HaveOccurred(), u)
+					ps := problems(err)
+					Expect(ps).To(HaveLen(1))
+					Expect(ps[0].Variable).To(Equal("DATABASE_URL"))
+					Expect(ps[0].Message).To(HavePrefix("names 2 hosts (db1:5432, db2:"))
+					Expect(ps[0].Message).To(ContainSubstring("without target_session_attrs=read-write (or primary)"))
+					Expect(err.Error()).NotTo(ContainSubstring("hunter2"))
+				}
+			})
+
+			It("leaves a single host alone, whatever its target_session_attrs", func() {
+				for _, u := range []string{
+					"postgres://app@db.internal:5432/heph?sslmode=prefer",
+					"postgres://app@db.internal/heph?target_session_attrs=any",
+				} {
+					_, err := load(env{"DATABASE_URL": u})
+					Expect(err).NotTo(HaveOccurred(), u)
+				}
+			})
+		})
+
 		It("never repeats a database password", func() {
 			_, err := load(env{"DATABASE_URL": "postgres://app:hunter2@db:port/heph"})
 			Expect(err).To(MatchError(HavePrefix("DATABASE_URL: ")))

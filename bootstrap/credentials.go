@@ -44,7 +44,7 @@ func RotateCredentials(ctx context.Context, cfg Config, log *zap.Logger, console
 		return managementstore.ResealResult{}, fmt.Errorf("open database pool: %w", err)
 	}
 	defer pool.Close()
-	if err := waitForDatabase(ctx, pool, log); err != nil {
+	if err := waitForDatabase(ctx, pool, log, nil); err != nil {
 		return managementstore.ResealResult{}, err
 	}
 	res, err := managementstore.ResealSecrets(ctx, pool, box, managementstore.ResealAll)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/internal/pgembedded"
 )
 
@@ -49,6 +51,26 @@ func ConfigureMainPool(cfg *pgxpool.Config) {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
 	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+}
+
+// DefaultConnectTimeout bounds each host's connection attempt when DATABASE_URL sets no
+// connect_timeout. Without it a host that vanished without a reset (a lost machine, a dropped
+// route) holds a new connection until the caller's deadline, so the next host of a multi-host
+// URL is never tried; PostgreSQL itself answers a loopback or LAN connect in milliseconds.
+const DefaultConnectTimeout = 5 * time.Second
+
+// ConfigureFailover prepares every pool for losing the database host
+// (docs/operations/database-failover.md): a session whose node stopped accepting writes closes
+// itself (pgutil.CloseOnReadOnly), so the next connection asks the URL's hosts for a
+// read-write one again, and a connection attempt to a silent host gives up after
+// DefaultConnectTimeout unless the URL chose its own connect_timeout. Connections that die with
+// the host are noticed by the pool on their next use (pgxpool pings a connection idle for more
+// than a second before handing it out) and by the store calls' own deadlines.
+func ConfigureFailover(cfg *pgxpool.Config) {
+	pgutil.CloseOnReadOnly(&cfg.ConnConfig.Config)
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 }
 
 // dbServer is the PostgreSQL server the process talks to: an external one (DATABASE_URL) or
@@ -156,7 +178,11 @@ const LookupPoolSize = 2
 
 // openDatabase starts or finds the server, opens the pool, waits for the database to answer
 // and applies the migrations it lacks.
-func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database, err error) {
+//
+// waiting, when not nil, hears each failed attempt while a multi-host DATABASE_URL has no host
+// that accepts writes (App.Run answers "not ready" meanwhile); such a start waits until one does
+// or ctx ends, instead of giving up after connectWait.
+func openDatabase(ctx context.Context, cfg Config, log *zap.Logger, waiting func(error)) (_ *database, err error) {
 	srv, err := startServer(ctx, cfg, log, true)
 	if err != nil {
 		return nil, err
@@ -170,6 +196,7 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
+	ConfigureFailover(pcfg)
 	acfg := pcfg.Copy()
 	lcfg := pcfg.Copy()
 	pcfg.MaxConns = PoolSize(cfg.Consumer.Claimers)
@@ -183,7 +210,7 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
 	}
-	if err := waitForDatabase(ctx, pool, log); err != nil {
+	if err := waitForDatabase(ctx, pool, log, waiting); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -210,19 +237,37 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger) (_ *database
 	return &database{server: srv, pool: pool, admission: admissionPool{admission}, lookup: lookupPool{lookup}, sqlDB: stdlib.OpenDBFromPool(pool)}, nil
 }
 
-// waitForDatabase pings until the database answers or connectWait passes.
-func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger) error {
-	ctx, cancel := context.WithTimeout(ctx, connectWait)
-	defer cancel()
+// waitForDatabase pings until the database answers or connectWait passes. With a multi-host
+// URL (a high-availability formation) it waits until a host accepts a read-write session or ctx
+// ends, however long a failover takes, logging the hosts it tried (pgconn's error names each
+// host and why it was refused) and telling waiting.
+func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger, waiting func(error)) error {
+	hosts := databaseHosts(&pool.Config().ConnConfig.Config)
+	multiHost := len(hosts) > 1
+	if !multiHost {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, connectWait)
+		defer cancel()
+	}
 	delay := 100 * time.Millisecond
 	for {
 		err := pool.Ping(ctx)
 		if err == nil {
 			return nil
 		}
-		log.Warn("database not answering yet", zap.Error(err))
+		if multiHost {
+			log.Warn("no database host accepts writes yet; waiting for one", zap.Strings("hosts", hosts), zap.Error(err))
+			if waiting != nil {
+				waiting(err)
+			}
+		} else {
+			log.Warn("database not answering yet", zap.Error(err))
+		}
 		select {
 		case <-ctx.Done():
+			if multiHost {
+				return fmt.Errorf("no database host (%s) accepted writes: %w", strings.Join(hosts, ", "), err)
+			}
 			return fmt.Errorf("database did not answer within %s: %w", connectWait, err)
 		case <-time.After(delay):
 		}
@@ -230,10 +275,15 @@ func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger) e
 	}
 }
 
-// ready is /readyz's check: the database answers and no embedded migration is pending.
+// ready is /readyz's check: the database answers, accepts writes (a demoted primary that
+// still answers does not) and no embedded migration is pending.
 func (d *database) ready(ctx context.Context) error {
-	if err := d.pool.Ping(ctx); err != nil {
+	var readOnly bool
+	if err := d.pool.QueryRow(ctx, `SELECT current_setting('transaction_read_only')::bool`).Scan(&readOnly); err != nil {
 		return fmt.Errorf("database ping: %w", err)
+	}
+	if readOnly {
+		return errors.New("the database host accepts no writes (a standby, or a primary being demoted)")
 	}
 	n, err := postgres.Pending(ctx, d.sqlDB)
 	if err != nil {

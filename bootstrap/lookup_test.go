@@ -37,7 +37,7 @@ var _ = Describe("Webhook connection lookups", func() {
 		Expect(err).NotTo(HaveOccurred())
 		secrets, err := resolveSecrets(cfg, zap.NewNop(), GinkgoWriter)
 		Expect(err).NotTo(HaveOccurred())
-		db, err := openDatabase(ctx, cfg, zap.NewNop())
+		db, err := openDatabase(ctx, cfg, zap.NewNop(), nil)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(db.close()).To(Succeed()) })
 		Expect(db.lookup.Config().MaxConns).To(Equal(int32(LookupPoolSize)))

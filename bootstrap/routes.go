@@ -28,7 +28,7 @@ func RegisteredRoutes(ctx context.Context, cfg Config) (_ []Route, err error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := openDatabase(ctx, cfg, log)
+	db, err := openDatabase(ctx, cfg, log, nil)
 	if err != nil {
 		return nil, err
 	}

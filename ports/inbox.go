@@ -80,9 +80,20 @@ type InboxStore interface {
 	// Release hands leases back without counting the attempt (a stopping server).
 	Release(ctx context.Context, acks []Ack) (released int, err error)
 
+	// ReleaseUnheld hands back, without counting the attempt or the budget, every lease owner
+	// holds in the database except the rows in held: the rows of a claim that committed while
+	// its answer was lost with the connection (a failover), which owner does not know it holds.
+	// Rows another transaction locks are skipped.
+	ReleaseUnheld(ctx context.Context, owner string, held []int64) (released int, err error)
+
 	// Reap ends up to limit expired leases, skipping locked rows: each row's transition is the
 	// domain's Delivery.Expire under policy.
 	Reap(ctx context.Context, policy inbox.RetryPolicy, limit int) ([]Reaped, error)
+
+	// ReapAfterOutage is Reap for a reaper whose server could not reach the database during
+	// outage: a row whose lease was running during the outage (inbox.Outage.Covers) is taken back
+	// with Delivery.ExpireDuringOutage (no budget spent), every other row with Delivery.Expire.
+	ReapAfterOutage(ctx context.Context, policy inbox.RetryPolicy, limit int, outage inbox.Outage) ([]Reaped, error)
 
 	// DeleteEnded deletes up to limit DONE rows ended before doneBefore and DEAD rows ended
 	// before deadBefore (their steps cascade), returning how many went.

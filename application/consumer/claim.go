@@ -38,7 +38,7 @@ func (r *run) settle(reserved, claimed int) {
 //
 // ClaimLoops of them run at once; Run closes r.work when all have returned.
 func (r *run) claimLoop(ctx, claimCtx context.Context) {
-	bo := newBackoff(r.cfg.BackoffMin, r.cfg.BackoffMax)
+	bo := r.resumeBackoff()
 	poll := time.NewTimer(r.cfg.PollInterval)
 	defer poll.Stop()
 	for ctx.Err() == nil {
@@ -52,6 +52,16 @@ func (r *run) claimLoop(ctx, claimCtx context.Context) {
 			}
 			continue
 		}
+		if r.claimsUncertain.Load() {
+			if err := r.releaseUnheld(claimCtx); err != nil {
+				r.settle(n, 0)
+				if !r.backOff(ctx, bo, "releasing the leases of a lost claim answer failed; backing off", err) {
+					return
+				}
+				continue
+			}
+		}
+		r.claimGate.RLock()
 		cctx, cancel := r.storeCtx(claimCtx)
 		claimed, err := r.store.Claim(cctx, r.cfg.Owner, n, r.timing.Duration())
 		cancel()
@@ -59,8 +69,13 @@ func (r *run) claimLoop(ctx, claimCtx context.Context) {
 			r.held.add(c)
 			r.work <- c // the slot was reserved: never blocks
 		}
+		r.claimGate.RUnlock()
 		r.settle(n, len(claimed))
 		if err != nil {
+			// The statement may have committed and only its answer been lost (the database
+			// host died after COMMIT): its rows are leased to this server, which does not
+			// know them. The next claim first hands them back (releaseUnheld).
+			r.claimsUncertain.Store(true)
 			if !r.backOff(ctx, bo, "claiming failed; backing off", err) {
 				return
 			}

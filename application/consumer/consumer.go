@@ -89,6 +89,18 @@ type run struct {
 	mu       sync.Mutex
 	busy     int // slots reserved by a claim or holding a row a worker has not finished
 	reserved int // slots reserved by claims in flight
+
+	// claimGate lets the release of unheld leases see no claim in flight: each claim holds it
+	// shared from its statement until its rows are in held, the release exclusively (orphans.go).
+	claimGate sync.RWMutex
+	// claimsUncertain is set when a claim statement failed: it may have committed while its
+	// answer was lost, leaving leases this server does not know it holds.
+	claimsUncertain atomic.Bool
+	// outage is the last span in which this server's store calls failed because the database
+	// could not be reached (zero: none since start). The reaper spares the budget of leases
+	// that were running during it (reap.go).
+	outageMu sync.Mutex
+	outage   inbox.Outage
 }
 
 func signal(ch chan struct{}) {

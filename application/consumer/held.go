@@ -86,3 +86,14 @@ func (l *leases) all() []ports.Ack {
 	}
 	return acks
 }
+
+// ids lists the ids of every lease still held.
+func (l *leases) ids() []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ids := make([]int64, 0, len(l.byID))
+	for id := range l.byID {
+		ids = append(ids, id)
+	}
+	return ids
+}

@@ -74,7 +74,7 @@ func (r *run) flush(ctx context.Context, batch []outcome) bool {
 	for i, o := range batch {
 		results[i] = ports.Result{Ack: o.ack, Decision: o.decision}
 	}
-	bo := newBackoff(r.cfg.BackoffMin, r.cfg.BackoffMax)
+	bo := r.resumeBackoff()
 	var status []ports.RecordStatus
 	for {
 		cctx, cancel := r.storeCtx(ctx)

@@ -9,11 +9,15 @@ import (
 )
 
 // reapLoop hands expired leases back every ReaperInterval (each server runs one; SKIP LOCKED
-// keeps them apart), in batches until none is left.
+// keeps them apart), in batches until none is left. Once this server has seen the database
+// unreachable, a lease that was running during that outage is taken back as a database
+// transport failure, without budget: its holder's renewals failed with the outage
+// (ReapAfterOutage, docs/operations/database-failover.md). A server that restarted remembers
+// no outage, so an event that stops every server still costs its row the budget and ends DEAD.
 func (r *run) reapLoop(ctx context.Context) {
 	t := time.NewTicker(r.cfg.ReaperInterval)
 	defer t.Stop()
-	bo := newBackoff(r.cfg.BackoffMin, r.cfg.BackoffMax)
+	bo := r.resumeBackoff()
 	for {
 		select {
 		case <-ctx.Done():
@@ -22,7 +26,15 @@ func (r *run) reapLoop(ctx context.Context) {
 		}
 		for ctx.Err() == nil {
 			cctx, cancel := r.storeCtx(ctx)
-			reaped, err := r.store.Reap(cctx, r.policy, r.cfg.ReapBatch)
+			var (
+				reaped []ports.Reaped
+				err    error
+			)
+			if outage := r.lastOutage(); !outage.From.IsZero() {
+				reaped, err = r.store.ReapAfterOutage(cctx, r.policy, r.cfg.ReapBatch, outage)
+			} else {
+				reaped, err = r.store.Reap(cctx, r.policy, r.cfg.ReapBatch)
+			}
 			cancel()
 			if err != nil {
 				if !r.backOff(ctx, bo, "reaping failed; backing off", err) {
@@ -50,7 +62,7 @@ func (r *run) reaped(reaped []ports.Reaped) {
 			continue
 		}
 		r.metrics.Retried(label, rp.Decision.Cause().String())
-		r.log.Warnw("expired lease taken back", kv...)
+		r.log.Warnw("expired lease taken back", append(kv, "cause", rp.Decision.Cause().String())...)
 	}
 	if len(reaped) > 0 {
 		signal(r.nudge)

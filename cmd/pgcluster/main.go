@@ -7,8 +7,12 @@
 //	    set, then stop the cluster, delete the dir and exit with CMD's code.
 //	pgcluster up -dir DIR [-port N]
 //	    Start (or reuse) a cluster in DIR, print its admin URL, leave it running.
+//	pgcluster ha -dir DIR [-default-timings]
+//	    Start a pg_auto_failover formation in DIR (a monitor, a primary and a
+//	    synchronous standby on 127.0.0.1), print its multi-host DATABASE_URL,
+//	    leave it running.
 //	pgcluster down -dir DIR
-//	    Stop the cluster in DIR.
+//	    Stop the cluster or the formation in DIR.
 package main
 
 import (
@@ -48,8 +52,15 @@ const usage = `usage:
   pgcluster up -dir DIR [-port N] [-durable] [-max-connections N] [-bin DIR]
       Start (or reuse) the cluster in DIR, print its admin URL on stdout and
       leave it running. -port 0 (the default) picks a free port.
+  pgcluster ha -dir DIR [-default-timings] [-bin DIR]
+      Start a pg_auto_failover formation in DIR: a monitor, a primary and a
+      synchronous standby on 127.0.0.1, from Debian's postgresql-15-auto-failover
+      and pg-auto-failover-cli. Print its multi-host DATABASE_URL
+      (target_session_attrs=read-write) on stdout and leave it running. The
+      monitor's timings fail over in about 10-15 s; -default-timings keeps
+      pg_auto_failover's own (about 52 s). docs/operations/database-failover.md.
   pgcluster down -dir DIR
-      Stop the cluster in DIR.
+      Stop the cluster or the formation in DIR.
 `
 
 func main() {
@@ -66,6 +77,8 @@ func realMain(args []string) int {
 		return cmdRun(args[1:])
 	case "up":
 		return cmdUp(args[1:])
+	case "ha":
+		return cmdHA(args[1:])
 	case "down":
 		return cmdDown(args[1:])
 	case "help", "-h", "-help", "--help":
@@ -359,6 +372,21 @@ func cmdDown(args []string) int {
 		fmt.Fprint(os.Stderr, usage)
 		return 2
 	}
+	if pgembedded.IsFormation(*dir) {
+		f, err := pgembedded.AttachFormation(*dir)
+		if err != nil {
+			logf("%v", err)
+			return 1
+		}
+		f.SetLog(progress)
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		if err := f.Stop(ctx); err != nil {
+			logf("%v", err)
+			return 1
+		}
+		return 0
+	}
 	cluster, err := pgembedded.Attach(pgembedded.Options{DataDir: *dir, BinDir: *binDir, Log: progress})
 	if errors.Is(err, pgembedded.ErrNotRunning) {
 		logf("no server is running in %s", *dir)
@@ -374,5 +402,35 @@ func cmdDown(args []string) int {
 		logf("%v", err)
 		return 1
 	}
+	return 0
+}
+
+// cmdHA implements `pgcluster ha`: start a pg_auto_failover formation in DIR and leave it
+// running.
+func cmdHA(args []string) int {
+	fs := newFlagSet("ha")
+	dir := fs.String("dir", "", "formation directory (required)")
+	defaults := fs.Bool("default-timings", false, "keep pg_auto_failover's own monitor timings (a failover of about 52 s)")
+	binDir := fs.String("bin", "", "PostgreSQL bin dir (default: discovered)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *dir == "" || fs.NArg() != 0 {
+		logf("ha: -dir is required and no other arguments are accepted")
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	f, err := pgembedded.StartFormation(ctx, pgembedded.FormationOptions{
+		Dir: *dir, BinDir: *binDir, DefaultTimings: *defaults, Log: progress,
+	})
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	logf("export DATABASE_URL='%s'", f.URL())
+	logf("stop it with: go run ./cmd/pgcluster down -dir %s", *dir)
+	fmt.Println(f.URL())
 	return 0
 }

@@ -246,6 +246,25 @@ func (d *Delivery) Expire(now time.Time, policy RetryPolicy) (Decision, error) {
 	return dec, nil
 }
 
+// ExpireDuringOutage takes back an expired lease that ran out while the reaping server could
+// not reach the database (docs/operations/database-failover.md): the holder could not renew it
+// for the same reason, so the expiry is a database transport failure, not the handler's fault.
+// The row is QUEUED again, due at once, with the attempt counted and the budget untouched. A
+// server that restarted has seen no outage and reaps with Expire, so an event that stops every
+// server still reaches DEAD.
+func (d *Delivery) ExpireDuringOutage(now time.Time) (Decision, error) {
+	if d.state != Leased {
+		return Decision{}, &TransitionError{From: d.state, Action: "expire"}
+	}
+	if !d.lease.Expired(now) {
+		return Decision{}, errors.New("lease has not expired")
+	}
+	dec := Decision{outcome: OutcomeRetried, class: Retryable, cause: CauseDatabaseTransport, dueAt: now,
+		countsAttempt: true}
+	d.apply(dec, now)
+	return dec, nil
+}
+
 // Replay sets a DEAD delivery back to QUEUED with attempt 0 and a fresh budget, recording who
 // replayed it and when. The id is kept, so the row heads its scope again; committed steps stay,
 // so handling resumes rather than restarts. Replay is an explicit late event: it does not

@@ -73,3 +73,21 @@ func NewLeaseTiming(duration, renewInterval, handlerTimeout time.Duration) (Leas
 func (t LeaseTiming) Duration() time.Duration       { return t.duration }
 func (t LeaseTiming) RenewInterval() time.Duration  { return t.renewInterval }
 func (t LeaseTiming) HandlerTimeout() time.Duration { return t.handlerTimeout }
+
+// Outage is the span in which a server could not reach the database: from its first failed
+// store call to its last (docs/operations/database-failover.md). Lease is the lease length the
+// servers grant.
+type Outage struct {
+	From, To time.Time
+	Lease    time.Duration
+}
+
+// Covers reports whether the lease l was running at some time during the outage, judged by
+// its end (the start is the end less the lease length): its holder's renewals could have
+// failed with the outage, so its expiry is no evidence against its handler.
+func (o Outage) Covers(l Lease) bool {
+	if o.From.IsZero() || l.until.IsZero() {
+		return false
+	}
+	return !l.until.Before(o.From) && !l.until.Add(-o.Lease).After(o.To)
+}

@@ -154,6 +154,23 @@ SET state = 'QUEUED',
 FROM unnest($1::bigint[], $2::bigint[]) AS a(id, epoch)
 WHERE e.id = a.id AND e.state = 'LEASED' AND e.lease_epoch = a.epoch`
 
+// releaseUnheldLeases is releaseHeldLeases for the leases of owner $1 that are not in $2, the
+// rows this server holds: a claim whose commit reached the database while its answer was lost
+// left them leased to a server that does not know it. The LEASED rows are few (the claimers
+// bound them), and the partial index of LEASED scopes finds them.
+const releaseUnheldLeases = `
+UPDATE provider_event e
+SET state = 'QUEUED',
+    attempt = GREATEST(e.attempt - 1, 0),
+    due_at = coalesce($3::timestamptz, clock_timestamp()),
+    leased_until = NULL,
+    leased_by = NULL
+WHERE e.id IN (
+    SELECT u.id FROM provider_event u
+    WHERE u.state = 'LEASED' AND u.leased_by = $1 AND u.id <> ALL($2::bigint[])
+    FOR UPDATE SKIP LOCKED)
+  AND e.state = 'LEASED' AND e.leased_by = $1`
+
 // selectExpiredLeases reads up to $1 expired leases with the time that judges them ($2, or the
 // database clock: read after the comparison, so it is never earlier than the instant compared).
 // FOR UPDATE SKIP LOCKED conflicts with a named step's key-share lock, so the reaper passes over

@@ -17,6 +17,21 @@ import (
 // time that judged the expiry (the database clock, or Config.Clock), and writes the decisions
 // by id and epoch.
 func (s *Store) Reap(ctx context.Context, policy inbox.RetryPolicy, limit int) ([]ports.Reaped, error) {
+	return s.reap(ctx, limit, func(d *inbox.Delivery, now time.Time) (inbox.Decision, error) { return d.Expire(now, policy) })
+}
+
+// ReapAfterOutage implements ports.InboxStore: Reap, with Delivery.ExpireDuringOutage for the
+// rows whose lease ran during outage.
+func (s *Store) ReapAfterOutage(ctx context.Context, policy inbox.RetryPolicy, limit int, outage inbox.Outage) ([]ports.Reaped, error) {
+	return s.reap(ctx, limit, func(d *inbox.Delivery, now time.Time) (inbox.Decision, error) {
+		if outage.Covers(d.Lease()) {
+			return d.ExpireDuringOutage(now)
+		}
+		return d.Expire(now, policy)
+	})
+}
+
+func (s *Store) reap(ctx context.Context, limit int, expire func(d *inbox.Delivery, now time.Time) (inbox.Decision, error)) ([]ports.Reaped, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -66,7 +81,7 @@ func (s *Store) Reap(ctx context.Context, policy inbox.RetryPolicy, limit int) (
 		for i, e := range found {
 			d := e.d
 			epoch := d.Lease().Epoch()
-			dec, err := d.Expire(e.now, policy)
+			dec, err := expire(&d, e.now)
 			if err != nil {
 				return fmt.Errorf("expire delivery %d: %w", d.ID(), err)
 			}

@@ -316,6 +316,18 @@ func (s *Store) Release(ctx context.Context, acks []ports.Ack) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
+// ReleaseUnheld implements ports.InboxStore.
+func (s *Store) ReleaseUnheld(ctx context.Context, owner string, held []int64) (int, error) {
+	if held == nil {
+		held = []int64{}
+	}
+	tag, err := s.pool.Exec(ctx, releaseUnheldLeases, owner, held, s.now())
+	if err != nil {
+		return 0, pgutil.Interpret("release unheld leases", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // DeleteEnded implements ports.InboxStore (one batch per call). The last batch of a run (fewer
 // rows than limit) also runs sweepScopeHeads.
 func (s *Store) DeleteEnded(ctx context.Context, doneBefore, deadBefore time.Time, limit int) (int64, error) {

@@ -3,12 +3,13 @@
 package pgutil
 
 import (
-	"time"
-
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,7 +27,12 @@ const (
 	LockNotAvailable     = "55P03"
 	QueryCanceled        = "57014"
 	AdminShutdown        = "57P01"
+	CrashShutdown        = "57P02"
 	CannotConnectNow     = "57P03"
+	// ReadOnlyTransaction is what a write gets on a node that stopped accepting writes: a
+	// primary being demoted (pg_auto_failover's draining sets default_transaction_read_only),
+	// or a session that reached a standby. It is the failover seen from a live connection.
+	ReadOnlyTransaction = "25006"
 )
 
 // Beginner is a pool or a connection that can begin a transaction.
@@ -66,7 +72,9 @@ func WithTx(ctx context.Context, db Beginner, opts pgx.TxOptions, fn func(ctx co
 //   - serialization failure, deadlock, lock not available (lock_timeout, NOWAIT) →
 //     *inbox.TransientError with Conflict (bounded exponential backoff, no budget; not the
 //     expected contention of a SKIP LOCKED fence, which the fences report as inbox.ErrBusy);
-//   - a lost connection, shutdown or refused connection → *inbox.TransientError;
+//   - a lost connection, shutdown or refused connection, a node that became read-only
+//     (SQLSTATE 25006: a failover or switchover under way) → *inbox.TransientError
+//     (IsConnectionError; ARCHITECTURE.md "Failure classes", docs/operations/database-failover.md);
 //   - context errors pass through unchanged.
 //
 // The original error stays in the chain for logs of the adapter; callers test with errors.Is.
@@ -87,7 +95,7 @@ func Interpret(op string, err error) error {
 			return fmt.Errorf("%s: %w (%s)", op, ports.ErrConflict, pgErr.ConstraintName)
 		case SerializationFailure, DeadlockDetected, LockNotAvailable:
 			return inbox.DatabaseConflict(op, err)
-		case AdminShutdown, CannotConnectNow, QueryCanceled:
+		case AdminShutdown, CrashShutdown, CannotConnectNow, QueryCanceled, ReadOnlyTransaction:
 			return inbox.Transient(op, err)
 		}
 		// Connection-class errors (08xxx) and insufficient resources (53xxx) are transient.
@@ -102,13 +110,38 @@ func Interpret(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// IsConnectionError reports whether err means the database could not be reached or the
-// connection broke (as opposed to an error the server returned for a statement).
+// IsConnectionError reports whether err means the database could not be reached, the
+// connection broke, or the node stopped accepting writes (as opposed to an error the server
+// returned for a statement): every way a failover shows itself to a client.
+//   - dial and network errors (refused, reset, timeouts: net.Error), pgconn's ConnectError (no
+//     host of a multi-host URL accepted a read-write session included) and errors pgconn marks
+//     safe to retry (nothing was sent);
+//   - a server that vanished mid-message: pgconn wraps the read's io.ErrUnexpectedEOF or io.EOF
+//     (a SIGKILLed postmaster on loopback ends the socket this way, no reset);
+//   - a connection pgx already closed (pgconn.ErrConnClosed, net.ErrClosed) and pgconn's own
+//     timeouts;
+//   - the server's own goodbyes: admin shutdown (57P01, a fast stop or pg_terminate_backend),
+//     crash shutdown (57P02), cannot connect now (57P03, starting up or in recovery), any
+//     connection-exception class 08 code, and read-only transaction (25006, a demoted primary).
 func IsConnectionError(err error) bool {
-	var netErr net.Error
-	var connectErr *pgconn.ConnectError
+	if err == nil {
+		return false
+	}
+	var (
+		netErr     net.Error
+		connectErr *pgconn.ConnectError
+		pgErr      *pgconn.PgError
+	)
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case AdminShutdown, CrashShutdown, CannotConnectNow, ReadOnlyTransaction:
+			return true
+		}
+		return len(pgErr.Code) == 5 && pgErr.Code[:2] == "08"
+	}
 	return errors.As(err, &netErr) || errors.As(err, &connectErr) || pgconn.SafeToRetry(err) ||
-		errors.Is(err, net.ErrClosed)
+		pgconn.Timeout(err) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, net.ErrClosed)
 }
 
 // NowParam is the "now" argument of a statement that reads coalesce($n::timestamptz,
@@ -120,4 +153,25 @@ func NowParam(clock ports.Clock) *time.Time {
 	}
 	t := clock.Now()
 	return &t
+}
+
+// CloseOnReadOnly makes a connection close itself when the server answers a statement with
+// read-only transaction (SQLSTATE 25006), as pgconn's default already does on a FATAL error.
+// A node that stops accepting writes (a primary being demoted by pg_auto_failover or Patroni,
+// still up and draining) keeps its sessions: without this a pooled connection would keep
+// failing every write until the node restarts, however long that takes. Closed, it leaves the
+// pool, and the next connection asks the URL's hosts again for a read-write session
+// (target_session_attrs=read-write). The statement's own error is still returned, and
+// Interpret classes it as a transport failure.
+func CloseOnReadOnly(cfg *pgconn.Config) {
+	next := cfg.OnPgError
+	cfg.OnPgError = func(conn *pgconn.PgConn, pgErr *pgconn.PgError) bool {
+		if pgErr.Code == ReadOnlyTransaction {
+			return false
+		}
+		if next != nil {
+			return next(conn, pgErr)
+		}
+		return !strings.EqualFold(pgErr.Severity, "FATAL")
+	}
 }
