@@ -69,6 +69,9 @@ const (
 	// EnvChangesRetention is how long the change feed keeps a change (CONTRACT.md "Change
 	// feed"; one server deletes older ones).
 	EnvChangesRetention = "HEPHAESTUS_CHANGES_RETENTION"
+	// EnvChangesStreamMax is the longest a change feed SSE stream lasts before the client
+	// resumes with Last-Event-ID (CONTRACT.md "Change feed").
+	EnvChangesStreamMax = "HEPHAESTUS_CHANGES_STREAM_MAX"
 	// EnvGitHubRedeliveryInterval is the redelivery reconciler's period (with App
 	// authentication only).
 	EnvGitHubRedeliveryInterval = "HEPHAESTUS_GITHUB_REDELIVERY_INTERVAL"
@@ -125,6 +128,10 @@ const (
 	DefaultRetentionInterval    = time.Hour
 	DefaultAccessRecheck        = 24 * time.Hour
 	DefaultChangesRetention     = 7 * 24 * time.Hour
+	DefaultChangesStreamMax     = 15 * time.Minute
+	// MinChangesStreamMax keeps streams from churning: shorter, a stream would end before
+	// the heartbeat and re-authorisation interval (15 s) has passed a few times.
+	MinChangesStreamMax = time.Minute
 	DefaultGitHubRedelivery     = 10 * time.Minute
 	DefaultGitHubOAuthURL       = "https://github.com"
 
@@ -187,6 +194,8 @@ type Config struct {
 	AccessRecheckInterval time.Duration
 	// ChangesRetention is how long the change feed keeps a change.
 	ChangesRetention time.Duration
+	// ChangesStreamMax is the longest a change feed stream lasts.
+	ChangesStreamMax time.Duration
 }
 
 // ConsumerConfig is the claimers' configuration. Retry and Lease are the validated domain
@@ -290,6 +299,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.AccessRecheckInterval = r.duration(EnvAccessRecheckInterval, DefaultAccessRecheck)
 	c.GitHubAppPrivateKey = r.gitHubAppKey(c.GitHubAppID)
 	c.ChangesRetention = r.duration(EnvChangesRetention, DefaultChangesRetention)
+	c.ChangesStreamMax = r.duration(EnvChangesStreamMax, DefaultChangesStreamMax)
+	if c.ChangesStreamMax < MinChangesStreamMax && !r.invalid[EnvChangesStreamMax] {
+		r.fail(EnvChangesStreamMax, "%s is shorter than %s", c.ChangesStreamMax, MinChangesStreamMax)
+	}
 	c.GitHubRedeliveryInterval = r.duration(EnvGitHubRedeliveryInterval, DefaultGitHubRedelivery)
 	r.crossCheck(&c.Consumer)
 	r.refuseDevelopmentSecrets(c)
