@@ -131,9 +131,9 @@ const (
 	DefaultChangesStreamMax     = 15 * time.Minute
 	// MinChangesStreamMax keeps streams from churning: shorter, a stream would end before
 	// the heartbeat and re-authorisation interval (15 s) has passed a few times.
-	MinChangesStreamMax = time.Minute
-	DefaultGitHubRedelivery     = 10 * time.Minute
-	DefaultGitHubOAuthURL       = "https://github.com"
+	MinChangesStreamMax     = time.Minute
+	DefaultGitHubRedelivery = 10 * time.Minute
+	DefaultGitHubOAuthURL   = "https://github.com"
 
 	// MaxClaimers bounds the claimers of one server: each may hold a pooled connection, and the
 	// pool is sized from them, so a typo like 8000 would exhaust PostgreSQL's max_connections.
