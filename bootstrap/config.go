@@ -129,11 +129,8 @@ const (
 	DefaultAccessRecheck        = 24 * time.Hour
 	DefaultChangesRetention     = 7 * 24 * time.Hour
 	DefaultChangesStreamMax     = 15 * time.Minute
-	// MinChangesStreamMax keeps streams from churning: shorter, a stream would end before
-	// the heartbeat and re-authorisation interval (15 s) has passed a few times.
-	MinChangesStreamMax     = time.Minute
-	DefaultGitHubRedelivery = 10 * time.Minute
-	DefaultGitHubOAuthURL   = "https://github.com"
+	DefaultGitHubRedelivery     = 10 * time.Minute
+	DefaultGitHubOAuthURL       = "https://github.com"
 
 	// MaxClaimers bounds the claimers of one server: each may hold a pooled connection, and the
 	// pool is sized from them, so a typo like 8000 would exhaust PostgreSQL's max_connections.
@@ -542,6 +539,10 @@ func defaultServerID() string {
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
+
+// MinChangesStreamMax keeps streams from churning: shorter, a stream would end before the
+// heartbeat and re-authorisation interval (15 s) has passed a few times.
+const MinChangesStreamMax = time.Minute
 
 // duration reads Go syntax ("90s", "72h") or days ("3d", "1.5d"); it must be positive.
 func (r *reader) duration(name string, def time.Duration) time.Duration {
