@@ -132,7 +132,7 @@ var _ = Describe("Backfill jobs shared between workspaces", func() {
 		Expect(jobs.RestartSync(ctx, acme, conn)).To(Succeed())
 		restarted := read()
 		Expect(restarted.State).To(Equal("QUEUED"))
-		Expect(restarted.Epoch).To(Equal(before.Epoch + 2), "the claim's epoch, then the restart's")
+		Expect(restarted.Epoch).To(Equal(before.Epoch+2), "the claim's epoch, then the restart's")
 		Expect(jobs.RestartSync(ctx, acme, conn)).To(Succeed())
 		Expect(read()).To(Equal(restarted))
 	})
