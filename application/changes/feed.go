@@ -19,8 +19,8 @@ import (
 var ErrTooManyWaiters = errors.New("too many waiting change feed requests")
 
 // Waiter is who waits for a workspace's feed: the workspace and the reading account
-// (ports.Principal.AccountID; the instance administrator token is one reader). Reader 0 is
-// counted per workspace and server only.
+// (ports.Principal.AccountID). Reader 0 (the configured administrator token, which is no
+// account) is counted per workspace and server only.
 type Waiter struct {
 	WorkspaceID int64
 	Reader      int64
