@@ -18,11 +18,13 @@ import (
 )
 
 // pagedSource is a GitHub sync source without GitHub: every job of workspace long has
-// longPages pages, any other job two; it writes nothing and records the order in which pages
-// were read, by workspace.
+// longPages pages, each taking pageTime to read (a provider's answer), any other job two
+// instant ones; it writes nothing and records the order in which pages were read, by
+// workspace.
 type pagedSource struct {
 	long      int64
 	longPages int
+	pageTime  time.Duration
 
 	mu    sync.Mutex
 	reads []int64 // workspace of each page read, in order
@@ -39,6 +41,7 @@ func (s *pagedSource) NextPage(_ context.Context, job ports.SyncJob, cursor stri
 	last := 2
 	if job.WorkspaceID == s.long {
 		last = s.longPages
+		time.Sleep(s.pageTime)
 	}
 	return ports.SyncPage{Items: 1, Next: strconv.Itoa(page), Done: page >= last}, nil
 }
@@ -73,7 +76,7 @@ var _ = Describe("Backfill jobs shared between workspaces", func() {
 		Expect(count(ctx, `SELECT count(*) FROM sync_job WHERE workspace_id = $1 AND state = 'QUEUED'`, hog)).To(Equal(1000))
 
 		const workers = 2
-		src := &pagedSource{long: hog, longPages: 50}
+		src := &pagedSource{long: hog, longPages: 50, pageTime: 20 * time.Millisecond}
 		metrics := telemetry.NewMetrics()
 		metrics.Declare(telemetry.Labels{Providers: []string{"github"}})
 		r, err := backfill.New(backfill.Config{Owner: "server-a", Workers: workers, PollInterval: 20 * time.Millisecond,
@@ -89,16 +92,51 @@ var _ = Describe("Backfill jobs shared between workspaces", func() {
 		})
 
 		// Both workers are deep in the hog's backfills when the quiet workspace subscribes.
-		Eventually(src.read).WithTimeout(20 * time.Second).Should(BeNumerically(">=", 10))
+		Eventually(src.read).WithTimeout(20 * time.Second).Should(BeNumerically(">=", 6))
 		subscribe(ctx, quiet, quietConn, 7, "quiet/app")
 		queuedAt := src.read()
 
 		Eventually(func() string { return job(ctx, quietConn, 7).State }).WithTimeout(20 * time.Second).Should(Equal("DONE"))
 		// Its first page was read after at most the pages the workers had in flight (one each)
-		// and one more each: not behind the thousand jobs, nor behind one of their fifty pages.
+		// and one more each (one page's time): not behind the thousand jobs, nor behind one of
+		// their fifty pages.
 		Expect(src.firstReadOf(quiet) - queuedAt).To(BeNumerically("<=", 2*workers))
-		Expect(count(ctx, `SELECT count(*) FROM sync_job WHERE workspace_id = $1 AND state = 'DONE'`, hog)).To(BeZero(),
-			"no hog job finished meanwhile: the quiet job did not wait for one")
+	})
+
+	It("claims from the workspace with the fewest running jobs first, then the one whose turn came longest ago", func(ctx SpecContext) {
+		older := support.NewWorkspace(ctx, manage, "older").ID
+		newer := support.NewWorkspace(ctx, manage, "newer").ID
+		olderConn, newerConn := patConnection(ctx, older, patToken), patConnection(ctx, newer, patToken)
+		for _, repo := range []int64{1, 2, 3} {
+			subscribe(ctx, older, olderConn, repo, "older/r")
+		}
+		for _, repo := range []int64{4, 5} {
+			subscribe(ctx, newer, newerConn, repo, "newer/r")
+		}
+		claim := func() ports.SyncLease {
+			GinkgoHelper()
+			_, l, found, err := jobs.ClaimSyncJob(ctx, []string{"GITHUB"}, "server-a", specLeaseTime)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(found).To(BeTrue())
+			return l
+		}
+		workspaceOf := func(l ports.SyncLease) int64 {
+			GinkgoHelper()
+			return support.Scalar[int64](ctx, pool, `SELECT workspace_id FROM sync_job WHERE id = $1`, l.JobID)
+		}
+		finish := func(l ports.SyncLease) {
+			GinkgoHelper()
+			Expect(jobs.CommitSyncPage(ctx, l, ports.SyncPage{Done: true}, specLeaseTime)).To(Succeed())
+		}
+
+		first := claim()
+		Expect(workspaceOf(first)).To(Equal(older), "no turn yet, nothing running: the oldest job")
+		finish(first)
+		Expect(workspaceOf(claim())).To(Equal(newer), "nothing running anywhere: newer's turn never came, older's jobs are older")
+		third := claim()
+		Expect(workspaceOf(third)).To(Equal(older), "none of older's running, one of newer's")
+		finish(third)
+		Expect(workspaceOf(claim())).To(Equal(older), "the fewest running first, although older's turn came last")
 	})
 
 	It("coalesces repeated restarts of a connection's sync into one pending job that keeps its place", func(ctx SpecContext) {

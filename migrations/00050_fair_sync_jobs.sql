@@ -1,5 +1,14 @@
 -- +goose Up
 
+-- The last time a job of each workspace was claimed: the claim takes, among the workspaces with
+-- the fewest running jobs, the one whose turn came longest ago (never first), so workers go
+-- round the workspaces instead of back to the one whose jobs are oldest
+-- (adapters/postgres/syncjobs, claimDueSyncJob, which writes it in the same statement).
+CREATE TABLE sync_workspace_turn (
+    workspace_id bigint      PRIMARY KEY REFERENCES workspace (id) ON DELETE CASCADE,
+    claimed_at   timestamptz NOT NULL
+);
+
 -- Repeated restarts of a connection's sync (POST …/connections/{id}/sync, repeated at will, or a
 -- connection made ACTIVE again) coalesce into one pending job per resource: a job that is QUEUED
 -- and has not started yet (no cursor, no page, no failed attempt) is left as it is, keeping its
@@ -21,6 +30,7 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP TABLE sync_workspace_turn;
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION sync_restart(conn bigint) RETURNS void LANGUAGE sql AS $$
     INSERT INTO sync_job (workspace_id, connection_id, provider, kind, resource_type, resource_id)
