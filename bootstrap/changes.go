@@ -49,9 +49,9 @@ func provideChangeRetention(cfg Config, store *changefeed.Store, lease *inboxsto
 // changesRoutes mounts GET /api/workspaces/{ws}/changes.
 type changesRoutes routeRegistration
 
-func provideChangeRoutes(manage *management.Service, members ports.WorkspaceStore, feed *changes.Feed, log ports.Logger) changesRoutes {
+func provideChangeRoutes(cfg Config, manage *management.Service, members ports.WorkspaceStore, feed *changes.Feed, log ports.Logger) changesRoutes {
 	return func(r gin.IRouter) error {
 		return changesapi.Register(r, changesapi.Config{Auth: manage, Members: members, Feed: feed,
-			Stopping: feed.Stopping(), Log: log})
+			Stopping: feed.Stopping(), StreamMax: cfg.ChangesStreamMax, Log: log})
 	}
 }

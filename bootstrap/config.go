@@ -73,6 +73,9 @@ const (
 	// EnvChangesRetention is how long the change feed keeps a change (CONTRACT.md "Change
 	// feed"; one server deletes older ones).
 	EnvChangesRetention = "HEPHAESTUS_CHANGES_RETENTION"
+	// EnvChangesStreamMax is the longest a change feed SSE stream lasts before the client
+	// resumes with Last-Event-ID (CONTRACT.md "Change feed").
+	EnvChangesStreamMax = "HEPHAESTUS_CHANGES_STREAM_MAX"
 	// EnvGitHubRedeliveryInterval is the redelivery reconciler's period (with App
 	// authentication only).
 	EnvGitHubRedeliveryInterval = "HEPHAESTUS_GITHUB_REDELIVERY_INTERVAL"
@@ -129,6 +132,7 @@ const (
 	DefaultRetentionInterval    = time.Hour
 	DefaultAccessRecheck        = 24 * time.Hour
 	DefaultChangesRetention     = 7 * 24 * time.Hour
+	DefaultChangesStreamMax     = 15 * time.Minute
 	DefaultGitHubRedelivery     = 10 * time.Minute
 	DefaultGitHubOAuthURL       = "https://github.com"
 
@@ -192,6 +196,8 @@ type Config struct {
 	AccessRecheckInterval time.Duration
 	// ChangesRetention is how long the change feed keeps a change.
 	ChangesRetention time.Duration
+	// ChangesStreamMax is the longest a change feed stream lasts.
+	ChangesStreamMax time.Duration
 }
 
 // ConsumerConfig is the claimers' configuration. Retry and Lease are the validated domain
@@ -293,6 +299,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.AccessRecheckInterval = r.duration(EnvAccessRecheckInterval, DefaultAccessRecheck)
 	c.GitHubAppPrivateKey = r.gitHubAppKey(c.GitHubAppID)
 	c.ChangesRetention = r.duration(EnvChangesRetention, DefaultChangesRetention)
+	c.ChangesStreamMax = r.duration(EnvChangesStreamMax, DefaultChangesStreamMax)
+	if c.ChangesStreamMax < MinChangesStreamMax && !r.invalid[EnvChangesStreamMax] {
+		r.fail(EnvChangesStreamMax, "%s is shorter than %s", c.ChangesStreamMax, MinChangesStreamMax)
+	}
 	c.GitHubRedeliveryInterval = r.duration(EnvGitHubRedeliveryInterval, DefaultGitHubRedelivery)
 	for _, name := range []string{EnvGitHubAPIToken, EnvGitLabAPIToken} {
 		if r.secret(name) != "" {
@@ -575,6 +585,10 @@ func defaultServerID() string {
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
+
+// MinChangesStreamMax keeps streams from churning: shorter, a stream would end before the
+// heartbeat and re-authorisation interval (15 s) has passed a few times.
+const MinChangesStreamMax = time.Minute
 
 // duration reads Go syntax ("90s", "72h") or days ("3d", "1.5d"); it must be positive.
 func (r *reader) duration(name string, def time.Duration) time.Duration {

@@ -70,6 +70,7 @@ var _ = Describe("Configuration", func() {
 			Expect(k.RetentionInterval).To(Equal(time.Hour))
 			Expect(c.AccessRecheckInterval).To(Equal(24*time.Hour), "HEPHAESTUS_ACCESS_RECHECK_INTERVAL")
 			Expect(c.ChangesRetention).To(Equal(7*24*time.Hour), "HEPHAESTUS_CHANGES_RETENTION")
+			Expect(c.ChangesStreamMax).To(Equal(15*time.Minute), "HEPHAESTUS_CHANGES_STREAM_MAX")
 		})
 
 		It("builds the domain's retry policy and lease timing from the defaults", func() {
@@ -256,6 +257,9 @@ var _ = Describe("Configuration", func() {
 			Entry(nil, "HEPHAESTUS_ACCESS_RECHECK_INTERVAL", "-1h", `"-1h" is not a positive duration`),
 			Entry(nil, "HEPHAESTUS_CHANGES_RETENTION", "a week", ContainSubstring(`"a week"`)),
 			Entry(nil, "HEPHAESTUS_CHANGES_RETENTION", "0d", `"0d" is not a positive duration`),
+			Entry(nil, "HEPHAESTUS_CHANGES_STREAM_MAX", "forever", ContainSubstring(`"forever"`)),
+			Entry(nil, "HEPHAESTUS_CHANGES_STREAM_MAX", "-1m", `"-1m" is not a positive duration`),
+			Entry(nil, "HEPHAESTUS_CHANGES_STREAM_MAX", "30s", "30s is shorter than 1m0s"),
 			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS", "0", `"0" is not a whole number between 1 and 256`),
 			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS", "8000", `"8000" is not a whole number between 1 and 256`),
 			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_REPLAY_WINDOW", "3 days", `"3 days" is not a duration (Go syntax like 90s or 1h30m, or days like 3d or 1.5d)`),

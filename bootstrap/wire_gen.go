@@ -147,7 +147,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	}
 	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, backfillService, installflowService, portsLogger)
 	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
-	bootstrapChangesRoutes := provideChangeRoutes(managementService, workspaces, feed, portsLogger)
+	bootstrapChangesRoutes := provideChangeRoutes(config, managementService, workspaces, feed, portsLogger)
 	bootstrapSyncRoutes := provideSyncRoutes(managementService, workspaces, backfillService, portsLogger)
 	v6 := provideRegistrars(config, service, hooks, managementService, workspaces, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapChangesRoutes, bootstrapSyncRoutes, v3)
 	registry, err := provideHandlerRegistry(v3)

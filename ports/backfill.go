@@ -82,6 +82,11 @@ type SyncJobStore interface {
 	// FailSyncPage records a failed page under l: QUEUED again at d.DueAt (attempt up by one
 	// when d.Counts), or FAILED with d.Reason when d.Final. Errors: inbox.ErrLeaseLost.
 	FailSyncPage(ctx context.Context, l SyncLease, d syncjob.Decision) error
+	// YieldSyncJob hands the job back between two pages, keeping its cursor and its place in
+	// its workspace's line, when a job of another workspace is due and waits; true: handed
+	// back (claim again). Jobs are shared fairly between workspaces this way: a worker never
+	// keeps one workspace's long backfill while another's first page waits.
+	YieldSyncJob(ctx context.Context, l SyncLease) (yielded bool, err error)
 	// ReleaseSyncLease hands the job back without counting (shutdown): QUEUED, due at once.
 	ReleaseSyncLease(ctx context.Context, l SyncLease) error
 }

@@ -1,6 +1,7 @@
 package ports
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -111,6 +112,29 @@ type EnvelopeParser interface {
 type SubjectKeyDeriver interface {
 	DeliveryKey(req Request, body map[string]any) (string, error)
 	Subject(eventType string, body map[string]any) (inbox.Subject, error)
+}
+
+// HeaderVerifier is what a provider's verifier can decide from the request's headers alone,
+// before the body is read (admission.Service.Open): its secret is configured, the signature
+// headers are present and well formed, a token that is compared as it is (GitLab's
+// X-Gitlab-Token) matches. Verify still checks everything once the body is read. A provider
+// that does not implement it has its requests' bodies read before any verification.
+// Errors: *RejectedError of kind ErrUnauthenticated, with Verify's reasons.
+type HeaderVerifier interface {
+	VerifyHeaders(headers http.Header, conn *SourceConnection) error
+}
+
+// VerifyHeadersOnly is HeaderVerifier for a verifier whose checks of the headers all come
+// before its check of the body's signature: v runs on the headers with an empty body, and
+// only ReasonBadSignature (the signature does not match the body, which is not read yet) is
+// left for Verify to decide. Errors: v's other refusals.
+func VerifyHeadersOnly(v Verifier, headers http.Header, conn *SourceConnection) error {
+	err := v.Verify(Request{Headers: headers}, conn)
+	var rej *RejectedError
+	if errors.As(err, &rej) && rej.Reason == ReasonBadSignature {
+		return nil
+	}
+	return err
 }
 
 // Webhook is one provider's receiving side, wired at startup by Wire.

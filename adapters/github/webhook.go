@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -59,7 +60,10 @@ type Webhook struct {
 	appID  int64
 }
 
-var _ ports.Webhook = (*Webhook)(nil)
+var (
+	_ ports.Webhook        = (*Webhook)(nil)
+	_ ports.HeaderVerifier = (*Webhook)(nil)
+)
 
 // NewWebhook validates cfg. The secret is copied so the caller cannot change it afterwards.
 func NewWebhook(cfg Config) (*Webhook, error) {
@@ -106,4 +110,10 @@ func (w *Webhook) Verify(req ports.Request, _ *ports.SourceConnection) error {
 		}
 	}
 	return nil
+}
+
+// VerifyHeaders implements ports.HeaderVerifier: every check of Verify but the body's
+// signature runs on the headers, before the body is read.
+func (w *Webhook) VerifyHeaders(headers http.Header, conn *ports.SourceConnection) error {
+	return ports.VerifyHeadersOnly(w, headers, conn)
 }

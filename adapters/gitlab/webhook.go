@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,10 @@ type Webhook struct {
 	now func() time.Time
 }
 
-var _ ports.Webhook = (*Webhook)(nil)
+var (
+	_ ports.Webhook        = (*Webhook)(nil)
+	_ ports.HeaderVerifier = (*Webhook)(nil)
+)
 
 // NewWebhook applies cfg's defaults. It returns an error only to keep the constructors of the
 // provider adapters alike; GitLab's Config has nothing that can be invalid.
@@ -179,4 +183,10 @@ func signingKey(secret []byte) ([]byte, error) {
 		return nil, errors.New("the connection's signing key is not base64 after whsec_")
 	}
 	return key, nil
+}
+
+// VerifyHeaders implements ports.HeaderVerifier: every check of Verify but the body's
+// signature runs on the headers, before the body is read.
+func (w *Webhook) VerifyHeaders(headers http.Header, conn *ports.SourceConnection) error {
+	return ports.VerifyHeadersOnly(w, headers, conn)
 }

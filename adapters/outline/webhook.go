@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -41,7 +42,10 @@ type Webhook struct {
 	now func() time.Time
 }
 
-var _ ports.Webhook = (*Webhook)(nil)
+var (
+	_ ports.Webhook        = (*Webhook)(nil)
+	_ ports.HeaderVerifier = (*Webhook)(nil)
+)
 
 // NewWebhook applies cfg's defaults. It returns an error only to keep the constructors of the
 // provider adapters alike.
@@ -113,4 +117,10 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "no s=<hex> signature")
 	}
 	return ports.Reject(ports.ErrUnauthenticated, ports.ReasonBadSignature, "signature does not match the body")
+}
+
+// VerifyHeaders implements ports.HeaderVerifier: every check of Verify but the body's
+// signature runs on the headers, before the body is read.
+func (w *Webhook) VerifyHeaders(headers http.Header, conn *ports.SourceConnection) error {
+	return ports.VerifyHeadersOnly(w, headers, conn)
 }

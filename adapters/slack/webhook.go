@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -50,7 +51,10 @@ type Webhook struct {
 	now    func() time.Time
 }
 
-var _ ports.Webhook = (*Webhook)(nil)
+var (
+	_ ports.Webhook        = (*Webhook)(nil)
+	_ ports.HeaderVerifier = (*Webhook)(nil)
+)
 
 // NewWebhook applies cfg's defaults; the secret is copied so the caller cannot change it. It
 // returns an error only to keep the constructors of the provider adapters alike.
@@ -102,4 +106,10 @@ func (w *Webhook) Verify(req ports.Request, _ *ports.SourceConnection) error {
 		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonBadSignature, "signature does not match the body")
 	}
 	return nil
+}
+
+// VerifyHeaders implements ports.HeaderVerifier: every check of Verify but the body's
+// signature runs on the headers, before the body is read.
+func (w *Webhook) VerifyHeaders(headers http.Header, conn *ports.SourceConnection) error {
+	return ports.VerifyHeadersOnly(w, headers, conn)
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -133,16 +134,55 @@ func New(cfg Config, store ports.AdmissionStore, directory ports.ConnectionDirec
 // ErrUnavailable (database failure, or reason route-changed: nothing stored, the provider
 // retries against the current route); other errors are unexpected (context cancellation).
 func (s *Service) Receive(ctx context.Context, w ports.Webhook, req ports.Request) (Result, error) {
+	src, err := s.Open(ctx, w, req.ConnectionID, req.Headers)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.ReceiveFrom(ctx, w, src, req)
+}
+
+// Source is what admission decided about a request before its body was read (Open): the
+// URL's connection of a per-connection provider, and that the headers alone did not refuse it.
+type Source struct {
+	conn   *ports.SourceConnection
+	opened bool
+}
+
+// Open decides what it can before the request's body is read, so that a request admission
+// would refuse anyway holds no body bytes: the URL's connection of a per-connection provider
+// must exist (404 otherwise), and a provider that can judge the headers alone
+// (ports.HeaderVerifier: its secret is configured, the signature headers are present and well
+// formed, GitLab's plain token matches) must not refuse them. A refusal is counted and logged
+// like every refusal. Errors: *ports.RejectedError of kind ErrNotFound or ErrUnauthenticated;
+// ErrUnavailable for a database failure.
+func (s *Service) Open(ctx context.Context, w ports.Webhook, connectionID int64, headers http.Header) (Source, error) {
+	p := w.Provider()
+	conn, err := s.sourceConnection(ctx, w, connectionID)
+	if err != nil {
+		s.metrics.Received(p.Label())
+		return Source{}, s.refuse(p, connectionID, "", err)
+	}
+	if hv, ok := w.(ports.HeaderVerifier); ok {
+		if err := hv.VerifyHeaders(headers, conn); err != nil {
+			s.metrics.Received(p.Label())
+			return Source{}, s.refuse(p, connectionID, "", rejected(err, ports.ErrUnauthenticated, ReasonUnverified))
+		}
+	}
+	return Source{conn: conn, opened: true}, nil
+}
+
+// ReceiveFrom admits one raw delivery whose request Open let through (src), as Receive does.
+// Errors: Receive's.
+func (s *Service) ReceiveFrom(ctx context.Context, w ports.Webhook, src Source, req ports.Request) (Result, error) {
 	p := w.Provider()
 	s.metrics.Received(p.Label())
 	if req.ReceivedAt.IsZero() {
 		req.ReceivedAt = s.clock.Now()
 	}
-
-	conn, err := s.sourceConnection(ctx, w, req.ConnectionID)
-	if err != nil {
-		return Result{}, s.refuse(p, req.ConnectionID, "", err)
+	if !src.opened {
+		return Result{}, errors.New("admission: ReceiveFrom needs the Source that Open answered")
 	}
+	conn := src.conn
 	// Verification comes first: nothing reads an unauthenticated body.
 	if err := w.Verify(req, conn); err != nil {
 		return Result{}, s.refuse(p, req.ConnectionID, "", rejected(err, ports.ErrUnauthenticated, ReasonUnverified))

@@ -216,6 +216,12 @@ func (r *Runner) runJob(ctx context.Context, job ports.SyncJob, lease ports.Sync
 				"provider", label, "kind", job.Kind.String(), "resource", job.ResourceType+"/"+job.ResourceID)
 			return
 		}
+		// Between pages the job goes back to the queue when another workspace's job waits:
+		// the worker claims again, and the fair claim picks the workspace with the fewest
+		// running jobs. A failed yield only keeps the job here (the next fence decides).
+		if yielded, err := r.store.YieldSyncJob(ctx, lease); err == nil && yielded {
+			return
+		}
 		job.Cursor, job.Attempt = page.Next, 0
 	}
 }

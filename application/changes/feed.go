@@ -13,9 +13,18 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// ErrTooManyWaiters: the server already holds MaxWaiting waiting requests; the caller should
-// come back later (503).
+// ErrTooManyWaiters: the server already holds MaxWaiting waiting requests, or the workspace
+// MaxWaitingPerWorkspace, or the reader MaxWaitingPerReader; the caller should come back later
+// (503).
 var ErrTooManyWaiters = errors.New("too many waiting change feed requests")
+
+// Waiter is who waits for a workspace's feed: the workspace and the reading account
+// (ports.Principal.AccountID). Reader 0 (the configured administrator token, which is no
+// account) is counted per workspace and server only.
+type Waiter struct {
+	WorkspaceID int64
+	Reader      int64
+}
 
 // Signal is the in-process wake of waiting readers: Notify (after a commit that published)
 // wakes every reader waiting at that moment. It holds no database connection.
@@ -51,6 +60,14 @@ type Config struct {
 	// MaxWaiting bounds the requests waiting at once on this server (default 256); one more
 	// gets ErrTooManyWaiters.
 	MaxWaiting int
+	// MaxWaitingPerWorkspace bounds those of one workspace (default MaxWaiting/4, 64: the
+	// members of one workspace never take more than a quarter of a server's waits, so at least
+	// three other workspaces find the room they had), and MaxWaitingPerReader those of one
+	// account across its workspaces (default MaxWaitingPerWorkspace/4, 16: a consumer's few
+	// streams and polls and a person's browser tabs, while one member cannot fill their
+	// workspace's share). One more gets ErrTooManyWaiters.
+	MaxWaitingPerWorkspace int
+	MaxWaitingPerReader    int
 }
 
 func (c *Config) setDefaults() {
@@ -59,6 +76,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxWaiting <= 0 {
 		c.MaxWaiting = 256
+	}
+	if c.MaxWaitingPerWorkspace <= 0 {
+		c.MaxWaitingPerWorkspace = max(1, c.MaxWaiting/4)
+	}
+	if c.MaxWaitingPerReader <= 0 {
+		c.MaxWaitingPerReader = max(1, c.MaxWaitingPerWorkspace/4)
 	}
 }
 
@@ -77,10 +100,12 @@ type Feed struct {
 	store   ports.ChangeFeed
 	signal  *Signal
 	metrics ports.ChangeMetrics
-	slots   chan struct{}
 	stop    chan struct{}
-	mu      sync.Mutex
-	waiting int
+
+	mu          sync.Mutex
+	waiting     int
+	byWorkspace map[int64]int // waiting requests per workspace, only workspaces with some
+	byReader    map[int64]int // waiting requests per reader, only readers with some
 }
 
 // NewFeed makes the feed; every dependency is required.
@@ -90,8 +115,8 @@ func NewFeed(cfg Config, store ports.ChangeFeed, signal *Signal, metrics ports.C
 		return nil, errors.New("change feed: store, signal and metrics are required")
 	}
 	metrics.ChangeFeedWaiting(0)
-	return &Feed{cfg: cfg, store: store, signal: signal, metrics: metrics,
-		slots: make(chan struct{}, cfg.MaxWaiting), stop: make(chan struct{})}, nil
+	return &Feed{cfg: cfg, store: store, signal: signal, metrics: metrics, stop: make(chan struct{}),
+		byWorkspace: map[int64]int{}, byReader: map[int64]int{}}, nil
 }
 
 // Run waits until ctx ends (the server stops), then closes Stopping, which ends the open
@@ -111,6 +136,13 @@ func (f *Feed) Stopping() <-chan struct{} { return f.stop }
 // PollInterval for other servers' commits) or wait passed or ctx ended (then an empty page,
 // not an error). Errors: change.ErrCursorExpired, ErrTooManyWaiters, the store's errors.
 func (f *Feed) Read(ctx context.Context, workspaceID int64, after change.Cursor, limit int, wait time.Duration) ([]change.Stored, error) {
+	return f.ReadAs(ctx, Waiter{WorkspaceID: workspaceID}, after, limit, wait)
+}
+
+// ReadAs is Read for who, whose wait counts against its workspace's and reader's shares of
+// the server's waits as well as the server's.
+func (f *Feed) ReadAs(ctx context.Context, who Waiter, after change.Cursor, limit int, wait time.Duration) ([]change.Stored, error) {
+	workspaceID := who.WorkspaceID
 	// Take the wake channel before reading, so a commit between the read and the wait is
 	// not missed.
 	woken := f.signal.Changed()
@@ -118,16 +150,10 @@ func (f *Feed) Read(ctx context.Context, workspaceID int64, after change.Cursor,
 	if err != nil || len(page) > 0 || wait <= 0 {
 		return page, err
 	}
-	select {
-	case f.slots <- struct{}{}:
-	default:
+	if !f.enter(who) {
 		return nil, ErrTooManyWaiters
 	}
-	f.gauge(+1)
-	defer func() {
-		<-f.slots
-		f.gauge(-1)
-	}()
+	defer f.leave(who)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	poll := time.NewTicker(f.cfg.PollInterval)
@@ -166,9 +192,39 @@ func (f *Feed) Read(ctx context.Context, workspaceID int64, after change.Cursor,
 	}
 }
 
-func (f *Feed) gauge(d int) {
+// enter counts who as waiting, or reports false when the server, its workspace or its reader
+// already holds its share of waits.
+func (f *Feed) enter(who Waiter) bool {
 	f.mu.Lock()
-	f.waiting += d
+	switch {
+	case f.waiting >= f.cfg.MaxWaiting,
+		f.byWorkspace[who.WorkspaceID] >= f.cfg.MaxWaitingPerWorkspace,
+		who.Reader != 0 && f.byReader[who.Reader] >= f.cfg.MaxWaitingPerReader:
+		f.mu.Unlock()
+		return false
+	}
+	f.waiting++
+	f.byWorkspace[who.WorkspaceID]++
+	if who.Reader != 0 {
+		f.byReader[who.Reader]++
+	}
+	n := f.waiting
+	f.mu.Unlock()
+	f.metrics.ChangeFeedWaiting(n)
+	return true
+}
+
+func (f *Feed) leave(who Waiter) {
+	f.mu.Lock()
+	f.waiting--
+	if f.byWorkspace[who.WorkspaceID]--; f.byWorkspace[who.WorkspaceID] <= 0 {
+		delete(f.byWorkspace, who.WorkspaceID)
+	}
+	if who.Reader != 0 {
+		if f.byReader[who.Reader]--; f.byReader[who.Reader] <= 0 {
+			delete(f.byReader, who.Reader)
+		}
+	}
 	n := f.waiting
 	f.mu.Unlock()
 	f.metrics.ChangeFeedWaiting(n)

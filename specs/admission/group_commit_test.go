@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -147,6 +148,40 @@ var _ = Describe("Admission in group transactions", func() {
 		Expect([]map[string]any{receiveAnswer(a).body, receiveAnswer(b).body}).
 			To(ConsistOf(accepted(1, 0), accepted(0, 1)))
 		Expect(rowsOf(ctx, "d-twice")).To(HaveLen(1))
+	})
+
+	It("answers every delivery of a group transaction that panicked with 503 retry, stores none, and frees its slot", func(ctx SpecContext) {
+		first, release := holdFirstGroup(ctx)
+		answers := make([]<-chan response, 3)
+		for i := range answers {
+			answers[i] = deliverAsync(r, fmt.Sprintf("p-%d", i), work)
+		}
+		gathered(len(answers))
+		var faults atomic.Int64
+		r.store.InjectGroupFault(func() {
+			faults.Add(1)
+			panic("injected fault in a group transaction")
+		})
+		release()
+
+		Expect(receiveAnswer(first).body).To(Equal(accepted(1, 0)), "the held group passed the fault before it was injected")
+		for i, a := range answers {
+			res := receiveAnswer(a)
+			Expect(res.status).To(Equal(503), "p-%d", i)
+			Expect(res.body).To(Equal(errorBody("retry")), "p-%d", i)
+			Expect(res.retryAfter).NotTo(BeEmpty(), "p-%d", i)
+			Expect(rowsOf(ctx, fmt.Sprintf("p-%d", i))).To(BeEmpty(), "p-%d", i)
+		}
+		Expect(faults.Load()).To(BeEquivalentTo(1), "the three shared one group transaction")
+
+		// The pool has one connection and one group slot: a slot or connection kept by the
+		// panicked group would leave the provider's retries waiting for ever.
+		r.store.InjectGroupFault(nil)
+		for i := range answers {
+			Expect(r.deliver(fmt.Sprintf("p-%d", i), work).body).To(Equal(accepted(1, 0)), "p-%d retried", i)
+			Expect(rowsOf(ctx, fmt.Sprintf("p-%d", i))).To(HaveLen(1))
+		}
+		Expect(r.store.Waiting()).To(BeZero())
 	})
 
 	It("stores nothing for a delivery whose request ends while it waits for a group", func(ctx SpecContext) {

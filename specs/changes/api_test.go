@@ -37,11 +37,18 @@ type feedServer struct {
 
 func newFeedServer(poll time.Duration, maxWaiting int) *feedServer {
 	GinkgoHelper()
+	return newFeedServerWith(changes.Config{PollInterval: poll, MaxWaiting: maxWaiting}, nil)
+}
+
+// newFeedServerWith is newFeedServer with the feed's whole configuration, and api (when not
+// nil) changing the route's.
+func newFeedServerWith(feedCfg changes.Config, api func(*changesapi.Config)) *feedServer {
+	GinkgoHelper()
 	svc, workspaces := support.Management(readerPool, adminToken)
 	store, err := changefeed.New(readerPool, nil)
 	Expect(err).NotTo(HaveOccurred())
 	s := &feedServer{signal: changes.NewSignal(), metrics: telemetry.NewMetrics()}
-	s.feed, err = changes.NewFeed(changes.Config{PollInterval: poll, MaxWaiting: maxWaiting}, store, s.signal, s.metrics)
+	s.feed, err = changes.NewFeed(feedCfg, store, s.signal, s.metrics)
 	Expect(err).NotTo(HaveOccurred())
 	runCtx, stop := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
@@ -53,8 +60,12 @@ func newFeedServer(poll time.Duration, maxWaiting int) *feedServer {
 	})
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
-	Expect(changesapi.Register(engine, changesapi.Config{Auth: svc, Members: workspaces, Feed: s.feed,
-		Stopping: s.feed.Stopping(), Heartbeat: 200 * time.Millisecond, Log: support.Logger{}})).To(Succeed())
+	apiCfg := changesapi.Config{Auth: svc, Members: workspaces, Feed: s.feed,
+		Stopping: s.feed.Stopping(), Heartbeat: 200 * time.Millisecond, Log: support.Logger{}}
+	if api != nil {
+		api(&apiCfg)
+	}
+	Expect(changesapi.Register(engine, apiCfg)).To(Succeed())
 	server := httptest.NewServer(engine)
 	DeferCleanup(server.Close)
 	s.url = server.URL

@@ -190,6 +190,77 @@ var _ = Describe("The GitHub redelivery reconciler", func() {
 		Expect(attempts).To(Equal([]int64{3, 6, 7, 8}))
 	})
 
+	It("asks again, with growing spacing and a bounded number of times, for a delivery whose redelivery failed too", func(ctx SpecContext) {
+		// A run on a fresh lease each time, as the next interval's run would be.
+		run := func() githubredelivery.Stats {
+			GinkgoHelper()
+			_, err := pool.Exec(ctx, `DELETE FROM singleton_lease WHERE name = $1`, githubredelivery.Singleton)
+			Expect(err).NotTo(HaveOccurred())
+			st, err := reconciler("server-a", 1).RunOnce(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			return st
+		}
+		// later moves the recorded requests back in time by more than any spacing (30m·2^4 after a fifth request).
+		later := func() {
+			GinkgoHelper()
+			_, err := pool.Exec(ctx, `UPDATE github_redelivery_request SET requested_at = requested_at - interval '1 day'`)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		attemptsOf := func(guid string) int {
+			GinkgoHelper()
+			return support.Count(ctx, pool, `SELECT coalesce(max(attempts), 0) FROM github_redelivery_request WHERE guid = $1`, guid)
+		}
+		Expect(run().Requested).To(Equal(1), "guid-lost-a: the first page's only unknown failed guid")
+		Expect(attemptsOf("guid-lost-a")).To(Equal(1))
+
+		// GitHub lists the redelivery as a failed attempt of its own; the guid is still stored
+		// nowhere. Within the spacing nothing is asked again.
+		mu.Lock()
+		log3pages[0] = append([]hookDelivery{{9, "guid-lost-a", 504}}, log3pages[0]...)
+		mu.Unlock()
+		Expect(run().Requested).To(BeZero(), "too soon after the first request")
+
+		// After the spacing it is asked again, for its newest failed attempt, up to five
+		// requests in all.
+		for n := 2; n <= 5; n++ {
+			later()
+			Expect(run().Requested).To(Equal(1), "request %d", n)
+			Expect(attemptsOf("guid-lost-a")).To(Equal(n))
+		}
+		later()
+		Expect(run().Requested).To(BeZero(), "no sixth request")
+		mu.Lock()
+		Expect(attempts).To(Equal([]int64{3, 9, 9, 9, 9}))
+		mu.Unlock()
+		Expect(requested()).To(Equal(5.0))
+	})
+
+	It("does not ask again for a delivery whose redelivery was answered 2xx or stored", func(ctx SpecContext) {
+		_, err := reconciler("server-a", 2).RunOnce(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		mu.Lock()
+		Expect(attempts).To(Equal([]int64{3, 6, 7}))
+		// guid-lost-a's redelivery was answered 2xx (dropped by a rule, say); guid-lost-b's
+		// was stored.
+		log3pages[0] = append([]hookDelivery{{10, "guid-lost-a", 202}}, log3pages[0]...)
+		mu.Unlock()
+		ws := newWorkspace(ctx, "beta")
+		d := support.LeasedEvent(ctx, pool, ws, github.Provider, "issues", "github:spec-b", `{}`)
+		_, err = pool.Exec(ctx, `UPDATE provider_event SET delivery_key = 'guid-lost-b' WHERE id = $1`, d.ID)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = pool.Exec(ctx, `UPDATE github_redelivery_request SET requested_at = requested_at - interval '5 hours'`)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = pool.Exec(ctx, `DELETE FROM singleton_lease WHERE name = $1`, githubredelivery.Singleton)
+		Expect(err).NotTo(HaveOccurred())
+
+		st, err := reconciler("server-a", 2).RunOnce(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Requested).To(Equal(1), "only guid-redirected, whose redelivery failed too")
+		mu.Lock()
+		defer mu.Unlock()
+		Expect(attempts).To(Equal([]int64{3, 6, 7, 7}))
+	})
+
 	It("runs on one server at a time", func(ctx SpecContext) {
 		a, b := reconciler("server-a", 10), reconciler("server-b", 10)
 		stA, err := a.RunOnce(ctx)

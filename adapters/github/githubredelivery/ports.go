@@ -1,6 +1,9 @@
 package githubredelivery
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // HookDelivery is one of a GitHub App's recent webhook deliveries as GitHub lists them.
 type HookDelivery struct {
@@ -19,17 +22,27 @@ type HookDeliveries interface {
 	RequestRedelivery(ctx context.Context, id int64) error
 }
 
+// Again says when a guid's redelivery may be requested again: after a request whose
+// redelivery did not land either (the guid is still stored nowhere), once the last request is
+// After·2^(requests-1) old, while fewer than MaxRequests were made.
+type Again struct {
+	MaxRequests int
+	After       time.Duration
+}
+
 // RedeliveryStore is the reconciler's view of the database.
 type RedeliveryStore interface {
 	// UnknownGUIDs returns the guids that no inbox row of provider carries as its delivery key
-	// (in any workspace, installation rows with a NULL workspace included) and that no
-	// redelivery was requested for. Errors: a database failure.
-	UnknownGUIDs(ctx context.Context, provider string, guids []string) ([]string, error)
-	// ClaimRedelivery records that delivery id of guid is being redelivered; false when a
-	// request for guid was already recorded (by this or another server).
-	ClaimRedelivery(ctx context.Context, guid string, id int64) (bool, error)
-	// ReleaseRedelivery removes guid's record after a request that failed, so a later run asks
-	// again.
+	// (in any workspace, installation rows with a NULL workspace included) and whose
+	// redelivery may be requested now: never requested, or again as again allows. Errors: a
+	// database failure.
+	UnknownGUIDs(ctx context.Context, provider string, guids []string, again Again) ([]string, error)
+	// ClaimRedelivery records that delivery id of guid is being redelivered (one more request
+	// for guid); false when no request may be made now (one was recorded by this or another
+	// server, and again does not allow another yet, or no more).
+	ClaimRedelivery(ctx context.Context, guid string, id int64, again Again) (bool, error)
+	// ReleaseRedelivery takes back the request just claimed for guid after it failed, so a
+	// later run asks again: the record goes when it was the first request.
 	ReleaseRedelivery(ctx context.Context, guid string) error
 }
 

@@ -2,8 +2,11 @@
 // GitHub does not retry a failed webhook delivery by itself, so on the one server holding the
 // "github-redelivery" singleton lease, every interval, the App's recent deliveries are listed
 // (bounded pages), and each delivery whose status code is not 2xx and whose guid is stored
-// nowhere in the inbox is redelivered once: a durable record per guid is claimed before the
-// request, so no guid is requested twice, by any server.
+// nowhere in the inbox is redelivered: a durable record per guid is claimed before the
+// request, so no request is made twice, by any server. A delivery whose redelivery failed too
+// (no 2xx attempt listed, the guid still stored nowhere) is asked for again, MaxRequests times
+// at most, each request RetryAfter·2^(requests-1) after the previous one, so a bad hour of the
+// receiver does not lose it.
 package githubredelivery
 
 import (
@@ -32,6 +35,12 @@ type Config struct {
 	MaxPages int
 	// CallTimeout bounds one GitHub call (default 30s).
 	CallTimeout time.Duration
+	// MaxRequests bounds the redelivery requests made for one guid (default 5), and
+	// RetryAfter spaces them (default 30m, doubling: 30m, 1h, 2h, 4h after the previous
+	// one, so the last comes some 7.5 h after the first, well within the 3 days GitHub
+	// redelivers).
+	MaxRequests int
+	RetryAfter  time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -44,7 +53,15 @@ func (c *Config) setDefaults() {
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 30 * time.Second
 	}
+	if c.MaxRequests == 0 {
+		c.MaxRequests = 5
+	}
+	if c.RetryAfter == 0 {
+		c.RetryAfter = 30 * time.Minute
+	}
 }
+
+func (c Config) again() Again { return Again{MaxRequests: c.MaxRequests, After: c.RetryAfter} }
 
 // Reconciler runs the passes. It starts no goroutine: Run does the work itself.
 type Reconciler struct {
@@ -64,8 +81,8 @@ func New(cfg Config, deliveries HookDeliveries, store RedeliveryStore, lease por
 	switch {
 	case cfg.Owner == "":
 		return nil, errors.New("github redelivery: Owner is required")
-	case cfg.Interval < 0 || cfg.MaxPages < 0 || cfg.CallTimeout < 0:
-		return nil, errors.New("github redelivery: Interval, MaxPages and CallTimeout must not be negative")
+	case cfg.Interval < 0 || cfg.MaxPages < 0 || cfg.CallTimeout < 0 || cfg.MaxRequests < 0 || cfg.RetryAfter < 0:
+		return nil, errors.New("github redelivery: Interval, MaxPages, CallTimeout, MaxRequests and RetryAfter must not be negative")
 	case deliveries == nil || store == nil || lease == nil || metrics == nil || log == nil:
 		return nil, errors.New("github redelivery: deliveries, store, lease, metrics and logger are required")
 	}
@@ -133,7 +150,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (Stats, error) {
 			seen[g] = true
 		}
 		st.Failed += len(guids)
-		unknown, err := r.store.UnknownGUIDs(ctx, Provider, guids)
+		unknown, err := r.store.UnknownGUIDs(ctx, Provider, guids, r.cfg.again())
 		if err != nil {
 			return st, fmt.Errorf("read stored guids: %w", err)
 		}
@@ -160,11 +177,11 @@ func (r *Reconciler) list(ctx context.Context, cursor string) ([]HookDelivery, s
 	return r.deliveries.ListHookDeliveries(ctx, cursor)
 }
 
-// redeliver claims d's guid and asks GitHub for a redelivery. A failed request releases the
-// claim, so the next run asks again; a process that stops between the claim and the request
-// never asks for that guid (at most once wins over at least once).
+// redeliver claims d's guid's next request and asks GitHub for a redelivery. A failed request
+// releases the claim, so the next run asks again; a process that stops between the claim and
+// the request loses that request (at most once per claim wins over at least once).
 func (r *Reconciler) redeliver(ctx context.Context, d HookDelivery) (bool, error) {
-	claimed, err := r.store.ClaimRedelivery(ctx, d.GUID, d.ID)
+	claimed, err := r.store.ClaimRedelivery(ctx, d.GUID, d.ID, r.cfg.again())
 	if err != nil || !claimed {
 		return false, err
 	}

@@ -114,7 +114,7 @@ func Register(r gin.IRouter, cfg Config) error {
 		return err
 	}
 
-	g := r.Group(Path, securityHeaders)
+	g := r.Group(Path, securityHeaders, c.boundForm)
 	g.StaticFS("/static", http.FS(static))
 	// Who: anyone (the sign-in form and its post).
 	g.GET("", c.home)
@@ -185,8 +185,9 @@ func sessionOf(c *gin.Context) session { return c.MustGet(sessionKey).(session) 
 // refused with 403 too (constant-time compare).
 func (c *console) requireSession(g *gin.Context) {
 	id, err := g.Cookie(CookieName)
+	sent := err == nil && id != ""
 	var s consolesession.Session
-	if err == nil && id != "" {
+	if sent {
 		s, err = c.cfg.Sessions.Lookup(g.Request.Context(), id)
 	} else {
 		err = ports.ErrNotFound
@@ -200,7 +201,12 @@ func (c *console) requireSession(g *gin.Context) {
 			c.fail(g, err)
 			return
 		}
-		clearCookie(g)
+		// Only a cookie the browser sent is cleared (a session that ended). A request without
+		// one may come from another site (SameSite=Strict withholds the cookie there): its
+		// answer must not touch the visitor's cookies, or any site could sign them out.
+		if sent {
+			clearCookie(g)
+		}
 		if g.Request.Method == http.MethodGet {
 			g.Redirect(http.StatusSeeOther, Path+"/sign-in")
 			g.Abort()
@@ -212,8 +218,8 @@ func (c *console) requireSession(g *gin.Context) {
 	}
 	token := base64.RawURLEncoding.EncodeToString(s.CSRF)
 	if g.Request.Method == http.MethodPost {
-		sent := g.PostForm("csrf")
-		if subtle.ConstantTimeCompare([]byte(sent), []byte(token)) != 1 {
+		posted := g.PostForm("csrf")
+		if subtle.ConstantTimeCompare([]byte(posted), []byte(token)) != 1 {
 			c.render(g, http.StatusForbidden, "error", page{Title: "Form expired", Message: "This form is not from your current session. Reload the page and try again."})
 			g.Abort()
 			return
@@ -285,6 +291,13 @@ func signInCSRF(g *gin.Context) bool {
 // principal. The token itself is neither stored nor logged; the cookie carries a random id.
 func (c *console) signIn(g *gin.Context) {
 	if !signInCSRF(g) {
+		if _, err := g.Cookie(signInCookie); err != nil {
+			// No form cookie: a post from another site (or a form older than its cookie). The
+			// refusal sets no cookie; the link opens a fresh form.
+			c.render(g, http.StatusForbidden, "error", page{Title: "Sign-in form expired",
+				Message: "The sign-in form expired or did not come from this console. Open the sign-in page again."})
+			return
+		}
 		c.renderSignIn(g, http.StatusForbidden, "The sign-in form expired or did not come from this console. Please sign in again.")
 		return
 	}

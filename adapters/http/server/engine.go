@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,7 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-func newEngine(log *zap.Logger, readyTimeout time.Duration, ready ReadinessCheck, metrics http.Handler, registrars []Registrar) (*gin.Engine, error) {
+func newEngine(log *zap.Logger, ready *readiness, metrics http.Handler, registrars []Registrar) (*gin.Engine, error) {
 	// gin's mode is process-wide; release mode only silences its debug route printing.
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
@@ -28,7 +27,7 @@ func newEngine(log *zap.Logger, readyTimeout time.Duration, ready ReadinessCheck
 	})
 
 	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
-	e.GET("/readyz", readyz(log, readyTimeout, ready))
+	e.GET("/readyz", readyz(ready))
 	e.GET("/metrics", gin.WrapH(metrics))
 	for i, r := range registrars {
 		if r == nil {
@@ -41,14 +40,12 @@ func newEngine(log *zap.Logger, readyTimeout time.Duration, ready ReadinessCheck
 	return e, nil
 }
 
-// readyz answers 200 while the check passes within timeout, else 503. The cause goes to the
-// log only: a load balancer needs the status, an attacker needs nothing.
-func readyz(log *zap.Logger, timeout time.Duration, ready ReadinessCheck) gin.HandlerFunc {
+// readyz answers 200 while the last readiness check passed within its timeout, else 503; the
+// check runs in the background at most once a second (readiness). The cause goes to the log
+// only: a load balancer needs the status, an attacker needs nothing.
+func readyz(ready *readiness) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		ctx, cancel := context.WithTimeout(c.Request.Context(), timeout)
-		defer cancel()
-		if err := ready(ctx); err != nil {
-			log.Warn("not ready", zap.Error(err))
+		if err := ready.state(c.Request.Context()); err != nil {
 			c.Header("Retry-After", "5")
 			c.JSON(http.StatusServiceUnavailable, gin.H{"error": "not-ready"})
 			return

@@ -37,7 +37,8 @@ type Config struct {
 	// from the end of the headers too.
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration
-	// ReadyTimeout bounds one readiness check (the database ping and the migration status).
+	// ReadyTimeout bounds one readiness check (the database ping and the migration status),
+	// which runs in the background at most once a second.
 	ReadyTimeout time.Duration
 }
 
@@ -84,6 +85,7 @@ type Server struct {
 	log    *zap.Logger
 	engine *gin.Engine
 	http   *http.Server
+	ready  *readiness
 
 	mu       sync.Mutex
 	listener net.Listener
@@ -101,11 +103,12 @@ func New(cfg Config, log *zap.Logger, ready ReadinessCheck, metrics http.Handler
 	if log == nil || ready == nil || metrics == nil {
 		return nil, errors.New("server: logger, readiness check and metrics handler are required")
 	}
-	engine, err := newEngine(log, cfg.ReadyTimeout, ready, metrics, registrars)
+	readiness := newReadiness(ready, cfg.ReadyTimeout, log)
+	engine, err := newEngine(log, readiness, metrics, registrars)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, engine: engine}
+	s := &Server{cfg: cfg, log: log, engine: engine, ready: readiness}
 	s.http = &http.Server{
 		Addr:              cfg.Addr,
 		Handler:           engine,
@@ -181,6 +184,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	served := s.served
 	s.mu.Unlock()
+	defer s.ready.wait()
 	if served == nil {
 		return nil
 	}

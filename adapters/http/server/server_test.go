@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -89,6 +90,58 @@ var _ = Describe("HTTP server", func() {
 			code, _ := call(s.Handler(), "GET", "/readyz", "")
 			Expect(code).To(Equal(503))
 			Expect(deadline).To(BeTemporally("~", start.Add(50*time.Millisecond), 40*time.Millisecond))
+		})
+
+		It("runs the check at most once a second however often it is asked, answering from the last state", func() {
+			var checks atomic.Int64
+			s := newServer(func(context.Context) error {
+				checks.Add(1)
+				return nil
+			}, server.Config{})
+			// A hundred hits spread over a few hundred milliseconds (a busy load balancer).
+			start := time.Now()
+			for range 100 {
+				code, _ := call(s.Handler(), "GET", "/readyz", "")
+				Expect(code).To(Equal(200))
+				time.Sleep(3 * time.Millisecond)
+			}
+			// The first hit waits for the first check; the others answer from its state and
+			// start at most one refresh once it is a second old.
+			Expect(checks.Load()).To(BeNumerically("<=", 2+int64(time.Since(start)/time.Second)))
+			Eventually(func() int64 {
+				call(s.Handler(), "GET", "/readyz", "")
+				return checks.Load()
+			}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(BeNumerically(">=", 2))
+		})
+
+		It("does not hold a request for a check running in the background", func() {
+			var (
+				calls   atomic.Int64
+				blocked = make(chan struct{})
+			)
+			s := newServer(func(ctx context.Context) error {
+				if calls.Add(1) == 1 {
+					return nil
+				}
+				select { // every later check hangs until the spec ends
+				case <-blocked:
+				case <-ctx.Done():
+				}
+				return errors.New("database gone")
+			}, server.Config{ReadyTimeout: time.Minute})
+			DeferCleanup(func() { close(blocked); Expect(s.Shutdown(context.Background())).To(Succeed()) })
+			code, _ := call(s.Handler(), "GET", "/readyz", "")
+			Expect(code).To(Equal(200))
+			Eventually(func() int64 {
+				code, _ := call(s.Handler(), "GET", "/readyz", "")
+				Expect(code).To(Equal(200), "the last state, while the refresh hangs")
+				return calls.Load()
+			}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(BeEquivalentTo(2))
+			for range 20 {
+				code, _ := call(s.Handler(), "GET", "/readyz", "")
+				Expect(code).To(Equal(200))
+			}
+			Expect(calls.Load()).To(BeEquivalentTo(2), "one check at a time")
 		})
 
 		It("uses a two-second deadline by default", func() {

@@ -24,7 +24,8 @@ type Config struct {
 	// MaxBytes is the largest body accepted; a larger one is answered 413 (default 25 MiB).
 	MaxBytes int64
 	// InflightBytes is the budget of body bytes all webhook requests hold at once
-	// (HEPHAESTUS_WEBHOOK_INFLIGHT_BYTES, default DefaultInflightBytes); past it, 503 retry.
+	// (HEPHAESTUS_WEBHOOK_INFLIGHT_BYTES, default DefaultInflightBytes), shared out per client
+	// with headroom for small bodies (BudgetConfig's defaults); past it or a share, 503 retry.
 	InflightBytes int64
 	// Budget, when set, is used instead of a new one of InflightBytes: a spec observes it.
 	Budget *Budget
@@ -66,7 +67,7 @@ func Register(r gin.IRouter, svc *admission.Service, hooks Hooks, cfg Config) er
 	budget := cfg.Budget
 	if budget == nil {
 		var err error
-		if budget, err = NewBudget(cfg.InflightBytes); err != nil {
+		if budget, err = NewSharedBudget(BudgetConfig{Limit: cfg.InflightBytes, MaxBody: cfg.MaxBytes}); err != nil {
 			return err
 		}
 	}
@@ -123,8 +124,17 @@ func (h *handler) receive(c *gin.Context) {
 		// A non-numeric id names no connection: admission answers it as unknown (404).
 		connID, _ = strconv.ParseInt(c.Param("connectionId"), 10, 64)
 	}
+	// What can be refused without the body is refused before a byte of it is read or
+	// reserved: an unknown connection (404), a provider without its secret, missing signature
+	// headers (401). The rest of the body is not read: the connection closes.
+	src, err := h.svc.Open(c.Request.Context(), h.hook, connID, c.Request.Header)
+	if err != nil {
+		c.Header("Connection", "close")
+		httperr.Write(c, err)
+		return
+	}
 	// The body's bytes stay reserved until the answer is written: admission holds them.
-	reader := bodyReader{budget: h.budget}
+	reader := bodyReader{budget: h.budget, client: ClientOf(c.Request.RemoteAddr)}
 	defer reader.Release()
 	body, err := reader.read(c.Writer, c.Request, h.maxBytes)
 	if err != nil {
@@ -135,7 +145,7 @@ func (h *handler) receive(c *gin.Context) {
 		httperr.Write(c, h.svc.RefuseBody(h.hook, connID, err))
 		return
 	}
-	res, err := h.svc.Receive(c.Request.Context(), h.hook, ports.Request{
+	res, err := h.svc.ReceiveFrom(c.Request.Context(), h.hook, src, ports.Request{
 		Headers: c.Request.Header, Body: body, ConnectionID: connID,
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ package admissionstore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -50,7 +51,16 @@ type groupCommit struct {
 	running int
 
 	groups, members atomic.Uint64 // group transactions committed or failed, and their deliveries
+
+	// fault, when set, runs inside every group transaction after its lock statement was
+	// queued: a spec makes it panic (Store.InjectGroupFault).
+	fault atomic.Pointer[func()]
 }
+
+// errGroupPanicked answers the deliveries of a group transaction that panicked: a bug, not a
+// decision about the deliveries, so they are not admitted alone either (which could panic
+// again on the same rows) but answered 503 retry, and the provider delivers them again.
+var errGroupPanicked = errors.New("admissionstore: the group transaction panicked")
 
 // groupMember is one delivery's insert in a group transaction.
 type groupMember struct {
@@ -151,9 +161,15 @@ func (g *groupCommit) withdraw(m *groupMember) bool {
 }
 
 // lead commits group, then hands the next pending group to its oldest member's goroutine,
-// or ends this group transaction's turn when nothing is pending.
+// or ends this group transaction's turn when nothing is pending. The hand-over is deferred:
+// whatever commit does, the slot passes on or is freed.
 func (g *groupCommit) lead(ctx context.Context, group []*groupMember) {
+	defer g.handOver()
 	g.commit(ctx, group)
+}
+
+// handOver gives the slot of a group transaction that ended to the next pending group.
+func (g *groupCommit) handOver() {
 	g.mu.Lock()
 	next := g.takeLocked()
 	if next == nil {
@@ -165,10 +181,30 @@ func (g *groupCommit) lead(ctx context.Context, group []*groupMember) {
 	}
 }
 
-// commit runs group as one transaction and ends every member.
+// commit runs group as one transaction and ends every member, also when something in it
+// panics: the members are then answered errGroupPanicked, and the panic goes no further (it
+// runs on one request's goroutine on behalf of all of them; the connection it held is
+// destroyed by the pool, which never reuses a connection left busy).
 func (g *groupCommit) commit(ctx context.Context, group []*groupMember) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
 	defer cancel()
+	panicked := true
+	defer func() {
+		if !panicked {
+			return
+		}
+		_ = recover()
+		for _, m := range group {
+			select {
+			case <-m.done:
+			default:
+				m.stored, m.err = nil, errGroupPanicked
+				close(m.done)
+			}
+		}
+		g.groups.Add(1)
+		g.members.Add(uint64(len(group)))
+	}()
 	var rows []*groupRow
 	var conns []int64
 	for _, m := range group {
@@ -194,6 +230,7 @@ func (g *groupCommit) commit(ctx context.Context, group []*groupMember) {
 		}
 		close(m.done)
 	}
+	panicked = false
 	g.groups.Add(1)
 	g.members.Add(uint64(len(group)))
 }
@@ -213,6 +250,9 @@ func (g *groupCommit) run(ctx context.Context, rows []*groupRow, conns []int64) 
 	}
 	if err := t.queue(ctx, t.stmt.lockRemembered, []any{conns}); err != nil {
 		return err
+	}
+	if f := g.fault.Load(); f != nil {
+		(*f)()
 	}
 	values := make([][]byte, 0, len(rows)*groupRowParams)
 	for _, r := range rows {
@@ -253,6 +293,17 @@ func (t *admissionTx) close(err error) error {
 		err = cerr
 	}
 	return err
+}
+
+// InjectGroupFault makes every later group transaction of s call f in the middle of its
+// pipeline (nil: none). Specs only: a fault that panics proves a group's deliveries are
+// answered and its slot freed.
+func (s *Store) InjectGroupFault(f func()) {
+	if f == nil {
+		s.group.fault.Store(nil)
+		return
+	}
+	s.group.fault.Store(&f)
 }
 
 // Waiting reports how many deliveries on remembered routes wait for a group transaction.

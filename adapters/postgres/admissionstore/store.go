@@ -125,6 +125,9 @@ func (s *Store) Admit(ctx context.Context, fn func(ctx context.Context, tx ports
 	err := t.run(ctx, fn)
 	reads := 0 // transactions on routes read from the database
 	switch {
+	case errors.Is(err, errGroupPanicked):
+		s.missed.Add(1)
+		return inbox.Transient("admit delivery in a group transaction", err) // 503 retry
 	case t.recalled != nil && t.confirmed:
 		s.confirmed.Add(1)
 		return err

@@ -13,17 +13,36 @@ package syncjobs
 // subscription VERIFIED (a PAT subscription not yet checked waits), a teardown only runs;
 // both need an ACTIVE workspace.
 //
+// Fair across workspaces: the job comes from the workspace with the fewest jobs running now
+// (leases not run out), among those from the one whose turn came longest ago
+// (sync_workspace_turn, never first: workers go round the workspaces instead of back to the one
+// whose jobs are oldest), and within it the oldest due job. So a workspace that queued a
+// thousand jobs gets no more workers than one that queued one, as soon as the other has a due
+// job (workers also hand a job back between pages when another workspace waits:
+// yieldSyncJob). The running count reads the few RUNNING rows through
+// ix_sync_job_lease_expiry; the due jobs are sorted by it, a few thousand rows at most in
+// practice. The same statement records the workspace's turn.
+//
 // FOR UPDATE OF j SKIP LOCKED: two servers claiming at once take different jobs, and a job
 // whose page is committing (the commit holds its row lock) is passed over, so a lease that
 // runs out during a commit is not taken over before the commit decided. The locking scan
 // itself carries the state and due conditions, so under READ COMMITTED a job another server
-// claimed and committed meanwhile fails them instead of being leased twice.
+// claimed and committed meanwhile fails them instead of being leased twice. The running count
+// and the turns are a snapshot: two servers claiming at the same moment may both prefer one
+// workspace, and the next claims even it out.
 const claimDueSyncJob = `
-WITH candidate AS (
+WITH running AS (
+	SELECT workspace_id, count(*) AS jobs
+	FROM sync_job
+	WHERE state = 'RUNNING' AND leased_until > coalesce($4::timestamptz, clock_timestamp())
+	GROUP BY workspace_id
+), candidate AS (
 	SELECT j.id
 	FROM sync_job j
 	JOIN connection c ON c.id = j.connection_id AND c.workspace_id = j.workspace_id
 	JOIN workspace w ON w.id = j.workspace_id
+	LEFT JOIN running r ON r.workspace_id = j.workspace_id
+	LEFT JOIN sync_workspace_turn t ON t.workspace_id = j.workspace_id
 	WHERE j.provider = ANY ($1::text[])
 	  AND ((j.state = 'QUEUED' AND j.due_at <= coalesce($4::timestamptz, clock_timestamp()))
 	       OR (j.state = 'RUNNING' AND j.leased_until <= coalesce($4::timestamptz, clock_timestamp())))
@@ -33,24 +52,32 @@ WITH candidate AS (
 	           SELECT 1 FROM connection_subscription s
 	           WHERE s.connection_id = j.connection_id AND s.resource_type = j.resource_type
 	             AND s.resource_id = j.resource_id AND s.access = 'VERIFIED')))
-	ORDER BY j.due_at, j.id
+	ORDER BY coalesce(r.jobs, 0), t.claimed_at NULLS FIRST, j.due_at, j.id
 	LIMIT 1
 	FOR UPDATE OF j SKIP LOCKED
+), claimed AS (
+	UPDATE sync_job j
+	SET state = 'RUNNING',
+	    lease_epoch = j.lease_epoch + 1,
+	    leased_until = coalesce($4::timestamptz, clock_timestamp()) + $3::bigint * interval '1 microsecond',
+	    leased_by = $2,
+	    started_at = COALESCE(j.started_at, coalesce($4::timestamptz, clock_timestamp()))
+	FROM candidate
+	WHERE j.id = candidate.id
+	RETURNING j.id, j.workspace_id, j.connection_id, j.provider, j.kind, j.resource_type, j.resource_id,
+		j.cursor, j.attempt, j.lease_epoch
+), turn AS (
+	INSERT INTO sync_workspace_turn (workspace_id, claimed_at)
+	SELECT workspace_id, clock_timestamp() FROM claimed
+	ON CONFLICT (workspace_id) DO UPDATE SET claimed_at = EXCLUDED.claimed_at
 )
-UPDATE sync_job j
-SET state = 'RUNNING',
-    lease_epoch = j.lease_epoch + 1,
-    leased_until = coalesce($4::timestamptz, clock_timestamp()) + $3::bigint * interval '1 microsecond',
-    leased_by = $2,
-    started_at = COALESCE(j.started_at, coalesce($4::timestamptz, clock_timestamp()))
-FROM candidate
-WHERE j.id = candidate.id
-RETURNING j.id, j.workspace_id, j.connection_id, j.provider, j.kind, j.resource_type, j.resource_id,
+SELECT j.id, j.workspace_id, j.connection_id, j.provider, j.kind, j.resource_type, j.resource_id,
 	COALESCE(j.cursor, ''), j.attempt, j.lease_epoch,
 	(SELECT c.kind FROM connection c WHERE c.id = j.connection_id),
 	COALESCE((SELECT c.source_key FROM connection c WHERE c.id = j.connection_id), ''),
 	COALESCE((SELECT s.name FROM connection_subscription s WHERE s.connection_id = j.connection_id
-	          AND s.resource_type = j.resource_type AND s.resource_id = j.resource_id), '')`
+	          AND s.resource_type = j.resource_type AND s.resource_id = j.resource_id), '')
+FROM claimed j`
 
 // renewSyncLease extends a lease still held, never shortening it. SKIP LOCKED is not used:
 // the holder's own row lock is never held across calls.
@@ -100,6 +127,23 @@ SET state = CASE WHEN $7 THEN 'FAILED' ELSE 'QUEUED' END,
     finished_at = CASE WHEN $7 THEN coalesce($8::timestamptz, clock_timestamp()) END
 WHERE id = $1 AND state = 'RUNNING' AND leased_by = $2 AND lease_epoch = $3
 RETURNING id`
+
+// yieldSyncJob hands a job back between two of its pages when a job of another workspace is
+// due and waiting: QUEUED again with its cursor and its due_at (so it stays first in its own
+// workspace's line), and the worker claims again, which picks the workspace with the fewest
+// running jobs (claimDueSyncJob). No row: keep working (nothing waits, or the lease is gone:
+// the next page's fence says so). The waiting job is looked for among the due QUEUED jobs
+// (ix_sync_job_claimable) of any provider; one this server cannot claim only costs a claim
+// that takes the same job again.
+const yieldSyncJob = `
+UPDATE sync_job j
+SET state = 'QUEUED', leased_until = NULL, leased_by = NULL
+WHERE j.id = $1 AND j.state = 'RUNNING' AND j.leased_by = $2 AND j.lease_epoch = $3
+  AND EXISTS (
+	SELECT 1 FROM sync_job o
+	WHERE o.state = 'QUEUED' AND o.due_at <= coalesce($4::timestamptz, clock_timestamp())
+	  AND o.workspace_id <> j.workspace_id)
+RETURNING j.id`
 
 // releaseSyncLease hands a lease back without counting: due at once.
 const releaseSyncLease = `

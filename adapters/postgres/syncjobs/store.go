@@ -160,6 +160,15 @@ func (s *Store) ReleaseSyncLease(ctx context.Context, l ports.SyncLease) error {
 	return pgutil.Interpret("release sync lease", err)
 }
 
+// YieldSyncJob implements ports.SyncJobStore.
+func (s *Store) YieldSyncJob(ctx context.Context, l ports.SyncLease) (bool, error) {
+	tag, err := s.pool.Exec(ctx, yieldSyncJob, l.JobID, l.Owner, l.Epoch, s.now())
+	if err != nil {
+		return false, pgutil.Interpret("yield sync job", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // RestartSync implements ports.SyncProgressStore.
 func (s *Store) RestartSync(ctx context.Context, workspaceID, connectionID int64) error {
 	return pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
