@@ -444,12 +444,38 @@ func (f *Formation) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// groupAlive reports whether a process of the group still runs (a zombie aside).
+// groupAlive reports whether a process of the group still runs, zombies aside. A killed
+// keeper's processes are re-parented to the nearest child subreaper, which may be a supervisor
+// that reaps only when it ends (cmd/pgcluster run, under make test): their zombies keep the
+// group in the kernel's eyes (kill(-pgid, 0) succeeds), so the group is read from /proc.
 func groupAlive(pgid int) bool {
-	if err := syscall.Kill(-pgid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+	if pgid <= 0 {
 		return false
 	}
-	return true
+	entries, err := os.ReadDir("/proc")
+	if err != nil { // no /proc: ask the kernel, zombies and all
+		err := syscall.Kill(-pgid, 0)
+		return err == nil || errors.Is(err, syscall.EPERM)
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// "PID (comm) STATE PPID PGRP ..."; comm may hold spaces and parentheses.
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) < 3 || fields[0] == "Z" || fields[0] == "X" {
+			continue
+		}
+		if pgrp, err := strconv.Atoi(fields[2]); err == nil && pgrp == pgid {
+			return true
+		}
+	}
+	return false
 }
 
 // command builds a pg_autoctl command run as the server user, with the formation's own

@@ -252,7 +252,12 @@ var _ = Describe("Losing the database host", func() {
 			Dir: dir, Log: func(m string) { fmt.Fprintln(GinkgoWriter, "formation:", m) },
 		})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { Expect(f.Stop(context.Background())).To(Succeed()) })
+		DeferCleanup(func() {
+			// Bounded: what pg_autoctl stop leaves after a minute is killed.
+			stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			Expect(f.Stop(stopCtx)).To(Succeed())
+		})
 		url := f.URL()
 		_, err = postgres.Migrate(ctx, url)
 		Expect(err).NotTo(HaveOccurred())
