@@ -112,14 +112,6 @@ func (s *Store) publishTeardown(ctx context.Context, tx ports.Tx, ws, conn int64
 	if s.feed.pub == nil {
 		return nil
 	}
-	n, err := s.feed.remover.RemoveChanges(ctx, tx, ws, sel)
-	if err != nil {
-		return err
-	}
-	c, err := change.NewTornDown(change.TornDown{ConnectionID: conn, Provider: gitlab.Provider.String(),
-		Resources: resources, Everything: everything, RemovedChanges: n})
-	if err != nil {
-		return err
-	}
-	return s.feed.pub.Publish(ctx, tx, ws, c)
+	return ports.PublishTeardown(ctx, tx, s.feed.pub, s.feed.remover, ws, sel, change.TornDown{
+		ConnectionID: conn, Provider: gitlab.Provider.String(), Resources: resources, Everything: everything})
 }
