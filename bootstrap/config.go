@@ -72,6 +72,9 @@ const (
 	// EnvChangesRetention is how long the change feed keeps a change (CONTRACT.md "Change
 	// feed"; one server deletes older ones).
 	EnvChangesRetention = "HEPHAESTUS_CHANGES_RETENTION"
+	// EnvRejectionsRetention is how long the rejection log keeps a minute (CONTRACT.md
+	// "Operator API"; default 7d).
+	EnvRejectionsRetention = "HEPHAESTUS_REJECTIONS_RETENTION"
 	// EnvGitHubRedeliveryInterval is the redelivery reconciler's period (with App
 	// authentication only).
 	EnvGitHubRedeliveryInterval = "HEPHAESTUS_GITHUB_REDELIVERY_INTERVAL"
@@ -128,6 +131,7 @@ const (
 	DefaultRetentionInterval    = time.Hour
 	DefaultAccessRecheck        = 24 * time.Hour
 	DefaultChangesRetention     = 7 * 24 * time.Hour
+	DefaultRejectionsRetention  = 7 * 24 * time.Hour
 	DefaultGitHubRedelivery     = 10 * time.Minute
 	DefaultGitHubOAuthURL       = "https://github.com"
 
@@ -191,6 +195,8 @@ type Config struct {
 	AccessRecheckInterval time.Duration
 	// ChangesRetention is how long the change feed keeps a change.
 	ChangesRetention time.Duration
+	// RejectionsRetention is how long the rejection log keeps a minute.
+	RejectionsRetention time.Duration
 }
 
 // ConsumerConfig is the claimers' configuration. Retry and Lease are the validated domain
@@ -292,6 +298,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.AccessRecheckInterval = r.duration(EnvAccessRecheckInterval, DefaultAccessRecheck)
 	c.GitHubAppPrivateKey = r.gitHubAppKey(c.GitHubAppID)
 	c.ChangesRetention = r.duration(EnvChangesRetention, DefaultChangesRetention)
+	c.RejectionsRetention = r.duration(EnvRejectionsRetention, DefaultRejectionsRetention)
 	c.GitHubRedeliveryInterval = r.duration(EnvGitHubRedeliveryInterval, DefaultGitHubRedelivery)
 	for _, name := range []string{EnvGitHubAPIToken, EnvGitLabAPIToken} {
 		if r.secret(name) != "" {
