@@ -76,6 +76,9 @@ const (
 	// EnvChangesStreamMax is the longest a change feed SSE stream lasts before the client
 	// resumes with Last-Event-ID (CONTRACT.md "Change feed").
 	EnvChangesStreamMax = "HEPHAESTUS_CHANGES_STREAM_MAX"
+	// EnvRejectionsRetention is how long the rejection log keeps a minute (CONTRACT.md
+	// "Operator API"; default 7d).
+	EnvRejectionsRetention = "HEPHAESTUS_REJECTIONS_RETENTION"
 	// EnvGitHubRedeliveryInterval is the redelivery reconciler's period (with App
 	// authentication only).
 	EnvGitHubRedeliveryInterval = "HEPHAESTUS_GITHUB_REDELIVERY_INTERVAL"
@@ -133,6 +136,7 @@ const (
 	DefaultAccessRecheck        = 24 * time.Hour
 	DefaultChangesRetention     = 7 * 24 * time.Hour
 	DefaultChangesStreamMax     = 15 * time.Minute
+	DefaultRejectionsRetention  = 7 * 24 * time.Hour
 	DefaultGitHubRedelivery     = 10 * time.Minute
 	DefaultGitHubOAuthURL       = "https://github.com"
 
@@ -198,6 +202,8 @@ type Config struct {
 	ChangesRetention time.Duration
 	// ChangesStreamMax is the longest a change feed stream lasts.
 	ChangesStreamMax time.Duration
+	// RejectionsRetention is how long the rejection log keeps a minute.
+	RejectionsRetention time.Duration
 }
 
 // ConsumerConfig is the claimers' configuration. Retry and Lease are the validated domain
@@ -303,6 +309,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.ChangesStreamMax < MinChangesStreamMax && !r.invalid[EnvChangesStreamMax] {
 		r.fail(EnvChangesStreamMax, "%s is shorter than %s", c.ChangesStreamMax, MinChangesStreamMax)
 	}
+	c.RejectionsRetention = r.duration(EnvRejectionsRetention, DefaultRejectionsRetention)
 	c.GitHubRedeliveryInterval = r.duration(EnvGitHubRedeliveryInterval, DefaultGitHubRedelivery)
 	for _, name := range []string{EnvGitHubAPIToken, EnvGitLabAPIToken} {
 		if r.secret(name) != "" {

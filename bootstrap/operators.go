@@ -12,16 +12,21 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
+	"github.com/hephaestus-dev/hephaestus/application/deliveries"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// operatorSet is the dead-letter API, the inbox overview and person erasure with its runner.
+// operatorSet is the dead-letter API, the deliveries browser, the inbox overview and person
+// erasure with its runner.
 var operatorSet = wire.NewSet(
 	deadletterstore.New,
 	wire.Bind(new(ports.DeadLetterReader), new(*deadletterstore.Reader)),
+	wire.Bind(new(ports.DeliveryReader), new(*deadletterstore.Reader)),
 	provideDeadLetters,
+	deliveries.New,
 	provideErasureConfig,
 	erasurestore.New,
 	wire.Bind(new(ports.ErasureStore), new(*erasurestore.Store)),
@@ -59,9 +64,12 @@ func provideErasures(store ports.ErasureStore, runner *personerasure.Runner) (*p
 // operatorRoutes mounts the operator API.
 type operatorRoutes routeRegistration
 
-func provideOperatorRoutes(manage *management.Service, dead *deadletters.Service, erasures *personerasure.Service, log ports.Logger) operatorRoutes {
+func provideOperatorRoutes(manage *management.Service, members ports.WorkspaceStore, dead *deadletters.Service, browser *deliveries.Service,
+	rejected *rejections.Service, erasures *personerasure.Service, log ports.Logger) operatorRoutes {
 	return func(r gin.IRouter) error {
 		operatorapi.Register(r, manage, dead, erasures, log)
+		operatorapi.RegisterDeliveries(r, manage, members, browser, log)
+		operatorapi.RegisterRejections(r, manage, members, rejected, log)
 		return nil
 	}
 }

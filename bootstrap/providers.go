@@ -35,6 +35,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -177,9 +178,9 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 // change feed (its Run ends the open feed streams when the server stops) and its retention, and
 // the backfill runner, and the providers' own loops (ports.BackgroundWork).
 func provideRunners(c *consumer.Consumer, e *personerasure.Runner, a *accessrecheck.Recheck, cf *changes.Feed, cr *changes.Retention,
-	sy *backfill.Runner, providers []ports.Provider,
+	sy *backfill.Runner, rl *rejections.Log, providers []ports.Provider,
 ) []Runner {
-	runners := []Runner{c, e, a, cf, cr, sy}
+	runners := []Runner{c, e, a, cf, cr, sy, rl}
 	for _, p := range providers {
 		if w, ok := p.(ports.BackgroundWork); ok {
 			for _, r := range w.Runners() {
@@ -328,8 +329,9 @@ func provideProviders(cfg Config, modules []providerkit.Module, pool *pgxpool.Po
 
 // provideAdmissionConfig stores the namespace of the provider whose installations are control
 // events (ports.InstallationSource) on installation rows no connection names yet.
-func provideAdmissionConfig(providers []ports.Provider) admission.Config {
-	var cfg admission.Config
+// Every refusal is also counted in the rejection log.
+func provideAdmissionConfig(providers []ports.Provider, rejected *rejections.Log) admission.Config {
+	cfg := admission.Config{Rejections: rejected}
 	for _, p := range providers {
 		if s, ok := p.(ports.InstallationSource); ok {
 			cfg.DefaultSourceServerURL = s.DefaultSourceServerURL()

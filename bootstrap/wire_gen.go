@@ -11,9 +11,12 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/rejectionstore"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/application/deliveries"
+	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"go.uber.org/zap"
 )
 
@@ -67,7 +70,16 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	admissionConfig := provideAdmissionConfig(v3)
+	rejectionstoreStore, err := rejectionstore.New(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	clock := _wireSystemClockValue
+	log, err := provideRejectionLog(config, rejectionstoreStore, clock, portsLogger)
+	if err != nil {
+		return nil, nil, err
+	}
+	admissionConfig := provideAdmissionConfig(v3, log)
 	bootstrapAdmissionPool := in.AdmissionPool
 	admissionstoreStore, err := provideAdmissionStore(bootstrapAdmissionPool)
 	if err != nil {
@@ -79,7 +91,6 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	consumerSignal := consumer.NewSignal()
-	clock := _wireSystemClockValue
 	service, err := admission.New(admissionConfig, admissionstoreStore, sourceDirectory, consumerSignal, metrics, portsLogger, clock)
 	if err != nil {
 		return nil, nil, err
@@ -102,6 +113,14 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
+	deliveriesService, err := deliveries.New(deadletterstoreReader)
+	if err != nil {
+		return nil, nil, err
+	}
+	rejectionsService, err := rejections.NewService(rejectionstoreStore)
+	if err != nil {
+		return nil, nil, err
+	}
 	erasurestoreConfig := provideErasureConfig(v3, admissionConfig)
 	erasurestoreStore, err := erasurestore.New(pool, erasurestoreConfig)
 	if err != nil {
@@ -115,7 +134,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapOperatorRoutes := provideOperatorRoutes(managementService, deadlettersService, personerasureService, portsLogger)
+	bootstrapOperatorRoutes := provideOperatorRoutes(managementService, workspaces, deadlettersService, deliveriesService, rejectionsService, personerasureService, portsLogger)
 	consolesessionStore, err := provideConsoleSessions(pool)
 	if err != nil {
 		return nil, nil, err
@@ -166,7 +185,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	v7 := provideRunners(consumerConsumer, runner, recheck, feed, retention, backfillRunner, v3)
+	v7 := provideRunners(consumerConsumer, runner, recheck, feed, retention, backfillRunner, log, v3)
 	bootstrapServices := newServices(v6, v7)
 	return bootstrapServices, func() {
 	}, nil

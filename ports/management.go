@@ -93,8 +93,9 @@ type AccountStore interface {
 	// ErrConflict "account-disabled"; ErrMalformed "invalid-expires-at" for an expiry that is not
 	// in the future (database time).
 	IssueToken(ctx context.Context, accountID int64, tokenHash []byte, expiresAt *time.Time) (Token, error)
-	// ListTokens lists the account's live tokens in id order. Errors: ErrNotFound.
-	ListTokens(ctx context.Context, accountID int64) ([]Token, error)
+	// ListTokens pages the account's live tokens in id order and counts them. Errors:
+	// ErrNotFound.
+	ListTokens(ctx context.Context, accountID int64, page PageRequest) ([]Token, int, error)
 	// RevokeToken deletes one token of the account. Errors: ErrNotFound.
 	RevokeToken(ctx context.Context, accountID, tokenID int64) error
 	// ReplaceToken replaces tokenID of the account by a token with newHash and the same expiry,

@@ -80,6 +80,9 @@ type Config struct {
 	// The provider module whose installations are control events declares it
 	// (ports.InstallationSource); required.
 	DefaultSourceServerURL string
+	// Rejections, when set, counts every refusal for the rejection log (in memory; see
+	// application/rejections). Nil counts nothing there.
+	Rejections ports.RejectionCounter
 }
 
 // SourceServerURLOfInstallations is the namespace stored on installation rows no connection
@@ -303,6 +306,7 @@ func (s *Service) refuse(p provider.Provider, connID int64, deliveryKey string, 
 	switch {
 	case errors.As(err, &rej) && rej.Reason == ReasonUnavailable:
 		s.metrics.Rejected(p.Label(), rej.Reason)
+		s.logRejection(p, connID, rej.Reason)
 		s.log.Warnw("webhook admission failed", "provider", p.String(), "reason", rej.Reason,
 			"deliveryKey", deliveryKey, "connectionId", connID, "error", err.Error())
 	case rej != nil:
@@ -318,8 +322,22 @@ func (s *Service) refuse(p provider.Provider, connID int64, deliveryKey string, 
 // comes from rules and adapters that name what failed, not the values compared.
 func (s *Service) refused(p provider.Provider, connID int64, deliveryKey, reason, detail string) {
 	s.metrics.Rejected(p.Label(), reason)
+	s.logRejection(p, connID, reason)
 	s.log.Infow("webhook refused", "provider", p.String(), "reason", reason,
 		"deliveryKey", deliveryKey, "connectionId", connID, "detail", detail)
+}
+
+// logRejection counts a refusal in the rejection log, under its connection when one is known:
+// an id the URL named but no connection has (not-found) is counted as no connection, so
+// random ids cannot spread the log over keys.
+func (s *Service) logRejection(p provider.Provider, connID int64, reason string) {
+	if s.cfg.Rejections == nil {
+		return
+	}
+	if reason == ReasonNotFound {
+		connID = 0
+	}
+	s.cfg.Rejections.Refused(p.String(), connID, reason)
 }
 
 // rejected keeps a *ports.RejectedError as it is and turns any other error into one of kind

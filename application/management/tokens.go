@@ -40,18 +40,21 @@ func (s *Service) IssueToken(ctx context.Context, p ports.Principal, accountID i
 
 // ListTokens lists an account's live tokens, never a token itself (instance administrator
 // only). Errors: ports.ErrForbidden; ports.ErrNotFound.
-func (s *Service) ListTokens(ctx context.Context, p ports.Principal, accountID int64) ([]ports.Token, error) {
+func (s *Service) ListTokens(ctx context.Context, p ports.Principal, accountID int64, page ports.PageRequest) ([]ports.Token, int, error) {
 	if err := requireInstanceAdmin(p); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if accountID <= 0 {
-		return nil, fmt.Errorf("account %d: %w", accountID, ports.ErrNotFound)
+		return nil, 0, fmt.Errorf("account %d: %w", accountID, ports.ErrNotFound)
 	}
-	ts, err := s.accounts.ListTokens(ctx, accountID)
+	if page.Page < 0 || page.Size < 1 {
+		return nil, 0, fmt.Errorf("list tokens: %w", ports.ErrMalformed)
+	}
+	ts, total, err := s.accounts.ListTokens(ctx, accountID, page)
 	if err != nil {
-		return nil, fmt.Errorf("list tokens of account %d: %w", accountID, err)
+		return nil, 0, fmt.Errorf("list tokens of account %d: %w", accountID, err)
 	}
-	return ts, nil
+	return ts, total, nil
 }
 
 // RevokeToken revokes one token of an account (instance administrator only); it fails on every

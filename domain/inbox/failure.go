@@ -66,6 +66,36 @@ var (
 func (c Cause) String() string { return c.s }
 func (c Cause) IsZero() bool   { return c.s == "" }
 
+// Sentence is the failure table's human sentence for the cause ("what it is" in
+// ARCHITECTURE.md "Failure classes"): what an operator reads beside an attempt's error class.
+// It describes the class of failure, never the failure's message. "" for a cause not in the
+// table.
+func (c Cause) Sentence() string { return causeSentences[c] }
+
+// CauseNamed is the cause whose String is name (false when the table has no such cause).
+func CauseNamed(name string) (Cause, bool) {
+	for _, r := range failureTable {
+		if r.Cause.s == name {
+			return r.Cause, true
+		}
+	}
+	return Cause{}, false
+}
+
+var causeSentences = map[Cause]string{
+	CauseContention:         "A row the handler needed was busy (a lease renewal, an outcome, a workspace operation or a person erasure held it); the attempt was given back.",
+	CauseDatabaseTransport:  "The database could not be reached or the connection broke.",
+	CauseDatabaseConflict:   "The database reported a deadlock, a serialization failure or a lock timeout.",
+	CauseProviderTransport:  "A provider API gave no answer or answered with a server error (5xx).",
+	CauseProviderRateLimit:  "A provider API answered that its rate limit was reached.",
+	CauseProviderRefused:    "A provider API refused the request (a 4xx answer such as a refused token or a 422).",
+	CauseProviderUnreadable: "A provider API answer was not in its documented shape or was larger than the client reads.",
+	CausePayload:            "The stored delivery's payload does not parse; it will not parse on a retry either.",
+	CausePanic:              "The handler panicked.",
+	CauseUnknown:            "The handler failed for a reason outside the other classes (a handler timeout and a recursion stopped by the depth limit included).",
+	CauseLeaseExpired:       "The attempt's lease ran out before an outcome was recorded (the server stopped or the handler ran too long); the reaper took the row back.",
+}
+
 // DelayRule says when a failed row is due again.
 type DelayRule struct{ s string }
 

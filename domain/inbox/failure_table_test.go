@@ -56,6 +56,23 @@ var _ = Describe("The failure table", func() {
 		Expect(inbox.RetryCauses()).NotTo(ContainElement(inbox.CausePayload), "a permanent failure is never retried")
 	})
 
+	It("gives every cause a human sentence for operators, distinct per cause, and names each cause back", func() {
+		sentences := map[string]inbox.Cause{}
+		for _, r := range inbox.FailureTable() {
+			s := r.Cause.Sentence()
+			Expect(s).NotTo(BeEmpty(), "cause %s has no sentence", r.Cause)
+			Expect(s).To(HaveSuffix("."))
+			Expect(sentences).NotTo(HaveKey(s), "cause %s shares its sentence", r.Cause)
+			sentences[s] = r.Cause
+			named, ok := inbox.CauseNamed(r.Cause.String())
+			Expect(ok).To(BeTrue())
+			Expect(named).To(Equal(r.Cause))
+		}
+		_, ok := inbox.CauseNamed("*json.SyntaxError")
+		Expect(ok).To(BeFalse())
+		Expect(inbox.Cause{}.Sentence()).To(BeEmpty())
+	})
+
 	When("a SKIP LOCKED fence found a required row busy", func() {
 		It("is expected contention: a short jittered delay that grows and stays well under a second, not counted", func() {
 			err := fmt.Errorf("inbox step issue.upsert of event 7: %w", fmt.Errorf("%w: person erasure in progress", inbox.ErrBusy))

@@ -101,6 +101,29 @@ var _ = Describe("Account tokens", func() {
 		Expect(other).To(HaveKeyWithValue("id", BeNumerically("==", r.id("id"))))
 	})
 
+	It("pages the list as every list: ?page=&size=, in id order, with the total", func() {
+		var issued []int64
+		for range 4 {
+			r := issue(a, ana.ID, map[string]any{})
+			Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
+			issued = append(issued, r.id("id"))
+		}
+		var seen []int64
+		for page := range 3 {
+			l := b.call(http.MethodGet, fmt.Sprintf("%s?page=%d&size=2", tokensPath(ana.ID), page), adminToken, nil)
+			Expect(l.Status).To(Equal(http.StatusOK), l.Raw)
+			Expect(l.JSON).To(HaveKeyWithValue("total", BeNumerically("==", 5)))
+			Expect(l.JSON).To(HaveKeyWithValue("page", BeNumerically("==", page)))
+			Expect(l.JSON).To(HaveKeyWithValue("size", BeNumerically("==", 2)))
+			for _, it := range l.JSON["items"].([]any) {
+				seen = append(seen, int64(it.(map[string]any)["id"].(float64)))
+			}
+		}
+		Expect(seen).To(HaveLen(5))
+		Expect(seen[1:]).To(Equal(issued))
+		Expect(b.call(http.MethodGet, tokensPath(ana.ID)+"?size=201", adminToken, nil).Status).To(Equal(http.StatusBadRequest))
+	})
+
 	It("refuses an expiry that is not in the future or not RFC 3339", func() {
 		past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 		r := issue(a, ana.ID, map[string]any{"expiresAt": past})

@@ -46,6 +46,7 @@ type receiverOptions struct {
 	wrapStore func(ports.AdmissionStore) ports.AdmissionStore // decorate the real store
 	directory ports.ConnectionDirectory                       // default: tableDirectory on the pool
 	hooks     webhookapi.Hooks                                // default: the fake TESTHUB and TESTLAB
+	rejected  ports.RejectionCounter                          // the rejection log; default: none
 }
 
 func newReceiver(opts receiverOptions) *receiver {
@@ -63,7 +64,7 @@ func newReceiver(opts receiverOptions) *receiver {
 		opts.directory = tableDirectory{pool: pool}
 	}
 	r := &receiver{metrics: newMetricsRecorder(), logs: &logRecorder{}, notified: &atomic.Int64{}, store: real}
-	svc, err := admission.New(admission.Config{DefaultSourceServerURL: "https://github.com"}, store, opts.directory, notifierFunc(func() { r.notified.Add(1) }),
+	svc, err := admission.New(admission.Config{DefaultSourceServerURL: "https://github.com", Rejections: opts.rejected}, store, opts.directory, notifierFunc(func() { r.notified.Add(1) }),
 		r.metrics, r.logs, systemClock{})
 	Expect(err).NotTo(HaveOccurred())
 	if opts.hooks == nil {

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -82,7 +83,7 @@ var _ = Describe("Console sessions", func() {
 		b := newClient()
 		b.signIn(f.ana.Token)
 		Expect(b.get("/console/workspaces").Status).To(Equal(http.StatusOK))
-		tokens, err := svc.ListTokens(ctx, support.InstanceAdmin, f.ana.ID)
+		tokens, _, err := svc.ListTokens(ctx, support.InstanceAdmin, f.ana.ID, ports.PageRequest{Size: 10})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(svc.RevokeToken(ctx, support.InstanceAdmin, f.ana.ID, tokens[0].ID)).To(Succeed())
 		Expect(b.get("/console/workspaces").Location).To(Equal("/console/sign-in"))

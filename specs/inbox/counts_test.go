@@ -2,7 +2,9 @@ package inbox_test
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -86,6 +88,23 @@ var _ = Describe("Inbox counts with millions of retained rows", func() {
 		AddReportEntry("timings", map[string]time.Duration{"scan": scan, "stats": statsTime, "overview": overviewTime})
 		Expect(slices.Max([]time.Duration{statsTime, overviewTime})).To(BeNumerically("<", scan/10),
 			"stats %s, overview %s, one GROUP BY over the table %s", statsTime, overviewTime, scan)
+
+		By("the deliveries browser: every filter walks an index in list order and stops after the page and the capped count")
+		expectBrowserPlans(ctx, reader, ws)
+		pageTime := fastest(func() {
+			_, _, _, err := reader.ListDeliveries(ctx, ws, ports.DeliveryFilter{}, ports.PageRequest{Page: 0, Size: 50})
+			Expect(err).NotTo(HaveOccurred())
+		})
+		lastPageTime := fastest(func() {
+			items, total, capped, err := reader.ListDeliveries(ctx, ws, ports.DeliveryFilter{}, ports.PageRequest{Page: 49, Size: 200})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(items).To(HaveLen(200))
+			Expect(total).To(Equal(ports.DeliveryListCap))
+			Expect(capped).To(BeTrue())
+		})
+		AddReportEntry("browser timings", map[string]time.Duration{"scan": scan, "first page": pageTime, "last page": lastPageTime})
+		Expect(slices.Max([]time.Duration{pageTime, lastPageTime})).To(BeNumerically("<", scan/10),
+			"first page %s, last page %s, one GROUP BY over the table %s", pageTime, lastPageTime, scan)
 	}, NodeTimeout(10*time.Minute))
 })
 
@@ -144,3 +163,58 @@ var _ = Describe("Inbox gauges on several servers", func() {
 		}
 	})
 })
+
+// sharedBuffers sums the buffers (hit and read) an EXPLAIN (ANALYZE, BUFFERS) plan's top node
+// touched: what the statement read, whatever the machine's speed.
+var buffersLine = regexp.MustCompile(`Buffers: shared(?: hit=(\d+))?(?: read=(\d+))?`)
+
+func sharedBuffers(plan string) int {
+	GinkgoHelper()
+	m := buffersLine.FindStringSubmatch(plan)
+	Expect(m).NotTo(BeNil(), plan)
+	n := 0
+	for _, v := range m[1:] {
+		if v != "" {
+			k, err := strconv.Atoi(v)
+			Expect(err).NotTo(HaveOccurred())
+			n += k
+		}
+	}
+	return n
+}
+
+// expectBrowserPlans runs each filter of the deliveries browser with EXPLAIN ANALYZE on a
+// workspace of millions of rows: the page walks the index that serves the filter in list order
+// (no sequential scan, no sort of the rows) and reads a bounded number of buffers, and the
+// count stops at the cap.
+func expectBrowserPlans(ctx SpecContext, reader *deadletterstore.Reader, ws int64) {
+	GinkgoHelper()
+	for _, c := range []struct {
+		name   string
+		filter ports.DeliveryFilter
+		index  string
+		sorts  bool
+	}{
+		{"no filter", ports.DeliveryFilter{}, "ix_provider_event_workspace_received", false},
+		{"provider and event type", ports.DeliveryFilter{Provider: "GITHUB", EventType: "issues"}, "ix_provider_event_workspace_received", false},
+		{"received-at range", ports.DeliveryFilter{ReceivedAfter: time.Now().Add(-time.Hour), ReceivedBefore: time.Now().Add(time.Hour)}, "ix_provider_event_workspace_received", false},
+		{"subject", ports.DeliveryFilter{Subject: "github:repository:7"}, "ix_provider_event_scope_received", false},
+		{"scope", ports.DeliveryFilter{ScopeKey: fmt.Sprintf("ws:%d:github:repository:7", ws)}, "ix_provider_event_scope_received", false},
+		{"delivery key", ports.DeliveryFilter{DeliveryKey: "done-123456"}, "uq_provider_event_delivery", true},
+		{"error class", ports.DeliveryFilter{ErrorClass: "X"}, "ix_provider_event_dead", true},
+		{"state DEAD", ports.DeliveryFilter{State: inbox.Dead}, "ix_provider_event_dead", true},
+	} {
+		list, count, err := reader.ExplainDeliveries(ctx, ws, c.filter, ports.PageRequest{Page: 0, Size: 50}, true)
+		Expect(err).NotTo(HaveOccurred())
+		for _, plan := range []string{list, count} {
+			Expect(plan).NotTo(ContainSubstring("Seq Scan"), "%s:\n%s", c.name, plan)
+			Expect(plan).To(ContainSubstring(c.index), "%s:\n%s", c.name, plan)
+		}
+		if !c.sorts {
+			Expect(list).NotTo(ContainSubstring("Sort"), "%s:\n%s", c.name, list)
+		}
+		Expect(sharedBuffers(list)).To(BeNumerically("<", 400), "%s:\n%s", c.name, list)
+		// The count visits at most the cap's rows (one heap page each at worst), whatever the table holds.
+		Expect(sharedBuffers(count)).To(BeNumerically("<", ports.DeliveryListCap+1000), "%s:\n%s", c.name, count)
+	}
+}

@@ -22,9 +22,13 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/rejectionstore"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
+	"github.com/hephaestus-dev/hephaestus/application/deliveries"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -64,7 +68,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	db := support.Database(ctx)
 	pool = support.Pool(ctx, db, 12)
 	other = support.Pool(ctx, db, 6)
-	svc, _ = support.Management(pool, adminToken)
+	var workspaces *managementstore.Workspaces
+	svc, workspaces = support.Management(pool, adminToken)
 
 	var err error
 	inboxStore, err = inboxstore.New(pool, inboxstore.Config{})
@@ -73,6 +78,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	wakes = &countingNotifier{}
 	dead, err := deadletters.New(reader, inboxStore, wakes)
+	Expect(err).NotTo(HaveOccurred())
+	browser, err := deliveries.New(reader)
 	Expect(err).NotTo(HaveOccurred())
 
 	erasures = support.ErasureStore(pool)
@@ -96,6 +103,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	engine := gin.New()
 	managementapi.Register(engine, svc, support.Logger{})
 	operatorapi.Register(engine, svc, dead, erasureSvc, support.Logger{})
+	operatorapi.RegisterDeliveries(engine, svc, workspaces, browser, support.Logger{})
+	rejectionStore, err := rejectionstore.New(pool)
+	Expect(err).NotTo(HaveOccurred())
+	rejected, err := rejections.NewService(rejectionStore)
+	Expect(err).NotTo(HaveOccurred())
+	operatorapi.RegisterRejections(engine, svc, workspaces, rejected, support.Logger{})
 	server, client = support.Serve(engine)
 })
 

@@ -82,7 +82,12 @@ func (h handlers) listTokens(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	ts, err := h.svc.ListTokens(c.Request.Context(), PrincipalOf(c), accountID)
+	page, err := Paging(c)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	ts, total, err := h.svc.ListTokens(c.Request.Context(), PrincipalOf(c), accountID, page)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -91,7 +96,7 @@ func (h handlers) listTokens(c *gin.Context) {
 	for i, t := range ts {
 		items[i] = toTokenJSON(t)
 	}
-	c.JSON(http.StatusOK, gin.H{"items": items})
+	c.JSON(http.StatusOK, NewPage(items, page, total))
 }
 
 func (h handlers) revokeToken(c *gin.Context) {

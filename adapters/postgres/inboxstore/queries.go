@@ -84,14 +84,20 @@ SET state = 'LEASED',
     attempt = e.attempt + 1,
     lease_epoch = e.lease_epoch + 1,
     leased_until = coalesce($4::timestamptz, clock_timestamp()) + $2::bigint * interval '1 microsecond',
-    leased_by = $3
+    leased_by = $3,
+    leased_at = coalesce($4::timestamptz, clock_timestamp())
 FROM candidates c
 WHERE e.id = c.id
 RETURNING ` + deliveryColumns + `, e.payload, e.headers`
 
-// recordOutcomes writes a batch of outcomes in one statement. The WHERE clause is the SQL
+// recordOutcomes writes a batch of outcomes in one statement, and the attempt each outcome ends
+// in the same statement (provider_event_attempt, migration 00070): its number (the row's attempt
+// during the lease, before a contention retry gives it back), the lease's start and server
+// (leased_at and leased_by, which the outcome leaves in place), the end time, the outcome ($9)
+// and the failure table's cause ($10, NULL for done). The WHERE clause is the SQL
 // backstop of the domain's lease check: a row that is no longer LEASED under the named epoch
-// (taken back by the reaper, released, erased) is left alone and its id is not returned.
+// (taken back by the reaper, released, erased) is left alone, its id is not returned and no
+// attempt is written for it (the reaper or the release wrote that lease's attempt).
 // The UPDATE takes the ordinary row lock: it waits for a step transaction's commit-time
 // recheck (a shared lock) to finish rather than skipping, because an outcome must be written.
 //
@@ -102,8 +108,8 @@ RETURNING ` + deliveryColumns + `, e.payload, e.headers`
 // lease-lost, which drops the work just the same.
 const recordOutcomes = `
 WITH u AS (
-	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::int[], $7::int[])
-		AS u(id, epoch, state, due_at, error_class, attempt_delta, budget_delta)
+	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::int[], $7::int[], $9::text[], $10::text[])
+		AS u(id, epoch, state, due_at, error_class, attempt_delta, budget_delta, outcome, cause)
 ), written AS (
 	UPDATE provider_event e
 	SET state = u.state,
@@ -112,11 +118,15 @@ WITH u AS (
 	    due_at = COALESCE(u.due_at, e.due_at),
 	    ended_at = CASE WHEN u.state IN ('DONE', 'DEAD') THEN coalesce($8::timestamptz, clock_timestamp()) END,
 	    error_class = u.error_class,
-	    leased_until = NULL,
-	    leased_by = NULL
+	    leased_until = NULL
 	FROM u
 	WHERE e.id = u.id AND e.state = 'LEASED' AND e.lease_epoch = u.epoch
-	RETURNING e.id
+	RETURNING e.id, e.lease_epoch, e.attempt - u.attempt_delta AS attempt, e.leased_at, e.leased_by, u.outcome, u.cause
+), attempts AS (
+	INSERT INTO provider_event_attempt (event_id, lease_epoch, attempt, started_at, ended_at, server, outcome, cause)
+	SELECT w.id, w.lease_epoch, w.attempt, w.leased_at, coalesce($8::timestamptz, clock_timestamp()), w.leased_by, w.outcome, w.cause
+	FROM written w
+	ON CONFLICT (event_id, lease_epoch) DO NOTHING
 )
 SELECT u.id, w.id IS NOT NULL, EXISTS (SELECT 1 FROM provider_event p WHERE p.id = u.id)
 FROM u LEFT JOIN written w ON w.id = u.id`
@@ -144,15 +154,26 @@ RETURNING e.id`
 // Delivery.Release): the row is due at once and keeps its id, so it still heads its scope.
 // It takes the ordinary row lock and waits briefly for a committing step: the caller bounds the
 // wait with its shutdown timeout.
+//
+// A release is recorded in the attempt history with outcome 'released' (the work of that lease
+// was cut short by a stopping server; an operator asking what happened to a delivery should see
+// it), under the attempt number it gives back: the next lease shows the same number again. The
+// statement answers one row per released lease (the attempts it inserted).
 const releaseHeldLeases = `
-UPDATE provider_event e
-SET state = 'QUEUED',
-    attempt = GREATEST(e.attempt - 1, 0),
-    due_at = coalesce($3::timestamptz, clock_timestamp()),
-    leased_until = NULL,
-    leased_by = NULL
-FROM unnest($1::bigint[], $2::bigint[]) AS a(id, epoch)
-WHERE e.id = a.id AND e.state = 'LEASED' AND e.lease_epoch = a.epoch`
+WITH released AS (
+	UPDATE provider_event e
+	SET state = 'QUEUED',
+	    attempt = GREATEST(e.attempt - 1, 0),
+	    due_at = coalesce($3::timestamptz, clock_timestamp()),
+	    leased_until = NULL
+	FROM unnest($1::bigint[], $2::bigint[]) AS a(id, epoch)
+	WHERE e.id = a.id AND e.state = 'LEASED' AND e.lease_epoch = a.epoch
+	RETURNING e.id, e.lease_epoch, e.attempt + 1 AS attempt, e.leased_at, e.leased_by
+)
+INSERT INTO provider_event_attempt (event_id, lease_epoch, attempt, started_at, ended_at, server, outcome)
+SELECT r.id, r.lease_epoch, r.attempt, r.leased_at, coalesce($3::timestamptz, clock_timestamp()), r.leased_by, 'released'
+FROM released r
+ON CONFLICT (event_id, lease_epoch) DO NOTHING`
 
 // releaseUnheldLeases is releaseHeldLeases for the leases of owner $1 that are not in $2, the
 // rows this server holds: a claim whose commit reached the database while its answer was lost
@@ -185,20 +206,28 @@ LIMIT $1
 FOR UPDATE OF e SKIP LOCKED`
 
 // writeExpiredLeases writes the domain's Expire decisions for the rows the same transaction
-// locked; the epoch condition is the backstop (it cannot fail while the lock is held).
+// locked, and each expired lease's attempt (outcome 'lease-expired', cause 'lease-expired',
+// ended when the reaper judged it, $9; $10 the attempt number of the lease) in the same
+// statement; the epoch condition is the backstop (it cannot fail while the lock is held).
 const writeExpiredLeases = `
-UPDATE provider_event e
-SET state = u.state,
-    attempt = u.attempt,
-    unknown_failures = u.unknown_failures,
-    due_at = u.due_at,
-    ended_at = u.ended_at,
-    error_class = u.error_class,
-    leased_until = NULL,
-    leased_by = NULL
-FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::timestamptz[], $8::text[])
-	AS u(id, epoch, state, attempt, unknown_failures, due_at, ended_at, error_class)
-WHERE e.id = u.id AND e.state = 'LEASED' AND e.lease_epoch = u.epoch`
+WITH expired AS (
+	UPDATE provider_event e
+	SET state = u.state,
+	    attempt = u.attempt,
+	    unknown_failures = u.unknown_failures,
+	    due_at = u.due_at,
+	    ended_at = u.ended_at,
+	    error_class = u.error_class,
+	    leased_until = NULL
+	FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::timestamptz[], $10::int[])
+		AS u(id, epoch, state, attempt, unknown_failures, due_at, ended_at, error_class, judged_at, lease_attempt)
+	WHERE e.id = u.id AND e.state = 'LEASED' AND e.lease_epoch = u.epoch
+	RETURNING e.id, e.lease_epoch, u.lease_attempt, e.leased_at, u.judged_at, e.leased_by
+)
+INSERT INTO provider_event_attempt (event_id, lease_epoch, attempt, started_at, ended_at, server, outcome, cause)
+SELECT x.id, x.lease_epoch, x.lease_attempt, x.leased_at, x.judged_at, x.leased_by, 'lease-expired', 'lease-expired'
+FROM expired x
+ON CONFLICT (event_id, lease_epoch) DO NOTHING`
 
 // deleteEndedRows deletes a batch of DONE rows older than the replay window and DEAD rows older
 // than the dead retention; their steps cascade. FOR UPDATE SKIP LOCKED passes over a row a

@@ -15,7 +15,8 @@ import (
 // Reap implements ports.InboxStore. One READ COMMITTED transaction locks a batch of expired
 // leases (skipping locked rows), lets the domain's Delivery.Expire decide each one against the
 // time that judged the expiry (the database clock, or Config.Clock), and writes the decisions
-// by id and epoch.
+// by id and epoch, with each expired lease's attempt (outcome lease-expired) in the same
+// statement.
 func (s *Store) Reap(ctx context.Context, policy inbox.RetryPolicy, limit int) ([]ports.Reaped, error) {
 	return s.reap(ctx, limit, func(d *inbox.Delivery, now time.Time) (inbox.Decision, error) { return d.Expire(now, policy) })
 }
@@ -75,6 +76,7 @@ func (s *Store) reap(ctx context.Context, limit int, expire func(d *inbox.Delive
 			states            = make([]string, n)
 			attempts, budgets = make([]int32, n), make([]int32, n)
 			dueAts            = make([]time.Time, n)
+			judgedAts         = make([]time.Time, n)
 			endedAts          = make([]*time.Time, n)
 			classes           = make([]*string, n)
 		)
@@ -88,9 +90,11 @@ func (s *Store) reap(ctx context.Context, limit int, expire func(d *inbox.Delive
 			ids[i], epochs[i], states[i] = d.ID(), int64(epoch), d.State().String()
 			attempts[i], budgets[i] = int32(d.Attempt()), int32(d.UnknownFailures())
 			dueAts[i], endedAts[i], classes[i] = d.DueAt(), nullable(d.EndedAt()), nullable(d.ErrorClass())
+			// An expiry counts the attempt, so the attempt after Expire is the lease's number.
+			judgedAts[i] = e.now
 			reaped = append(reaped, ports.Reaped{Delivery: d, Decision: dec})
 		}
-		if _, err := tx.Exec(ctx, writeExpiredLeases, ids, epochs, states, attempts, budgets, dueAts, endedAts, classes); err != nil {
+		if _, err := tx.Exec(ctx, writeExpiredLeases, ids, epochs, states, attempts, budgets, dueAts, endedAts, classes, judgedAts, attempts); err != nil {
 			return pgutil.Interpret("write expired leases", err)
 		}
 		return nil

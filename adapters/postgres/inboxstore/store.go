@@ -191,6 +191,8 @@ func (s *Store) Record(ctx context.Context, results []ports.Result) ([]ports.Rec
 		errorClasses = make([]*string, n)
 		attemptDelta = make([]int32, n)
 		budgetDelta  = make([]int32, n)
+		outcomes     = make([]string, n)
+		causes       = make([]*string, n)
 	)
 	for i, r := range results {
 		state, err := stateOf(r.Decision)
@@ -198,6 +200,11 @@ func (s *Store) Record(ctx context.Context, results []ports.Result) ([]ports.Rec
 			return nil, fmt.Errorf("record outcome of delivery %d: %w", r.Ack.ID, err)
 		}
 		ids[i], epochs[i], states[i] = r.Ack.ID, int64(r.Ack.Epoch), state.String()
+		outcomes[i] = r.Decision.Outcome().String()
+		if cause := r.Decision.Cause(); !cause.IsZero() {
+			c := cause.String()
+			causes[i] = &c
+		}
 		switch state {
 		case inbox.Queued:
 			due := r.Decision.DueAt()
@@ -213,7 +220,7 @@ func (s *Store) Record(ctx context.Context, results []ports.Result) ([]ports.Rec
 			budgetDelta[i] = 1
 		}
 	}
-	rows, err := s.pool.Query(ctx, recordOutcomes, ids, epochs, states, dueAts, errorClasses, attemptDelta, budgetDelta, s.now())
+	rows, err := s.pool.Query(ctx, recordOutcomes, ids, epochs, states, dueAts, errorClasses, attemptDelta, budgetDelta, s.now(), outcomes, causes)
 	if err != nil {
 		return nil, pgutil.Interpret("record outcomes", err)
 	}
@@ -303,7 +310,8 @@ func (s *Store) Renew(ctx context.Context, acks []ports.Ack, lease time.Duration
 	return appliedFlags(ids, renewed), nil
 }
 
-// Release implements ports.InboxStore.
+// Release implements ports.InboxStore. Each released lease is recorded as an attempt with
+// outcome "released" in the same statement (releaseHeldLeases).
 func (s *Store) Release(ctx context.Context, acks []ports.Ack) (int, error) {
 	if len(acks) == 0 {
 		return 0, nil

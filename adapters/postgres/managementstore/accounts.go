@@ -58,7 +58,9 @@ const (
 	lockAccount   = `SELECT disabled_at IS NOT NULL FROM account WHERE id = $1 FOR UPDATE`
 	accountExists = `SELECT true FROM account WHERE id = $1`
 	listTokens    = `SELECT ` + tokenColumns + ` FROM account_token
-		WHERE account_id = $1 AND (expires_at IS NULL OR expires_at > clock_timestamp()) ORDER BY id`
+		WHERE account_id = $1 AND (expires_at IS NULL OR expires_at > clock_timestamp()) ORDER BY id LIMIT $2 OFFSET $3`
+	countTokens = `SELECT count(*) FROM account_token
+		WHERE account_id = $1 AND (expires_at IS NULL OR expires_at > clock_timestamp())`
 	revokeToken = `DELETE FROM account_token WHERE account_id = $1 AND id = $2`
 	// takeToken deletes the live token being replaced and hands its expiry to the new one.
 	takeToken = `DELETE FROM account_token WHERE account_id = $1 AND id = $2
@@ -128,20 +130,24 @@ func (w *Workspaces) IssueToken(ctx context.Context, accountID int64, tokenHash 
 }
 
 // ListTokens implements ports.AccountStore.
-func (w *Workspaces) ListTokens(ctx context.Context, accountID int64) (out []ports.Token, err error) {
+// The count and the page come from one snapshot.
+func (w *Workspaces) ListTokens(ctx context.Context, accountID int64, page ports.PageRequest) (out []ports.Token, total int, err error) {
 	err = pgutil.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(ctx context.Context, tx pgx.Tx) error {
 		var ok bool
 		if err := tx.QueryRow(ctx, accountExists, accountID).Scan(&ok); err != nil {
 			return pgutil.Interpret(fmt.Sprintf("account %d", accountID), err)
 		}
-		rows, _ := tx.Query(ctx, listTokens, accountID)
+		if err := tx.QueryRow(ctx, countTokens, accountID).Scan(&total); err != nil {
+			return pgutil.Interpret("count tokens", err)
+		}
+		rows, _ := tx.Query(ctx, listTokens, accountID, page.Size, page.Offset())
 		out, err = pgx.CollectRows(rows, scanToken)
 		return pgutil.Interpret("list tokens", err)
 	})
 	if err == nil && out == nil {
 		out = []ports.Token{}
 	}
-	return out, err
+	return out, total, err
 }
 
 // RevokeToken implements ports.AccountStore.
