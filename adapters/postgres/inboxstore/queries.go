@@ -87,7 +87,7 @@ SET state = 'LEASED',
     leased_by = $3
 FROM candidates c
 WHERE e.id = c.id
-RETURNING ` + deliveryColumns + `, e.payload, e.headers`
+RETURNING ` + deliveryColumns + `, e.payload, e.headers, e.trace_parent`
 
 // recordOutcomes writes a batch of outcomes in one statement. The WHERE clause is the SQL
 // backstop of the domain's lease check: a row that is no longer LEASED under the named epoch
