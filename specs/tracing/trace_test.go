@@ -46,7 +46,7 @@ var _ = Describe("One trace per delivery", Ordered, func() {
 		Eventually(func(ctx context.Context) (string, error) {
 			r, err := in.row(ctx, key)
 			return r.state, err
-		}).WithContext(ctx).WithTimeout(30*time.Second).WithPolling(50*time.Millisecond).Should(Equal("QUEUED"))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal("QUEUED"))
 		a.stop()
 
 		// Hours later, on another server with its own pools: the retry is due now.
@@ -56,7 +56,7 @@ var _ = Describe("One trace per delivery", Ordered, func() {
 		Eventually(func(ctx context.Context) (string, error) {
 			r, err := in.row(ctx, key)
 			return r.state, err
-		}).WithContext(ctx).WithTimeout(30*time.Second).WithPolling(50*time.Millisecond).Should(Equal("DONE"))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal("DONE"))
 		b.stop() // the stop exports what the batcher still holds
 		Expect(fake.approvalReads()).To(Equal(2))
 
