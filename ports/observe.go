@@ -45,11 +45,21 @@ type ConsumerMetrics interface {
 // adapter, adapters/telemetry). The consumer calls it for every claimed row, so an
 // implementation must cost next to nothing when no trace is exported.
 type DeliveryTracer interface {
+	WorkTracer
 	// StartAttempt starts the span of one attempt of c, a child of the trace context stored
 	// with its row (c.TraceParent; a new root when there is none), and returns ctx carrying
 	// it. The claim statement that leased c ran from claimStart to claimEnd: it is recorded as
 	// the attempt's first child, and the time the row waited as an attribute.
 	StartAttempt(ctx context.Context, c Claimed, claimStart, claimEnd time.Time) (context.Context, AttemptSpan)
+}
+
+// WorkTracer records background work outside any delivery (a sync job's page, a person
+// erasure pass, a retention pass) as spans of their own (the OpenTelemetry adapter, or nothing).
+type WorkTracer interface {
+	// StartWork starts the root span name with attrs (attribute keys to string, int, int64 or
+	// bool values; never person data) and returns ctx carrying it; end ends it, marking it
+	// failed by err's cause types when err is not nil.
+	StartWork(ctx context.Context, name string, attrs map[string]any) (_ context.Context, end func(err error))
 }
 
 // AttemptSpan is one attempt's span. Decided is called once; then either Written or End.

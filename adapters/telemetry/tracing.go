@@ -27,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -195,6 +196,34 @@ func (t DeliveryTracer) StartAttempt(ctx context.Context, c ports.Claimed, claim
 		trace.WithTimestamp(claimStart), trace.WithAttributes(dbAttributes("UPDATE", "provider_event")...))
 	claim.End(trace.WithTimestamp(claimEnd))
 	return sctx, &attemptSpan{ctx: sctx, span: span}
+}
+
+// StartWork starts a root span of background work (ports.WorkTracer): a sync page, an erasure
+// pass, a retention pass. Its provider calls and database spans are its children.
+func (t DeliveryTracer) StartWork(ctx context.Context, name string, attrs map[string]any) (context.Context, func(error)) {
+	ctx, span := Tracer().Start(ctx, name, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal))
+	if !span.IsRecording() {
+		return ctx, func(error) {}
+	}
+	span.SetAttributes(AttrServer.String(t.Server))
+	for k, v := range attrs {
+		switch v := v.(type) {
+		case string:
+			span.SetAttributes(attribute.String(k, v))
+		case int:
+			span.SetAttributes(attribute.Int(k, v))
+		case int64:
+			span.SetAttributes(attribute.Int64(k, v))
+		case bool:
+			span.SetAttributes(attribute.Bool(k, v))
+		}
+	}
+	return ctx, func(err error) {
+		if err != nil {
+			span.SetStatus(codes.Error, strings.Join(inbox.CauseTypes(err), " <- ")) // never the message
+		}
+		span.End()
+	}
 }
 
 type attemptSpan struct {

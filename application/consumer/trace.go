@@ -14,6 +14,10 @@ func (noTracer) StartAttempt(ctx context.Context, _ ports.Claimed, _, _ time.Tim
 	return ctx, noSpan{}
 }
 
+func (noTracer) StartWork(ctx context.Context, _ string, _ map[string]any) (context.Context, func(error)) {
+	return ctx, func(error) {}
+}
+
 type noSpan struct{}
 
 func (noSpan) Decided(string, string)               {}

@@ -3,6 +3,7 @@ package tracing_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,6 +173,21 @@ var _ = Describe("One trace per delivery", Ordered, func() {
 			outcomes[attr(at, telemetry.AttrServer).AsString()] = attr(at, telemetry.AttrOutcome).AsString()
 		}
 		Expect(outcomes).To(Equal(map[string]string{"server-a": "retried", "server-b": "done"}))
+	})
+
+	It("records a sync job's page as a root span of its own, its provider calls inside it", func() {
+		pages := named("sync.page")
+		Expect(pages).NotTo(BeEmpty(), "the connection's backfill ran")
+		for _, p := range pages {
+			Expect(p.Parent.IsValid()).To(BeFalse())
+			Expect(attr(p, telemetry.AttrProvider).AsString()).To(Equal("gitlab"))
+		}
+		calls := named("GET /api/v4/projects/:id/issues")
+		Expect(calls).NotTo(BeEmpty())
+		for _, c := range calls {
+			Expect(slices.ContainsFunc(pages, func(p tracetest.SpanStub) bool { return descendsFrom(c, p.SpanContext.SpanID()) })).
+				To(BeTrue(), "the page read is a child of its sync.page span")
+		}
 	})
 
 	It("records the time the row waited as an attribute of the attempt, not as a span", func() {
