@@ -205,12 +205,12 @@ var _ = Describe("One trace per delivery", Ordered, func() {
 		for _, s := range spans {
 			values := []string{s.Name, s.Status.Description}
 			for _, kv := range s.Attributes {
-				values = append(values, kv.Value.Emit())
+				values = append(values, kv.Value.String())
 			}
 			for _, ev := range s.Events {
 				values = append(values, ev.Name)
 				for _, kv := range ev.Attributes {
-					values = append(values, kv.Value.Emit())
+					values = append(values, kv.Value.String())
 				}
 			}
 			for _, v := range values {
