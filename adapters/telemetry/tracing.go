@@ -12,7 +12,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -56,8 +58,28 @@ const (
 	AttrServer     = attribute.Key("hephaestus.server_id")
 )
 
-// Tracer is the service's tracer, from the global provider.
-func Tracer() trace.Tracer { return otel.Tracer(TracerName) }
+// Tracer is the service's tracer, from the global provider. It is asked for on every span
+// start (a tracer taken once would stay bound to the provider installed first), but a
+// provider's tracer is kept while that provider stays installed: asking a provider for a tracer
+// takes its lock, which every request would otherwise contend for.
+func Tracer() trace.Tracer {
+	tp := otel.GetTracerProvider()
+	if c := cachedTracer.Load(); c != nil && c.provider == tp {
+		return c.tracer
+	}
+	t := tp.Tracer(TracerName)
+	if reflect.TypeOf(tp).Comparable() { // the comparison above must never panic
+		cachedTracer.Store(&providerTracer{provider: tp, tracer: t})
+	}
+	return t
+}
+
+type providerTracer struct {
+	provider trace.TracerProvider
+	tracer   trace.Tracer
+}
+
+var cachedTracer atomic.Pointer[providerTracer]
 
 // TracingEnabled reports whether the standard OTEL_* variables ask for exported traces: an
 // OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), the
