@@ -108,6 +108,32 @@ var _ = Describe("The trace context stored with admitted rows", func() {
 				requests[fmt.Sprintf("00-%s-%s-01", s.SpanContext.TraceID(), s.SpanContext.SpanID())] = true
 			}
 		}
+		// The group transaction g-0 and g-1 shared is a span in the trace of the one that led it,
+		// linking the other's admission span; both admission spans record the group's size.
+		var group []tracetest.SpanStub
+		admissions := map[string]tracetest.SpanStub{} // by trace id
+		for _, s := range exporter.GetSpans() {
+			switch s.Name {
+			case "admission.group_transaction":
+				for _, kv := range s.Attributes {
+					if kv.Key == "hephaestus.admission.group_size" && kv.Value.AsInt64() == 2 {
+						group = append(group, s)
+					}
+				}
+			case "admission.transaction":
+				admissions[s.SpanContext.TraceID().String()] = s
+			}
+		}
+		Expect(group).To(HaveLen(1))
+		Expect(group[0].Links).To(HaveLen(1))
+		linked := group[0].Links[0].SpanContext
+		Expect(admissions).To(HaveKey(linked.TraceID().String()))
+		Expect(admissions[linked.TraceID().String()].SpanContext.SpanID()).To(Equal(linked.SpanID()))
+		Expect(linked.TraceID()).NotTo(Equal(group[0].SpanContext.TraceID()))
+		member := admissions[linked.TraceID().String()]
+		Expect(member.Links).To(HaveLen(1), "the member links the group transaction back")
+		Expect(member.Links[0].SpanContext.SpanID()).To(Equal(group[0].SpanContext.SpanID()))
+
 		seen := map[string]bool{}
 		for _, key := range []string{"warm-up", "first", "g-0", "g-1"} {
 			stored := traceParentOf(ctx, key)
