@@ -20,6 +20,9 @@ import (
 // by its provider.
 const HTTPShutdownGrace = 10 * time.Second
 
+// tracingShutdownGrace bounds the export of the spans still buffered when the server stops.
+const tracingShutdownGrace = 5 * time.Second
+
 // consumerStopBudget is the part of the whole stop (HEPHAESTUS_SHUTDOWN_TIMEOUT) the consumer
 // may use, from the signal to its last lease released: four fifths, leaving the rest for
 // closing the pools and stopping the embedded cluster.
@@ -61,6 +64,23 @@ func newApp(cfg Config, log *zap.Logger, metrics *telemetry.Metrics) *App {
 func (a *App) Run(ctx context.Context) (err error) {
 	log := a.log
 	log.Info("starting", zap.String("serverId", a.cfg.ServerID), zap.Bool("embeddedDatabase", a.cfg.Embedded()))
+
+	// Tracing first and stopped last: the spans of the last outcome writes and requests are
+	// exported before the process ends.
+	tracing, err := telemetry.StartTracing(ctx, a.cfg.Tracing, a.cfg.TracingProtocol, a.cfg.SpanExporter)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), tracingShutdownGrace)
+		defer cancel()
+		if serr := tracing.Shutdown(sctx); serr != nil {
+			log.Warn("spans not exported before the stop", zap.Error(serr))
+		}
+	}()
+	if tracing.Enabled() {
+		log.Info("tracing: exporting spans")
+	}
 
 	// With an external database a missing credentials key fails the start before any
 	// connection is tried; in embedded mode the secrets are generated into the data dir only

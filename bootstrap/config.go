@@ -3,6 +3,7 @@
 package bootstrap
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
@@ -26,6 +28,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodule"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodule"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -204,6 +207,16 @@ type Config struct {
 	ChangesStreamMax time.Duration
 	// RejectionsRetention is how long the rejection log keeps a minute.
 	RejectionsRetention time.Duration
+
+	// Tracing: the OTEL_* variables ask for exported OTLP traces (telemetry.TracingEnabled).
+	Tracing bool
+	// TracingProtocol is OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL
+	// ("grpc", or HTTP/protobuf).
+	TracingProtocol string
+	// SpanExporter, when set (specs: the SDK's in-memory exporter), receives the spans instead
+	// of the OTLP exporter, through the same batching provider; it is never read from the
+	// environment.
+	SpanExporter sdktrace.SpanExporter
 }
 
 // ConsumerConfig is the claimers' configuration. Retry and Lease are the validated domain
@@ -256,6 +269,8 @@ func (e *ConfigError) Error() string {
 func LoadConfig(getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
 	c := Config{
+		Tracing:             telemetry.TracingEnabled(getenv),
+		TracingProtocol:     cmp.Or(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), getenv("OTEL_EXPORTER_OTLP_PROTOCOL")),
 		DatabaseURL:         r.databaseURL(),
 		HTTPAddr:            r.addr(EnvHTTPAddr, DefaultHTTPAddr),
 		AdminToken:          r.adminToken(),

@@ -9,6 +9,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
@@ -53,8 +54,8 @@ func provideDeadLetters(reader ports.DeadLetterReader, inbox ports.InboxStore, w
 	return deadletters.New(reader, inbox, wake)
 }
 
-func provideErasureRunner(store ports.ErasureStore, log ports.Logger) (*personerasure.Runner, error) {
-	return personerasure.NewRunner(personerasure.RunnerConfig{}, store, log)
+func provideErasureRunner(cfg Config, store ports.ErasureStore, log ports.Logger) (*personerasure.Runner, error) {
+	return personerasure.NewRunner(personerasure.RunnerConfig{Tracer: telemetry.DeliveryTracer{Server: cfg.ServerID}}, store, log)
 }
 
 func provideErasures(store ports.ErasureStore, runner *personerasure.Runner) (*personerasure.Service, error) {

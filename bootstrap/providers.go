@@ -130,7 +130,7 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-func provideLogger(log *zap.Logger) ports.Logger { return log.Sugar() }
+func provideLogger(log *zap.Logger) ports.Logger { return telemetry.NewTraceLogger(log) }
 
 func provideAdmissionStore(pool admissionPool) (*admissionstore.Store, error) {
 	return admissionstore.New(pool.Pool)
@@ -169,6 +169,7 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 		RetryMaxDelay:     c.PoisonMaxDelay,
 		PoisonMaxAttempts: c.PoisonMaxAttempts,
 		DispatchContext:   dispatch.BindDispatch,
+		Tracer:            telemetry.DeliveryTracer{Server: cfg.ServerID},
 		StopBudget:        consumerStopBudget(cfg.ShutdownTimeout),
 	}, store, handlers, wake, clock, log, metrics)
 }

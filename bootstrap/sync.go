@@ -43,7 +43,8 @@ func provideSyncSources(providers []ports.Provider) []ports.SyncSource {
 func provideSyncRunner(cfg Config, store *syncjobs.Store, sources []ports.SyncSource, metrics *telemetry.Metrics,
 	log ports.Logger, clock ports.Clock,
 ) (*backfill.Runner, error) {
-	return backfill.New(backfill.Config{Owner: cfg.ServerID}, store, sources, metrics, log, clock)
+	return backfill.New(backfill.Config{Owner: cfg.ServerID, Tracer: telemetry.DeliveryTracer{Server: cfg.ServerID}},
+		store, sources, metrics, log, clock)
 }
 
 func provideSyncService(store *syncjobs.Store, runner *backfill.Runner) (*backfill.Service, error) {

@@ -126,7 +126,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	runner, err := provideErasureRunner(erasurestoreStore, portsLogger)
+	runner, err := provideErasureRunner(config, erasurestoreStore, portsLogger)
 	if err != nil {
 		return nil, nil, err
 	}

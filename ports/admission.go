@@ -35,6 +35,9 @@ type NewRow struct {
 	ConnectionID int64
 	Payload      json.RawMessage
 	Headers      map[string]string
+	// TraceParent is the W3C traceparent of the request span that admitted the row ("" when
+	// nothing is traced): stored with the row, each attempt's span is its child.
+	TraceParent string
 }
 
 // AdmissionTx is the admission transaction (READ COMMITTED). All calls run in it.

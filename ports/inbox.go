@@ -13,6 +13,9 @@ type Claimed struct {
 	Delivery inbox.Delivery
 	Payload  json.RawMessage
 	Headers  map[string]string
+	// TraceParent is the W3C traceparent stored with the row by the request that admitted it
+	// ("" when that request was not traced).
+	TraceParent string
 }
 
 // Ack names one lease: a write under it changes nothing once a newer epoch exists.

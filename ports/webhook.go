@@ -18,6 +18,9 @@ type Request struct {
 	Body         []byte
 	ConnectionID int64
 	ReceivedAt   time.Time
+	// TraceParent is the W3C traceparent of the server's own request span ("" when not
+	// traced), never a header the provider sent; admission stores it with every row.
+	TraceParent string
 }
 
 // SourceConnection is a per-connection provider's connection as the verifier needs it. Secret

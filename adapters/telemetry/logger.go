@@ -2,10 +2,12 @@
 package telemetry
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -46,4 +48,26 @@ func NewLoggerTo(w io.Writer, format, level string) (*zap.Logger, error) {
 	// be dropped because similar lines came just before it.
 	core := zapcore.NewCore(enc, sink, zap.NewAtomicLevelAt(lvl))
 	return zap.New(core, zap.AddCaller(), zap.AddStacktrace(zapcore.ErrorLevel), zap.ErrorOutput(sink)), nil
+}
+
+// TraceLogger is the core's Logger (ports.Logger) that can also name a trace: InTrace gives
+// the lines written inside a span the span's trace_id and span_id, so a log line leads to its
+// delivery's trace.
+type TraceLogger struct {
+	*zap.SugaredLogger
+}
+
+var _ ports.TracedLogger = TraceLogger{}
+
+// NewTraceLogger is the core's logger on log.
+func NewTraceLogger(log *zap.Logger) TraceLogger { return TraceLogger{log.Sugar()} }
+
+// InTrace is the logger with ctx's span's trace_id and span_id on every line, or the logger
+// itself when ctx holds no valid span context (tracing off).
+func (l TraceLogger) InTrace(ctx context.Context) ports.Logger {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return l.SugaredLogger
+	}
+	return l.With("trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
 }

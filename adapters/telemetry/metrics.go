@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -157,7 +159,8 @@ func (m *Metrics) Counter(name string) (func(), error) {
 
 // Handler serves the registry in the Prometheus exposition format.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+	// OpenMetrics (when the scraper asks for it) is the format that carries exemplars.
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry, EnableOpenMetrics: true})
 }
 
 // Registry is the metrics' own registry, for collectors another adapter adds (e.g. the pool).
@@ -179,8 +182,17 @@ func (m *Metrics) Dropped(provider, reason string) { m.dropped.WithLabelValues(p
 
 func (m *Metrics) RetentionFailed() { m.retentionFailures.Inc() }
 
-func (m *Metrics) HandlerDuration(provider string, d time.Duration) {
-	m.handlerSeconds.WithLabelValues(provider).Observe(d.Seconds())
+// HandlerDuration observes one handler's duration; inside a sampled span the observation
+// carries the span's trace_id as its exemplar, which links a latency bucket to a trace.
+func (m *Metrics) HandlerDuration(ctx context.Context, provider string, d time.Duration) {
+	obs := m.handlerSeconds.WithLabelValues(provider)
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		if eo, ok := obs.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
+	obs.Observe(d.Seconds())
 }
 
 func (m *Metrics) InboxRows(state string, n int64) {

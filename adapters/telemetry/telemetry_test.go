@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http/httptest"
@@ -52,7 +53,7 @@ var _ = Describe("Metrics", func() {
 		c.Retried("gitlab", "contention")
 		c.Dropped("outline", "lease-lost")
 		c.RetentionFailed()
-		c.HandlerDuration("github", 1500*time.Millisecond)
+		c.HandlerDuration(context.Background(), "github", 1500*time.Millisecond)
 		c.InboxRows("DEAD", 7)
 		c.OldestQueuedAge(90 * time.Second)
 		text := scrape(m)

@@ -158,7 +158,7 @@ func newRows(p provider.Provider, req ports.Request, env ports.Envelope, targets
 		}
 		rows = append(rows, ports.NewRow{
 			Delivery: dl, ConnectionID: t.connectionID, Payload: req.Body,
-			Headers: rowHeaders(env.Headers, t.sourceURL),
+			Headers: rowHeaders(env.Headers, t.sourceURL), TraceParent: req.TraceParent,
 		})
 	}
 	return rows, nil

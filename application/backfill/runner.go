@@ -35,6 +35,8 @@ type Config struct {
 	CallTimeout time.Duration
 	// Retry decides a failed page (domain/syncjob.RetryPolicy defaults).
 	Retry syncjob.RetryPolicy
+	// Tracer records each page as a span ("sync.page"); nil records nothing.
+	Tracer ports.WorkTracer
 }
 
 func (c *Config) setDefaults() {
@@ -194,10 +196,17 @@ func (r *Runner) runJob(ctx context.Context, job ports.SyncJob, lease ports.Sync
 			r.stop(ctx, job, lease, err)
 			return
 		}
-		page, err := r.read(ctx, src, job)
-		if err == nil {
-			err = r.store.CommitSyncPage(ctx, lease, page, r.cfg.LeaseDuration)
+		pctx, end := ctx, func(error) {}
+		if r.cfg.Tracer != nil {
+			pctx, end = r.cfg.Tracer.StartWork(ctx, "sync.page", map[string]any{
+				"hephaestus.provider": label, "hephaestus.sync.job_id": job.ID, "hephaestus.sync.kind": job.Kind.String(),
+				"hephaestus.sync.resource_type": job.ResourceType})
 		}
+		page, err := r.read(pctx, src, job)
+		if err == nil {
+			err = r.store.CommitSyncPage(pctx, lease, page, r.cfg.LeaseDuration)
+		}
+		end(err)
 		if err != nil {
 			if ctx.Err() != nil {
 				r.release(lease)

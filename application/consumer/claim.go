@@ -63,11 +63,13 @@ func (r *run) claimLoop(ctx, claimCtx context.Context) {
 		}
 		r.claimGate.RLock()
 		cctx, cancel := r.storeCtx(claimCtx)
+		claimStart := time.Now()
 		claimed, err := r.store.Claim(cctx, r.cfg.Owner, n, r.timing.Duration())
+		claimEnd := time.Now()
 		cancel()
 		for _, c := range claimed {
 			r.held.add(c)
-			r.work <- c // the slot was reserved: never blocks
+			r.work <- claimedRow{Claimed: c, claimStart: claimStart, claimEnd: claimEnd} // the slot was reserved: never blocks
 		}
 		r.claimGate.RUnlock()
 		r.settle(n, len(claimed))

@@ -82,6 +82,9 @@ type Config struct {
 	// carries the handler timeout) and the claimed row. The step runner uses it to bind the
 	// dispatch identity (event id and lease epoch). Nil means the context is passed unchanged.
 	DispatchContext func(ctx context.Context, c ports.Claimed) context.Context
+
+	// Tracer records each attempt in its delivery's trace; nil traces nothing.
+	Tracer ports.DeliveryTracer
 }
 
 // RetentionSingleton is the singleton_lease row that picks the one server running retention.

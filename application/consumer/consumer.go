@@ -47,6 +47,9 @@ func New(cfg Config, store ports.InboxStore, handlers ports.HandlerRegistry, wak
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noTracer{}
+	}
 	return &Consumer{cfg: cfg, timing: timing, policy: policy, store: store, handlers: handlers,
 		wake: wake, clock: clock, log: log, metrics: metrics}, nil
 }
@@ -62,6 +65,14 @@ type outcome struct {
 	// deletedOwn: a committed step of the handler deleted its own event on purpose, so a row
 	// found gone is successful handling rather than an erasure after the last write.
 	deletedOwn bool
+	span       ports.AttemptSpan // ended once the outcome is written
+}
+
+// claimedRow is a claimed row on its way to a worker, with when its claim statement ran (the
+// attempt's trace records it).
+type claimedRow struct {
+	ports.Claimed
+	claimStart, claimEnd time.Time
 }
 
 // run is the state of one Run: created when it starts, gone when it returns.
@@ -72,8 +83,8 @@ type run struct {
 	// due wakes the claim loop when a retry scheduled inside the poll interval is due.
 	contention *contentionMemory
 	due        *dueWake
-	work       chan ports.Claimed // claim loop → workers; closed by the claim loop
-	outcomes   chan outcome       // workers → outcome writer; never closed (see writeOutcomes)
+	work       chan claimedRow // claim loop → workers; closed by the claim loop
+	outcomes   chan outcome    // workers → outcome writer; never closed (see writeOutcomes)
 	// slotFreed wakes the claim loop when a worker took its hands off a row; nudge when rows or
 	// scopes may have become claimable (outcomes written, leases reaped).
 	slotFreed chan struct{}
@@ -128,7 +139,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer cancelHandlers()
 	r := &run{
 		Consumer: c, held: newLeases(), contention: newContentionMemory(),
-		work:      make(chan ports.Claimed, capacity),
+		work:      make(chan claimedRow, capacity),
 		outcomes:  make(chan outcome, maxHeld), // one outcome per held row at most: sends never block
 		slotFreed: make(chan struct{}, 1),
 		nudge:     make(chan struct{}, 1),

@@ -75,11 +75,16 @@ func (r *run) flush(ctx context.Context, batch []outcome) bool {
 		results[i] = ports.Result{Ack: o.ack, Decision: o.decision}
 	}
 	bo := r.resumeBackoff()
-	var status []ports.RecordStatus
+	var (
+		status               []ports.RecordStatus
+		writeStart, writeEnd time.Time
+	)
 	for {
 		cctx, cancel := r.storeCtx(ctx)
 		var err error
+		writeStart = time.Now()
 		status, err = r.store.Record(cctx, results)
+		writeEnd = time.Now()
 		cancel()
 		if err == nil && len(status) != len(results) {
 			err = fmt.Errorf("record returned %d statuses for %d outcomes", len(status), len(results))
@@ -90,12 +95,20 @@ func (r *run) flush(ctx context.Context, batch []outcome) bool {
 		if !r.backOff(ctx, bo, "writing outcomes failed; retrying", err, "count", len(batch)) {
 			r.log.Errorw("outcomes not written before shutdown; their leases expire and the reaper takes the rows back",
 				"owner", r.cfg.Owner, "count", len(batch), "error", err.Error())
+			for _, o := range batch {
+				if o.span != nil {
+					o.span.End()
+				}
+			}
 			return false
 		}
 	}
 	now := r.clock.Now()
 	for i, o := range batch {
 		r.held.drop(o.ack.ID)
+		if o.span != nil {
+			o.span.Written(writeStart, writeEnd, recordStatusName(status[i]))
+		}
 		switch {
 		case status[i] == ports.RecordGone && o.decision.Outcome() == inbox.OutcomeDone && o.deletedOwn:
 			// The handler succeeded and one of its committed steps deleted its own event on

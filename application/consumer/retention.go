@@ -38,9 +38,14 @@ func (r *run) retainOnce(ctx context.Context) {
 	now := r.clock.Now()
 	doneBefore, deadBefore := now.Add(-r.cfg.ReplayWindow), now.Add(-r.cfg.DeadRetention)
 	var total int64
+	ctx, end := r.cfg.Tracer.StartWork(ctx, "inbox.retention", map[string]any{"hephaestus.server_id": r.cfg.Owner})
+	defer func() {
+		end(err)
+	}()
 	for ctx.Err() == nil {
 		cctx, cancel := r.storeCtx(ctx)
-		n, err := r.store.DeleteEnded(cctx, doneBefore, deadBefore, r.cfg.RetentionBatch)
+		var n int64
+		n, err = r.store.DeleteEnded(cctx, doneBefore, deadBefore, r.cfg.RetentionBatch)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {

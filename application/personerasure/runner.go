@@ -15,6 +15,8 @@ type RunnerConfig struct {
 	// Interval is how often the runner looks for RUNNING requests when nobody woke it
 	// (default 30s): requests of a server that died, or started on another server.
 	Interval time.Duration
+	// Tracer records each erasure pass as a span ("erasure.pass"); nil records nothing.
+	Tracer ports.WorkTracer
 }
 
 func (c *RunnerConfig) setDefaults() {
@@ -110,7 +112,13 @@ func (r *Runner) erase(ctx context.Context, req erasure.Request, receipts []eras
 			r.log.Infow("person erasure done", "erasure", req.ID(), "passes", req.Passes())
 			return erasure.Done, nil
 		}
-		rc, err := r.store.Pass(ctx, req.ID(), store, pass)
+		pctx, end := ctx, func(error) {}
+		if r.cfg.Tracer != nil {
+			pctx, end = r.cfg.Tracer.StartWork(ctx, "erasure.pass", map[string]any{
+				"hephaestus.erasure.id": req.ID(), "hephaestus.erasure.store": store.String(), "hephaestus.erasure.pass": pass})
+		}
+		rc, err := r.store.Pass(pctx, req.ID(), store, pass)
+		end(err)
 		if err != nil {
 			if ctx.Err() != nil {
 				return erasure.State{}, ctx.Err()

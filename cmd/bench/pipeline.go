@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -126,6 +127,11 @@ func runServeChild(dbURL, addr string) error {
 	getenv := func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
+		}
+		if strings.HasPrefix(k, "OTEL_") {
+			// The OTEL_* variables of the bench's environment reach the server, so a run with
+			// them measures the pipeline with tracing on (README, Tracing).
+			return os.Getenv(k)
 		}
 		return ""
 	}

@@ -70,7 +70,7 @@ func (m *metrics) Retried(_, cause string) {
 }
 func (m *metrics) Dropped(string, string)                {}
 func (m *metrics) RetentionFailed()                      {}
-func (m *metrics) HandlerDuration(string, time.Duration) {}
+func (m *metrics) HandlerDuration(context.Context, string, time.Duration) {}
 func (m *metrics) InboxRows(state string, _ int64) {
 	if state == "QUEUED" {
 		m.gauges.Add(1)

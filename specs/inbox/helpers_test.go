@@ -162,13 +162,13 @@ func (systemClock) Now() time.Time { return time.Now() }
 // noopMetrics discards every metric.
 type noopMetrics struct{}
 
-func (noopMetrics) Handled(string, string)                {}
-func (noopMetrics) Retried(string, string)                {}
-func (noopMetrics) Dropped(string, string)                {}
-func (noopMetrics) RetentionFailed()                      {}
-func (noopMetrics) HandlerDuration(string, time.Duration) {}
-func (noopMetrics) InboxRows(string, int64)               {}
-func (noopMetrics) OldestQueuedAge(time.Duration)         {}
+func (noopMetrics) Handled(string, string)                                 {}
+func (noopMetrics) Retried(string, string)                                 {}
+func (noopMetrics) Dropped(string, string)                                 {}
+func (noopMetrics) RetentionFailed()                                       {}
+func (noopMetrics) HandlerDuration(context.Context, string, time.Duration) {}
+func (noopMetrics) InboxRows(string, int64)                                {}
+func (noopMetrics) OldestQueuedAge(time.Duration)                          {}
 
 var _ ports.ConsumerMetrics = noopMetrics{}
 
@@ -197,7 +197,7 @@ func (m *recordingMetrics) Handled(p, outcome string) { m.add("handled", p, outc
 func (m *recordingMetrics) Retried(p, cause string)   { m.add("retry", p, cause) }
 func (m *recordingMetrics) Dropped(p, reason string)  { m.add("dropped", p, reason) }
 func (m *recordingMetrics) RetentionFailed()          { m.add("retention_failures") }
-func (m *recordingMetrics) HandlerDuration(string, time.Duration) {
+func (m *recordingMetrics) HandlerDuration(context.Context, string, time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.durations++

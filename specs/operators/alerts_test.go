@@ -1,6 +1,7 @@
 package operators_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,7 +79,7 @@ func exportedMetrics() map[string]bool {
 	m.Retried("github", "busy")
 	m.Dropped("github", "lease-lost")
 	m.RetentionFailed()
-	m.HandlerDuration("github", time.Millisecond)
+	m.HandlerDuration(context.Background(), "github", time.Millisecond)
 	m.InboxRows("QUEUED", 1)
 	families, err := m.Registry().Gather()
 	Expect(err).NotTo(HaveOccurred())

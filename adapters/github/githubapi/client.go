@@ -76,7 +76,7 @@ func (c *Config) setDefaults() {
 		c.BaseURL = DefaultBaseURL
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: defaultTimeout}
+		c.HTTPClient = restkit.HTTPClient(defaultTimeout)
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = defaultMaxBodyBytes

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -63,7 +64,7 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{Timeout: 10 * time.Second}
+		cfg.HTTP = restkit.HTTPClient(10 * time.Second)
 	}
 	return &Client{cfg: cfg}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/periodic"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -116,6 +117,17 @@ func (r *Reconciler) RunOnce(ctx context.Context) (Stats, error) {
 	if err != nil || !mine {
 		return st, err
 	}
+	// The run is a root span of its own; GitHub's list and redelivery calls are its children.
+	ctx, end := telemetry.DeliveryTracer{Server: r.cfg.Owner}.StartWork(ctx, "github.redelivery_run",
+		map[string]any{"hephaestus.provider": "github"})
+	defer func() { end(err) }()
+	st, err = r.run(ctx)
+	return st, err
+}
+
+// run is RunOnce's work once the lease is held.
+func (r *Reconciler) run(ctx context.Context) (Stats, error) {
+	var st Stats
 	st.Ran = true
 	seen := map[string]bool{}
 	cursor := ""

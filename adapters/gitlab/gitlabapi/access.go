@@ -46,7 +46,7 @@ type ResourceAccess struct {
 // client).
 func NewResourceAccess(baseURL string, hc *http.Client) (*ResourceAccess, error) {
 	if hc == nil {
-		hc = &http.Client{Timeout: defaultTimeout}
+		hc = restkit.HTTPClient(defaultTimeout)
 	}
 	noRedirect := *hc
 	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -4,14 +4,20 @@
 package webhookapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -81,12 +87,12 @@ func Register(r gin.IRouter, svc *admission.Service, hooks Hooks, cfg Config) er
 			return fmt.Errorf("webhookapi: two hooks for provider %s", w.Provider())
 		}
 		seen[label] = true
-		h := &handler{svc: svc, hook: w, maxBytes: cfg.MaxBytes, budget: budget}
+		h := &handler{svc: svc, hook: w, maxBytes: cfg.MaxBytes, budget: budget, route: "/webhooks/" + label}
 		if w.PerConnection() {
-			r.POST("/webhooks/"+label+"/:connectionId", h.receive)
-		} else {
-			r.POST("/webhooks/"+label, h.receive)
+			h.route += "/:connectionId"
 		}
+		h.spanName = http.MethodPost + " " + h.route
+		r.POST(h.route, h.receive)
 	}
 	return nil
 }
@@ -96,6 +102,8 @@ type handler struct {
 	hook     ports.Webhook
 	maxBytes int64
 	budget   *Budget // shared by every hook of the server
+	route    string  // the gin route, http.route of the request span
+	spanName string
 }
 
 // acceptedJSON is CONTRACT.md's accepted answer, {"status":"accepted","stored":N,"duplicates":M}
@@ -119,6 +127,24 @@ type droppedBody struct {
 }
 
 func (h *handler) receive(c *gin.Context) {
+	// The request span is the root of the delivery's trace: a traceparent header the provider
+	// sent is not a parent (nothing extracts it), so no caller can attach deliveries to a
+	// trace of its own or learn ours.
+	ctx, span := telemetry.Tracer().Start(c.Request.Context(), h.spanName, trace.WithNewRoot(),
+		trace.WithSpanKind(trace.SpanKindServer))
+	defer span.End()
+	hook := h.hook
+	if span.IsRecording() {
+		span.SetAttributes(semconv.HTTPRequestMethodPost, semconv.HTTPRoute(h.route),
+			telemetry.AttrProvider.String(h.hook.Provider().Label()))
+		defer func() {
+			span.SetAttributes(semconv.HTTPResponseStatusCode(c.Writer.Status()))
+			if c.Writer.Status() >= http.StatusInternalServerError {
+				span.SetStatus(codes.Error, http.StatusText(c.Writer.Status()))
+			}
+		}()
+		hook = tracedHook{Webhook: h.hook, ctx: ctx}
+	}
 	var connID int64
 	if h.hook.PerConnection() {
 		// A non-numeric id names no connection: admission answers it as unknown (404).
@@ -142,11 +168,11 @@ func (h *handler) receive(c *gin.Context) {
 			// The rest of the body is not read: close the connection rather than drain it.
 			c.Header("Connection", "close")
 		}
-		httperr.Write(c, h.svc.RefuseBody(h.hook, connID, err))
+		httperr.Write(c, h.svc.RefuseBody(hook, connID, err))
 		return
 	}
-	res, err := h.svc.ReceiveFrom(c.Request.Context(), h.hook, src, ports.Request{
-		Headers: c.Request.Header, Body: body, ConnectionID: connID,
+	res, err := h.svc.ReceiveFrom(ctx, hook, src, ports.Request{
+		Headers: c.Request.Header, Body: body, ConnectionID: connID, TraceParent: telemetry.TraceParent(ctx),
 	})
 	if err != nil {
 		httperr.Write(c, err)
@@ -167,4 +193,23 @@ func (h *handler) receive(c *gin.Context) {
 	default:
 		httperr.Write(c, fmt.Errorf("webhookapi: unknown admission outcome %d", res.Outcome))
 	}
+}
+
+// tracedHook is the request's hook while its span records: verification is a child span
+// ("webhook.verify"), whose only attribute beside the provider is whether it passed.
+type tracedHook struct {
+	ports.Webhook
+	ctx context.Context
+}
+
+func (t tracedHook) Verify(req ports.Request, conn *ports.SourceConnection) error {
+	_, span := telemetry.Tracer().Start(t.ctx, "webhook.verify",
+		trace.WithAttributes(telemetry.AttrProvider.String(t.Provider().Label())))
+	defer span.End()
+	err := t.Webhook.Verify(req, conn)
+	span.SetAttributes(attribute.Bool("hephaestus.verified", err == nil))
+	if err != nil {
+		span.SetStatus(codes.Error, "unverified") // never the verifier's message
+	}
+	return err
 }

@@ -55,7 +55,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: defaultTimeout}
+		c.HTTPClient = restkit.HTTPClient(defaultTimeout)
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = defaultMaxBodyBytes

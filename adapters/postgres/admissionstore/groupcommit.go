@@ -18,6 +18,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -72,6 +77,12 @@ type groupMember struct {
 	err    error  // errRecallMissed unless a row was stored
 	done   chan struct{}
 	lead   chan []*groupMember // the group this member's goroutine is to commit
+
+	// The member's admission span (invalid when not traced), linked from the group
+	// transaction's span; group is that span, and size the group's member count.
+	span  trace.SpanContext
+	group trace.SpanContext
+	size  int
 }
 
 // groupRow is one row of a member, encoded with its delivery's remembered route epoch.
@@ -89,7 +100,8 @@ type groupRow struct {
 // decides. It returns once the group transaction has ended; a request cancelled while its
 // delivery still waits for a group withdraws it and stores nothing.
 func (g *groupCommit) insert(ctx context.Context, rows []ports.NewRow, r *remembered) ([]bool, error) {
-	m := &groupMember{rows: make([]groupRow, len(rows)), done: make(chan struct{}), lead: make(chan []*groupMember, 1)}
+	m := &groupMember{rows: make([]groupRow, len(rows)), done: make(chan struct{}), lead: make(chan []*groupMember, 1),
+		span: trace.SpanContextFromContext(ctx)}
 	for i, row := range rows {
 		d := row.Delivery
 		gr := &m.rows[i]
@@ -117,6 +129,14 @@ func (g *groupCommit) insert(ctx context.Context, rows []ports.NewRow, r *rememb
 	for {
 		select {
 		case <-m.done:
+			if span := trace.SpanFromContext(ctx); span.IsRecording() {
+				// The group transaction this delivery's rows shared: its span (in the trace of the
+				// delivery that led it) is linked, and the group's size recorded.
+				span.SetAttributes(attribute.Int("hephaestus.admission.group_size", m.size))
+				if m.group.IsValid() && m.group.TraceID() != m.span.TraceID() {
+					span.AddLink(trace.Link{SpanContext: m.group})
+				}
+			}
 			return m.stored, m.err
 		case group := <-m.lead:
 			g.lead(ctx, group) // m is its first member: done is closed when it returns
@@ -223,8 +243,23 @@ func (g *groupCommit) commit(ctx context.Context, group []*groupMember) {
 	slices.Sort(conns)
 	conns = slices.Compact(conns)
 
+	ctx, span := telemetry.Tracer().Start(ctx, "admission.group_transaction", trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(append(telemetry.DBAttributes("INSERT", "provider_event"),
+			attribute.Int("hephaestus.admission.group_size", len(group)), attribute.Int("db.operation.batch.size", len(rows)))...)
+		for _, m := range group[1:] {
+			if m.span.IsValid() {
+				span.AddLink(trace.Link{SpanContext: m.span})
+			}
+		}
+	}
 	err := g.run(ctx, rows, conns)
+	if err != nil {
+		span.SetStatus(codes.Error, "group transaction failed")
+	}
+	span.End()
 	for _, m := range group {
+		m.group, m.size = span.SpanContext(), len(group)
 		if err != nil || !slices.Contains(m.stored, true) {
 			m.stored, m.err = nil, errRecallMissed // Admit reads the routes, which decides
 		}

@@ -78,9 +78,13 @@ func (t *admissionTx) Insert(ctx context.Context, rows []ports.NewRow) ([]bool, 
 	inserted := insertedKeys{}
 	args := []any{workspaceIDs, connectionIDs, providers, eventTypes, deliveryKeys, scopeKeys, subjects,
 		headers, dueAts, receivedAts, payloadIndex, payloads}
+	var traceParent *string // the rows of one delivery share its request's traceparent
+	if tp := rows[0].TraceParent; tp != "" {
+		traceParent = &tp
+	}
 	err := t.insertAndCommit(ctx, "insert deliveries",
 		func() error {
-			return t.send(ctx, t.stmt.insertMany, append(args, t.readEpoch, true), true)
+			return t.send(ctx, t.stmt.insertMany, append(args, t.readEpoch, true, traceParent), true)
 		},
 		func(rr *pgconn.ResultReader) error { return inserted.read(t.conn.TypeMap(), rr) })
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // timestampFormat is timestamptz's text input for a UTC time at PostgreSQL's precision.
 const timestampFormat = "2006-01-02 15:04:05.999999Z07:00"
 
-// rowParams holds insertDelivery's 13 parameters in text format: values[i] is parameter i+1,
+// rowParams holds insertDelivery's 14 parameters in text format: values[i] is parameter i+1,
 // nil for NULL. The slices point into buf, or into the row's own payload, until the next
 // encode; the pipeline copies them into its write buffer when the statement is queued.
 type rowParams struct {
@@ -26,13 +26,14 @@ type rowParams struct {
 }
 
 const (
-	rowParamCount = 13
+	rowParamCount = 14
 	payloadParam  = 7  // $8, passed as received
-	epochParam    = 11 // $12, NULL when there is no epoch
+	traceParam    = 11 // $12, the traceparent, NULL when the request was not traced
+	epochParam    = 12 // $13, NULL when there is no epoch
 )
 
-// encode writes r's parameters, then the epoch guard's ($12 epoch, nil for NULL; $13 whether a
-// mismatch fails the statement). Times are truncated to the microsecond as pgx's binary
+// encode writes r's parameters ($12 the traceparent, nil for NULL), then the epoch guard's
+// ($13 epoch, nil for NULL; $14 whether a mismatch fails the statement). Times are truncated to the microsecond as pgx's binary
 // encoding truncates them (PostgreSQL's text input would round).
 func (p *rowParams) encode(r ports.NewRow, epoch *int64, failOnMismatch bool) {
 	d := r.Delivery
@@ -55,11 +56,13 @@ func (p *rowParams) encode(r ports.NewRow, epoch *int64, failOnMismatch bool) {
 	next()
 	b = d.ReceivedAt().Truncate(time.Microsecond).UTC().AppendFormat(b, timestampFormat) // $11
 	next()
+	b = append(b, r.TraceParent...) // $12
+	next()
 	if epoch != nil {
-		b = strconv.AppendInt(b, *epoch, 10) // $12
+		b = strconv.AppendInt(b, *epoch, 10) // $13
 	}
 	next()
-	b = strconv.AppendBool(b, failOnMismatch) // $13
+	b = strconv.AppendBool(b, failOnMismatch) // $14
 	next()
 
 	start := 0
@@ -68,6 +71,9 @@ func (p *rowParams) encode(r ports.NewRow, epoch *int64, failOnMismatch bool) {
 		start = end
 	}
 	p.values[payloadParam] = r.Payload
+	if r.TraceParent == "" {
+		p.values[traceParam] = nil
+	}
 	if epoch == nil {
 		p.values[epochParam] = nil
 	}

@@ -15,7 +15,7 @@ var (
 
 	// The inserts with their epoch guard, by the parameters that hold its epoch and mismatch.
 	insertDeliveriesSQL = strings.Replace(insertDeliveries, "EPOCH_GUARD", withGuardParams("$13", "$14"), 1)
-	insertDeliverySQL   = strings.Replace(insertDelivery, "EPOCH_GUARD", withGuardParams("$12", "$13"), 1)
+	insertDeliverySQL   = strings.Replace(insertDelivery, "EPOCH_GUARD", withGuardParams("$13", "$14"), 1)
 
 	// insertGroups[n] is the group transaction's insert of n rows (see insertGroupSQL).
 	insertGroups = func() []string {
@@ -28,8 +28,9 @@ var (
 )
 
 // groupRowParams is how many parameters each row of a group insert takes: insertDelivery's
-// first 12, its epoch guard's mismatch flag being false for every row.
-const groupRowParams = 12
+// first 13 (the traceparent and the epoch last), its epoch guard's mismatch flag being false
+// for every row.
+const groupRowParams = 13
 
 // insertGroupSQL is the insert of a group transaction's n rows (1 ≤ n ≤ maxGroupRows).
 func insertGroupSQL(n int) string { return insertGroups[n] }
@@ -38,7 +39,7 @@ func insertGroupSQL(n int) string { return insertGroups[n] }
 func groupStatementName(n int) string { return fmt.Sprintf("hx_admission_insert_group_%d", n) }
 
 // buildInsertGroup writes insertGroup for n rows: row i's parameters are insertDelivery's $1
-// … $12 shifted by 12·i, in text format (rowParams).
+// … $13 shifted by 13·i, in text format (rowParams).
 func buildInsertGroup(n int) string {
 	var rows strings.Builder
 	for i := range n {
@@ -47,8 +48,8 @@ func buildInsertGroup(n int) string {
 		}
 		p := func(j int) int { return i*groupRowParams + j }
 		fmt.Fprintf(&rows, "(%d, $%d::bigint, $%d::bigint, $%d::text, $%d::text, $%d::text, $%d::text, $%d::text, "+
-			"$%d::jsonb, $%d::jsonb, $%d::timestamptz, $%d::timestamptz, $%d::bigint)",
-			i+1, p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8), p(9), p(10), p(11), p(12))
+			"$%d::jsonb, $%d::jsonb, $%d::timestamptz, $%d::timestamptz, $%d::text, $%d::bigint)",
+			i+1, p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8), p(9), p(10), p(11), p(12), p(13))
 	}
 	return strings.NewReplacer("ROWS", rows.String(), "EPOCH_GUARD", withGuardParams("v.epoch", "false")).Replace(insertGroup)
 }
@@ -145,13 +146,14 @@ FOR SHARE`
 	// installation row (NULL workspace) deduplicate too: a retry or redelivery adds no row.
 	// The claimers compare due_at with the database clock, so a server clock running ahead of
 	// the database must not postpone a new row's first claim: it is due at the latest now().
-	// EPOCH_GUARD is epochGuard on $13 and $14.
+	// EPOCH_GUARD is epochGuard on $13 and $14. $15 is the traceparent of the request, the
+	// same for every row of the delivery (NULL when not traced).
 	insertDeliveries = `
 INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key,
-                            scope_key, subject, payload, headers, due_at, received_at)
+                            scope_key, subject, payload, headers, due_at, received_at, trace_parent)
 SELECT nullif(r.workspace_id, 0), nullif(r.connection_id, 0), r.provider, r.event_type, r.delivery_key,
        r.scope_key, r.subject, ($12::text[])[r.payload_index]::jsonb, r.headers::jsonb,
-       least(r.due_at, now()), r.received_at
+       least(r.due_at, now()), r.received_at, $15::text
 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
             $8::text[], $9::timestamptz[], $10::timestamptz[], $11::int[])
      WITH ORDINALITY AS r(workspace_id, connection_id, provider, event_type, delivery_key, scope_key,
@@ -162,14 +164,14 @@ ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING
 RETURNING coalesce(workspace_id, 0), provider, delivery_key`
 
 	// insertDelivery is insertDeliveries for the common single row, with the same columns,
-	// conflict target, due time and epoch guard (on $12 and $13): one row plans, starts and encodes for
-	// less than arrays, and its command tag (INSERT 0 1 or INSERT 0 0) says whether it was
-	// stored.
+	// conflict target, due time and epoch guard (on $13 and $14; $12 is the traceparent): one
+	// row plans, starts and encodes for less than arrays, and its command tag (INSERT 0 1 or
+	// INSERT 0 0) says whether it was stored.
 	insertDelivery = `
 INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key,
-                            scope_key, subject, payload, headers, due_at, received_at)
+                            scope_key, subject, payload, headers, due_at, received_at, trace_parent)
 SELECT nullif($1::bigint, 0), nullif($2::bigint, 0), $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb,
-       least($10::timestamptz, now()), $11
+       least($10::timestamptz, now()), $11, $12::text
 WHERE EPOCH_GUARD
 ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING`
 
@@ -182,12 +184,12 @@ ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING`
 	// RETURNING names the stored rows.
 	insertGroup = `
 INSERT INTO provider_event (workspace_id, connection_id, provider, event_type, delivery_key,
-                            scope_key, subject, payload, headers, due_at, received_at)
+                            scope_key, subject, payload, headers, due_at, received_at, trace_parent)
 SELECT nullif(v.workspace_id, 0), nullif(v.connection_id, 0), v.provider, v.event_type, v.delivery_key,
-       v.scope_key, v.subject, v.payload, v.headers, least(v.due_at, now()), v.received_at
+       v.scope_key, v.subject, v.payload, v.headers, least(v.due_at, now()), v.received_at, v.trace_parent
 FROM (VALUES ROWS)
      AS v(ord, workspace_id, connection_id, provider, event_type, delivery_key, scope_key, subject,
-          payload, headers, due_at, received_at, epoch)
+          payload, headers, due_at, received_at, trace_parent, epoch)
 WHERE EPOCH_GUARD
 ORDER BY v.ord
 ON CONFLICT (workspace_id, provider, delivery_key) DO NOTHING

@@ -26,8 +26,11 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -118,6 +121,21 @@ func (s *Store) acquire(ctx context.Context) (*admissionTx, func(), error) {
 // A transaction on routes read first waits for one of the slots, within ctx. Errors: fn's
 // error; a database failure translated by pgutil (*inbox.TransientError, …).
 func (s *Store) Admit(ctx context.Context, fn func(ctx context.Context, tx ports.AdmissionTx) error) error {
+	ctx, span := telemetry.Tracer().Start(ctx, "admission.transaction", trace.WithSpanKind(trace.SpanKindClient))
+	if !span.IsRecording() {
+		return s.admit(ctx, fn)
+	}
+	span.SetAttributes(telemetry.DBAttributes("INSERT", "provider_event")...)
+	err := s.admit(ctx, fn)
+	if err != nil {
+		span.SetStatus(codes.Error, "admission transaction failed") // never the database's message
+	}
+	span.End()
+	return err
+}
+
+// admit is Admit without its span.
+func (s *Store) admit(ctx context.Context, fn func(ctx context.Context, tx ports.AdmissionTx) error) error {
 	// The first run has no connection: Routes answers from memory when it can, and connects
 	// (connect) when it cannot, the run then going on as a transaction on routes read.
 	t := &admissionTx{memory: &s.routes, group: &s.group, store: s}

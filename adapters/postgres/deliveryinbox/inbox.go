@@ -29,12 +29,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -67,7 +71,39 @@ func New(pool *pgxpool.Pool) (*Inbox, error) {
 // when fn ran and its transaction committed; false with a nil error when the step committed in
 // an earlier attempt (fn is not called); false with any error, after which nothing of the step
 // is committed. Outside dispatch it runs fn in a plain transaction and records no step row.
-func (in *Inbox) Step(ctx context.Context, step inbox.Step, fn func(ctx context.Context, tx ports.Tx) error) (bool, error) {
+func (in *Inbox) Step(ctx context.Context, step inbox.Step, fn func(ctx context.Context, tx ports.Tx) error) (ran bool, err error) {
+	ctx, span := startStep(ctx, "inbox.step", step)
+	defer func() { endStep(span, ran, err) }()
+	return in.step(ctx, step, fn)
+}
+
+// startStep starts a step's span: its operation (the step name up to the first '/': the item
+// ids stay out of the trace) and the database it writes.
+func startStep(ctx context.Context, name string, step inbox.Step) (context.Context, trace.Span) {
+	ctx, span := telemetry.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		op, _, _ := strings.Cut(step.String(), "/")
+		span.SetAttributes(telemetry.DBAttributes("TRANSACTION", "provider_event_step")...)
+		if op != "" {
+			span.SetAttributes(telemetry.AttrStep.String(op))
+		}
+	}
+	return ctx, span
+}
+
+// endStep ends a step's span with whether it ran (false: committed by an earlier attempt) and
+// its error's kind, never the error's message.
+func endStep(span trace.Span, ran bool, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrStepRan.Bool(ran))
+		if err != nil {
+			span.SetStatus(codes.Error, strings.Join(inbox.CauseTypes(err), " <- "))
+		}
+	}
+	span.End()
+}
+
+func (in *Inbox) step(ctx context.Context, step inbox.Step, fn func(ctx context.Context, tx ports.Tx) error) (bool, error) {
 	if step.IsZero() {
 		return false, fmt.Errorf("inbox step: %w: empty name", inbox.ErrInvalidStepName)
 	}
@@ -89,12 +125,14 @@ func (in *Inbox) Step(ctx context.Context, step inbox.Step, fn func(ctx context.
 
 // Write runs fn in one fenced transaction without a step (natural-key upserts that are
 // idempotent by themselves). Outside dispatch it is a plain transaction.
-func (in *Inbox) Write(ctx context.Context, fn func(ctx context.Context, tx ports.Tx) error) error {
+func (in *Inbox) Write(ctx context.Context, fn func(ctx context.Context, tx ports.Tx) error) (err error) {
+	ctx, span := startStep(ctx, "inbox.write", inbox.Step{})
+	defer func() { endStep(span, err == nil, err) }()
 	f, fenced := ports.DispatchFrom(ctx)
 	if !fenced {
 		return in.plain(ctx, fn)
 	}
-	err := in.fenced(ctx, f, inbox.Step{}, fn)
+	err = in.fenced(ctx, f, inbox.Step{}, fn)
 	ports.RecordFenceRejection(ctx, err)
 	return err
 }

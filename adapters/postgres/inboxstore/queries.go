@@ -88,7 +88,7 @@ SET state = 'LEASED',
     leased_at = coalesce($4::timestamptz, clock_timestamp())
 FROM candidates c
 WHERE e.id = c.id
-RETURNING ` + deliveryColumns + `, e.payload, e.headers`
+RETURNING ` + deliveryColumns + `, e.payload, e.headers, e.trace_parent`
 
 // recordOutcomes writes a batch of outcomes in one statement, and the attempt each outcome ends
 // in the same statement (provider_event_attempt, migration 00070): its number (the row's attempt

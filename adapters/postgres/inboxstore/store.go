@@ -123,18 +123,19 @@ func readClaimed(results pgx.BatchResults, limit int) ([]ports.Claimed, error) {
 	claimed := make([]ports.Claimed, 0, limit)
 	for rows.Next() {
 		var (
-			r       deliveryRow
-			payload []byte
-			headers map[string]string
+			r           deliveryRow
+			payload     []byte
+			headers     map[string]string
+			traceParent *string
 		)
-		if err := rows.Scan(append(r.targets(), &payload, &headers)...); err != nil {
+		if err := rows.Scan(append(r.targets(), &payload, &headers, &traceParent)...); err != nil {
 			return nil, err
 		}
 		d, err := r.delivery()
 		if err != nil {
 			return nil, err
 		}
-		claimed = append(claimed, ports.Claimed{Delivery: d, Payload: payload, Headers: headers})
+		claimed = append(claimed, ports.Claimed{Delivery: d, Payload: payload, Headers: headers, TraceParent: deref(traceParent)})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -50,7 +51,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("slack oauth: %q is not an http(s) URL", cfg.APIURL)
 	}
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{Timeout: 10 * time.Second}
+		cfg.HTTP = restkit.HTTPClient(10 * time.Second)
 	}
 	return &Client{cfg: cfg}, nil
 }

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
@@ -93,7 +94,7 @@ func (c *Config) setDefaults() {
 		c.Timeout = 10 * time.Second
 	}
 	if c.HTTP == nil {
-		c.HTTP = &http.Client{Timeout: c.Timeout}
+		c.HTTP = restkit.HTTPClient(c.Timeout)
 	}
 }
 
