@@ -68,8 +68,8 @@ func (m *metrics) Retried(_, cause string) {
 	defer m.mu.Unlock()
 	m.retries[cause]++
 }
-func (m *metrics) Dropped(string, string)                {}
-func (m *metrics) RetentionFailed()                      {}
+func (m *metrics) Dropped(string, string)                                 {}
+func (m *metrics) RetentionFailed()                                       {}
 func (m *metrics) HandlerDuration(context.Context, string, time.Duration) {}
 func (m *metrics) InboxRows(state string, _ int64) {
 	if state == "QUEUED" {
