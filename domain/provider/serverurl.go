@@ -49,7 +49,7 @@ func CanonicalServerURL(raw string) (string, error) {
 	if (scheme != "https" && scheme != "http") || u.Opaque != "" || u.Host == "" {
 		return "", invalidServerURL("is not an absolute http(s) URL")
 	}
-	if u.User != nil || strings.Contains(u.Host, "@") {
+	if u.User != nil || strings.Contains(raw, "@") { // an @ in the path reads as userinfo to people
 		return "", invalidServerURL("must not carry credentials")
 	}
 	if u.RawQuery != "" || u.ForceQuery || strings.Contains(raw, "?") {

@@ -31,7 +31,7 @@ func TestCanonicalServerURL(t *testing.T) {
 	}
 	for _, raw := range []string{
 		"", "github.com", "/relative", "ftp://github.com", "mailto:a@b.c", "https://", "https:///path",
-		"https://user:secret@github.com", "https://user@github.com", "https://github.com?x=1", "https://github.com/?",
+		"https://user:secret@github.com", "https://user@github.com", "https://github.com/@octocat", "https://github.com?x=1", "https://github.com/?",
 		"https://github.com#top", "https://github.com/#", "https://github.com:0", "https://github.com:65536",
 		"https://github.com:", "https://git%20hub.com", "https://[fe80::1%25eth0]", "https://exa mple.com",
 		"https://" + strings.Repeat("a", provider.MaxServerURLLength),
