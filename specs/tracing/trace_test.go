@@ -190,6 +190,15 @@ var _ = Describe("One trace per delivery", Ordered, func() {
 		}
 	})
 
+	It("records the retention pass (run at each server's start by the lease holder) as a root span naming its server", func() {
+		passes := named("inbox.retention")
+		Expect(passes).NotTo(BeEmpty(), "the server holding the retention lease ran a pass at start")
+		for _, p := range passes {
+			Expect(p.Parent.IsValid()).To(BeFalse())
+			Expect(attr(p, "hephaestus.server_id").AsString()).To(BeElementOf("server-a", "server-b"))
+		}
+	})
+
 	It("records the time the row waited as an attribute of the attempt, not as a span", func() {
 		for _, at := range named("inbox.attempt") {
 			Expect(attr(at, telemetry.AttrWaited).Type()).To(Equal(attribute.FLOAT64))
