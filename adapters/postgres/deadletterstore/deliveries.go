@@ -12,6 +12,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -61,7 +62,9 @@ func browserPlan(f ports.DeliveryFilter) string {
 }
 
 // browserColumns is what a browser item is restored from.
-const browserColumns = pgutil.DeliveryColumns + `, e.leased_at`
+const browserColumns = `e.id, e.workspace_id, e.provider, e.event_type, e.delivery_key, e.subject, e.scope_key,
+	e.state, e.attempt, e.unknown_failures, e.lease_epoch, e.leased_until, e.due_at, e.received_at,
+	e.ended_at, e.error_class, e.replayed_by, e.replayed_at, e.leased_at`
 
 // deliveryProviders is a loose index scan of the workspace's providers along
 // uq_provider_event_delivery: one descent per provider, however many rows each has. %s is the
@@ -317,20 +320,65 @@ func (r *Reader) Delivery(ctx context.Context, workspaceID, id int64) (ports.Del
 	return out, nil
 }
 
-// browserRow holds browserColumns as scanned: a whole delivery and its last claim's time.
+// browserRow holds browserColumns as scanned.
 type browserRow struct {
-	pgutil.DeliveryRow
-	leasedAt *time.Time
+	id              int64
+	workspaceID     *int64
+	provider        string
+	eventType       string
+	deliveryKey     string
+	subject         string
+	scopeKey        string
+	state           string
+	attempt         int32
+	unknownFailures int32
+	leaseEpoch      int64
+	leasedUntil     *time.Time
+	dueAt           time.Time
+	receivedAt      time.Time
+	endedAt         *time.Time
+	errorClass      *string
+	replayedBy      *int64
+	replayedAt      *time.Time
+	leasedAt        *time.Time
 }
 
-func (b *browserRow) targets() []any { return append(b.Targets(), &b.leasedAt) }
+func (b *browserRow) targets() []any {
+	return []any{&b.id, &b.workspaceID, &b.provider, &b.eventType, &b.deliveryKey, &b.subject, &b.scopeKey,
+		&b.state, &b.attempt, &b.unknownFailures, &b.leaseEpoch, &b.leasedUntil, &b.dueAt, &b.receivedAt,
+		&b.endedAt, &b.errorClass, &b.replayedBy, &b.replayedAt, &b.leasedAt}
+}
 
 func (b *browserRow) item() (ports.DeliveryItem, error) {
-	d, err := b.Delivery()
+	state, err := inbox.ParseState(b.state)
 	if err != nil {
-		return ports.DeliveryItem{}, err
+		return ports.DeliveryItem{}, fmt.Errorf("delivery %d: %w", b.id, err)
 	}
-	item := ports.DeliveryItem{Delivery: d}
+	s := inbox.Stored{
+		ID: b.id, Provider: provider.Restore(b.provider), EventType: b.eventType, DeliveryKey: b.deliveryKey,
+		Subject: b.subject, ScopeKey: b.scopeKey, State: state, Attempt: int(b.attempt),
+		UnknownFailures: int(b.unknownFailures), LeaseEpoch: inbox.Epoch(b.leaseEpoch),
+		DueAt: b.dueAt, ReceivedAt: b.receivedAt,
+	}
+	if b.workspaceID != nil {
+		s.WorkspaceID = *b.workspaceID
+	}
+	if b.leasedUntil != nil {
+		s.LeasedUntil = *b.leasedUntil
+	}
+	if b.endedAt != nil {
+		s.EndedAt = *b.endedAt
+	}
+	if b.errorClass != nil {
+		s.ErrorClass = *b.errorClass
+	}
+	if b.replayedBy != nil {
+		s.ReplayedBy = *b.replayedBy
+	}
+	if b.replayedAt != nil {
+		s.ReplayedAt = *b.replayedAt
+	}
+	item := ports.DeliveryItem{Delivery: inbox.RestoreDelivery(s)}
 	if b.leasedAt != nil {
 		item.LastAttemptAt = *b.leasedAt
 	}

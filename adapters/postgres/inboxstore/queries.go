@@ -1,7 +1,5 @@
 package inboxstore
 
-import "github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
-
 // All statements run at READ COMMITTED. Each one is a single statement (or one short
 // transaction for reaping and replay), so a statement snapshot is what every scope check reads.
 //
@@ -12,7 +10,9 @@ import "github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 
 // deliveryColumns is what a Delivery is restored from (payload and headers are read only where
 // a handler needs them).
-const deliveryColumns = pgutil.DeliveryColumns
+const deliveryColumns = `e.id, e.workspace_id, e.provider, e.event_type, e.delivery_key, e.subject,
+	e.scope_key, e.state, e.attempt, e.unknown_failures, e.lease_epoch, e.leased_until, e.due_at,
+	e.received_at, e.ended_at, e.error_class, e.replayed_by, e.replayed_at`
 
 // pinClaimPlan runs before claimOldestDueInFreeScope in the same implicit transaction (one
 // pipeline, one Sync): the settings are local to that transaction and end with it.

@@ -53,11 +53,11 @@ func (s *Store) reap(ctx context.Context, limit int, expire func(d *inbox.Delive
 				r   deliveryRow
 				now time.Time
 			)
-			if err := rows.Scan(append(r.Targets(), &now)...); err != nil {
+			if err := rows.Scan(append(r.targets(), &now)...); err != nil {
 				rows.Close()
 				return pgutil.Interpret("select expired leases", err)
 			}
-			d, err := r.Delivery()
+			d, err := r.delivery()
 			if err != nil {
 				rows.Close()
 				return err

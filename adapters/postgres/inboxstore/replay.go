@@ -29,10 +29,10 @@ func (s *Store) Replay(ctx context.Context, workspaceID, id, accountID int64) (i
 		} else {
 			row = tx.QueryRow(ctx, lockWorkspaceRowForReplay, id, workspaceID, s.now())
 		}
-		if err := row.Scan(append(r.Targets(), &now)...); err != nil {
+		if err := row.Scan(append(r.targets(), &now)...); err != nil {
 			return pgutil.Interpret(fmt.Sprintf("replay delivery %d", id), err)
 		}
-		d, err := r.Delivery()
+		d, err := r.delivery()
 		if err != nil {
 			return err
 		}

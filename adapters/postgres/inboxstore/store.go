@@ -128,10 +128,10 @@ func readClaimed(results pgx.BatchResults, limit int) ([]ports.Claimed, error) {
 			headers     map[string]string
 			traceParent *string
 		)
-		if err := rows.Scan(append(r.Targets(), &payload, &headers, &traceParent)...); err != nil {
+		if err := rows.Scan(append(r.targets(), &payload, &headers, &traceParent)...); err != nil {
 			return nil, err
 		}
-		d, err := r.Delivery()
+		d, err := r.delivery()
 		if err != nil {
 			return nil, err
 		}
