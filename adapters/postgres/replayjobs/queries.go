@@ -30,14 +30,14 @@ RETURNING id`
 
 // insertReplayJobRows fixes the rows job $9 replays: the ids matchDeadRows finds in one
 // statement snapshot. It reads the rows without locking them, so it delays no claimer.
-const insertReplayJobRows = `INSERT INTO replay_job_row (job_id, event_id) SELECT $9, e.id ` + matchDeadRows
+const insertReplayJobRows = `INSERT INTO replay_job_row (job_id, event_id) SELECT $9::bigint, e.id ` + matchDeadRows
 
 // setReplayJobMatched stores the matched count; a job that matched nothing is DONE at once.
 const setReplayJobMatched = `
 UPDATE replay_job
-SET matched = $2,
-    state = CASE WHEN $2 = 0 THEN 'DONE' ELSE 'RUNNING' END,
-    finished_at = CASE WHEN $2 = 0 THEN started_at END
+SET matched = $2::bigint,
+    state = CASE WHEN $2::bigint = 0 THEN 'DONE' ELSE 'RUNNING' END,
+    finished_at = CASE WHEN $2::bigint = 0 THEN started_at END
 WHERE id = $1`
 
 // jobColumns is what a ports.ReplayJob is read from.
