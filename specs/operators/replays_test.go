@@ -118,11 +118,11 @@ func jobID(r response) int64 {
 
 var _ = Describe("Bulk replay", func() {
 	var (
-		acme, beta  workspaceFixture
-		ana         accountFixture // ADMIN of acme
-		mia         accountFixture // MEMBER of acme
-		bob         accountFixture // ADMIN of beta
-		root        accountFixture // instance administrator account
+		acme, beta workspaceFixture
+		ana        accountFixture // ADMIN of acme
+		mia        accountFixture // MEMBER of acme
+		bob        accountFixture // ADMIN of beta
+		root       accountFixture // instance administrator account
 	)
 
 	BeforeEach(func(ctx SpecContext) {

@@ -105,7 +105,9 @@ type replayRequest struct {
 }
 
 // invalidFilter is the 400 of a bad field: {"error":"invalid-filter","field":name}.
-func invalidFilter(name string) error { return ports.Reject(ports.ErrMalformed, "invalid-filter", name) }
+func invalidFilter(name string) error {
+	return ports.Reject(ports.ErrMalformed, "invalid-filter", name)
+}
 
 // parseReplayRequest reads {"filter":{…},"dryRun":bool} (both optional; a null value is an
 // absent one). Errors, 400 naming the field ("filter.<name>" inside the filter): an unknown

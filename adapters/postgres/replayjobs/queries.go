@@ -9,7 +9,7 @@ package replayjobs
 
 // matchDeadRows is the filter of a bulk replay, shared by the dry-run count and the start's
 // insert so both see the same rows: the workspace's DEAD rows ($1) of provider $2, event type
-// $3, error class $4 ('' matches every row), ended in [$5, $6) and received in [$7, $8) (a
+// $3, error class $4 (” matches every row), ended in [$5, $6) and received in [$7, $8) (a
 // NULL bound is no bound). It reads ix_provider_event_dead (workspace_id, ended_at DESC, id
 // DESC) WHERE state = 'DEAD', a set dead retention bounds.
 const matchDeadRows = `
