@@ -321,34 +321,50 @@ var _ = Describe("Bulk replay", func() {
 				Expect(more).To(BeTrue())
 			}
 
-			By("the cancel waits for a batch that holds the job")
+			By("a third batch is in flight (waiting for a row a single replay holds) when the cancel comes")
 			tx, err := other.Begin(ctx)
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(func() { _ = tx.Rollback(context.Background()) })
-			_, err = tx.Exec(ctx, `SELECT 1 FROM replay_job WHERE id = $1 FOR UPDATE`, id)
+			_, err = tx.Exec(ctx, `SELECT 1 FROM provider_event WHERE id = $1 FOR UPDATE`, ids[25])
 			Expect(err).NotTo(HaveOccurred())
 			holder := support.BackendPID(ctx, tx)
+			type batchResult struct {
+				more bool
+				err  error
+			}
+			batch := make(chan batchResult, 1)
+			go func() {
+				_, more, err := replayStore.ReplayBatch(ctx, l, 10, time.Minute)
+				batch <- batchResult{more, err}
+			}()
+			support.EventuallyBlockedBy(ctx, pool, holder, 1)
+			batchPID := support.Scalar[int32](ctx, pool,
+				`SELECT pid FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))`, holder)
+
 			cancelled := make(chan response, 1)
 			go func() {
 				defer GinkgoRecover()
 				cancelled <- call("POST", fmt.Sprintf("/api/workspaces/acme/integration/replays/%d/cancel", id), ana.Token, nil)
 			}()
-			support.EventuallyBlockedBy(ctx, pool, holder, 1)
-			Consistently(cancelled).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
+			support.EventuallyBlockedBy(ctx, pool, batchPID, 1) // the cancel waits for the batch's job lock
 			Expect(tx.Rollback(ctx)).To(Succeed())
 
+			var b batchResult
+			Eventually(batch).WithTimeout(settle).Should(Receive(&b))
+			Expect(b.err).NotTo(HaveOccurred(), "the batch in flight finishes")
 			var r response
 			Eventually(cancelled).WithTimeout(settle).Should(Receive(&r))
 			Expect(r.Status).To(Equal(200), r.Raw)
-			Expect([]any{r.JSON["state"], r.JSON["replayed"], r.JSON["skipped"]}).To(Equal([]any{"CANCELLED", float64(20), float64(0)}))
+			Expect([]any{r.JSON["state"], r.JSON["replayed"], r.JSON["skipped"]}).To(Equal([]any{"CANCELLED", float64(30), float64(0)}),
+				"the answer counts the batch that was in flight")
 			Expect(r.JSON["finishedAt"]).NotTo(BeNil())
 
 			By("the runner's next batch is fenced out and writes nothing")
 			_, _, err = replayStore.ReplayBatch(ctx, l, 10, time.Minute)
 			Expect(err).To(MatchError(inbox.ErrLeaseLost))
-			Expect(statesOf(ctx, ids)).To(Equal(map[string]int{"QUEUED": 20, "DEAD": 30}))
-			Expect(statesOf(ctx, ids[:20])).To(Equal(map[string]int{"QUEUED": 20}), "the batches went in id order")
-			Expect(job(acme, id, ana.Token).JSON["replayed"]).To(Equal(float64(20)))
+			Expect(statesOf(ctx, ids)).To(Equal(map[string]int{"QUEUED": 30, "DEAD": 20}))
+			Expect(statesOf(ctx, ids[:30])).To(Equal(map[string]int{"QUEUED": 30}), "the batches went in id order")
+			Expect(job(acme, id, ana.Token).JSON["replayed"]).To(Equal(float64(30)))
 			_, ok, err = replayStore.ClaimReplayJob(ctx, "server-b", time.Minute)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ok).To(BeFalse(), "a cancelled job is nobody's to run")
