@@ -440,6 +440,51 @@ var _ = Describe("Bulk replay", func() {
 	})
 
 	When("live dispatch runs", func() {
+		It("keeps handling live rows while a batch is held up, since a batch locks only the DEAD rows it replays", func(ctx SpecContext) {
+			ids := insertDeadRows(ctx, acme.ID, 10, 2, "PERMANENT:*json.SyntaxError", time.Hour)
+			handled := make(chan int64, 100)
+			reg := consumer.NewRegistry()
+			Expect(reg.Register(githubProvider, "issues", ports.HandlerFunc(func(_ context.Context, d ports.Dispatch) error {
+				handled <- d.Delivery.ID()
+				return nil
+			}))).To(Succeed())
+			id := jobID(startReplay(acme, ana.Token, map[string]any{}))
+			l, ok, err := replayStore.ClaimReplayJob(ctx, "server-a", time.Minute)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ok).To(BeTrue())
+
+			By("a batch waits for a DEAD row a single replay holds, with its other rows locked")
+			tx, err := other.Begin(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { _ = tx.Rollback(context.Background()) })
+			_, err = tx.Exec(ctx, `SELECT 1 FROM provider_event WHERE id = $1 FOR UPDATE`, ids[9])
+			Expect(err).NotTo(HaveOccurred())
+			batch := make(chan error, 1)
+			go func() {
+				_, _, err := replayStore.ReplayBatch(ctx, l, 10, time.Minute)
+				batch <- err
+			}()
+			support.EventuallyBlockedBy(ctx, pool, support.BackendPID(ctx, tx), 1)
+
+			By("a live row of the same scopes and one of another are claimed and handled meanwhile")
+			signal := startClaimers(ctx, reg)
+			sameScope := insertRow(ctx, other, row{Workspace: acme.ID, Repo: "1000"})
+			otherScope := insertRow(ctx, other, row{Workspace: acme.ID, Repo: "77"})
+			signal.Notify()
+			var got []int64
+			for range 2 {
+				var h int64
+				Eventually(handled).WithTimeout(settle).Should(Receive(&h))
+				got = append(got, h)
+			}
+			Expect(got).To(ConsistOf(sameScope, otherScope))
+			Consistently(batch).WithTimeout(100 * time.Millisecond).ShouldNot(Receive(), "the batch is still held up")
+
+			Expect(tx.Rollback(ctx)).To(Succeed())
+			Eventually(batch).WithTimeout(settle).Should(Receive(BeNil()))
+			Expect(job(acme, id, ana.Token).JSON["state"]).To(Equal("DONE"))
+		})
+
 		It("replays thousands of DEAD rows in batches while the claimers handle them and live rows, each scope in order, each row audited", func(ctx SpecContext) {
 			const rows, repos = 2000, 40
 			ids := insertDeadRows(ctx, acme.ID, rows, repos, "PERMANENT:*json.SyntaxError", time.Hour)
