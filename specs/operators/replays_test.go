@@ -478,7 +478,7 @@ var _ = Describe("Bulk replay", func() {
 				got = append(got, h)
 			}
 			Expect(got).To(ConsistOf(sameScope, otherScope))
-			Consistently(batch).WithTimeout(100 * time.Millisecond).ShouldNot(Receive(), "the batch is still held up")
+			Consistently(batch).WithTimeout(100*time.Millisecond).ShouldNot(Receive(), "the batch is still held up")
 
 			Expect(tx.Rollback(ctx)).To(Succeed())
 			Eventually(batch).WithTimeout(settle).Should(Receive(BeNil()))
