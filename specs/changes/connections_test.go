@@ -120,8 +120,8 @@ var _ = Describe("Connection state changes in the change feed", func() {
 				Expect(c.Subject).To(Equal(subject))
 			}
 			Expect([]string{stateOf(cs[0]), stateOf(cs[1])}).To(Equal([]string{"SUSPENDED", "ACTIVE"}))
-			Expect(cs[0].Data).To(MatchJSON(suspended))
-			Expect(cs[1].Data).To(MatchJSON(activated))
+			Expect(entity(cs[0].Data)).To(MatchJSON(suspended))
+			Expect(entity(cs[1].Data)).To(MatchJSON(activated))
 			Expect(woken.Load()).To(Equal(int64(2)))
 		})
 	})
@@ -185,7 +185,7 @@ var _ = Describe("Connection state changes in the change feed", func() {
 			Expect(stored.State).To(Equal(connection.Uninstalled))
 			shown, err := json.Marshal(managementapi.ConnectionView(svc)(stored))
 			Expect(err).NotTo(HaveOccurred())
-			Expect(cs[0].Data).To(MatchJSON(shown))
+			Expect(entity(cs[0].Data)).To(MatchJSON(shown))
 			Expect(all(ctx, other)).To(BeEmpty())
 
 			d.NextLease(ctx)

@@ -62,7 +62,7 @@ var _ = Describe("Outline collections in the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		out := []string{}
 		for _, c := range cs {
-			out = append(out, c.Type+" "+c.Subject+" "+string(c.Data))
+			out = append(out, c.Type+" "+c.Subject+" "+string(entity(c.Data)))
 		}
 		return out
 	}

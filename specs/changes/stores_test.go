@@ -51,7 +51,7 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		out := []string{}
 		for _, c := range page {
-			out = append(out, c.Type+" "+c.Subject+" "+string(c.Data))
+			out = append(out, c.Type+" "+c.Subject+" "+string(entity(c.Data)))
 		}
 		return out
 	}
