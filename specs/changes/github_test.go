@@ -65,7 +65,7 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		store, err = githubmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, githubread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
 		box, err := deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		reg = consumer.NewRegistry()

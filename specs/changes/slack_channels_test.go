@@ -44,7 +44,7 @@ var _ = Describe("Slack channels in the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		mirror, err := slackmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(mirror.PublishChanges(feed, slackread.Views{})).To(Succeed())
+		Expect(mirror.PublishChanges(versionChecked(feed), slackread.Views{})).To(Succeed())
 		box, err := deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		reg = consumer.NewRegistry()
