@@ -30,8 +30,8 @@ import (
 // one. Each change's version lets a consumer end with the mirror's state anyway.
 var _ = Describe("Overlapping writers of one entity", func() {
 	var (
-		ws         int64
-		otherPool  *pgxpool.Pool
+		ws            int64
+		otherPool     *pgxpool.Pool
 		regA          *consumer.Registry
 		store, storeB *githubmirror.Store
 	)

@@ -44,7 +44,6 @@ const (
 	readInstallationRepositoryView = `
 		SELECT installation_id, repository_id, full_name, private, deleted FROM github_installation_repository
 		WHERE workspace_id = $1 AND installation_id = $2 AND repository_id = $3`
-
 )
 
 // removeInstallationRepositoriesReporting returns the rows the removal made tombstones, with
