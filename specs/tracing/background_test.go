@@ -95,12 +95,12 @@ var _ = Describe("Erasure passes and redelivery runs as spans", Ordered, func() 
 		GinkgoHelper()
 		values := []string{s.Name, s.Status.Description}
 		for _, kv := range s.Attributes {
-			values = append(values, kv.Value.Emit())
+			values = append(values, kv.Value.String())
 		}
 		for _, ev := range s.Events {
 			values = append(values, ev.Name)
 			for _, kv := range ev.Attributes {
-				values = append(values, kv.Value.Emit())
+				values = append(values, kv.Value.String())
 			}
 		}
 		for _, v := range values {
