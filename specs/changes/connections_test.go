@@ -123,6 +123,16 @@ var _ = Describe("Connection state changes in the change feed", func() {
 			Expect(entity(cs[0].Data)).To(MatchJSON(suspended))
 			Expect(entity(cs[1].Data)).To(MatchJSON(activated))
 			Expect(woken.Load()).To(Equal(int64(2)))
+
+			By("each carries the database clock of its transition as its version, the later transition the greater one")
+			versions := []string{}
+			for _, c := range cs {
+				var d map[string]any
+				Expect(json.Unmarshal(c.Data, &d)).To(Succeed())
+				Expect(d["version"]).To(MatchRegexp(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`))
+				versions = append(versions, d["version"].(string))
+			}
+			Expect(versions[1] > versions[0]).To(BeTrue(), "%v", versions)
 		})
 	})
 
