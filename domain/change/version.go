@@ -25,12 +25,15 @@ func (c Change) WithVersion(version string) (Change, error) {
 	if version == "" || strings.ContainsAny(version, "\"\\") {
 		return Change{}, fmt.Errorf("%w: a version is a non-empty plain string", ErrInvalidChange)
 	}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(c.data, &probe); err != nil {
-		return Change{}, fmt.Errorf("%w: data: %v", ErrInvalidChange, err)
-	}
-	if _, ok := probe[VersionKey]; ok {
-		return Change{}, fmt.Errorf("%w: data already has a version", ErrInvalidChange)
+	// Only data that mentions the key is parsed (a publication per mirror write stays cheap).
+	if bytes.Contains(c.data, []byte(`"`+VersionKey+`"`)) {
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(c.data, &probe); err != nil {
+			return Change{}, fmt.Errorf("%w: data: %v", ErrInvalidChange, err)
+		}
+		if _, ok := probe[VersionKey]; ok {
+			return Change{}, fmt.Errorf("%w: data already has a version", ErrInvalidChange)
+		}
 	}
 	var b bytes.Buffer
 	b.Grow(len(c.data) + len(version) + 16)
