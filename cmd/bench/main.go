@@ -20,7 +20,11 @@
 //   - hot scope: the dispatch of 10,000 rows over the same scopes, with and without one more
 //     scope holding 200,000 rows behind a head that waits for its retry, alternating.
 //
-// -only runs some rows (admission, dispatch, hot, pipeline).
+//   - river: River (the pinned module) draining as many pre-filled no-op jobs as the dispatch
+//     row drains rows, in a database of its own on the same cluster, with the fetch settings of
+//     River's own benchmark (river.go);
+//
+// -only runs some rows (admission, dispatch, river, hot, pipeline).
 package main
 
 import (
@@ -92,6 +96,7 @@ type results struct {
 	Pipeline      pipelineResult      `json:"pipeline"`
 	PipelineFloor pipelineFloorResult `json:"pipelineFloor"`
 	HotScope      hotScopeResult      `json:"hotScope"`
+	River         riverResult         `json:"river"`
 }
 
 func main() {
@@ -116,7 +121,7 @@ func main() {
 	out := flag.String("out", "bench-results.json", "where the figures are written (repository root)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the admission and ceiling rounds to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the admission and ceiling rounds to this file")
-	only := flag.String("only", "", "comma-separated rows to run (admission, dispatch, hot); empty runs every row")
+	only := flag.String("only", "", "comma-separated rows to run (admission, dispatch, river, hot, pipeline); empty runs every row")
 	flag.Parse()
 	admissionProfile, allocationProfile = *cpuProfile, *memProfile
 
@@ -202,6 +207,13 @@ func runAll(ctx context.Context, senders, deliveries, rounds, rows, scopes, clai
 			rows, scopes, claimers, dispatchRounds)
 		if r.Dispatch, r.DispatchFloor, err = benchDispatchAndFloor(ctx, dbURL, rows, scopes, claimers, dispatchRounds); err != nil {
 			return fmt.Errorf("dispatch: %w", err)
+		}
+	}
+	if only.runs("river") {
+		fmt.Fprintf(os.Stderr, "river: %d pre-filled no-op jobs drained by River (fetch cooldown %s, poll %s, %d workers) in %d rounds…\n",
+			rows, riverFetchCooldown, riverFetchPollInterval, riverMaxWorkers, dispatchRounds)
+		if r.River, err = benchRiver(ctx, admin, rows, dispatchRounds); err != nil {
+			return fmt.Errorf("river: %w", err)
 		}
 	}
 	if only.runs("hot") {
@@ -309,6 +321,8 @@ func printTable(r results) {
 		float64(r.Pipeline.PeakRssBytes)/(1<<20))
 	fmt.Printf("| pipeline floor | same statements, %d clients       | %8.0f deliveries/s; pipeline / floor %.2f |\n",
 		r.PipelineFloor.Clients, r.PipelineFloor.PerSecond, ratioOf(r.Pipeline.HandledPerSecond, r.PipelineFloor.PerSecond))
+	fmt.Printf("| river     | %d no-op jobs, River, its bench fetch settings | %8.0f jobs/s; dispatch / river %.2f |\n",
+		r.River.Jobs, r.River.PerSecond, ratioOf(r.Dispatch.PerSecond, r.River.PerSecond))
 	fmt.Printf("| hot scope | %d rows, %d behind a waiting head | %8.0f rows/s, %.2f of the same dispatch without it |\n",
 		r.HotScope.Rows, r.HotScope.HotRows, r.HotScope.PerSecond, r.HotScope.Ratio)
 }
