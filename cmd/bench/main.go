@@ -6,17 +6,22 @@
 //
 //   - admission: signed 2 KB GitHub deliveries over loopback HTTP through the real receiver
 //     (gin, webhookapi, admission service, admission store), N concurrent senders;
+//
 //   - ceiling: the same number of single-row inserts of the same payload with the same unique
 //     index, straight into PostgreSQL at the same concurrency; the two rows alternate in
 //     rounds (-rounds, default 4) so that both see the same machine conditions;
+//
 //   - dispatch: a pre-filled inbox of M rows over S scopes handled by the real consumer with a
 //     no-op handler and C claimers, in a child process whose peak RSS is reported; the
 //     handler records the order it saw, and the per-scope order is verified;
+//
 //   - dispatch floor: the same inbox drained by the store's claim and outcome statements alone
 //     at the best of 1, 2 and 4 clients, alternating with the dispatch rounds;
+//
 //   - pipeline and pipeline floor: `hephaestus serve` (bootstrap's wiring, in a child process)
 //     fed signed `issues` deliveries of 100 repositories at a bounded backlog and mirroring them
 //     with the real handler, alternating with the same statements run straight into PostgreSQL;
+//
 //   - hot scope: the dispatch of 10,000 rows over the same scopes, with and without one more
 //     scope holding 200,000 rows behind a head that waits for its retry, alternating.
 //
