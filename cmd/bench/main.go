@@ -105,7 +105,9 @@ type results struct {
 }
 
 func main() {
-	phase := flag.String("phase", "all", "all | dispatch | serve (internal: the dispatch and pipeline child processes)")
+	phase := flag.String("phase", "all", "all | count (round trips, statements, commits and rows written of one handled issues delivery) | dispatch | serve (internal: the dispatch and pipeline child processes)")
+	countCycles := flag.Int("count-cycles", 10, "count phase: batches of 32 deliveries measured per payload")
+	countVerbose := flag.Bool("count-verbose", false, "count phase: list each part's statements")
 	dbURL := flag.String("db", "", "internal: the benchmark database for a child phase")
 	addr := flag.String("addr", "", "internal: the listen address of the serve phase")
 	senders := flag.Int("senders", 32, "concurrent HTTP senders (and ceiling clients)")
@@ -137,6 +139,8 @@ func main() {
 	switch *phase {
 	case "dispatch":
 		err = runDispatchChild(ctx, *dbURL, *rows, *scopes, *claimers, *hotRows)
+	case "count":
+		err = runCount(ctx, *countCycles, *countVerbose)
 	case "serve":
 		err = runServeChild(*dbURL, *addr)
 	case "all":
