@@ -64,7 +64,6 @@ func (t tally) plus(o tally) tally {
 		ClientCPUMicros: t.ClientCPUMicros + o.ClientCPUMicros}
 }
 
-
 // countTracer counts what its pool's connections send. One goroutine at a time uses the pool.
 type countTracer struct {
 	mu  sync.Mutex
