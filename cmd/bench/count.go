@@ -31,8 +31,10 @@ import (
 // GitHub `issues` delivery deterministically: a pgx tracer on a one-connection pool counts,
 // for each part of the path (admission insert, batched claim, the handler's fenced
 // transactions, batched outcome), the round trips (each Exec, Query and batch is one wait for
-// the server), the statements, the commits (COMMIT, and autocommit statements that wrote) and
-// the rows written (the command tags of INSERT, UPDATE and DELETE), and the WAL bytes each part
+// the server), the statements, the commits (COMMIT, and autocommit statements or batches that
+// wrote), the rows written (pg_stat_database's inserted, updated and deleted tuples, flushed
+// with pg_stat_force_next_flush: a function's writes count, index-only work does not; a
+// claim's or outcome's rows are counted once per row updated), and the WAL bytes each part
 // wrote (pg_current_wal_lsn on a second, untraced connection). The handler is the server's:
 // the real issues handler, the PostgreSQL delivery inbox and the GitHub mirror publishing to
 // the change feed as bootstrap wires it. Statement caches are warmed by a first batch that is
@@ -72,6 +74,10 @@ type countTracer struct {
 	// batchWrote: a statement of the running batch wrote; the batch is one implicit
 	// transaction when it runs outside an explicit one.
 	batchWrote bool
+	// batchCommitted: the running batch sent COMMIT (counted there).
+	batchCommitted bool
+	// off: statements of the measurement itself, not counted.
+	off bool
 }
 
 // writes tells whether a statement's text writes rows (a data-modifying WITH).
@@ -100,6 +106,7 @@ func (c *countTracer) statement(conn *pgx.Conn, sql string, tag pgconn.CommandTa
 		return
 	case "commit":
 		c.cur.Commits++
+		c.batchCommitted = batched
 		c.sql = append(c.sql, "COMMIT")
 		return
 	case "rollback":
@@ -117,7 +124,7 @@ func (c *countTracer) statement(conn *pgx.Conn, sql string, tag pgconn.CommandTa
 		// (the claim's and the outcome's statements return one row per row they update).
 		wrote = int(tag.RowsAffected())
 	}
-	c.cur.RowsWritten += wrote
+	_ = wrote // rows written are read from pg_stat_database (functions write too)
 	if wrote > 0 && conn.PgConn().TxStatus() == 'I' {
 		c.cur.Commits++ // an autocommit statement that wrote
 	} else if wrote > 0 && batched {
@@ -136,6 +143,10 @@ func oneLine(sql string) string {
 
 func (c *countTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	c.mu.Lock()
+	if c.off {
+		c.mu.Unlock()
+		return context.WithValue(ctx, traceKey{}, "")
+	}
 	c.cur.RoundTrips++
 	c.mu.Unlock()
 	return context.WithValue(ctx, traceKey{}, d.SQL)
@@ -143,6 +154,9 @@ func (c *countTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 
 func (c *countTracer) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryEndData) {
 	sql, _ := ctx.Value(traceKey{}).(string)
+	if sql == "" {
+		return
+	}
 	c.statement(conn, sql, d.CommandTag, d.Err, false)
 }
 
@@ -160,10 +174,10 @@ func (c *countTracer) TraceBatchQuery(_ context.Context, conn *pgx.Conn, d pgx.T
 func (c *countTracer) TraceBatchEnd(_ context.Context, conn *pgx.Conn, d pgx.TraceBatchEndData) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.batchWrote && d.Err == nil && conn.PgConn().TxStatus() == 'I' {
+	if c.batchWrote && !c.batchCommitted && d.Err == nil && conn.PgConn().TxStatus() == 'I' {
 		c.cur.Commits++ // the implicit transaction of a batch sent outside a transaction
 	}
-	c.batchWrote = false
+	c.batchWrote, c.batchCommitted = false, false
 }
 
 // countPart is one measured part of the path.
@@ -251,7 +265,39 @@ func runCount(ctx context.Context, cycles int, verbose bool) error {
 		err := side.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn`).Scan(&n)
 		return n, err
 	}
+	// rowsWritten is the database's inserted, updated and deleted tuples so far, after the
+	// traced connection flushed its statistics (pg_stat_force_next_flush: at its next idle).
+	rowsWritten := func() (int64, error) {
+		tracer.mu.Lock()
+		tracer.off = true
+		tracer.mu.Unlock()
+		defer func() {
+			tracer.mu.Lock()
+			tracer.off = false
+			tracer.mu.Unlock()
+		}()
+		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			return 0, err
+		}
+		var last, n int64 = -1, 0
+		for range 50 { // until two readings agree: the flush happens as the backend goes idle
+			time.Sleep(20 * time.Millisecond)
+			if err := side.QueryRow(ctx, `SELECT tup_inserted + tup_updated + tup_deleted
+				FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
+				return 0, err
+			}
+			if n == last {
+				break
+			}
+			last = n
+		}
+		return n, nil
+	}
 	measure := func(name string, items int, fn func() error) (countPart, error) {
+		r0, err := rowsWritten()
+		if err != nil {
+			return countPart{}, err
+		}
 		tracer.take()
 		w0, err := walLSN()
 		if err != nil {
@@ -271,6 +317,11 @@ func runCount(ctx context.Context, cycles int, verbose bool) error {
 			return countPart{}, err
 		}
 		t, sqls := tracer.take()
+		r1, err := rowsWritten()
+		if err != nil {
+			return countPart{}, err
+		}
+		t.RowsWritten = int(r1 - r0)
 		t.WALBytes = w1 - w0
 		t.Micros = float64(elapsed.Microseconds())
 		t.DatabaseCPUMicros, t.ClientCPUMicros = float64((db1 - db0).Microseconds()), float64((cpu1 - cpu0).Microseconds())
