@@ -358,6 +358,10 @@ func waitReady(ctx context.Context, addr string) error {
 	return errors.New("the pipeline's server did not become ready in 60 s")
 }
 
+// statementFloor adds, to each pipeline round, the floor of the handler's own statements (the
+// pipeline floor before issue 39), on stderr.
+var statementFloor bool
+
 // pipelineFloorBatch is the most rows one pipeline floor claim leases: its 8 claimers then hold
 // at most 24 rows, as the server's consumer did before its claim-ahead went from 2 to 4 ×
 // Claimers (8 + 32 = 40 now; that serves fast handlers, and a real handler's claimed-ahead rows
@@ -373,7 +377,10 @@ const pipelineFloorBatch = 3
 // adapters, and the store's outcome write for the claimed rows. No HTTP, no signatures, no
 // consumer scheduling. The rate is the deliveries completed in the measured window over its
 // length.
-func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders, claimers, seconds int) (int, time.Duration, error) {
+//
+// With seed, the claimers run the commits the seed requires instead of the handler
+// (seedCommits): the pipeline floor of issue 39.
+func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders, claimers, seconds int, seed bool) (int, time.Duration, error) {
 	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
 		return 0, 0, err
 	}
@@ -476,7 +483,7 @@ ON CONFLICT DO NOTHING`, workspaceID, fmt.Sprintf("floor-%d", i), fmt.Sprintf("w
 					// scan on it while it rechecks) is contention: the handler runs again at
 					// once, where the consumer would retry it after a short delay.
 					var herr error
-					for try := 0; try < 1000; try++ {
+					for try := 0; try < 1000 && !seed; try++ {
 						hctx := dispatch.BindDispatch(ctx, c)
 						herr = handler.Handle(hctx, ports.Dispatch{Delivery: c.Delivery, WorkspaceID: c.Delivery.WorkspaceID(),
 							Payload: c.Payload, Headers: c.Headers})
@@ -484,6 +491,9 @@ ON CONFLICT DO NOTHING`, workspaceID, fmt.Sprintf("floor-%d", i), fmt.Sprintf("w
 							break
 						}
 						busy.Add(1)
+					}
+					if seed {
+						herr = seedCommits(ctx, pool, c)
 					}
 					if herr != nil {
 						fail(fmt.Errorf("handler: %w", herr))
@@ -563,9 +573,16 @@ func benchPipelineAndFloor(ctx context.Context, dbURL string, senders, seconds, 
 		if err != nil {
 			return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline round %d: %w", round, err)
 		}
-		n, d, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds)
+		n, d, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds, true)
 		if err != nil {
 			return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline floor round %d: %w", round, err)
+		}
+		if statementFloor {
+			sn, sd, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds, false)
+			if err != nil {
+				return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline statement floor round %d: %w", round, err)
+			}
+			fmt.Fprintf(os.Stderr, "  round %d: the handler's own statements straight into PostgreSQL: %.0f/s\n", round, float64(sn)/sd.Seconds())
 		}
 		line := ""
 		for _, s := range samples {
