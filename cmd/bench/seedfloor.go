@@ -132,4 +132,3 @@ func sendFloorBatch(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error
 	}
 	return err
 }
-
