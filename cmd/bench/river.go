@@ -75,11 +75,16 @@ func benchRiver(ctx context.Context, admin string, jobs, rounds int) (riverResul
 	perRound := jobs / rounds
 	var total time.Duration
 	for round := 1; round <= rounds; round++ {
+		w0 := tuplesWritten(ctx, pool)
 		d, err := riverRound(ctx, pool, driver, perRound)
 		if err != nil {
 			return riverResult{}, fmt.Errorf("river round %d: %w", round, err)
 		}
-		fmt.Fprintf(os.Stderr, "  round %d: river %.0f jobs/s\n", round, float64(perRound)/d.Seconds())
+		// Backends report their statistics at most once a second, when idle.
+		time.Sleep(1500 * time.Millisecond)
+		w1 := tuplesWritten(ctx, pool)
+		fmt.Fprintf(os.Stderr, "  round %d: river %.0f jobs/s, %.2f rows written per job (insert included)\n",
+			round, float64(perRound)/d.Seconds(), float64(w1-w0)/float64(perRound))
 		total += d
 	}
 	return riverResult{Jobs: perRound * rounds, PerSecond: float64(perRound*rounds) / total.Seconds()}, nil
@@ -174,4 +179,14 @@ func createRiverDatabase(ctx context.Context, admin string) (string, func(), err
 		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+riverDatabase+" WITH (FORCE)")
 	}
 	return u.String(), drop, nil
+}
+
+// tuplesWritten is the database's inserted, updated and deleted tuples so far (-1: unknown).
+func tuplesWritten(ctx context.Context, pool *pgxpool.Pool) int64 {
+	var n int64
+	if err := pool.QueryRow(ctx, `SELECT tup_inserted + tup_updated + tup_deleted FROM pg_stat_database
+		WHERE datname = current_database()`).Scan(&n); err != nil {
+		return -1
+	}
+	return n
 }
