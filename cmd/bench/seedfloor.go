@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -119,16 +121,24 @@ func seedCommits(ctx context.Context, pool *pgxpool.Pool, c ports.Claimed) error
 
 const beginReadCommittedFloor = `BEGIN ISOLATION LEVEL READ COMMITTED`
 
-// sendFloorBatch sends one fenced commit; a failure rolls its transaction back.
+// sendFloorBatch sends one fenced commit; a failure rolls its transaction back. A recheck that
+// found the event row briefly held (another claimer's locking scan on it) is contention: the
+// commit runs again at once, as the statement floor's handler does.
 func sendFloorBatch(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	err = conn.SendBatch(ctx, b).Close()
-	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+	for try := 0; ; try++ {
+		err = conn.SendBatch(ctx, b).Close()
+		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+		var pgErr *pgconn.PgError
+		if try < 1000 && errors.As(err, &pgErr) && pgErr.Code == "HXF03" {
+			continue
+		}
+		return err
 	}
-	return err
 }
