@@ -88,12 +88,15 @@ func seedCommits(ctx context.Context, pool *pgxpool.Pool, c ports.Claimed) error
 	}
 	ws, id, epoch := c.Delivery.WorkspaceID(), c.Delivery.ID(), int64(c.Delivery.Lease().Epoch())
 
-	users := &pgx.Batch{}
-	users.Queue(beginReadCommittedFloor)
-	users.Queue(seedFloorOpen, id, epoch, nil)
-	users.Queue(seedFloorUser, ws, p.Issue.User.ID, p.Issue.User.Login, id)
-	users.Queue(seedFloorRecheck, id, epoch)
-	users.Queue("COMMIT")
+	users := func() *pgx.Batch {
+		b := &pgx.Batch{}
+		b.Queue(beginReadCommittedFloor)
+		b.Queue(seedFloorOpen, id, epoch, nil)
+		b.Queue(seedFloorUser, ws, p.Issue.User.ID, p.Issue.User.Login, id)
+		b.Queue(seedFloorRecheck, id, epoch)
+		b.Queue("COMMIT")
+		return b
+	}
 	if err := sendFloorBatch(ctx, pool, users); err != nil {
 		return fmt.Errorf("users commit: %w", err)
 	}
@@ -103,16 +106,19 @@ func seedCommits(ctx context.Context, pool *pgxpool.Pool, c ports.Claimed) error
 	if err != nil {
 		return err
 	}
-	step := &pgx.Batch{}
-	step.Queue(beginReadCommittedFloor)
-	step.Queue(seedFloorOpen, id, epoch, "issue.upsert")
-	step.Queue(seedFloorOrganization, ws, p.Organization.ID, p.Organization.Login, id)
-	step.Queue(seedFloorRepository, ws, p.Repository.ID, p.Repository.Name, p.Repository.FullName, id)
-	step.Queue(seedFloorIssueUpsert, ws, p.Issue.ID, p.Repository.ID, p.Issue.Number, p.Issue.Title, p.Issue.State,
-		p.Issue.User.ID, id)
-	step.Queue(seedFloorChange, ws, fmt.Sprintf("github:issue:%d", p.Issue.ID), data)
-	step.Queue(seedFloorRecheck, id, epoch)
-	step.Queue("COMMIT")
+	step := func() *pgx.Batch {
+		b := &pgx.Batch{}
+		b.Queue(beginReadCommittedFloor)
+		b.Queue(seedFloorOpen, id, epoch, "issue.upsert")
+		b.Queue(seedFloorOrganization, ws, p.Organization.ID, p.Organization.Login, id)
+		b.Queue(seedFloorRepository, ws, p.Repository.ID, p.Repository.Name, p.Repository.FullName, id)
+		b.Queue(seedFloorIssueUpsert, ws, p.Issue.ID, p.Repository.ID, p.Issue.Number, p.Issue.Title, p.Issue.State,
+			p.Issue.User.ID, id)
+		b.Queue(seedFloorChange, ws, fmt.Sprintf("github:issue:%d", p.Issue.ID), data)
+		b.Queue(seedFloorRecheck, id, epoch)
+		b.Queue("COMMIT")
+		return b
+	}
 	if err := sendFloorBatch(ctx, pool, step); err != nil {
 		return fmt.Errorf("step commit: %w", err)
 	}
@@ -124,14 +130,14 @@ const beginReadCommittedFloor = `BEGIN ISOLATION LEVEL READ COMMITTED`
 // sendFloorBatch sends one fenced commit; a failure rolls its transaction back. A recheck that
 // found the event row briefly held (another claimer's locking scan on it) is contention: the
 // commit runs again at once, as the statement floor's handler does.
-func sendFloorBatch(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
+func sendFloorBatch(ctx context.Context, pool *pgxpool.Pool, batch func() *pgx.Batch) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
 	for try := 0; ; try++ {
-		err = conn.SendBatch(ctx, b).Close()
+		err = conn.SendBatch(ctx, batch()).Close() // a batch is sent once: a new one each try
 		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
 			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
