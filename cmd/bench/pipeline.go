@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -323,6 +324,7 @@ func pipelineRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, sender
 	if err != nil {
 		return pipelineResult{}, nil, nil, err
 	}
+	printRetries(ctx, addr)
 	rss, err := stopServer()
 	if err != nil {
 		return pipelineResult{}, nil, nil, fmt.Errorf("server: %w", err)
@@ -613,4 +615,23 @@ func benchPipelineAndFloor(ctx context.Context, dbURL string, senders, seconds, 
 		res.P99Ms = ms(latencies[len(latencies)*99/100])
 	}
 	return res, pipelineFloorResult{Clients: senders, PerSecond: float64(floorDone) / floorTime.Seconds()}, nil
+}
+
+// printRetries prints the server's retried and dropped outcomes by cause (its /metrics; the
+// series that are not zero), on stderr: a
+// pipeline that retries contention (a fence found a row busy) waits for its retry delay.
+func printRetries(ctx context.Context, addr string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if (strings.HasPrefix(line, "integration_consumer_retry_total") || strings.HasPrefix(line, "integration_message_dropped")) &&
+			!strings.HasSuffix(line, " 0") {
+			fmt.Fprintf(os.Stderr, "  server: %s\n", line)
+		}
+	}
 }
