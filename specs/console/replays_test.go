@@ -179,6 +179,9 @@ var _ = Describe("The console's bulk replay page", func() {
 			By("cancel stops the job: the counts stop and it is CANCELLED")
 			Expect(chromedp.Do(t,
 				chromedp.Click(chromedp.CSS(fmt.Sprintf("#cancel-%d", id))),
+				// The page being left has the job's row too: only the answer to the cancel has
+				// no cancel button for it, so wait for that page before reading it.
+				chromedp.WaitNotPresent(chromedp.CSS(fmt.Sprintf("#cancel-%d", id))),
 				chromedp.WaitVisible(chromedp.CSS(row+" .replay-state")),
 			)).To(Succeed())
 			state, err = chromedp.Run(t, chromedp.Text(chromedp.CSS(row+" .replay-state")))
