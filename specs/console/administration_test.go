@@ -429,4 +429,3 @@ var _ = Describe("Workspace members in the console", func() {
 		Expect(role(ctx, support.Scalar[int64](ctx, pool, `SELECT id FROM workspace WHERE slug = 'other'`), f.ana.ID)).To(Equal("MEMBER"))
 	})
 })
-
