@@ -13,13 +13,14 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// pager is one page of a paged list: links to the previous and next pages (-1: none).
+// pager is one page of a paged list: links to the previous and next pages (-1: none), and the
+// page's number as people count (Page counts from 0, as the API's ?page=).
 type pager struct {
-	Page, Prev, Next, Total int
+	Page, Number, Prev, Next, Total int
 }
 
 func newPager(req ports.PageRequest, total int) pager {
-	p := pager{Page: req.Page, Prev: -1, Next: -1, Total: total}
+	p := pager{Page: req.Page, Number: req.Page + 1, Prev: -1, Next: -1, Total: total}
 	if req.Page > 0 {
 		p.Prev = req.Page - 1
 	}
