@@ -431,3 +431,37 @@ var _ = Describe("Workspace members in the console", func() {
 		Expect(role(ctx, support.Scalar[int64](ctx, pool, `SELECT id FROM workspace WHERE slug = 'other'`), f.ana.ID)).To(Equal("MEMBER"))
 	})
 })
+
+var _ = Describe("The administration forms' CSRF token", func() {
+	It("refuses every administration post of a signed-in instance administrator without it, changing nothing", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		admin := signedIn(adminToken)
+		inboxRow(ctx, f.acme.ID, octocatSender)
+		Expect(admin.post("/console/admin/erasures", octocatForm(admin.csrf("/console/admin/erasures"))).Status).To(Equal(http.StatusSeeOther))
+		erasure := support.Scalar[int64](ctx, pool, `SELECT id FROM inbox_erasure`)
+		token := support.Scalar[int64](ctx, pool, `SELECT min(id) FROM account_token WHERE account_id = $1`, f.ana.ID)
+		tables := func() []int {
+			return []int{support.Count(ctx, pool, `SELECT count(*) FROM account`), support.Count(ctx, pool, `SELECT count(*) FROM account_token`),
+				support.Count(ctx, pool, `SELECT count(*) FROM workspace_member`), support.Count(ctx, pool, `SELECT count(*) FROM inbox_erasure`),
+				support.Scalar[int](ctx, pool, `SELECT passes FROM inbox_erasure`), support.Count(ctx, pool, `SELECT count(*) FROM account WHERE disabled_at IS NOT NULL`)}
+		}
+		before := tables()
+		form := octocatForm("")
+		form.Set("login", "forged")
+		form.Set("account", fmt.Sprint(f.olga.ID))
+		form.Set("role", "ADMIN")
+		for _, path := range []string{
+			"/console/admin/erasures/preview", "/console/admin/erasures", fmt.Sprintf("/console/admin/erasures/%d/resume", erasure),
+			"/console/admin/accounts", fmt.Sprintf("/console/admin/accounts/%d/disable", f.ana.ID),
+			fmt.Sprintf("/console/admin/accounts/%d/tokens", f.ana.ID), fmt.Sprintf("/console/admin/accounts/%d/tokens/%d/revoke", f.ana.ID, token),
+			"/console/token/rotate", "/console/workspaces/acme/members", fmt.Sprintf("/console/workspaces/acme/members/%d", f.ana.ID),
+			fmt.Sprintf("/console/workspaces/acme/members/%d/remove", f.ana.ID),
+		} {
+			a := admin.post(path, form)
+			Expect(a.Status).To(Equal(http.StatusForbidden), path)
+			Expect(a.Body).To(ContainSubstring("Form expired"), path)
+		}
+		Expect(tables()).To(Equal(before))
+		Expect(authenticates(ctx, f.ana.Token)).To(BeTrue())
+	})
+})
