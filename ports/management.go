@@ -52,6 +52,18 @@ type Account struct {
 	Login         string
 	InstanceAdmin bool
 	CreatedAt     time.Time
+	// DisabledAt is when the account was disabled (nil: enabled); only ListAccounts sets it,
+	// every other read finds enabled accounts only.
+	DisabledAt *time.Time
+}
+
+// Member is one member of a workspace as its administrators list it.
+type Member struct {
+	AccountID int64
+	Login     string
+	Role      workspace.Role
+	// Disabled: the account is disabled (its tokens no longer work; the membership stays).
+	Disabled bool
 }
 
 // Membership is one account's role in one workspace.
@@ -105,6 +117,8 @@ type AccountStore interface {
 	// DisableAccount marks the account disabled and deletes its tokens; the row stays, so
 	// audit records keep its id and login. Disabling twice is not an error. Errors: ErrNotFound.
 	DisableAccount(ctx context.Context, accountID int64) error
+	// ListAccounts pages every account, enabled and disabled, in id order and counts them.
+	ListAccounts(ctx context.Context, page PageRequest) (items []Account, total int, err error)
 }
 
 // WorkspaceStore keeps workspaces and their members.
@@ -134,6 +148,9 @@ type WorkspaceStore interface {
 	// (decided under a lock on the workspace's ADMIN rows, so two concurrent removals cannot
 	// both pass). Errors: ErrNotFound when it is no member; ErrConflict "last-admin".
 	RemoveMember(ctx context.Context, workspaceID, accountID int64) error
+	// ListMembers pages the members of workspaceID, with their logins, in account id order
+	// and counts them.
+	ListMembers(ctx context.Context, workspaceID int64, page PageRequest) (items []Member, total int, err error)
 }
 
 // StoredConnection is a connection as the management API shows it. It carries no secret.

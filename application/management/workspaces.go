@@ -132,3 +132,34 @@ func (s *Service) SetMemberRole(ctx context.Context, m Managed, accountID int64,
 	}
 	return mb, nil
 }
+
+// ListAccounts pages every account, disabled ones included (instance administrator only), as
+// the account administration lists them; never a token. Errors: ports.ErrForbidden;
+// ports.ErrMalformed for a page out of range.
+func (s *Service) ListAccounts(ctx context.Context, p ports.Principal, page ports.PageRequest) ([]ports.Account, int, error) {
+	if err := requireInstanceAdmin(p); err != nil {
+		return nil, 0, err
+	}
+	if page.Page < 0 || page.Size < 1 {
+		return nil, 0, fmt.Errorf("list accounts: %w", ports.ErrMalformed)
+	}
+	items, total, err := s.accounts.ListAccounts(ctx, page)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list accounts: %w", err)
+	}
+	return items, total, nil
+}
+
+// ListMembers pages the members of the managed workspace with their logins and roles (its
+// ADMINs and the instance administrator: a Managed). Errors: ports.ErrMalformed for a page out
+// of range.
+func (s *Service) ListMembers(ctx context.Context, m Managed, page ports.PageRequest) ([]ports.Member, int, error) {
+	if page.Page < 0 || page.Size < 1 {
+		return nil, 0, fmt.Errorf("list members: %w", ports.ErrMalformed)
+	}
+	items, total, err := s.workspaces.ListMembers(ctx, m.ws.ID, page)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list members of workspace %d: %w", m.ws.ID, err)
+	}
+	return items, total, nil
+}

@@ -148,7 +148,7 @@ func Register(r gin.IRouter, cfg Config) error {
 	s.GET("/admin/dead-letters/:id", c.installationDeadLetter)
 	s.GET("/admin/dead-letters/:id/replay", c.confirmInstallationReplay)
 	s.POST("/admin/dead-letters/:id/replay", c.replayInstallation)
-	s.GET("/admin/erasures", c.erasure)
+	c.registerAdministration(s)
 	return c.registerReplays(s)
 }
 

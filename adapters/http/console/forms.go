@@ -9,9 +9,10 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// MaxFormBytes bounds a console form body. The largest form the console posts is the sign-in
-// form (a token of some 50 characters and the CSRF token); 8 KiB leaves room for any token an
-// administrator may paste and keeps thousands of concurrent posts to a few MiB of memory.
+// MaxFormBytes bounds a console form body. The largest forms the console posts are the sign-in
+// form (a token of some 50 characters and the CSRF token) and the erasure form (five identity
+// rows of id, login and e-mail, each value at most 200 bytes: under 4 KiB of ASCII); 8 KiB
+// leaves room for both and keeps thousands of concurrent posts to a few MiB of memory.
 const MaxFormBytes = 8 << 10
 
 // formContentType is the only body the console's forms send (no file upload anywhere).

@@ -62,7 +62,7 @@ var pageNames = []string{"signin", "error", "workspaces", "deadletters", "deadle
 func parsePages() (map[string]*template.Template, error) {
 	out := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/progress.html", "templates/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/progress.html", "templates/pager.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
 		}
@@ -477,44 +477,4 @@ func (c *console) changes(g *gin.Context) {
 		data.Next = items[n-1].Cursor.String()
 	}
 	c.render(g, http.StatusOK, "changes", page{Title: "Change feed · " + ws.Slug, Workspace: ws.Slug, Refresh: feedRefreshSeconds, Data: data})
-}
-
-// erasure shows one person erasure with its receipts per store and pass (?id=…).
-func (c *console) erasure(g *gin.Context) {
-	p := sessionOf(g).principal
-	if !p.InstanceAdmin {
-		c.fail(g, ports.ErrForbidden)
-		return
-	}
-	var data struct {
-		ID       string
-		Found    bool
-		State    string
-		Receipts []receiptView
-	}
-	data.ID = g.Query("id")
-	if data.ID != "" {
-		id, err := strconv.ParseInt(data.ID, 10, 64)
-		if err != nil || id <= 0 {
-			c.fail(g, ports.ErrNotFound)
-			return
-		}
-		r, receipts, err := c.cfg.Erasures.Erasure(g.Request.Context(), p, id)
-		if err != nil {
-			c.fail(g, err)
-			return
-		}
-		data.Found, data.State = true, r.State().String()
-		for _, rc := range receipts {
-			data.Receipts = append(data.Receipts, receiptView{Store: rc.Store.String(), Pass: rc.Pass, Deleted: rc.Deleted, At: rc.At})
-		}
-	}
-	c.render(g, http.StatusOK, "erasure", page{Title: "Erasures", Data: data})
-}
-
-type receiptView struct {
-	Store   string
-	Pass    int
-	Deleted int64
-	At      time.Time
 }

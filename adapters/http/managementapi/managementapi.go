@@ -41,6 +41,8 @@ func Register(r gin.IRouter, svc *management.Service, log ports.Logger) {
 	api.POST("/admin/workspaces", h.createWorkspace)
 	api.DELETE("/admin/workspaces/:"+WorkspaceParam, h.deleteWorkspace)
 	api.POST("/admin/accounts", h.createAccount)
+	// Who: the instance administrator only (the use case refuses anyone else with 403).
+	api.GET("/admin/accounts", h.listAccounts)
 	// Account and token routes: the instance administrator only (the use cases check it, so a
 	// workspace ADMIN or MEMBER gets 403); rotation is any account's own.
 	api.DELETE("/admin/accounts/:accountId", h.disableAccount)
@@ -50,6 +52,8 @@ func Register(r gin.IRouter, svc *management.Service, log ports.Logger) {
 	api.POST("/me/tokens/rotate", h.rotateOwnToken)
 
 	ws := api.Group("/workspaces/:"+WorkspaceParam, RequireManager(svc))
+	// Who: the instance administrator and the workspace's ADMINs (RequireManager), like the PUT.
+	ws.GET("/members", h.listMembers)
 	ws.PUT("/members/:accountId", h.setMember)
 	ws.DELETE("/members/:accountId", h.removeMember)
 	ws.POST("/connections", h.createConnection)

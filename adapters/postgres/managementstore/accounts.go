@@ -195,3 +195,19 @@ func (w *Workspaces) DisableAccount(ctx context.Context, accountID int64) error 
 		return nil
 	})
 }
+
+const (
+	countAccounts = `SELECT count(*) FROM account`
+	listAccounts  = `SELECT id, login, instance_admin, created_at, disabled_at FROM account ORDER BY id LIMIT $1 OFFSET $2`
+)
+
+func scanAccount(row pgx.CollectableRow) (ports.Account, error) {
+	var a ports.Account
+	err := row.Scan(&a.ID, &a.Login, &a.InstanceAdmin, &a.CreatedAt, &a.DisabledAt)
+	return a, err
+}
+
+// ListAccounts implements ports.AccountStore: the count and the page from one snapshot.
+func (w *Workspaces) ListAccounts(ctx context.Context, page ports.PageRequest) ([]ports.Account, int, error) {
+	return pageOf(ctx, w.pool, "list accounts", countAccounts, listAccounts, nil, page.Size, page.Offset(), scanAccount)
+}

@@ -231,3 +231,30 @@ func (w *Workspaces) RemoveMember(ctx context.Context, workspaceID, accountID in
 		return nil
 	})
 }
+
+const (
+	countMembers = `SELECT count(*) FROM workspace_member WHERE workspace_id = $1`
+	// listMembers reads the workspace's members on workspace_member's primary key
+	// (workspace_id, account_id), with each account's login.
+	listMembers = `SELECT m.account_id, a.login, m.role, a.disabled_at IS NOT NULL FROM workspace_member m
+		JOIN account a ON a.id = m.account_id
+		WHERE m.workspace_id = $1 ORDER BY m.account_id LIMIT $2 OFFSET $3`
+)
+
+func scanMember(row pgx.CollectableRow) (ports.Member, error) {
+	var (
+		m    ports.Member
+		role string
+	)
+	if err := row.Scan(&m.AccountID, &m.Login, &role, &m.Disabled); err != nil {
+		return ports.Member{}, err
+	}
+	r, err := restoreRole(role)
+	m.Role = r
+	return m, err
+}
+
+// ListMembers implements ports.WorkspaceStore: the count and the page from one snapshot.
+func (w *Workspaces) ListMembers(ctx context.Context, workspaceID int64, page ports.PageRequest) ([]ports.Member, int, error) {
+	return pageOf(ctx, w.pool, "list members", countMembers, listMembers, []any{workspaceID}, page.Size, page.Offset(), scanMember)
+}
