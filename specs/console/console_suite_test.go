@@ -24,15 +24,18 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/rejectionstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackoauth"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
+	"github.com/hephaestus-dev/hephaestus/application/deliveries"
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -49,6 +52,8 @@ var (
 	svc    *management.Service
 	server *httptest.Server
 	feed   *changes.Feed
+	// inboxStore claims and records attempts as the claimers do (the deliveries browser specs).
+	inboxStore *inboxstore.Store
 )
 
 type noopNotifier struct{}
@@ -61,9 +66,16 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	svc, _ = support.Management(pool, adminToken)
 	store, err := inboxstore.New(pool, inboxstore.Config{})
 	Expect(err).NotTo(HaveOccurred())
+	inboxStore = store
 	reader, err := deadletterstore.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	dead, err := deadletters.New(reader, store, noopNotifier{})
+	Expect(err).NotTo(HaveOccurred())
+	browser, err := deliveries.New(reader)
+	Expect(err).NotTo(HaveOccurred())
+	rejectionStore, err := rejectionstore.New(pool)
+	Expect(err).NotTo(HaveOccurred())
+	rejected, err := rejections.NewService(rejectionStore)
 	Expect(err).NotTo(HaveOccurred())
 	erasures := support.ErasureStore(pool)
 	runner, err := personerasure.NewRunner(personerasure.RunnerConfig{}, erasures, support.Logger{})
@@ -96,7 +108,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
 	Expect(console.Register(engine, console.Config{Management: svc, Dead: dead, Erasures: erasureSvc,
-		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
+		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs,
+		Deliveries: browser, Rejections: rejected, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
 	server = httptest.NewServer(engine)
 	DeferCleanup(server.Close)
 })
