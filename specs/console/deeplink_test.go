@@ -61,6 +61,8 @@ var _ = Describe("A deep link through sign-in", func() {
 			"/console//evil.example",
 			"/console/\t/evil.example",
 			"/console/workspaces\n/x",
+			`/console/\evil.example`,
+			"/console/workspaces /x",
 			"/consoleevil",
 			"/evil",
 			"javascript:alert(1)",

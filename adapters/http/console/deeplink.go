@@ -23,12 +23,12 @@ func signInPath(requestURI string) string {
 
 // deepLink is raw when it is a page of this console to open after sign-in, and "" otherwise
 // (then sign-in opens the workspaces). Only a relative path under /console/ with an optional
-// query is one: no scheme, host or user ("https://…", "//evil", "/\evil" that browsers read as
-// "//evil"), no backslash, whitespace or control character anywhere (browsers drop tabs and
-// newlines, turning "/\t/evil" into "//evil"), no percent-encoding in the path
-// ("/console/%2e%2e/evil" is "/evil" to a browser), no dot or empty segment, no fragment, and not the sign-in or sign-out
-// pages themselves. It is checked when the form is shown and again when it is posted, since
-// the posted field is the client's to change.
+// query is one: no scheme, host or user ("https://…", "//evil", "/\evil" that browsers read
+// as "//evil"), no backslash, whitespace or control character anywhere (browsers drop tabs
+// and newlines, turning "/\t/evil" into "//evil"), no percent-encoding in the path
+// ("/console/%2e%2e/evil" is "/evil" to a browser), no dot or empty segment, no fragment, and
+// not the sign-in or sign-out pages themselves. It is checked when the form is shown and again
+// when it is posted, since the posted field is the client's to change.
 func deepLink(raw string) string {
 	if raw == "" || len(raw) > maxDeepLink || !strings.HasPrefix(raw, Path+"/") {
 		return ""
@@ -39,16 +39,13 @@ func deepLink(raw string) string {
 		}
 	}
 	pathPart, _, _ := strings.Cut(raw, "?")
-	if strings.Contains(pathPart, "%") {
-		// No console page has an encoded character in its path; decoded, one may be a "/",
-		// "\" or "." that the checks here would not see.
-		return ""
-	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || strings.Contains(raw, "#") {
 		return ""
 	}
-	// The path must be its own clean form: no "..", ".", "//" or trailing "/".
+	// The path must be its own decoded and clean form: no percent-encoding (no console page has
+	// one; decoded, it may be a "/", "\" or "." the other checks did not see), no "..", ".",
+	// "//" or trailing "/".
 	if u.Path != pathPart || path.Clean(u.Path) != u.Path {
 		return ""
 	}
