@@ -189,7 +189,7 @@ var _ = Describe("The console's deliveries browser", func() {
 		b.signIn(member)
 		for query, message := range map[string]string{
 			"state=BURIED":              "The state must be one of QUEUED, LEASED, DONE or DEAD.",
-			"provider=git+hub":          "The provider must be a provider name such as GITHUB, GITLAB, SLACK or OUTLINE.",
+			"provider=git+hub":          "The provider must be a provider name in capitals, as the list offers them.",
 			"receivedAfter=yesterday":   "The time &#34;receivedAfter&#34; must be a date and time",
 			"receivedBefore=2026-13-01": "The time &#34;receivedBefore&#34; must be a date and time",
 			"colour=red":                "The filter field &#34;colour&#34; is not valid",

@@ -87,7 +87,7 @@ func invalidInput(err error) (string, bool) {
 	case "state":
 		return "The state must be one of QUEUED, LEASED, DONE or DEAD.", true
 	case "provider":
-		return "The provider must be a provider name such as GITHUB, GITLAB, SLACK or OUTLINE.", true
+		return "The provider must be a provider name in capitals, as the list offers them.", true
 	case "receivedAfter", "receivedBefore":
 		return fmt.Sprintf("The time %q must be a date and time such as 2026-12-03T10:02 (UTC) or RFC 3339.", rej.Detail), true
 	case "page", "size":
@@ -102,15 +102,14 @@ func invalidInput(err error) (string, bool) {
 
 // deliveryList is the browser page: the filter as given, one page of rows and the pager.
 type deliveryList struct {
-	Base      string // the page's path, for the form, the rows' links and the pager
-	Form      deliveryForm
-	Providers []string
-	States    []string
-	Items     []ports.DeliveryItem
-	Total     int
-	Capped    bool
-	Prev      string // the pager's links ("" none)
-	Next      string
+	Base   string // the page's path, for the form, the rows' links and the pager
+	Form   deliveryForm
+	States []string
+	Items  []ports.DeliveryItem
+	Total  int
+	Capped bool
+	Prev   string // the pager's links ("" none)
+	Next   string
 }
 
 // pageLink is the query of the same list at page n.
@@ -132,7 +131,7 @@ func pageLink(query url.Values, n int) string {
 
 func (c *console) renderDeliveries(g *gin.Context, title, slug, base string,
 	read func(ports.DeliveryFilter, ports.PageRequest) ([]ports.DeliveryItem, int, bool, error)) {
-	l := deliveryList{Base: base, Form: formOf(g), Providers: []string{"GITHUB", "GITLAB", "SLACK", "OUTLINE"}}
+	l := deliveryList{Base: base, Form: formOf(g)}
 	for _, s := range inbox.States() {
 		l.States = append(l.States, s.String())
 	}
