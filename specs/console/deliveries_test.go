@@ -194,8 +194,9 @@ var _ = Describe("The console's deliveries browser", func() {
 			"receivedBefore=2026-13-01": "The time &#34;receivedBefore&#34; must be a date and time",
 			"colour=red":                "The filter field &#34;colour&#34; is not valid",
 			"eventType=a&eventType=b":   "The filter field &#34;eventType&#34; is not valid",
-			"page=-1":                   "The page number is not valid.",
-			"size=100000":               "The size number is not valid.",
+			"page=-1":                   "The page number is not valid",
+			"page=200":                  "the browser pages through the first 10000 matches",
+			"size=100000":               "The page size must be between 1 and 200.",
 		} {
 			a := b.get("/console/workspaces/acme/deliveries?" + query)
 			Expect(a.Status).To(Equal(http.StatusBadRequest), query)
@@ -356,6 +357,16 @@ var _ = Describe("The console's rejection log", func() {
 		Expect(rows[1][1:]).To(Equal([]string{"GITHUB", fmt.Sprintf("connection %d", mine), "bad-signature", "7"}))
 		Expect(a.Body).NotTo(ContainSubstring("unknown-connection"))
 		Expect(a.Body).NotTo(ContainSubstring(fmt.Sprintf("connection %d", theirs)))
+
+		// Paged as the API: one a page, and a clear 400 for a page size it does not take.
+		one := b.get("/console/workspaces/acme/rejections?size=1")
+		Expect(one.Body).To(ContainSubstring("<code>suspended</code>"))
+		Expect(one.Body).NotTo(ContainSubstring("<code>bad-signature</code>"))
+		Expect(one.Body).To(ContainSubstring(`id="older" href="?page=1&amp;size=1"`))
+		Expect(b.get("/console/workspaces/acme/rejections?page=1&size=1").Body).To(ContainSubstring("<code>bad-signature</code>"))
+		bad := b.get("/console/workspaces/acme/rejections?size=0")
+		Expect(bad.Status).To(Equal(http.StatusBadRequest))
+		Expect(bad.Body).To(ContainSubstring("The page number or size is not valid"))
 	})
 
 	It("shows the instance administrator every refusal, those no connection matched included, and refuses anyone else", func() {

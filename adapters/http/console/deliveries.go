@@ -90,11 +90,11 @@ func invalidInput(err error) (string, bool) {
 		return "The provider must be a provider name in capitals, as the list offers them.", true
 	case "receivedAfter", "receivedBefore":
 		return fmt.Sprintf("The time %q must be a date and time such as 2026-12-03T10:02 (UTC) or RFC 3339.", rej.Detail), true
-	case "page", "size":
-		return fmt.Sprintf("The %s number is not valid.", rej.Detail), true
-	case "":
-		// A page past what the browser reaches (ports.DeliveryListCap matches).
-		return fmt.Sprintf("The browser pages through the first %d matches: narrow the filter or the received-at range to go further.", ports.DeliveryListCap), true
+	case "page":
+		// Past the last page, or past what the browser reaches (ports.DeliveryListCap matches).
+		return fmt.Sprintf("The page number is not valid: the browser pages through the first %d matches; narrow the filter or the received-at range to go further.", ports.DeliveryListCap), true
+	case "size":
+		return fmt.Sprintf("The page size must be between 1 and %d.", managementapi.MaxPageSize), true
 	default:
 		return fmt.Sprintf("The filter field %q is not valid (unknown, repeated, too long or not text).", rej.Detail), true
 	}
@@ -298,7 +298,7 @@ func (c *console) renderRejections(g *gin.Context, title, slug string, all bool,
 	read func(ports.PageRequest) ([]ports.RejectionCount, int, error)) {
 	req, err := managementapi.Paging(g)
 	if err != nil {
-		message, _ := invalidInput(err)
+		message := fmt.Sprintf("The page number or size is not valid (a size is 1 to %d).", managementapi.MaxPageSize)
 		c.render(g, http.StatusBadRequest, "rejections", page{Title: title, Workspace: slug, Message: message, Data: rejectionList{All: all}})
 		return
 	}
