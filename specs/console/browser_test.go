@@ -15,7 +15,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -301,6 +305,39 @@ var _ = Describe("The console in a real browser", Ordered, func() {
 		)).To(Succeed())
 		Expect(text(o, "h1")).To(Equal("Forbidden"))
 		Expect(text(o, "body")).NotTo(ContainSubstring("Broken"))
+	})
+
+	It("opens the change feed at the newest change and shows a new one by itself, with no script and the CSP as it is", func(ctx SpecContext) {
+		box, err := deliveryinbox.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		store, err := changefeed.New(pool, nil)
+		Expect(err).NotTo(HaveOccurred())
+		publish := func(subject, title string) {
+			GinkgoHelper()
+			c, err := change.New(change.MustType("github.issue.upserted"), subject, map[string]string{"title": title})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(box.Write(ctx, func(ctx context.Context, tx ports.Tx) error { return store.Publish(ctx, tx, f.acme.ID, c) })).To(Succeed())
+		}
+		publish("github:issue:1", "Seen at opening")
+		member := newAccount(ctx, "acme", "MEMBER")
+		t := tab()
+		Expect(chromedp.Do(t,
+			signIn(member),
+			chromedp.WaitVisible(chromedp.CSS("#ws-acme")),
+			chromedp.Navigate(server.URL+"/console/workspaces/acme/changes"),
+			chromedp.WaitVisible(chromedp.CSS("table.changes")),
+		)).To(Succeed())
+		Expect(text(t, "table.changes tbody tr:first-child")).To(ContainSubstring("github:issue:1"))
+		publish("github:issue:2", "Came after")
+		// No navigation from here: the page's meta refresh (every 5 s) brings the new change.
+		Eventually(func() string {
+			s, err := chromedp.Run(t, chromedp.Evaluate[string](`(document.querySelector("table.changes tbody tr") || {innerText: ""}).innerText`))
+			if err != nil {
+				return "" // the page is reloading
+			}
+			return s
+		}).WithTimeout(20 * time.Second).WithPolling(250 * time.Millisecond).Should(ContainSubstring("github:issue:2"))
+		shot(t, "changes")
 	})
 
 	It("shows the rejection log and the change feed's head to a member", func(ctx SpecContext) {
