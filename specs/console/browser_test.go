@@ -240,7 +240,7 @@ var _ = Describe("The console in a real browser", Ordered, func() {
 	It("finds a delivery by its key, reads its attempts, and replays it from its page", func(ctx SpecContext) {
 		var key string
 		Expect(pool.QueryRow(ctx, `SELECT delivery_key FROM provider_event WHERE id = $1`, f.deadID).Scan(&key)).To(Succeed())
-		insertDelivery(ctx, delivery{ws: f.acme.ID, state: "DONE"})
+		other := fmt.Sprintf("#delivery-%d", insertDelivery(ctx, delivery{ws: f.acme.ID, state: "DONE"}))
 		// One attempt recorded as the claimers record it: the dead letter's last.
 		_, err := pool.Exec(ctx, `
 			INSERT INTO provider_event_attempt (event_id, lease_epoch, attempt, started_at, ended_at, server, outcome, cause)
@@ -253,8 +253,11 @@ var _ = Describe("The console in a real browser", Ordered, func() {
 			chromedp.WaitVisible(chromedp.CSS("#ws-acme")),
 			chromedp.Click(chromedp.CSS(`section a[href="/console/workspaces/acme/deliveries"]`)),
 			chromedp.WaitVisible(chromedp.CSS("#deliveryKey")),
+			chromedp.WaitVisible(chromedp.CSS(other)),
 			chromedp.SendKeys(chromedp.CSS("#deliveryKey"), key),
 			chromedp.Click(chromedp.CSS("#filter")),
+			// The filtered page has loaded when the other row is gone (the list had both).
+			chromedp.WaitNotPresent(chromedp.CSS(other)),
 			chromedp.WaitVisible(chromedp.CSS(row)),
 		)).To(Succeed())
 		shot(t, "deliveries")
