@@ -17,6 +17,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/application/rejections"
+	"github.com/hephaestus-dev/hephaestus/application/replays"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -32,11 +33,11 @@ type consoleRoutes routeRegistration
 
 func provideConsoleRoutes(s instanceSecrets, sessions *consolesession.Store, manage *management.Service,
 	dead *deadletters.Service, erasures *personerasure.Service, members ports.WorkspaceStore, feed *changes.Feed, syncs *backfill.Service,
-	installs *installflow.Service, browser *deliveries.Service, rejected *rejections.Service, log ports.Logger,
+	installs *installflow.Service, browser *deliveries.Service, rejected *rejections.Service, bulk *replays.Service, log ports.Logger,
 ) consoleRoutes {
 	return func(r gin.IRouter) error {
 		return console.Register(r, console.Config{Management: manage, Dead: dead, Erasures: erasures,
-			Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs,
+			Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk,
 			Deliveries: browser, Rejections: rejected, AdminToken: s.AdminToken, Log: log})
 	}
 }

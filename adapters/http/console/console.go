@@ -83,6 +83,10 @@ type Config struct {
 	// instance administrator). Both are required; they need Members.
 	Deliveries *deliveries.Service
 	Rejections *rejections.Service
+	// Replays is bulk replay (the replay API's use cases): its page shows the jobs and the
+	// dry-run count to every member and starts and cancels jobs for who may manage the
+	// workspace. It needs Members; nil: no bulk replay page.
+	Replays Replays
 	// AdminToken is the configured instance administrator token: a session signed in with it
 	// ends when the configured token changes.
 	AdminToken string
@@ -163,7 +167,7 @@ func Register(r gin.IRouter, cfg Config) error {
 	s.GET("/admin/deliveries", c.installationDeliveries)
 	s.GET("/admin/deliveries/:id", c.installationDelivery)
 	s.GET("/admin/rejections", c.installationRejections)
-	return nil
+	return c.registerReplays(s)
 }
 
 func securityHeaders(c *gin.Context) {
