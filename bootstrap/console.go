@@ -12,9 +12,11 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
+	"github.com/hephaestus-dev/hephaestus/application/deliveries"
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"github.com/hephaestus-dev/hephaestus/application/replays"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -31,10 +33,11 @@ type consoleRoutes routeRegistration
 
 func provideConsoleRoutes(s instanceSecrets, sessions *consolesession.Store, manage *management.Service,
 	dead *deadletters.Service, erasures *personerasure.Service, members ports.WorkspaceStore, feed *changes.Feed, syncs *backfill.Service,
-	installs *installflow.Service, bulk *replays.Service, log ports.Logger,
+	installs *installflow.Service, browser *deliveries.Service, rejected *rejections.Service, bulk *replays.Service, log ports.Logger,
 ) consoleRoutes {
 	return func(r gin.IRouter) error {
 		return console.Register(r, console.Config{Management: manage, Dead: dead, Erasures: erasures,
-			Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk, AdminToken: s.AdminToken, Log: log})
+			Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk,
+			Deliveries: browser, Rejections: rejected, AdminToken: s.AdminToken, Log: log})
 	}
 }

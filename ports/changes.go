@@ -27,6 +27,10 @@ type ChangeFeed interface {
 	// cursor, which starts at the oldest change kept),
 	// *inbox.TransientError.
 	Changes(ctx context.Context, workspaceID int64, after change.Cursor, limit int) ([]change.Stored, error)
+	// LatestChanges returns the newest limit changes of workspaceID that Changes could hand
+	// out now (none that a transaction still in flight can precede), in cursor order: the
+	// head of the feed, where a live view opens. Errors: *inbox.TransientError.
+	LatestChanges(ctx context.Context, workspaceID int64, limit int) ([]change.Stored, error)
 }
 
 // ChangeRetentionStore deletes changes past their retention and sizes the feed.

@@ -256,7 +256,7 @@ var _ = Describe("Accounts and tokens in the console", func() {
 		list := admin.get(a.Location)
 		Expect(list.Body).To(ContainSubstring(fmt.Sprintf("Account %s (%d) is disabled", f.ana.Login, f.ana.ID)))
 		Expect(authenticates(ctx, f.ana.Token)).To(BeFalse())
-		Expect(ana.get("/console/workspaces").Location).To(Equal("/console/sign-in"))
+		Expect(ana.get("/console/workspaces").Location).To(Equal("/console/sign-in?next=%2Fconsole%2Fworkspaces"), "the session is gone: back to sign-in, keeping where it was")
 	})
 
 	It("issues a token shown once, lists the account's tokens paged, and revokes one", func(ctx SpecContext) {
@@ -336,7 +336,7 @@ var _ = Describe("Accounts and tokens in the console", func() {
 		Expect(cleared).NotTo(BeNil(), "the answer clears the session cookie")
 		Expect(cleared.MaxAge).To(BeNumerically("<", 0))
 		Expect(support.Count(ctx, pool, `SELECT count(*) FROM console_session WHERE account_id = $1`, f.ana.ID)).To(Equal(0))
-		Expect(ana.get("/console/workspaces").Location).To(Equal("/console/sign-in"))
+		Expect(ana.get("/console/workspaces").Location).To(Equal("/console/sign-in?next=%2Fconsole%2Fworkspaces"), "the session is gone: back to sign-in, keeping where it was")
 		Expect(signedIn(token).get("/console/workspaces").Status).To(Equal(http.StatusOK))
 	})
 

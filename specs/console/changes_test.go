@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -37,9 +38,11 @@ var _ = Describe("The console's change feed page", func() {
 		f = newFixture(ctx)
 	})
 
-	It("shows a member the workspace's changes in feed order, reloads itself without a script, and pages by cursor", func(ctx SpecContext) {
-		publish(ctx, f.acme.ID, "github:issue:1", "First crash")
-		publish(ctx, f.acme.ID, "github:issue:2", "Second crash")
+	It("opens at the newest change, newest first, and reloads itself without a script, so new changes appear", func(ctx SpecContext) {
+		// More changes than a page holds: the head shows the newest, not the oldest kept.
+		for i := 1; i <= 55; i++ {
+			publish(ctx, f.acme.ID, fmt.Sprintf("github:issue:%d", i), fmt.Sprintf("Crash number %d.", i))
+		}
 		member := newAccount(ctx, "acme", "MEMBER")
 		b := newClient()
 		b.signIn(member)
@@ -47,19 +50,48 @@ var _ = Describe("The console's change feed page", func() {
 		a := b.get("/console/workspaces/acme/changes")
 		Expect(a.Status).To(Equal(http.StatusOK), a.Body)
 		Expect(a.Body).To(ContainSubstring("github.issue.upserted"))
-		first, second := strings.Index(a.Body, "First crash"), strings.Index(a.Body, "Second crash")
-		Expect(first).To(BeNumerically(">", 0))
-		Expect(second).To(BeNumerically(">", first), "feed order")
+		newest, older := strings.Index(a.Body, "Crash number 55."), strings.Index(a.Body, "Crash number 54.")
+		Expect(newest).To(BeNumerically(">", 0))
+		Expect(older).To(BeNumerically(">", newest), "newest first")
+		Expect(a.Body).To(ContainSubstring("Crash number 6."))
+		Expect(a.Body).NotTo(ContainSubstring("Crash number 5."), "a page of 50")
 		Expect(a.Body).To(ContainSubstring(`<meta http-equiv="refresh" content="5">`))
 		Expect(a.Body).NotTo(ContainSubstring("<script"))
 
-		// "Newer changes" moves the cursor past what the page showed.
-		page, err := feed.Read(ctx, f.acme.ID, change.Cursor{}, 1, 0)
+		// The reload shows a change committed since.
+		publish(ctx, f.acme.ID, "github:issue:56", "Crash number 56.")
+		again := b.get("/console/workspaces/acme/changes")
+		Expect(strings.Index(again.Body, "Crash number 56.")).To(BeNumerically("<", strings.Index(again.Body, "Crash number 55.")))
+	})
+
+	It("follows from the newest change shown by cursor, in feed order, and pages from the oldest change kept", func(ctx SpecContext) {
+		publish(ctx, f.acme.ID, "github:issue:1", "First crash")
+		publish(ctx, f.acme.ID, "github:issue:2", "Second crash")
+		member := newAccount(ctx, "acme", "MEMBER")
+		b := newClient()
+		b.signIn(member)
+
+		head := b.get("/console/workspaces/acme/changes")
+		follow := regexp.MustCompile(`id="follow" href="\?after=([0-9-]+)"`).FindStringSubmatch(head.Body)
+		Expect(follow).To(HaveLen(2))
+		page, err := feed.Read(ctx, f.acme.ID, change.Cursor{}, 2, 0)
 		Expect(err).NotTo(HaveOccurred())
-		next := b.get(fmt.Sprintf("/console/workspaces/acme/changes?after=%s", page[0].Cursor))
-		Expect(next.Status).To(Equal(http.StatusOK))
-		Expect(next.Body).NotTo(ContainSubstring("First crash"))
-		Expect(next.Body).To(ContainSubstring("Second crash"))
+		Expect(follow[1]).To(Equal(page[1].Cursor.String()), "the cursor of the newest change")
+
+		publish(ctx, f.acme.ID, "github:issue:3", "Third crash")
+		publish(ctx, f.acme.ID, "github:issue:4", "Fourth crash")
+		followed := b.get("/console/workspaces/acme/changes?after=" + follow[1])
+		Expect(followed.Status).To(Equal(http.StatusOK))
+		Expect(followed.Body).NotTo(ContainSubstring("Second crash"))
+		third, fourth := strings.Index(followed.Body, "Third crash"), strings.Index(followed.Body, "Fourth crash")
+		Expect(third).To(BeNumerically(">", 0))
+		Expect(fourth).To(BeNumerically(">", third), "feed order")
+		Expect(followed.Body).To(ContainSubstring(`<meta http-equiv="refresh" content="5">`))
+
+		oldest := b.get("/console/workspaces/acme/changes?after=0-0")
+		Expect(oldest.Status).To(Equal(http.StatusOK))
+		Expect(strings.Index(oldest.Body, "First crash")).To(BeNumerically("<", strings.Index(oldest.Body, "Second crash")))
+		Expect(oldest.Body).To(ContainSubstring("Fourth crash"))
 	})
 
 	It("refuses a member of another workspace with 403 and shows none of the changes", func(ctx SpecContext) {
@@ -74,7 +106,7 @@ var _ = Describe("The console's change feed page", func() {
 	It("sends a reader without a session to the sign-in form", func() {
 		a := newClient().get("/console/workspaces/acme/changes")
 		Expect(a.Status).To(Equal(http.StatusSeeOther))
-		Expect(a.Location).To(HavePrefix("/console/sign-in"))
+		Expect(a.Location).To(Equal("/console/sign-in?next=%2Fconsole%2Fworkspaces%2Facme%2Fchanges"))
 	})
 
 	It("answers a cursor the feed never handed out with 400", func() {

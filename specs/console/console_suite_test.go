@@ -24,6 +24,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/rejectionstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/replayjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackoauth"
@@ -31,9 +32,11 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
+	"github.com/hephaestus-dev/hephaestus/application/deliveries"
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"github.com/hephaestus-dev/hephaestus/application/replays"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -54,6 +57,8 @@ var (
 	svc         *management.Service
 	server      *httptest.Server
 	feed        *changes.Feed
+	// inboxStore claims and records attempts as the claimers do (the deliveries browser specs).
+	inboxStore *inboxstore.Store
 )
 
 type noopNotifier struct{}
@@ -66,9 +71,16 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	svc, _ = support.Management(pool, adminToken)
 	store, err := inboxstore.New(pool, inboxstore.Config{})
 	Expect(err).NotTo(HaveOccurred())
+	inboxStore = store
 	reader, err := deadletterstore.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	dead, err := deadletters.New(reader, store, noopNotifier{})
+	Expect(err).NotTo(HaveOccurred())
+	browser, err := deliveries.New(reader)
+	Expect(err).NotTo(HaveOccurred())
+	rejectionStore, err := rejectionstore.New(pool)
+	Expect(err).NotTo(HaveOccurred())
+	rejected, err := rejections.NewService(rejectionStore)
 	Expect(err).NotTo(HaveOccurred())
 	erasures := support.ErasureStore(pool)
 	runner, err := personerasure.NewRunner(personerasure.RunnerConfig{}, erasures, support.Logger{})
@@ -106,7 +118,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
 	Expect(console.Register(engine, console.Config{Management: svc, Dead: dead, Erasures: erasureSvc,
-		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
+		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk,
+		Deliveries: browser, Rejections: rejected, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
 	server = httptest.NewServer(engine)
 	DeferCleanup(server.Close)
 })

@@ -63,7 +63,7 @@ var _ = Describe("Console sessions", func() {
 		b := newClient()
 		a := b.get("/console/workspaces/acme/dead-letters")
 		Expect(a.Status).To(Equal(http.StatusSeeOther))
-		Expect(a.Location).To(Equal("/console/sign-in"))
+		Expect(a.Location).To(Equal("/console/sign-in?next=%2Fconsole%2Fworkspaces%2Facme%2Fdead-letters"))
 		a = b.post(fmt.Sprintf("/console/workspaces/acme/dead-letters/%d/replay", f.deadID), url.Values{"csrf": {"x"}})
 		Expect(a.Status).To(Equal(http.StatusForbidden))
 		Expect(rowState(ctx, f.deadID)).To(Equal("DEAD"))
@@ -76,7 +76,7 @@ var _ = Describe("Console sessions", func() {
 		a := b.post("/console/sign-out", url.Values{"csrf": {token}})
 		Expect(a.Status).To(Equal(http.StatusSeeOther))
 		Expect(support.Count(ctx, pool, `SELECT count(*) FROM console_session`)).To(Equal(0))
-		Expect(b.get("/console/workspaces").Location).To(Equal("/console/sign-in"))
+		Expect(b.get("/console/workspaces").Location).To(Equal("/console/sign-in?next=%2Fconsole%2Fworkspaces"))
 	})
 
 	It("ends the session at once when its token is revoked or its account disabled", func(ctx SpecContext) {
@@ -86,13 +86,13 @@ var _ = Describe("Console sessions", func() {
 		tokens, _, err := svc.ListTokens(ctx, support.InstanceAdmin, f.ana.ID, ports.PageRequest{Size: 10})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(svc.RevokeToken(ctx, support.InstanceAdmin, f.ana.ID, tokens[0].ID)).To(Succeed())
-		Expect(b.get("/console/workspaces").Location).To(Equal("/console/sign-in"))
+		Expect(b.get("/console/workspaces").Location).To(Equal("/console/sign-in?next=%2Fconsole%2Fworkspaces"))
 
 		o := newClient()
 		o.signIn(f.olga.Token)
 		Expect(o.get("/console/workspaces").Status).To(Equal(http.StatusOK))
 		Expect(svc.DisableAccount(ctx, support.InstanceAdmin, f.olga.ID)).To(Succeed())
-		Expect(o.get("/console/workspaces").Location).To(Equal("/console/sign-in"))
+		Expect(o.get("/console/workspaces").Location).To(Equal("/console/sign-in?next=%2Fconsole%2Fworkspaces"))
 	})
 
 	It("serves pages with a Content-Security-Policy that allows no script, and no script at all", func() {

@@ -27,9 +27,11 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
+	"github.com/hephaestus-dev/hephaestus/application/deliveries"
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -76,6 +78,11 @@ type Config struct {
 	// manage the workspace: starting one here sets the flow's browser cookie in this browser,
 	// which the provider's callback requires. Nil: the page says no install flow is available.
 	Installs *installflow.Service
+	// Deliveries and Rejections show the deliveries browser and the rejection log (to every
+	// member of the workspace, as the Operator API; installation rows and every refusal to the
+	// instance administrator). Both are required; they need Members.
+	Deliveries *deliveries.Service
+	Rejections *rejections.Service
 	// Replays is bulk replay (the replay API's use cases): its page shows the jobs and the
 	// dry-run count to every member and starts and cancels jobs for who may manage the
 	// workspace. It needs Members; nil: no bulk replay page.
@@ -96,8 +103,9 @@ type console struct {
 // Register mounts the console on r. Errors: a missing dependency or a template that does not
 // parse.
 func Register(r gin.IRouter, cfg Config) error {
-	if cfg.Management == nil || cfg.Dead == nil || cfg.Erasures == nil || cfg.Sessions == nil {
-		return errors.New("console: management, dead letters, erasures and sessions are required")
+	if cfg.Management == nil || cfg.Dead == nil || cfg.Erasures == nil || cfg.Sessions == nil ||
+		cfg.Deliveries == nil || cfg.Rejections == nil || cfg.Members == nil {
+		return errors.New("console: management, dead letters, erasures, sessions, deliveries, rejections and members are required")
 	}
 	if cfg.Changes != nil && cfg.Members == nil {
 		return errors.New("console: the change feed page needs the members directory")
@@ -118,6 +126,8 @@ func Register(r gin.IRouter, cfg Config) error {
 		return err
 	}
 
+	// Who: anyone (the browser asks for it before any sign-in).
+	r.GET("/favicon.ico", favicon)
 	g := r.Group(Path, securityHeaders, c.boundForm)
 	g.StaticFS("/static", http.FS(static))
 	// Who: anyone (the sign-in form and its post).
@@ -143,11 +153,19 @@ func Register(r gin.IRouter, cfg Config) error {
 	s.GET("/workspaces/:ws/connections/:id/sync", c.syncProgress)
 	s.GET("/workspaces/:ws/sync", c.syncOverview)
 	s.GET("/workspaces/:ws/changes", c.changes)
+	// Who: every member of the workspace and the instance administrator (as the Operator API's
+	// GET …/integration/deliveries and …/rejections); the replay button only to its ADMIN.
+	s.GET("/workspaces/:ws/deliveries", c.deliveries)
+	s.GET("/workspaces/:ws/deliveries/:id", c.delivery)
+	s.GET("/workspaces/:ws/rejections", c.rejections)
 	// Who: the instance administrator only (the use cases refuse anyone else with 403).
 	s.GET("/admin/dead-letters", c.installationDeadLetters)
 	s.GET("/admin/dead-letters/:id", c.installationDeadLetter)
 	s.GET("/admin/dead-letters/:id/replay", c.confirmInstallationReplay)
 	s.POST("/admin/dead-letters/:id/replay", c.replayInstallation)
+	s.GET("/admin/deliveries", c.installationDeliveries)
+	s.GET("/admin/deliveries/:id", c.installationDelivery)
+	s.GET("/admin/rejections", c.installationRejections)
 	c.registerAdministration(s)
 	return c.registerReplays(s)
 }
@@ -212,7 +230,8 @@ func (c *console) requireSession(g *gin.Context) {
 			clearCookie(g)
 		}
 		if g.Request.Method == http.MethodGet {
-			g.Redirect(http.StatusSeeOther, Path+"/sign-in")
+			// The page asked for comes back after sign-in (deepLink).
+			g.Redirect(http.StatusSeeOther, signInPath(g.Request.URL.RequestURI()))
 			g.Abort()
 			return
 		}
@@ -270,10 +289,13 @@ const signInCookie = "hephaestus_console_signin"
 // signInTTL bounds how long a sign-in form can be posted.
 const signInTTL = time.Hour
 
-func (c *console) signInForm(g *gin.Context) { c.renderSignIn(g, http.StatusOK, "") }
+func (c *console) signInForm(g *gin.Context) {
+	c.renderSignIn(g, http.StatusOK, "", g.Query(nextField))
+}
 
-// renderSignIn answers the sign-in form with a fresh CSRF token in the form and its cookie.
-func (c *console) renderSignIn(g *gin.Context, status int, message string) {
+// renderSignIn answers the sign-in form with a fresh CSRF token in the form and its cookie, and
+// the page to open after sign-in when next is one (deepLink).
+func (c *console) renderSignIn(g *gin.Context, status int, message, next string) {
 	token, _, err := randomValue()
 	if err != nil {
 		c.fail(g, err)
@@ -281,7 +303,7 @@ func (c *console) renderSignIn(g *gin.Context, status int, message string) {
 	}
 	http.SetCookie(g.Writer, &http.Cookie{Name: signInCookie, Value: token, Path: Path + "/sign-in",
 		MaxAge: int(signInTTL.Seconds()), HttpOnly: true, Secure: g.Request.TLS != nil, SameSite: http.SameSiteStrictMode})
-	c.render(g, status, "signin", page{Title: "Sign in", Message: message, CSRF: token})
+	c.render(g, status, "signin", page{Title: "Sign in", Message: message, CSRF: token, Data: signInView{Next: deepLink(next)}})
 }
 
 // signInCSRF reports whether the posted sign-in form carries the token of its cookie.
@@ -302,7 +324,7 @@ func (c *console) signIn(g *gin.Context) {
 				Message: "The sign-in form expired or did not come from this console. Open the sign-in page again."})
 			return
 		}
-		c.renderSignIn(g, http.StatusForbidden, "The sign-in form expired or did not come from this console. Please sign in again.")
+		c.renderSignIn(g, http.StatusForbidden, "The sign-in form expired or did not come from this console. Please sign in again.", g.PostForm(nextField))
 		return
 	}
 	token := g.PostForm("token")
@@ -310,7 +332,7 @@ func (c *console) signIn(g *gin.Context) {
 	if err != nil {
 		status, _ := httperr.Status(err)
 		if status == http.StatusUnauthorized {
-			c.renderSignIn(g, http.StatusUnauthorized, "That token was not accepted.")
+			c.renderSignIn(g, http.StatusUnauthorized, "That token was not accepted.", g.PostForm(nextField))
 			return
 		}
 		c.fail(g, err)
@@ -335,7 +357,11 @@ func (c *console) signIn(g *gin.Context) {
 		return
 	}
 	c.setCookie(g, id, int(c.cfg.SessionTTL.Seconds()))
-	g.Redirect(http.StatusSeeOther, Path+"/workspaces")
+	next := deepLink(g.PostForm(nextField))
+	if next == "" {
+		next = Path + "/workspaces"
+	}
+	g.Redirect(http.StatusSeeOther, next)
 }
 
 func (c *console) signOut(g *gin.Context) {

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -57,7 +58,8 @@ var funcs = template.FuncMap{
 	},
 }
 
-var pageNames = []string{"signin", "error", "workspaces", "deadletters", "deadletter", "confirm", "connections", "changes", "erasure", "sync", "syncs", "install"}
+var pageNames = []string{"signin", "error", "workspaces", "deadletters", "deadletter", "confirm", "connections", "changes", "erasure", "sync", "syncs", "install",
+	"deliveries", "delivery", "rejections"}
 
 func parsePages() (map[string]*template.Template, error) {
 	out := make(map[string]*template.Template, len(pageNames))
@@ -428,9 +430,13 @@ type changeView struct {
 	OccurredAt                  time.Time
 }
 
-// changes is the live change feed of the workspace (CONTRACT.md "Change feed"): the changes after
-// ?after= (the oldest change kept without it), read through the same feed service and member
-// rule as GET /api/workspaces/{ws}/changes, reloading itself every few seconds.
+// changes is the live change feed of the workspace (CONTRACT.md "Change feed"), read through
+// the same feed service and member rule as GET /api/workspaces/{ws}/changes, reloading itself
+// every few seconds with a meta refresh (no script; the CSP has no directive that governs a
+// meta refresh, and the reload is a same-origin GET). Without ?after= it opens at the head of
+// the feed: the newest changes, newest first, so every reload shows what just happened. With
+// ?after= it pages forward from that cursor in feed order ("Follow from here" on the head, or
+// ?after=0-0 from the oldest change kept), so a reader who must see every change misses none.
 func (c *console) changes(g *gin.Context) {
 	p := sessionOf(g).principal
 	if c.cfg.Changes == nil {
@@ -447,14 +453,20 @@ func (c *console) changes(g *gin.Context) {
 		c.fail(g, err)
 		return
 	}
-	after, err := change.ParseCursor(g.Query("after"))
-	if err != nil {
-		c.fail(g, fmt.Errorf("change feed cursor: %w", ports.ErrMalformed))
-		return
+	raw := g.Query("after")
+	var items []change.Stored
+	if raw == "" {
+		items, err = c.cfg.Changes.Latest(ctx, ws.ID, feedPageSize)
+	} else {
+		after, perr := change.ParseCursor(raw)
+		if perr != nil {
+			c.fail(g, fmt.Errorf("change feed cursor: %w", ports.ErrMalformed))
+			return
+		}
+		items, err = c.cfg.Changes.Read(ctx, ws.ID, after, feedPageSize, 0)
 	}
-	items, err := c.cfg.Changes.Read(ctx, ws.ID, after, feedPageSize, 0)
 	if errors.Is(err, change.ErrCursorExpired) {
-		// Retention deleted changes after this cursor: start again at the oldest change kept.
+		// Retention deleted changes after this cursor: open the head again.
 		g.Redirect(http.StatusSeeOther, fmt.Sprintf("%s/workspaces/%s/changes", Path, ws.Slug))
 		return
 	}
@@ -464,17 +476,21 @@ func (c *console) changes(g *gin.Context) {
 	}
 	data := struct {
 		Available bool
-		After     string
-		Next      string
+		Head      bool   // the newest changes, newest first
+		After     string // the cursor the page continues from ("" on the head)
+		Next      string // the cursor of the newest change shown
 		Refresh   int
 		Changes   []changeView
-	}{Available: true, After: g.Query("after"), Refresh: feedRefreshSeconds}
+	}{Available: true, Head: raw == "", After: raw, Refresh: feedRefreshSeconds}
 	for _, ch := range items {
 		data.Changes = append(data.Changes, changeView{Cursor: ch.Cursor.String(), Type: ch.Type, Subject: ch.Subject,
 			Data: prettyJSON(ch.Data), OccurredAt: ch.OccurredAt})
 	}
 	if n := len(items); n > 0 {
 		data.Next = items[n-1].Cursor.String()
+	}
+	if data.Head {
+		slices.Reverse(data.Changes)
 	}
 	c.render(g, http.StatusOK, "changes", page{Title: "Change feed · " + ws.Slug, Workspace: ws.Slug, Refresh: feedRefreshSeconds, Data: data})
 }

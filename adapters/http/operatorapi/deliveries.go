@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"time"
 	"unicode/utf8"
 
@@ -143,13 +144,19 @@ var deliveryQueryFields = map[string]bool{
 	"subject": true, "scopeKey": true, "deliveryKey": true, "receivedAfter": true, "receivedBefore": true,
 }
 
-// deliveryFilter reads the browser's filter. An empty value is no filter. Errors (400 naming
-// the field, reason "invalid-filter"): an unknown parameter, a parameter given twice, a state
-// that is none of QUEUED, LEASED, DONE, DEAD, a provider that is no provider name, a time that
-// is not RFC 3339, a text value that is not UTF-8 or longer than maxFilterValue.
+// deliveryFilter reads the browser's filter from the request's query (ParseDeliveryFilter).
 func deliveryFilter(c *gin.Context) (ports.DeliveryFilter, error) {
+	return ParseDeliveryFilter(c.Request.URL.Query())
+}
+
+// ParseDeliveryFilter reads the deliveries browser's filter from a query (the API's and the
+// console's). An empty value is no filter. Errors (*ports.RejectedError wrapping
+// ports.ErrMalformed, reason "invalid-filter", Detail the field): an unknown parameter, a
+// parameter given twice, a state that is none of QUEUED, LEASED, DONE, DEAD, a provider that is
+// no provider name, a time that is not RFC 3339, a text value that is not UTF-8 or longer than
+// maxFilterValue.
+func ParseDeliveryFilter(query url.Values) (ports.DeliveryFilter, error) {
 	var f ports.DeliveryFilter
-	query := c.Request.URL.Query()
 	for name, values := range query {
 		if !deliveryQueryFields[name] || len(values) != 1 {
 			return f, ports.Reject(ports.ErrMalformed, "invalid-filter", name)
