@@ -92,6 +92,9 @@ type results struct {
 	Pipeline      pipelineResult      `json:"pipeline"`
 	PipelineFloor pipelineFloorResult `json:"pipelineFloor"`
 	HotScope      hotScopeResult      `json:"hotScope"`
+	// The pipeline mix row (cmd/bench/mix.go, mixrow.go).
+	PipelineMix      pipelineMixResult      `json:"pipelineMix"`
+	PipelineMixFloor pipelineMixFloorResult `json:"pipelineMixFloor"`
 }
 
 func main() {
@@ -116,8 +119,18 @@ func main() {
 	out := flag.String("out", "bench-results.json", "where the figures are written (repository root)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the admission and ceiling rounds to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the admission and ceiling rounds to this file")
-	only := flag.String("only", "", "comma-separated rows to run (admission, dispatch, hot); empty runs every row")
+	only := flag.String("only", "", "comma-separated rows to run (admission, dispatch, hot, pipeline, mix); empty runs every row")
+	flag.StringVar(&mixSettings.corpus, "corpus", "", "the GitHub corpus the mix reads in place (default: $HEPHAESTUS_GITHUB_CORPUS, or ../shared/corpus/github)")
+	flag.Uint64Var(&mixSettings.seed, "mix-seed", 37, "seed of the mix's deliveries")
+	flag.IntVar(&mixSettings.rounds, "mix-rounds", 1, "alternating pipeline mix and pipeline mix floor rounds (of -pipeline-seconds each)")
+	soak := flag.Bool("soak", false, "run the soak instead of the table (make soak; cmd/bench/soak.go)")
+	flag.IntVar(&soakSettings.minutes, "soak-minutes", 10, "minutes of the soak")
+	flag.Float64Var(&soakSettings.share, "soak-share", 0.6, "share of the measured pipeline mix capacity the soak feeds")
+	flag.StringVar(&soakSettings.out, "soak-out", "soak-results.json", "where the soak's minutes are written (repository root); the chart goes beside it as .svg")
 	flag.Parse()
+	if *soak && *phase == "all" {
+		*phase = "soak"
+	}
 	admissionProfile, allocationProfile = *cpuProfile, *memProfile
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -129,6 +142,8 @@ func main() {
 		err = runDispatchChild(ctx, *dbURL, *rows, *scopes, *claimers, *hotRows)
 	case "serve":
 		err = runServeChild(*dbURL, *addr)
+	case "soak":
+		err = runSoak(*senders, *pipelineSeconds)
 	case "all":
 		if *rounds < 1 || *deliveries < *rounds*(*senders) {
 			err = fmt.Errorf("need at least one round and %d deliveries a round", *senders)
@@ -216,6 +231,18 @@ func runAll(ctx context.Context, senders, deliveries, rounds, rows, scopes, clai
 			senders, pipelineRepos, pipe.seconds, pipe.rounds)
 		if r.Pipeline, r.PipelineFloor, err = benchPipelineAndFloor(ctx, dbURL, senders, pipe.seconds, pipe.rounds); err != nil {
 			return fmt.Errorf("pipeline: %w", err)
+		}
+	}
+
+	if only.runs("mix") {
+		mix, err := buildMix(mixCorpusDir(mixSettings.corpus), mixSettings.seed)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "pipeline mix and floor: %d senders, %d deliveries of%s, %d s a round, in %d alternating rounds…\n",
+			senders, len(mix), mixShares(mix), pipe.seconds, mixSettings.rounds)
+		if r.PipelineMix, r.PipelineMixFloor, err = benchPipelineMixAndFloor(ctx, dbURL, senders, pipe.seconds, mixSettings.rounds, mix); err != nil {
+			return fmt.Errorf("pipeline mix: %w", err)
 		}
 	}
 
@@ -311,6 +338,7 @@ func printTable(r results) {
 		r.PipelineFloor.Clients, r.PipelineFloor.PerSecond, ratioOf(r.Pipeline.HandledPerSecond, r.PipelineFloor.PerSecond))
 	fmt.Printf("| hot scope | %d rows, %d behind a waiting head | %8.0f rows/s, %.2f of the same dispatch without it |\n",
 		r.HotScope.Rows, r.HotScope.HotRows, r.HotScope.PerSecond, r.HotScope.Ratio)
+	printMixRows(r)
 }
 
 func ratioOf(a, b float64) float64 {
