@@ -284,9 +284,9 @@ func (g *mixGenerator) githubPush(doc map[string]any) {
 	}
 	if proto == nil {
 		proto = map[string]any{"message": "change", "timestamp": "2019-05-15T15:20:30-05:00",
-			"author": map[string]any{"name": "Codertocat", "email": "[REDACTED]", "username": "Codertocat"},
+			"author":    map[string]any{"name": "Codertocat", "email": "[REDACTED]", "username": "Codertocat"},
 			"committer": map[string]any{"name": "Codertocat", "email": "[REDACTED]", "username": "Codertocat"},
-			"added": []any{}, "removed": []any{}, "modified": []any{"README.md"}, "distinct": true}
+			"added":     []any{}, "removed": []any{}, "modified": []any{"README.md"}, "distinct": true}
 	}
 	n := 1 + g.rng.IntN(20)
 	before := g.sha()
