@@ -37,7 +37,12 @@ func (r *run) retainOnce(ctx context.Context) {
 	}
 	now := r.clock.Now()
 	doneBefore, deadBefore := now.Add(-r.cfg.ReplayWindow), now.Add(-r.cfg.DeadRetention)
-	var total int64
+	var (
+		total        int64
+		batches      int
+		passStart    = time.Now()
+		longestBatch time.Duration
+	)
 	ctx, end := r.cfg.Tracer.StartWork(ctx, "inbox.retention", map[string]any{"hephaestus.server_id": r.cfg.Owner})
 	defer func() {
 		end(err)
@@ -45,8 +50,11 @@ func (r *run) retainOnce(ctx context.Context) {
 	for ctx.Err() == nil {
 		cctx, cancel := r.storeCtx(ctx)
 		var n int64
+		batchStart := time.Now()
 		n, err = r.store.DeleteEnded(cctx, doneBefore, deadBefore, r.cfg.RetentionBatch)
 		cancel()
+		batches++
+		longestBatch = max(longestBatch, time.Since(batchStart))
 		if err != nil {
 			if ctx.Err() == nil {
 				r.metrics.RetentionFailed()
@@ -61,6 +69,9 @@ func (r *run) retainOnce(ctx context.Context) {
 		}
 	}
 	if total > 0 {
-		r.log.Infow("retention deleted ended deliveries", "owner", r.cfg.Owner, "deleted", total)
+		// The pass's wall time and its longest batch (one statement, its own transaction: the
+		// most retention holds at once); make soak reads them.
+		r.log.Infow("retention deleted ended deliveries", "owner", r.cfg.Owner, "deleted", total,
+			"batches", batches, "ms", time.Since(passStart).Milliseconds(), "longestBatchMs", longestBatch.Milliseconds())
 	}
 }

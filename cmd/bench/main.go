@@ -127,6 +127,10 @@ func main() {
 	flag.IntVar(&soakSettings.minutes, "soak-minutes", 10, "minutes of the soak")
 	flag.Float64Var(&soakSettings.share, "soak-share", 0.6, "share of the measured pipeline mix capacity the soak feeds")
 	flag.StringVar(&soakSettings.out, "soak-out", "soak-results.json", "where the soak's minutes are written (repository root); the chart goes beside it as .svg")
+	flag.Float64Var(&soakSettings.rate, "soak-rate", 0, "deliveries per second the soak feeds (0: -soak-share of the capacity measured for -pipeline-seconds)")
+	flag.DurationVar(&soakSettings.replayWindow, "soak-replay-window", 2*time.Minute, "the soak server's replay window (DONE rows kept)")
+	flag.DurationVar(&soakSettings.deadRetention, "soak-dead-retention", 4*time.Minute, "the soak server's dead retention")
+	flag.DurationVar(&soakSettings.retentionPeriod, "soak-retention-interval", 15*time.Second, "the soak server's retention period")
 	flag.Parse()
 	if *soak && *phase == "all" {
 		*phase = "soak"

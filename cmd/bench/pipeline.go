@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -106,6 +108,7 @@ var benchAdminToken, benchCredentialsKey = func() (string, string) {
 const (
 	envServeAdminToken     = "HEPHAESTUS_BENCH_SERVE_ADMIN_TOKEN"
 	envServeCredentialsKey = "HEPHAESTUS_BENCH_SERVE_CREDENTIALS_KEY"
+	envServeLogLevel       = "HEPHAESTUS_BENCH_SERVE_LOG_LEVEL" // the soak's server logs at info
 )
 
 func serveSecretsEnv() []string {
@@ -129,7 +132,7 @@ func serveEnv(dbURL, addr string) map[string]string {
 		"HEPHAESTUS_SLACK_API_URL":         "http://127.0.0.1:9",
 		"HEPHAESTUS_GITHUB_OAUTH_URL":      "http://127.0.0.1:9",
 		"HEPHAESTUS_OUTLINE_API_URL":       "http://127.0.0.1:9",
-		"HEPHAESTUS_LOG_LEVEL":             "warn",
+		"HEPHAESTUS_LOG_LEVEL":             cmp.Or(os.Getenv(envServeLogLevel), "warn"),
 	}
 }
 
@@ -237,7 +240,7 @@ type serveChild struct {
 
 // startServeChild starts the server as bootstrap wires it in a child process on a free
 // loopback port, with env added to the child's environment, and waits until it is ready.
-func startServeChild(ctx context.Context, dbURL string, env []string) (*serveChild, error) {
+func startServeChild(ctx context.Context, dbURL string, env []string, stderr io.Writer) (*serveChild, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
@@ -247,7 +250,10 @@ func startServeChild(ctx context.Context, dbURL string, env []string) (*serveChi
 		return nil, err
 	}
 	server := exec.CommandContext(ctx, self, "-phase", "serve", "-db", dbURL, "-addr", addr)
-	server.Stderr = os.Stderr
+	server.Stderr = stderr
+	if stderr == nil {
+		server.Stderr = os.Stderr
+	}
 	server.Env = append(os.Environ(), serveSecretsEnv()...)
 	server.Env = append(server.Env, env...)
 	if err := server.Start(); err != nil {
@@ -286,7 +292,7 @@ func pipelineRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, sender
 	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
 		return pipelineResult{}, nil, nil, err
 	}
-	server, err := startServeChild(ctx, dbURL, nil)
+	server, err := startServeChild(ctx, dbURL, nil, nil)
 	if err != nil {
 		return pipelineResult{}, nil, nil, err
 	}
