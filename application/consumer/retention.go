@@ -7,10 +7,20 @@ import (
 
 // retentionLoop deletes ended rows every RetentionInterval on the one server that holds the
 // retention singleton lease. The lease outlives two periods, so its holder keeps it while it
-// lives and another server takes over only after it stopped renewing.
+// lives and another server takes over only after it stopped renewing; a server that stops
+// gives it up, so that the next server (a restart has a new owner id) runs retention at its
+// first attempt rather than up to two periods later.
 func (r *run) retentionLoop(ctx context.Context) {
 	t := time.NewTicker(r.cfg.RetentionInterval)
 	defer t.Stop()
+	defer func() {
+		cctx, cancel := r.storeCtx(context.WithoutCancel(ctx))
+		defer cancel()
+		if err := r.store.ReleaseSingleton(cctx, RetentionSingleton, r.cfg.Owner); err != nil {
+			r.log.Warnw("retention could not give its lease up; another server takes it when it runs out",
+				"owner", r.cfg.Owner, "error", err.Error())
+		}
+	}()
 	for {
 		r.retainOnce(ctx)
 		select {

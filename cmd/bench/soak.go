@@ -165,11 +165,6 @@ func runSoak(senders, capacitySeconds int) error {
 	if _, err := pool.Exec(ctx, `VACUUM ANALYZE provider_event`); err != nil {
 		return err
 	}
-	// The capacity round's server stopped holding the singleton leases (retention among them),
-	// which outlive two of their periods: the soak's server must run retention from its start.
-	if _, err := pool.Exec(ctx, `DELETE FROM singleton_lease`); err != nil {
-		return err
-	}
 	fmt.Fprintf(os.Stderr, "soak: %d minutes at %.0f deliveries/s; replay window %s, dead retention %s, retention every %s\n",
 		s.minutes, rate, s.replayWindow, s.deadRetention, s.retentionPeriod)
 

@@ -599,6 +599,21 @@ var _ = Describe("The inbox store", func() {
 			Expect(stateOf(ctx, pool, id)).To(Equal("DONE"))
 		})
 
+		It("lets only the holder give the singleton lease up, to the next holder at once", func(ctx SpecContext) {
+			mine, err := store.AcquireSingleton(ctx, "inbox-retention", "a", time.Hour)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(mine).To(BeTrue())
+			Expect(store.ReleaseSingleton(ctx, "inbox-retention", "b")).To(Succeed())
+			mine, err = store.AcquireSingleton(ctx, "inbox-retention", "b", time.Hour)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(mine).To(BeFalse(), "b cannot give up a's lease")
+
+			Expect(store.ReleaseSingleton(ctx, "inbox-retention", "a")).To(Succeed())
+			mine, err = store.AcquireSingleton(ctx, "inbox-retention", "b", time.Hour)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(mine).To(BeTrue(), "a gave it up")
+		})
+
 		It("gives the singleton lease to one holder at a time", func(ctx SpecContext) {
 			mine, err := store.AcquireSingleton(ctx, "inbox-retention", "a", time.Hour)
 			Expect(err).NotTo(HaveOccurred())
