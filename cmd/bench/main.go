@@ -18,7 +18,11 @@
 //     fed signed `issues` deliveries of 100 repositories at a bounded backlog and mirroring them
 //     with the real handler, alternating with the same statements run straight into PostgreSQL;
 //   - hot scope: the dispatch of 10,000 rows over the same scopes, with and without one more
-//     scope holding 200,000 rows behind a head that waits for its retry, alternating.
+//     scope holding 200,000 rows behind a head that waits for its retry, alternating;
+//   - pipeline mix and its floor: the pipeline fed a seeded mix of all four providers' deliveries
+//     (mix.go, mixrow.go).
+//
+// -soak runs `make soak` instead of the table (soak.go).
 //
 // -only runs some rows (admission, dispatch, hot, pipeline).
 package main

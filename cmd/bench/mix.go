@@ -52,7 +52,8 @@ const (
 	mixObjects = 50
 )
 
-var (
+// The secrets of the mix's GitLab (a plain token) and Outline connections.
+const (
 	mixGitLabSecret  = "glwt-bench-mix-gitlab-token"
 	mixOutlineSecret = "ol_whs_bench-mix-outline-secret"
 )
