@@ -54,9 +54,10 @@ type soakMinute struct {
 	Goroutines       int     `json:"goroutines"`
 	// Printed, not part of the contract's JSON: the rate offered, the longest retention batch,
 	// deliveries the pacer could not start on time.
-	offered        float64
-	longestBatchMs int64
-	late           int64
+	offered                  float64
+	longestBatchMs           int64
+	late                     int64
+	checkpoints, autovacuums int64 // cumulative
 }
 
 type soakResults struct {
@@ -291,10 +292,11 @@ func soak(ctx context.Context, pool *pgxpool.Pool, server *serveChild, feed pipe
 		wg.Wait()
 	}()
 
-	var last time.Time
-	if err := pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&last); err != nil {
+	_, lastDone, err := serverMetrics(ctx, server.addr)
+	if err != nil {
 		return nil, err
 	}
+	lastAt := time.Now()
 	var out []soakMinute
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
@@ -311,29 +313,30 @@ func soak(ctx context.Context, pool *pgxpool.Pool, server *serveChild, feed pipe
 		latencies = nil
 		mu.Unlock()
 		var sm soakMinute
-		var handled int
-		var now time.Time
-		if err := pool.QueryRow(ctx, handledSince, last).Scan(&handled, &now); err != nil {
+		// The server's own count: the DONE rows' ended_at would miss an outcome whose commit
+		// came after the minute's read with an ended_at inside it.
+		var done float64
+		var err error
+		if sm.Goroutines, done, err = serverMetrics(ctx, server.addr); err != nil {
 			return nil, err
 		}
-		sm.HandledPerSecond = float64(handled) / now.Sub(last).Seconds()
-		last = now
+		sm.HandledPerSecond = (done - lastDone) / time.Since(lastAt).Seconds()
+		lastDone, lastAt = done, time.Now()
 		slices.Sort(l)
 		if len(l) > 0 {
 			sm.P50Ms, sm.P99Ms = ms(l[len(l)/2]), ms(l[len(l)*99/100])
 		}
 		sm.offered = float64(len(l)) / 60
 		sm.late = late.Swap(0)
-		var err error
 		if sm.Backlog, err = backlogOf(ctx, pool); err != nil {
 			return nil, err
 		}
 		sm.RetentionDeleted, sm.RetentionMs, sm.longestBatchMs = logs.take()
-		if err := pool.QueryRow(ctx, soakSizes).Scan(&sm.InboxBytes, &sm.MirrorBytes, &sm.DeadTuples); err != nil {
+		if err := pool.QueryRow(ctx, soakSizes).Scan(&sm.InboxBytes, &sm.MirrorBytes, &sm.DeadTuples,
+			&sm.checkpoints, &sm.autovacuums); err != nil {
 			return nil, err
 		}
 		sm.RssBytes = processRSS(server.cmd.Process.Pid)
-		sm.Goroutines = serverGoroutines(ctx, server.addr)
 		fmt.Fprintf(os.Stderr, "  minute %d: %.0f handled/s (%.0f offered, %d late), p99 %.1f ms, backlog %d, retention %d rows in %d ms, inbox %.1f MiB, RSS %.0f MiB\n",
 			m, sm.HandledPerSecond, sm.offered, sm.late, sm.P99Ms, sm.Backlog, sm.RetentionDeleted, sm.RetentionMs,
 			float64(sm.InboxBytes)/(1<<20), float64(sm.RssBytes)/(1<<20))
@@ -344,7 +347,8 @@ func soak(ctx context.Context, pool *pgxpool.Pool, server *serveChild, feed pipe
 
 // soakSizes reads the inbox's bytes (provider_event and the tables whose rows retention
 // deletes with it: steps, attempts; tables, indexes and TOAST), the mirror's (every provider's
-// mirror tables) and the inbox tables' dead tuples.
+// mirror tables), the inbox tables' dead tuples, and the cluster's checkpoints and the inbox
+// tables' autovacuums so far (printed, to tell a stall's cause).
 const soakSizes = `
 SELECT
   (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
@@ -354,6 +358,9 @@ SELECT
    WHERE c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace
      AND (c.relname LIKE 'github\_%' OR c.relname LIKE 'gitlab\_%' OR c.relname LIKE 'slack\_%' OR c.relname LIKE 'outline\_%')),
   (SELECT coalesce(sum(n_dead_tup), 0)::bigint FROM pg_stat_user_tables
+   WHERE relname IN ('provider_event', 'provider_event_step', 'provider_event_attempt', 'provider_event_scope')),
+  (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter),
+  (SELECT coalesce(sum(autovacuum_count), 0)::bigint FROM pg_stat_user_tables
    WHERE relname IN ('provider_event', 'provider_event_step', 'provider_event_attempt', 'provider_event_scope'))`
 
 // processRSS is the resident set of process pid (Linux /proc), 0 when unknown.
@@ -371,38 +378,49 @@ func processRSS(pid int) int64 {
 	return 0
 }
 
-// serverGoroutines reads go_goroutines from the server's /metrics, -1 when unknown.
-func serverGoroutines(ctx context.Context, addr string) int {
+// serverMetrics reads, from the server's /metrics, go_goroutines (-1 when unknown) and the
+// deliveries handled to DONE so far (integration_consumer_handled_total{outcome="done"} summed
+// over the providers; counted once the outcome is written).
+func serverMetrics(ctx context.Context, addr string) (goroutines int, done float64, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
-		return -1
+		return -1, 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return -1
+		return -1, 0, err
 	}
 	defer resp.Body.Close()
+	goroutines = -1
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("go_goroutines ")); ok {
-			n, err := strconv.ParseFloat(string(rest), 64)
-			if err == nil {
-				return int(n)
+		line := sc.Bytes()
+		if rest, ok := bytes.CutPrefix(line, []byte("go_goroutines ")); ok {
+			if n, err := strconv.ParseFloat(string(rest), 64); err == nil {
+				goroutines = int(n)
+			}
+		}
+		if bytes.HasPrefix(line, []byte("integration_consumer_handled_total{")) && bytes.Contains(line, []byte(`outcome="done"`)) {
+			if i := bytes.LastIndexByte(line, ' '); i > 0 {
+				if n, err := strconv.ParseFloat(string(line[i+1:]), 64); err == nil {
+					done += n
+				}
 			}
 		}
 	}
-	return -1
+	return goroutines, done, sc.Err()
 }
 
 func printSoak(minutes []soakMinute) {
 	fmt.Println()
-	fmt.Println("| min | handled/s | p50 ms | p99 ms | backlog | retention rows | retention ms | longest batch ms | inbox MiB | mirror MiB | dead tuples | RSS MiB | goroutines |")
-	fmt.Println("|----:|----------:|-------:|-------:|--------:|---------------:|-------------:|-----------------:|----------:|-----------:|------------:|--------:|-----------:|")
+	fmt.Println("| min | handled/s | late | p50 ms | p99 ms | backlog | retention rows | retention ms | longest batch ms | inbox MiB | mirror MiB | dead tuples | RSS MiB | goroutines | checkpoints | autovacuums |")
+	fmt.Println("|----:|----------:|-----:|-------:|-------:|--------:|---------------:|-------------:|-----------------:|----------:|-----------:|------------:|--------:|-----------:|------------:|------------:|")
 	for i, m := range minutes {
-		fmt.Printf("| %3d | %9.0f | %6.1f | %6.1f | %7d | %14d | %12d | %16d | %9.1f | %10.1f | %11d | %7.1f | %10d |\n",
-			i+1, m.HandledPerSecond, m.P50Ms, m.P99Ms, m.Backlog, m.RetentionDeleted, m.RetentionMs, m.longestBatchMs,
-			float64(m.InboxBytes)/(1<<20), float64(m.MirrorBytes)/(1<<20), m.DeadTuples, float64(m.RssBytes)/(1<<20), m.Goroutines)
+		fmt.Printf("| %3d | %9.0f | %4d | %6.1f | %6.1f | %7d | %14d | %12d | %16d | %9.1f | %10.1f | %11d | %7.1f | %10d | %11d | %11d |\n",
+			i+1, m.HandledPerSecond, m.late, m.P50Ms, m.P99Ms, m.Backlog, m.RetentionDeleted, m.RetentionMs, m.longestBatchMs,
+			float64(m.InboxBytes)/(1<<20), float64(m.MirrorBytes)/(1<<20), m.DeadTuples, float64(m.RssBytes)/(1<<20), m.Goroutines,
+			m.checkpoints, m.autovacuums)
 	}
 }
 
