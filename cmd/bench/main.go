@@ -6,25 +6,37 @@
 //
 //   - admission: signed 2 KB GitHub deliveries over loopback HTTP through the real receiver
 //     (gin, webhookapi, admission service, admission store), N concurrent senders;
+//
 //   - ceiling: the same number of single-row inserts of the same payload with the same unique
 //     index, straight into PostgreSQL at the same concurrency; the two rows alternate in
 //     rounds (-rounds, default 4) so that both see the same machine conditions;
+//
 //   - dispatch: a pre-filled inbox of M rows over S scopes handled by the real consumer with a
 //     no-op handler and C claimers, in a child process whose peak RSS is reported; the
 //     handler records the order it saw, and the per-scope order is verified;
+//
 //   - dispatch floor: the same inbox drained by the store's claim and outcome statements alone
 //     at the best of 1, 2 and 4 clients, alternating with the dispatch rounds;
+//
 //   - pipeline and pipeline floor: `hephaestus serve` (bootstrap's wiring, in a child process)
 //     fed signed `issues` deliveries of 100 repositories at a bounded backlog and mirroring them
-//     with the real handler, alternating with the same statements run straight into PostgreSQL;
+//     with the real handler, alternating with the commits the seed requires for the same
+//     deliveries run straight into PostgreSQL, one round trip each (seedfloor.go; issue 39);
+//     -statement-floor adds the handler's own statements as before;
+//
 //   - hot scope: the dispatch of 10,000 rows over the same scopes, with and without one more
 //     scope holding 200,000 rows behind a head that waits for its retry, alternating;
-//   - pipeline mix and its floor: the pipeline fed a seeded mix of all four providers' deliveries
-//     (mix.go, mixrow.go).
 //
-// -soak runs `make soak` instead of the table (soak.go).
+//   - river: River (the pinned module) draining as many pre-filled no-op jobs as the dispatch
+//     row drains rows, in a database of its own on the same cluster, with the fetch settings of
+//     River's own benchmark (river.go);
 //
-// -only runs some rows (admission, dispatch, hot, pipeline).
+//   - pipeline mix and its floor: the pipeline fed a seeded mix of all four providers' deliveries,
+//     and the same stored rows run through their handlers straight into PostgreSQL (mix.go,
+//     mixrow.go).
+//
+// -only runs some rows (admission, dispatch, river, hot, pipeline, mix). -soak runs `make soak`
+// instead of the table (soak.go).
 package main
 
 import (
@@ -96,13 +108,17 @@ type results struct {
 	Pipeline      pipelineResult      `json:"pipeline"`
 	PipelineFloor pipelineFloorResult `json:"pipelineFloor"`
 	HotScope      hotScopeResult      `json:"hotScope"`
+	River         riverResult         `json:"river"`
 	// The pipeline mix row (cmd/bench/mix.go, mixrow.go).
 	PipelineMix      pipelineMixResult      `json:"pipelineMix"`
 	PipelineMixFloor pipelineMixFloorResult `json:"pipelineMixFloor"`
 }
 
 func main() {
-	phase := flag.String("phase", "all", "all | dispatch | serve (internal: the dispatch and pipeline child processes)")
+	phase := flag.String("phase", "all", "all | count (round trips, statements, commits and rows written of one handled issues delivery) | dispatch | serve (internal: the dispatch and pipeline child processes)")
+	flag.BoolVar(&statementFloor, "statement-floor", false, "pipeline rows: also run the handler's own statements straight into PostgreSQL (the pipeline floor before issue 39)")
+	countCycles := flag.Int("count-cycles", 10, "count phase: batches of 32 deliveries measured per payload")
+	countVerbose := flag.Bool("count-verbose", false, "count phase: list each part's statements")
 	dbURL := flag.String("db", "", "internal: the benchmark database for a child phase")
 	addr := flag.String("addr", "", "internal: the listen address of the serve phase")
 	senders := flag.Int("senders", 32, "concurrent HTTP senders (and ceiling clients)")
@@ -123,7 +139,7 @@ func main() {
 	out := flag.String("out", "bench-results.json", "where the figures are written (repository root)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the admission and ceiling rounds to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the admission and ceiling rounds to this file")
-	only := flag.String("only", "", "comma-separated rows to run (admission, dispatch, hot, pipeline, mix); empty runs every row")
+	only := flag.String("only", "", "comma-separated rows to run (admission, dispatch, river, hot, pipeline, mix); empty runs every row")
 	flag.StringVar(&mixSettings.corpus, "corpus", "", "the GitHub corpus the mix reads in place (default: $HEPHAESTUS_GITHUB_CORPUS, or ../shared/corpus/github)")
 	flag.Uint64Var(&mixSettings.seed, "mix-seed", 37, "seed of the mix's deliveries")
 	flag.IntVar(&mixSettings.rounds, "mix-rounds", 1, "alternating pipeline mix and pipeline mix floor rounds (of -pipeline-seconds each)")
@@ -148,6 +164,8 @@ func main() {
 	switch *phase {
 	case "dispatch":
 		err = runDispatchChild(ctx, *dbURL, *rows, *scopes, *claimers, *hotRows)
+	case "count":
+		err = runCount(ctx, *countCycles, *countVerbose)
 	case "serve":
 		err = runServeChild(*dbURL, *addr)
 	case "soak":
@@ -225,6 +243,13 @@ func runAll(ctx context.Context, senders, deliveries, rounds, rows, scopes, clai
 			rows, scopes, claimers, dispatchRounds)
 		if r.Dispatch, r.DispatchFloor, err = benchDispatchAndFloor(ctx, dbURL, rows, scopes, claimers, dispatchRounds); err != nil {
 			return fmt.Errorf("dispatch: %w", err)
+		}
+	}
+	if only.runs("river") {
+		fmt.Fprintf(os.Stderr, "river: %d pre-filled no-op jobs drained by River (fetch cooldown %s, poll %s, %d workers) in %d rounds…\n",
+			rows, riverFetchCooldown, riverFetchPollInterval, riverMaxWorkers, dispatchRounds)
+		if r.River, err = benchRiver(ctx, admin, rows, dispatchRounds); err != nil {
+			return fmt.Errorf("river: %w", err)
 		}
 	}
 	if only.runs("hot") {
@@ -337,13 +362,15 @@ func printTable(r results) {
 	fmt.Printf("| dispatch  | %d rows, %d scopes, %d claimers   | %8.0f rows/s, %d order violations, peak RSS %.0f MiB |\n",
 		r.Dispatch.Rows, r.Dispatch.Scopes, r.Dispatch.Claimers, r.Dispatch.PerSecond,
 		r.Dispatch.OrderViolations, float64(r.Dispatch.PeakRssBytes)/(1<<20))
-	fmt.Printf("| dispatch floor | claim + outcome statements, %d clients | %8.0f rows/s; dispatch / floor %.2f |\n",
+	fmt.Printf("| dispatch floor | the commits the seed requires (batched claim, batched outcome), %d clients | %8.0f rows/s; dispatch / floor %.2f |\n",
 		r.DispatchFloor.Clients, r.DispatchFloor.PerSecond, ratioOf(r.Dispatch.PerSecond, r.DispatchFloor.PerSecond))
 	fmt.Printf("| pipeline  | %d s, %d senders, real handler      | %8.0f handled/s, p99 %.1f ms, backlog at end %d, peak RSS %.0f MiB |\n",
 		r.Pipeline.Seconds, r.Pipeline.Senders, r.Pipeline.HandledPerSecond, r.Pipeline.P99Ms, r.Pipeline.BacklogAtEnd,
 		float64(r.Pipeline.PeakRssBytes)/(1<<20))
-	fmt.Printf("| pipeline floor | same statements, %d clients       | %8.0f deliveries/s; pipeline / floor %.2f |\n",
+	fmt.Printf("| pipeline floor | the commits the seed requires, %d clients | %8.0f deliveries/s; pipeline / floor %.2f |\n",
 		r.PipelineFloor.Clients, r.PipelineFloor.PerSecond, ratioOf(r.Pipeline.HandledPerSecond, r.PipelineFloor.PerSecond))
+	fmt.Printf("| river     | %d no-op jobs, River, its bench fetch settings | %8.0f jobs/s; dispatch / river %.2f |\n",
+		r.River.Jobs, r.River.PerSecond, ratioOf(r.Dispatch.PerSecond, r.River.PerSecond))
 	fmt.Printf("| hot scope | %d rows, %d behind a waiting head | %8.0f rows/s, %.2f of the same dispatch without it |\n",
 		r.HotScope.Rows, r.HotScope.HotRows, r.HotScope.PerSecond, r.HotScope.Ratio)
 	printMixRows(r)

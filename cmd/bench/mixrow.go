@@ -128,7 +128,7 @@ func benchPipelineMixAndFloor(ctx context.Context, dbURL string, senders, second
 				return pipelineMixResult{}, pipelineMixFloorResult{}, fmt.Errorf("pipeline mix round %d stored nothing", round)
 			}
 		}
-		n, d, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds, floorRows)
+		n, d, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds, floorRows, false)
 		if err != nil {
 			return pipelineMixResult{}, pipelineMixFloorResult{}, fmt.Errorf("pipeline mix floor round %d: %w", round, err)
 		}

@@ -398,6 +398,7 @@ func pipelineRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, sender
 	if err != nil {
 		return pipelineResult{}, nil, nil, err
 	}
+	printRetries(ctx, addr)
 	rss, err := stopServer()
 	if err != nil {
 		return pipelineResult{}, nil, nil, fmt.Errorf("server: %w", err)
@@ -433,6 +434,10 @@ func waitReady(ctx context.Context, addr string) error {
 	return errors.New("the pipeline's server did not become ready in 60 s")
 }
 
+// statementFloor adds, to each pipeline round, the floor of the handler's own statements (the
+// pipeline floor before issue 39), on stderr.
+var statementFloor bool
+
 // pipelineFloorBatch is the most rows one pipeline floor claim leases: its 8 claimers then hold
 // at most 24 rows, as the server's consumer did before its claim-ahead went from 2 to 4 ×
 // Claimers (8 + 32 = 40 now; that serves fast handlers, and a real handler's claimed-ahead rows
@@ -465,7 +470,10 @@ func issuesFloorRows() []floorRow {
 // pipeline row) with its steps and mirror upserts through the same adapters, and the store's
 // outcome write for the claimed rows. No HTTP, no signatures, no consumer scheduling. The rate
 // is the deliveries completed in the measured window over its length.
-func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders, claimers, seconds int, rows []floorRow) (int, time.Duration, error) {
+//
+// With seed, the claimers run the commits the seed requires instead of the handler
+// (seedCommits, `issues` rows only): the pipeline floor of issue 39.
+func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders, claimers, seconds int, rows []floorRow, seed bool) (int, time.Duration, error) {
 	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
 		return 0, 0, err
 	}
@@ -557,7 +565,7 @@ ON CONFLICT DO NOTHING`, workspaceID, row.provider, row.eventType, fmt.Sprintf("
 					// scan on it while it rechecks) is contention: the handler runs again at
 					// once, where the consumer would retry it after a short delay.
 					var herr error
-					for try := 0; try < 1000; try++ {
+					for try := 0; try < 1000 && !seed; try++ {
 						hctx := dispatch.BindDispatch(ctx, c)
 						herr = handler.Handle(hctx, ports.Dispatch{Delivery: c.Delivery, WorkspaceID: c.Delivery.WorkspaceID(),
 							Payload: c.Payload, Headers: c.Headers})
@@ -565,6 +573,9 @@ ON CONFLICT DO NOTHING`, workspaceID, row.provider, row.eventType, fmt.Sprintf("
 							break
 						}
 						busy.Add(1)
+					}
+					if seed {
+						herr = seedCommits(ctx, pool, c)
 					}
 					if herr != nil {
 						fail(fmt.Errorf("handler: %w", herr))
@@ -644,9 +655,16 @@ func benchPipelineAndFloor(ctx context.Context, dbURL string, senders, seconds, 
 		if err != nil {
 			return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline round %d: %w", round, err)
 		}
-		n, d, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds, issuesFloorRows())
+		n, d, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds, issuesFloorRows(), true)
 		if err != nil {
 			return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline floor round %d: %w", round, err)
+		}
+		if statementFloor {
+			sn, sd, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds, issuesFloorRows(), false)
+			if err != nil {
+				return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline statement floor round %d: %w", round, err)
+			}
+			fmt.Fprintf(os.Stderr, "  round %d: the handler's own statements straight into PostgreSQL: %.0f/s\n", round, float64(sn)/sd.Seconds())
 		}
 		line := ""
 		for _, s := range samples {
@@ -677,4 +695,23 @@ func benchPipelineAndFloor(ctx context.Context, dbURL string, senders, seconds, 
 		res.P99Ms = ms(latencies[len(latencies)*99/100])
 	}
 	return res, pipelineFloorResult{Clients: senders, PerSecond: float64(floorDone) / floorTime.Seconds()}, nil
+}
+
+// printRetries prints the server's retried and dropped outcomes by cause (its /metrics; the
+// series that are not zero), on stderr: a
+// pipeline that retries contention (a fence found a row busy) waits for its retry delay.
+func printRetries(ctx context.Context, addr string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if (strings.HasPrefix(line, "integration_consumer_retry_total") || strings.HasPrefix(line, "integration_message_dropped")) &&
+			!strings.HasSuffix(line, " 0") {
+			fmt.Fprintf(os.Stderr, "  server: %s\n", line)
+		}
+	}
 }

@@ -120,9 +120,19 @@ var _ = Describe("Connection state changes in the change feed", func() {
 				Expect(c.Subject).To(Equal(subject))
 			}
 			Expect([]string{stateOf(cs[0]), stateOf(cs[1])}).To(Equal([]string{"SUSPENDED", "ACTIVE"}))
-			Expect(cs[0].Data).To(MatchJSON(suspended))
-			Expect(cs[1].Data).To(MatchJSON(activated))
+			Expect(entity(cs[0].Data)).To(MatchJSON(suspended))
+			Expect(entity(cs[1].Data)).To(MatchJSON(activated))
 			Expect(woken.Load()).To(Equal(int64(2)))
+
+			By("each carries the database clock of its transition as its version, the later transition the greater one")
+			versions := []string{}
+			for _, c := range cs {
+				var d map[string]any
+				Expect(json.Unmarshal(c.Data, &d)).To(Succeed())
+				Expect(d["version"]).To(MatchRegexp(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`))
+				versions = append(versions, d["version"].(string))
+			}
+			Expect(versions[1] > versions[0]).To(BeTrue(), "%v", versions)
 		})
 	})
 
@@ -185,7 +195,7 @@ var _ = Describe("Connection state changes in the change feed", func() {
 			Expect(stored.State).To(Equal(connection.Uninstalled))
 			shown, err := json.Marshal(managementapi.ConnectionView(svc)(stored))
 			Expect(err).NotTo(HaveOccurred())
-			Expect(cs[0].Data).To(MatchJSON(shown))
+			Expect(entity(cs[0].Data)).To(MatchJSON(shown))
 			Expect(all(ctx, other)).To(BeEmpty())
 
 			d.NextLease(ctx)

@@ -44,7 +44,7 @@ var _ = Describe("Person erasure of the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		store, err := githubmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, githubread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
 		box, err = deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		reg = consumer.NewRegistry()

@@ -84,7 +84,7 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 		Expect(err).NotTo(HaveOccurred())
 		store, err := githubmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, githubread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
 		box, err := deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		reg = consumer.NewRegistry()
@@ -236,7 +236,7 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 			out := []string{}
 			for _, c := range changes(ctx) {
 				if c.Type != "github.label.upserted" && c.Type != "github.repository.upserted" && c.Type != "github.issue.upserted" {
-					out = append(out, c.Type+" "+c.Subject+" "+string(c.Data))
+					out = append(out, c.Type+" "+c.Subject+" "+string(entity(c.Data)))
 				}
 			}
 			return out
@@ -269,7 +269,7 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 		withReader := consumer.NewRegistry()
 		store, err := githubmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, githubread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
 		box, err := deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(githubhandlers.Register(withReader, githubhandlers.Deps{Inbox: box, Store: store, Reader: runs, Log: support.Logger{}})).To(Succeed())
@@ -284,7 +284,7 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 		d := deliver()
 		Expect(checkRuns()).To(HaveLen(1))
 		Expect(checkRuns()[0].Subject).To(Equal("github:check_run:6001"))
-		Expect(checkRuns()[0].Data).To(MatchJSON(`{"id":6001,"repositoryId":` + num(p, "repository", "id").String() +
+		Expect(entity(checkRuns()[0].Data)).To(MatchJSON(`{"id":6001,"repositoryId":` + num(p, "repository", "id").String() +
 			`,"checkSuiteId":null,"headSha":"` + runs.runs[0].HeadSHA + `","name":"build","status":"queued","conclusion":null,` +
 			`"startedAt":"2024-07-01T10:00:00Z","completedAt":null}`))
 		d.NextLease(ctx)
@@ -309,7 +309,7 @@ var _ = Describe("A pull request's check state in the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		store, err := githubmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, githubread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
 		box, err := deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		raw, p := corpusPayload(filepath.Join("check_suite", "requested.payload.json"))

@@ -38,7 +38,7 @@ var _ = Describe("GitLab handlers publishing the other mirrored entities", func(
 		Expect(err).NotTo(HaveOccurred())
 		store, err := gitlabmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, gitlabread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), gitlabread.Views{})).To(Succeed())
 		box, err := deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		reg = consumer.NewRegistry()

@@ -38,7 +38,7 @@ var _ = Describe("Installation repositories in the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		store, err := githubmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, githubread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
 		box, err := deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		reg = consumer.NewRegistry()
@@ -51,7 +51,7 @@ var _ = Describe("Installation repositories in the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		out := []string{}
 		for _, c := range cs {
-			out = append(out, c.Type+" "+c.Subject+" "+string(c.Data))
+			out = append(out, c.Type+" "+c.Subject+" "+string(entity(c.Data)))
 		}
 		return out
 	}

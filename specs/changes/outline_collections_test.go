@@ -34,7 +34,7 @@ var _ = Describe("Outline collections in the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		store, err := outlinemirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, outlineread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), outlineread.Views{})).To(Succeed())
 		box, err := deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		reg = consumer.NewRegistry()
@@ -62,7 +62,7 @@ var _ = Describe("Outline collections in the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		out := []string{}
 		for _, c := range cs {
-			out = append(out, c.Type+" "+c.Subject+" "+string(c.Data))
+			out = append(out, c.Type+" "+c.Subject+" "+string(entity(c.Data)))
 		}
 		return out
 	}

@@ -44,7 +44,7 @@ var _ = Describe("Slack channels in the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		mirror, err := slackmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(mirror.PublishChanges(feed, slackread.Views{})).To(Succeed())
+		Expect(mirror.PublishChanges(versionChecked(feed), slackread.Views{})).To(Succeed())
 		box, err := deliveryinbox.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		reg = consumer.NewRegistry()
@@ -65,7 +65,7 @@ var _ = Describe("Slack channels in the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		out := []string{}
 		for _, c := range cs {
-			out = append(out, c.Type+" "+c.Subject+" "+string(c.Data))
+			out = append(out, c.Type+" "+c.Subject+" "+string(entity(c.Data)))
 		}
 		return out
 	}

@@ -51,7 +51,7 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		out := []string{}
 		for _, c := range page {
-			out = append(out, c.Type+" "+c.Subject+" "+string(c.Data))
+			out = append(out, c.Type+" "+c.Subject+" "+string(entity(c.Data)))
 		}
 		return out
 	}
@@ -59,7 +59,7 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 	It("publishes a GitLab merge request write once, and not a repeated or older one", func(ctx SpecContext) {
 		store, err := gitlabmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, gitlabread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), gitlabread.Views{})).To(Succeed())
 		mr := func(title string, updated time.Time, event int64) gitlabhandlers.MergeRequest {
 			return gitlabhandlers.MergeRequest{ID: 77, ProjectID: 5, IID: 3, Title: title, State: "opened", SourceBranch: "f",
 				TargetBranch: "main", HeadSHA: "abc", MergeStatus: "can_be_merged", WebURL: "https://gitlab.example/mr/3",
@@ -82,7 +82,7 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 	It("publishes a GitLab merge request again when its readiness changes, and not for the same readiness", func(ctx SpecContext) {
 		store, err := gitlabmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, gitlabread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), gitlabread.Views{})).To(Succeed())
 		t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 		write(ctx, func(ctx context.Context, tx ports.Tx) error {
 			return store.UpsertMergeRequest(ctx, tx, ws, gitlabhandlers.MergeRequest{ID: 78, ProjectID: 5, IID: 4, Title: "Ready?",
@@ -109,7 +109,7 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 	It("publishes a Slack message posted, edited and deleted once each", func(ctx SpecContext) {
 		store, err := slackmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, slackread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), slackread.Views{})).To(Succeed())
 		msg := slackhandlers.Message{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000100", UserID: "U1", Text: "hello", EventID: 1}
 		edit := slackhandlers.MessageEdit{ChannelID: "C1", TS: msg.TS, Text: "hello, world", EditedTS: "1700000005.000000", EventID: 2}
 		for range 2 { // the second round is a retry of each write: nothing new
@@ -134,7 +134,7 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 	It("publishes the tombstone of a Slack message deleted before it was mirrored as nothing, and no later post of it", func(ctx SpecContext) {
 		store, err := slackmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, slackread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), slackread.Views{})).To(Succeed())
 		never := slackhandlers.MessageDelete{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000200", EventID: 1}
 		live := slackhandlers.Message{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000300", UserID: "U1", Text: "hi", EventID: 2}
 		write(ctx, func(ctx context.Context, tx ports.Tx) error { return store.TombstoneMessage(ctx, tx, ws, never) })
@@ -162,7 +162,7 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 	It("publishes an Outline document update once, and its deletion", func(ctx SpecContext) {
 		store, err := outlinemirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(feed, outlineread.Views{})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(feed), outlineread.Views{})).To(Succeed())
 		t0 := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
 		doc := func(title string, rev int64, deleted bool, event int64) outlinehandlers.Document {
 			return outlinehandlers.Document{ID: "doc-1", CollectionID: "col-1", Title: title, Text: "text", URLID: "u1", Deleted: deleted,

@@ -57,7 +57,12 @@ var _ = Describe("Install flows in the change feed", func() {
 		Expect(cs).To(HaveLen(1))
 		Expect(cs[0].Type).To(Equal("connection.state_changed"))
 		Expect(cs[0].Subject).To(Equal("connection:" + strconv.FormatInt(id, 10)))
-		Expect(cs[0].Data).To(MatchJSON(listed("acme", id)))
+		var data map[string]any
+		Expect(json.Unmarshal(cs[0].Data, &data)).To(Succeed())
+		Expect(data).To(HaveKeyWithValue("version", MatchRegexp(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`)),
+			"a connection's version is the database clock at the change")
+		delete(data, "version")
+		Expect(json.Marshal(data)).To(MatchJSON(listed("acme", id)))
 		Expect(string(cs[0].Data)).To(ContainSubstring(`"state": "ACTIVE"`))
 		Expect(feedOf(ctx, "globex")).To(BeEmpty(), "another workspace's feed")
 	}

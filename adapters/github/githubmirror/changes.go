@@ -76,12 +76,12 @@ func (s *Store) publishTeardown(ctx context.Context, tx ports.Tx, ws, conn int64
 
 // prior (the WITH of each reporting upsert) reads the stored row the upsert is about to
 // write, in the same statement; changedRow tells whether the row the upsert wrote differs from
-// it in anything but the event id that wrote it (a new row always does). A row the version
-// rule refused returns nothing.
-const (
+// it in anything but the event id that wrote it (a new row always does), and the version the
+// row now has (the change's version). A row the version rule refused returns nothing.
+var (
 	changedRow = `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted`
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` + pgutil.MirrorVersion("t")
 
 	upsertIssueReportingChange = `
 WITH prior AS (SELECT * FROM github_issue WHERE workspace_id = $1 AND id = $2)` + upsertIssue + changedRow
@@ -92,7 +92,8 @@ WITH prior AS (SELECT * FROM github_pull_request WHERE workspace_id = $1 AND id 
 WITH prior AS (SELECT * FROM github_commit WHERE workspace_id = $1 AND repository_id = $2 AND sha = $3)` +
 		upsertCommit + changedRow
 
-	// The single-row reads of the read API's lists (reads.go), in the write's transaction.
+	// The single-row reads (the pull request's with its version: its change is also published
+	// when only its check state changed) of the read API's lists (reads.go), in the write's transaction.
 	readIssueView = `
 		SELECT i.id, i.number, i.title, i.state, i.state_reason, i.locked, u.login,
 		       ARRAY(SELECT l.name FROM github_label l
@@ -104,7 +105,7 @@ WITH prior AS (SELECT * FROM github_commit WHERE workspace_id = $1 AND repositor
 		WHERE i.workspace_id = $1 AND i.id = $2`
 	readPullRequestView = `
 		SELECT p.id, p.number, p.title, p.state, p.draft, p.merged, u.login, p.head_ref, p.head_sha, p.base_ref,
-		       p.html_url, c.state, p.created_at, p.source_updated_at, p.closed_at, p.merged_at
+		       p.html_url, c.state, p.created_at, p.source_updated_at, p.closed_at, p.merged_at, ` + pgutil.MirrorVersion("p") + `
 		FROM github_pull_request p
 		LEFT JOIN github_user u ON u.workspace_id = p.workspace_id AND u.id = p.author_id
 		LEFT JOIN github_pull_request_checks c ON c.workspace_id = p.workspace_id AND c.pull_request_id = p.id
@@ -115,18 +116,19 @@ WITH prior AS (SELECT * FROM github_commit WHERE workspace_id = $1 AND repositor
 		FROM github_commit WHERE workspace_id = $1 AND repository_id = $2 AND sha = $3`
 )
 
-// upsertReportingChange runs a reporting upsert and tells whether it changed the row and
-// whether the row is now a tombstone.
-func upsertReportingChange(ctx context.Context, tx pgx.Tx, op, sql string, args ...any) (changed, deleted bool, err error) {
-	err = tx.QueryRow(ctx, sql, args...).Scan(&changed, &deleted)
+// upsertReportingChange runs a reporting upsert and tells whether it changed the row, whether
+// the row is now a tombstone and the row's version.
+func upsertReportingChange(ctx context.Context, tx pgx.Tx, op, sql string, args ...any) (changed, deleted bool, version string, err error) {
+	err = tx.QueryRow(ctx, sql, args...).Scan(&changed, &deleted, &version)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, false, nil // lost to the version rule
+		return false, false, "", nil // lost to the version rule
 	}
-	return changed, deleted, pgutil.Interpret(op, err)
+	return changed, deleted, version, pgutil.Interpret(op, err)
 }
 
-func (s *Store) publish(ctx context.Context, tx ports.Tx, ws int64, t change.Type, subject string, data any) error {
-	c, err := change.New(t, subject, data)
+// publish publishes a change of the entity whose stored version is version.
+func (s *Store) publish(ctx context.Context, tx ports.Tx, ws int64, t change.Type, subject, version string, data any) error {
+	c, err := change.NewVersioned(t, subject, version, data)
 	if err != nil {
 		return err
 	}
@@ -138,13 +140,13 @@ func (s *Store) upsertIssuePublishing(ctx context.Context, tx ports.Tx, ws int64
 	if err != nil {
 		return err
 	}
-	changed, deleted, err := upsertReportingChange(ctx, ptx, "upsert github issue", upsertIssueReportingChange, args...)
+	changed, deleted, version, err := upsertReportingChange(ctx, ptx, "upsert github issue", upsertIssueReportingChange, args...)
 	if err != nil || !changed {
 		return err
 	}
 	subject := "github:issue:" + strconv.FormatInt(id, 10)
 	if deleted {
-		return s.publish(ctx, tx, ws, IssueDeleted, subject, map[string]int64{"id": id})
+		return s.publish(ctx, tx, ws, IssueDeleted, subject, version, map[string]int64{"id": id})
 	}
 	var (
 		i                          IssueRow
@@ -159,11 +161,11 @@ func (s *Store) upsertIssuePublishing(ctx context.Context, tx ports.Tx, ws int64
 	if i.Labels == nil {
 		i.Labels = []string{}
 	}
-	return s.publish(ctx, tx, ws, IssueUpserted, subject, s.feed.views.Issue(i))
+	return s.publish(ctx, tx, ws, IssueUpserted, subject, version, s.feed.views.Issue(i))
 }
 
 func (s *Store) upsertPullRequestPublishing(ctx context.Context, ptx pgx.Tx, tx ports.Tx, ws int64, args []any, id int64) error {
-	changed, _, err := upsertReportingChange(ctx, ptx, "upsert github pull request", upsertPullRequestReportingChange, args...)
+	changed, _, _, err := upsertReportingChange(ctx, ptx, "upsert github pull request", upsertPullRequestReportingChange, args...)
 	if err != nil || !changed {
 		return err
 	}
@@ -175,14 +177,16 @@ func (s *Store) publishPullRequest(ctx context.Context, ptx pgx.Tx, tx ports.Tx,
 	var (
 		p                                  PullRequestRow
 		created, updated, closedAt, merged pgtype.Timestamptz
+		version                            string
 	)
 	err := ptx.QueryRow(ctx, readPullRequestView, ws, id).Scan(&p.ID, &p.Number, &p.Title, &p.State, &p.Draft, &p.Merged,
-		&p.AuthorLogin, &p.HeadRef, &p.HeadSHA, &p.BaseRef, &p.HTMLURL, &p.ChecksState, &created, &updated, &closedAt, &merged)
+		&p.AuthorLogin, &p.HeadRef, &p.HeadSHA, &p.BaseRef, &p.HTMLURL, &p.ChecksState, &created, &updated, &closedAt, &merged,
+		&version)
 	if err != nil {
 		return pgutil.Interpret("read github pull request", err)
 	}
 	p.CreatedAt, p.UpdatedAt, p.ClosedAt, p.MergedAt = timeOf(created), timeOf(updated), timeOf(closedAt), timeOf(merged)
-	return s.publish(ctx, tx, ws, PullRequestUpserted, "github:pull_request:"+strconv.FormatInt(id, 10), s.feed.views.PullRequest(p))
+	return s.publish(ctx, tx, ws, PullRequestUpserted, "github:pull_request:"+strconv.FormatInt(id, 10), version, s.feed.views.PullRequest(p))
 }
 
 func (s *Store) upsertCommitPublishing(ctx context.Context, tx ports.Tx, ws int64, args []any, repositoryID int64, sha string) error {
@@ -190,7 +194,7 @@ func (s *Store) upsertCommitPublishing(ctx context.Context, tx ports.Tx, ws int6
 	if err != nil {
 		return err
 	}
-	changed, _, err := upsertReportingChange(ctx, ptx, "upsert github commit", upsertCommitReportingChange, args...)
+	changed, _, version, err := upsertReportingChange(ctx, ptx, "upsert github commit", upsertCommitReportingChange, args...)
 	if err != nil || !changed {
 		return err
 	}
@@ -205,5 +209,5 @@ func (s *Store) upsertCommitPublishing(ctx context.Context, tx ports.Tx, ws int6
 	}
 	c.CommittedAt = timeOf(committed)
 	return s.publish(ctx, tx, ws, CommitUpserted,
-		"github:commit:"+strconv.FormatInt(repositoryID, 10)+":"+sha, s.feed.views.Commit(c))
+		"github:commit:"+strconv.FormatInt(repositoryID, 10)+":"+sha, version, s.feed.views.Commit(c))
 }

@@ -349,7 +349,7 @@ func (s *Store) writeEntities(ctx context.Context, tx ports.Tx, ws int64, plain 
 		return err
 	}
 	for _, w := range writes {
-		changed, deleted, err := upsertReportingChange(ctx, ptx, w.op, w.sql, w.args...)
+		changed, deleted, version, err := upsertReportingChange(ctx, ptx, w.op, w.sql, w.args...)
 		if err != nil {
 			return err
 		}
@@ -366,7 +366,7 @@ func (s *Store) writeEntities(ctx context.Context, tx ports.Tx, ws int64, plain 
 				return err
 			}
 		}
-		if err := s.publish(ctx, tx, ws, t, w.subject, data); err != nil {
+		if err := s.publish(ctx, tx, ws, t, w.subject, version, data); err != nil {
 			return err
 		}
 	}

@@ -44,14 +44,15 @@ const (
 	readInstallationRepositoryView = `
 		SELECT installation_id, repository_id, full_name, private, deleted FROM github_installation_repository
 		WHERE workspace_id = $1 AND installation_id = $2 AND repository_id = $3`
+)
 
-	// removeInstallationRepositoriesReporting returns the rows the removal made tombstones.
-	removeInstallationRepositoriesReporting = `
+// removeInstallationRepositoriesReporting returns the rows the removal made tombstones, with
+// their versions.
+var removeInstallationRepositoriesReporting = `
 WITH prior AS (SELECT repository_id FROM github_installation_repository
 	WHERE workspace_id = $1 AND installation_id = $2 AND NOT deleted)` + removeInstallationRepositories + `
 RETURNING installation_id, repository_id, full_name, private, deleted,
-	repository_id IN (SELECT repository_id FROM prior)`
-)
+	repository_id IN (SELECT repository_id FROM prior), ` + pgutil.MirrorVersion("github_installation_repository")
 
 func installationRepositorySubject(installationID, repositoryID int64) string {
 	return "github:installation_repository:" + strconv.FormatInt(installationID, 10) + ":" + strconv.FormatInt(repositoryID, 10)
@@ -79,13 +80,14 @@ func (s *Store) removeInstallationRepositoriesPublishing(ctx context.Context, tx
 		return err
 	}
 	type removed struct {
-		row  InstallationRepositoryRow
-		live bool
+		row     InstallationRepositoryRow
+		live    bool
+		version string
 	}
 	rows, _ := ptx.Query(ctx, removeInstallationRepositoriesReporting, args...)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (removed, error) {
 		var r removed
-		err := row.Scan(&r.row.InstallationID, &r.row.RepositoryID, &r.row.FullName, &r.row.Private, &r.row.Removed, &r.live)
+		err := row.Scan(&r.row.InstallationID, &r.row.RepositoryID, &r.row.FullName, &r.row.Private, &r.row.Removed, &r.live, &r.version)
 		return r, err
 	})
 	if err != nil {
@@ -96,7 +98,7 @@ func (s *Store) removeInstallationRepositoriesPublishing(ctx context.Context, tx
 			continue // already removed: nothing changed
 		}
 		subject := installationRepositorySubject(r.row.InstallationID, r.row.RepositoryID)
-		if err := s.publish(ctx, tx, ws, InstallationRepositoryDeleted, subject, s.installationViews().InstallationRepository(r.row)); err != nil {
+		if err := s.publish(ctx, tx, ws, InstallationRepositoryDeleted, subject, r.version, s.installationViews().InstallationRepository(r.row)); err != nil {
 			return err
 		}
 	}

@@ -2,9 +2,16 @@ package githubmirror
 
 // Every upsert applies only when its version (source_updated_at, source_event_id) is not
 // older than the stored row's: see migrations/00005_github_mirror.sql. newerOrSame is that
-// condition for an ON CONFLICT … DO UPDATE on the table aliased t.
+// condition for an ON CONFLICT … DO UPDATE on the table aliased t, with one skip (issue 39):
+// at an equal version a proposed row identical to the stored one is not written, so a retried
+// delivery's users and labels, or a replayed event's writes, make no new row version and no
+// WAL. A proposed row that differs at the same version (a sync page without an event, which
+// carries no version of its own) still applies, as before. The comparison is of whole rows as
+// jsonb (every column type compares there); it runs only at equal versions.
 const newerOrSame = `
-WHERE (excluded.source_updated_at, excluded.source_event_id) >= (t.source_updated_at, t.source_event_id)`
+WHERE (excluded.source_updated_at, excluded.source_event_id) > (t.source_updated_at, t.source_event_id)
+   OR ((excluded.source_updated_at, excluded.source_event_id) = (t.source_updated_at, t.source_event_id)
+       AND to_jsonb(excluded) IS DISTINCT FROM to_jsonb(t))`
 
 // versionColumns are set by every upsert that applies.
 const versionColumns = `deleted = excluded.deleted, source_updated_at = excluded.source_updated_at,

@@ -50,12 +50,12 @@ func (s *Store) PublishChanges(pub ports.ChangePublisher, views Views) error {
 	return nil
 }
 
-const (
-	upsertMergeRequestReportingChange = `
+var upsertMergeRequestReportingChange = `
 WITH prior AS (SELECT * FROM gitlab_merge_request WHERE workspace_id = $1 AND id = $2)` + upsertMergeRequest + `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id')`
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), ` + mergeRequestVersion
 
+const (
 	// readMergeRequestView is the read API's list row for one merge request.
 	readMergeRequestView = `
 SELECT id, project_id, iid, title, state, draft, source_branch, target_branch, head_sha, merge_status,
@@ -70,8 +70,11 @@ func (s *Store) upsertMergeRequestPublishing(ctx context.Context, tx ports.Tx, w
 	if err != nil {
 		return err
 	}
-	var changed bool
-	err = ptx.QueryRow(ctx, upsertMergeRequestReportingChange, args...).Scan(&changed)
+	var (
+		changed bool
+		version string
+	)
+	err = ptx.QueryRow(ctx, upsertMergeRequestReportingChange, args...).Scan(&changed, &version)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !changed) {
 		return nil // refused by the version rule, or nothing but the event id changed
 	}
@@ -82,7 +85,7 @@ func (s *Store) upsertMergeRequestPublishing(ctx context.Context, tx ports.Tx, w
 	if err != nil {
 		return err
 	}
-	c, err := change.New(MergeRequestUpserted, "gitlab:merge_request:"+strconv.FormatInt(id, 10), data)
+	c, err := change.NewVersioned(MergeRequestUpserted, "gitlab:merge_request:"+strconv.FormatInt(id, 10), version, data)
 	if err != nil {
 		return err
 	}

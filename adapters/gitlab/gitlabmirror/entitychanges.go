@@ -56,9 +56,22 @@ type EntityViews interface {
 	Commit(gitlabhandlers.Commit) any
 }
 
-const changedRow = `
+// changedRow returns whether the write changed the row, whether the row is a tombstone and the
+// row's version (the change's version, pgutil.MirrorVersion).
+var changedRow = `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted`
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` + pgutil.MirrorVersion("t")
+
+// A merge request and a project are versioned in two parts, each with its own rule (the merge
+// request's metadata and its readiness; the project's metadata and its monitor state). Their
+// version is both parts, the metadata's first: the writes of one row commit one after the
+// other, each part only moves forward, so versions in commit order never decrease.
+var (
+	mergeRequestVersion = pgutil.VersionOf(pgutil.MirrorVersion("t"),
+		pgutil.VersionTime("t.readiness_updated_at"), pgutil.VersionNumber("t.readiness_event_id"))
+	projectVersion = pgutil.VersionOf(pgutil.MirrorVersion("t"),
+		pgutil.VersionTime("t.monitor_updated_at"), pgutil.VersionNumber("t.monitor_event_id"))
+)
 
 func reporting(prior, upsert string) string {
 	return "\nWITH prior AS (" + prior + ")" + upsert + changedRow
@@ -77,11 +90,11 @@ var (
 	upsertPipelineReporting  = `
 WITH prior AS (SELECT * FROM gitlab_pipeline WHERE workspace_id = $1 AND id = $2)` + upsertPipeline + `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), false`
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), false, ` + pgutil.MirrorVersion("t")
 
 	projectReturning = `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p WHERE (p.` + strings.ReplaceAll(projectShown, ", ", ", p.") + `)
-	IS NOT DISTINCT FROM (t.` + strings.ReplaceAll(projectShown, ", ", ", t.") + `)), t.deleted`
+	IS NOT DISTINCT FROM (t.` + strings.ReplaceAll(projectShown, ", ", ", t.") + `)), t.deleted, ` + projectVersion
 	projectPrior            = `SELECT * FROM gitlab_project WHERE workspace_id = $1 AND id = $2`
 	upsertProjectReporting  = "\nWITH prior AS (" + projectPrior + ")" + upsertProject + projectReturning
 	setProjectMonitorReport = "\nWITH prior AS (" + projectPrior + ")" + setProjectMonitor + projectReturning
@@ -89,9 +102,12 @@ RETURNING NOT EXISTS (SELECT 1 FROM prior p WHERE (p.` + strings.ReplaceAll(proj
 	setReadinessReporting = "\nWITH prior AS (SELECT ready, readiness_reason, approvals_left FROM gitlab_merge_request WHERE workspace_id = $1 AND id = $2)" +
 		strings.Replace(setReadiness, "UPDATE gitlab_merge_request SET", "UPDATE gitlab_merge_request AS t SET", 1) + `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE (p.ready, p.readiness_reason, p.approvals_left) IS NOT DISTINCT FROM (t.ready, t.readiness_reason, t.approvals_left)), t.deleted`
+	WHERE (p.ready, p.readiness_reason, p.approvals_left) IS NOT DISTINCT FROM (t.ready, t.readiness_reason, t.approvals_left)), t.deleted, ` +
+		mergeRequestVersion
 
-	insertCommitReporting = insertCommit + ` RETURNING true, false`
+	// A commit is written once (a later write of it changes nothing): its version is the
+	// event that wrote it.
+	insertCommitReporting = insertCommit + ` RETURNING true, false, ` + pgutil.VersionNumber("source_event_id")
 )
 
 const (
@@ -134,8 +150,11 @@ func (s *Store) writeEntity(ctx context.Context, tx ports.Tx, ws int64, w entity
 	if err != nil {
 		return err
 	}
-	var changed, deleted bool
-	err = ptx.QueryRow(ctx, w.sql, w.args...).Scan(&changed, &deleted)
+	var (
+		changed, deleted bool
+		version          string
+	)
+	err = ptx.QueryRow(ctx, w.sql, w.args...).Scan(&changed, &deleted, &version)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !changed) {
 		return nil // refused by the version rule, or nothing shown changed
 	}
@@ -151,7 +170,7 @@ func (s *Store) writeEntity(ctx context.Context, tx ports.Tx, ws int64, w entity
 			return err
 		}
 	}
-	c, err := change.New(t, w.subject, data)
+	c, err := change.NewVersioned(t, w.subject, version, data)
 	if err != nil {
 		return err
 	}

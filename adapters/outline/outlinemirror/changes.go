@@ -52,12 +52,16 @@ func (s *Store) PublishChanges(pub ports.ChangePublisher, views Views) error {
 	return nil
 }
 
-const (
-	upsertDocumentReportingChange = `
+// upsertDocumentReportingChange returns whether the write changed the row, whether it is a
+// tombstone and its version: the document's rule compares (source_updated_at, revision,
+// source_event_id).
+var upsertDocumentReportingChange = `
 WITH prior AS (SELECT * FROM outline_document WHERE workspace_id = $1 AND id = $2)` + upsertDocument + `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted`
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` +
+	pgutil.VersionOf(pgutil.VersionTime("t.source_updated_at"), pgutil.VersionNumber("t.revision"), pgutil.VersionNumber("t.source_event_id"))
 
+const (
 	// readDocumentView is the read API's list row for one document.
 	readDocumentView = `
 SELECT id, coalesce(collection_id, ''), coalesce(parent_document_id, ''), title, url_id, revision,
@@ -70,8 +74,11 @@ func (s *Store) upsertDocumentPublishing(ctx context.Context, tx ports.Tx, ws in
 	if err != nil {
 		return err
 	}
-	var changed, deleted bool
-	err = ptx.QueryRow(ctx, upsertDocumentReportingChange, args...).Scan(&changed, &deleted)
+	var (
+		changed, deleted bool
+		version          string
+	)
+	err = ptx.QueryRow(ctx, upsertDocumentReportingChange, args...).Scan(&changed, &deleted, &version)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !changed) {
 		return nil // refused by the version rule, or nothing but the event id changed
 	}
@@ -80,7 +87,7 @@ func (s *Store) upsertDocumentPublishing(ctx context.Context, tx ports.Tx, ws in
 	}
 	subject := "outline:document:" + id
 	if deleted {
-		c, err := change.New(DocumentDeleted, subject, map[string]string{"id": id})
+		c, err := change.NewVersioned(DocumentDeleted, subject, version, map[string]string{"id": id})
 		if err != nil {
 			return err
 		}
@@ -96,7 +103,7 @@ func (s *Store) upsertDocumentPublishing(ctx context.Context, tx ports.Tx, ws in
 		return pgutil.Interpret("read outline document", err)
 	}
 	d.Version.UpdatedAt = finite(updated)
-	c, err := change.New(DocumentUpdated, subject, s.feed.views.Document(d))
+	c, err := change.NewVersioned(DocumentUpdated, subject, version, s.feed.views.Document(d))
 	if err != nil {
 		return err
 	}

@@ -29,12 +29,12 @@ type CollectionViews interface {
 	Collection(outlinehandlers.Collection) any
 }
 
-const (
-	upsertCollectionReportingChange = `
+var upsertCollectionReportingChange = `
 WITH prior AS (SELECT * FROM outline_collection WHERE workspace_id = $1 AND id = $2)` + upsertCollection + `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted`
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` + pgutil.MirrorVersion("t")
 
+const (
 	readCollectionView = `
 SELECT id, name, description, url_id, archived, source_updated_at
 FROM outline_collection WHERE workspace_id = $1 AND id = $2`
@@ -45,8 +45,11 @@ func (s *Store) upsertCollectionPublishing(ctx context.Context, tx ports.Tx, ws 
 	if err != nil {
 		return err
 	}
-	var changed, deleted bool
-	err = ptx.QueryRow(ctx, upsertCollectionReportingChange, args...).Scan(&changed, &deleted)
+	var (
+		changed, deleted bool
+		version          string
+	)
+	err = ptx.QueryRow(ctx, upsertCollectionReportingChange, args...).Scan(&changed, &deleted, &version)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !changed) {
 		return nil // refused by the version rule, or nothing but the event id changed
 	}
@@ -68,7 +71,7 @@ func (s *Store) upsertCollectionPublishing(ctx context.Context, tx ports.Tx, ws 
 		c.UpdatedAt = finite(updated)
 		data, t = s.feed.views.Collection(c), CollectionUpdated
 	}
-	ch, err := change.New(t, subject, data)
+	ch, err := change.NewVersioned(t, subject, version, data)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,16 @@
 package changefeed
 
+import "github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+
 // publishChange inserts one change of the current transaction; xid defaults to
-// pg_current_xact_id(), the id of the writing transaction.
-const publishChange = `
-INSERT INTO workspace_change (workspace_id, type, subject, data) VALUES ($1, $2, $3, $4)`
+// pg_current_xact_id(), the id of the writing transaction. A change whose data has no version
+// (an entity the mirror does not version: a connection, a teardown, a Slack channel) gets the
+// database's clock at the insert as its version: its writer holds the entity's row lock to
+// commit, so a writer that commits later reads a later clock.
+var publishChange = `
+INSERT INTO workspace_change (workspace_id, type, subject, data)
+VALUES ($1, $2, $3, CASE WHEN $4::jsonb ? 'version' THEN $4::jsonb
+                         ELSE $4::jsonb || jsonb_build_object('version', ` + pgutil.VersionTime("clock_timestamp()") + `) END)`
 
 // readFeedHorizon reads the highest cursor retention deleted in the workspace (none: no row).
 const readFeedHorizon = `

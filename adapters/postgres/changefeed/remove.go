@@ -40,6 +40,10 @@ func (s *Store) RemoveChanges(ctx context.Context, tx ports.Tx, workspaceID int6
 	if err != nil {
 		return 0, err
 	}
+	// Changes this transaction published are removed too: they are written first.
+	if err := deliveryinbox.FlushAtCommit(ctx, tx); err != nil {
+		return 0, err
+	}
 	sql := removeChangesHead
 	args := []any{workspaceID, sel.TypePrefix, sel.All, nonNil(sel.Subjects), nonNil(sel.SubjectPrefixes)}
 	members := make([]string, 0, len(sel.DataMembers))

@@ -12,6 +12,11 @@
 //  6. fn with the transaction;
 //  7. commit-time recheck: FOR SHARE SKIP LOCKED on the event row, judged again, then COMMIT.
 //
+// Steps 1 to 5 travel in one round trip (BEGIN and inbox_fence_open), and the statements fn
+// queued with ExecAtCommit (its change-feed publications), step 7 and COMMIT in one more
+// (inbox_fence_recheck raises when the lease changed, so COMMIT never runs): a fenced
+// transaction costs two round trips besides fn's own statements (issue 39; before, six or seven).
+//
 // A lock that is held elsewhere is skipped, never waited for: the adapter reads without a lock
 // whether the skipped row still exists and lets the domain tell busy (inbox.ErrBusy, retried in
 // order without budget) from erased (inbox.ErrErased). A changed lease is inbox.ErrLeaseLost and
@@ -165,167 +170,180 @@ func (in *Inbox) plain(ctx context.Context, fn func(ctx context.Context, tx port
 	return err
 }
 
-// fenced is the transaction of the package comment; a zero step is a Write. pgutil.WithTx owns
-// BEGIN, COMMIT and the rollback (on a context that survives cancellation, also after a panic).
-func (in *Inbox) fenced(ctx context.Context, f erasure.Fence, step inbox.Step, fn func(ctx context.Context, tx ports.Tx) error) error {
+// fenced is the transaction of the package comment; a zero step is a Write. It owns BEGIN,
+// COMMIT and the rollback itself (on a context that survives cancellation, also after a panic)
+// so that the fence statements travel with them (issue 39): BEGIN and steps 2 to 5 are one
+// round trip (inbox_fence_open, migration 00100), fn's statements follow, and the publications
+// fn queued (ExecAtCommit), step 7 (inbox_fence_recheck) and COMMIT are one more. What the
+// fences observed is judged here by erasure.Fence.Check, as before.
+func (in *Inbox) fenced(ctx context.Context, f erasure.Fence, step inbox.Step, fn func(ctx context.Context, tx ports.Tx) error) (err error) {
 	wrap := func(err error) error {
 		if step.IsZero() {
 			return fmt.Errorf("inbox write of event %d: %w", f.EventID(), err)
 		}
 		return fmt.Errorf("inbox step %s of event %d: %w", step, f.EventID(), err)
 	}
-	var tx *Tx
-	err := pgutil.WithTx(ctx, in.pool, readCommitted, func(ctx context.Context, ptx pgx.Tx) error {
-		obs, err := observeFences(ctx, ptx, f)
-		if err != nil {
-			return wrap(err)
+	conn, err := in.pool.Acquire(ctx)
+	if err != nil {
+		return pgutil.Interpret("begin", err)
+	}
+	defer conn.Release()
+	defer func() {
+		p := recover()
+		if (p != nil || err != nil) && conn.Conn().PgConn().TxStatus() != 'I' {
+			// A broken connection stays broken: the pool closes it on release.
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
-		if err := f.Check(obs); err != nil {
-			return wrap(err)
+		if p != nil {
+			panic(p)
 		}
-		if !step.IsZero() {
+	}()
+
+	obs, attempted, claimed, err := openFence(ctx, conn.Conn(), f, step)
+	if err != nil {
+		return wrap(err)
+	}
+	if err := f.Check(obs); err != nil {
+		return wrap(err)
+	}
+	if !step.IsZero() {
+		if !attempted {
+			// Unreachable while inbox_fence_open claims under exactly the observation Check
+			// passes; kept so that a passing check never runs fn without its step row.
 			var one int
-			err := ptx.QueryRow(ctx, claimStep, f.EventID(), step.String()).Scan(&one)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return errStepCommitted
-			}
-			if err != nil {
+			err := conn.QueryRow(ctx, claimStep, f.EventID(), step.String()).Scan(&one)
+			claimed = err == nil
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return wrap(pgutil.Interpret("claim step", err))
 			}
 		}
-		tx = &Tx{tx: ptx}
-		if err := fn(ctx, tx); err != nil {
-			return fnError(err)
+		if !claimed {
+			return errStepCommitted
 		}
-		if err := recheck(ctx, ptx, f, tx.deletesOwnEvent); err != nil {
-			return wrap(fmt.Errorf("commit-time recheck: %w", err))
-		}
-		return nil
-	})
-	if err == nil && tx != nil {
-		if tx.deletesOwnEvent {
-			// The consumer then counts a row it finds gone as handled, not as erased.
-			ports.RecordOwnDeletion(ctx)
-		}
-		tx.committed()
 	}
-	return err
+	tx := &Tx{tx: connTx{conn: conn.Conn()}, fenced: true}
+	if err := fn(ctx, tx); err != nil {
+		return fnError(err)
+	}
+	if err := commitFenced(ctx, conn.Conn(), f, tx); err != nil {
+		return wrap(err)
+	}
+	if tx.deletesOwnEvent {
+		// The consumer then counts a row it finds gone as handled, not as erased.
+		ports.RecordOwnDeletion(ctx)
+	}
+	tx.committed()
+	return nil
 }
 
-// observeFences takes the copy, workspace and event fences (steps 2 to 4) and reports what it
-// saw. After the first fence it finds held it takes no further lock: it only reads whether the
-// event still exists, so the domain can put erased before busy.
-func observeFences(ctx context.Context, tx pgx.Tx, f erasure.Fence) (erasure.Observation, error) {
+// openFence sends BEGIN and inbox_fence_open (steps 1 to 5) in one round trip and returns what
+// the fences observed and whether the step row was claimed (attempted: the function tried).
+func openFence(ctx context.Context, conn *pgx.Conn, f erasure.Fence, step inbox.Step) (obs erasure.Observation, attempted, claimed bool, err error) {
+	var stepName *string
+	if !step.IsZero() {
+		s := step.String()
+		stepName = &s
+	}
+	b := &pgx.Batch{}
+	b.Queue(beginReadCommitted)
+	b.Queue(openFenceSQL, f.EventID(), int64(f.Epoch()), stepName)
+	br := conn.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = pgutil.Interpret("take fences", cerr)
+		}
+	}()
+	if _, err := br.Exec(); err != nil {
+		return obs, false, false, pgutil.Interpret("begin", err)
+	}
 	var (
-		obs         erasure.Observation
-		inProgress  bool
-		workspaceID *int64
+		state *string
+		epoch *int64
 	)
-	err := tx.QueryRow(ctx, takeCopyAdmission, f.EventID()).Scan(&inProgress, &workspaceID)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		// The fence row is skipped: person erasure holds it FOR UPDATE. A missing row is a
-		// broken schema, not contention: retrying it without budget would never end.
-		var seeded bool
-		if err := tx.QueryRow(ctx, copyFenceSeeded).Scan(&seeded); err != nil {
-			return obs, pgutil.Interpret("read copy fence", err)
-		}
-		if !seeded {
-			return obs, errors.New("the inbox_erasure_fence row 'inbox' is missing; run the migrations")
-		}
-		obs.ErasureInProgress = true
-	case err != nil:
-		return obs, pgutil.Interpret("take copy admission", err)
-	default:
-		obs.ErasureInProgress = inProgress
+	err = br.QueryRow().Scan(&obs.ErasureInProgress, &obs.WorkspaceBusy, &obs.EventExists, &obs.EventBusy,
+		&state, &epoch, &attempted, &claimed)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == fenceRowMissing {
+		// A missing fence row is a broken schema, not contention: retrying it without budget
+		// would never end.
+		return obs, false, false, errors.New("the inbox_erasure_fence row 'inbox' is missing; run the migrations")
 	}
-	if obs.ErasureInProgress {
-		obs.EventExists, _, err = rowsExist(ctx, tx, f.EventID(), nil)
-		return obs, err
-	}
-
-	if workspaceID != nil {
-		var one int
-		err := tx.QueryRow(ctx, lockWorkspaceKeyShare, *workspaceID).Scan(&one)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			// Skipped or gone: a workspace operation holds it, or it was deleted and its
-			// events with it.
-			obs.EventExists, obs.WorkspaceBusy, err = rowsExist(ctx, tx, f.EventID(), workspaceID)
-			return obs, err
-		case err != nil:
-			return obs, pgutil.Interpret("fence workspace", err)
-		}
-	}
-
-	st, err := readLease(ctx, tx, lockEventKeyShare, f.EventID())
 	if err != nil {
-		return obs, pgutil.Interpret("fence event", err)
+		return obs, false, false, pgutil.Interpret("take fences", err)
 	}
-	return st.observation(ctx, tx, f.EventID())
+	if state != nil && epoch != nil {
+		if obs.State, err = inbox.ParseState(*state); err != nil {
+			return obs, false, false, err
+		}
+		obs.Epoch = inbox.Epoch(*epoch)
+	}
+	return obs, attempted, claimed, nil
 }
 
-// recheck is step 7: under a shared row lock held through COMMIT, the event must still be
-// LEASED under the fence's epoch. A handler that deleted its own event on purpose commits.
-func recheck(ctx context.Context, tx pgx.Tx, f erasure.Fence, deletesOwnEvent bool) error {
-	st, err := readLease(ctx, tx, recheckEventShare, f.EventID())
-	if err != nil {
+// commitFenced sends the publications fn queued, the commit-time recheck (step 7) and COMMIT
+// in one round trip. A recheck that does not find the event LEASED under the fence's epoch
+// raises, so COMMIT never runs; its SQLSTATE is turned back into the observation Fence.Check
+// judges. A handler that deleted its own event on purpose commits.
+func commitFenced(ctx context.Context, conn *pgx.Conn, f erasure.Fence, tx *Tx) (err error) {
+	b := &pgx.Batch{}
+	for _, d := range tx.atCommit {
+		b.Queue(d.sql, d.args...)
+	}
+	b.Queue(recheckFenceSQL, f.EventID(), int64(f.Epoch()), tx.deletesOwnEvent)
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = pgutil.Interpret("commit", cerr)
+		}
+	}()
+	for _, d := range tx.atCommit {
+		if _, err := br.Exec(); err != nil {
+			return fnError(pgutil.Interpret(d.op, err))
+		}
+	}
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("commit-time recheck: %w", recheckVerdict(f, err))
+	}
+	if _, err := br.Exec(); err != nil {
+		return pgutil.Interpret("commit", err)
+	}
+	return nil
+}
+
+// recheckVerdict turns the error inbox_fence_recheck raised into the fence's verdict on what it
+// observed; any other error is interpreted as a database failure.
+func recheckVerdict(f erasure.Fence, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
 		return pgutil.Interpret("recheck event", err)
 	}
-	obs, err := st.observation(ctx, tx, f.EventID())
-	if err != nil {
-		return err
+	var obs erasure.Observation
+	switch pgErr.Code {
+	case recheckOtherLease:
+		var (
+			state string
+			epoch int64
+		)
+		if _, serr := fmt.Sscanf(pgErr.Detail, "%s %d", &state, &epoch); serr != nil {
+			return fmt.Errorf("read recheck detail: %w", serr)
+		}
+		st, perr := inbox.ParseState(state)
+		if perr != nil {
+			return perr
+		}
+		obs = erasure.Observation{EventExists: true, State: st, Epoch: inbox.Epoch(epoch)}
+	case recheckBusy:
+		obs = erasure.Observation{EventExists: true, EventBusy: true}
+	case recheckGone:
+		obs = erasure.Observation{}
+	default:
+		return pgutil.Interpret("recheck event", err)
 	}
-	if !obs.EventExists && deletesOwnEvent {
-		return nil
+	if verdict := f.Check(obs); verdict != nil {
+		return verdict
 	}
-	return f.Check(obs)
-}
-
-// leaseRead is the event row as a locking read found it; found is false when the row was
-// skipped (held by another transaction) or is gone.
-type leaseRead struct {
-	found bool
-	state inbox.State
-	epoch inbox.Epoch
-}
-
-func readLease(ctx context.Context, tx pgx.Tx, query string, eventID int64) (leaseRead, error) {
-	var (
-		state string
-		epoch int64
-	)
-	err := tx.QueryRow(ctx, query, eventID).Scan(&state, &epoch)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return leaseRead{}, nil
-	}
-	if err != nil {
-		return leaseRead{}, err
-	}
-	s, err := inbox.ParseState(state)
-	if err != nil {
-		return leaseRead{}, err
-	}
-	return leaseRead{found: true, state: s, epoch: inbox.Epoch(epoch)}, nil
-}
-
-// observation turns a locking read into what the domain judges: a skipped row that still
-// exists is busy (a renewal or outcome committing, a reaper's FOR UPDATE, an erasure's DELETE
-// in progress), a missing one is erased.
-func (r leaseRead) observation(ctx context.Context, tx pgx.Tx, eventID int64) (erasure.Observation, error) {
-	if r.found {
-		return erasure.Observation{EventExists: true, State: r.state, Epoch: r.epoch}, nil
-	}
-	exists, _, err := rowsExist(ctx, tx, eventID, nil)
-	return erasure.Observation{EventExists: exists, EventBusy: exists}, err
-}
-
-// rowsExist reads, without a lock, whether the event and the workspace (nil: none) exist.
-func rowsExist(ctx context.Context, tx pgx.Tx, eventID int64, workspaceID *int64) (event, workspace bool, err error) {
-	if err := tx.QueryRow(ctx, eventAndWorkspaceExist, eventID, workspaceID).Scan(&event, &workspace); err != nil {
-		return false, false, pgutil.Interpret("read fenced rows", err)
-	}
-	return event, workspace, nil
+	return inbox.ErrLeaseLost // the function refused what Check would pass: never commit it
 }
 
 // fnError is what a fenced transaction returns for fn's error: fn's own error, unchanged, so

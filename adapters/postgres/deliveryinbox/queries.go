@@ -6,52 +6,51 @@ package deliveryinbox
 // of lease-lost). Every lock is taken with SKIP LOCKED: a fenced write never waits on erasure,
 // a renewal, a reaper or a workspace operation; it observes "busy" and rolls back instead.
 
-// takeCopyAdmission takes the erasure copy fence and reads the event's workspace in one round
-// trip. FOR KEY SHARE OF f SKIP LOCKED: erasure's in_progress UPDATE (a non-key column) does
-// not conflict, so the flag is what tells a step that erasure started; erasure's FOR UPDATE
-// does conflict, so no row means erasure holds the fence. The lock is kept until commit, so
-// erasure's FOR UPDATE waits for this step to end and the step never waits for erasure. The
-// workspace id is a plain read of a column that never changes after admission; a NULL means an
-// installation row or an event that is gone (the event fence tells which).
-const takeCopyAdmission = `
-SELECT f.in_progress, e.workspace_id
-FROM inbox_erasure_fence f
-LEFT JOIN provider_event e ON e.id = $1
-WHERE f.name = 'inbox'
-FOR KEY SHARE OF f SKIP LOCKED`
+// beginReadCommitted opens the fenced transaction (sent with openFenceSQL in one round trip).
+const beginReadCommitted = `BEGIN ISOLATION LEVEL READ COMMITTED`
 
-// copyFenceSeeded tells a fence row held by erasure from one that is missing (without a lock).
-const copyFenceSeeded = `SELECT EXISTS (SELECT 1 FROM inbox_erasure_fence WHERE name = 'inbox')`
+// openFenceSQL takes the copy fence, the workspace fence and the event fence and claims the
+// step ($3, NULL for a Write), in this order and each with SKIP LOCKED, in one statement
+// (migrations/00100_inbox_fence_functions.sql says what each lock lets go on and what it
+// stops):
+//   - copy admission: FOR KEY SHARE OF the fence row SKIP LOCKED. Erasure's in_progress UPDATE
+//     (a non-key column) does not conflict, so the flag is what tells a step that erasure
+//     started; erasure's FOR UPDATE does conflict, so a skipped row means erasure holds the
+//     fence. Kept until commit: erasure's FOR UPDATE waits for this step, never the reverse.
+//   - the event's workspace: FOR KEY SHARE SKIP LOCKED. A workspace deletion (whose cascade
+//     would remove the event under the step) waits for the step; a workspace operation holding
+//     FOR UPDATE makes the step skip the row and report busy instead of waiting.
+//   - the event row: FOR KEY SHARE SKIP LOCKED, the weakest row lock: a renewal's FOR NO KEY
+//     UPDATE SKIP LOCKED and its UPDATE of leased_until go on during the step, while the
+//     reaper's and erasure's FOR UPDATE (or DELETE) conflict, so the reaper skips the row and
+//     erasure waits for the step.
+//   - the step row (claimStep's INSERT), only under fences Check passes.
+//
+// After the first fence it finds held it takes no further lock and reads without a lock
+// whether the skipped rows still exist: a skipped row that exists is busy, a missing one gone.
+const openFenceSQL = `
+SELECT erasure_in_progress, workspace_busy, event_exists, event_busy, event_state, event_epoch,
+       step_attempted, step_claimed
+FROM inbox_fence_open($1, $2, $3)`
 
-// lockWorkspaceKeyShare fences the event's workspace until commit. KEY SHARE conflicts only
-// with FOR UPDATE and DELETE: a workspace deletion (whose cascade would remove the event under
-// the step) waits for the step, and a workspace operation holding FOR UPDATE makes the step
-// skip the row and report busy instead of waiting for it.
-const lockWorkspaceKeyShare = `SELECT 1 FROM workspace WHERE id = $1 FOR KEY SHARE SKIP LOCKED`
+// recheckFenceSQL is the commit-time recheck, sent with COMMIT. FOR SHARE conflicts with every
+// writer of the row (renewal, outcome, reaper, claim, erasure), so once it is granted nobody
+// can change state or epoch before COMMIT: the check and the commit see the same lease. SKIP
+// LOCKED: a renewal committing at this moment makes the step busy (retried in order) instead
+// of waiting. It raises (aborting the transaction before COMMIT) unless the event is LEASED
+// under $2, or gone while $3 says the transaction deleted it on purpose.
+const recheckFenceSQL = `SELECT inbox_fence_recheck($1, $2, $3)`
 
-// lockEventKeyShare fences the event row until commit and reads the lease it is under.
-// KEY SHARE is the weakest row lock: a renewal's FOR NO KEY UPDATE SKIP LOCKED and its UPDATE
-// of leased_until (a non-key column) go on during the step, while the reaper's and erasure's
-// FOR UPDATE (or DELETE) conflict, so the reaper skips the row and erasure waits for the step.
-const lockEventKeyShare = `
-SELECT state, lease_epoch FROM provider_event WHERE id = $1 FOR KEY SHARE SKIP LOCKED`
+// The SQLSTATEs of migrations/00100_inbox_fence_functions.sql.
+const (
+	fenceRowMissing   = "HXF01"
+	recheckOtherLease = "HXF02"
+	recheckBusy       = "HXF03"
+	recheckGone       = "HXF04"
+)
 
-// recheckEventShare is the commit-time recheck. FOR SHARE conflicts with every writer of the
-// row (renewal, outcome, reaper, claim, erasure), so once it is granted nobody can change state
-// or epoch before COMMIT: the check and the commit see the same lease. SKIP LOCKED: a renewal
-// committing at this moment makes the step busy (retried in order) instead of waiting.
-const recheckEventShare = `
-SELECT state, lease_epoch FROM provider_event WHERE id = $1 FOR SHARE SKIP LOCKED`
-
-// eventAndWorkspaceExist reads without a lock whether rows skipped above still exist: a skipped
-// row that exists is busy, a missing one is gone (erased, or deleted with its workspace).
-// A row whose DELETE has not committed yet still exists here: busy, retried, and the retry sees
-// the outcome. $2 may be NULL (installation rows have no workspace).
-const eventAndWorkspaceExist = `
-SELECT EXISTS (SELECT 1 FROM provider_event WHERE id = $1),
-       EXISTS (SELECT 1 FROM workspace WHERE id = $2)`
-
-// claimStep records the named step inside the business transaction. ON CONFLICT DO NOTHING: a
+// claimStep records the named step inside the business transaction (inbox_fence_open runs the
+// same INSERT; this is its fallback). ON CONFLICT DO NOTHING: a
 // step committed by an earlier attempt returns no row and its writes are skipped. A concurrent
 // claimer of the same step (a stale goroutine, an old lease holder) is waited for on the
 // primary key: its commit makes this a conflict, its rollback lets this insert go on. The

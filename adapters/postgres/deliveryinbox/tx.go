@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -25,6 +28,56 @@ type Tx struct {
 	tx              pgx.Tx
 	deletesOwnEvent bool
 	afterCommit     []func()
+	// fenced: a fenced transaction of the inbox, which sends atCommit with its recheck and
+	// COMMIT in one round trip.
+	fenced   bool
+	atCommit []deferredExec
+}
+
+// FlushAtCommit runs now, in order, the statements queued in tx with ExecAtCommit: a statement
+// that reads or changes what they write (the change feed's removal of torn-down changes) calls
+// it first. Nothing for a transaction that queues nothing. Errors: the first failing
+// statement's, interpreted under its op.
+func FlushAtCommit(ctx context.Context, tx ports.Tx) error {
+	t, ok := tx.(*Tx)
+	if !ok || t == nil || len(t.atCommit) == 0 {
+		return nil
+	}
+	queued := t.atCommit
+	t.atCommit = nil
+	b := &pgx.Batch{}
+	for _, d := range queued {
+		b.Queue(d.sql, d.args...)
+	}
+	br := t.tx.SendBatch(ctx, b)
+	for _, d := range queued {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return pgutil.Interpret(d.op, err)
+		}
+	}
+	return br.Close()
+}
+
+// deferredExec is a statement queued with ExecAtCommit.
+type deferredExec struct {
+	op, sql string
+	args    []any
+}
+
+// ExecAtCommit queues sql to run in tx just before its commit-time recheck, in the round trip
+// that commits (issue 39: a step's change-feed publications travel with its COMMIT). It
+// reports false for a transaction that cannot queue (unfenced, adopted, foreign): the caller
+// then runs sql itself. A queued statement that fails rolls the whole transaction back, and
+// its error, interpreted under op, is the transaction's. Only statements whose result nobody
+// reads may be queued, and only when nothing later in the transaction reads what they write.
+func ExecAtCommit(tx ports.Tx, op, sql string, args ...any) bool {
+	t, ok := tx.(*Tx)
+	if !ok || t == nil || !t.fenced {
+		return false
+	}
+	t.atCommit = append(t.atCommit, deferredExec{op: op, sql: sql, args: args})
+	return true
 }
 
 // AfterCommit registers fn to run once tx committed (never when it rolls back), on the
@@ -82,4 +135,72 @@ func Committed(tx ports.Tx) {
 	if t, ok := tx.(*Tx); ok && t != nil {
 		t.committed()
 	}
+}
+
+// connTx is the fenced transaction's pgx.Tx: the inbox sends BEGIN and COMMIT itself, batched
+// with the fence statements, on this connection, so the transaction is the connection's.
+// Begin opens a savepoint (as pgx's own transactions do); Commit and Rollback are the inbox's
+// (the mirror stores receive it wrapped in ownedTx).
+type connTx struct {
+	conn *pgx.Conn
+}
+
+func (t connTx) Begin(ctx context.Context) (pgx.Tx, error) { return newSavepoint(ctx, t.conn, 1) }
+func (connTx) Commit(context.Context) error                { return ErrTxOwnedByInbox }
+func (connTx) Rollback(context.Context) error              { return ErrTxOwnedByInbox }
+func (t connTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	return t.conn.CopyFrom(ctx, table, cols, src)
+}
+func (t connTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return t.conn.SendBatch(ctx, b)
+}
+func (connTx) LargeObjects() pgx.LargeObjects { return pgx.LargeObjects{} }
+func (t connTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	return t.conn.Prepare(ctx, name, sql)
+}
+func (t connTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return t.conn.Exec(ctx, sql, args...)
+}
+func (t connTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.conn.Query(ctx, sql, args...)
+}
+func (t connTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return t.conn.QueryRow(ctx, sql, args...)
+}
+func (t connTx) Conn() *pgx.Conn { return t.conn }
+
+// savepoint is a nested transaction of a connTx.
+type savepoint struct {
+	connTx
+	depth  int
+	closed bool
+}
+
+func newSavepoint(ctx context.Context, conn *pgx.Conn, depth int) (pgx.Tx, error) {
+	if _, err := conn.Exec(ctx, "SAVEPOINT sp_"+strconv.Itoa(depth)); err != nil {
+		return nil, err
+	}
+	return &savepoint{connTx: connTx{conn: conn}, depth: depth}, nil
+}
+
+func (s *savepoint) Begin(ctx context.Context) (pgx.Tx, error) {
+	return newSavepoint(ctx, s.conn, s.depth+1)
+}
+
+func (s *savepoint) Commit(ctx context.Context) error {
+	if s.closed {
+		return pgx.ErrTxClosed
+	}
+	s.closed = true
+	_, err := s.conn.Exec(ctx, "RELEASE SAVEPOINT sp_"+strconv.Itoa(s.depth))
+	return err
+}
+
+func (s *savepoint) Rollback(ctx context.Context) error {
+	if s.closed {
+		return pgx.ErrTxClosed
+	}
+	s.closed = true
+	_, err := s.conn.Exec(ctx, "ROLLBACK TO SAVEPOINT sp_"+strconv.Itoa(s.depth))
+	return err
 }

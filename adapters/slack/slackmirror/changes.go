@@ -65,18 +65,29 @@ func (s *Store) removeMessageChanges(ctx context.Context, tx ports.Tx, ws int64,
 	return err
 }
 
-const (
-	// readMessageView is the read API's list row for one message.
+// messageVersion is the version of the message row alias: its writes' rule is "a live message
+// only moves to a strictly newer edit timestamp, and a deletion is final", so the version is
+// whether it is deleted ("1" after "0"), then its edit timestamp (its ts before any edit), the
+// Slack timestamp's seconds and microseconds in fixed width.
+func messageVersion(alias string) string {
+	stamp := "coalesce(" + alias + ".edited_ts, " + alias + ".ts)"
+	return "(CASE WHEN " + alias + ".deleted THEN '1/' ELSE '0/' END || lpad(split_part(" + stamp + ", '.', 1), 12, '0') || '.' || rpad(split_part(" +
+		stamp + ", '.', 2), 6, '0'))"
+}
+
+var (
+	// readMessageView is the read API's list row for one message, and its version.
 	readMessageView = `
 SELECT team_id, channel_id, ts, coalesce(thread_ts, ''), coalesce(user_id, ''), text, posted_at,
-       coalesce(edited_ts, ''), source_event_id
+       coalesce(edited_ts, ''), source_event_id, ` + messageVersion("slack_message") + `
 FROM slack_message WHERE workspace_id = $1 AND channel_id = $2 AND ts = $3`
 
-	// deleteMessageReportingChange is deleteMessage telling whether the message was live.
+	// deleteMessageReportingChange is deleteMessage telling whether the message was live, and
+	// its version.
 	deleteMessageReportingChange = `
 WITH prior AS (SELECT deleted FROM slack_message WHERE workspace_id = $1 AND channel_id = $2 AND ts = $3)` +
 		deleteMessage + `
-RETURNING NOT (SELECT deleted FROM prior)`
+RETURNING NOT (SELECT deleted FROM prior), ` + messageVersion("slack_message")
 )
 
 func subjectOf(channelID, ts string) string { return "slack:message:" + channelID + ":" + ts }
@@ -87,13 +98,16 @@ func (s *Store) publishMessage(ctx context.Context, tx ports.Tx, ws int64, t cha
 	if err != nil {
 		return err
 	}
-	var m slackhandlers.MessageView
+	var (
+		m       slackhandlers.MessageView
+		version string
+	)
 	err = ptx.QueryRow(ctx, readMessageView, ws, channelID, ts).Scan(&m.TeamID, &m.ChannelID, &m.TS, &m.ThreadTS,
-		&m.UserID, &m.Text, &m.PostedAt, &m.EditedTS, &m.EventID)
+		&m.UserID, &m.Text, &m.PostedAt, &m.EditedTS, &m.EventID, &version)
 	if err != nil {
 		return pgutil.Interpret("read slack message", err)
 	}
-	c, err := change.New(t, subjectOf(channelID, ts), s.feed.views.Message(m))
+	c, err := change.NewVersioned(t, subjectOf(channelID, ts), version, s.feed.views.Message(m))
 	if err != nil {
 		return err
 	}
@@ -102,24 +116,27 @@ func (s *Store) publishMessage(ctx context.Context, tx ports.Tx, ws int64, t cha
 
 // tombstoneMessageReportingChange is tombstoneMessage telling whether the message was live (a
 // tombstone of a message never mirrored publishes nothing: the feed never posted it).
-const tombstoneMessageReportingChange = `
+var tombstoneMessageReportingChange = `
 WITH prior AS (SELECT deleted FROM slack_message WHERE workspace_id = $1 AND channel_id = $3 AND ts = $4)` +
 	tombstoneMessage + `
-RETURNING NOT coalesce((SELECT deleted FROM prior), true)`
+RETURNING NOT coalesce((SELECT deleted FROM prior), true), ` + messageVersion("m")
 
 func (s *Store) tombstoneMessagePublishing(ctx context.Context, tx ports.Tx, ws int64, d slackhandlers.MessageDelete, args []any) error {
 	ptx, err := txOf(tx)
 	if err != nil {
 		return err
 	}
-	var wasLive bool
-	if err := ptx.QueryRow(ctx, tombstoneMessageReportingChange, args...).Scan(&wasLive); err != nil {
+	var (
+		wasLive bool
+		version string
+	)
+	if err := ptx.QueryRow(ctx, tombstoneMessageReportingChange, args...).Scan(&wasLive, &version); err != nil {
 		return pgutil.Interpret("tombstone slack message", err)
 	}
 	if !wasLive {
 		return nil
 	}
-	c, err := change.New(MessageDeleted, subjectOf(d.ChannelID, d.TS), map[string]string{"channelId": d.ChannelID, "ts": d.TS})
+	c, err := change.NewVersioned(MessageDeleted, subjectOf(d.ChannelID, d.TS), version, map[string]string{"channelId": d.ChannelID, "ts": d.TS})
 	if err != nil {
 		return err
 	}
@@ -135,10 +152,13 @@ func (s *Store) deleteMessagePublishing(ctx context.Context, tx ports.Tx, ws int
 	if err != nil {
 		return pgutil.Interpret("delete slack message", err)
 	}
-	var wasLive bool
+	var (
+		wasLive bool
+		version string
+	)
 	for rows.Next() {
 		var live *bool
-		if err := rows.Scan(&live); err != nil {
+		if err := rows.Scan(&live, &version); err != nil {
 			rows.Close()
 			return pgutil.Interpret("delete slack message", err)
 		}
@@ -150,7 +170,7 @@ func (s *Store) deleteMessagePublishing(ctx context.Context, tx ports.Tx, ws int
 	if !wasLive {
 		return nil
 	}
-	c, err := change.New(MessageDeleted, subjectOf(channelID, ts), map[string]string{"channelId": channelID, "ts": ts})
+	c, err := change.NewVersioned(MessageDeleted, subjectOf(channelID, ts), version, map[string]string{"channelId": channelID, "ts": ts})
 	if err != nil {
 		return err
 	}
