@@ -15,6 +15,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/application/replays"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -30,10 +31,10 @@ type consoleRoutes routeRegistration
 
 func provideConsoleRoutes(s instanceSecrets, sessions *consolesession.Store, manage *management.Service,
 	dead *deadletters.Service, erasures *personerasure.Service, members ports.WorkspaceStore, feed *changes.Feed, syncs *backfill.Service,
-	installs *installflow.Service, log ports.Logger,
+	installs *installflow.Service, bulk *replays.Service, log ports.Logger,
 ) consoleRoutes {
 	return func(r gin.IRouter) error {
 		return console.Register(r, console.Config{Management: manage, Dead: dead, Erasures: erasures,
-			Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, AdminToken: s.AdminToken, Log: log})
+			Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk, AdminToken: s.AdminToken, Log: log})
 	}
 }

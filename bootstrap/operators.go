@@ -17,6 +17,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/application/rejections"
+	"github.com/hephaestus-dev/hephaestus/application/replays"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -66,11 +67,12 @@ func provideErasures(store ports.ErasureStore, runner *personerasure.Runner) (*p
 type operatorRoutes routeRegistration
 
 func provideOperatorRoutes(manage *management.Service, members ports.WorkspaceStore, dead *deadletters.Service, browser *deliveries.Service,
-	rejected *rejections.Service, erasures *personerasure.Service, log ports.Logger) operatorRoutes {
+	rejected *rejections.Service, erasures *personerasure.Service, bulk *replays.Service, log ports.Logger) operatorRoutes {
 	return func(r gin.IRouter) error {
 		operatorapi.Register(r, manage, dead, erasures, log)
 		operatorapi.RegisterDeliveries(r, manage, members, browser, log)
 		operatorapi.RegisterRejections(r, manage, members, rejected, log)
+		operatorapi.RegisterReplays(r, manage, members, bulk, log)
 		return nil
 	}
 }

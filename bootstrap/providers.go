@@ -36,6 +36,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/application/rejections"
+	"github.com/hephaestus-dev/hephaestus/application/replays"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -177,11 +178,11 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 // provideRunners lists the background loops App.Run starts and waits for: the consumer
 // (claimers, renewer, reaper, retention), the person-erasure runner, the access recheck, the
 // change feed (its Run ends the open feed streams when the server stops) and its retention, and
-// the backfill runner, and the providers' own loops (ports.BackgroundWork).
+// the backfill runner, the bulk replay runner, and the providers' own loops (ports.BackgroundWork).
 func provideRunners(c *consumer.Consumer, e *personerasure.Runner, a *accessrecheck.Recheck, cf *changes.Feed, cr *changes.Retention,
-	sy *backfill.Runner, rl *rejections.Log, providers []ports.Provider,
+	sy *backfill.Runner, rl *rejections.Log, rp *replays.Runner, providers []ports.Provider,
 ) []Runner {
-	runners := []Runner{c, e, a, cf, cr, sy, rl}
+	runners := []Runner{c, e, a, cf, cr, sy, rl, rp}
 	for _, p := range providers {
 		if w, ok := p.(ports.BackgroundWork); ok {
 			for _, r := range w.Runners() {

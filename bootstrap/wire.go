@@ -18,6 +18,6 @@ func InitializeApp(cfg Config, log *zap.Logger) (*App, error) {
 
 // buildServices builds everything that needs the database, once App.Run opened it.
 func buildServices(ctx context.Context, in graphInput) (*services, func(), error) {
-	wire.Build(coreSet, inboxSet, handlerSet, managementSet, admissionSet, operatorSet, rejectionSet, consoleSet, installFlowSet, changesSet, syncSet, providerSet, httpSet, newServices)
+	wire.Build(coreSet, inboxSet, handlerSet, managementSet, admissionSet, operatorSet, replaySet, rejectionSet, consoleSet, installFlowSet, changesSet, syncSet, providerSet, httpSet, newServices)
 	return nil, nil, nil
 }

@@ -134,7 +134,19 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapOperatorRoutes := provideOperatorRoutes(managementService, workspaces, deadlettersService, deliveriesService, rejectionsService, personerasureService, portsLogger)
+	replayjobsStore, err := provideReplayJobs(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	replaysRunner, err := provideReplayRunner(config, replayjobsStore, consumerSignal, portsLogger)
+	if err != nil {
+		return nil, nil, err
+	}
+	replaysService, err := provideReplays(replayjobsStore, replaysRunner)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapOperatorRoutes := provideOperatorRoutes(managementService, workspaces, deadlettersService, deliveriesService, rejectionsService, personerasureService, replaysService, portsLogger)
 	consolesessionStore, err := provideConsoleSessions(pool)
 	if err != nil {
 		return nil, nil, err
@@ -164,7 +176,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, backfillService, installflowService, portsLogger)
+	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, backfillService, installflowService, replaysService, portsLogger)
 	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
 	bootstrapChangesRoutes := provideChangeRoutes(config, managementService, workspaces, feed, portsLogger)
 	bootstrapSyncRoutes := provideSyncRoutes(managementService, workspaces, backfillService, portsLogger)
@@ -185,7 +197,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	v7 := provideRunners(consumerConsumer, runner, recheck, feed, retention, backfillRunner, log, v3)
+	v7 := provideRunners(consumerConsumer, runner, recheck, feed, retention, backfillRunner, log, replaysRunner, v3)
 	bootstrapServices := newServices(v6, v7)
 	return bootstrapServices, func() {
 	}, nil

@@ -24,6 +24,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/replayjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackoauth"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
@@ -33,6 +34,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
+	"github.com/hephaestus-dev/hephaestus/application/replays"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -45,10 +47,13 @@ func TestConsole(t *testing.T) {
 const adminToken = "console-spec-admin-token-0123456789"
 
 var (
-	pool   *pgxpool.Pool
-	svc    *management.Service
-	server *httptest.Server
-	feed   *changes.Feed
+	// replayStore is the bulk replay store of the console's replay page; no runner works its
+	// jobs here, so specs run batches themselves.
+	replayStore *replayjobs.Store
+	pool        *pgxpool.Pool
+	svc         *management.Service
+	server      *httptest.Server
+	feed        *changes.Feed
 )
 
 type noopNotifier struct{}
@@ -93,10 +98,15 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		[]ports.InstallFlow{slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: "111.222"}, slackClient)}, &support.Clock{}, support.Logger{})
 	Expect(err).NotTo(HaveOccurred())
 
+	replayStore, err = replayjobs.New(pool, replayjobs.Config{})
+	Expect(err).NotTo(HaveOccurred())
+	bulk, err := replays.NewService(replayStore, noopNotifier{})
+	Expect(err).NotTo(HaveOccurred())
+
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
 	Expect(console.Register(engine, console.Config{Management: svc, Dead: dead, Erasures: erasureSvc,
-		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
+		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
 	server = httptest.NewServer(engine)
 	DeferCleanup(server.Close)
 })

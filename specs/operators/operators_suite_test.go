@@ -24,11 +24,13 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/rejectionstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/replayjobs"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
 	"github.com/hephaestus-dev/hephaestus/application/deliveries"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/application/rejections"
+	"github.com/hephaestus-dev/hephaestus/application/replays"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -59,6 +61,10 @@ var (
 	server      *httptest.Server
 	client      *http.Client
 	wakes       *countingNotifier
+	// replayStore is the bulk replay store on the server's pool; replayWakes stands in for the
+	// server's replay runner, which no spec runs unless it starts one (replays_test.go).
+	replayStore *replayjobs.Store
+	replayWakes *countingNotifier
 
 	stopRunner context.CancelFunc
 	runnerDone chan struct{}
@@ -109,6 +115,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	rejected, err := rejections.NewService(rejectionStore)
 	Expect(err).NotTo(HaveOccurred())
 	operatorapi.RegisterRejections(engine, svc, workspaces, rejected, support.Logger{})
+	replayStore, err = replayjobs.New(pool, replayjobs.Config{})
+	Expect(err).NotTo(HaveOccurred())
+	replayWakes = &countingNotifier{}
+	bulk, err := replays.NewService(replayStore, replayWakes)
+	Expect(err).NotTo(HaveOccurred())
+	operatorapi.RegisterReplays(engine, svc, workspaces, bulk, support.Logger{})
 	server, client = support.Serve(engine)
 })
 

@@ -76,6 +76,10 @@ type Config struct {
 	// manage the workspace: starting one here sets the flow's browser cookie in this browser,
 	// which the provider's callback requires. Nil: the page says no install flow is available.
 	Installs *installflow.Service
+	// Replays is bulk replay (the replay API's use cases): its page shows the jobs and the
+	// dry-run count to every member and starts and cancels jobs for who may manage the
+	// workspace. It needs Members; nil: no bulk replay page.
+	Replays Replays
 	// AdminToken is the configured instance administrator token: a session signed in with it
 	// ends when the configured token changes.
 	AdminToken string
@@ -145,7 +149,7 @@ func Register(r gin.IRouter, cfg Config) error {
 	s.GET("/admin/dead-letters/:id/replay", c.confirmInstallationReplay)
 	s.POST("/admin/dead-letters/:id/replay", c.replayInstallation)
 	s.GET("/admin/erasures", c.erasure)
-	return nil
+	return c.registerReplays(s)
 }
 
 func securityHeaders(c *gin.Context) {

@@ -310,6 +310,19 @@ WHERE e.id = $1 AND e.workspace_id IS NULL
 FOR UPDATE`
 )
 
+// lockDeadRowsOfWorkspaceForReplay locks the rows of a bulk replay batch that are still DEAD
+// rows of the workspace, in id order (two batches, or a batch and a single replay, lock shared
+// rows in one order, so they wait for each other and never deadlock). FOR UPDATE waits for a
+// single replay, retention or erasure holding a row and then rechecks it: a row that stopped
+// being DEAD or was deleted meanwhile is not returned. A LEASED or QUEUED row fails the state
+// test before any lock is taken, so a batch never waits for a handler.
+const lockDeadRowsOfWorkspaceForReplay = `
+SELECT ` + deliveryColumns + `, coalesce($3::timestamptz, clock_timestamp())
+FROM provider_event e
+WHERE e.id = ANY ($1::bigint[]) AND e.workspace_id = $2 AND e.state = 'DEAD'
+ORDER BY e.id
+FOR UPDATE`
+
 // writeReplay writes the domain's Replay transition; state = 'DEAD' is the backstop.
 const writeReplay = `
 UPDATE provider_event
