@@ -7,7 +7,7 @@ GO ?= go
 HEPHAESTUS_GITHUB_WEBHOOK_SECRET ?= dev-github-webhook-secret
 HEPHAESTUS_SLACK_SIGNING_SECRET ?= dev-slack-signing-secret
 
-.PHONY: build generate hygiene test test-inner fuzz-smoke run bench demo console-screenshot migrate clean
+.PHONY: build generate hygiene test test-inner fuzz-smoke run bench soak demo console-screenshot migrate clean
 
 ## build: compile the server to bin/hephaestus
 build:
@@ -68,6 +68,13 @@ run:
 ## bench: run the benchmark against a throwaway durable cluster
 bench:
 	$(GO) run ./cmd/pgcluster run -durable -- $(GO) run ./cmd/bench
+
+## soak: the server as `serve` wires it, on a throwaway durable cluster, fed the four-provider
+## mix at 60 % of its measured capacity for SOAK_MINUTES (default 10) with short retention
+## windows; writes soak-results.json and soak-results.svg and judges the flatness criteria
+SOAK_MINUTES ?= 10
+soak:
+	$(GO) run ./cmd/pgcluster run -durable -- $(GO) run ./cmd/bench -soak -soak-minutes $(SOAK_MINUTES)
 
 ## demo: run the demo
 demo: export HEPHAESTUS_GITHUB_WEBHOOK_SECRET := $(HEPHAESTUS_GITHUB_WEBHOOK_SECRET)

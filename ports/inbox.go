@@ -111,6 +111,10 @@ type InboxStore interface {
 	// now; false when another live holder has it.
 	AcquireSingleton(ctx context.Context, name, holder string, lease time.Duration) (bool, error)
 
+	// ReleaseSingleton gives the named lease up when holder has it (a stopping server), so
+	// another server takes it at its next attempt instead of after the lease ran out.
+	ReleaseSingleton(ctx context.Context, name, holder string) error
+
 	// Replay sets a DEAD row of the workspace (workspaceID 0: an installation row, NULL
 	// workspace) back to QUEUED with attempt 0 under the domain's Delivery.Replay, recording
 	// accountID and the time; an installation replay commits its audit record in the same

@@ -25,13 +25,18 @@
 //     -statement-floor adds the handler's own statements as before;
 //
 //   - hot scope: the dispatch of 10,000 rows over the same scopes, with and without one more
-//     scope holding 200,000 rows behind a head that waits for its retry, alternating.
+//     scope holding 200,000 rows behind a head that waits for its retry, alternating;
 //
 //   - river: River (the pinned module) draining as many pre-filled no-op jobs as the dispatch
 //     row drains rows, in a database of its own on the same cluster, with the fetch settings of
 //     River's own benchmark (river.go);
 //
-// -only runs some rows (admission, dispatch, river, hot, pipeline).
+//   - pipeline mix and its floor: the pipeline fed a seeded mix of all four providers' deliveries,
+//     and the same stored rows run through their handlers straight into PostgreSQL (mix.go,
+//     mixrow.go).
+//
+// -only runs some rows (admission, dispatch, river, hot, pipeline, mix). -soak runs `make soak`
+// instead of the table (soak.go).
 package main
 
 import (
@@ -104,6 +109,9 @@ type results struct {
 	PipelineFloor pipelineFloorResult `json:"pipelineFloor"`
 	HotScope      hotScopeResult      `json:"hotScope"`
 	River         riverResult         `json:"river"`
+	// The pipeline mix row (cmd/bench/mix.go, mixrow.go).
+	PipelineMix      pipelineMixResult      `json:"pipelineMix"`
+	PipelineMixFloor pipelineMixFloorResult `json:"pipelineMixFloor"`
 }
 
 func main() {
@@ -131,8 +139,22 @@ func main() {
 	out := flag.String("out", "bench-results.json", "where the figures are written (repository root)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the admission and ceiling rounds to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the admission and ceiling rounds to this file")
-	only := flag.String("only", "", "comma-separated rows to run (admission, dispatch, river, hot, pipeline); empty runs every row")
+	only := flag.String("only", "", "comma-separated rows to run (admission, dispatch, river, hot, pipeline, mix); empty runs every row")
+	flag.StringVar(&mixSettings.corpus, "corpus", "", "the GitHub corpus the mix reads in place (default: $HEPHAESTUS_GITHUB_CORPUS, or ../shared/corpus/github)")
+	flag.Uint64Var(&mixSettings.seed, "mix-seed", 37, "seed of the mix's deliveries")
+	flag.IntVar(&mixSettings.rounds, "mix-rounds", 1, "alternating pipeline mix and pipeline mix floor rounds (of -pipeline-seconds each)")
+	soak := flag.Bool("soak", false, "run the soak instead of the table (make soak; cmd/bench/soak.go)")
+	flag.IntVar(&soakSettings.minutes, "soak-minutes", 10, "minutes of the soak")
+	flag.Float64Var(&soakSettings.share, "soak-share", 0.6, "share of the measured pipeline mix capacity the soak feeds")
+	flag.StringVar(&soakSettings.out, "soak-out", "soak-results.json", "where the soak's minutes are written (repository root); the chart goes beside it as .svg")
+	flag.Float64Var(&soakSettings.rate, "soak-rate", 0, "deliveries per second the soak feeds (0: -soak-share of the capacity measured for -pipeline-seconds)")
+	flag.DurationVar(&soakSettings.replayWindow, "soak-replay-window", 2*time.Minute, "the soak server's replay window (DONE rows kept)")
+	flag.DurationVar(&soakSettings.deadRetention, "soak-dead-retention", 4*time.Minute, "the soak server's dead retention")
+	flag.DurationVar(&soakSettings.retentionPeriod, "soak-retention-interval", 15*time.Second, "the soak server's retention period")
 	flag.Parse()
+	if *soak && *phase == "all" {
+		*phase = "soak"
+	}
 	admissionProfile, allocationProfile = *cpuProfile, *memProfile
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -146,6 +168,8 @@ func main() {
 		err = runCount(ctx, *countCycles, *countVerbose)
 	case "serve":
 		err = runServeChild(*dbURL, *addr)
+	case "soak":
+		err = runSoak(*senders, *pipelineSeconds)
 	case "all":
 		if *rounds < 1 || *deliveries < *rounds*(*senders) {
 			err = fmt.Errorf("need at least one round and %d deliveries a round", *senders)
@@ -243,6 +267,18 @@ func runAll(ctx context.Context, senders, deliveries, rounds, rows, scopes, clai
 		}
 	}
 
+	if only.runs("mix") {
+		mix, err := buildMix(mixCorpusDir(mixSettings.corpus), mixSettings.seed)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "pipeline mix and floor: %d senders, %d deliveries of%s, %d s a round, in %d alternating rounds…\n",
+			senders, len(mix), mixShares(mix), pipe.seconds, mixSettings.rounds)
+		if r.PipelineMix, r.PipelineMixFloor, err = benchPipelineMixAndFloor(ctx, dbURL, senders, pipe.seconds, mixSettings.rounds, mix); err != nil {
+			return fmt.Errorf("pipeline mix: %w", err)
+		}
+	}
+
 	printTable(r)
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -337,6 +373,7 @@ func printTable(r results) {
 		r.River.Jobs, r.River.PerSecond, ratioOf(r.Dispatch.PerSecond, r.River.PerSecond))
 	fmt.Printf("| hot scope | %d rows, %d behind a waiting head | %8.0f rows/s, %.2f of the same dispatch without it |\n",
 		r.HotScope.Rows, r.HotScope.HotRows, r.HotScope.PerSecond, r.HotScope.Ratio)
+	printMixRows(r)
 }
 
 func ratioOf(a, b float64) float64 {

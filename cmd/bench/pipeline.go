@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -23,13 +24,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/bootstrap"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -99,25 +95,44 @@ WHERE kind = 'BACKFILL' AND state IN ('QUEUED', 'RUNNING')`)
 	return err
 }
 
-// serveEnv is the environment of the pipeline's server: the benchmark database, a loopback
-// listener, the bench's webhook secret, generated admin token and credentials key, provider
-// API roots on a closed loopback port (nothing may leave the machine), WARN logs.
-func serveEnv(dbURL, addr string) map[string]string {
+// The administrator token and credentials key of the serve children, made once per bench run
+// and handed to every child in its environment (serveSecretsEnv): the pipeline mix and the soak
+// create connections through the API of one child whose sealed secrets the next child opens.
+var benchAdminToken, benchCredentialsKey = func() (string, string) {
 	token, key := make([]byte, 24), make([]byte, 32)
 	_, _ = rand.Read(token)
 	_, _ = rand.Read(key)
+	return hex.EncodeToString(token), base64.StdEncoding.EncodeToString(key)
+}()
+
+const (
+	envServeAdminToken     = "HEPHAESTUS_BENCH_SERVE_ADMIN_TOKEN"
+	envServeCredentialsKey = "HEPHAESTUS_BENCH_SERVE_CREDENTIALS_KEY"
+	envServeLogLevel       = "HEPHAESTUS_BENCH_SERVE_LOG_LEVEL" // the soak's server logs at info
+)
+
+func serveSecretsEnv() []string {
+	return []string{envServeAdminToken + "=" + benchAdminToken, envServeCredentialsKey + "=" + benchCredentialsKey}
+}
+
+// serveEnv is the environment of the pipeline's server: the benchmark database, a loopback
+// listener, the bench's webhook and Slack signing secrets, the admin token and credentials key
+// the parent handed down, provider API roots on a closed loopback port (nothing may leave the
+// machine), WARN logs.
+func serveEnv(dbURL, addr string) map[string]string {
 	return map[string]string{
 		"DATABASE_URL":                     dbURL,
 		"HEPHAESTUS_HTTP_ADDR":             addr,
 		"HEPHAESTUS_GITHUB_WEBHOOK_SECRET": string(webhookSecret),
-		"HEPHAESTUS_ADMIN_TOKEN":           hex.EncodeToString(token),
-		"HEPHAESTUS_CREDENTIALS_KEY":       base64.StdEncoding.EncodeToString(key),
+		"HEPHAESTUS_SLACK_SIGNING_SECRET":  string(slackSigningSecret),
+		"HEPHAESTUS_ADMIN_TOKEN":           os.Getenv(envServeAdminToken),
+		"HEPHAESTUS_CREDENTIALS_KEY":       os.Getenv(envServeCredentialsKey),
 		"HEPHAESTUS_GITHUB_API_URL":        "http://127.0.0.1:9",
 		"HEPHAESTUS_GITLAB_API_URL":        "http://127.0.0.1:9",
 		"HEPHAESTUS_SLACK_API_URL":         "http://127.0.0.1:9",
 		"HEPHAESTUS_GITHUB_OAUTH_URL":      "http://127.0.0.1:9",
 		"HEPHAESTUS_OUTLINE_API_URL":       "http://127.0.0.1:9",
-		"HEPHAESTUS_LOG_LEVEL":             "warn",
+		"HEPHAESTUS_LOG_LEVEL":             cmp.Or(os.Getenv(envServeLogLevel), "warn"),
 	}
 }
 
@@ -129,9 +144,10 @@ func runServeChild(dbURL, addr string) error {
 		if v, ok := env[k]; ok {
 			return v
 		}
-		if strings.HasPrefix(k, "OTEL_") {
+		if strings.HasPrefix(k, "OTEL_") || strings.HasPrefix(k, "HEPHAESTUS_INTEGRATION_CONSUMER_") {
 			// The OTEL_* variables of the bench's environment reach the server, so a run with
-			// them measures the pipeline with tracing on (README, Tracing).
+			// them measures the pipeline with tracing on (README, Tracing); the consumer's
+			// settings too (the soak shortens the retention windows with them).
 			return os.Getenv(k)
 		}
 		return ""
@@ -185,51 +201,109 @@ type pipelineSample struct {
 	handled int
 }
 
-// pipelineRound runs the server in a child process, sends signed `issues` deliveries over
-// pipelineRepos repositories from senders for warm-up plus seconds, and reads, every second,
-// the backlog and the rows the server handled (DONE rows ended in that second, by the database
-// clock, over ix_provider_event_ended). Senders pause above the high watermark. The rate is
-// the rows handled in the measured window over its length.
-func pipelineRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders int, seconds int) (pipelineResult, []pipelineSample, []time.Duration, error) {
-	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
-		return pipelineResult{}, nil, nil, err
-	}
-	addr, err := freeLoopbackAddr()
-	if err != nil {
-		return pipelineResult{}, nil, nil, err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return pipelineResult{}, nil, nil, err
-	}
-	server := exec.CommandContext(ctx, self, "-phase", "serve", "-db", dbURL, "-addr", addr)
-	server.Stderr = os.Stderr
-	if err := server.Start(); err != nil {
-		return pipelineResult{}, nil, nil, err
-	}
-	stopped := false
-	stopServer := func() (int64, error) {
-		if stopped {
-			return 0, nil
-		}
-		stopped = true
-		_ = server.Process.Signal(syscall.SIGTERM)
-		err := server.Wait()
-		var rss int64
-		if ru, ok := server.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rss = ru.Maxrss * 1024
-		}
-		return rss, err
-	}
-	defer func() { _, _ = stopServer() }()
-	if err := waitReady(ctx, addr); err != nil {
-		return pipelineResult{}, nil, nil, err
-	}
+// pipelineFeed is the traffic of a pipeline round: prepare runs once the server is ready
+// (nil: nothing to prepare), and client gives each sender its own connection to addr, whose
+// send(i) delivers the round's i-th delivery and requires it stored once.
+type pipelineFeed struct {
+	prepare func(ctx context.Context, pool *pgxpool.Pool, addr string) error
+	client  func(addr string) feedClient
+}
 
+type feedClient interface {
+	send(i int) error
+	close()
+}
+
+// issuesFeed is the pipeline row's traffic: signed `issues` deliveries over pipelineRepos
+// repositories.
+func issuesFeed() pipelineFeed {
 	payloads := make([][]byte, 4*pipelineRepos)
 	for i := range payloads {
 		payloads[i] = repoPayload(i+1, i%pipelineRepos)
 	}
+	return pipelineFeed{client: func(addr string) feedClient { return &issuesClient{newSender(addr), payloads} }}
+}
+
+type issuesClient struct {
+	*sender
+	payloads [][]byte
+}
+
+func (c *issuesClient) send(i int) error { return c.sender.send(c.payloads[i%len(c.payloads)]) }
+
+// serveChild is a running `hephaestus serve` child process.
+type serveChild struct {
+	addr    string
+	cmd     *exec.Cmd
+	stopped bool
+}
+
+// startServeChild starts the server as bootstrap wires it in a child process on a free
+// loopback port, with env added to the child's environment, and waits until it is ready.
+func startServeChild(ctx context.Context, dbURL string, env []string, stderr io.Writer) (*serveChild, error) {
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	server := exec.CommandContext(ctx, self, "-phase", "serve", "-db", dbURL, "-addr", addr)
+	server.Stderr = stderr
+	if stderr == nil {
+		server.Stderr = os.Stderr
+	}
+	server.Env = append(os.Environ(), serveSecretsEnv()...)
+	server.Env = append(server.Env, env...)
+	if err := server.Start(); err != nil {
+		return nil, err
+	}
+	s := &serveChild{addr: addr, cmd: server}
+	if err := waitReady(ctx, addr); err != nil {
+		_, _ = s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// stop ends the server with SIGTERM and returns its peak RSS.
+func (s *serveChild) stop() (int64, error) {
+	if s.stopped {
+		return 0, nil
+	}
+	s.stopped = true
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	err := s.cmd.Wait()
+	var rss int64
+	if ru, ok := s.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss * 1024
+	}
+	return rss, err
+}
+
+// pipelineRound runs the server in a child process, sends feed's deliveries (signed `issues`
+// deliveries over pipelineRepos repositories for the pipeline row) from senders for warm-up
+// plus seconds, and reads, every second, the backlog and the rows the server handled (DONE
+// rows ended in that second, by the database clock, over ix_provider_event_ended). Senders
+// pause above the high watermark. The rate is the rows handled in the measured window over
+// its length.
+func pipelineRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders int, seconds int, feed pipelineFeed) (pipelineResult, []pipelineSample, []time.Duration, error) {
+	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
+		return pipelineResult{}, nil, nil, err
+	}
+	server, err := startServeChild(ctx, dbURL, nil, nil)
+	if err != nil {
+		return pipelineResult{}, nil, nil, err
+	}
+	defer func() { _, _ = server.stop() }()
+	stopServer, addr := server.stop, server.addr
+	if feed.prepare != nil {
+		if err := feed.prepare(ctx, pool, addr); err != nil {
+			return pipelineResult{}, nil, nil, fmt.Errorf("prepare: %w", err)
+		}
+	}
+
 	var (
 		paused    atomic.Bool
 		sent      atomic.Int64
@@ -240,7 +314,7 @@ func pipelineRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, sender
 	)
 	for w := range senders {
 		wg.Go(func() {
-			c := newSender(addr)
+			c := feed.client(addr)
 			defer c.close()
 			for {
 				select {
@@ -254,7 +328,7 @@ func pipelineRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, sender
 				}
 				i := int(sent.Add(1))
 				t := time.Now()
-				if err := c.send(payloads[i%len(payloads)]); err != nil {
+				if err := c.send(i); err != nil {
 					sendErr <- err
 					return
 				}
@@ -371,18 +445,35 @@ var statementFloor bool
 // serially, which makes the floor slower than the server it is the floor of.
 const pipelineFloorBatch = 3
 
+// floorRow is one delivery of a pipeline floor round as admission stores it.
+type floorRow struct {
+	provider, eventType, subject string
+	payload, headers             []byte
+}
+
+// issuesFloorRows are the pipeline row's deliveries as admission stores them.
+func issuesFloorRows() []floorRow {
+	rows := make([]floorRow, 4*pipelineRepos)
+	for i := range rows {
+		rows[i] = floorRow{provider: "GITHUB", eventType: "issues",
+			subject: fmt.Sprintf("github:repository:%d", repositoryID+i%pipelineRepos),
+			payload: repoPayload(i+1, i%pipelineRepos), headers: []byte("{}")}
+	}
+	return rows
+}
+
 // pipelineFloorRound runs the statements the pipeline runs per delivery, and only those,
 // straight into PostgreSQL at the pipeline's concurrency, for warm-up plus seconds: senders
-// goroutines run the admission's row insert (pausing at the same backlog watermarks as the
-// pipeline's senders), and claimers goroutines run the store's claim (up to pipelineFloorBatch
-// rows), the real GitHub `issues` handler with its step and mirror upserts through the same
-// adapters, and the store's outcome write for the claimed rows. No HTTP, no signatures, no
-// consumer scheduling. The rate is the deliveries completed in the measured window over its
-// length.
+// goroutines run the admission's row insert of rows (pausing at the same backlog watermarks as
+// the pipeline's senders), and claimers goroutines run the store's claim (up to
+// pipelineFloorBatch rows), the real handler of each row's event (GitHub `issues` for the
+// pipeline row) with its steps and mirror upserts through the same adapters, and the store's
+// outcome write for the claimed rows. No HTTP, no signatures, no consumer scheduling. The rate
+// is the deliveries completed in the measured window over its length.
 //
 // With seed, the claimers run the commits the seed requires instead of the handler
-// (seedCommits): the pipeline floor of issue 39.
-func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders, claimers, seconds int, seed bool) (int, time.Duration, error) {
+// (seedCommits, `issues` rows only): the pipeline floor of issue 39.
+func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders, claimers, seconds int, rows []floorRow, seed bool) (int, time.Duration, error) {
 	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
 		return 0, 0, err
 	}
@@ -402,25 +493,9 @@ func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, s
 	if err != nil {
 		return 0, 0, err
 	}
-	dinbox, err := deliveryinbox.New(pool)
+	reg, err := floorRegistry(pool)
 	if err != nil {
 		return 0, 0, err
-	}
-	mirror, err := githubmirror.New(pool)
-	if err != nil {
-		return 0, 0, err
-	}
-	reg := consumer.NewRegistry()
-	if err := githubhandlers.Register(reg, githubhandlers.Deps{Inbox: dinbox, Store: mirror}); err != nil {
-		return 0, 0, err
-	}
-	handler, ok := reg.Lookup(github.Provider, githubhandlers.EventIssues)
-	if !ok {
-		return 0, 0, errors.New("no issues handler")
-	}
-	payloads := make([][]byte, 4*pipelineRepos)
-	for i := range payloads {
-		payloads[i] = repoPayload(i+1, i%pipelineRepos)
 	}
 	var (
 		key      atomic.Int64
@@ -455,12 +530,12 @@ func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, s
 					continue
 				}
 				i := int(key.Add(1))
-				subject := fmt.Sprintf("github:repository:%d", repositoryID+i%pipelineRepos)
+				row := rows[i%len(rows)]
 				if _, err := insertPool.Exec(ctx, `
 INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject, payload, headers)
-VALUES ($1, 'GITHUB', 'issues', $2, $3, $4, $5, '{}')
-ON CONFLICT DO NOTHING`, workspaceID, fmt.Sprintf("floor-%d", i), fmt.Sprintf("ws:%d:%s", workspaceID, subject),
-					subject, payloads[i%len(payloads)]); err != nil {
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT DO NOTHING`, workspaceID, row.provider, row.eventType, fmt.Sprintf("floor-%d", i),
+					fmt.Sprintf("ws:%d:%s", workspaceID, row.subject), row.subject, row.payload, row.headers); err != nil {
 					fail(err)
 					return
 				}
@@ -481,6 +556,11 @@ ON CONFLICT DO NOTHING`, workspaceID, fmt.Sprintf("floor-%d", i), fmt.Sprintf("w
 				}
 				results := make([]ports.Result, 0, len(claimed))
 				for _, c := range claimed {
+					handler, ok := reg.Lookup(c.Delivery.Provider(), c.Delivery.EventType())
+					if !ok {
+						// No handler: the consumer completes the row (GitHub check_run).
+						handler = ports.HandlerFunc(func(context.Context, ports.Dispatch) error { return nil })
+					}
 					// A fence that found the event row briefly held (another claimer's locking
 					// scan on it while it rechecks) is contention: the handler runs again at
 					// once, where the consumer would retry it after a short delay.
@@ -571,16 +651,16 @@ func benchPipelineAndFloor(ctx context.Context, dbURL string, senders, seconds, 
 		minBacklog, maxBack = -1, 0
 	)
 	for round := 1; round <= rounds; round++ {
-		p, samples, l, err := pipelineRound(ctx, dbURL, pool, senders, seconds)
+		p, samples, l, err := pipelineRound(ctx, dbURL, pool, senders, seconds, issuesFeed())
 		if err != nil {
 			return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline round %d: %w", round, err)
 		}
-		n, d, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds, true)
+		n, d, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds, issuesFloorRows(), true)
 		if err != nil {
 			return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline floor round %d: %w", round, err)
 		}
 		if statementFloor {
-			sn, sd, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds, false)
+			sn, sd, err := pipelineFloorRound(ctx, dbURL, pool, senders, pipelineClaimers, seconds, issuesFloorRows(), false)
 			if err != nil {
 				return pipelineResult{}, pipelineFloorResult{}, fmt.Errorf("pipeline statement floor round %d: %w", round, err)
 			}

@@ -287,6 +287,36 @@ var _ = Describe("The consumer", func() {
 			Expect(holder).To(Equal("server-a"))
 		})
 
+		It("is given up by a stopping server, so the next server runs it at once rather than when the lease runs out", func(ctx SpecContext) {
+			cfg := specConfig("server-a")
+			cfg.RetentionInterval = time.Hour // the lease lasts two hours
+			a := startServer(cfg, store, consumer.NewRegistry())
+			Eventually(func() int {
+				return support.Count(ctx, pool, `SELECT count(*) FROM singleton_lease WHERE name = 'inbox-retention' AND holder = 'server-a'`)
+			}).WithTimeout(5 * time.Second).Should(Equal(1))
+			Expect(a.stop()).To(Succeed())
+
+			oldDone(ctx, 3)
+			cfg.Owner = "server-b"
+			b := startServer(cfg, store, consumer.NewRegistry())
+			Eventually(func() int { return countRows(ctx, pool, "true") }).WithTimeout(10 * time.Second).Should(BeZero())
+			Eventually(func() int { return len(b.log.Find("retention deleted")) }).WithTimeout(5 * time.Second).Should(Equal(1))
+		})
+
+		It("logs each pass's deleted rows, its batches, its time and its longest batch", func(ctx SpecContext) {
+			oldDone(ctx, 5)
+			cfg := specConfig(owner)
+			cfg.RetentionInterval = time.Hour // one pass, at the start
+			cfg.RetentionBatch = 2
+			srv := startServer(cfg, store, consumer.NewRegistry())
+			Eventually(func() int { return len(srv.log.Find("retention deleted")) }).WithTimeout(5 * time.Second).Should(Equal(1))
+			pass := srv.log.Find("retention deleted")[0]
+			Expect(pass.Value("deleted")).To(BeEquivalentTo(5))
+			Expect(pass.Value("batches")).To(BeEquivalentTo(3), "2 + 2 + 1 rows")
+			Expect(pass.Value("ms")).To(BeNumerically(">=", pass.Value("longestBatchMs")))
+			Expect(pass.Value("longestBatchMs")).To(BeNumerically(">=", 0))
+		})
+
 		It("leaves the rows and counts the failure when deleting fails", func(ctx SpecContext) {
 			oldDone(ctx, 2)
 			failing := &failingRetention{InboxStore: store}

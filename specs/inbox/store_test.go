@@ -12,6 +12,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 const owner = "server-a"
@@ -552,6 +553,65 @@ var _ = Describe("The inbox store", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(deleted).To(Equal(int64(2)))
 			Expect(countRows(ctx, pool, "true")).To(Equal(3))
+		})
+
+		It("holds up no admission, claim, step or outcome while one of its batches is deleting", func(ctx SpecContext) {
+			// Three DONE rows past the window in one scope, each with a step. Another session
+			// holds the last row's step locked, so the retention batch stops in its cascade,
+			// holding what it deleted so far, until that session ends.
+			var old []int64
+			for range 3 {
+				old = append(old, ended(ctx, "DONE", 100*time.Hour))
+			}
+			blocker, err := pool.Begin(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			defer func() { _ = blocker.Rollback(context.WithoutCancel(ctx)) }()
+			_, err = blocker.Exec(ctx, `SELECT 1 FROM provider_event_step WHERE event_id = $1 FOR UPDATE`, old[2])
+			Expect(err).NotTo(HaveOccurred())
+
+			// The batch's answer: the rows it deleted, or -1 when it failed.
+			deleted := make(chan int64, 1)
+			go func() {
+				now := time.Now()
+				n, err := store.DeleteEnded(context.WithoutCancel(ctx), now.Add(-72*time.Hour), now.Add(-720*time.Hour), 10)
+				if err != nil {
+					n = -1
+				}
+				deleted <- n
+			}()
+			support.EventuallyBlockedBy(ctx, pool, support.BackendPID(ctx, blocker), 1)
+
+			// Meanwhile a delivery of the same scope is admitted, claimed, runs a step and
+			// completes; the batch is still waiting when it has.
+			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			id := storeRow(wctx, pool, row{Workspace: ws, Repo: "rDONE" + (100 * time.Hour).String()})
+			claimed, err := store.Claim(wctx, owner, 1, lease)
+			Expect(err).NotTo(HaveOccurred(), "the claim waited for the retention batch")
+			Expect(ids(claimed)).To(Equal([]int64{id}))
+			_, err = pool.Exec(wctx, `INSERT INTO provider_event_step (event_id, step_name) VALUES ($1, 'x')`, id)
+			Expect(err).NotTo(HaveOccurred(), "the step waited for the retention batch")
+			complete(wctx, claimed[0])
+			Expect(deleted).NotTo(Receive(), "the batch is still held")
+
+			Expect(blocker.Rollback(ctx)).To(Succeed())
+			Eventually(deleted).WithTimeout(10 * time.Second).Should(Receive(Equal(int64(3))))
+			Expect(stateOf(ctx, pool, id)).To(Equal("DONE"))
+		})
+
+		It("lets only the holder give the singleton lease up, to the next holder at once", func(ctx SpecContext) {
+			mine, err := store.AcquireSingleton(ctx, "inbox-retention", "a", time.Hour)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(mine).To(BeTrue())
+			Expect(store.ReleaseSingleton(ctx, "inbox-retention", "b")).To(Succeed())
+			mine, err = store.AcquireSingleton(ctx, "inbox-retention", "b", time.Hour)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(mine).To(BeFalse(), "b cannot give up a's lease")
+
+			Expect(store.ReleaseSingleton(ctx, "inbox-retention", "a")).To(Succeed())
+			mine, err = store.AcquireSingleton(ctx, "inbox-retention", "b", time.Hour)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(mine).To(BeTrue(), "a gave it up")
 		})
 
 		It("gives the singleton lease to one holder at a time", func(ctx SpecContext) {

@@ -290,6 +290,9 @@ WHERE s.holder IS NULL OR s.holder = EXCLUDED.holder OR s.leased_until IS NULL
    OR s.leased_until <= coalesce($4::timestamptz, clock_timestamp())
 RETURNING s.holder`
 
+// releaseSingleton ends the named lease of holder; a lease another holder took is left alone.
+const releaseSingleton = `DELETE FROM singleton_lease WHERE name = $1 AND holder = $2`
+
 // lockWorkspaceRowForReplay and lockInstallationRowForReplay read the row bound to its
 // workspace (every replay query binds the workspace) with FOR UPDATE: a concurrent replay waits
 // and then reads the replayed row, so two replays make one transition; retention skips the

@@ -397,3 +397,11 @@ func (s *Store) AcquireSingleton(ctx context.Context, name, holder string, lease
 	}
 	return got == holder, nil
 }
+
+// ReleaseSingleton implements ports.InboxStore.
+func (s *Store) ReleaseSingleton(ctx context.Context, name, holder string) error {
+	if _, err := s.pool.Exec(ctx, releaseSingleton, name, holder); err != nil {
+		return pgutil.Interpret("release singleton "+name, err)
+	}
+	return nil
+}

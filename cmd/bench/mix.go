@@ -1,0 +1,684 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The mix: signed deliveries of all four providers in the proportions below, built from real
+// payload shapes. GitHub's are the documented example payloads of the corpus beside the
+// checkout (read in place at run time, never copied into the repository), rewritten to the
+// benchmark's installation and repositories; GitLab's, Slack's and Outline's are the hook
+// shapes the specs and cmd/demo send. Every delivery goes to a connection that subscribes to
+// its resource, so each is stored once and mirrored by the real handler. The mix is
+// deterministic: the same seed gives the same deliveries in the same order.
+
+// slackSigningSecret signs the mix's Slack deliveries (the server's signing secret).
+var slackSigningSecret = []byte("bench-slack-signing-secret")
+
+// The mix's non-GitHub resources: one GitLab connection (group mixGitLabGroup) subscribed to
+// mixProjects projects, one Slack connection (team mixSlackTeam) subscribed to mixChannels
+// channels, one Outline connection subscribed to mixCollections collections.
+const (
+	mixGitLabGroup   = 4343
+	mixGitLabProject = 700000
+	mixProjects      = 20
+	mixSlackTeam     = "TBENCHMIX1"
+	mixSlackApp      = "ABENCHMIX1"
+	mixSlackBot      = "UBENCHBOT1"
+	mixChannels      = 10
+	mixCollections   = 5
+	mixTemplates     = 2048 // distinct deliveries a run cycles through
+	// mixObjects bounds the issues, pull requests, merge requests and documents the mix touches
+	// per repository or project: a team's traffic is mostly updates of live objects.
+	mixObjects = 50
+)
+
+// The secrets of the mix's GitLab (a plain token) and Outline connections.
+const (
+	mixGitLabSecret  = "glwt-bench-mix-gitlab-token"
+	mixOutlineSecret = "ol_whs_bench-mix-outline-secret"
+)
+
+// mixWeights are the shares of the mix by kind of delivery (out of their sum).
+var mixWeights = []struct {
+	kind   string
+	weight int
+}{
+	{"github/push", 14}, {"github/pull_request", 12}, {"github/check_suite", 5}, {"github/check_run", 6},
+	{"github/issue_comment", 10}, {"github/issues", 9}, {"github/pull_request_review", 4},
+	{"github/pull_request_review_comment", 4}, {"github/status", 4},
+	{"gitlab/push", 4}, {"gitlab/merge_request", 3}, {"gitlab/issue", 2}, {"gitlab/pipeline", 3},
+	{"slack/message", 14}, {"outline/documents.update", 6},
+}
+
+// corpusFiles are the corpus payloads the GitHub share is built from, per event.
+var corpusFiles = map[string][]string{
+	"push":                        {"with-new-branch.payload.json", "with-no-username-committer.payload.json"},
+	"pull_request":                {"opened.payload.json", "synchronize.payload.json", "labeled.payload.json", "closed.payload.json", "review_requested.payload.json"},
+	"check_suite":                 {"completed.payload.json", "requested.payload.json"},
+	"check_run":                   {"completed.payload.json", "created.payload.json"},
+	"issue_comment":               {"created.payload.json", "edited.payload.json"},
+	"issues":                      {"opened.payload.json", "edited.payload.json", "labeled.payload.json", "reopened.payload.json", "assigned.payload.json"},
+	"pull_request_review":         {"submitted.payload.json"},
+	"pull_request_review_comment": {"created.payload.json"},
+	"status":                      {"payload.json"},
+}
+
+// mixDelivery is one delivery of the mix. The key of a send is spliced between before and
+// after when keyInBody (Slack's event_id, Outline's envelope id), else sent in the provider's
+// delivery header.
+type mixDelivery struct {
+	kind      string // e.g. github/push
+	provider  string // GITHUB, GITLAB, SLACK, OUTLINE
+	event     string // the event header's value (GitHub, GitLab)
+	path      string // filled in with the connection ids
+	before    []byte
+	after     []byte
+	keyInBody bool
+}
+
+// mixCorpusDir is where the GitHub corpus is read: -corpus, HEPHAESTUS_GITHUB_CORPUS,
+// HEPHAESTUS_CORPUS_DIR/github, else ../shared/corpus/github beside the repository.
+func mixCorpusDir(flagValue string) string {
+	switch {
+	case flagValue != "":
+		return flagValue
+	case os.Getenv("HEPHAESTUS_GITHUB_CORPUS") != "":
+		return os.Getenv("HEPHAESTUS_GITHUB_CORPUS")
+	case os.Getenv("HEPHAESTUS_CORPUS_DIR") != "":
+		return filepath.Join(os.Getenv("HEPHAESTUS_CORPUS_DIR"), "github")
+	}
+	return filepath.Join("..", "shared", "corpus", "github")
+}
+
+// loadCorpus reads the corpus payloads the mix uses, and fails naming the directory and the
+// override when one is missing.
+func loadCorpus(dir string) (map[string][]map[string]any, error) {
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("the GitHub corpus is not at %s: the mix reads GitHub's example payloads in place "+
+			"(set -corpus or HEPHAESTUS_GITHUB_CORPUS to its directory)", dir)
+	}
+	out := map[string][]map[string]any{}
+	for event, files := range corpusFiles {
+		for _, f := range files {
+			path := filepath.Join(dir, event, f)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("the GitHub corpus at %s lacks %s/%s (set -corpus or HEPHAESTUS_GITHUB_CORPUS): %w", dir, event, f, err)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(b, &doc); err != nil {
+				return nil, fmt.Errorf("corpus %s: %w", path, err)
+			}
+			out[event] = append(out[event], doc)
+		}
+	}
+	return out, nil
+}
+
+// mixGenerator builds the deliveries of the mix from a seeded source.
+type mixGenerator struct {
+	rng    *rand.Rand
+	corpus map[string][]map[string]any
+	n      int // deliveries built so far
+}
+
+// buildMix returns mixTemplates deliveries drawn by mixWeights from seed.
+func buildMix(corpusDir string, seed uint64) ([]mixDelivery, error) {
+	corpus, err := loadCorpus(corpusDir)
+	if err != nil {
+		return nil, err
+	}
+	g := &mixGenerator{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), corpus: corpus}
+	total := 0
+	for _, w := range mixWeights {
+		total += w.weight
+	}
+	out := make([]mixDelivery, 0, mixTemplates)
+	for range mixTemplates {
+		pick := g.rng.IntN(total)
+		kind := ""
+		for _, w := range mixWeights {
+			if pick < w.weight {
+				kind = w.kind
+				break
+			}
+			pick -= w.weight
+		}
+		d, err := g.delivery(kind)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", kind, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func (g *mixGenerator) delivery(kind string) (mixDelivery, error) {
+	g.n++
+	provider, event, _ := strings.Cut(kind, "/")
+	switch provider {
+	case "github":
+		body, err := g.github(event)
+		return mixDelivery{kind: kind, provider: "GITHUB", event: event, path: "/webhooks/github", before: body}, err
+	case "gitlab":
+		body, header := g.gitlab(event)
+		return mixDelivery{kind: kind, provider: "GITLAB", event: header, before: body}, nil
+	case "slack":
+		before, after := g.slackMessage()
+		return mixDelivery{kind: kind, provider: "SLACK", path: "/webhooks/slack", before: before, after: after, keyInBody: true}, nil
+	case "outline":
+		before, after := g.outlineDocument()
+		return mixDelivery{kind: kind, provider: "OUTLINE", before: before, after: after, keyInBody: true}, nil
+	}
+	return mixDelivery{}, fmt.Errorf("unknown kind %q", kind)
+}
+
+func (g *mixGenerator) sha() string {
+	var b [20]byte
+	for i := range b {
+		b[i] = byte(g.rng.Uint32())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// clone deep-copies a decoded JSON document.
+func clone(doc map[string]any) map[string]any {
+	b, _ := json.Marshal(doc)
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+func obj(doc map[string]any, key string) map[string]any {
+	m, _ := doc[key].(map[string]any)
+	return m
+}
+
+// github rewrites a corpus payload of event to the benchmark's installation, one of its
+// pipelineRepos repositories and a bounded set of objects in it.
+func (g *mixGenerator) github(event string) ([]byte, error) {
+	docs := g.corpus[event]
+	doc := clone(docs[g.rng.IntN(len(docs))])
+	repo := g.rng.IntN(pipelineRepos)
+	object := int64(g.rng.IntN(mixObjects) + 1)
+	if r := obj(doc, "repository"); r != nil {
+		r["id"] = repositoryID + repo
+		r["node_id"] = fmt.Sprintf("R_bench%d", repo)
+		r["name"] = fmt.Sprintf("hello-%d", repo)
+		r["full_name"] = fmt.Sprintf("octo/hello-%d", repo)
+		r["owner"] = map[string]any{"login": "octo", "id": organizationID, "type": "Organization"}
+	} else {
+		return nil, errors.New("corpus payload without a repository")
+	}
+	doc["installation"] = map[string]any{"id": installationID, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uNDI0Mg=="}
+	if o := obj(doc, "organization"); o != nil {
+		o["login"], o["id"] = "octo", organizationID
+	}
+	ids := func(m map[string]any, base int64) {
+		if m == nil {
+			return
+		}
+		m["id"] = base + int64(repo)*1000 + object
+		if _, ok := m["number"]; ok {
+			m["number"] = object
+		}
+	}
+	switch event {
+	case "push":
+		g.githubPush(doc)
+	case "pull_request":
+		ids(obj(doc, "pull_request"), 3_000_000_000)
+		doc["number"] = object
+	case "issues":
+		ids(obj(doc, "issue"), 2_000_000_000)
+	case "issue_comment":
+		ids(obj(doc, "issue"), 2_000_000_000)
+		ids(obj(doc, "comment"), 4_000_000_000+int64(g.n)*100_000)
+	case "pull_request_review":
+		ids(obj(doc, "pull_request"), 3_000_000_000)
+		ids(obj(doc, "review"), 5_000_000_000+int64(g.n)*100_000)
+	case "pull_request_review_comment":
+		ids(obj(doc, "pull_request"), 3_000_000_000)
+		ids(obj(doc, "comment"), 6_000_000_000+int64(g.n)*100_000)
+	case "check_suite":
+		cs := obj(doc, "check_suite")
+		ids(cs, 7_000_000_000+int64(g.n)*100_000)
+		if cs != nil {
+			cs["head_sha"] = g.sha()
+		}
+	case "check_run":
+		ids(obj(doc, "check_run"), 8_000_000_000+int64(g.n)*100_000)
+	case "status":
+		doc["id"] = 9_000_000_000 + int64(g.n)
+		doc["sha"] = g.sha()
+	}
+	return json.Marshal(doc)
+}
+
+// githubPush makes a push of 1 to 20 commits (GitHub lists up to 20 in the payload) to an
+// existing branch, each commit shaped as the corpus's.
+func (g *mixGenerator) githubPush(doc map[string]any) {
+	commits, _ := doc["commits"].([]any)
+	var proto map[string]any
+	if len(commits) > 0 {
+		proto, _ = commits[0].(map[string]any)
+	}
+	if proto == nil {
+		proto = map[string]any{"message": "change", "timestamp": "2019-05-15T15:20:30-05:00",
+			"author":    map[string]any{"name": "Codertocat", "email": "[REDACTED]", "username": "Codertocat"},
+			"committer": map[string]any{"name": "Codertocat", "email": "[REDACTED]", "username": "Codertocat"},
+			"added":     []any{}, "removed": []any{}, "modified": []any{"README.md"}, "distinct": true}
+	}
+	n := 1 + g.rng.IntN(20)
+	before := g.sha()
+	list := make([]any, n)
+	for i := range list {
+		c := clone(proto)
+		sha := g.sha()
+		c["id"], c["tree_id"] = sha, g.sha()
+		c["message"] = fmt.Sprintf("Change %d of push %d\n\nThe body of the commit message.", i+1, g.n)
+		c["url"] = "https://github.com/octo/hello/commit/" + sha
+		list[i] = c
+	}
+	last := list[n-1].(map[string]any)
+	doc["commits"], doc["head_commit"] = list, last
+	doc["before"], doc["after"] = before, last["id"]
+	doc["created"], doc["deleted"], doc["forced"] = false, false, false
+	doc["ref"], doc["base_ref"] = "refs/heads/main", nil
+}
+
+// GitLab hook shapes as specs/gitlab sends them.
+
+func (g *mixGenerator) gitlab(event string) ([]byte, string) {
+	project := mixGitLabProject + g.rng.IntN(mixProjects)
+	object := g.rng.IntN(mixObjects) + 1
+	p := map[string]any{"id": project, "name": fmt.Sprintf("api-%d", project), "namespace_id": mixGitLabGroup,
+		"path_with_namespace": fmt.Sprintf("acme/api-%d", project), "web_url": fmt.Sprintf("https://gitlab.com/acme/api-%d", project),
+		"default_branch": "main", "visibility_level": 0}
+	user := map[string]any{"id": 7000 + object, "name": "Ana López", "username": "ana.lopez", "avatar_url": nil, "email": "[REDACTED]"}
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).Add(time.Duration(g.n) * time.Second).Format(time.RFC3339)
+	switch event {
+	case "push":
+		n := 1 + g.rng.IntN(20)
+		commits := make([]any, n)
+		after := ""
+		for i := range commits {
+			after = g.sha()
+			commits[i] = map[string]any{"id": after, "message": fmt.Sprintf("change %d\n\nbody", i), "title": fmt.Sprintf("change %d", i),
+				"timestamp": at, "url": fmt.Sprintf("https://gitlab.com/acme/api-%d/-/commit/%s", project, after),
+				"author": map[string]any{"name": "Ana López", "email": "[REDACTED]"}}
+		}
+		return mustJSON(map[string]any{"object_kind": "push", "event_name": "push", "before": g.sha(), "after": after,
+			"ref": "refs/heads/main", "user_id": 7000 + object, "user_name": "Ana López", "user_username": "ana.lopez",
+			"project_id": project, "project": p, "commits": commits, "total_commits_count": n}), "Push Hook"
+	case "merge_request":
+		return mustJSON(map[string]any{"object_kind": "merge_request", "event_type": "merge_request", "user": user, "project": p,
+			"object_attributes": map[string]any{"id": project*1000 + object, "iid": object, "target_project_id": project,
+				"source_project_id": project, "title": fmt.Sprintf("Change %d", object), "description": "Fixes the crash",
+				"state": "opened", "source_branch": fmt.Sprintf("fix-%d", object), "target_branch": "main",
+				"merge_status": "can_be_merged", "detailed_merge_status": "mergeable", "author_id": 7000 + object,
+				"url": fmt.Sprintf("https://gitlab.com/acme/api-%d/-/merge_requests/%d", project, object), "action": "update",
+				"last_commit": map[string]any{"id": g.sha()}, "created_at": at, "updated_at": at}}), "Merge Request Hook"
+	case "issue":
+		return mustJSON(map[string]any{"object_kind": "issue", "event_type": "issue", "user": user, "project": p,
+			"object_attributes": map[string]any{"id": project*1000 + object, "iid": object, "project_id": project,
+				"title": fmt.Sprintf("Issue %d", object), "description": "It crashes on start", "state": "opened",
+				"author_id": 7000 + object, "url": fmt.Sprintf("https://gitlab.com/acme/api-%d/-/issues/%d", project, object),
+				"action": "update", "created_at": at, "updated_at": at}}), "Issue Hook"
+	default: // pipeline
+		return mustJSON(map[string]any{"object_kind": "pipeline", "project": p, "user": user,
+			"object_attributes": map[string]any{"id": 9_000_000 + g.n, "ref": "main", "sha": g.sha(), "status": "success",
+				"source": "push", "created_at": "2026-11-30 12:00:00 UTC", "finished_at": "2026-11-30 12:07:00 UTC"}}), "Pipeline Hook"
+	}
+}
+
+// Slack and Outline shapes as cmd/demo sends them; the delivery key goes where the
+// placeholder is.
+
+const keyPlaceholder = "\x00key\x00"
+
+func splitAtKey(b []byte) ([]byte, []byte) {
+	before, after, _ := bytes.Cut(b, []byte(keyPlaceholder))
+	return before, after
+}
+
+func (g *mixGenerator) slackMessage() ([]byte, []byte) {
+	channel := fmt.Sprintf("CBENCH%04d", g.rng.IntN(mixChannels))
+	ts := fmt.Sprintf("%d.%06d", 1764504000+g.n, g.rng.IntN(1_000_000))
+	text := fmt.Sprintf("Deploy %d of hello finished, the badge is green again :tada:", g.n)
+	return splitAtKey(mustJSON(slackCallback(keyPlaceholder, map[string]any{
+		"type": "message", "channel": channel, "channel_type": "channel", "user": fmt.Sprintf("UBENCH%04d", g.rng.IntN(40)),
+		"text": text, "ts": ts, "event_ts": ts, "team": mixSlackTeam, "client_msg_id": fmt.Sprintf("msg-%d", g.n),
+		"blocks": []any{map[string]any{"type": "rich_text", "block_id": "b1", "elements": []any{
+			map[string]any{"type": "rich_text_section", "elements": []any{map[string]any{"type": "text", "text": text}}},
+		}}},
+	})))
+}
+
+func slackCallback(eventID string, event map[string]any) map[string]any {
+	return map[string]any{
+		"token": "XXYYZZbench", "team_id": mixSlackTeam, "context_team_id": mixSlackTeam,
+		"api_app_id": mixSlackApp, "event": event, "type": "event_callback", "event_id": eventID,
+		"event_time": 1764504000, "is_ext_shared_channel": false,
+		"authorizations": []any{map[string]any{
+			"enterprise_id": nil, "team_id": mixSlackTeam, "user_id": mixSlackBot, "is_bot": true,
+			"is_enterprise_install": false,
+		}},
+	}
+}
+
+// slackBotJoined is the app's bot joining a channel: the handler grants the channel consent,
+// after which its messages are stored.
+func slackBotJoined(channel int) []byte {
+	return mustJSON(slackCallback(keyPlaceholder, map[string]any{
+		"type": "member_joined_channel", "user": mixSlackBot, "channel": fmt.Sprintf("CBENCH%04d", channel),
+		"channel_type": "C", "team": mixSlackTeam, "inviter": "UBENCH0001", "event_ts": "1764503000.000100",
+	}))
+}
+
+func mixCollectionID(i int) string { return fmt.Sprintf("c0ffee00-0000-4000-8000-%012d", i) }
+
+func (g *mixGenerator) outlineDocument() ([]byte, []byte) {
+	collection := g.rng.IntN(mixCollections)
+	doc := collection*1000 + g.rng.IntN(mixObjects)
+	docID := fmt.Sprintf("d0c00000-0000-4000-8000-%012d", doc)
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).Add(time.Duration(g.n) * time.Second).Format("2006-01-02T15:04:05.000Z")
+	actorID := fmt.Sprintf("a0000000-0000-4000-8000-%012d", g.rng.IntN(20))
+	actor := map[string]any{"id": actorID, "name": "Ana López", "avatarUrl": nil, "color": "#FF5C80",
+		"role": "member", "isSuspended": false, "createdAt": "2025-10-01T00:00:00Z"}
+	return splitAtKey(mustJSON(map[string]any{
+		"id": keyPlaceholder, "actorId": actorID, "webhookSubscriptionId": "5b6a2e55-3b1f-4a4c-9d1e-2f8c0e7a9b10", "createdAt": at,
+		"event": "documents.update",
+		"payload": map[string]any{
+			"id": docID,
+			"model": map[string]any{
+				"id": docID, "url": fmt.Sprintf("/doc/release-checklist-%d", doc), "urlId": fmt.Sprintf("Kq3sdE%04d", doc),
+				"title": fmt.Sprintf("Release checklist %d", doc), "emoji": nil,
+				"text":         fmt.Sprintf("1. Tag release %d\n2. Publish the notes\n3. Announce it in #releases\n", g.n),
+				"collectionId": mixCollectionID(collection), "parentDocumentId": nil, "revision": g.n,
+				"createdAt": "2026-11-01T00:00:00Z", "updatedAt": at, "publishedAt": "2026-11-01T00:00:00Z",
+				"archivedAt": nil, "deletedAt": nil, "createdBy": actor, "updatedBy": actor, "fullWidth": false,
+				"template": false, "tasks": map[string]any{"completed": 0, "total": 3},
+			},
+		},
+	}))
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("mix payload: %v", err))
+	}
+	// json.Marshal escapes the placeholder's NUL bytes; put them back so it can be found.
+	return bytes.ReplaceAll(b, []byte(`\u0000key\u0000`), []byte(keyPlaceholder))
+}
+
+// mixSender sends deliveries of the mix on one keep-alive connection, each signed as its
+// provider signs: GitHub's X-Hub-Signature-256 over the body, GitLab's X-Gitlab-Token of the
+// connection, Slack's v0 signature over timestamp and body, Outline's t=,s= signature over
+// milliseconds and body. Like sender, it writes the request itself.
+type mixSender struct {
+	addr   string
+	conn   net.Conn
+	br     *bufio.Reader
+	mix    []mixDelivery
+	prefix string // delivery keys: prefix + send number
+	req    []byte
+	body   []byte
+}
+
+func (c *mixSender) close() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+}
+
+func (c *mixSender) send(i int) error {
+	return c.deliver(c.mix[i%len(c.mix)], c.prefix+strconv.Itoa(i))
+}
+
+// deliver sends d with key and requires 202 with one stored row.
+func (c *mixSender) deliver(d mixDelivery, key string) error {
+	if c.conn == nil {
+		conn, err := net.DialTimeout("tcp", c.addr, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		c.conn, c.br = conn, bufio.NewReader(conn)
+	}
+	body := append(c.body[:0], d.before...)
+	if d.keyInBody {
+		body = append(body, key...)
+		body = append(body, d.after...)
+	}
+	c.body = body
+	h := fmt.Appendf(c.req[:0], "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n",
+		d.path, c.addr, len(body))
+	switch d.provider {
+	case "GITHUB":
+		h = fmt.Appendf(h, "User-Agent: GitHub-Hookshot/bench\r\nX-GitHub-Event: %s\r\nX-GitHub-Delivery: %s\r\nX-Hub-Signature-256: sha256=%s\r\n",
+			d.event, key, hexMAC(webhookSecret, body))
+	case "GITLAB":
+		h = fmt.Appendf(h, "User-Agent: GitLab/17.8.1\r\nX-Gitlab-Event: %s\r\nX-Gitlab-Event-UUID: %s\r\nIdempotency-Key: %s\r\nX-Gitlab-Instance: https://gitlab.com\r\nX-Gitlab-Token: %s\r\n",
+			d.event, key, key, mixGitLabSecret)
+	case "SLACK":
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		h = fmt.Appendf(h, "User-Agent: Slackbot 1.0 (+https://api.slack.com/robots)\r\nX-Slack-Request-Timestamp: %s\r\nX-Slack-Signature: v0=%s\r\n",
+			ts, hexMAC(slackSigningSecret, []byte("v0:"+ts+":"), body))
+	case "OUTLINE":
+		t := strconv.FormatInt(time.Now().UnixMilli(), 10)
+		h = fmt.Appendf(h, "User-Agent: Outline-Webhooks\r\nOutline-Signature: t=%s,s=%s\r\n",
+			t, hexMAC([]byte(mixOutlineSecret), []byte(t+"."), body))
+	}
+	h = append(h, "\r\n"...)
+	h = append(h, body...)
+	c.req = h
+	if err := c.conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		return err
+	}
+	if _, err := c.conn.Write(h); err != nil {
+		c.close()
+		return err
+	}
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		c.close()
+		return err
+	}
+	answer, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || resp.Close {
+		c.close()
+	}
+	if resp.StatusCode != http.StatusAccepted || !bytes.Contains(answer, []byte(`"stored":1`)) {
+		return fmt.Errorf("%s delivery answered %d %s", d.kind, resp.StatusCode, answer)
+	}
+	return err
+}
+
+func hexMAC(secret []byte, parts ...[]byte) string {
+	m := hmac.New(sha256.New, secret)
+	for _, p := range parts {
+		m.Write(p)
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// mixFeed is the pipeline feed of the mix: prepare creates the mix's connections through the
+// server's API (once per database), grants the Slack channels consent with the bot's join
+// events and fills in the connection paths; each sender's delivery keys are unique per round.
+func mixFeed(mix []mixDelivery) pipelineFeed {
+	return pipelineFeed{
+		prepare: func(ctx context.Context, pool *pgxpool.Pool, addr string) error {
+			return prepareMix(ctx, pool, addr, mix)
+		},
+		client: func(addr string) feedClient {
+			return &mixSender{addr: addr, mix: mix, prefix: fmt.Sprintf("mix-%d-", time.Now().UnixNano())}
+		},
+	}
+}
+
+// prepareMix creates, once per database, the GitLab, Slack and Outline connections of the
+// bench workspace through the API of the server at addr, and subscribes them, and fills in
+// the paths of the per-connection webhooks. Then the Slack bot joins each channel, prepareMix
+// waits until the joins are handled, and marks the backfill jobs done.
+func prepareMix(ctx context.Context, pool *pgxpool.Pool, addr string, mix []mixDelivery) error {
+	conns := map[string]int64{}
+	rows, err := pool.Query(ctx, `SELECT c.provider, c.id FROM connection c JOIN workspace w ON w.id = c.workspace_id
+		WHERE w.slug = 'bench' AND c.provider IN ('GITLAB', 'SLACK', 'OUTLINE')`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var p string
+		var id int64
+		if err := rows.Scan(&p, &id); err != nil {
+			return err
+		}
+		conns[p] = id
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(conns) < 3 {
+		if conns, err = createMixConnections(ctx, addr); err != nil {
+			return err
+		}
+	}
+	for i := range mix {
+		switch mix[i].provider {
+		case "GITLAB":
+			mix[i].path = fmt.Sprintf("/webhooks/gitlab/%d", conns["GITLAB"])
+		case "OUTLINE":
+			mix[i].path = fmt.Sprintf("/webhooks/outline/%d", conns["OUTLINE"])
+		}
+	}
+	s := &mixSender{addr: addr}
+	defer s.close()
+	for ch := range mixChannels {
+		before, after := splitAtKey(slackBotJoined(ch))
+		join := mixDelivery{kind: "slack/member_joined_channel", provider: "SLACK", path: "/webhooks/slack",
+			before: before, after: after, keyInBody: true}
+		if err := s.deliver(join, fmt.Sprintf("Evjoin%d-%d", time.Now().UnixNano(), ch)); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		n, err := backlogOf(ctx, pool)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the Slack joins were not handled in 60 s (%d rows left)", n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var dead int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM provider_event WHERE state = 'DEAD'`).Scan(&dead); err != nil {
+		return err
+	}
+	if dead > 0 {
+		return fmt.Errorf("%d Slack joins dead", dead)
+	}
+	// The subscriptions and the channels' consent queued backfill jobs: the row measures
+	// webhooks, and the provider API roots are a closed port, so the jobs would only retry
+	// transport errors beside the measured traffic.
+	_, err = pool.Exec(ctx, `
+UPDATE sync_job SET state = 'DONE', leased_until = NULL, leased_by = NULL, finished_at = now()
+WHERE state IN ('QUEUED', 'RUNNING')`)
+	return err
+}
+
+// createMixConnections creates the mix's connections and subscriptions in the bench
+// workspace as the instance administrator, as an operator would.
+func createMixConnections(ctx context.Context, addr string) (map[string]int64, error) {
+	call := func(method, path string, in any, want int, out any) error {
+		b, _ := json.Marshal(in)
+		req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+benchAdminToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		answer, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			return fmt.Errorf("%s %s answered %d %s", method, path, resp.StatusCode, answer)
+		}
+		if out != nil {
+			return json.Unmarshal(answer, out)
+		}
+		return nil
+	}
+	type resource struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	var projects, channels, collections []resource
+	for i := range mixProjects {
+		projects = append(projects, resource{"project", strconv.Itoa(mixGitLabProject + i), fmt.Sprintf("acme/api-%d", mixGitLabProject+i)})
+	}
+	for i := range mixChannels {
+		channels = append(channels, resource{"channel", fmt.Sprintf("CBENCH%04d", i), fmt.Sprintf("#bench-%d", i)})
+	}
+	for i := range mixCollections {
+		collections = append(collections, resource{"collection", mixCollectionID(i), fmt.Sprintf("Collection %d", i)})
+	}
+	specs := []struct {
+		provider string
+		body     map[string]any
+		subs     []resource
+	}{
+		{"GITLAB", map[string]any{"kind": "GITLAB", "sourceServerUrl": "https://gitlab.com",
+			"config": map[string]any{"groupId": mixGitLabGroup}, "secret": mixGitLabSecret}, projects},
+		{"SLACK", map[string]any{"kind": "SLACK", "sourceServerUrl": "https://slack.com",
+			"config": map[string]any{"teamId": mixSlackTeam, "appId": mixSlackApp}}, channels},
+		{"OUTLINE", map[string]any{"kind": "OUTLINE", "sourceServerUrl": "https://app.getoutline.com",
+			"config": map[string]any{}, "secret": mixOutlineSecret}, collections},
+	}
+	conns := map[string]int64{}
+	for _, sp := range specs {
+		var c struct {
+			ID int64 `json:"id"`
+		}
+		if err := call(http.MethodPost, "/api/workspaces/bench/connections", sp.body, http.StatusCreated, &c); err != nil {
+			return nil, fmt.Errorf("create the %s connection: %w", sp.provider, err)
+		}
+		path := fmt.Sprintf("/api/workspaces/bench/connections/%d/subscriptions", c.ID)
+		if err := call(http.MethodPut, path, map[string]any{"resources": sp.subs}, http.StatusOK, nil); err != nil {
+			return nil, fmt.Errorf("subscribe the %s connection: %w", sp.provider, err)
+		}
+		conns[sp.provider] = c.ID
+	}
+	return conns, nil
+}
