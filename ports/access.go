@@ -121,6 +121,10 @@ type SingletonLease interface {
 	// AcquireSingleton takes or renews the named lease for holder for lease; false when another
 	// holder has it. Errors: a database failure.
 	AcquireSingleton(ctx context.Context, name, holder string, lease time.Duration) (bool, error)
+	// ReleaseSingleton gives the named lease up when holder holds it (a stopping server), so
+	// the next holder need not wait for it to run out; nothing when another holder has it.
+	// Errors: a database failure.
+	ReleaseSingleton(ctx context.Context, name, holder string) error
 }
 
 // ResourceValidator is implemented by a ProviderModule whose subscription resource ids have a

@@ -94,8 +94,12 @@ func New(cfg Config, store ports.AccessRecheckStore, lease ports.SingletonLease,
 	return r, nil
 }
 
-// Run makes a pass at once and then every Interval until ctx ends, then returns nil.
+// Run makes a pass at once and then every Interval until ctx ends, then gives its
+// lease up (periodic.GiveUp) and returns nil.
 func (r *Recheck) Run(ctx context.Context) error {
+	defer periodic.GiveUp(r.lease, Singleton, r.cfg.Owner, func(err error) {
+		r.log.Warnw("access recheck could not give its lease up; another server takes it when it runs out", "owner", r.cfg.Owner, "error", err.Error())
+	})
 	return periodic.Every(ctx, r.cfg.Interval, func(ctx context.Context) error {
 		_, err := r.RunOnce(ctx)
 		return err

@@ -64,8 +64,12 @@ func NewRetention(cfg RetentionConfig, store ports.ChangeRetentionStore, lease p
 	return &Retention{cfg: cfg, store: store, lease: lease, metrics: metrics, clock: clock, log: log}, nil
 }
 
-// Run makes a pass at once and then every Interval until ctx ends, then returns nil.
+// Run makes a pass at once and then every Interval until ctx ends, then gives its
+// lease up (periodic.GiveUp) and returns nil.
 func (r *Retention) Run(ctx context.Context) error {
+	defer periodic.GiveUp(r.lease, RetentionSingleton, r.cfg.Owner, func(err error) {
+		r.log.Warnw("change retention could not give its lease up; another server takes it when it runs out", "owner", r.cfg.Owner, "error", err.Error())
+	})
 	return periodic.Every(ctx, r.cfg.Interval, func(ctx context.Context) error {
 		_, err := r.RunOnce(ctx)
 		return err

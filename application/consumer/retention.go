@@ -3,6 +3,8 @@ package consumer
 import (
 	"context"
 	"time"
+
+	"github.com/hephaestus-dev/hephaestus/application/periodic"
 )
 
 // retentionLoop deletes ended rows every RetentionInterval on the one server that holds the
@@ -13,14 +15,10 @@ import (
 func (r *run) retentionLoop(ctx context.Context) {
 	t := time.NewTicker(r.cfg.RetentionInterval)
 	defer t.Stop()
-	defer func() {
-		cctx, cancel := r.storeCtx(context.WithoutCancel(ctx))
-		defer cancel()
-		if err := r.store.ReleaseSingleton(cctx, RetentionSingleton, r.cfg.Owner); err != nil {
-			r.log.Warnw("retention could not give its lease up; another server takes it when it runs out",
-				"owner", r.cfg.Owner, "error", err.Error())
-		}
-	}()
+	defer periodic.GiveUp(r.store, RetentionSingleton, r.cfg.Owner, func(err error) {
+		r.log.Warnw("retention could not give its lease up; another server takes it when it runs out",
+			"owner", r.cfg.Owner, "error", err.Error())
+	})
 	for {
 		r.retainOnce(ctx)
 		select {

@@ -6,7 +6,12 @@ package periodic
 import (
 	"context"
 	"time"
+
+	"github.com/hephaestus-dev/hephaestus/ports"
 )
+
+// giveUpTimeout bounds the release of a lease at stop: the loop's own context has ended.
+const giveUpTimeout = 5 * time.Second
 
 // Every runs pass at once and then every interval until ctx ends, then returns nil. A failed
 // pass is handed to failed (unless ctx ended) and the loop goes on: the next pass is the retry.
@@ -22,5 +27,17 @@ func Every(ctx context.Context, interval time.Duration, pass func(context.Contex
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// GiveUp releases the singleton lease name of owner; a loop defers it so that the server that
+// runs next (a restarted one has a new owner id) takes the lease at its first pass rather than
+// when it runs out, two or three intervals later. It is a no-op when owner does not hold it. A
+// failure goes to failed: the lease then runs out as it would have.
+func GiveUp(lease ports.SingletonLease, name, owner string, failed func(error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), giveUpTimeout)
+	defer cancel()
+	if err := lease.ReleaseSingleton(ctx, name, owner); err != nil {
+		failed(err)
 	}
 }

@@ -257,33 +257,74 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // several times this sender's CPU (docs/operations/performance.md), CPU the receiver then
 // lacks. GitHub is not a Go client inside the receiver's process either.
 type sender struct {
-	addr string
-	conn net.Conn
-	br   *bufio.Reader
-	mac  hash.Hash
-	req  []byte
-	sum  []byte
+	rawConn
+	mac hash.Hash
+	req []byte
+	sum []byte
 }
 
 func newSender(addr string) *sender {
-	return &sender{addr: addr, mac: hmac.New(sha256.New, webhookSecret)}
+	return &sender{rawConn: rawConn{addr: addr}, mac: hmac.New(sha256.New, webhookSecret)}
 }
 
-func (c *sender) close() {
+// rawConn is one keep-alive connection to the receiver: the senders write each request
+// themselves and read its answer here.
+type rawConn struct {
+	addr string
+	conn net.Conn
+	br   *bufio.Reader
+}
+
+func (c *rawConn) close() {
 	if c.conn != nil {
 		_ = c.conn.Close()
 		c.conn = nil
 	}
 }
 
+// open dials the receiver unless the connection is open.
+func (c *rawConn) open() error {
+	if c.conn != nil {
+		return nil
+	}
+	conn, err := net.DialTimeout("tcp", c.addr, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	c.conn, c.br = conn, bufio.NewReader(conn)
+	return nil
+}
+
+// exchange writes req and requires 202 with one stored row; what names the delivery in the
+// error. The connection is closed after any failure and whenever the receiver closes it.
+func (c *rawConn) exchange(req []byte, what string) error {
+	if err := c.conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		return err
+	}
+	if _, err := c.conn.Write(req); err != nil {
+		c.close()
+		return err
+	}
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		c.close()
+		return err
+	}
+	answer, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || resp.Close {
+		c.close()
+	}
+	if resp.StatusCode != http.StatusAccepted || !bytes.Contains(answer, []byte(`"stored":1`)) {
+		return fmt.Errorf("%s answered %d %s", what, resp.StatusCode, answer)
+	}
+	return err
+}
+
 // send delivers body and requires 202 with one stored row.
 func (c *sender) send(body []byte) error {
-	if c.conn == nil {
-		conn, err := net.DialTimeout("tcp", c.addr, 10*time.Second)
-		if err != nil {
-			return err
-		}
-		c.conn, c.br = conn, bufio.NewReader(conn)
+	if err := c.open(); err != nil {
+		return err
 	}
 	var id [16]byte
 	_, _ = rand.Read(id[:])
@@ -301,27 +342,7 @@ func (c *sender) send(body []byte) error {
 	b = append(b, "\r\n\r\n"...)
 	b = append(b, body...)
 	c.req = b
-	if err := c.conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		return err
-	}
-	if _, err := c.conn.Write(b); err != nil {
-		c.close()
-		return err
-	}
-	resp, err := http.ReadResponse(c.br, nil)
-	if err != nil {
-		c.close()
-		return err
-	}
-	answer, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil || resp.Close {
-		c.close()
-	}
-	if resp.StatusCode != http.StatusAccepted || !bytes.Contains(answer, []byte(`"stored":1`)) {
-		return fmt.Errorf("delivery answered %d %s", resp.StatusCode, answer)
-	}
-	return err
+	return c.exchange(b, "delivery")
 }
 
 // serveReceiver wires the production receiving path: gin, the webhook routes, the admission

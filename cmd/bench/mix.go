@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/hmac"
@@ -12,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -438,20 +436,11 @@ func mustJSON(v any) []byte {
 // connection, Slack's v0 signature over timestamp and body, Outline's t=,s= signature over
 // milliseconds and body. Like sender, it writes the request itself.
 type mixSender struct {
-	addr   string
-	conn   net.Conn
-	br     *bufio.Reader
+	rawConn
 	mix    []mixDelivery
 	prefix string // delivery keys: prefix + send number
 	req    []byte
 	body   []byte
-}
-
-func (c *mixSender) close() {
-	if c.conn != nil {
-		_ = c.conn.Close()
-		c.conn = nil
-	}
 }
 
 func (c *mixSender) send(i int) error {
@@ -460,12 +449,8 @@ func (c *mixSender) send(i int) error {
 
 // deliver sends d with key and requires 202 with one stored row.
 func (c *mixSender) deliver(d mixDelivery, key string) error {
-	if c.conn == nil {
-		conn, err := net.DialTimeout("tcp", c.addr, 10*time.Second)
-		if err != nil {
-			return err
-		}
-		c.conn, c.br = conn, bufio.NewReader(conn)
+	if err := c.open(); err != nil {
+		return err
 	}
 	body := append(c.body[:0], d.before...)
 	if d.keyInBody {
@@ -494,27 +479,7 @@ func (c *mixSender) deliver(d mixDelivery, key string) error {
 	h = append(h, "\r\n"...)
 	h = append(h, body...)
 	c.req = h
-	if err := c.conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		return err
-	}
-	if _, err := c.conn.Write(h); err != nil {
-		c.close()
-		return err
-	}
-	resp, err := http.ReadResponse(c.br, nil)
-	if err != nil {
-		c.close()
-		return err
-	}
-	answer, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil || resp.Close {
-		c.close()
-	}
-	if resp.StatusCode != http.StatusAccepted || !bytes.Contains(answer, []byte(`"stored":1`)) {
-		return fmt.Errorf("%s delivery answered %d %s", d.kind, resp.StatusCode, answer)
-	}
-	return err
+	return c.exchange(h, d.kind+" delivery")
 }
 
 func hexMAC(secret []byte, parts ...[]byte) string {
@@ -534,7 +499,7 @@ func mixFeed(mix []mixDelivery) pipelineFeed {
 			return prepareMix(ctx, pool, addr, mix)
 		},
 		client: func(addr string) feedClient {
-			return &mixSender{addr: addr, mix: mix, prefix: fmt.Sprintf("mix-%d-", time.Now().UnixNano())}
+			return &mixSender{rawConn: rawConn{addr: addr}, mix: mix, prefix: fmt.Sprintf("mix-%d-", time.Now().UnixNano())}
 		},
 	}
 }
@@ -574,7 +539,7 @@ func prepareMix(ctx context.Context, pool *pgxpool.Pool, addr string, mix []mixD
 			mix[i].path = fmt.Sprintf("/webhooks/outline/%d", conns["OUTLINE"])
 		}
 	}
-	s := &mixSender{addr: addr}
+	s := &mixSender{rawConn: rawConn{addr: addr}}
 	defer s.close()
 	for ch := range mixChannels {
 		before, after := splitAtKey(slackBotJoined(ch))

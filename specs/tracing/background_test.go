@@ -2,10 +2,6 @@ package tracing_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,9 +40,7 @@ var _ = Describe("Erasure passes and redelivery runs as spans", Ordered, func() 
 		in := newInstance(ctx)
 		exporter := tracetest.NewInMemoryExporter()
 		fake = newFakeGitHubApp()
-		key, err := rsa.GenerateKey(rand.Reader, 2048)
-		Expect(err).NotTo(HaveOccurred())
-		keyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+		keyPEM = newAppKeyPEM()
 		s := in.start("server-c", map[string]string{
 			bootstrap.EnvGitHubAppID:              "4711",
 			bootstrap.EnvGitHubAppPrivateKey:      keyPEM,

@@ -90,8 +90,12 @@ func New(cfg Config, deliveries HookDeliveries, store RedeliveryStore, lease por
 	return &Reconciler{cfg: cfg, deliveries: deliveries, store: store, lease: lease, metrics: metrics, log: log}, nil
 }
 
-// Run makes a run at once and then every Interval until ctx ends, then returns nil.
+// Run makes a run at once and then every Interval until ctx ends, then gives its
+// lease up (periodic.GiveUp) and returns nil.
 func (r *Reconciler) Run(ctx context.Context) error {
+	defer periodic.GiveUp(r.lease, Singleton, r.cfg.Owner, func(err error) {
+		r.log.Warnw("github redelivery could not give its lease up; another server takes it when it runs out", "owner", r.cfg.Owner, "error", err.Error())
+	})
 	return periodic.Every(ctx, r.cfg.Interval, func(ctx context.Context) error {
 		_, err := r.RunOnce(ctx)
 		return err

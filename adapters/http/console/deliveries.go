@@ -241,9 +241,8 @@ func (c *console) delivery(g *gin.Context) {
 	if !ok {
 		return
 	}
-	id, err := idParam(g)
-	if err != nil {
-		c.fail(g, err)
+	id, ok := c.pathID(g)
+	if !ok {
 		return
 	}
 	ctx := g.Request.Context()
@@ -267,9 +266,8 @@ func (c *console) installationDelivery(g *gin.Context) {
 	if !ok {
 		return
 	}
-	id, err := idParam(g)
-	if err != nil {
-		c.fail(g, err)
+	id, ok := c.pathID(g)
+	if !ok {
 		return
 	}
 	d, err := c.cfg.Deliveries.InstallationDelivery(g.Request.Context(), p, id)

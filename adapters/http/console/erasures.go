@@ -243,9 +243,8 @@ func (c *console) resumeErasure(g *gin.Context) {
 	if !ok {
 		return
 	}
-	id, err := idParam(g)
-	if err != nil {
-		c.fail(g, err)
+	id, ok := c.pathID(g)
+	if !ok {
 		return
 	}
 	r, err := c.cfg.Erasures.Resume(g.Request.Context(), p, id)

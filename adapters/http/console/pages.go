@@ -108,6 +108,17 @@ func idParam(g *gin.Context) (int64, error) {
 	return id, nil
 }
 
+// pathID reads the positive id of the path; anything else names no row and is answered 404
+// here (false: the caller returns).
+func (c *console) pathID(g *gin.Context) (int64, bool) {
+	id, err := idParam(g)
+	if err != nil {
+		c.fail(g, err)
+		return 0, false
+	}
+	return id, true
+}
+
 // workspaceCard is one workspace of the overview.
 type workspaceCard struct {
 	Slug, Name, State string
@@ -270,9 +281,8 @@ func (c *console) showDeadLetter(g *gin.Context, tmpl string) {
 	if !ok {
 		return
 	}
-	id, err := idParam(g)
-	if err != nil {
-		c.fail(g, err)
+	id, ok := c.pathID(g)
+	if !ok {
 		return
 	}
 	d, err := c.cfg.Dead.DeadLetter(g.Request.Context(), m, id)
@@ -294,9 +304,8 @@ func (c *console) confirmInstallationReplay(g *gin.Context) {
 }
 
 func (c *console) showInstallationDeadLetter(g *gin.Context, tmpl string) {
-	id, err := idParam(g)
-	if err != nil {
-		c.fail(g, err)
+	id, ok := c.pathID(g)
+	if !ok {
 		return
 	}
 	d, err := c.cfg.Dead.InstallationDeadLetter(g.Request.Context(), sessionOf(g).principal, id)
@@ -313,9 +322,8 @@ func (c *console) replay(g *gin.Context) {
 	if !ok {
 		return
 	}
-	id, err := idParam(g)
-	if err != nil {
-		c.fail(g, err)
+	id, ok := c.pathID(g)
+	if !ok {
 		return
 	}
 	if _, err := c.cfg.Dead.Replay(g.Request.Context(), m, id); err != nil {
@@ -326,9 +334,8 @@ func (c *console) replay(g *gin.Context) {
 }
 
 func (c *console) replayInstallation(g *gin.Context) {
-	id, err := idParam(g)
-	if err != nil {
-		c.fail(g, err)
+	id, ok := c.pathID(g)
+	if !ok {
 		return
 	}
 	if _, err := c.cfg.Dead.ReplayInstallation(g.Request.Context(), sessionOf(g).principal, id); err != nil {
@@ -400,9 +407,8 @@ func (c *console) transition(g *gin.Context) {
 	if !ok {
 		return
 	}
-	id, err := idParam(g)
-	if err != nil {
-		c.fail(g, err)
+	id, ok := c.pathID(g)
+	if !ok {
 		return
 	}
 	action, err := connection.ParseAction(g.Param("action"))

@@ -262,9 +262,8 @@ func (c *console) cancelReplay(g *gin.Context) {
 	if !ok {
 		return
 	}
-	id, err := idParam(g)
-	if err != nil {
-		c.fail(g, err)
+	id, ok := c.pathID(g)
+	if !ok {
 		return
 	}
 	if _, err := c.cfg.Replays.Cancel(g.Request.Context(), m, id); err != nil {

@@ -119,9 +119,8 @@ func (c *console) syncProgress(g *gin.Context) {
 		c.fail(g, err)
 		return
 	}
-	id, err := idParam(g)
-	if err != nil {
-		c.fail(g, err)
+	id, ok := c.pathID(g)
+	if !ok {
 		return
 	}
 	view, err := c.progress(ctx, ws.ID, id)
@@ -194,9 +193,8 @@ func (c *console) restartSync(g *gin.Context) {
 	if !ok {
 		return
 	}
-	id, err := idParam(g)
-	if err != nil {
-		c.fail(g, err)
+	id, ok := c.pathID(g)
+	if !ok {
 		return
 	}
 	slug := m.Workspace().Slug

@@ -3,7 +3,6 @@ package changefeed
 import (
 	"context"
 	"slices"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,22 +29,7 @@ func (s *Store) LatestChanges(ctx context.Context, workspaceID int64, limit int)
 		return nil, pgutil.Interpret("read change watermark", err)
 	}
 	rows, _ := s.pool.Query(ctx, readSettledLatest, workspaceID, limit, watermark)
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (change.Stored, error) {
-		var (
-			c   change.Stored
-			xid string
-		)
-		if err := r.Scan(&c.ID, &xid, &c.Type, &c.Subject, &c.OccurredAt, &c.Data); err != nil {
-			return c, err
-		}
-		x, err := strconv.ParseUint(xid, 10, 64)
-		if err != nil {
-			return c, err
-		}
-		c.Cursor = change.RestoreCursor(x, c.ID)
-		c.OccurredAt = c.OccurredAt.UTC()
-		return c, nil
-	})
+	out, err := pgx.CollectRows(rows, scanChange)
 	if err != nil {
 		return nil, pgutil.Interpret("read latest changes", err)
 	}

@@ -140,22 +140,7 @@ func (s *Store) Changes(ctx context.Context, workspaceID int64, after change.Cur
 			}
 		}
 		rows, _ := tx.Query(ctx, readSettledChangesAfter, workspaceID, strconv.FormatUint(after.Xid(), 10), after.ID(), limit, watermark)
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (change.Stored, error) {
-			var (
-				c   change.Stored
-				xid string
-			)
-			if err := r.Scan(&c.ID, &xid, &c.Type, &c.Subject, &c.OccurredAt, &c.Data); err != nil {
-				return c, err
-			}
-			x, err := strconv.ParseUint(xid, 10, 64)
-			if err != nil {
-				return c, err
-			}
-			c.Cursor = change.RestoreCursor(x, c.ID)
-			c.OccurredAt = c.OccurredAt.UTC()
-			return c, nil
-		})
+		out, err = pgx.CollectRows(rows, scanChange)
 		return pgutil.Interpret("read changes", err)
 	})
 	return out, err
@@ -173,4 +158,23 @@ func (s *Store) CountChanges(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.pool.QueryRow(ctx, countChanges).Scan(&n)
 	return n, pgutil.Interpret("count changes", err)
+}
+
+// scanChange reads one change row as the feed's reads select it: id, transaction id (as
+// text), type, subject, occurred at and data.
+func scanChange(r pgx.CollectableRow) (change.Stored, error) {
+	var (
+		c   change.Stored
+		xid string
+	)
+	if err := r.Scan(&c.ID, &xid, &c.Type, &c.Subject, &c.OccurredAt, &c.Data); err != nil {
+		return c, err
+	}
+	x, err := strconv.ParseUint(xid, 10, 64)
+	if err != nil {
+		return c, err
+	}
+	c.Cursor = change.RestoreCursor(x, c.ID)
+	c.OccurredAt = c.OccurredAt.UTC()
+	return c, nil
 }
