@@ -256,6 +256,11 @@ func newFakeGitLab(failures int) *fakeGitLab {
 		case strings.HasSuffix(r.URL.Path, "/approvals"):
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"approved":false,"approvals_left":1}`)
+		case r.URL.Path == fmt.Sprintf("/api/v4/projects/%d", projectID):
+			// The project the connection's token can see: the access recheck of every server's
+			// start (a stopped server gives its lease up) must find it, as GitLab answers it.
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"id":%d,"path_with_namespace":"acme/app"}`, projectID)
 		default:
 			http.NotFound(w, r)
 		}
