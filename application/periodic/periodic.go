@@ -30,6 +30,37 @@ func Every(ctx context.Context, interval time.Duration, pass func(context.Contex
 	}
 }
 
+// Wake is a loop's pending wake-up: Notify never blocks, and one pending wake is enough,
+// since a woken pass works everything there is.
+type Wake chan struct{}
+
+// NewWake makes a Wake with room for one pending wake-up.
+func NewWake() Wake { return make(Wake, 1) }
+
+// Notify wakes the loop that waits on w, or leaves one wake pending. It never blocks.
+func (w Wake) Notify() {
+	select {
+	case w <- struct{}{}:
+	default:
+	}
+}
+
+// EveryOrWoken runs pass at once and then after every interval or wake-up, until ctx ends;
+// then it returns nil. pass handles its own failures.
+func EveryOrWoken(ctx context.Context, interval time.Duration, wake Wake, pass func(context.Context)) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		pass(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-t.C:
+		}
+	}
+}
+
 // GiveUp releases the singleton lease name of owner; a loop defers it so that the server that
 // runs next (a restarted one has a new owner id) takes the lease at its first pass rather than
 // when it runs out, two or three intervals later. It is a no-op when owner does not hold it. A

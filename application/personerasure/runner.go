@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/application/periodic"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -40,7 +41,7 @@ type Runner struct {
 	cfg   RunnerConfig
 	store ports.ErasureStore
 	log   ports.Logger
-	wake  chan struct{}
+	wake  periodic.Wake
 }
 
 var _ ports.Notifier = (*Runner)(nil)
@@ -54,32 +55,19 @@ func NewRunner(cfg RunnerConfig, store ports.ErasureStore, log ports.Logger) (*R
 	if store == nil || log == nil {
 		return nil, errors.New("erasure runner: store and logger are required")
 	}
-	return &Runner{cfg: cfg, store: store, log: log, wake: make(chan struct{}, 1)}, nil
+	return &Runner{cfg: cfg, store: store, log: log, wake: periodic.NewWake()}, nil
 }
 
 // Notify wakes the runner (a request was started or resumed on this server). It never blocks:
 // one pending wake is enough, since a wake makes the runner work every free request.
 func (r *Runner) Notify() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
+	r.wake.Notify()
 }
 
 // Run works requests until ctx ends, then returns nil. A pass in progress when ctx ends is
 // rolled back and its request stays RUNNING.
 func (r *Runner) Run(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
-		r.drain(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.wake:
-		case <-t.C:
-		}
-	}
+	return periodic.EveryOrWoken(ctx, r.cfg.Interval, r.wake, r.drain)
 }
 
 // drain works every free RUNNING request, one after the other.

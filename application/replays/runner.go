@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/application/periodic"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -54,7 +55,7 @@ type Runner struct {
 	store  ports.ReplayJobStore
 	queued ports.Notifier
 	log    ports.Logger
-	wake   chan struct{}
+	wake   periodic.Wake
 }
 
 var _ ports.Notifier = (*Runner)(nil)
@@ -68,30 +69,17 @@ func NewRunner(cfg RunnerConfig, store ports.ReplayJobStore, queued ports.Notifi
 	if store == nil || queued == nil || log == nil {
 		return nil, errors.New("replay runner: store, claimers' wake and logger are required")
 	}
-	return &Runner{cfg: cfg, store: store, queued: queued, log: log, wake: make(chan struct{}, 1)}, nil
+	return &Runner{cfg: cfg, store: store, queued: queued, log: log, wake: periodic.NewWake()}, nil
 }
 
 // Notify wakes the runner (a job started on this server). It never blocks.
 func (r *Runner) Notify() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
+	r.wake.Notify()
 }
 
 // Run works jobs until ctx ends, then returns nil; the job in hand is handed back.
 func (r *Runner) Run(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
-		r.drain(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.wake:
-		case <-t.C:
-		}
-	}
+	return periodic.EveryOrWoken(ctx, r.cfg.Interval, r.wake, r.drain)
 }
 
 // drain works every job it can claim, one after the other.

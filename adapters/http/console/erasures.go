@@ -121,16 +121,26 @@ func (c *console) erasureInputRefused(g *gin.Context, f erasureForm, err error) 
 	c.render(g, status, "erasures", page{Title: "Erasures", Message: msg, Data: erasuresView{Form: f}})
 }
 
-// previewErasure answers the current match counts of each store for the posted request,
-// deleting nothing, and offers to start the erasure (the confirm step).
-func (c *console) previewErasure(g *gin.Context) {
+// postedErasure is the instance administrator's posted erasure form; false when the answer
+// (a refusal, or the form again with its reason) has been written.
+func (c *console) postedErasure(g *gin.Context) (ports.Principal, erasureForm, bool) {
 	p, ok := c.requireInstanceAdmin(g)
 	if !ok {
-		return
+		return p, erasureForm{}, false
 	}
 	f, err := erasureFormOf(g)
 	if err != nil {
 		c.erasureInputRefused(g, f, err)
+		return p, f, false
+	}
+	return p, f, true
+}
+
+// previewErasure answers the current match counts of each store for the posted request,
+// deleting nothing, and offers to start the erasure (the confirm step).
+func (c *console) previewErasure(g *gin.Context) {
+	p, f, ok := c.postedErasure(g)
+	if !ok {
 		return
 	}
 	matches, err := c.cfg.Erasures.Preview(g.Request.Context(), p, f.request())
@@ -149,13 +159,8 @@ func (c *console) previewErasure(g *gin.Context) {
 // startErasure starts the posted erasure (the preview page's confirm form) and goes to its
 // progress page.
 func (c *console) startErasure(g *gin.Context) {
-	p, ok := c.requireInstanceAdmin(g)
+	p, f, ok := c.postedErasure(g)
 	if !ok {
-		return
-	}
-	f, err := erasureFormOf(g)
-	if err != nil {
-		c.erasureInputRefused(g, f, err)
 		return
 	}
 	r, err := c.cfg.Erasures.Start(g.Request.Context(), p, f.request())
