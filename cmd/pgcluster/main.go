@@ -45,11 +45,11 @@ const (
 )
 
 const usage = `usage:
-  pgcluster run [-durable] [-keep] [-max-connections N] [-bin DIR] -- CMD [ARGS...]
+  pgcluster run [-durable] [-keep] [-max-connections N] [-set NAME=VALUE]... [-bin DIR] -- CMD [ARGS...]
       Start a throwaway PostgreSQL cluster in a fresh temp dir, run CMD with
       ` + envDatabaseURL + ` (admin URL) and ` + envPGBin + ` set,
       then stop the cluster and remove the dir. Exits with CMD's exit code.
-  pgcluster up -dir DIR [-port N] [-durable] [-max-connections N] [-bin DIR]
+  pgcluster up -dir DIR [-port N] [-durable] [-max-connections N] [-set NAME=VALUE]... [-bin DIR]
       Start (or reuse) the cluster in DIR, print its admin URL on stdout and
       leave it running. -port 0 (the default) picks a free port.
   pgcluster ha -dir DIR [-default-timings] [-bin DIR]
@@ -110,6 +110,8 @@ func cmdRun(args []string) int {
 	durable := fs.Bool("durable", false, "keep PostgreSQL's crash-safety defaults (for benchmarks)")
 	keep := fs.Bool("keep", false, "keep the temp dir (data and server log) after the run")
 	maxConns := fs.Int("max-connections", defaultMaxConnections, "server max_connections")
+	settings := serverSettings{}
+	fs.Var(settings, "set", "a server setting NAME=VALUE (repeatable), e.g. shared_preload_libraries=pg_stat_statements")
 	binDir := fs.String("bin", "", "PostgreSQL bin dir (default: discovered)")
 	// flag stops at "--" (and at the first non-flag), leaving CMD in fs.Args().
 	if err := fs.Parse(args); err != nil {
@@ -167,7 +169,7 @@ func cmdRun(args []string) int {
 		DataDir:  tmp,
 		BinDir:   *binDir,
 		Durable:  *durable,
-		Settings: map[string]string{"max_connections": strconv.Itoa(*maxConns)},
+		Settings: settings.with("max_connections", strconv.Itoa(*maxConns)),
 		Log:      progress,
 	})
 	if err != nil {
@@ -291,6 +293,29 @@ func signalExitCode(sig os.Signal) int {
 	return 1
 }
 
+// serverSettings is the -set flag: PostgreSQL settings passed to the server as given.
+type serverSettings map[string]string
+
+func (s serverSettings) String() string { return fmt.Sprint(map[string]string(s)) }
+
+func (s serverSettings) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", v)
+	}
+	s[name] = value
+	return nil
+}
+
+// with returns the settings with name set to value unless -set gave it.
+func (s serverSettings) with(name, value string) map[string]string {
+	out := map[string]string{name: value}
+	for k, v := range s {
+		out[k] = v
+	}
+	return out
+}
+
 // withEnv returns env with the given variables set, replacing any earlier
 // values (e.g. from an outer pgcluster) rather than appending duplicates.
 func withEnv(env []string, set map[string]string) []string {
@@ -315,6 +340,8 @@ func cmdUp(args []string) int {
 	port := fs.Int("port", 0, "TCP port on 127.0.0.1 (0 = pick a free one)")
 	durable := fs.Bool("durable", false, "keep PostgreSQL's crash-safety defaults")
 	maxConns := fs.Int("max-connections", defaultMaxConnections, "server max_connections")
+	settings := serverSettings{}
+	fs.Var(settings, "set", "a server setting NAME=VALUE (repeatable), e.g. shared_preload_libraries=pg_stat_statements")
 	binDir := fs.String("bin", "", "PostgreSQL bin dir (default: discovered)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -329,7 +356,7 @@ func cmdUp(args []string) int {
 		BinDir:   *binDir,
 		Port:     *port,
 		Durable:  *durable,
-		Settings: map[string]string{"max_connections": strconv.Itoa(*maxConns)},
+		Settings: settings.with("max_connections", strconv.Itoa(*maxConns)),
 		Log:      progress,
 	}
 

@@ -148,6 +148,44 @@ var _ = Describe("Claiming visits scopes, not rows", func() {
 		})
 	}
 
+	When("the retained rows outnumber the live ones", func() {
+		It("probes a scope's LEASED and QUEUED rows through their partial indexes only, and no index led by the scope holds the retained rows", func(ctx SpecContext) {
+			setUp(ctx, true, 600)
+			// 200,000 DONE rows over the same scopes, then the statistics autoanalyze would take:
+			// a LEASED row is rarely in their sample, so the planner costs "this scope's LEASED
+			// rows" at one row through any index that starts with the scope.
+			_, err := pool.Exec(ctx, `
+				INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject,
+				                            payload, state, ended_at, received_at)
+				SELECT $1, 'GITHUB', 'issues', 'done-' || g, s.scope_key, 'github:repository:x', '{}', 'DONE', now(), now()
+				FROM generate_series(1, 200000) g
+				JOIN LATERAL (SELECT scope_key FROM provider_event_scope ORDER BY scope_key OFFSET g % 300 LIMIT 1) s ON true`, ws)
+			Expect(err).NotTo(HaveOccurred())
+			_, err = pool.Exec(ctx, `ANALYZE provider_event; ANALYZE provider_event_scope`)
+			Expect(err).NotTo(HaveOccurred())
+
+			// An index that starts with scope_key and is not partial on a live state would let a
+			// tie in those costs walk every retained row of the scope on each probe (issue 37's
+			// soak: the browser's scope index, migration 00071, taken after an autoanalyze).
+			rows, err := pool.Query(ctx, `
+				SELECT c.relname FROM pg_index i
+				JOIN pg_class c ON c.oid = i.indexrelid
+				JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+				WHERE i.indrelid = 'provider_event'::regclass AND a.attname = 'scope_key'
+				  AND coalesce(pg_get_expr(i.indpred, i.indrelid), '') !~ 'state = ''(QUEUED|LEASED)''::text'`)
+			Expect(err).NotTo(HaveOccurred())
+			unbounded, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			Expect(err).NotTo(HaveOccurred())
+			Expect(unbounded).To(BeEmpty())
+
+			plan, err := storeOn(pool, nil).ExplainClaim(ctx, 32, true)
+			Expect(err).NotTo(HaveOccurred())
+			expectScopeWalk(plan)
+			Expect(plan).To(MatchRegexp(`Index (Only )?Scan using uq_provider_event_leased_scope on provider_event l`), plan)
+			Expect(claimPlanBuffers(plan)).To(BeNumerically("<", 1000), plan)
+		})
+	})
+
 	When("the statistics mislead the planner", func() {
 		It("keeps the same plan and claims the same rows", func(ctx SpecContext) {
 			// Statistics taken while the tables were nearly empty, then made smaller still.

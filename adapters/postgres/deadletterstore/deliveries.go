@@ -30,11 +30,14 @@ var _ ports.DeliveryReader = (*Reader)(nil)
 //     ix_provider_event_workspace_received (workspace_id, received_at DESC, id DESC), the range
 //     as index bounds, the other fields narrowing the walk;
 //   - scopeKey, and subject of a workspace (its scope is "ws:<id>:<subject>"):
-//     ix_provider_event_scope_received (scope_key, received_at DESC, id DESC);
+//     ix_provider_event_workspace_scope_received (workspace_id, scope_key, received_at DESC,
+//     id DESC) (migration 00111: led by the workspace, so the claimers' scope lookups, which
+//     name none, cannot take it for their partial indexes);
 //   - deliveryKey: uq_provider_event_delivery (workspace_id, provider, delivery_key), the
 //     providers of the workspace found with one index descent each (deliveryProviders) when the
 //     filter names none;
-//   - errorClass, state DEAD: ix_provider_event_dead (a DEAD row is the only one with an error
+//   - errorClass, state DEAD: ix_provider_event_dead_received (workspace_id, received_at DESC,
+//     id DESC) WHERE state = 'DEAD' (migration 00110; a DEAD row is the only one with an error
 //     class; the set dead retention bounds).
 //
 // The snapshot runs with sequential and bitmap scans off (pinBrowserPlan), so statistics that
