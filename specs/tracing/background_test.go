@@ -12,7 +12,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
@@ -66,23 +65,8 @@ var _ = Describe("Erasure passes and redelivery runs as spans", Ordered, func() 
 		spans = exporter.GetSpans()
 	})
 
-	named := func(name string) tracetest.SpanStubs {
-		var out tracetest.SpanStubs
-		for _, s := range spans {
-			if s.Name == name {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	attr := func(s tracetest.SpanStub, k attribute.Key) attribute.Value {
-		for _, kv := range s.Attributes {
-			if kv.Key == k {
-				return kv.Value
-			}
-		}
-		return attribute.Value{}
-	}
+	named := func(name string) tracetest.SpanStubs { return spansNamed(spans, name) }
+	attr := spanAttr
 	// noSecretIn checks every attribute, event and status of s against values that must not
 	// appear in a trace.
 	noSecretIn := func(s tracetest.SpanStub, forbidden ...string) {

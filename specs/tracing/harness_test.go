@@ -21,7 +21,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/zap"
 
 	"github.com/hephaestus-dev/hephaestus/bootstrap"
@@ -294,4 +296,25 @@ func (in *instance) row(ctx context.Context, key string) (row, error) {
 	err := in.pool.QueryRow(ctx, `SELECT id, state, attempt, trace_parent FROM provider_event WHERE delivery_key = $1`, key).
 		Scan(&r.id, &r.state, &r.attempt, &r.traceParent)
 	return r, err
+}
+
+// spansNamed is the spans of the given name, in export order.
+func spansNamed(spans tracetest.SpanStubs, name string) tracetest.SpanStubs {
+	var out tracetest.SpanStubs
+	for _, s := range spans {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// spanAttr is the value of attribute k on s (the zero Value when s has none).
+func spanAttr(s tracetest.SpanStub, k attribute.Key) attribute.Value {
+	for _, kv := range s.Attributes {
+		if kv.Key == k {
+			return kv.Value
+		}
+	}
+	return attribute.Value{}
 }

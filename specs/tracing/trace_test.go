@@ -67,23 +67,8 @@ var _ = Describe("One trace per delivery", Ordered, func() {
 		spans = exporter.GetSpans()
 	})
 
-	named := func(name string) tracetest.SpanStubs {
-		var out tracetest.SpanStubs
-		for _, s := range spans {
-			if s.Name == name {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	attr := func(s tracetest.SpanStub, k attribute.Key) attribute.Value {
-		for _, kv := range s.Attributes {
-			if kv.Key == k {
-				return kv.Value
-			}
-		}
-		return attribute.Value{}
-	}
+	named := func(name string) tracetest.SpanStubs { return spansNamed(spans, name) }
+	attr := spanAttr
 	// descendsFrom reports whether s is below ancestor in the trace.
 	descendsFrom := func(s tracetest.SpanStub, ancestor trace.SpanID) bool {
 		byID := map[trace.SpanID]tracetest.SpanStub{}

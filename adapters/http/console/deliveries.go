@@ -112,6 +112,17 @@ type deliveryList struct {
 	Next   string
 }
 
+// pagerLinks are the links to the pages before and after req in a list of total rows ("" none).
+func pagerLinks(query url.Values, req ports.PageRequest, total int) (prev, next string) {
+	if req.Page > 0 {
+		prev = pageLink(query, req.Page-1)
+	}
+	if (req.Page+1)*req.Size < total {
+		next = pageLink(query, req.Page+1)
+	}
+	return prev, next
+}
+
 // pageLink is the query of the same list at page n.
 func pageLink(query url.Values, n int) string {
 	q := url.Values{}
@@ -147,13 +158,7 @@ func (c *console) renderDeliveries(g *gin.Context, title, slug, base string,
 		c.fail(g, err)
 		return
 	}
-	query := g.Request.URL.Query()
-	if req.Page > 0 {
-		l.Prev = pageLink(query, req.Page-1)
-	}
-	if (req.Page+1)*req.Size < l.Total {
-		l.Next = pageLink(query, req.Page+1)
-	}
+	l.Prev, l.Next = pagerLinks(g.Request.URL.Query(), req, l.Total)
 	c.render(g, http.StatusOK, "deliveries", page{Title: title, Workspace: slug, Data: l})
 }
 
@@ -306,13 +311,7 @@ func (c *console) renderRejections(g *gin.Context, title, slug string, all bool,
 		c.fail(g, err)
 		return
 	}
-	query := g.Request.URL.Query()
-	if req.Page > 0 {
-		l.Prev = pageLink(query, req.Page-1)
-	}
-	if (req.Page+1)*req.Size < l.Total {
-		l.Next = pageLink(query, req.Page+1)
-	}
+	l.Prev, l.Next = pagerLinks(g.Request.URL.Query(), req, l.Total)
 	c.render(g, http.StatusOK, "rejections", page{Title: title, Workspace: slug, Data: l})
 }
 
