@@ -63,6 +63,10 @@ var admissionProfile, allocationProfile string
 // dispatchProfile, when set, names the file the dispatch child writes its CPU profile to.
 var dispatchProfile string
 
+// serveProfile, when set, names the file each pipeline server writes its CPU profile to (handed
+// to the serve child in envServeCPUProfile).
+var serveProfile string
+
 // claimLoops, when positive, overrides the consumer's ClaimLoops in the dispatch child.
 var claimLoops int
 
@@ -128,6 +132,7 @@ func main() {
 	scopes := flag.Int("scopes", 1000, "scopes the dispatch rows are spread over")
 	claimers := flag.Int("claimers", 8, "claimers of the dispatch row")
 	flag.StringVar(&dispatchProfile, "dispatch-cpuprofile", "", "write a CPU profile of each dispatch child (the consumer) to this file (the last round's stays)")
+	flag.StringVar(&serveProfile, "pipeline-cpuprofile", "", "write a CPU profile of each pipeline and pipeline mix server (the serve child) to this file (the last round's stays)")
 	flag.IntVar(&claimLoops, "claim-loops", 0, "claim loops of the dispatch rows' consumer (0: the consumer's default)")
 	flag.IntVar(&claimAhead, "claim-ahead", 0, "claimed rows that may wait for a worker in the dispatch rows' consumer (0: the consumer's default)")
 	hotRows := flag.Int("hot-rows", 200000, "rows behind the blocked head of the hot scope row")

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -109,10 +110,12 @@ const (
 	envServeAdminToken     = "HEPHAESTUS_BENCH_SERVE_ADMIN_TOKEN"
 	envServeCredentialsKey = "HEPHAESTUS_BENCH_SERVE_CREDENTIALS_KEY"
 	envServeLogLevel       = "HEPHAESTUS_BENCH_SERVE_LOG_LEVEL" // the soak's server logs at info
+	envServeCPUProfile     = "HEPHAESTUS_BENCH_SERVE_CPUPROFILE"
 )
 
 func serveSecretsEnv() []string {
-	return []string{envServeAdminToken + "=" + benchAdminToken, envServeCredentialsKey + "=" + benchCredentialsKey}
+	return []string{envServeAdminToken + "=" + benchAdminToken, envServeCredentialsKey + "=" + benchCredentialsKey,
+		envServeCPUProfile + "=" + serveProfile}
 }
 
 // serveEnv is the environment of the pipeline's server: the benchmark database, a loopback
@@ -163,6 +166,17 @@ func runServeChild(dbURL, addr string) error {
 	app, err := bootstrap.InitializeApp(cfg, log)
 	if err != nil {
 		return err
+	}
+	if path := os.Getenv(envServeCPUProfile); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

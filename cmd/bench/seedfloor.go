@@ -20,8 +20,9 @@ import (
 // floor runs exactly those commits, each in one round trip with the fewest statements that
 // keep its rules: the fenced transactions open with inbox_fence_open (copy, workspace and event
 // fences, step claim) and end with inbox_fence_recheck and COMMIT in the same batch; the step
-// writes the organization, the repository and the issue with the mirror's version guard and
-// publishes one change. No handler, no JSON view, no reporting reads: a pipeline at this
+// writes the repository and the issue with the mirror's version guard, publishes one change
+// and writes the organization last (a row shared by every repository's deliveries, as the
+// server writes it: in the round trip that commits). No handler, no JSON view, no reporting reads: a pipeline at this
 // floor (ratio 1) is at the limit of the design, not of the code.
 
 // seedFloorIssue is what the floor's writes need from a delivery's payload.
@@ -110,11 +111,12 @@ func seedCommits(ctx context.Context, pool *pgxpool.Pool, c ports.Claimed) error
 		b := &pgx.Batch{}
 		b.Queue(beginReadCommittedFloor)
 		b.Queue(seedFloorOpen, id, epoch, "issue.upsert")
-		b.Queue(seedFloorOrganization, ws, p.Organization.ID, p.Organization.Login, id)
 		b.Queue(seedFloorRepository, ws, p.Repository.ID, p.Repository.Name, p.Repository.FullName, id)
 		b.Queue(seedFloorIssueUpsert, ws, p.Issue.ID, p.Repository.ID, p.Issue.Number, p.Issue.Title, p.Issue.State,
 			p.Issue.User.ID, id)
 		b.Queue(seedFloorChange, ws, fmt.Sprintf("github:issue:%d", p.Issue.ID), data)
+		// The organization row is every repository's: last, its lock lasts the COMMIT only.
+		b.Queue(seedFloorOrganization, ws, p.Organization.ID, p.Organization.Login, id)
 		b.Queue(seedFloorRecheck, id, epoch)
 		b.Queue("COMMIT")
 		return b

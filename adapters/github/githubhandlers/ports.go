@@ -16,7 +16,10 @@ import (
 // errors (the inbox's fence errors, *inbox.TransientError, inbox.ErrBusy) and must reach the
 // consumer unchanged.
 
-// UserWriter upserts users on their natural key (workspace, GitHub id).
+// UserWriter upserts users on their natural key (workspace, GitHub id). In a fenced transaction
+// of the inbox the users are written in the round trip that commits it (issue 39: a user row is
+// shared by every delivery the person appears in), so nothing later in the same transaction
+// may read them back.
 type UserWriter interface {
 	UpsertUsers(ctx context.Context, tx ports.Tx, workspaceID int64, users []User) error
 }

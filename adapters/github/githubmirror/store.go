@@ -124,9 +124,19 @@ func ids(xs []int64) []int64 {
 // UpsertUsers implements handlers.UserWriter.
 func (s *Store) UpsertUsers(ctx context.Context, tx ports.Tx, ws int64, users []githubhandlers.User) error {
 	users = sortedBy(users, func(u githubhandlers.User) string { return idKey(u.ID) })
-	return batch(ctx, tx, "upsert github users", upsertUser, users, func(u githubhandlers.User) []any {
+	args := func(u githubhandlers.User) []any {
 		return []any{ws, u.ID, u.Login, u.Type, u.AvatarURL, at(u.Version), u.Version.EventID}
-	})
+	}
+	if deliveryinbox.CanExecAtCommit(tx) {
+		// A user row is shared by every delivery the person appears in, across scopes: written
+		// in the round trip that commits, its lock lasts that round trip only (issue 39). Users
+		// publish no change, so nothing reads the upsert's result.
+		for _, u := range users {
+			deliveryinbox.ExecAtCommit(tx, "upsert github users", upsertUser, args(u)...)
+		}
+		return nil
+	}
+	return batch(ctx, tx, "upsert github users", upsertUser, users, args)
 }
 
 // UpsertLabels implements handlers.LabelWriter.
@@ -142,8 +152,45 @@ func (s *Store) UpsertLabels(ctx context.Context, tx ports.Tx, ws int64, labels 
 
 // UpsertOrganization implements handlers.RepositoryWriter.
 func (s *Store) UpsertOrganization(ctx context.Context, tx ports.Tx, ws int64, o githubhandlers.Organization) error {
-	return s.writeEntity(ctx, tx, ws, upsertOrganization, s.organizationWrite(ws,
-		[]any{ws, o.ID, o.Login, o.Description, o.Deleted, at(o.Version), o.Version.EventID}, o.ID))
+	args := []any{ws, o.ID, o.Login, o.Description, o.Deleted, at(o.Version), o.Version.EventID}
+	if s.feed.pub != nil && deliveryinbox.CanExecAtCommit(tx) {
+		written, err := s.organizationAtCommit(ctx, tx, args)
+		if err != nil || written {
+			return err
+		}
+	}
+	return s.writeEntity(ctx, tx, ws, upsertOrganization, s.organizationWrite(ws, args, o.ID))
+}
+
+// organizationAtCommit writes the organization, a row every delivery of every repository of
+// the organization writes, without holding its lock through the step (issue 39). It reads the
+// stored row without a lock: a row whose version is already equal or newer is left alone (the
+// upsert would lose to the version rule: no lock, no row version); a row that already says
+// what the event says gets the upsert, which then only moves the event id of its version, in
+// the round trip that commits, after lockOrganizationUnchanged has checked under the row lock
+// that this still holds (if not, the step aborts as contention and its retry reads again).
+// written false: the caller writes the row the usual way (no row yet, or a content change,
+// which publishes a change).
+func (s *Store) organizationAtCommit(ctx context.Context, tx ports.Tx, args []any) (written bool, err error) {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return false, err
+	}
+	var stale, same bool
+	err = ptx.QueryRow(ctx, readOrganizationAgainst, args...).Scan(&stale, &same)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, pgutil.Interpret("read github organization", err)
+	case stale:
+		return true, nil
+	case !same:
+		return false, nil
+	}
+	const op = "upsert github organization"
+	return deliveryinbox.ExecAtCommit(tx, op, lockOrganizationUnchanged, args...) &&
+		deliveryinbox.ExecAtCommit(tx, op, upsertOrganization, args...), nil
 }
 
 // UpsertRepository implements handlers.RepositoryWriter.

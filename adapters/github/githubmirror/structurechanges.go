@@ -83,7 +83,25 @@ const (
 		SELECT id, owner_login, name, full_name, private, visibility, default_branch, archived, fork,
 		       description, html_url, pushed_at, source_updated_at
 		FROM github_repository WHERE workspace_id = $1 AND id = $2`
-	readOrganizationView    = `SELECT id, login, description FROM github_organization WHERE workspace_id = $1 AND id = $2`
+	readOrganizationView = `SELECT id, login, description FROM github_organization WHERE workspace_id = $1 AND id = $2`
+	// readOrganizationAgainst reads, without a lock, whether the stored organization's version
+	// is equal to or newer than upsertOrganization's parameters (the upsert would lose to the
+	// version rule) and whether the upsert would change nothing but the event id of the
+	// version (what the reporting upsert does not publish).
+	readOrganizationAgainst = `SELECT ` + organizationStale + `, ` + organizationSame + `
+		FROM github_organization t WHERE t.workspace_id = $1 AND t.id = $2`
+	// lockOrganizationUnchanged is sent with the step's COMMIT before upsertOrganization: it
+	// locks the organization (waiting for a writer ahead of it, then reading the row that
+	// writer left) and aborts the step as contention (mirror_write_unchanged, migration 00120)
+	// unless the upsert would still lose to the version rule or change nothing that is
+	// published: the row is gone, or its content changed since the step read it.
+	lockOrganizationUnchanged = `
+		SELECT mirror_write_unchanged(coalesce(bool_and(u.unchanged), false) IS NOT TRUE)
+		FROM (SELECT ` + organizationStale + ` OR ` + organizationSame + ` AS unchanged
+		      FROM github_organization t WHERE t.workspace_id = $1 AND t.id = $2 FOR NO KEY UPDATE) u`
+	organizationStale = `(t.source_updated_at, t.source_event_id) >= ($6, $7)`
+	organizationSame  = `(t.login = $3 AND t.description IS NOT DISTINCT FROM $4 AND t.deleted = $5
+		AND t.source_updated_at = $6)`
 	readRefView             = `SELECT repository_id, ref, sha FROM github_ref WHERE workspace_id = $1 AND repository_id = $2 AND ref = $3`
 	readSubIssueView        = `SELECT parent_issue_id, sub_issue_id, deleted FROM github_sub_issue WHERE workspace_id = $1 AND parent_issue_id = $2 AND sub_issue_id = $3`
 	readIssueDependencyView = `SELECT blocked_issue_id, blocking_issue_id, deleted FROM github_issue_dependency WHERE workspace_id = $1 AND blocked_issue_id = $2 AND blocking_issue_id = $3`

@@ -72,12 +72,19 @@ type deferredExec struct {
 // its error, interpreted under op, is the transaction's. Only statements whose result nobody
 // reads may be queued, and only when nothing later in the transaction reads what they write.
 func ExecAtCommit(tx ports.Tx, op, sql string, args ...any) bool {
-	t, ok := tx.(*Tx)
-	if !ok || t == nil || !t.fenced {
+	if !CanExecAtCommit(tx) {
 		return false
 	}
+	t := tx.(*Tx)
 	t.atCommit = append(t.atCommit, deferredExec{op: op, sql: sql, args: args})
 	return true
+}
+
+// CanExecAtCommit reports whether ExecAtCommit queues in tx (a fenced transaction of this
+// inbox), for a caller that reads first to decide what it queues.
+func CanExecAtCommit(tx ports.Tx) bool {
+	t, ok := tx.(*Tx)
+	return ok && t != nil && t.fenced
 }
 
 // AfterCommit registers fn to run once tx committed (never when it rolls back), on the
