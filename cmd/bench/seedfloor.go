@@ -18,12 +18,14 @@ import (
 // natural keys (the bench payload names one user and no label: no labels commit), one step
 // commit under the event fence, and a share of a batched claim and a batched outcome. The
 // floor runs exactly those commits, each in one round trip with the fewest statements that
-// keep its rules: the fenced transactions open with inbox_fence_open (copy, workspace and event
-// fences, step claim) and end with inbox_fence_recheck and COMMIT in the same batch; the step
-// writes the repository and the issue with the mirror's version guard, publishes one change
-// and writes the organization last (a row shared by every repository's deliveries, as the
-// server writes it: in the round trip that commits). No handler, no JSON view, no reporting reads: a pipeline at this
-// floor (ratio 1) is at the limit of the design, not of the code.
+// keep its rules: the fenced transactions open with inbox_fence_open (copy, workspace and
+// event fences, step claim) and end with inbox_fence_recheck and COMMIT in the same batch; the
+// step writes the repository and the issue with the mirror's version guard, publishes one
+// change and writes the organization last. As the server does with rows every delivery
+// shares, it first reads whether the user and the organization are stored at an equal or
+// newer version, and then neither writes them nor opens a users commit with nothing to write.
+// No handler, no JSON view, no reporting reads: a pipeline at this floor (ratio 1) is at the
+// limit of the design, not of the code.
 
 // seedFloorIssue is what the floor's writes need from a delivery's payload.
 type seedFloorIssue struct {
@@ -76,12 +78,18 @@ ON CONFLICT (workspace_id, id) DO UPDATE SET title = excluded.title, state = exc
 WHERE (excluded.source_updated_at, excluded.source_event_id) > (t.source_updated_at, t.source_event_id)`
 	seedFloorChange = `
 INSERT INTO workspace_change (workspace_id, type, subject, data) VALUES ($1, 'github.issue.upserted', $2, $3)`
+	seedFloorStored = `
+SELECT EXISTS (SELECT 1 FROM github_user WHERE workspace_id = $1 AND id = $2
+	AND (source_updated_at, source_event_id) >= ('-infinity', $4)),
+       EXISTS (SELECT 1 FROM github_organization WHERE workspace_id = $1 AND id = $3
+	AND (source_updated_at, source_event_id) >= ('-infinity', $4))`
 	seedFloorOpen    = `SELECT step_claimed FROM inbox_fence_open($1, $2, $3)`
 	seedFloorRecheck = `SELECT inbox_fence_recheck($1, $2, false)`
 )
 
 // seedCommits runs the commits the seed requires for one claimed `issues` delivery: the users
-// commit and the step commit, one round trip each.
+// commit (when its user is not stored at an equal or newer version) and the step commit, one
+// round trip each, after one read of the shared rows' versions.
 func seedCommits(ctx context.Context, pool *pgxpool.Pool, c ports.Claimed) error {
 	var p seedFloorIssue
 	if err := json.Unmarshal(c.Payload, &p); err != nil {
@@ -89,6 +97,13 @@ func seedCommits(ctx context.Context, pool *pgxpool.Pool, c ports.Claimed) error
 	}
 	ws, id, epoch := c.Delivery.WorkspaceID(), c.Delivery.ID(), int64(c.Delivery.Lease().Epoch())
 
+	// Rows every delivery shares (issue 39): a user or an organization stored at an equal or
+	// newer version is not written, and a users commit with nothing to write is not opened.
+	var userStored, organizationStored bool
+	if err := pool.QueryRow(ctx, seedFloorStored, ws, p.Issue.User.ID, p.Organization.ID, id).
+		Scan(&userStored, &organizationStored); err != nil {
+		return err
+	}
 	users := func() *pgx.Batch {
 		b := &pgx.Batch{}
 		b.Queue(beginReadCommittedFloor)
@@ -98,8 +113,10 @@ func seedCommits(ctx context.Context, pool *pgxpool.Pool, c ports.Claimed) error
 		b.Queue("COMMIT")
 		return b
 	}
-	if err := sendFloorBatch(ctx, pool, users); err != nil {
-		return fmt.Errorf("users commit: %w", err)
+	if !userStored {
+		if err := sendFloorBatch(ctx, pool, users); err != nil {
+			return fmt.Errorf("users commit: %w", err)
+		}
 	}
 
 	data, err := json.Marshal(map[string]any{"id": p.Issue.ID, "number": p.Issue.Number, "title": p.Issue.Title,
@@ -116,7 +133,9 @@ func seedCommits(ctx context.Context, pool *pgxpool.Pool, c ports.Claimed) error
 			p.Issue.User.ID, id)
 		b.Queue(seedFloorChange, ws, fmt.Sprintf("github:issue:%d", p.Issue.ID), data)
 		// The organization row is every repository's: last, its lock lasts the COMMIT only.
-		b.Queue(seedFloorOrganization, ws, p.Organization.ID, p.Organization.Login, id)
+		if !organizationStored {
+			b.Queue(seedFloorOrganization, ws, p.Organization.ID, p.Organization.Login, id)
+		}
 		b.Queue(seedFloorRecheck, id, epoch)
 		b.Queue("COMMIT")
 		return b

@@ -210,3 +210,90 @@ var _ = Describe("The organization row every repository's deliveries share", fun
 		})
 	})
 })
+
+// A user row is written by every delivery the person appears in, a label row by every
+// delivery of an issue or pull request that carries it, across scopes (issue 39).
+var _ = Describe("The user and label rows deliveries share", func() {
+	var (
+		ws  int64
+		reg *consumer.Registry
+	)
+
+	BeforeEach(func(ctx SpecContext) {
+		ws = support.Workspace(ctx, writerPool, "acme")
+		store, err := githubmirror.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		box, err := deliveryinbox.New(writerPool)
+		Expect(err).NotTo(HaveOccurred())
+		reg = consumer.NewRegistry()
+		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
+	})
+
+	leasedIssue := func(ctx context.Context, repo int64) support.Delivery {
+		GinkgoHelper()
+		r := obj{"id": repo, "name": "app", "full_name": "acme/app", "owner": ghUser(77, "acme")}
+		return support.LeasedEvent(ctx, writerPool, ws, github.Provider, "issues", "github:spec", ghBody(obj{
+			"action": "edited", "issue": ghIssue("Crash", "2024-02-02T00:00:00Z"), "repository": r,
+		}))
+	}
+	userRow := func(ctx context.Context) (xmin string, eventID int64) {
+		GinkgoHelper()
+		Expect(writerPool.QueryRow(ctx, `SELECT xmin::text, source_event_id FROM github_user WHERE workspace_id = $1 AND id = 7`,
+			ws).Scan(&xmin, &eventID)).To(Succeed())
+		return xmin, eventID
+	}
+
+	When("an older delivery arrives after a newer one stored the person", func() {
+		It("opens no users transaction: it neither writes the row nor waits for its lock", func(ctx SpecContext) {
+			older, newer := leasedIssue(ctx, 4242), leasedIssue(ctx, 4243)
+			Expect(newer.Handle(ctx, reg)).To(Succeed())
+			before, stored := userRow(ctx)
+			Expect(stored).To(Equal(newer.ID))
+
+			tx, err := writerPool.Begin(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx context.Context) { _ = tx.Rollback(ctx) })
+			_, err = tx.Exec(ctx, `SELECT 1 FROM github_user WHERE workspace_id = $1 AND id = 7 FOR NO KEY UPDATE`, ws)
+			Expect(err).NotTo(HaveOccurred())
+			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			Expect(older.Handle(hctx, reg)).To(Succeed())
+			Expect(tx.Rollback(ctx)).To(Succeed())
+
+			after, eventID := userRow(ctx)
+			Expect(after).To(Equal(before), "no new row version")
+			Expect(eventID).To(Equal(newer.ID))
+			Expect(older.Steps(ctx)).To(ContainElement("issue.upsert"), "the older delivery's own step still ran")
+		})
+	})
+
+	When("an older delivery arrives after a newer one stored its label", func() {
+		It("opens no labels transaction: it neither writes the row nor waits for its lock", func(ctx SpecContext) {
+			older, newer := leasedIssue(ctx, 4242), leasedIssue(ctx, 4243)
+			Expect(newer.Handle(ctx, reg)).To(Succeed())
+			label := `SELECT xmin::text FROM github_label WHERE workspace_id = $1 AND id = 501`
+			before := support.Scalar[string](ctx, writerPool, label, ws)
+
+			tx, err := writerPool.Begin(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx context.Context) { _ = tx.Rollback(ctx) })
+			_, err = tx.Exec(ctx, `SELECT 1 FROM github_label WHERE workspace_id = $1 AND id = 501 FOR NO KEY UPDATE`, ws)
+			Expect(err).NotTo(HaveOccurred())
+			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			Expect(older.Handle(hctx, reg)).To(Succeed())
+			Expect(tx.Rollback(ctx)).To(Succeed())
+			Expect(support.Scalar[string](ctx, writerPool, label, ws)).To(Equal(before), "no new row version")
+		})
+	})
+
+	When("a newer delivery names the person", func() {
+		It("moves the row to the newer event", func(ctx SpecContext) {
+			older, newer := leasedIssue(ctx, 4242), leasedIssue(ctx, 4243)
+			Expect(older.Handle(ctx, reg)).To(Succeed())
+			Expect(newer.Handle(ctx, reg)).To(Succeed())
+			_, eventID := userRow(ctx)
+			Expect(eventID).To(Equal(newer.ID))
+		})
+	})
+})

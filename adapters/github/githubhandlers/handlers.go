@@ -187,22 +187,27 @@ func workspace(event string, d ports.Dispatch) (int64, error) {
 	return d.WorkspaceID, nil
 }
 
-// writeUsers upserts users in their own fenced transaction, apart from the handler's step.
+// writeUsers upserts users in their own fenced transaction, apart from the handler's step. Users
+// whose stored version is already equal or newer are left out, and when that is all of them
+// no transaction is opened (issue 39: a user row is shared by every delivery the person
+// appears in, and a retry finds its own users stored).
 func (b base) writeUsers(ctx context.Context, ws int64, us []User) error {
-	us = dedupeUsers(us)
-	if len(us) == 0 {
-		return nil
+	us, err := b.deps.Store.UsersToWrite(ctx, ws, dedupeUsers(us))
+	if err != nil || len(us) == 0 {
+		return err
 	}
 	return b.deps.Inbox.Write(ctx, func(ctx context.Context, tx ports.Tx) error {
 		return b.deps.Store.UpsertUsers(ctx, tx, ws, us)
 	})
 }
 
-// writeLabels upserts labels in their own fenced transaction, apart from the handler's step.
+// writeLabels upserts labels in their own fenced transaction, apart from the handler's step,
+// leaving out, as writeUsers does, the labels stored at an equal or newer version (a label row
+// is shared by every issue and pull request that carries it).
 func (b base) writeLabels(ctx context.Context, ws int64, ls []Label) error {
-	ls = dedupeLabels(ls)
-	if len(ls) == 0 {
-		return nil
+	ls, err := b.deps.Store.LabelsToWrite(ctx, ws, dedupeLabels(ls))
+	if err != nil || len(ls) == 0 {
+		return err
 	}
 	return b.deps.Inbox.Write(ctx, func(ctx context.Context, tx ports.Tx) error {
 		return b.deps.Store.UpsertLabels(ctx, tx, ws, ls)

@@ -22,12 +22,20 @@ import (
 // may read them back.
 type UserWriter interface {
 	UpsertUsers(ctx context.Context, tx ports.Tx, workspaceID int64, users []User) error
+	// UsersToWrite returns, in their order, the users the workspace's mirror does not hold at
+	// an equal or newer version: an upsert of the others would lose to the version rule. It
+	// reads committed rows without a transaction of the handler and takes no lock (a version
+	// only grows; a row deleted since is as if the upsert had come before the deletion).
+	UsersToWrite(ctx context.Context, workspaceID int64, users []User) ([]User, error)
 }
 
 // LabelWriter upserts labels on their natural key (workspace, GitHub id); a Deleted label is
 // a tombstone.
 type LabelWriter interface {
 	UpsertLabels(ctx context.Context, tx ports.Tx, workspaceID int64, labels []Label) error
+	// LabelsToWrite returns, in their order, the labels the workspace's mirror does not hold
+	// at an equal or newer version, as UsersToWrite does for users.
+	LabelsToWrite(ctx context.Context, workspaceID int64, labels []Label) ([]Label, error)
 }
 
 // RepositoryWriter writes organizations, repositories and their memberships.

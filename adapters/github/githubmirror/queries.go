@@ -23,6 +23,21 @@ VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7)
 ON CONFLICT (workspace_id, id) DO UPDATE SET login = excluded.login, type = excluded.type,
 	avatar_url = excluded.avatar_url, ` + versionColumns + newerOrSame
 
+// newerThanStored lists which of the rows of table ($2, their versions $3 and $4) the
+// workspace's mirror does not hold at an equal or newer version: the upserts of the others
+// would lose to the version rule.
+func newerThanStored(table string) string {
+	return `
+SELECT u.id FROM unnest($2::bigint[], $3::timestamptz[], $4::bigint[]) AS u (id, at, event_id)
+WHERE NOT EXISTS (SELECT 1 FROM ` + table + ` t WHERE t.workspace_id = $1 AND t.id = u.id
+	AND (t.source_updated_at, t.source_event_id) >= (u.at, u.event_id))`
+}
+
+var (
+	usersToWrite  = newerThanStored("github_user")
+	labelsToWrite = newerThanStored("github_label")
+)
+
 const upsertLabel = `
 INSERT INTO github_label AS t (workspace_id, id, repository_id, name, color, description, is_default,
 	deleted, source_updated_at, source_event_id)

@@ -139,6 +139,45 @@ func (s *Store) UpsertUsers(ctx context.Context, tx ports.Tx, ws int64, users []
 	return batch(ctx, tx, "upsert github users", upsertUser, users, args)
 }
 
+// UsersToWrite implements handlers.UserWriter.
+func (s *Store) UsersToWrite(ctx context.Context, ws int64, users []githubhandlers.User) ([]githubhandlers.User, error) {
+	return toWrite(ctx, s.pool, "read github users", usersToWrite, ws, users,
+		func(u githubhandlers.User) (int64, githubhandlers.Version) { return u.ID, u.Version })
+}
+
+// LabelsToWrite implements handlers.LabelWriter.
+func (s *Store) LabelsToWrite(ctx context.Context, ws int64, labels []githubhandlers.Label) ([]githubhandlers.Label, error) {
+	return toWrite(ctx, s.pool, "read github labels", labelsToWrite, ws, labels,
+		func(l githubhandlers.Label) (int64, githubhandlers.Version) { return l.ID, l.Version })
+}
+
+// toWrite keeps, in their order, the rows that sql (newerThanStored) finds newer than what the
+// workspace's mirror holds. It reads committed rows on the pool, without a lock.
+func toWrite[T any](ctx context.Context, pool *pgxpool.Pool, op, sql string, ws int64, rows []T,
+	key func(T) (int64, githubhandlers.Version),
+) ([]T, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	ids, ats, events := make([]int64, len(rows)), make([]pgtype.Timestamptz, len(rows)), make([]int64, len(rows))
+	for i, r := range rows {
+		id, v := key(r)
+		ids[i], ats[i], events[i] = id, at(v), v.EventID
+	}
+	found, err := pool.Query(ctx, sql, ws, ids, ats, events)
+	if err != nil {
+		return nil, pgutil.Interpret(op, err)
+	}
+	newer, err := pgx.CollectRows(found, pgx.RowTo[int64])
+	if err != nil {
+		return nil, pgutil.Interpret(op, err)
+	}
+	return slices.DeleteFunc(slices.Clone(rows), func(r T) bool {
+		id, _ := key(r)
+		return !slices.Contains(newer, id)
+	}), nil
+}
+
 // UpsertLabels implements handlers.LabelWriter.
 func (s *Store) UpsertLabels(ctx context.Context, tx ports.Tx, ws int64, labels []githubhandlers.Label) error {
 	labels = sortedBy(labels, func(l githubhandlers.Label) string { return idKey(l.ID) })
