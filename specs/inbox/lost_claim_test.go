@@ -89,15 +89,23 @@ var _ = Describe("A claim whose answer was lost with the database connection", f
 })
 
 // unreachableOnce is the real store whose next claim fails as a lost connection, as every
-// call of a server does while the database host is gone.
+// call of a server does while the database host is gone. While paused, its claims succeed
+// and find nothing (pausedClaims counts them), so that a spec can lease a row to another
+// holder without this server claiming it first.
 type unreachableOnce struct {
 	ports.InboxStore
-	fail atomic.Bool
+	fail         atomic.Bool
+	paused       atomic.Bool
+	pausedClaims atomic.Int64
 }
 
 func (u *unreachableOnce) Claim(ctx context.Context, owner string, limit int, lease time.Duration) ([]ports.Claimed, error) {
 	if u.fail.CompareAndSwap(true, false) {
 		return nil, pgutil.Interpret("claim", fmt.Errorf("read: %w", io.ErrUnexpectedEOF))
+	}
+	if u.paused.Load() {
+		u.pausedClaims.Add(1)
+		return nil, nil
 	}
 	return u.InboxStore.Claim(ctx, owner, limit, lease)
 }
@@ -142,10 +150,14 @@ var _ = Describe("A lease that ran out while the database was unreachable", func
 		srv := startServer(reaperConfig(), st, registry(func(context.Context, ports.Dispatch) error { return nil }))
 		Eventually(func() []logEntry { return srv.log.Find("claiming failed; backing off") }).
 			WithTimeout(5 * time.Second).ShouldNot(BeEmpty())
-		// The outage is over when the holder takes its lease, which then runs out: that expiry
-		// is its handler's doing (a handler that stopped its server).
+		// The outage is over (this server claimed again, successfully) when the holder takes
+		// its lease, which then runs out: that expiry is its handler's doing (a handler that
+		// stopped its server). The server's claims find nothing until the holder has the row.
+		st.paused.Store(true)
 		clock.Advance(10 * time.Second)
+		Eventually(st.pausedClaims.Load).WithTimeout(5 * time.Second).Should(BeNumerically(">", 0))
 		id := leaseOfAnUnreachableHolder(ctx)
+		st.paused.Store(false)
 		clock.Advance(time.Minute + time.Second)
 		Eventually(func() string { return stateOf(ctx, pool, id) }).WithTimeout(10 * time.Second).Should(Equal("DONE"))
 		Expect(readRow(ctx, pool, id).UnknownFailures).To(Equal(1))
