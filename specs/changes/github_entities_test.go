@@ -82,13 +82,7 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 		var err error
 		feed, err = changefeed.New(writerPool, nil)
 		Expect(err).NotTo(HaveOccurred())
-		store, err := githubmirror.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
-		box, err := deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		reg = consumer.NewRegistry()
-		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
+		_, reg = githubHandlers(feed)
 	})
 
 	changes := func(ctx context.Context) []change.Stored {

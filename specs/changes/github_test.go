@@ -50,6 +50,22 @@ func ghBody(v obj) string {
 
 func sha(n int) string { return fmt.Sprintf("%040x", n) }
 
+// githubHandlers wires the GitHub handlers with the real inbox and mirror store on the writing
+// servers' pool, as the service does; the store publishes to feed (nil: it publishes nothing).
+func githubHandlers(feed *changefeed.Store) (*githubmirror.Store, *consumer.Registry) {
+	GinkgoHelper()
+	store, err := githubmirror.New(writerPool)
+	Expect(err).NotTo(HaveOccurred())
+	if feed != nil {
+		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
+	}
+	box, err := deliveryinbox.New(writerPool)
+	Expect(err).NotTo(HaveOccurred())
+	reg := consumer.NewRegistry()
+	Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
+	return store, reg
+}
+
 var _ = Describe("GitHub handlers publishing to the change feed", func() {
 	var (
 		ws    int64
@@ -63,13 +79,7 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 		var err error
 		feed, err = changefeed.New(writerPool, nil)
 		Expect(err).NotTo(HaveOccurred())
-		store, err = githubmirror.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
-		box, err := deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		reg = consumer.NewRegistry()
-		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
+		store, reg = githubHandlers(feed)
 	})
 
 	deliver := func(ctx context.Context, event string, payload obj) support.Delivery {

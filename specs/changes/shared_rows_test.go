@@ -10,11 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -36,13 +32,7 @@ var _ = Describe("The organization row every repository's deliveries share", fun
 		var err error
 		feed, err = changefeed.New(writerPool, nil)
 		Expect(err).NotTo(HaveOccurred())
-		store, err := githubmirror.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
-		box, err := deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		reg = consumer.NewRegistry()
-		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
+		_, reg = githubHandlers(feed)
 	})
 
 	// leasedIssue leases an issues delivery of repository app (or app-2) of the organization
@@ -75,33 +65,10 @@ var _ = Describe("The organization row every repository's deliveries share", fun
 		}
 		return logins
 	}
-	// lockOrganization holds the organization row's update lock in a transaction of its own
-	// until the returned function ends it (commit: true commits what sql did under it).
+	// lockOrganization holds the organization row's update lock (see holdRowLock).
 	lockOrganization := func(ctx context.Context, sql string) func(commit bool) {
 		GinkgoHelper()
-		tx, err := writerPool.Begin(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = tx.Exec(ctx, `SELECT 1 FROM github_organization WHERE workspace_id = $1 AND id = 900 FOR NO KEY UPDATE`, ws)
-		Expect(err).NotTo(HaveOccurred())
-		if sql != "" {
-			_, err = tx.Exec(ctx, sql, ws)
-			Expect(err).NotTo(HaveOccurred())
-		}
-		ended := false
-		// A spec that fails while holding the lock must not leave its handler blocked on it.
-		DeferCleanup(func(ctx context.Context) {
-			if !ended {
-				_ = tx.Rollback(ctx)
-			}
-		})
-		return func(commit bool) {
-			ended = true
-			if commit {
-				Expect(tx.Commit(ctx)).To(Succeed())
-				return
-			}
-			Expect(tx.Rollback(ctx)).To(Succeed())
-		}
+		return holdRowLock(ctx, "github_organization", 900, ws, sql)
 	}
 	// handleAside handles d on another goroutine; the channel receives its error.
 	handleAside := func(ctx context.Context, d support.Delivery) <-chan error {
@@ -221,12 +188,7 @@ var _ = Describe("The user and label rows deliveries share", func() {
 
 	BeforeEach(func(ctx SpecContext) {
 		ws = support.Workspace(ctx, writerPool, "acme")
-		store, err := githubmirror.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		box, err := deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		reg = consumer.NewRegistry()
-		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
+		_, reg = githubHandlers(nil)
 	})
 
 	leasedIssue := func(ctx context.Context, repo int64) support.Delivery {
@@ -250,15 +212,11 @@ var _ = Describe("The user and label rows deliveries share", func() {
 			before, stored := userRow(ctx)
 			Expect(stored).To(Equal(newer.ID))
 
-			tx, err := writerPool.Begin(ctx)
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func(ctx context.Context) { _ = tx.Rollback(ctx) })
-			_, err = tx.Exec(ctx, `SELECT 1 FROM github_user WHERE workspace_id = $1 AND id = 7 FOR NO KEY UPDATE`, ws)
-			Expect(err).NotTo(HaveOccurred())
+			release := holdRowLock(ctx, "github_user", 7, ws, "")
 			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			Expect(older.Handle(hctx, reg)).To(Succeed())
-			Expect(tx.Rollback(ctx)).To(Succeed())
+			release(false)
 
 			after, eventID := userRow(ctx)
 			Expect(after).To(Equal(before), "no new row version")
@@ -274,15 +232,11 @@ var _ = Describe("The user and label rows deliveries share", func() {
 			label := `SELECT xmin::text FROM github_label WHERE workspace_id = $1 AND id = 501`
 			before := support.Scalar[string](ctx, writerPool, label, ws)
 
-			tx, err := writerPool.Begin(ctx)
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func(ctx context.Context) { _ = tx.Rollback(ctx) })
-			_, err = tx.Exec(ctx, `SELECT 1 FROM github_label WHERE workspace_id = $1 AND id = 501 FOR NO KEY UPDATE`, ws)
-			Expect(err).NotTo(HaveOccurred())
+			release := holdRowLock(ctx, "github_label", 501, ws, "")
 			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			Expect(older.Handle(hctx, reg)).To(Succeed())
-			Expect(tx.Rollback(ctx)).To(Succeed())
+			release(false)
 			Expect(support.Scalar[string](ctx, writerPool, label, ws)).To(Equal(before), "no new row version")
 		})
 	})
@@ -297,3 +251,33 @@ var _ = Describe("The user and label rows deliveries share", func() {
 		})
 	})
 })
+
+// holdRowLock takes the update lock of the workspace's row id of table in a transaction of its
+// own and runs sql (with the workspace as $1, none when empty) under it, until the returned
+// function ends the transaction (commit: true commits what sql did). A spec that fails while
+// holding the lock still ends it, so that no handler stays blocked on it.
+func holdRowLock(ctx context.Context, table string, id, ws int64, sql string) func(commit bool) {
+	GinkgoHelper()
+	tx, err := writerPool.Begin(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	_, err = tx.Exec(ctx, `SELECT 1 FROM `+table+` WHERE workspace_id = $1 AND id = $2 FOR NO KEY UPDATE`, ws, id)
+	Expect(err).NotTo(HaveOccurred())
+	if sql != "" {
+		_, err = tx.Exec(ctx, sql, ws)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	ended := false
+	DeferCleanup(func(ctx context.Context) {
+		if !ended {
+			_ = tx.Rollback(ctx)
+		}
+	})
+	return func(commit bool) {
+		ended = true
+		if commit {
+			Expect(tx.Commit(ctx)).To(Succeed())
+			return
+		}
+		Expect(tx.Rollback(ctx)).To(Succeed())
+	}
+}
