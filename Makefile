@@ -7,7 +7,7 @@ GO ?= go
 HEPHAESTUS_GITHUB_WEBHOOK_SECRET ?= dev-github-webhook-secret
 HEPHAESTUS_SLACK_SIGNING_SECRET ?= dev-slack-signing-secret
 
-.PHONY: build generate hygiene test test-inner fuzz-smoke run bench soak demo console-screenshot migrate clean
+.PHONY: build generate hygiene corpus test test-inner fuzz-smoke run bench soak demo console-screenshot migrate clean
 
 ## build: compile the server to bin/hephaestus
 build:
@@ -27,9 +27,15 @@ hygiene:
 	$(GO) tool staticcheck ./...
 	@$(GO) tool wire diff ./bootstrap/... || { echo "bootstrap/wire_gen.go is stale: run 'make generate'"; exit 1; }
 
+## corpus: fetch GitHub's documented example payloads (the pinned, checksummed
+## @octokit/webhooks-examples package, through npm) into .cache/corpus/github, once; the specs,
+## the bench's mix and the soak read them from there (specs/ghcorpus)
+corpus:
+	$(GO) run ./cmd/corpus
+
 ## test: hygiene, race-enabled tests and a fuzz smoke run against a throwaway
 ## PostgreSQL cluster that is always stopped and removed afterwards
-test:
+test: corpus
 	$(GO) run ./cmd/pgcluster run -- $(MAKE) test-inner
 
 ## test-inner: the body of `test`; needs HEPHAESTUS_TEST_DATABASE_URL
@@ -66,14 +72,14 @@ run:
 	$(GO) run ./cmd/hephaestus serve
 
 ## bench: run the benchmark against a throwaway durable cluster
-bench:
+bench: corpus
 	$(GO) run ./cmd/pgcluster run -durable -- $(GO) run ./cmd/bench
 
 ## soak: the server as `serve` wires it, on a throwaway durable cluster, fed the four-provider
 ## mix at 60 % of its measured capacity for SOAK_MINUTES (default 10) with short retention
 ## windows; writes soak-results.json and soak-results.svg and judges the flatness criteria
 SOAK_MINUTES ?= 10
-soak:
+soak: corpus
 	$(GO) run ./cmd/pgcluster run -durable -- $(GO) run ./cmd/bench -soak -soak-minutes $(SOAK_MINUTES)
 
 ## demo: run the demo
@@ -91,6 +97,6 @@ console-screenshot:
 migrate:
 	$(GO) run ./cmd/hephaestus migrate
 
-## clean: remove build and benchmark outputs (never .data)
+## clean: remove build and benchmark outputs and the fetched corpus (never .data)
 clean:
-	rm -rf bin bench-results.json
+	rm -rf bin bench-results.json .cache

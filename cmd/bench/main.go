@@ -145,7 +145,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the admission and ceiling rounds to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the admission and ceiling rounds to this file")
 	only := flag.String("only", "", "comma-separated rows to run (admission, dispatch, river, hot, pipeline, mix); empty runs every row")
-	flag.StringVar(&mixSettings.corpus, "corpus", "", "the GitHub corpus the mix reads in place (default: $HEPHAESTUS_GITHUB_CORPUS, or ../shared/corpus/github)")
+	flag.StringVar(&mixSettings.corpus, "corpus", "", "the GitHub corpus the mix reads (default: $HEPHAESTUS_GITHUB_CORPUS, or .cache/corpus/github that make corpus fills)")
 	flag.Uint64Var(&mixSettings.seed, "mix-seed", 37, "seed of the mix's deliveries")
 	flag.IntVar(&mixSettings.rounds, "mix-rounds", 1, "alternating pipeline mix and pipeline mix floor rounds (of -pipeline-seconds each)")
 	soak := flag.Bool("soak", false, "run the soak instead of the table (make soak; cmd/bench/soak.go)")

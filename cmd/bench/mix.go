@@ -19,11 +19,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hephaestus-dev/hephaestus/specs/ghcorpus"
 )
 
 // The mix: signed deliveries of all four providers in the proportions below, built from real
-// payload shapes. GitHub's are the documented example payloads of the corpus beside the
-// checkout (read in place at run time, never copied into the repository), rewritten to the
+// payload shapes. GitHub's are the documented example payloads of the pinned corpus
+// (specs/ghcorpus, fetched into .cache by make; never copied into the repository), rewritten to the
 // benchmark's installation and repositories; GitLab's, Slack's and Outline's are the hook
 // shapes the specs and cmd/demo send. Every delivery goes to a connection that subscribes to
 // its resource, so each is stored once and mirrored by the real handler. The mix is
@@ -94,26 +96,21 @@ type mixDelivery struct {
 	keyInBody bool
 }
 
-// mixCorpusDir is where the GitHub corpus is read: -corpus, HEPHAESTUS_GITHUB_CORPUS,
-// HEPHAESTUS_CORPUS_DIR/github, else ../shared/corpus/github beside the repository.
+// mixCorpusDir is where the GitHub corpus is read: -corpus, else specs/ghcorpus's folder
+// ($HEPHAESTUS_GITHUB_CORPUS, or the pinned package `make bench` fetches into .cache/corpus).
 func mixCorpusDir(flagValue string) string {
-	switch {
-	case flagValue != "":
+	if flagValue != "" {
 		return flagValue
-	case os.Getenv("HEPHAESTUS_GITHUB_CORPUS") != "":
-		return os.Getenv("HEPHAESTUS_GITHUB_CORPUS")
-	case os.Getenv("HEPHAESTUS_CORPUS_DIR") != "":
-		return filepath.Join(os.Getenv("HEPHAESTUS_CORPUS_DIR"), "github")
 	}
-	return filepath.Join("..", "shared", "corpus", "github")
+	return ghcorpus.Dir()
 }
 
 // loadCorpus reads the corpus payloads the mix uses, and fails naming the directory and the
 // override when one is missing.
 func loadCorpus(dir string) (map[string][]map[string]any, error) {
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
-		return nil, fmt.Errorf("the GitHub corpus is not at %s: the mix reads GitHub's example payloads in place "+
-			"(set -corpus or HEPHAESTUS_GITHUB_CORPUS to its directory)", dir)
+		return nil, fmt.Errorf("the GitHub corpus is not at %s: the mix reads GitHub's example payloads "+
+			"(run `make corpus`, or set -corpus or %s to their directory)", dir, ghcorpus.EnvDir)
 	}
 	out := map[string][]map[string]any{}
 	for event, files := range corpusFiles {

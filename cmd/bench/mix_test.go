@@ -7,16 +7,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hephaestus-dev/hephaestus/specs/ghcorpus"
 )
 
-// corpusForTest is the corpus the mix reads, or a skip when this checkout has none beside it.
+// corpusForTest is the corpus the mix reads (`make test` fetches it first): a failure under CI
+// without it, a skip elsewhere.
 func corpusForTest(t *testing.T) string {
-	dir := mixCorpusDir("")
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join("..", "..", dir) // the tests run in cmd/bench
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no GitHub corpus at %s", dir)
+	dir, err := ghcorpus.Require()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
 	}
 	return dir
 }

@@ -441,12 +441,8 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 			email    = "21031067+Codertocat@users.noreply.github.com"
 		)
 		// GitHub's documented push payload: Codertocat pushes to their own Codertocat/Hello-World.
-		dir := githubCorpusDir()
-		pushFile := filepath.Join(dir, "push", "payload.json")
-		raw, err := os.ReadFile(pushFile)
-		if err != nil {
-			Skip("GitHub corpus not found at " + dir + " (set HEPHAESTUS_GITHUB_CORPUS)")
-		}
+		raw, err := os.ReadFile(filepath.Join(support.GitHubCorpus(), "push", "payload.json"))
+		Expect(err).NotTo(HaveOccurred())
 		var push obj
 		Expect(json.Unmarshal(raw, &push)).To(Succeed())
 		repo := push["repository"].(obj)
@@ -552,12 +548,3 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 			To(Equal([]string{fmt.Sprintf("org:1:0:%d:ghost/Hello-World|issues:2", repoID)}))
 	})
 })
-
-// githubCorpusDir finds GitHub's documented example payloads as specs/github does:
-// HEPHAESTUS_GITHUB_CORPUS, or the shared corpus beside the checkout. Read in place only.
-func githubCorpusDir() string {
-	if dir := os.Getenv("HEPHAESTUS_GITHUB_CORPUS"); dir != "" {
-		return dir
-	}
-	return filepath.Join("..", "..", "..", "shared", "corpus", "github")
-}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -23,18 +22,11 @@ import (
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
-// corpusPayload reads one of GitHub's documented example payloads (HEPHAESTUS_GITHUB_CORPUS,
-// or the shared corpus beside the checkout), numbers kept exact; the spec is skipped without it.
+// corpusPayload reads one of GitHub's documented example payloads (support.GitHubCorpus),
+// numbers kept exact.
 func corpusPayload(file string) (raw []byte, p obj) {
 	GinkgoHelper()
-	dir := os.Getenv("HEPHAESTUS_GITHUB_CORPUS")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "corpus", "github")
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, file))
-	if os.IsNotExist(err) {
-		Skip(fmt.Sprintf("GitHub corpus file %s not found in %s (set HEPHAESTUS_GITHUB_CORPUS)", file, dir))
-	}
+	raw, err := os.ReadFile(filepath.Join(support.GitHubCorpus(), file))
 	Expect(err).NotTo(HaveOccurred())
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

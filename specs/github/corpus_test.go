@@ -15,17 +15,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
-
-// corpusDir finds GitHub's documented example payloads: HEPHAESTUS_GITHUB_CORPUS, or the
-// shared corpus beside the checkout (../shared/corpus/github from the module root). The files
-// are read in place, never copied into the repository.
-func corpusDir() string {
-	if dir := os.Getenv("HEPHAESTUS_GITHUB_CORPUS"); dir != "" {
-		return dir
-	}
-	return filepath.Join("..", "..", "..", "shared", "corpus", "github")
-}
 
 // stubChecks answers every check-run read of a commit with one successful run of that commit,
 // and has nothing else to say.
@@ -87,10 +78,7 @@ func (p payload) flag(path ...string) bool {
 
 var _ = Describe("GitHub's documented example payloads", func() {
 	It("are all handled, and the mirror holds what each says", func(ctx SpecContext) {
-		dir := corpusDir()
-		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
-			Skip(fmt.Sprintf("GitHub corpus not found at %s (set HEPHAESTUS_GITHUB_CORPUS)", dir))
-		}
+		dir := support.GitHubCorpus()
 		reg := registry(githubhandlers.Deps{Reader: stubChecks{}})
 		controlWS := newWorkspace(ctx, "control")
 		handled := map[string]int{}

@@ -60,10 +60,7 @@ func searchMirror(ctx context.Context, prefixes ...string) []hit {
 // the ghost as its owner (ghost/Hello-World).
 func corpusWork() map[string][]byte {
 	GinkgoHelper()
-	dir := corpusDir()
-	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
-		Skip(fmt.Sprintf("GitHub corpus not found at %s (set HEPHAESTUS_GITHUB_CORPUS)", dir))
-	}
+	dir := support.GitHubCorpus()
 	out := map[string][]byte{}
 	for _, event := range githubhandlers.EventTypes() {
 		if strings.HasPrefix(event, "installation") {
