@@ -94,6 +94,9 @@ const (
 	EnvSlackClientID      = "HEPHAESTUS_SLACK_CLIENT_ID"
 	EnvSlackClientSecret  = "HEPHAESTUS_SLACK_CLIENT_SECRET"
 	EnvPublicURL          = "HEPHAESTUS_PUBLIC_URL"
+	// EnvTraceURL is the operator's trace link template: an http(s) URL holding {traceId}
+	// (a Grafana Tempo or Jaeger trace page); the console's delivery page links to it.
+	EnvTraceURL = "HEPHAESTUS_TRACE_URL"
 
 	envConsumer          = "HEPHAESTUS_INTEGRATION_CONSUMER_"
 	EnvClaimers          = envConsumer + "CLAIMERS"
@@ -186,6 +189,7 @@ type Config struct {
 	SlackClientID            string // empty: no Slack install flow
 	SlackClientSecret        string
 	PublicURL                string // external base URL; empty: Slack links send no redirect_uri
+	TraceURL                 string // trace link template with {traceId}; empty: no link
 	WebhookMaxBytes          int64
 	// WebhookInflightBytes bounds the body bytes all webhook requests hold at once.
 	WebhookInflightBytes int64
@@ -289,6 +293,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		SlackClientID:       r.text(EnvSlackClientID, ""),
 		SlackClientSecret:   r.secret(EnvSlackClientSecret),
 		PublicURL:           r.httpURL(EnvPublicURL, ""),
+		TraceURL:            r.traceURL(EnvTraceURL),
 		WebhookMaxBytes:     r.wholeNumber(EnvWebhookMaxBytes, DefaultWebhookMaxBytes, 1, 0),
 		// At least one 32 KiB first read; 1 TiB is far past any machine this runs on.
 		WebhookInflightBytes: r.wholeNumber(EnvWebhookInflightBytes, DefaultWebhookInflightBytes, 32<<10, 1<<40),
@@ -382,6 +387,19 @@ func (r *reader) httpURL(name, def string) string {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		r.fail(name, "is not an absolute http(s) URL without credentials")
 		return def
+	}
+	return v
+}
+
+// traceURL is an http(s) URL template that names the trace id as {traceId}, or "".
+func (r *reader) traceURL(name string) string {
+	v := r.httpURL(name, "")
+	if v == "" || r.invalid[name] {
+		return ""
+	}
+	if !strings.Contains(v, "{traceId}") {
+		r.fail(name, "does not name the trace id as {traceId}")
+		return ""
 	}
 	return v
 }

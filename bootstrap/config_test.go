@@ -240,6 +240,8 @@ var _ = Describe("Configuration", func() {
 			Entry(nil, "HEPHAESTUS_OUTLINE_API_URL", "https://outline.example/api?x=1", "is not an absolute http(s) URL without credentials, query or fragment"),
 			Entry(nil, "HEPHAESTUS_GITHUB_OAUTH_URL", "github.example", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_PUBLIC_URL", "hx.example", "is not an absolute http(s) URL without credentials"),
+			Entry(nil, "HEPHAESTUS_TRACE_URL", "tempo.example/trace/{traceId}", "is not an absolute http(s) URL without credentials"),
+			Entry(nil, "HEPHAESTUS_TRACE_URL", "https://tempo.example/trace/", "does not name the trace id as {traceId}"),
 			Entry(nil, "HEPHAESTUS_GITHUB_APP_SLUG", "My App", `"My App" is not a GitHub App slug`),
 			Entry(nil, "HEPHAESTUS_GITHUB_CLIENT_ID", "Iv1.abc", "is set without HEPHAESTUS_GITHUB_CLIENT_SECRET"),
 			Entry(nil, "HEPHAESTUS_SLACK_CLIENT_SECRET", "s3cret", "is set without HEPHAESTUS_SLACK_CLIENT_ID"),

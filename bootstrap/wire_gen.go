@@ -176,7 +176,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, backfillService, installflowService, deliveriesService, rejectionsService, replaysService, portsLogger)
+	bootstrapConsoleRoutes := provideConsoleRoutes(config, bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, backfillService, installflowService, deliveriesService, rejectionsService, replaysService, portsLogger)
 	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
 	bootstrapChangesRoutes := provideChangeRoutes(config, managementService, workspaces, feed, portsLogger)
 	bootstrapSyncRoutes := provideSyncRoutes(managementService, workspaces, backfillService, portsLogger)

@@ -54,6 +54,9 @@ type Delivery struct {
 	Headers  map[string]string
 	Steps    []DeliveryStep
 	Attempts []DeliveryAttempt
+	// TraceID is the W3C trace id (32 lower-case hex digits) of the webhook request that
+	// admitted the row, whose trace holds every attempt; "" when that server traced nothing.
+	TraceID string
 }
 
 // DeliveryListCap bounds what one deliveries list counts and reaches: total is exact up to

@@ -47,15 +47,19 @@ const (
 	AttrProvider   = attribute.Key("hephaestus.provider")
 	AttrEventType  = attribute.Key("hephaestus.event_type")
 	AttrDeliveryID = attribute.Key("hephaestus.delivery_id")
-	AttrAttempt    = attribute.Key("hephaestus.attempt")
-	AttrScope      = attribute.Key("hephaestus.scope")
-	AttrWaited     = attribute.Key("hephaestus.inbox.waited_seconds")
-	AttrOutcome    = attribute.Key("hephaestus.outcome")
-	AttrClass      = attribute.Key("hephaestus.failure_class")
-	AttrStep       = attribute.Key("hephaestus.step")
-	AttrStepRan    = attribute.Key("hephaestus.step.ran")
-	AttrWrite      = attribute.Key("hephaestus.outcome_write")
-	AttrServer     = attribute.Key("hephaestus.server_id")
+	// AttrDeliveryKey is the provider's delivery id (the row's delivery key), on the request
+	// span and on every attempt span: it is what the provider's delivery log shows. Not a
+	// secret nor a person: a random id the provider chose.
+	AttrDeliveryKey = attribute.Key("hephaestus.delivery_key")
+	AttrAttempt     = attribute.Key("hephaestus.attempt")
+	AttrScope       = attribute.Key("hephaestus.scope")
+	AttrWaited      = attribute.Key("hephaestus.inbox.waited_seconds")
+	AttrOutcome     = attribute.Key("hephaestus.outcome")
+	AttrClass       = attribute.Key("hephaestus.failure_class")
+	AttrStep        = attribute.Key("hephaestus.step")
+	AttrStepRan     = attribute.Key("hephaestus.step.ran")
+	AttrWrite       = attribute.Key("hephaestus.outcome_write")
+	AttrServer      = attribute.Key("hephaestus.server_id")
 )
 
 // Tracer is the service's tracer, from the global provider. It is asked for on every span
@@ -206,6 +210,7 @@ func (t DeliveryTracer) StartAttempt(ctx context.Context, c ports.Claimed, claim
 			AttrProvider.String(d.Provider().Label()),
 			AttrEventType.String(d.EventType()),
 			AttrDeliveryID.Int64(d.ID()),
+			AttrDeliveryKey.String(d.DeliveryKey()),
 			AttrAttempt.Int(d.Attempt()),
 			AttrScope.String(HashScope(d.Scope().String())),
 			AttrWaited.Float64(waited.Seconds()),

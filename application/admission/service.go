@@ -71,6 +71,11 @@ type Result struct {
 	Duplicates int              // Accepted: rows that a redelivery found already stored
 	Reason     string           // Dropped
 	Immediate  *ports.Immediate // Answered
+	// DeliveryKey is the provider's delivery id (X-GitHub-Delivery, GitLab's Idempotency-Key
+	// or event UUID, Slack's event_id, Outline's envelope id) once the payload parsed: set
+	// with every outcome and also beside an error of the admission transaction, so the
+	// request's span and log lines can name it; "" when the request was refused before.
+	DeliveryKey string
 }
 
 // Config configures admission.
@@ -163,12 +168,12 @@ func (s *Service) Open(ctx context.Context, w ports.Webhook, connectionID int64,
 	conn, err := s.sourceConnection(ctx, w, connectionID)
 	if err != nil {
 		s.metrics.Received(p.Label())
-		return Source{}, s.refuse(p, connectionID, "", err)
+		return Source{}, s.refuse(ctx, p, connectionID, "", err)
 	}
 	if hv, ok := w.(ports.HeaderVerifier); ok {
 		if err := hv.VerifyHeaders(headers, conn); err != nil {
 			s.metrics.Received(p.Label())
-			return Source{}, s.refuse(p, connectionID, "", rejected(err, ports.ErrUnauthenticated, ReasonUnverified))
+			return Source{}, s.refuse(ctx, p, connectionID, "", rejected(err, ports.ErrUnauthenticated, ReasonUnverified))
 		}
 	}
 	return Source{conn: conn, opened: true}, nil
@@ -188,21 +193,21 @@ func (s *Service) ReceiveFrom(ctx context.Context, w ports.Webhook, src Source, 
 	conn := src.conn
 	// Verification comes first: nothing reads an unauthenticated body.
 	if err := w.Verify(req, conn); err != nil {
-		return Result{}, s.refuse(p, req.ConnectionID, "", rejected(err, ports.ErrUnauthenticated, ReasonUnverified))
+		return Result{}, s.refuse(ctx, p, req.ConnectionID, "", rejected(err, ports.ErrUnauthenticated, ReasonUnverified))
 	}
 	if err := inbox.ValidatePayload(req.Body); err != nil {
-		return Result{}, s.refuse(p, req.ConnectionID, "", payloadRejection(err))
+		return Result{}, s.refuse(ctx, p, req.ConnectionID, "", payloadRejection(err))
 	}
 	env, err := w.Parse(req, conn)
 	if err != nil {
-		return Result{}, s.refuse(p, req.ConnectionID, "", rejected(err, ports.ErrMalformed, ReasonInvalidPayload))
+		return Result{}, s.refuse(ctx, p, req.ConnectionID, "", rejected(err, ports.ErrMalformed, ReasonInvalidPayload))
 	}
 	switch {
 	case env.Immediate != nil:
-		return Result{Outcome: Answered, Immediate: env.Immediate}, nil
+		return Result{Outcome: Answered, Immediate: env.Immediate, DeliveryKey: env.DeliveryKey}, nil
 	case env.DropReason != "":
-		s.refused(p, req.ConnectionID, env.DeliveryKey, env.DropReason, "")
-		return Result{Outcome: Dropped, Reason: env.DropReason}, nil
+		s.refused(ctx, p, req.ConnectionID, env.DeliveryKey, env.DropReason, "")
+		return Result{Outcome: Dropped, Reason: env.DropReason, DeliveryKey: env.DeliveryKey}, nil
 	}
 	return s.admit(ctx, p, req, conn, env)
 }
@@ -210,10 +215,10 @@ func (s *Service) ReceiveFrom(ctx context.Context, w ports.Webhook, src Source, 
 // RefuseBody refuses a delivery whose body the receiver could not read under the size limit
 // (ports.ErrTooLarge with ReasonTooLarge, or ports.ErrMalformed with ReasonUnreadable): it is
 // counted and logged like every refusal, and rej is returned for the response.
-func (s *Service) RefuseBody(w ports.Webhook, connectionID int64, rej error) error {
+func (s *Service) RefuseBody(ctx context.Context, w ports.Webhook, connectionID int64, rej error) error {
 	p := w.Provider()
 	s.metrics.Received(p.Label())
-	return s.refuse(p, connectionID, "", rejected(rej, ports.ErrMalformed, ReasonUnreadable))
+	return s.refuse(ctx, p, connectionID, "", rejected(rej, ports.ErrMalformed, ReasonUnreadable))
 }
 
 // sourceConnection finds the URL's connection of a per-connection provider. A connection of
@@ -280,39 +285,39 @@ func (s *Service) admit(ctx context.Context, p provider.Provider, req ports.Requ
 		return nil
 	})
 	if err != nil {
-		return Result{}, s.refuse(p, req.ConnectionID, env.DeliveryKey, storeFailure("admit delivery", err))
+		return Result{DeliveryKey: env.DeliveryKey}, s.refuse(ctx, p, req.ConnectionID, env.DeliveryKey, storeFailure("admit delivery", err))
 	}
 	// Committed: everything below reports a decision that holds.
 	for _, r := range d.refusals {
-		s.refused(p, r.connectionID, env.DeliveryKey, ReasonConnectionInactive,
+		s.refused(ctx, p, r.connectionID, env.DeliveryKey, ReasonConnectionInactive,
 			fmt.Sprintf("workspace %d not admitted", r.workspaceID))
 	}
 	if d.dropReason != "" {
-		s.refused(p, req.ConnectionID, env.DeliveryKey, d.dropReason, "")
-		return Result{Outcome: Dropped, Reason: d.dropReason}, nil
+		s.refused(ctx, p, req.ConnectionID, env.DeliveryKey, d.dropReason, "")
+		return Result{Outcome: Dropped, Reason: d.dropReason, DeliveryKey: env.DeliveryKey}, nil
 	}
 	if d.stored > 0 {
 		s.notifier.Notify()
 	}
-	s.log.Debugw("webhook admitted", "provider", p.String(), "eventType", env.EventType,
+	ports.LoggerIn(ctx, s.log).Debugw("webhook admitted", "provider", p.String(), "eventType", env.EventType,
 		"deliveryKey", env.DeliveryKey, "stored", d.stored, "duplicates", d.duplicates)
-	return Result{Outcome: Accepted, Stored: d.stored, Duplicates: d.duplicates}, nil
+	return Result{Outcome: Accepted, Stored: d.stored, Duplicates: d.duplicates, DeliveryKey: env.DeliveryKey}, nil
 }
 
 // refuse counts and logs a refusal error and returns it for the response. An error that is
 // no refusal is logged as unexpected (unless the request was cancelled) and returned as is.
-func (s *Service) refuse(p provider.Provider, connID int64, deliveryKey string, err error) error {
+func (s *Service) refuse(ctx context.Context, p provider.Provider, connID int64, deliveryKey string, err error) error {
 	var rej *ports.RejectedError
 	switch {
 	case errors.As(err, &rej) && rej.Reason == ReasonUnavailable:
 		s.metrics.Rejected(p.Label(), rej.Reason)
 		s.logRejection(p, connID, rej.Reason)
-		s.log.Warnw("webhook admission failed", "provider", p.String(), "reason", rej.Reason,
+		ports.LoggerIn(ctx, s.log).Warnw("webhook admission failed", "provider", p.String(), "reason", rej.Reason,
 			"deliveryKey", deliveryKey, "connectionId", connID, "error", err.Error())
 	case rej != nil:
-		s.refused(p, connID, deliveryKey, rej.Reason, rej.Detail)
+		s.refused(ctx, p, connID, deliveryKey, rej.Reason, rej.Detail)
 	case !errors.Is(err, context.Canceled):
-		s.log.Errorw("webhook admission failed unexpectedly", "provider", p.String(),
+		ports.LoggerIn(ctx, s.log).Errorw("webhook admission failed unexpectedly", "provider", p.String(),
 			"deliveryKey", deliveryKey, "connectionId", connID, "error", err.Error())
 	}
 	return err
@@ -320,10 +325,10 @@ func (s *Service) refuse(p provider.Provider, connID int64, deliveryKey string, 
 
 // refused counts one refusal and writes the admission log line. Never a secret: the detail
 // comes from rules and adapters that name what failed, not the values compared.
-func (s *Service) refused(p provider.Provider, connID int64, deliveryKey, reason, detail string) {
+func (s *Service) refused(ctx context.Context, p provider.Provider, connID int64, deliveryKey, reason, detail string) {
 	s.metrics.Rejected(p.Label(), reason)
 	s.logRejection(p, connID, reason)
-	s.log.Infow("webhook refused", "provider", p.String(), "reason", reason,
+	ports.LoggerIn(ctx, s.log).Infow("webhook refused", "provider", p.String(), "reason", reason,
 		"deliveryKey", deliveryKey, "connectionId", connID, "detail", detail)
 }
 

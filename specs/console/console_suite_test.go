@@ -49,6 +49,9 @@ func TestConsole(t *testing.T) {
 
 const adminToken = "console-spec-admin-token-0123456789"
 
+// traceURL is the operator's trace link template (HEPHAESTUS_TRACE_URL) the console is given.
+const traceURL = "https://tempo.example.com/explore?trace={traceId}&view=timeline"
+
 var (
 	// replayStore is the bulk replay store of the console's replay page; no runner works its
 	// jobs here, so specs run batches themselves.
@@ -119,7 +122,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	engine := gin.New()
 	Expect(console.Register(engine, console.Config{Management: svc, Dead: dead, Erasures: erasureSvc,
 		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk,
-		Deliveries: browser, Rejections: rejected, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
+		Deliveries: browser, Rejections: rejected, AdminToken: adminToken, TraceURL: traceURL, Log: support.Logger{}})).To(Succeed())
 	server = httptest.NewServer(engine)
 	DeferCleanup(server.Close)
 })

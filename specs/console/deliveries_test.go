@@ -296,6 +296,27 @@ var _ = Describe("The console's deliveries browser", func() {
 			Expect(a.Body).NotTo(ContainSubstring(`id="replay"`), "only a DEAD row is replayed")
 		})
 
+		It("shows the delivery's trace id and links it to the operator's trace page, and says when the row was not traced", func(ctx SpecContext) {
+			const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+			traced := insertDelivery(ctx, delivery{ws: f.acme.ID, state: "DONE", key: "gh-traced-1"})
+			_, err := pool.Exec(ctx, `UPDATE provider_event SET trace_parent = $2 WHERE id = $1`,
+				traced, "00-"+traceID+"-00f067aa0ba902b7-01")
+			Expect(err).NotTo(HaveOccurred())
+			untraced := insertDelivery(ctx, delivery{ws: f.acme.ID, state: "DONE", key: "gh-untraced-1"})
+
+			b := newClient()
+			b.signIn(member)
+			a := b.get(fmt.Sprintf("/console/workspaces/acme/deliveries/%d", traced))
+			Expect(a.Status).To(Equal(http.StatusOK), a.Body)
+			Expect(a.Body).To(ContainSubstring(`<code id="trace-id">` + traceID + `</code>`))
+			Expect(a.Body).To(ContainSubstring(`<a id="trace-link" href="` +
+				template.HTMLEscapeString("https://tempo.example.com/explore?trace="+traceID+"&view=timeline") + `"`))
+			u := b.get(fmt.Sprintf("/console/workspaces/acme/deliveries/%d", untraced))
+			Expect(u.Status).To(Equal(http.StatusOK), u.Body)
+			Expect(u.Body).NotTo(ContainSubstring(`id="trace-link"`))
+			Expect(u.Body).To(ContainSubstring("not traced"))
+		})
+
 		It("offers the replay of a DEAD row to the workspace's ADMIN and not to a MEMBER", func(ctx SpecContext) {
 			path := fmt.Sprintf("/console/workspaces/acme/deliveries/%d", f.deadID)
 			admin := newClient()

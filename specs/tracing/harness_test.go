@@ -48,6 +48,8 @@ type instance struct {
 	db   *pgtest.Database
 	pool *pgxpool.Pool
 	key  string
+	// logger, when set, is every server's logger (else a no-op one).
+	logger *zap.Logger
 }
 
 func newInstance(ctx context.Context) *instance {
@@ -102,7 +104,11 @@ func (in *instance) start(serverID string, env map[string]string, exporter sdktr
 	})
 	Expect(err).NotTo(HaveOccurred())
 	cfg.SpanExporter = exporter
-	app, err := bootstrap.InitializeApp(cfg, zap.NewNop())
+	logger := in.logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	app, err := bootstrap.InitializeApp(cfg, logger)
 	Expect(err).NotTo(HaveOccurred())
 	appCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

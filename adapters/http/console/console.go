@@ -87,12 +87,19 @@ type Config struct {
 	// dry-run count to every member and starts and cancels jobs for who may manage the
 	// workspace. It needs Members; nil: no bulk replay page.
 	Replays Replays
+	// TraceURL, when set, links a delivery's page to its trace in the operator's tracing UI: a
+	// URL template whose TraceURLPlaceholder is replaced by the trace id (a Grafana Tempo or
+	// Jaeger link). Empty: the page shows the trace id alone.
+	TraceURL string
 	// AdminToken is the configured instance administrator token: a session signed in with it
 	// ends when the configured token changes.
 	AdminToken string
 	SessionTTL time.Duration
 	Log        ports.Logger
 }
+
+// TraceURLPlaceholder is what Config.TraceURL's template names the trace id with.
+const TraceURLPlaceholder = "{traceId}"
 
 type console struct {
 	cfg       Config

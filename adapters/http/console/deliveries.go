@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -219,6 +220,9 @@ type deliveryView struct {
 	Attempts []attemptView
 	// Replay is the replay confirmation's path: set for a DEAD row the caller may replay.
 	Replay string
+	// TraceID is the W3C trace id of the row's delivery ("" when its server traced nothing);
+	// TraceLink is Config.TraceURL with it filled in ("" without a template).
+	TraceID, TraceLink string
 }
 
 // attemptView is one attempt: its cause with the failure table's sentence, never an error
@@ -228,9 +232,14 @@ type attemptView struct {
 	Duration string // "" when the start was not recorded
 }
 
-func newDeliveryView(base string, d ports.Delivery) deliveryView {
+func (c *console) newDeliveryView(base string, d ports.Delivery) deliveryView {
 	dl := newDeadLetterView(base, ports.DeadLetter{Delivery: d.Delivery, Payload: d.Payload, Headers: d.Headers})
-	v := deliveryView{Base: base, Item: d.DeliveryItem, Payload: dl.Payload, Headers: dl.Headers, Steps: d.Steps}
+	v := deliveryView{Base: base, Item: d.DeliveryItem, Payload: dl.Payload, Headers: dl.Headers, Steps: d.Steps,
+		TraceID: d.TraceID}
+	if d.TraceID != "" && c.cfg.TraceURL != "" {
+		// The id is 32 hex digits (the reader keeps nothing else), so it needs no escaping.
+		v.TraceLink = strings.ReplaceAll(c.cfg.TraceURL, TraceURLPlaceholder, d.TraceID)
+	}
 	for _, a := range d.Attempts {
 		av := attemptView{DeliveryAttempt: a}
 		if !a.StartedAt.IsZero() {
@@ -256,7 +265,7 @@ func (c *console) delivery(g *gin.Context) {
 		c.fail(g, err)
 		return
 	}
-	v := newDeliveryView(Path+"/workspaces/"+ws.Slug+"/deliveries", d)
+	v := c.newDeliveryView(Path+"/workspaces/"+ws.Slug+"/deliveries", d)
 	if d.Delivery.State() == inbox.Dead {
 		// Replaying manages the workspace: the dead-letter replay's own check (ADMIN).
 		if _, err := c.cfg.Management.Manage(ctx, sessionOf(g).principal, ws.Slug); err == nil {
@@ -280,7 +289,7 @@ func (c *console) installationDelivery(g *gin.Context) {
 		c.fail(g, err)
 		return
 	}
-	v := newDeliveryView(Path+"/admin/deliveries", d)
+	v := c.newDeliveryView(Path+"/admin/deliveries", d)
 	if d.Delivery.State() == inbox.Dead {
 		// InstallationDelivery answered: the caller is the instance administrator, who replays.
 		v.Replay = fmt.Sprintf("%s/admin/dead-letters/%d/replay", Path, id)

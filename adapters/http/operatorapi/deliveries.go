@@ -71,6 +71,7 @@ type attemptJSON struct {
 // administrator token; replayedAt null when never replayed), its steps and its attempts.
 type deliveryDetailJSON struct {
 	deliveryJSON
+	TraceID    *string           `json:"traceId"`
 	Payload    json.RawMessage   `json:"payload"`
 	Headers    map[string]string `json:"headers"`
 	ReplayedBy *int64            `json:"replayedBy"`
@@ -101,6 +102,10 @@ func toDeliveryDetailJSON(d ports.Delivery) deliveryDetailJSON {
 		Attempts: make([]attemptJSON, 0, len(d.Attempts))}
 	if by := d.Delivery.ReplayedBy(); by > 0 {
 		out.ReplayedBy = &by
+	}
+	if d.TraceID != "" {
+		id := d.TraceID
+		out.TraceID = &id
 	}
 	for _, s := range d.Steps {
 		out.Steps = append(out.Steps, stepJSON{Name: s.Name, CommittedAt: timestamp(s.CommittedAt)})

@@ -153,7 +153,7 @@ func (h *handler) receive(c *gin.Context) {
 	// What can be refused without the body is refused before a byte of it is read or
 	// reserved: an unknown connection (404), a provider without its secret, missing signature
 	// headers (401). The rest of the body is not read: the connection closes.
-	src, err := h.svc.Open(c.Request.Context(), h.hook, connID, c.Request.Header)
+	src, err := h.svc.Open(ctx, h.hook, connID, c.Request.Header)
 	if err != nil {
 		c.Header("Connection", "close")
 		httperr.Write(c, err)
@@ -168,12 +168,17 @@ func (h *handler) receive(c *gin.Context) {
 			// The rest of the body is not read: close the connection rather than drain it.
 			c.Header("Connection", "close")
 		}
-		httperr.Write(c, h.svc.RefuseBody(hook, connID, err))
+		httperr.Write(c, h.svc.RefuseBody(ctx, hook, connID, err))
 		return
 	}
 	res, err := h.svc.ReceiveFrom(ctx, hook, src, ports.Request{
 		Headers: c.Request.Header, Body: body, ConnectionID: connID, TraceParent: telemetry.TraceParent(ctx),
 	})
+	if res.DeliveryKey != "" && span.IsRecording() {
+		// The provider's own id for the delivery: what its delivery log shows, so an operator
+		// finds this trace from it.
+		span.SetAttributes(telemetry.AttrDeliveryKey.String(res.DeliveryKey))
+	}
 	if err != nil {
 		httperr.Write(c, err)
 		return

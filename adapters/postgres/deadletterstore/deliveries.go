@@ -2,6 +2,7 @@ package deadletterstore
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -231,9 +232,9 @@ func (r *Reader) ListDeliveries(ctx context.Context, workspaceID int64, filter p
 }
 
 const (
-	deliveryOfWorkspace = `SELECT ` + browserColumns + `, e.payload, e.headers
+	deliveryOfWorkspace = `SELECT ` + browserColumns + `, e.payload, e.headers, e.trace_parent
 FROM provider_event e WHERE e.id = $1 AND e.workspace_id = $2`
-	deliveryOfInstallation = `SELECT ` + browserColumns + `, e.payload, e.headers
+	deliveryOfInstallation = `SELECT ` + browserColumns + `, e.payload, e.headers, e.trace_parent
 FROM provider_event e WHERE e.id = $1 AND e.workspace_id IS NULL`
 	stepsOfDelivery = `SELECT step_name, committed_at FROM provider_event_step WHERE event_id = $1
 ORDER BY committed_at, step_name`
@@ -253,6 +254,7 @@ func (r *Reader) Delivery(ctx context.Context, workspaceID, id int64) (ports.Del
 			b       browserRow
 			payload []byte
 			headers map[string]string
+			parent  *string
 			row     pgx.Row
 		)
 		if workspaceID == 0 {
@@ -260,7 +262,7 @@ func (r *Reader) Delivery(ctx context.Context, workspaceID, id int64) (ports.Del
 		} else {
 			row = tx.QueryRow(ctx, deliveryOfWorkspace, id, workspaceID)
 		}
-		if err := row.Scan(append(b.targets(), &payload, &headers)...); err != nil {
+		if err := row.Scan(append(b.targets(), &payload, &headers, &parent)...); err != nil {
 			return pgutil.Interpret(fmt.Sprintf("delivery %d", id), err)
 		}
 		item, err := b.item()
@@ -272,6 +274,9 @@ func (r *Reader) Delivery(ctx context.Context, workspaceID, id int64) (ports.Del
 		}
 		out = ports.Delivery{DeliveryItem: item, Payload: json.RawMessage(payload), Headers: headers,
 			Steps: []ports.DeliveryStep{}, Attempts: []ports.DeliveryAttempt{}}
+		if parent != nil {
+			out.TraceID = traceIDOf(*parent)
+		}
 		rows, err := tx.Query(ctx, stepsOfDelivery, id)
 		if err != nil {
 			return pgutil.Interpret("delivery steps", err)
@@ -387,4 +392,17 @@ func (b *browserRow) item() (ports.DeliveryItem, error) {
 		item.LastAttemptAt = *b.leasedAt
 	}
 	return item, nil
+}
+
+// traceIDOf is the trace id of a stored W3C traceparent ("00-<32 hex>-<16 hex>-<2 hex>"), or
+// "" for a value of another shape or an all-zero (invalid) trace id.
+func traceIDOf(traceparent string) string {
+	parts := strings.Split(traceparent, "-")
+	if len(parts) < 4 || len(parts[1]) != 32 || strings.Trim(parts[1], "0") == "" {
+		return ""
+	}
+	if _, err := hex.DecodeString(parts[1]); err != nil {
+		return ""
+	}
+	return strings.ToLower(parts[1])
 }
