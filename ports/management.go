@@ -73,6 +73,24 @@ type Membership struct {
 	Role        workspace.Role
 }
 
+// Invitation is a pending invitation to a workspace as the invited account lists it.
+type Invitation struct {
+	ID        int64
+	Workspace Workspace
+	Role      workspace.Role
+	// InvitedBy is the inviting account's login; "" for the instance administrator token.
+	InvitedBy string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// Joined is the membership an accepted invitation leaves: the workspace and the account's role
+// in it.
+type Joined struct {
+	Workspace  Workspace
+	Membership Membership
+}
+
 // Token is one bearer token of an account as it is listed: never the token, nor its hash.
 type Token struct {
 	ID         int64
@@ -144,6 +162,25 @@ type WorkspaceStore interface {
 	// Errors: ErrNotFound when the account or the workspace does not exist; ErrConflict
 	// "last-admin".
 	SetMemberRole(ctx context.Context, workspaceID, accountID int64, role workspace.Role) (Membership, error)
+	// ChangeMemberRole changes the role of accountID, a member of workspaceID, and never adds
+	// a member; demoting the workspace's last ADMIN is refused as SetMemberRole refuses it.
+	// Errors: ErrNotFound when accountID is no member (whether or not the account exists);
+	// ErrConflict "last-admin".
+	ChangeMemberRole(ctx context.Context, workspaceID, accountID int64, role workspace.Role) (Membership, error)
+	// Invite stores, or refreshes when one is pending, the invitation of login to workspaceID
+	// with role, expiring lifetime after now (database time); invitedBy is the inviting account
+	// (InstanceAdminAccountID: the instance administrator token). The login need not name an
+	// account: it is stored all the same. Nothing is stored when an account with the login is
+	// a member already. Errors: ErrNotFound when the workspace does not exist.
+	Invite(ctx context.Context, workspaceID int64, login string, role workspace.Role, invitedBy int64, lifetime time.Duration) error
+	// PendingInvitations pages the pending, unexpired invitations of accountID's login in id
+	// order and counts them.
+	PendingInvitations(ctx context.Context, accountID int64, page PageRequest) (items []Invitation, total int, err error)
+	// AcceptInvitation accepts invitationID for accountID in one transaction: the invitation is
+	// marked accepted and the account becomes a member with its role (a member already keeps
+	// its role). Errors: ErrNotFound when it is no pending, unexpired invitation of the
+	// account's login (someone else's, expired, accepted already or unknown: one answer).
+	AcceptInvitation(ctx context.Context, accountID, invitationID int64) (Joined, error)
 	// RemoveMember removes accountID from workspaceID, unless it is the workspace's last ADMIN
 	// (decided under a lock on the workspace's ADMIN rows, so two concurrent removals cannot
 	// both pass). Errors: ErrNotFound when it is no member; ErrConflict "last-admin".

@@ -115,9 +115,13 @@ func (s *Service) CreateAccount(ctx context.Context, p ports.Principal, login st
 	return CreatedAccount{Account: acc, Token: token}, nil
 }
 
-// SetMemberRole makes an account a member of the managed workspace with role, or changes its
-// role. Errors: ports.ErrMalformed ("invalid-role"); ports.ErrNotFound for no such account;
-// ports.ErrConflict "last-admin" for a demotion of the workspace's last ADMIN.
+// SetMemberRole sets a member's role. The instance administrator makes any account a member
+// with role, or changes its role; a workspace ADMIN only changes the role of an existing member
+// (people join through an invitation they accept): any other account id is ports.ErrNotFound,
+// the same answer whether an account has the id or not, so the route tells a workspace ADMIN
+// nothing about accounts outside the workspace. Errors: ports.ErrMalformed ("invalid-role");
+// ports.ErrNotFound; ports.ErrConflict "last-admin" for a demotion of the workspace's last
+// ADMIN.
 func (s *Service) SetMemberRole(ctx context.Context, m Managed, accountID int64, role string) (ports.Membership, error) {
 	r, err := workspace.ParseRole(role)
 	if err != nil {
@@ -126,7 +130,11 @@ func (s *Service) SetMemberRole(ctx context.Context, m Managed, accountID int64,
 	if accountID <= 0 {
 		return ports.Membership{}, fmt.Errorf("account %d: %w", accountID, ports.ErrNotFound)
 	}
-	mb, err := s.workspaces.SetMemberRole(ctx, m.ws.ID, accountID, r)
+	write := s.workspaces.ChangeMemberRole
+	if m.by.InstanceAdmin {
+		write = s.workspaces.SetMemberRole
+	}
+	mb, err := write(ctx, m.ws.ID, accountID, r)
 	if err != nil {
 		return ports.Membership{}, fmt.Errorf("set role of account %d: %w", accountID, err)
 	}

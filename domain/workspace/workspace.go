@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -15,6 +16,10 @@ var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // MaxNameLength bounds a display name (in characters).
 const MaxNameLength = 200
+
+// InvitationLifetime is how long an invitation to a workspace can be accepted; inviting the
+// same login again starts it anew.
+const InvitationLifetime = 7 * 24 * time.Hour
 
 var (
 	// ErrInvalidSlug: the slug does not match ^[a-z0-9][a-z0-9-]{0,62}$.

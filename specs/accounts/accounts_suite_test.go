@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -37,11 +38,14 @@ var (
 	db   *pgtest.Database
 	pool *pgxpool.Pool
 	a, b server
+	// workspaces is the workspace store on pool, for specs that call a store statement directly.
+	workspaces *managementstore.Workspaces
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	db = support.Database(ctx)
 	pool = support.Pool(ctx, db, 4)
+	_, workspaces = support.Management(pool, adminToken)
 	gin.SetMode(gin.TestMode)
 	start := func() server {
 		p := support.Pool(ctx, db, 8)

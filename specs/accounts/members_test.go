@@ -163,3 +163,76 @@ var _ = Describe("Demoting a member", func() {
 		}
 	})
 })
+
+// sameAnswer expects two answers to be indistinguishable: status, body and every header but
+// the date.
+func sameAnswer(got, want response) {
+	GinkgoHelper()
+	Expect(got.Status).To(Equal(want.Status))
+	Expect(got.Raw).To(Equal(want.Raw))
+	strip := func(h http.Header) http.Header {
+		c := h.Clone()
+		c.Del("Date")
+		return c
+	}
+	Expect(strip(got.Header)).To(Equal(strip(want.Header)))
+}
+
+var _ = Describe("Setting a member's role", func() {
+	var ana, mia, olga account
+
+	BeforeEach(func() {
+		createWorkspace("acme")
+		createWorkspace("globex")
+		ana = createAccount("ana", false, "acme", "ADMIN")
+		mia = createAccount("mia", false, "acme", "MEMBER")
+		olga = createAccount("olga", false, "globex", "ADMIN")
+	})
+
+	roleIn := func(ctx SpecContext, slug string, accountID int64) string {
+		GinkgoHelper()
+		return support.Scalar[string](ctx, pool, `SELECT coalesce((SELECT m.role FROM workspace_member m JOIN workspace w ON w.id = m.workspace_id
+			WHERE w.slug = $1 AND m.account_id = $2), 'none')`, slug, accountID)
+	}
+
+	It("lets the instance administrator add any account with a role", func(ctx SpecContext) {
+		r := a.call(http.MethodPut, memberPath("acme", olga.ID), adminToken, map[string]any{"role": "MEMBER"})
+		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+		Expect(r.JSON).To(Equal(map[string]any{"accountId": float64(olga.ID), "role": "MEMBER"}))
+		Expect(roleIn(ctx, "acme", olga.ID)).To(Equal("MEMBER"))
+		Expect(a.call(http.MethodPut, memberPath("acme", 999999), adminToken, map[string]any{"role": "MEMBER"}).Status).
+			To(Equal(http.StatusNotFound), "no such account")
+	})
+
+	It("lets a workspace ADMIN change the role of an existing member", func(ctx SpecContext) {
+		r := a.call(http.MethodPut, memberPath("acme", mia.ID), ana.Token, map[string]any{"role": "ADMIN"})
+		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+		Expect(r.JSON).To(Equal(map[string]any{"accountId": float64(mia.ID), "role": "ADMIN"}))
+		Expect(roleIn(ctx, "acme", mia.ID)).To(Equal("ADMIN"))
+		Expect(b.call(http.MethodPut, memberPath("acme", mia.ID), ana.Token, map[string]any{"role": "MEMBER"}).Status).To(Equal(http.StatusOK))
+		Expect(roleIn(ctx, "acme", mia.ID)).To(Equal("MEMBER"))
+	})
+
+	It("answers a workspace ADMIN the same 404 for an account that is no member, whether it exists or not, adding no one", func(ctx SpecContext) {
+		members := support.Count(ctx, pool, `SELECT count(*) FROM workspace_member`)
+		for _, role := range []string{"MEMBER", "ADMIN"} {
+			existing := a.call(http.MethodPut, memberPath("acme", olga.ID), ana.Token, map[string]any{"role": role})
+			unknown := a.call(http.MethodPut, memberPath("acme", olga.ID+1000), ana.Token, map[string]any{"role": role})
+			Expect(existing.Status).To(Equal(http.StatusNotFound), existing.Raw)
+			Expect(existing.JSON).To(Equal(map[string]any{"error": "not-found"}))
+			sameAnswer(unknown, existing)
+		}
+		Expect(roleIn(ctx, "acme", olga.ID)).To(Equal("none"))
+		Expect(support.Count(ctx, pool, `SELECT count(*) FROM workspace_member`)).To(Equal(members))
+	})
+
+	It("answers 401 without a token, 403 to a MEMBER and to another workspace's ADMIN, 404 for an unknown workspace", func(ctx SpecContext) {
+		body := map[string]any{"role": "ADMIN"}
+		Expect(a.call(http.MethodPut, memberPath("acme", mia.ID), "", body).Status).To(Equal(http.StatusUnauthorized))
+		Expect(a.call(http.MethodPut, memberPath("acme", mia.ID), mia.Token, body).Status).To(Equal(http.StatusForbidden))
+		Expect(a.call(http.MethodPut, memberPath("acme", olga.ID), olga.Token, body).Status).To(Equal(http.StatusForbidden))
+		Expect(a.call(http.MethodPut, memberPath("nowhere", mia.ID), adminToken, body).Status).To(Equal(http.StatusNotFound))
+		Expect(roleIn(ctx, "acme", mia.ID)).To(Equal("MEMBER"))
+		Expect(roleIn(ctx, "acme", olga.ID)).To(Equal("none"))
+	})
+})

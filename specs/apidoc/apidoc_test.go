@@ -103,6 +103,9 @@ var _ = Describe("The API document", func() {
 		Expect(documented(doc)).To(HaveKey("POST /api/workspaces/{ws}/connections/{id}/sync"))
 		Expect(documented(doc)).To(HaveKey("GET /api/workspaces/{ws}/connections/{id}/sync"))
 		Expect(documented(doc)).To(HaveKey("GET /api/workspaces/{ws}/changes"))
+		for _, key := range []string{"POST /api/workspaces/{ws}/invitations", "GET /api/me/invitations", "POST /api/me/invitations/{id}/accept"} {
+			Expect(documented(doc)).To(HaveKey(key))
+		}
 	})
 
 	It("is served as JSON at /api/openapi.json without a token", func() {

@@ -179,19 +179,36 @@ var _ = Describe("The administration pages in a real browser", Ordered, func() {
 		Expect(authenticates(ctx, f.ana.Token)).To(BeTrue())
 	})
 
-	It("lets a workspace ADMIN add a member, change its role and remove it", func(ctx SpecContext) {
+	It("lets a workspace ADMIN invite by login, the invited account accept, and the ADMIN change its role and remove it", func(ctx SpecContext) {
 		t := tab()
 		olga := fmt.Sprint(f.olga.ID)
 		Expect(chromedp.Do(t,
 			signIn(f.ana.Token),
 			chromedp.Navigate(server.URL+"/console/workspaces/acme/connections"),
 			chromedp.Click(chromedp.CSS(`nav a[href="/console/workspaces/acme/members"]`)),
-			chromedp.WaitVisible(chromedp.CSS("#add-member")),
-			chromedp.SendKeys(chromedp.CSS("#member-account"), olga),
-			chromedp.Click(chromedp.CSS("#add-member")),
-			noticeSays("is MEMBER of acme"),
+			chromedp.WaitVisible(chromedp.CSS("#invite")),
+			chromedp.SendKeys(chromedp.CSS("#invite-login"), f.olga.Login),
+			chromedp.Click(chromedp.CSS("#invite")),
+			noticeSays("Invitation sent."),
 		)).To(Succeed())
+		id := support.Scalar[int64](ctx, pool, `SELECT id FROM workspace_invitation WHERE login = $1`, f.olga.Login)
+
+		t = tab()
 		Expect(chromedp.Do(t,
+			signIn(f.olga.Token),
+			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf("#accept-%d", id))),
+			screenshot("invitations"),
+			chromedp.Click(chromedp.CSS(fmt.Sprintf("#accept-%d", id))),
+			noticeSays("You are a member of acme"),
+		)).To(Succeed())
+		Expect(support.Scalar[string](ctx, pool, `SELECT role FROM workspace_member WHERE account_id = $1 AND workspace_id = $2`, f.olga.ID, f.acme.ID)).
+			To(Equal("MEMBER"))
+
+		t = tab()
+		Expect(chromedp.Do(t,
+			signIn(f.ana.Token),
+			chromedp.Navigate(server.URL+"/console/workspaces/acme/members"),
+			chromedp.WaitVisible(chromedp.CSS("#set-role-"+olga)),
 			chromedp.SetValue(chromedp.CSS("#role-"+olga), "ADMIN"),
 			chromedp.Click(chromedp.CSS("#set-role-"+olga)),
 			noticeSays("is ADMIN of acme"),

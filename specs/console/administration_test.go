@@ -356,27 +356,76 @@ var _ = Describe("Workspace members in the console", func() {
 		return support.Scalar[string](ctx, pool, `SELECT coalesce((SELECT role FROM workspace_member WHERE workspace_id = $1 AND account_id = $2), 'none')`, ws, account)
 	}
 
-	It("lets the workspace's ADMIN list, add, change the role of and remove members", func(ctx SpecContext) {
+	invitationOf := func(ctx context.Context, login string) int64 {
+		GinkgoHelper()
+		return support.Scalar[int64](ctx, pool, `SELECT id FROM workspace_invitation WHERE login = $1 AND accepted_at IS NULL`, login)
+	}
+
+	It("lets the workspace's ADMIN invite by login, and the invited account accept on its workspaces page; then change the role and remove", func(ctx SpecContext) {
 		ana := signedIn(f.ana.Token)
 		page := ana.get("/console/workspaces/acme/members")
 		Expect(page.Status).To(Equal(http.StatusOK))
 		Expect(page.Body).To(ContainSubstring(fmt.Sprintf(`<tr id="member-%d">`, f.ana.ID)))
 		Expect(page.Body).To(ContainSubstring("1 in all"))
 		Expect(page.Body).NotTo(ContainSubstring(f.olga.Login), "a member of another workspace is not listed")
+		Expect(page.Body).To(ContainSubstring(`id="invite"`))
+		Expect(page.Body).NotTo(ContainSubstring(`id="add-member"`), "adding an account by id is the instance administrator's")
 		csrf := ana.csrf("/console/workspaces/acme/members")
 
-		a := ana.post("/console/workspaces/acme/members", url.Values{"csrf": {csrf}, "account": {fmt.Sprint(f.olga.ID)}, "role": {"MEMBER"}})
+		a := ana.post("/console/workspaces/acme/invitations", url.Values{"csrf": {csrf}, "login": {f.olga.Login}, "role": {"MEMBER"}})
 		Expect(a.Status).To(Equal(http.StatusSeeOther), a.Body)
-		Expect(ana.get(a.Location).Body).To(ContainSubstring(fmt.Sprintf("%s (%d) is MEMBER of acme.", f.olga.Login, f.olga.ID)))
+		sent := ana.get(a.Location).Body
+		Expect(sent).To(ContainSubstring("Invitation sent."))
+		Expect(role(ctx, f.acme.ID, f.olga.ID)).To(Equal("none"), "not a member before accepting")
+
+		olga := signedIn(f.olga.Token)
+		id := invitationOf(ctx, f.olga.Login)
+		workspaces := olga.get("/console/workspaces")
+		Expect(workspaces.Body).To(ContainSubstring(fmt.Sprintf(`<tr id="invitation-%d">`, id)))
+		Expect(workspaces.Body).To(ContainSubstring(f.ana.Login), "names who invited")
+		accepted := olga.post(fmt.Sprintf("/console/invitations/%d/accept", id), url.Values{"csrf": {olga.csrf("/console/workspaces")}})
+		Expect(accepted.Status).To(Equal(http.StatusSeeOther), accepted.Body)
+		joined := olga.get(accepted.Location).Body
+		Expect(joined).To(ContainSubstring("You are a member of acme (acme)."))
+		Expect(joined).NotTo(ContainSubstring(fmt.Sprintf(`<tr id="invitation-%d">`, id)))
+		Expect(joined).To(ContainSubstring(`id="ws-acme"`))
 		Expect(role(ctx, f.acme.ID, f.olga.ID)).To(Equal("MEMBER"))
 
 		a = ana.post(fmt.Sprintf("/console/workspaces/acme/members/%d", f.olga.ID), url.Values{"csrf": {csrf}, "role": {"ADMIN"}})
 		Expect(a.Status).To(Equal(http.StatusSeeOther))
+		Expect(ana.get(a.Location).Body).To(ContainSubstring(fmt.Sprintf("%s (%d) is ADMIN of acme.", f.olga.Login, f.olga.ID)))
 		Expect(role(ctx, f.acme.ID, f.olga.ID)).To(Equal("ADMIN"))
 
 		a = ana.post(fmt.Sprintf("/console/workspaces/acme/members/%d/remove", f.olga.ID), url.Values{"csrf": {csrf}})
 		Expect(a.Status).To(Equal(http.StatusSeeOther))
 		Expect(ana.get(a.Location).Body).To(ContainSubstring(fmt.Sprintf("Account %d is no longer a member of acme.", f.olga.ID)))
+		Expect(role(ctx, f.acme.ID, f.olga.ID)).To(Equal("none"))
+	})
+
+	It("answers an invitation of an unknown login exactly as one of an existing account", func(ctx SpecContext) {
+		ana := signedIn(f.ana.Token)
+		csrf := ana.csrf("/console/workspaces/acme/members")
+		existing := ana.post("/console/workspaces/acme/invitations", url.Values{"csrf": {csrf}, "login": {f.olga.Login}, "role": {"MEMBER"}})
+		unknown := ana.post("/console/workspaces/acme/invitations", url.Values{"csrf": {csrf}, "login": {"nobody-yet"}, "role": {"MEMBER"}})
+		Expect(unknown.Status).To(Equal(existing.Status))
+		Expect(unknown.Location).To(Equal(existing.Location))
+		Expect(unknown.Body).To(Equal(existing.Body))
+		Expect(ana.get(unknown.Location).Body).To(Equal(ana.get(existing.Location).Body))
+	})
+
+	It("does not let an account accept someone else's invitation", func(ctx SpecContext) {
+		ana := signedIn(f.ana.Token)
+		Expect(ana.post("/console/workspaces/acme/invitations", url.Values{"csrf": {ana.csrf("/console/workspaces/acme/members")},
+			"login": {f.olga.Login}, "role": {"ADMIN"}}).Status).To(Equal(http.StatusSeeOther))
+		id := invitationOf(ctx, f.olga.Login)
+		other := signedIn(support.NewAccount(ctx, svc, fmt.Sprintf("mel%d", logins.Add(1)), false, "", "").Token)
+		Expect(other.get("/console/workspaces").Body).NotTo(ContainSubstring(fmt.Sprintf(`invitation-%d`, id)))
+		a := other.post(fmt.Sprintf("/console/invitations/%d/accept", id), url.Values{"csrf": {other.csrf("/console/workspaces")}})
+		Expect(a.Status).To(Equal(http.StatusNotFound))
+		Expect(a.Body).To(ContainSubstring("This invitation is not yours, has expired or was accepted already."))
+		olga := signedIn(f.olga.Token)
+		Expect(olga.post(fmt.Sprintf("/console/invitations/%d/accept", id), url.Values{}).Status).To(Equal(http.StatusForbidden), "no CSRF token")
+		Expect(support.Count(ctx, pool, `SELECT count(*) FROM workspace_invitation WHERE accepted_at IS NOT NULL`)).To(Equal(0))
 		Expect(role(ctx, f.acme.ID, f.olga.ID)).To(Equal("none"))
 	})
 
@@ -389,10 +438,27 @@ var _ = Describe("Workspace members in the console", func() {
 		} {
 			a := ana.post("/console/workspaces/acme/members", form)
 			Expect(a.Status).To(Equal(http.StatusBadRequest), form.Encode())
-			Expect(a.Body).To(ContainSubstring(`value="` + form.Get("account") + `"`))
 		}
-		Expect(ana.post("/console/workspaces/acme/members", url.Values{"csrf": {csrf}, "account": {"99999999"}, "role": {"MEMBER"}}).Status).
-			To(Equal(http.StatusNotFound))
+		for _, form := range []url.Values{
+			{"csrf": {csrf}, "login": {"olga smith"}, "role": {"MEMBER"}},
+			{"csrf": {csrf}, "login": {f.olga.Login}, "role": {"OWNER"}},
+		} {
+			a := ana.post("/console/workspaces/acme/invitations", form)
+			Expect(a.Status).To(Equal(http.StatusBadRequest), form.Encode())
+			Expect(a.Body).To(ContainSubstring(`value="` + form.Get("login") + `"`))
+		}
+		// A workspace ADMIN adds no account by id: the same answer for an account that exists
+		// and one that does not.
+		existing := ana.post("/console/workspaces/acme/members", url.Values{"csrf": {csrf}, "account": {fmt.Sprint(f.olga.ID)}, "role": {"MEMBER"}})
+		unknown := ana.post("/console/workspaces/acme/members", url.Values{"csrf": {csrf}, "account": {"99999999"}, "role": {"MEMBER"}})
+		Expect(existing.Status).To(Equal(http.StatusNotFound))
+		Expect(unknown.Status).To(Equal(http.StatusNotFound))
+		Expect(existing.Body).To(ContainSubstring(fmt.Sprintf("Account %d is no member of acme. Invite people by login.", f.olga.ID)))
+		message := regexp.MustCompile(`<p class="message" role="alert">([^<]*)</p>`)
+		Expect(message.FindStringSubmatch(unknown.Body)).To(Equal([]string{
+			strings.ReplaceAll(message.FindString(existing.Body), fmt.Sprint(f.olga.ID), "99999999"),
+			"Account 99999999 is no member of acme. Invite people by login.",
+		}))
 		demote := ana.post(fmt.Sprintf("/console/workspaces/acme/members/%d", f.ana.ID), url.Values{"csrf": {csrf}, "role": {"MEMBER"}})
 		Expect(demote.Status).To(Equal(http.StatusConflict))
 		Expect(demote.Body).To(ContainSubstring("last-admin"))
@@ -401,6 +467,7 @@ var _ = Describe("Workspace members in the console", func() {
 		Expect(remove.Body).To(ContainSubstring("last ADMIN"))
 		Expect(role(ctx, f.acme.ID, f.ana.ID)).To(Equal("ADMIN"))
 		Expect(role(ctx, f.acme.ID, f.olga.ID)).To(Equal("none"))
+		Expect(support.Count(ctx, pool, `SELECT count(*) FROM workspace_invitation`)).To(Equal(0))
 	})
 
 	It("refuses the member pages and actions to a MEMBER, to another workspace's ADMIN, and every post without the CSRF token", func(ctx SpecContext) {
@@ -410,13 +477,15 @@ var _ = Describe("Workspace members in the console", func() {
 			csrf := b.csrf("/console/workspaces")
 			Expect(b.get("/console/workspaces/acme/members").Status).To(Equal(http.StatusForbidden))
 			for _, path := range []string{"/console/workspaces/acme/members", fmt.Sprintf("/console/workspaces/acme/members/%d", member.ID),
-				fmt.Sprintf("/console/workspaces/acme/members/%d/remove", f.ana.ID)} {
-				a := b.post(path, url.Values{"csrf": {csrf}, "account": {fmt.Sprint(f.olga.ID)}, "role": {"ADMIN"}})
+				fmt.Sprintf("/console/workspaces/acme/members/%d/remove", f.ana.ID), "/console/workspaces/acme/invitations"} {
+				a := b.post(path, url.Values{"csrf": {csrf}, "account": {fmt.Sprint(f.olga.ID)}, "login": {f.olga.Login}, "role": {"ADMIN"}})
 				Expect(a.Status).To(Equal(http.StatusForbidden), path)
 			}
 		}
 		ana := signedIn(f.ana.Token)
 		Expect(ana.post("/console/workspaces/acme/members", url.Values{"account": {fmt.Sprint(f.olga.ID)}, "role": {"ADMIN"}}).Status).To(Equal(http.StatusForbidden))
+		Expect(ana.post("/console/workspaces/acme/invitations", url.Values{"login": {f.olga.Login}, "role": {"ADMIN"}}).Status).To(Equal(http.StatusForbidden))
+		Expect(support.Count(ctx, pool, `SELECT count(*) FROM workspace_invitation`)).To(Equal(0))
 		Expect(ana.post(fmt.Sprintf("/console/workspaces/acme/members/%d/remove", member.ID), url.Values{"csrf": {"forged"}}).Status).To(Equal(http.StatusForbidden))
 		Expect(role(ctx, f.acme.ID, f.olga.ID)).To(Equal("none"))
 		Expect(role(ctx, f.acme.ID, f.ana.ID)).To(Equal("ADMIN"))
@@ -425,7 +494,9 @@ var _ = Describe("Workspace members in the console", func() {
 
 	It("lets the instance administrator manage any workspace's members", func(ctx SpecContext) {
 		admin := signedIn(adminToken)
-		Expect(admin.get("/console/workspaces/other/members").Body).To(ContainSubstring(fmt.Sprintf(`<tr id="member-%d">`, f.olga.ID)))
+		page := admin.get("/console/workspaces/other/members").Body
+		Expect(page).To(ContainSubstring(fmt.Sprintf(`<tr id="member-%d">`, f.olga.ID)))
+		Expect(page).To(And(ContainSubstring(`id="add-member"`), ContainSubstring(`id="invite"`)))
 		a := admin.post("/console/workspaces/other/members", url.Values{"csrf": {admin.csrf("/console/workspaces")}, "account": {fmt.Sprint(f.ana.ID)}, "role": {"MEMBER"}})
 		Expect(a.Status).To(Equal(http.StatusSeeOther))
 		Expect(role(ctx, support.Scalar[int64](ctx, pool, `SELECT id FROM workspace WHERE slug = 'other'`), f.ana.ID)).To(Equal("MEMBER"))
@@ -440,9 +511,14 @@ var _ = Describe("The administration forms' CSRF token", func() {
 		Expect(admin.post("/console/admin/erasures", octocatForm(admin.csrf("/console/admin/erasures"))).Status).To(Equal(http.StatusSeeOther))
 		erasure := support.Scalar[int64](ctx, pool, `SELECT id FROM inbox_erasure`)
 		token := support.Scalar[int64](ctx, pool, `SELECT min(id) FROM account_token WHERE account_id = $1`, f.ana.ID)
+		acme, err := svc.Manage(ctx, support.InstanceAdmin, "acme")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(svc.Invite(ctx, acme, "pending-guest", "MEMBER")).To(Succeed())
+		invitation := support.Scalar[int64](ctx, pool, `SELECT id FROM workspace_invitation`)
 		tables := func() []int {
 			return []int{support.Count(ctx, pool, `SELECT count(*) FROM account`), support.Count(ctx, pool, `SELECT count(*) FROM account_token`),
 				support.Count(ctx, pool, `SELECT count(*) FROM workspace_member`), support.Count(ctx, pool, `SELECT count(*) FROM inbox_erasure`),
+				support.Count(ctx, pool, `SELECT count(*) FROM workspace_invitation WHERE accepted_at IS NULL`),
 				support.Scalar[int](ctx, pool, `SELECT passes FROM inbox_erasure`), support.Count(ctx, pool, `SELECT count(*) FROM account WHERE disabled_at IS NOT NULL`)}
 		}
 		before := tables()
@@ -455,7 +531,8 @@ var _ = Describe("The administration forms' CSRF token", func() {
 			"/console/admin/accounts", fmt.Sprintf("/console/admin/accounts/%d/disable", f.ana.ID),
 			fmt.Sprintf("/console/admin/accounts/%d/tokens", f.ana.ID), fmt.Sprintf("/console/admin/accounts/%d/tokens/%d/revoke", f.ana.ID, token),
 			"/console/token/rotate", "/console/workspaces/acme/members", fmt.Sprintf("/console/workspaces/acme/members/%d", f.ana.ID),
-			fmt.Sprintf("/console/workspaces/acme/members/%d/remove", f.ana.ID),
+			fmt.Sprintf("/console/workspaces/acme/members/%d/remove", f.ana.ID), "/console/workspaces/acme/invitations",
+			fmt.Sprintf("/console/invitations/%d/accept", invitation),
 		} {
 			a := admin.post(path, form)
 			Expect(a.Status).To(Equal(http.StatusForbidden), path)

@@ -142,13 +142,18 @@ var _ = Describe("Setting a member's role", func() {
 			To(Equal(http.StatusNotFound))
 	})
 
-	It("lets an ADMIN of the workspace set roles, not a MEMBER", func() {
+	It("lets an ADMIN of the workspace change its members' roles, not a MEMBER, and add no one", func() {
 		admin := memberWithRole("acme", "ana", "ADMIN")
 		member := memberWithRole("acme", "bo", "MEMBER")
-		id, _ := createAccount("cy", false)
-		path := "/api/workspaces/acme/members/" + itoa(id)
+		cy, _ := createAccount("cy", false)
+		Expect(call(http.MethodPut, "/api/workspaces/acme/members/"+itoa(cy), adminToken, map[string]any{"role": "MEMBER"}).Status).
+			To(Equal(http.StatusOK))
+		path := "/api/workspaces/acme/members/" + itoa(cy)
 		Expect(call(http.MethodPut, path, member, map[string]any{"role": "ADMIN"}).Status).To(Equal(http.StatusForbidden))
-		Expect(call(http.MethodPut, path, admin, map[string]any{"role": "MEMBER"}).Status).To(Equal(http.StatusOK))
+		Expect(call(http.MethodPut, path, admin, map[string]any{"role": "ADMIN"}).Status).To(Equal(http.StatusOK))
+		dee, _ := createAccount("dee", false)
+		Expect(call(http.MethodPut, "/api/workspaces/acme/members/"+itoa(dee), admin, map[string]any{"role": "MEMBER"}).Status).
+			To(Equal(http.StatusNotFound), "a workspace ADMIN invites people instead")
 	})
 })
 

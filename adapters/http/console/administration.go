@@ -36,9 +36,16 @@ func (c *console) registerAdministration(s gin.IRouter) {
 	s.POST("/token/rotate", c.rotateOwnToken)
 
 	// Who: the workspace's ADMINs and the instance administrator (as
-	// PUT/DELETE /api/workspaces/{ws}/members/{accountId}: RequireManager).
+	// PUT/DELETE /api/workspaces/{ws}/members/{accountId} and POST …/invitations:
+	// RequireManager). Adding an account by id is the instance administrator's (the use case
+	// answers a workspace ADMIN 404 for a non-member); a workspace ADMIN invites by login.
 	s.GET("/workspaces/:ws/members", c.members)
+	s.POST("/workspaces/:ws/invitations", c.invite)
 	s.POST("/workspaces/:ws/members", c.setMember)
 	s.POST("/workspaces/:ws/members/:account", c.setMember)
 	s.POST("/workspaces/:ws/members/:account/remove", c.removeMember)
+
+	// Who: every signed-in account, for its own invitations (as POST
+	// /api/me/invitations/{id}/accept); they are listed on the workspaces page.
+	s.POST("/invitations/:id/accept", c.acceptInvitation)
 }

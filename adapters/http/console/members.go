@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/domain/workspace"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -18,15 +20,19 @@ type membersView struct {
 	Items []ports.Member
 	Pager pager
 	Roles []string
-	// Account and Role keep what was typed when adding was refused.
-	Account, Role string
+	// Account and Role keep what was typed when adding was refused; Login and InviteRole what
+	// was typed when an invitation was refused.
+	Account, Role     string
+	Login, InviteRole string
+	Lifetime          string
 }
 
 var memberRoles = []string{"MEMBER", "ADMIN"}
 
-// members lists the workspace's members, paged, with a role form and a remove button each and
-// the form to add one (the workspace's ADMINs and the instance administrator, as
-// PUT/DELETE /api/workspaces/{ws}/members/{accountId}).
+// members lists the workspace's members, paged, with a role form and a remove button each, the
+// form to invite a person by login (the workspace's ADMINs and the instance administrator, as
+// PUT/DELETE /api/workspaces/{ws}/members/{accountId} and POST …/invitations) and, for the
+// instance administrator only, the form to add an account by id.
 func (c *console) members(g *gin.Context) {
 	m, ok := c.manage(g)
 	if !ok {
@@ -42,7 +48,7 @@ func (c *console) renderMembers(g *gin.Context, m management.Managed, status int
 		c.fail(g, err)
 		return
 	}
-	v.Items, v.Pager, v.Roles = items, newPager(req, total), memberRoles
+	v.Items, v.Pager, v.Roles, v.Lifetime = items, newPager(req, total), memberRoles, lifetimeText
 	// The notice names a member as stored, never text of the URL.
 	var notice string
 	if changed, err := strconv.ParseInt(g.Query("changed"), 10, 64); err == nil {
@@ -51,6 +57,10 @@ func (c *console) renderMembers(g *gin.Context, m management.Managed, status int
 				notice = fmt.Sprintf("%s (%d) is %s of %s.", mb.Login, mb.AccountID, mb.Role, m.Workspace().Slug)
 			}
 		}
+	}
+	if g.Query("invited") == "1" {
+		// The same notice for every login: the page tells nobody whether an account has it.
+		notice = fmt.Sprintf("Invitation sent. If an account has that login, it can accept on its workspaces page within %s.", lifetimeText)
 	}
 	if removed, err := strconv.ParseInt(g.Query("removed"), 10, 64); err == nil && removed > 0 {
 		notice = fmt.Sprintf("Account %d is no longer a member of %s.", removed, m.Workspace().Slug)
@@ -90,6 +100,11 @@ func (c *console) setMember(g *gin.Context) {
 		case http.StatusBadRequest:
 			refuse(status, "Choose ADMIN or MEMBER ("+code+").")
 		case http.StatusNotFound:
+			if !m.Principal().InstanceAdmin {
+				// The use case's one answer for a non-member, whether the account exists or not.
+				refuse(status, fmt.Sprintf("Account %d is no member of %s. Invite people by login.", id, m.Workspace().Slug))
+				return
+			}
 			refuse(status, fmt.Sprintf("There is no account %d.", id))
 		case http.StatusConflict:
 			refuse(status, "That would leave the workspace without an ADMIN ("+code+").")
@@ -121,4 +136,52 @@ func (c *console) removeMember(g *gin.Context) {
 		return
 	}
 	g.Redirect(http.StatusSeeOther, fmt.Sprintf("%s/workspaces/%s/members?removed=%d", Path, m.Workspace().Slug, id))
+}
+
+// lifetimeText is workspace.InvitationLifetime as the pages say it.
+var lifetimeText = fmt.Sprintf("%d days", int(workspace.InvitationLifetime.Hours()/24))
+
+// invite invites a person by login (as POST /api/workspaces/{ws}/invitations): every valid
+// login gets the same answer.
+func (c *console) invite(g *gin.Context) {
+	m, ok := c.manage(g)
+	if !ok {
+		return
+	}
+	login, role := strings.TrimSpace(g.PostForm("login")), g.PostForm("role")
+	if err := c.cfg.Management.Invite(g.Request.Context(), m, login, role); err != nil {
+		status, code := httperr.Status(err)
+		if status != http.StatusBadRequest {
+			c.fail(g, err)
+			return
+		}
+		msg := "Choose ADMIN or MEMBER (" + code + ")."
+		if code == "invalid-login" {
+			msg = "A login is letters, digits and . _ @ + - (" + code + ")."
+		}
+		c.renderMembers(g, m, status, msg, membersView{Login: login, InviteRole: role})
+		return
+	}
+	g.Redirect(http.StatusSeeOther, fmt.Sprintf("%s/workspaces/%s/members?invited=1", Path, m.Workspace().Slug))
+}
+
+// acceptInvitation makes the signed-in account a member through one of its own invitations
+// and opens the workspaces, which then list the workspace. Anyone else's invitation, an
+// expired or an accepted one is the same "not found".
+func (c *console) acceptInvitation(g *gin.Context) {
+	id, ok := c.pathID(g)
+	if !ok {
+		return
+	}
+	j, err := c.cfg.Management.AcceptInvitation(g.Request.Context(), sessionOf(g).principal, id)
+	if err != nil {
+		if status, _ := httperr.Status(err); status == http.StatusNotFound {
+			c.render(g, status, "error", page{Title: "Invitation not found",
+				Message: "This invitation is not yours, has expired or was accepted already."})
+			return
+		}
+		c.fail(g, err)
+		return
+	}
+	g.Redirect(http.StatusSeeOther, Path+"/workspaces?joined="+url.QueryEscape(j.Workspace.Slug))
 }

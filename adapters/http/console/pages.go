@@ -169,10 +169,27 @@ func (c *console) workspaces(g *gin.Context) {
 		}
 		cards = append(cards, card)
 	}
-	c.render(g, http.StatusOK, "workspaces", page{Title: "Workspaces", Data: struct {
-		Cards []workspaceCard
-		Total int
-	}{cards, total}})
+	// The account's own pending invitations, each with its accept button (as
+	// GET /api/me/invitations; the configured administrator token has none).
+	invitations, _, err := c.cfg.Management.PendingInvitations(ctx, p, ports.PageRequest{Page: 0, Size: 50})
+	if err != nil {
+		c.fail(g, err)
+		return
+	}
+	// The notice names a workspace as listed, never text of the URL.
+	var notice string
+	if joined := g.Query("joined"); joined != "" {
+		for _, card := range cards {
+			if card.Slug == joined {
+				notice = fmt.Sprintf("You are a member of %s (%s).", card.Name, card.Slug)
+			}
+		}
+	}
+	c.render(g, http.StatusOK, "workspaces", page{Title: "Workspaces", Notice: notice, Data: struct {
+		Cards       []workspaceCard
+		Total       int
+		Invitations []ports.Invitation
+	}{cards, total, invitations}})
 }
 
 // deadLetterList is the dead-letter page: the filter as given and one page of rows.

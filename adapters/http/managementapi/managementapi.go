@@ -50,12 +50,19 @@ func Register(r gin.IRouter, svc *management.Service, log ports.Logger) {
 	api.GET("/admin/accounts/:accountId/tokens", h.listTokens)
 	api.DELETE("/admin/accounts/:accountId/tokens/:tokenId", h.revokeToken)
 	api.POST("/me/tokens/rotate", h.rotateOwnToken)
+	// Who: any authenticated caller, for its own invitations (by its account's login; the
+	// instance administrator token has none).
+	api.GET("/me/invitations", h.myInvitations)
+	api.POST("/me/invitations/:id/accept", h.acceptInvitation)
 
 	ws := api.Group("/workspaces/:"+WorkspaceParam, RequireManager(svc))
-	// Who: the instance administrator and the workspace's ADMINs (RequireManager), like the PUT.
+	// Who: the instance administrator and the workspace's ADMINs (RequireManager). The PUT
+	// adds any account for the instance administrator; a workspace ADMIN only changes the role
+	// of an existing member (any other id: 404) and invites people by login instead.
 	ws.GET("/members", h.listMembers)
 	ws.PUT("/members/:accountId", h.setMember)
 	ws.DELETE("/members/:accountId", h.removeMember)
+	ws.POST("/invitations", h.invite)
 	ws.POST("/connections", h.createConnection)
 	ws.GET("/connections", h.listConnections)
 	ws.POST("/connections/:id/activate", h.transition(connection.Activate))

@@ -70,6 +70,10 @@ const (
 		INSERT INTO workspace_member (workspace_id, account_id, role) VALUES ($1, $2, $3)
 		ON CONFLICT (workspace_id, account_id) DO UPDATE SET role = EXCLUDED.role
 		RETURNING role`
+	// changeMemberRole changes an existing member's role and adds no one (a workspace ADMIN's
+	// PUT): no row for an account that is no member, whether or not it exists. It locks the
+	// member's row, as the upsert does, so a concurrent removal or change waits for it.
+	changeMemberRole = `UPDATE workspace_member SET role = $3 WHERE workspace_id = $1 AND account_id = $2 RETURNING role`
 )
 
 func scanWorkspace(row pgx.CollectableRow) (ports.Workspace, error) {
@@ -167,6 +171,18 @@ func (w *Workspaces) MemberRole(ctx context.Context, workspaceID, accountID int6
 // demotion and a removal) of the last two ADMINs serialise there, and the second, re-reading
 // after the first commits, finds one ADMIN and refuses.
 func (w *Workspaces) SetMemberRole(ctx context.Context, workspaceID, accountID int64, role workspace.Role) (ports.Membership, error) {
+	return w.writeRole(ctx, setMemberRole, workspaceID, accountID, role)
+}
+
+// ChangeMemberRole implements ports.WorkspaceStore: SetMemberRole's rules with an UPDATE that
+// adds no one, so a non-member and an unknown account both match no row.
+func (w *Workspaces) ChangeMemberRole(ctx context.Context, workspaceID, accountID int64, role workspace.Role) (ports.Membership, error) {
+	return w.writeRole(ctx, changeMemberRole, workspaceID, accountID, role)
+}
+
+// writeRole runs stmt (setMemberRole or changeMemberRole: $1 workspace, $2 account, $3 role,
+// returning the stored role) after the last-ADMIN check.
+func (w *Workspaces) writeRole(ctx context.Context, stmt string, workspaceID, accountID int64, role workspace.Role) (ports.Membership, error) {
 	var stored string
 	err := pgutil.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		if role != workspace.Admin {
@@ -179,7 +195,7 @@ func (w *Workspaces) SetMemberRole(ctx context.Context, workspaceID, accountID i
 				return ports.Reject(ports.ErrConflict, "last-admin", "")
 			}
 		}
-		err := tx.QueryRow(ctx, setMemberRole, workspaceID, accountID, role.String()).Scan(&stored)
+		err := tx.QueryRow(ctx, stmt, workspaceID, accountID, role.String()).Scan(&stored)
 		if isForeignKeyViolation(err) {
 			return fmt.Errorf("set member role: %w", ports.ErrNotFound)
 		}
