@@ -26,6 +26,7 @@ type RejectedError struct {
 	Detail string
 }
 
+// Error names the reason and the kind, with the detail when there is one.
 func (e *RejectedError) Error() string {
 	if e.Detail != "" {
 		return fmt.Sprintf("rejected (%s): %s", e.Reason, e.Detail)
@@ -33,6 +34,7 @@ func (e *RejectedError) Error() string {
 	return "rejected (" + e.Reason + ")"
 }
 
+// Unwrap is the kind (ErrUnauthenticated, ErrMalformed, …), for errors.Is.
 func (e *RejectedError) Unwrap() error { return e.Kind }
 
 // Reject builds a RejectedError.

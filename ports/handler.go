@@ -27,6 +27,7 @@ type Handler interface {
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, d Dispatch) error
 
+// Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, d Dispatch) error { return f(ctx, d) }
 
 // HandlerRegistry finds the handler of a provider's event type; false means there is nothing

@@ -67,8 +67,11 @@ func MustType(s string) Type {
 	return t
 }
 
+// String is the type as published, "<provider>.<entity>.<verb>".
 func (t Type) String() string { return t.s }
-func (t Type) IsZero() bool   { return t.s == "" }
+
+// IsZero reports whether t is the zero Type, which no change has.
+func (t Type) IsZero() bool { return t.s == "" }
 
 // Change is one change a mirror write made, as it is published.
 type Change struct {
@@ -93,8 +96,13 @@ func New(t Type, subject string, data any) (Change, error) {
 	return Change{typ: t, subject: subject, data: raw}, nil
 }
 
-func (c Change) Type() Type            { return c.typ }
-func (c Change) Subject() string       { return c.subject }
+// Type is what kind of change it is.
+func (c Change) Type() Type { return c.typ }
+
+// Subject names the entity that changed (the read API's id of it).
+func (c Change) Subject() string { return c.subject }
+
+// Data is the entity as the read API shows it, with its version.
 func (c Change) Data() json.RawMessage { return c.data }
 
 // Cursor is a position in a workspace's feed: the (transaction id, change id) of the last
@@ -126,12 +134,19 @@ func ParseCursor(s string) (Cursor, error) {
 	return Cursor{xid: xid, id: id}, nil
 }
 
+// String is the cursor as clients send it back in after= and Last-Event-ID.
 func (c Cursor) String() string {
 	return strconv.FormatUint(c.xid, 10) + "-" + strconv.FormatInt(c.id, 10)
 }
+
+// IsZero reports whether c is the start of the feed (no change read yet).
 func (c Cursor) IsZero() bool { return c == Cursor{} }
-func (c Cursor) Xid() uint64  { return c.xid }
-func (c Cursor) ID() int64    { return c.id }
+
+// Xid is the transaction id part of the cursor: the feed hands out changes in commit order.
+func (c Cursor) Xid() uint64 { return c.xid }
+
+// ID is the change's id within its transaction.
+func (c Cursor) ID() int64 { return c.id }
 
 // Before reports whether c sorts before o in the feed.
 func (c Cursor) Before(o Cursor) bool {

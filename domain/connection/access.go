@@ -27,8 +27,11 @@ func ParseAccess(s string) (Access, error) {
 	return Access{}, fmt.Errorf("unknown subscription access %q", s)
 }
 
+// String is the access state as the API shows it (VERIFIED, UNVERIFIED, REVOKED).
 func (a Access) String() string { return a.s }
-func (a Access) IsZero() bool   { return a.s == "" }
+
+// IsZero reports whether a is the zero Access, which no subscription has.
+func (a Access) IsZero() bool { return a.s == "" }
 
 // Routes reports whether a subscription with this access receives deliveries.
 func (a Access) Routes() bool { return a == Verified }

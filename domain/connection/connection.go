@@ -70,11 +70,20 @@ func MustKind(s KindSpec) Kind {
 	return k
 }
 
-func (k Kind) String() string              { return k.name }
-func (k Kind) IsZero() bool                { return k.name == "" }
+// String is the kind as the API names it (GITHUB_APP, GITHUB_PAT, GITLAB, SLACK, OUTLINE).
+func (k Kind) String() string { return k.name }
+
+// IsZero reports whether k is the zero Kind, which no connection has.
+func (k Kind) IsZero() bool { return k.name == "" }
+
+// Provider is the provider whose deliveries a connection of this kind receives.
 func (k Kind) Provider() provider.Provider { return k.provider }
-func (k Kind) HasWebhookURL() bool         { return k.webhookURL }
-func (k Kind) RequiresSecret() bool        { return k.secret }
+
+// HasWebhookURL reports whether the provider posts to a per-connection URL (/webhooks/<provider>/{id}).
+func (k Kind) HasWebhookURL() bool { return k.webhookURL }
+
+// RequiresSecret reports whether a connection of this kind must be created with a secret.
+func (k Kind) RequiresSecret() bool { return k.secret }
 
 // AcceptsAPIToken reports whether a connection of the kind may hold a provider API token
 // (KindSpec.APIToken).
@@ -88,8 +97,11 @@ func (k Kind) AlreadyConnected() string { return k.alreadyConnected }
 type State struct{ s string }
 
 var (
-	Active      = State{"ACTIVE"}
-	Suspended   = State{"SUSPENDED"}
+	// Active is a connection that admits deliveries and reads its provider.
+	Active = State{"ACTIVE"}
+	// Suspended is a connection that admits nothing until it is activated again.
+	Suspended = State{"SUSPENDED"}
+	// Uninstalled is a connection whose provider installation is gone; its mirrored data is torn down.
 	Uninstalled = State{"UNINSTALLED"}
 )
 
@@ -103,8 +115,11 @@ func ParseState(s string) (State, error) {
 	return State{}, fmt.Errorf("unknown connection state %q", s)
 }
 
+// String is the state as the API shows it.
 func (s State) String() string { return s.s }
-func (s State) IsZero() bool   { return s.s == "" }
+
+// IsZero reports whether s is the zero State, which no connection has.
+func (s State) IsZero() bool { return s.s == "" }
 
 // Admits reports whether a connection in this state may admit a workspace row. Only ACTIVE does.
 func (s State) Admits() bool { return s == Active }
@@ -113,8 +128,11 @@ func (s State) Admits() bool { return s == Active }
 type Action struct{ s string }
 
 var (
-	Activate  = Action{"activate"}
-	Suspend   = Action{"suspend"}
+	// Activate makes a SUSPENDED or UNINSTALLED connection ACTIVE.
+	Activate = Action{"activate"}
+	// Suspend makes an ACTIVE connection SUSPENDED.
+	Suspend = Action{"suspend"}
+	// Uninstall makes an ACTIVE or SUSPENDED connection UNINSTALLED.
 	Uninstall = Action{"uninstall"}
 )
 
@@ -128,6 +146,7 @@ func ParseAction(s string) (Action, error) {
 	return Action{}, fmt.Errorf("unknown lifecycle action %q", s)
 }
 
+// String is the action as the lifecycle route names it.
 func (a Action) String() string { return a.s }
 
 // ErrForbiddenTransition is returned for a transition the state machine forbids (API: 409).

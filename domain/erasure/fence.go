@@ -33,9 +33,14 @@ func NewFence(eventID int64, epoch inbox.Epoch) (Fence, error) {
 	return Fence{eventID: eventID, epoch: epoch}, nil
 }
 
-func (f Fence) EventID() int64     { return f.eventID }
+// EventID is the inbox row whose handler took the fence.
+func (f Fence) EventID() int64 { return f.eventID }
+
+// Epoch is the row's lease epoch when the fence was taken.
 func (f Fence) Epoch() inbox.Epoch { return f.epoch }
-func (f Fence) IsZero() bool       { return f.eventID == 0 }
+
+// IsZero reports whether f is no fence (work outside a delivery).
+func (f Fence) IsZero() bool { return f.eventID == 0 }
 
 // Check judges an observation. Order matters: a missing event stops the work for good (erased);
 // erasure in progress or a busy row is expected contention, and the write rolls back before it

@@ -36,7 +36,9 @@ var ErrUnknownSource = errors.New("unknown erasure source")
 type Store struct{ s string }
 
 var (
-	WorkspaceInbox    = Store{"workspace-inbox"}
+	// WorkspaceInbox is the inbox rows of workspaces.
+	WorkspaceInbox = Store{"workspace-inbox"}
+	// InstallationInbox is the inbox rows of installations (NULL workspace).
 	InstallationInbox = Store{"installation-inbox"}
 	// ChangeFeed is the change feed's copy of the read API's views: the changes of the
 	// request's provider that name the person, erased after the mirror and before the inbox.
@@ -75,8 +77,11 @@ func ParseStore(s string) (Store, error) {
 	return Store{}, fmt.Errorf("unknown erasure store %q", s)
 }
 
+// String is the store's name in receipts.
 func (s Store) String() string { return s.s }
-func (s Store) IsZero() bool   { return s.s == "" }
+
+// IsZero reports whether s is the zero Store.
+func (s Store) IsZero() bool { return s.s == "" }
 
 // IsInbox tells the two inbox stores from the mirror stores.
 func (s Store) IsInbox() bool { return s == WorkspaceInbox || s == InstallationInbox }
@@ -85,9 +90,12 @@ func (s Store) IsInbox() bool { return s == WorkspaceInbox || s == InstallationI
 type State struct{ s string }
 
 var (
+	// Running is an erasure whose passes have not all completed.
 	Running = State{"RUNNING"}
-	Done    = State{"DONE"}
-	Failed  = State{"FAILED"}
+	// Done is an erasure whose every pass completed and left nothing to retry.
+	Done = State{"DONE"}
+	// Failed is an erasure a pass of which failed; resume repeats the passes.
+	Failed = State{"FAILED"}
 )
 
 // ParseState reads a state as stored ("RUNNING", "DONE", "FAILED").
@@ -100,8 +108,11 @@ func ParseState(s string) (State, error) {
 	return State{}, fmt.Errorf("unknown erasure state %q", s)
 }
 
+// String is the state as the API shows it.
 func (s State) String() string { return s.s }
-func (s State) IsZero() bool   { return s.s == "" }
+
+// IsZero reports whether s is the zero State.
+func (s State) IsZero() bool { return s.s == "" }
 
 // Identity is one account of the person at the provider: its provider id, its login, its
 // e-mail address, or several of them. Ids are kept as text ("583231", "U024BE7LH") because
@@ -138,8 +149,13 @@ func RestoreIdentity(id, login, email string) Identity {
 	return Identity{id: id, login: login, email: email}
 }
 
-func (i Identity) ID() string    { return i.id }
+// ID is the person's provider id, or "".
+func (i Identity) ID() string { return i.id }
+
+// Login is the person's provider login, or "".
 func (i Identity) Login() string { return i.login }
+
+// Email is the person's e-mail address, or "".
 func (i Identity) Email() string { return i.email }
 
 func checkIdentityValue(v string) error {
@@ -217,8 +233,11 @@ func (s *Scope) add(i Identity) bool {
 	return true
 }
 
+// Provider is the provider whose identities the scope names.
 func (s Scope) Provider() provider.Provider { return s.provider }
-func (s Scope) SourceServerURL() string     { return s.sourceServerURL }
+
+// SourceServerURL is the canonical provider server the identities belong to.
+func (s Scope) SourceServerURL() string { return s.sourceServerURL }
 
 // Identities returns a copy of the scope's identities, the requested ones first.
 func (s Scope) Identities() []Identity { return append([]Identity(nil), s.identities...) }
@@ -279,11 +298,22 @@ func RestoreRequest(s StoredRequest) Request {
 	return Request{id: s.ID, scope: s.Scope, state: s.State, passes: s.Passes, requestedBy: s.RequestedBy, createdAt: s.CreatedAt}
 }
 
-func (r Request) ID() int64            { return r.id }
-func (r Request) Scope() Scope         { return r.scope }
-func (r Request) State() State         { return r.state }
-func (r Request) Passes() int          { return r.passes }
-func (r Request) RequestedBy() int64   { return r.requestedBy }
+// ID is the erasure's id.
+func (r Request) ID() int64 { return r.id }
+
+// Scope is the frozen identity scope every pass erases.
+func (r Request) Scope() Scope { return r.scope }
+
+// State is where the erasure stands.
+func (r Request) State() State { return r.state }
+
+// Passes is how many passes have run, resumes included.
+func (r Request) Passes() int { return r.passes }
+
+// RequestedBy is the account that started the erasure (0 for the configured administrator token).
+func (r Request) RequestedBy() int64 { return r.requestedBy }
+
+// CreatedAt is when the erasure was started.
 func (r Request) CreatedAt() time.Time { return r.createdAt }
 
 // Resume asks for one more pass over every store, whatever the state: the mirrors and the

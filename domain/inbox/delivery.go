@@ -110,24 +110,59 @@ func RestoreDelivery(s Stored) Delivery {
 	return d
 }
 
-func (d Delivery) ID() int64                   { return d.id }
-func (d Delivery) WorkspaceID() int64          { return d.workspaceID }
-func (d Delivery) IsInstallation() bool        { return d.workspaceID == 0 }
+// ID is the row id; a scope's rows are handled in id order.
+func (d Delivery) ID() int64 { return d.id }
+
+// WorkspaceID is the receiving workspace, 0 for an installation row.
+func (d Delivery) WorkspaceID() int64 { return d.workspaceID }
+
+// IsInstallation reports whether the row is an installation control event (NULL workspace).
+func (d Delivery) IsInstallation() bool { return d.workspaceID == 0 }
+
+// Provider is the provider that sent the delivery.
 func (d Delivery) Provider() provider.Provider { return d.provider }
-func (d Delivery) EventType() string           { return d.eventType }
-func (d Delivery) DeliveryKey() string         { return d.deliveryKey }
-func (d Delivery) Subject() Subject            { return d.subject }
-func (d Delivery) Scope() ScopeKey             { return d.scope }
-func (d Delivery) State() State                { return d.state }
-func (d Delivery) Attempt() int                { return d.attempt }
-func (d Delivery) UnknownFailures() int        { return d.unknownFailures }
-func (d Delivery) Lease() Lease                { return d.lease }
-func (d Delivery) DueAt() time.Time            { return d.dueAt }
-func (d Delivery) ReceivedAt() time.Time       { return d.receivedAt }
-func (d Delivery) EndedAt() time.Time          { return d.endedAt }
-func (d Delivery) ErrorClass() string          { return d.errorClass }
-func (d Delivery) ReplayedBy() int64           { return d.replayedBy }
-func (d Delivery) ReplayedAt() time.Time       { return d.replayedAt }
+
+// EventType is the provider's event name (X-GitHub-Event, GitLab's object kind, …).
+func (d Delivery) EventType() string { return d.eventType }
+
+// DeliveryKey is the provider's delivery id, unique per workspace and provider.
+func (d Delivery) DeliveryKey() string { return d.deliveryKey }
+
+// Subject is the resource the delivery is about, without the event.
+func (d Delivery) Subject() Subject { return d.subject }
+
+// Scope is the serial scope: one resource of one workspace, or the system scope.
+func (d Delivery) Scope() ScopeKey { return d.scope }
+
+// State is where the row stands: QUEUED, LEASED, DONE or DEAD.
+func (d Delivery) State() State { return d.state }
+
+// Attempt is how many times the row was claimed since it was stored or replayed.
+func (d Delivery) Attempt() int { return d.attempt }
+
+// UnknownFailures is how much of the unknown-failure budget the row used.
+func (d Delivery) UnknownFailures() int { return d.unknownFailures }
+
+// Lease is the row's current lease (the zero Lease unless LEASED).
+func (d Delivery) Lease() Lease { return d.lease }
+
+// DueAt is when the row may next be claimed.
+func (d Delivery) DueAt() time.Time { return d.dueAt }
+
+// ReceivedAt is when admission stored the row.
+func (d Delivery) ReceivedAt() time.Time { return d.receivedAt }
+
+// EndedAt is when the row became DONE or DEAD (zero before).
+func (d Delivery) EndedAt() time.Time { return d.endedAt }
+
+// ErrorClass is a DEAD row's error class, "" otherwise.
+func (d Delivery) ErrorClass() string { return d.errorClass }
+
+// ReplayedBy is the account that last replayed the row, 0 when never replayed or replayed with the administrator token.
+func (d Delivery) ReplayedBy() int64 { return d.replayedBy }
+
+// ReplayedAt is when the row was last replayed (zero when never).
+func (d Delivery) ReplayedAt() time.Time { return d.replayedAt }
 
 // Claim leases a due QUEUED delivery: attempt and epoch go up by one, the lease runs leaseFor
 // from now. (Whether the scope is free is a question about other rows: the store answers it.)

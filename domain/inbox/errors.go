@@ -31,6 +31,7 @@ type TransitionError struct {
 	Action string
 }
 
+// Error names the transition and the state that refused it.
 func (e *TransitionError) Error() string {
 	return fmt.Sprintf("cannot %s a %s delivery", e.Action, e.From)
 }
@@ -39,7 +40,10 @@ func (e *TransitionError) Error() string {
 // makes the row DEAD on its first attempt. Provider adapters wrap their decode errors in it.
 type PayloadParsingError struct{ Err error }
 
+// Error says the payload could not be parsed, with the parser's error.
 func (e *PayloadParsingError) Error() string { return "payload parsing: " + e.Err.Error() }
+
+// Unwrap is the parser's error.
 func (e *PayloadParsingError) Unwrap() error { return e.Err }
 
 // ParsingFailure wraps err as a permanent payload-parsing failure.
@@ -57,7 +61,10 @@ type TransientError struct {
 	Conflict bool
 }
 
+// Error names the operation and its cause.
 func (e *TransientError) Error() string { return e.Op + ": " + e.Err.Error() }
+
+// Unwrap is the transport or database error.
 func (e *TransientError) Unwrap() error { return e.Err }
 
 // Transient wraps err as a transient (transport) failure of operation op.
@@ -86,8 +93,11 @@ var (
 	ProviderUnreadable = ProviderFailure{"unreadable"}
 )
 
+// String is the failure kind's name.
 func (k ProviderFailure) String() string { return k.s }
-func (k ProviderFailure) IsZero() bool   { return k.s == "" }
+
+// IsZero reports whether k is the zero ProviderFailure.
+func (k ProviderFailure) IsZero() bool { return k.s == "" }
 
 // maxProviderWait bounds a wait a provider asks for: GitHub's rate-limit window is an hour, and
 // a misread header must not park a scope for days.
@@ -109,6 +119,7 @@ type ProviderError struct {
 	Err        error // the cause (a transport or decode error), or nil
 }
 
+// Error names the provider, the call and the status, never a response body.
 func (e *ProviderError) Error() string {
 	msg := e.Provider + " api " + e.Op + ": " + e.Kind.s
 	if e.Status != 0 {
@@ -120,6 +131,7 @@ func (e *ProviderError) Error() string {
 	return msg
 }
 
+// Unwrap is the underlying transport or status error.
 func (e *ProviderError) Unwrap() error { return e.Err }
 
 // Wait is RetryAfter bounded to an hour and never negative.
@@ -214,6 +226,7 @@ type PanicError struct {
 	Frames    []string
 }
 
+// Error names the type of the value the handler panicked with, never the value.
 func (e *PanicError) Error() string { return "handler panicked with " + e.ValueType }
 
 // RecursionLimitError is recursive handler code that went deeper than Limit levels
@@ -224,6 +237,7 @@ type RecursionLimitError struct {
 	Limit int
 }
 
+// Error says the handler exceeded the recursion limit.
 func (e *RecursionLimitError) Error() string {
 	return fmt.Sprintf("handler recursion deeper than %d levels", e.Limit)
 }

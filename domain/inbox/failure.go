@@ -29,8 +29,11 @@ var (
 	Erased = FailureClass{"ERASED"}
 )
 
+// String is the class's name.
 func (c FailureClass) String() string { return c.s }
-func (c FailureClass) IsZero() bool   { return c.s == "" }
+
+// IsZero reports whether c is the zero FailureClass.
+func (c FailureClass) IsZero() bool { return c.s == "" }
 
 // Cause is one row of the failure table: why an attempt failed, as
 // integration_consumer_retry_total{cause} and the runbook name it.
@@ -63,8 +66,11 @@ var (
 	CauseLeaseExpired = Cause{"lease-expired"}
 )
 
+// String is the cause as attempts and dead letters record it ("provider-refused", …).
 func (c Cause) String() string { return c.s }
-func (c Cause) IsZero() bool   { return c.s == "" }
+
+// IsZero reports whether c is no cause (a done or released attempt).
+func (c Cause) IsZero() bool { return c.s == "" }
 
 // Sentence is the failure table's human sentence for the cause ("what it is" in
 // ARCHITECTURE.md "Failure classes"): what an operator reads beside an attempt's error class.
@@ -115,6 +121,7 @@ var (
 	DelayNone = DelayRule{"none"}
 )
 
+// String is the rule's name.
 func (r DelayRule) String() string { return r.s }
 
 // FailureRule is one row of the table: a cause, its class, whether it counts against the

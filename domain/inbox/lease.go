@@ -28,9 +28,16 @@ func NewLease(epoch Epoch, until time.Time) (Lease, error) {
 	return Lease{epoch: epoch, until: until}, nil
 }
 
-func (l Lease) Epoch() Epoch     { return l.epoch }
+// Epoch is the lease's fencing epoch: writes under an older epoch change nothing.
+func (l Lease) Epoch() Epoch { return l.epoch }
+
+// Until is when the lease expires unless renewed.
 func (l Lease) Until() time.Time { return l.until }
-func (l Lease) IsZero() bool     { return l.epoch == 0 }
+
+// IsZero reports whether l is no lease.
+func (l Lease) IsZero() bool { return l.epoch == 0 }
+
+// Expired reports whether the lease has run out at now.
 func (l Lease) Expired(now time.Time) bool {
 	return !l.IsZero() && !now.Before(l.until)
 }
@@ -70,8 +77,13 @@ func NewLeaseTiming(duration, renewInterval, handlerTimeout time.Duration) (Leas
 	return LeaseTiming{duration: duration, renewInterval: renewInterval, handlerTimeout: handlerTimeout}, nil
 }
 
-func (t LeaseTiming) Duration() time.Duration       { return t.duration }
-func (t LeaseTiming) RenewInterval() time.Duration  { return t.renewInterval }
+// Duration is how long a claim or renewal leases a row.
+func (t LeaseTiming) Duration() time.Duration { return t.duration }
+
+// RenewInterval is how often a running handler's lease is renewed.
+func (t LeaseTiming) RenewInterval() time.Duration { return t.renewInterval }
+
+// HandlerTimeout is the longest a handler may run (and its lease be renewed).
 func (t LeaseTiming) HandlerTimeout() time.Duration { return t.handlerTimeout }
 
 // Outage is the span in which a server could not reach the database: from its first failed

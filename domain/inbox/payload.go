@@ -34,7 +34,10 @@ type PayloadError struct {
 	detail string
 }
 
+// Error says why the payload was refused.
 func (e *PayloadError) Error() string { return ErrInvalidPayload.Error() + ": " + e.detail }
+
+// Unwrap is ErrInvalidPayload.
 func (e *PayloadError) Unwrap() error { return ErrInvalidPayload }
 
 // ValidatePayload requires UTF-8 JSON without a raw NUL byte and without a \u0000 escape, so

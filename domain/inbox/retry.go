@@ -38,6 +38,7 @@ func NewRetryPolicy(base, max time.Duration, maxAttempts int) (RetryPolicy, erro
 	return RetryPolicy{base: base, max: max, maxAttempts: maxAttempts}, nil
 }
 
+// MaxAttempts is the unknown-failure budget: the row is DEAD once it is used.
 func (p RetryPolicy) MaxAttempts() int { return p.maxAttempts }
 
 // WithJitter returns the policy with jitter(d) choosing each contention wait in [d/2, d]
@@ -87,12 +88,17 @@ func (p RetryPolicy) BudgetUsed(unknownFailures int) bool { return unknownFailur
 type Outcome struct{ s string }
 
 var (
-	OutcomeDone    = Outcome{"done"}
+	// OutcomeDone is a handled row.
+	OutcomeDone = Outcome{"done"}
+	// OutcomeRetried is a failed attempt whose row waits for its retry.
 	OutcomeRetried = Outcome{"retried"}
-	OutcomeDead    = Outcome{"dead"}
+	// OutcomeDead is a row that became DEAD.
+	OutcomeDead = Outcome{"dead"}
+	// OutcomeDropped is work dropped by the erasure or epoch fence.
 	OutcomeDropped = Outcome{"dropped"}
 )
 
+// String is the outcome as metrics and attempts record it.
 func (o Outcome) String() string { return o.s }
 
 // Decision is the write that follows a failed attempt.
@@ -107,14 +113,29 @@ type Decision struct {
 	dropReason    string    // dropped: the integration_message_dropped_total reason
 }
 
-func (d Decision) Outcome() Outcome    { return d.outcome }
+// Outcome is what the attempt's result does to the row.
+func (d Decision) Outcome() Outcome { return d.outcome }
+
+// Class is the failure class of a failed attempt (the zero class otherwise).
 func (d Decision) Class() FailureClass { return d.class }
-func (d Decision) Cause() Cause        { return d.cause }
-func (d Decision) DueAt() time.Time    { return d.dueAt }
+
+// Cause is the failure table's cause of a failed attempt.
+func (d Decision) Cause() Cause { return d.cause }
+
+// DueAt is when a retried row may be claimed again.
+func (d Decision) DueAt() time.Time { return d.dueAt }
+
+// CountsAttempt reports whether the attempt counts (a released lease does not).
 func (d Decision) CountsAttempt() bool { return d.countsAttempt }
-func (d Decision) UsesBudget() bool    { return d.usesBudget }
-func (d Decision) ErrorClass() string  { return d.errorClass }
-func (d Decision) DropReason() string  { return d.dropReason }
+
+// UsesBudget reports whether the failure uses the unknown-failure budget.
+func (d Decision) UsesBudget() bool { return d.usesBudget }
+
+// ErrorClass is the error class a DEAD row records.
+func (d Decision) ErrorClass() string { return d.errorClass }
+
+// DropReason is why dropped work was dropped (erased-during-processing, lease-lost).
+func (d Decision) DropReason() string { return d.dropReason }
 
 // Drop reasons of integration_message_dropped_total.
 const (

@@ -39,8 +39,11 @@ func NewSubject(providerLabel, kind string, ids ...string) (Subject, error) {
 // RestoreSubject rebuilds a subject read from storage without creation-time checks.
 func RestoreSubject(s string) Subject { return Subject{s: s} }
 
+// String is the subject as stored.
 func (s Subject) String() string { return s.s }
-func (s Subject) IsZero() bool   { return s.s == "" }
+
+// IsZero reports whether s is the zero Subject.
+func (s Subject) IsZero() bool { return s.s == "" }
 
 func checkKeyPart(p string) error {
 	if p == "" {
@@ -79,6 +82,11 @@ func WorkspaceScope(workspaceID int64, subject Subject) (ScopeKey, error) {
 // RestoreScopeKey rebuilds a scope key read from storage.
 func RestoreScopeKey(s string) ScopeKey { return ScopeKey{s: s} }
 
+// String is the scope key as stored in scope_key.
 func (k ScopeKey) String() string { return k.s }
-func (k ScopeKey) IsZero() bool   { return k.s == "" }
+
+// IsZero reports whether k is the zero ScopeKey.
+func (k ScopeKey) IsZero() bool { return k.s == "" }
+
+// IsSystem reports whether k is the one scope every installation control event shares.
 func (k ScopeKey) IsSystem() bool { return k == systemScope }

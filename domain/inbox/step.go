@@ -75,5 +75,8 @@ func MustStep(operation string, items ...string) Step {
 // RestoreStep rebuilds a step name read from storage.
 func RestoreStep(name string) Step { return Step{name: name} }
 
+// String is the step's stable name, stored in provider_event_step.
 func (s Step) String() string { return s.name }
-func (s Step) IsZero() bool   { return s.name == "" }
+
+// IsZero reports whether s is the zero Step.
+func (s Step) IsZero() bool { return s.name == "" }

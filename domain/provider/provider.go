@@ -34,8 +34,11 @@ func MustNew(name string) Provider {
 // Restore rebuilds a provider read from storage.
 func Restore(name string) Provider { return Provider{name: name} }
 
+// String is the provider as the API writes it (GITHUB, GITLAB, SLACK, OUTLINE).
 func (p Provider) String() string { return p.name }
-func (p Provider) IsZero() bool   { return p.name == "" }
+
+// IsZero reports whether p is the zero Provider.
+func (p Provider) IsZero() bool { return p.name == "" }
 
 // Label is the lower-case form used in metric labels, subjects and URLs ("github").
 func (p Provider) Label() string { return strings.ToLower(p.name) }

@@ -27,8 +27,11 @@ var (
 	Failed = State{"FAILED"}
 )
 
+// String is the state as the API shows it.
 func (s State) String() string { return s.s }
-func (s State) IsZero() bool   { return s.s == "" }
+
+// IsZero reports whether s is the zero State.
+func (s State) IsZero() bool { return s.s == "" }
 
 // Ended reports whether the job will replay nothing more.
 func (s State) Ended() bool { return s != Running && !s.IsZero() }
@@ -72,6 +75,7 @@ type FilterFields struct {
 // FieldError names the filter field whose value is refused (CONTRACT.md's 400 with "field").
 type FieldError struct{ Field string }
 
+// Error names the filter field that was refused.
 func (e *FieldError) Error() string { return "invalid replay filter field " + e.Field }
 
 // NewFilter validates f. Errors: *FieldError naming a provider that is no provider, or a text

@@ -26,8 +26,11 @@ var (
 	Failed = State{"FAILED"}
 )
 
+// String is the state as the API shows it.
 func (s State) String() string { return s.s }
-func (s State) IsZero() bool   { return s.s == "" }
+
+// IsZero reports whether s is the zero State.
+func (s State) IsZero() bool { return s.s == "" }
 
 // ParseState reads a stored state.
 func ParseState(v string) (State, error) {
@@ -49,8 +52,11 @@ var (
 	Teardown = Kind{"TEARDOWN"}
 )
 
+// String is the kind's name.
 func (k Kind) String() string { return k.s }
-func (k Kind) IsZero() bool   { return k.s == "" }
+
+// IsZero reports whether k is the zero Kind.
+func (k Kind) IsZero() bool { return k.s == "" }
 
 // ParseKind reads a stored kind.
 func ParseKind(v string) (Kind, error) {

@@ -64,8 +64,11 @@ func ParseRole(s string) (Role, error) {
 	return Role{}, fmt.Errorf("unknown workspace role %q", s)
 }
 
+// String is the role as the API writes it (ADMIN, MEMBER).
 func (r Role) String() string { return r.s }
-func (r Role) IsZero() bool   { return r.s == "" }
+
+// IsZero reports whether r is the zero Role.
+func (r Role) IsZero() bool { return r.s == "" }
 
 // Manages reports whether a member with this role manages the workspace. Only ADMIN does.
 func (r Role) Manages() bool { return r == Admin }
