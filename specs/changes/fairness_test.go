@@ -135,7 +135,7 @@ var _ = Describe("Change feed waits and streams", func() {
 		"its token expires": {
 			token: func(ctx context.Context) string {
 				accountID, _ := principalOfMia(ctx)
-				soon := time.Now().Add(3 * time.Second)
+				soon := time.Now().Add(5 * time.Second)
 				issued, err := svc.IssueToken(ctx, support.InstanceAdmin, accountID, &soon)
 				Expect(err).NotTo(HaveOccurred())
 				return issued.Value
