@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/domain/workspace"
 )
 
 // ChangePublisher records a change in the workspace's change feed inside the transaction of
@@ -31,6 +32,33 @@ type ChangeFeed interface {
 	// out now (none that a transaction still in flight can precede), in cursor order: the
 	// head of the feed, where a live view opens. Errors: *inbox.TransientError.
 	LatestChanges(ctx context.Context, workspaceID int64, limit int) ([]change.Stored, error)
+	// ChangesFor is Changes of r.WorkspaceID for r, with r's state read in the same snapshot
+	// as the page: the page holds nothing that committed after a revocation the state does
+	// not show (application/changes decides from the state what r may see). Errors: those of
+	// Changes.
+	ChangesFor(ctx context.Context, r FeedReader, after change.Cursor, limit int) ([]change.Stored, FeedReaderState, error)
+	// LatestChangesFor is LatestChanges of r.WorkspaceID for r, with r's state read in the
+	// same snapshot as the page. Errors: those of LatestChanges.
+	LatestChangesFor(ctx context.Context, r FeedReader, limit int) ([]change.Stored, FeedReaderState, error)
+}
+
+// FeedReader is a caller of the change feed: the workspace it reads and who reads it.
+type FeedReader struct {
+	WorkspaceID int64
+	Principal   Principal
+}
+
+// FeedReaderState is a FeedReader as the snapshot of a feed page shows it.
+type FeedReaderState struct {
+	// Authenticated: the principal's token is still stored (not revoked or rotated away), not
+	// expired at the database's clock, of an enabled account whose instance administrator flag
+	// is the principal's. Always true for the configured administrator token, which is no
+	// account.
+	Authenticated bool
+	// WorkspaceExists: the workspace has not been deleted.
+	WorkspaceExists bool
+	// Role is the principal's role in the workspace; zero when it is no member.
+	Role workspace.Role
 }
 
 // ChangeRetentionStore deletes changes past their retention and sizes the feed.

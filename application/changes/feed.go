@@ -6,6 +6,7 @@ package changes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,14 +18,6 @@ import (
 // MaxWaitingPerWorkspace, or the reader MaxWaitingPerReader; the caller should come back later
 // (503).
 var ErrTooManyWaiters = errors.New("too many waiting change feed requests")
-
-// Waiter is who waits for a workspace's feed: the workspace and the reading account
-// (ports.Principal.AccountID). Reader 0 (the configured administrator token, which is no
-// account) is counted per workspace and server only.
-type Waiter struct {
-	WorkspaceID int64
-	Reader      int64
-}
 
 // Signal is the in-process wake of waiting readers: Notify (after a commit that published)
 // wakes every reader waiting at that moment. It holds no database connection.
@@ -68,7 +61,16 @@ type Config struct {
 	// workspace's share). One more gets ErrTooManyWaiters.
 	MaxWaitingPerWorkspace int
 	MaxWaitingPerReader    int
+	// Recheck is the longest a waiting request goes without reading again, and so without
+	// checking its reader again (default DefaultRecheck). A read checks the reader in the
+	// snapshot of its page, so a waiting request whose access ended gets the error within
+	// Recheck even when nothing commits.
+	Recheck time.Duration
 }
+
+// DefaultRecheck is Config.Recheck's default, CONTRACT.md "Change feed"'s bound: a waiting
+// request's principal is checked from state at most 1 s old.
+const DefaultRecheck = time.Second
 
 func (c *Config) setDefaults() {
 	if c.PollInterval <= 0 {
@@ -82,6 +84,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxWaitingPerReader <= 0 {
 		c.MaxWaitingPerReader = max(1, c.MaxWaitingPerWorkspace/4)
+	}
+	if c.Recheck <= 0 {
+		c.Recheck = DefaultRecheck
 	}
 }
 
@@ -131,22 +136,21 @@ func (f *Feed) Run(ctx context.Context) error {
 // Stopping is closed when the server stops.
 func (f *Feed) Stopping() <-chan struct{} { return f.stop }
 
-// Read returns up to limit changes after cursor. With wait > 0 and nothing to hand out, it
-// waits until a change can be handed out (woken by this server's commits, reading again every
-// PollInterval for other servers' commits) or wait passed or ctx ended (then an empty page,
-// not an error). Errors: change.ErrCursorExpired, ErrTooManyWaiters, the store's errors.
-func (f *Feed) Read(ctx context.Context, workspaceID int64, after change.Cursor, limit int, wait time.Duration) ([]change.Stored, error) {
-	return f.ReadAs(ctx, Waiter{WorkspaceID: workspaceID}, after, limit, wait)
-}
-
-// ReadAs is Read for who, whose wait counts against its workspace's and reader's shares of
-// the server's waits as well as the server's.
-func (f *Feed) ReadAs(ctx context.Context, who Waiter, after change.Cursor, limit int, wait time.Duration) ([]change.Stored, error) {
-	workspaceID := who.WorkspaceID
+// ReadAs returns up to limit changes of who's workspace after cursor, as who may see them
+// (Shown). Every read checks who in the snapshot of its page (ports.ChangeFeed.ChangesFor), so
+// nothing handed out committed after who's access ended. With wait > 0 and nothing to hand
+// out, it waits until a change can be handed out (woken by this server's commits, reading
+// again every PollInterval for other servers' commits, and at least every Recheck) or wait
+// passed or ctx ended (then an empty page, not an error); the wait counts against who's
+// workspace's and account's shares of the server's waits. Errors: ports.ErrUnauthenticated
+// (the token revoked or expired, the account disabled), ports.ErrForbidden (no longer a
+// member), ports.ErrNotFound (the workspace deleted), change.ErrCursorExpired,
+// ErrTooManyWaiters, the store's errors.
+func (f *Feed) ReadAs(ctx context.Context, who ports.FeedReader, after change.Cursor, limit int, wait time.Duration) ([]change.Stored, error) {
 	// Take the wake channel before reading, so a commit between the read and the wait is
 	// not missed.
 	woken := f.signal.Changed()
-	page, err := f.store.Changes(ctx, workspaceID, after, limit)
+	page, err := f.read(ctx, who, after, limit)
 	if err != nil || len(page) > 0 || wait <= 0 {
 		return page, err
 	}
@@ -156,7 +160,7 @@ func (f *Feed) ReadAs(ctx context.Context, who Waiter, after change.Cursor, limi
 	defer f.leave(who)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	poll := time.NewTicker(f.cfg.PollInterval)
+	poll := time.NewTicker(min(f.cfg.PollInterval, f.cfg.Recheck))
 	defer poll.Stop()
 	// soon is set once a wake found nothing to hand out: the change this server committed may
 	// be held back by an older transaction of the database still in flight, so it reads again
@@ -182,7 +186,7 @@ func (f *Feed) ReadAs(ctx context.Context, who Waiter, after change.Cursor, limi
 		case <-poll.C:
 		}
 		woken = f.signal.Changed()
-		page, err := f.store.Changes(ctx, workspaceID, after, limit)
+		page, err := f.read(ctx, who, after, limit)
 		if ctx.Err() != nil {
 			return nil, nil
 		}
@@ -192,21 +196,56 @@ func (f *Feed) ReadAs(ctx context.Context, who Waiter, after change.Cursor, limi
 	}
 }
 
-// enter counts who as waiting, or reports false when the server, its workspace or its reader
-// already holds its share of waits.
-func (f *Feed) enter(who Waiter) bool {
+// read is one read of a page for who, checked in the page's snapshot.
+func (f *Feed) read(ctx context.Context, who ports.FeedReader, after change.Cursor, limit int) ([]change.Stored, error) {
+	page, state, err := f.store.ChangesFor(ctx, who, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	return shown(who, state, page)
+}
+
+// shown is page as who may see it, decided on who's state in the page's snapshot: nothing and
+// an error once the access is gone (the principal's token or account no longer authenticates,
+// the workspace is gone, the principal is no member and not the instance administrator), the
+// connection.* changes without what only the workspace's ADMINs may see for a MEMBER
+// (change.Stored.ForMember), everything for an ADMIN and the instance administrator.
+func shown(who ports.FeedReader, st ports.FeedReaderState, page []change.Stored) ([]change.Stored, error) {
+	p := who.Principal
+	switch {
+	case !st.Authenticated:
+		return nil, fmt.Errorf("change feed reader %d: %w", p.AccountID, ports.ErrUnauthenticated)
+	case !st.WorkspaceExists:
+		return nil, fmt.Errorf("change feed of workspace %d: %w", who.WorkspaceID, ports.ErrNotFound)
+	case p.InstanceAdmin || st.Role.Manages():
+		return page, nil
+	case st.Role.IsZero():
+		return nil, fmt.Errorf("change feed reader %d in workspace %d: %w", p.AccountID, who.WorkspaceID, ports.ErrForbidden)
+	}
+	out := make([]change.Stored, len(page))
+	for i, c := range page {
+		out[i] = c.ForMember()
+	}
+	return out, nil
+}
+
+// enter counts who as waiting, or reports false when the server, its workspace or its account
+// already holds its share of waits. The configured administrator token, which is no account,
+// is counted per workspace and server only.
+func (f *Feed) enter(who ports.FeedReader) bool {
+	reader := who.Principal.AccountID
 	f.mu.Lock()
 	switch {
 	case f.waiting >= f.cfg.MaxWaiting,
 		f.byWorkspace[who.WorkspaceID] >= f.cfg.MaxWaitingPerWorkspace,
-		who.Reader != 0 && f.byReader[who.Reader] >= f.cfg.MaxWaitingPerReader:
+		reader != ports.InstanceAdminAccountID && f.byReader[reader] >= f.cfg.MaxWaitingPerReader:
 		f.mu.Unlock()
 		return false
 	}
 	f.waiting++
 	f.byWorkspace[who.WorkspaceID]++
-	if who.Reader != 0 {
-		f.byReader[who.Reader]++
+	if reader != ports.InstanceAdminAccountID {
+		f.byReader[reader]++
 	}
 	n := f.waiting
 	f.mu.Unlock()
@@ -214,15 +253,15 @@ func (f *Feed) enter(who Waiter) bool {
 	return true
 }
 
-func (f *Feed) leave(who Waiter) {
+func (f *Feed) leave(who ports.FeedReader) {
 	f.mu.Lock()
 	f.waiting--
 	if f.byWorkspace[who.WorkspaceID]--; f.byWorkspace[who.WorkspaceID] <= 0 {
 		delete(f.byWorkspace, who.WorkspaceID)
 	}
-	if who.Reader != 0 {
-		if f.byReader[who.Reader]--; f.byReader[who.Reader] <= 0 {
-			delete(f.byReader, who.Reader)
+	if reader := who.Principal.AccountID; reader != ports.InstanceAdminAccountID {
+		if f.byReader[reader]--; f.byReader[reader] <= 0 {
+			delete(f.byReader, reader)
 		}
 	}
 	n := f.waiting

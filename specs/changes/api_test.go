@@ -35,9 +35,11 @@ type feedServer struct {
 	stop    context.CancelFunc
 }
 
+// Its waits read again every poll only (the recheck is the poll interval too), so a spec with
+// a poll interval of an hour proves the in-process wake.
 func newFeedServer(poll time.Duration, maxWaiting int) *feedServer {
 	GinkgoHelper()
-	return newFeedServerWith(changes.Config{PollInterval: poll, MaxWaiting: maxWaiting}, nil)
+	return newFeedServerWith(changes.Config{PollInterval: poll, Recheck: poll, MaxWaiting: maxWaiting}, nil)
 }
 
 // newFeedServerWith is newFeedServer with the feed's whole configuration, and api (when not

@@ -2,7 +2,9 @@ package changes_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -114,33 +116,155 @@ var _ = Describe("Change feed waits and streams", func() {
 		})
 	})
 
-	When("the caller's access ends while a stream or long poll is open", func() {
+	// An access that ends: end makes the token stop authenticating for the workspace acme and
+	// answers the status a request with it now gets.
+	type ending struct {
+		token  func(ctx context.Context) string
+		end    func(ctx context.Context, token string)
+		status int
+	}
+	endings := map[string]ending{
+		"its token is revoked": {
+			token: func(context.Context) string { return mia },
+			end: func(ctx context.Context, _ string) {
+				accountID, tokenID := principalOfMia(ctx)
+				Expect(svc.RevokeToken(ctx, support.InstanceAdmin, accountID, tokenID)).To(Succeed())
+			},
+			status: http.StatusUnauthorized,
+		},
+		"its token expires": {
+			token: func(ctx context.Context) string {
+				accountID, _ := principalOfMia(ctx)
+				soon := time.Now().Add(5 * time.Second)
+				issued, err := svc.IssueToken(ctx, support.InstanceAdmin, accountID, &soon)
+				Expect(err).NotTo(HaveOccurred())
+				return issued.Value
+			},
+			end: func(ctx context.Context, token string) {
+				Eventually(func() error { _, err := svc.Authenticate(ctx, token); return err }).
+					WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(HaveOccurred())
+			},
+			status: http.StatusUnauthorized,
+		},
+		"its account is disabled": {
+			token: func(context.Context) string { return mia },
+			end: func(ctx context.Context, _ string) {
+				accountID, _ := principalOfMia(ctx)
+				Expect(svc.DisableAccount(ctx, support.InstanceAdmin, accountID)).To(Succeed())
+			},
+			status: http.StatusUnauthorized,
+		},
+		"it is removed from the workspace": {
+			token:  func(context.Context) string { return mia },
+			end:    func(ctx context.Context, _ string) { removeMiaFromWS(ctx) },
+			status: http.StatusForbidden,
+		},
+	}
+	// drain is every change event of a stream until it ends (failing when it does not end).
+	drain := func(events <-chan sseEvent) []string {
+		GinkgoHelper()
+		var got []string
+		Eventually(func() bool {
+			for {
+				select {
+				case e, ok := <-events:
+					if !ok {
+						return true
+					}
+					got = append(got, e.data["subject"].(string))
+				default:
+					return false
+				}
+			}
+		}).WithTimeout(10*time.Second).Should(BeTrue(), "the stream ends")
+		return got
+	}
+
+	When("the caller's access ends and then a change commits", func() {
+		// srv reads only when this server's commit wakes it (poll, recheck and heartbeat
+		// intervals of an hour), so the change committed right after the access ended reaches
+		// the waiting read at once: only the check in the read's own snapshot keeps it back.
+		var srv *feedServer
+		BeforeEach(func() {
+			srv = newFeedServerWith(changes.Config{PollInterval: time.Hour, Recheck: time.Hour},
+				func(c *changesapi.Config) { c.Heartbeat = time.Hour })
+		})
+
+		for name, e := range endings {
+			It("never hands the change to a stream, which ends, when "+name, func(ctx SpecContext) {
+				token := e.token(ctx)
+				writeTo(ctx, srv, acme, "before")
+				events, closeStream := openStream(ctx, srv, token, "")
+				DeferCleanup(closeStream)
+				var first sseEvent
+				Eventually(events).WithTimeout(10 * time.Second).Should(Receive(&first))
+				Expect(first.data).To(HaveKeyWithValue("subject", "before"))
+				Eventually(srv.feed.Waiting).WithTimeout(10 * time.Second).Should(Equal(1))
+
+				e.end(ctx, token)
+				writeTo(ctx, srv, acme, "after")
+				Expect(drain(events)).NotTo(ContainElement("after"))
+			})
+
+			It("never hands the change to a long poll, which answers "+strconv.Itoa(e.status)+", when "+name, func(ctx SpecContext) {
+				token := e.token(ctx)
+				writeTo(ctx, srv, acme, "before")
+				next := srv.get("/api/workspaces/acme/changes", token).JSON["next"].(string)
+				answered := longPoll(srv, "/api/workspaces/acme/changes?wait=60s&after="+next, token)
+				Eventually(srv.feed.Waiting).WithTimeout(10 * time.Second).Should(Equal(1))
+
+				e.end(ctx, token)
+				writeTo(ctx, srv, acme, "after")
+				var r support.Response
+				Eventually(answered).WithTimeout(10 * time.Second).Should(Receive(&r))
+				Expect(r.Status).To(Equal(e.status), fmt.Sprint(r.JSON))
+				Expect(r.JSON).NotTo(HaveKey("changes"))
+				Expect(srv.feed.Waiting()).To(BeZero())
+			})
+		}
+
+		It("never hands out a change another server commits after another server revoked the token", func(ctx SpecContext) {
+			// This server polls (another server's commit does not wake it); the revocation goes
+			// through the other server's own pool and service.
+			polling := newFeedServerWith(changes.Config{PollInterval: 100 * time.Millisecond, Recheck: time.Hour},
+				func(c *changesapi.Config) { c.Heartbeat = time.Hour })
+			elsewhere, _ := support.Management(writerPool, adminToken)
+			events, closeStream := openStream(ctx, polling, mia, "")
+			DeferCleanup(closeStream)
+			next := polling.get("/api/workspaces/acme/changes", mia).JSON["next"].(string)
+			answered := longPoll(polling, "/api/workspaces/acme/changes?wait=60s&after="+next, mia)
+			Eventually(polling.feed.Waiting).WithTimeout(10 * time.Second).Should(Equal(2))
+
+			p, err := elsewhere.Authenticate(ctx, mia)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(elsewhere.RevokeToken(ctx, support.InstanceAdmin, p.AccountID, p.TokenID)).To(Succeed())
+			writeTo(ctx, srv, acme, "after") // wakes srv, not polling
+			Expect(drain(events)).NotTo(ContainElement("after"))
+			var r support.Response
+			Eventually(answered).WithTimeout(10 * time.Second).Should(Receive(&r))
+			Expect(r.Status).To(Equal(http.StatusUnauthorized), fmt.Sprint(r.JSON))
+		})
+	})
+
+	When("the caller's access ends and nothing commits", func() {
+		// The poll and heartbeat intervals are an hour: only the feed's recheck (1 s, the
+		// contract's bound) reads again.
 		var srv *feedServer
 		BeforeEach(func() {
 			srv = newFeedServerWith(changes.Config{PollInterval: time.Hour},
-				func(c *changesapi.Config) { c.Recheck = 200 * time.Millisecond })
+				func(c *changesapi.Config) { c.Heartbeat = time.Hour })
 		})
 
-		It("ends the stream within the recheck interval once the token is revoked", func(ctx SpecContext) {
-			writeTo(ctx, srv, acme, "a-1")
+		It("ends a stream within a few seconds once the token is revoked", func(ctx SpecContext) {
 			events, closeStream := openStream(ctx, srv, mia, "")
 			DeferCleanup(closeStream)
-			Eventually(events).WithTimeout(10 * time.Second).Should(Receive())
-
+			Eventually(srv.feed.Waiting).WithTimeout(10 * time.Second).Should(Equal(1))
 			accountID, tokenID := principalOfMia(ctx)
 			Expect(svc.RevokeToken(ctx, support.InstanceAdmin, accountID, tokenID)).To(Succeed())
 			Eventually(events).WithTimeout(5 * time.Second).Should(BeClosed())
 		})
 
-		It("ends the stream once the account is disabled", func(ctx SpecContext) {
-			events, closeStream := openStream(ctx, srv, mia, "")
-			DeferCleanup(closeStream)
-			accountID, _ := principalOfMia(ctx)
-			Expect(svc.DisableAccount(ctx, support.InstanceAdmin, accountID)).To(Succeed())
-			Eventually(events).WithTimeout(5 * time.Second).Should(BeClosed())
-		})
-
-		It("answers a long poll 403 once the member is removed from the workspace, long before its wait is over", func(ctx SpecContext) {
+		It("answers a long poll 403 once the member is removed, long before its wait is over", func(ctx SpecContext) {
 			answered := longPoll(srv, "/api/workspaces/acme/changes?wait=60s", mia)
 			Eventually(srv.feed.Waiting).WithTimeout(10 * time.Second).Should(Equal(1))
 			removeMiaFromWS(ctx)
@@ -150,10 +274,19 @@ var _ = Describe("Change feed waits and streams", func() {
 			Expect(srv.feed.Waiting()).To(BeZero())
 		})
 
+		It("answers a long poll 404 once the workspace is deleted", func(ctx SpecContext) {
+			answered := longPoll(srv, "/api/workspaces/acme/changes?wait=60s", mia)
+			Eventually(srv.feed.Waiting).WithTimeout(10 * time.Second).Should(Equal(1))
+			Expect(svc.DeleteWorkspace(ctx, support.InstanceAdmin, "acme")).To(Succeed())
+			var r support.Response
+			Eventually(answered).WithTimeout(5 * time.Second).Should(Receive(&r))
+			Expect(r.Status).To(Equal(404))
+		})
+
 		It("keeps a stream of a caller whose access holds", func(ctx SpecContext) {
 			events, closeStream := openStream(ctx, srv, mia, "")
 			DeferCleanup(closeStream)
-			Consistently(events).WithTimeout(time.Second).ShouldNot(BeClosed())
+			Consistently(events).WithTimeout(2 * time.Second).ShouldNot(BeClosed())
 			writeTo(ctx, srv, acme, "a-1")
 			var e sseEvent
 			Eventually(events).WithTimeout(10 * time.Second).Should(Receive(&e))

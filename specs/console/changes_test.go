@@ -74,7 +74,7 @@ var _ = Describe("The console's change feed page", func() {
 		head := b.get("/console/workspaces/acme/changes")
 		follow := regexp.MustCompile(`id="follow" href="\?after=([0-9-]+)"`).FindStringSubmatch(head.Body)
 		Expect(follow).To(HaveLen(2))
-		page, err := feed.Read(ctx, f.acme.ID, change.Cursor{}, 2, 0)
+		page, err := feed.ReadAs(ctx, ports.FeedReader{WorkspaceID: f.acme.ID, Principal: support.InstanceAdmin}, change.Cursor{}, 2, 0)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(follow[1]).To(Equal(page[1].Cursor.String()), "the cursor of the newest change")
 
@@ -92,6 +92,35 @@ var _ = Describe("The console's change feed page", func() {
 		Expect(oldest.Status).To(Equal(http.StatusOK))
 		Expect(strings.Index(oldest.Body, "First crash")).To(BeNumerically("<", strings.Index(oldest.Body, "Second crash")))
 		Expect(oldest.Body).To(ContainSubstring("Fourth crash"))
+	})
+
+	It("shows a MEMBER a connection's change without what only ADMINs see, and an ADMIN the whole, on the head and when following", func(ctx SpecContext) {
+		store, err := changefeed.New(pool, nil)
+		Expect(err).NotTo(HaveOccurred())
+		box, err := deliveryinbox.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		c, err := change.New(change.ConnectionStateChanged, "connection:9", map[string]any{
+			"id": 9, "kind": "SLACK", "provider": "SLACK", "state": "SUSPENDED", "sourceServerUrl": "https://slack.com",
+			"config": map[string]string{"teamId": "T0TEAMSECRET", "appId": "A0APPSECRET"}, "webhookUrl": "/webhooks/x/9",
+			"hasApiToken": true, "access": "UNVERIFIED", "accessReason": "token-missing"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(box.Write(ctx, func(ctx context.Context, tx ports.Tx) error { return store.Publish(ctx, tx, f.acme.ID, c) })).To(Succeed())
+		member := newClient()
+		member.signIn(newAccount(ctx, "acme", "MEMBER"))
+		admin := newClient()
+		admin.signIn(f.ana.Token)
+
+		for _, path := range []string{"/console/workspaces/acme/changes", "/console/workspaces/acme/changes?after=0-0"} {
+			m := member.get(path)
+			Expect(m.Status).To(Equal(http.StatusOK))
+			Expect(m.Body).To(SatisfyAll(ContainSubstring("connection.state_changed"), ContainSubstring("SUSPENDED")))
+			for _, hidden := range []string{"T0TEAMSECRET", "A0APPSECRET", "webhookUrl", "hasApiToken", "accessReason", "token-missing", "slack.com"} {
+				Expect(m.Body).NotTo(ContainSubstring(hidden), path)
+			}
+			a := admin.get(path)
+			Expect(a.Status).To(Equal(http.StatusOK))
+			Expect(a.Body).To(SatisfyAll(ContainSubstring("T0TEAMSECRET"), ContainSubstring("webhookUrl"), ContainSubstring("token-missing")), path)
+		}
 	})
 
 	It("refuses a member of another workspace with 403 and shows none of the changes", func(ctx SpecContext) {

@@ -8,9 +8,16 @@
 // idle stream; the stream ends when the client goes away, the server stops, the caller's access
 // ends or the stream is StreamMax old, and the client resumes with Last-Event-ID).
 //
-// Long-lived answers re-authorise: a long poll and a stream check their caller again every
-// Recheck (15 s): a token revoked or expired, an account disabled or a membership removed ends
-// a stream at once and answers a long poll 401 or 403.
+// Long-lived answers re-authorise: every read of the feed checks its caller in the snapshot of
+// the page it reads (changes.Feed.ReadAs), before the page is answered or sent, and a waiting
+// read reads again at least every second. So nothing committed after the caller's token was
+// revoked or expired, its account disabled, its membership removed or its workspace deleted is
+// handed out; a long poll then answers 401, 403 or 404, and a stream ends (its status was
+// sent; the client's reconnect gets the error).
+//
+// What a caller sees: a MEMBER sees the connection.* changes without what only the
+// workspace's ADMINs may see (change.Stored.ForMember), decided on the role of the same
+// snapshot; an ADMIN and the instance administrator see every change whole.
 //
 // Access (managementapi.RequireMember, as the read APIs): every member of the workspace, and
 // the instance administrator; 401 without a valid token, 404 for an unknown workspace, 403 for
@@ -45,14 +52,14 @@ import (
 // Reader is the feed; *changes.Feed is one. A wait counts against the waiter's workspace's and
 // reader's shares of the server's waits.
 type Reader interface {
-	ReadAs(ctx context.Context, who changes.Waiter, after change.Cursor, limit int, wait time.Duration) ([]change.Stored, error)
+	// ReadAs errors: ports.ErrUnauthenticated, ports.ErrForbidden, ports.ErrNotFound when the
+	// caller's access ended, change.ErrCursorExpired, changes.ErrTooManyWaiters, a store
+	// failure.
+	ReadAs(ctx context.Context, who ports.FeedReader, after change.Cursor, limit int, wait time.Duration) ([]change.Stored, error)
 }
 
 // Defaults of Config.
 const (
-	// DefaultRecheck: how often a long poll or stream re-authorises its caller (CONTRACT.md
-	// "Change feed": at least every 15 s).
-	DefaultRecheck = 15 * time.Second
 	// DefaultStreamMax is HEPHAESTUS_CHANGES_STREAM_MAX's default: a stream then ends and the
 	// client resumes with Last-Event-ID, so a stream does not pin a server, a connection or a
 	// wait slot for ever (a deploy drains in minutes, not days).
@@ -69,10 +76,6 @@ type Config struct {
 	// Heartbeat is the interval of SSE comment lines (default 15s); each SSE read waits up to
 	// it for a change.
 	Heartbeat time.Duration
-	// Recheck is how often a long poll or an open stream re-authorises its caller: the token
-	// still valid, the account enabled and still a member (default DefaultRecheck). When the
-	// access ended, a long poll answers 401/403 and a stream ends at once.
-	Recheck time.Duration
 	// StreamMax is the longest a stream lasts (HEPHAESTUS_CHANGES_STREAM_MAX, default
 	// DefaultStreamMax); then it ends and the client resumes with Last-Event-ID.
 	StreamMax time.Duration
@@ -87,9 +90,6 @@ func Register(r gin.IRouter, cfg Config) error {
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 15 * time.Second
-	}
-	if cfg.Recheck <= 0 {
-		cfg.Recheck = DefaultRecheck
 	}
 	if cfg.StreamMax <= 0 {
 		cfg.StreamMax = DefaultStreamMax
@@ -155,6 +155,10 @@ func (a api) fail(c *gin.Context, err error) {
 		httperr.WriteCode(c, http.StatusGone, "cursor-expired")
 	case errors.Is(err, changes.ErrTooManyWaiters):
 		httperr.WriteCode(c, http.StatusServiceUnavailable, "too-many-waiters")
+	case errors.Is(err, ports.ErrUnauthenticated):
+		// As RequireAuth answers a token that does not authenticate.
+		c.Header("WWW-Authenticate", `Bearer realm="hephaestus"`)
+		httperr.Write(c, err)
 	default:
 		if status, _ := httperr.Status(err); status == http.StatusInternalServerError && a.cfg.Log != nil {
 			a.cfg.Log.Errorw("change feed read failed", "route", c.FullPath(), "error", err.Error())
@@ -174,30 +178,18 @@ func (a api) changes(c *gin.Context) {
 		httperr.WriteCode(c, http.StatusBadRequest, code)
 		return
 	}
-	who := changes.Waiter{WorkspaceID: managementapi.MemberWorkspaceOf(c).ID,
-		Reader: managementapi.PrincipalOf(c).AccountID}
+	who := ports.FeedReader{WorkspaceID: managementapi.MemberWorkspaceOf(c).ID, Principal: managementapi.PrincipalOf(c)}
 	if sse {
 		a.stream(c, who, req)
 		return
 	}
 	ctx, cancel := a.untilStopping(c.Request.Context())
 	defer cancel()
-	// A long poll waits in slices of at most Recheck, re-authorising its caller between them.
-	var (
-		page []change.Stored
-		err  error
-	)
-	for left := req.wait; ; {
-		slice := min(left, a.cfg.Recheck)
-		page, err = a.cfg.Feed.ReadAs(ctx, who, req.after, req.limit, slice)
-		if left -= slice; err != nil || len(page) > 0 || left <= 0 || ctx.Err() != nil {
-			break
-		}
-		if err = a.recheck(ctx, c); err != nil {
-			break
-		}
-	}
+	// Every read of the wait checks the caller in its page's snapshot: a caller whose access
+	// ended gets 401, 403 or 404 instead of the page.
+	page, err := a.cfg.Feed.ReadAs(ctx, who, req.after, req.limit, req.wait)
 	if err != nil {
+		a.ended(c, err)
 		a.fail(c, err)
 		return
 	}
@@ -224,30 +216,38 @@ func (a api) untilStopping(ctx context.Context) (context.Context, context.Cancel
 	return ctx, cancel
 }
 
-// recheck re-authorises the caller of a long-lived response, logging why it ends.
-func (a api) recheck(ctx context.Context, c *gin.Context) error {
-	err := managementapi.RecheckMember(ctx, c, a.cfg.Auth, a.cfg.Members)
-	if err != nil && ctx.Err() == nil && a.cfg.Log != nil {
-		status, _ := httperr.Status(err)
-		a.cfg.Log.Infow("change feed caller no longer authorised; the response ends", "route", c.FullPath(),
-			"accountId", managementapi.PrincipalOf(c).AccountID, "status", status)
+// ended logs that a long-lived answer ends because its caller's access ended (401, 403, 404);
+// other errors are logged where they are answered.
+func (a api) ended(c *gin.Context, err error) {
+	if a.cfg.Log == nil || !accessEnded(err) {
+		return
 	}
-	return err
+	status, _ := httperr.Status(err)
+	a.cfg.Log.Infow("change feed caller no longer authorised; the response ends", "route", c.FullPath(),
+		"accountId", managementapi.PrincipalOf(c).AccountID, "status", status)
+}
+
+func accessEnded(err error) bool {
+	return errors.Is(err, ports.ErrUnauthenticated) || errors.Is(err, ports.ErrForbidden) || errors.Is(err, ports.ErrNotFound)
 }
 
 // stream serves the feed as Server-Sent Events until the client goes away, the server stops,
-// the caller's access ends (re-checked every Recheck) or the stream is StreamMax old. The
-// first read decides the status: a bad or expired cursor is answered as JSON.
-func (a api) stream(c *gin.Context, who changes.Waiter, req request) {
+// the caller's access ends or the stream is StreamMax old. The first read decides the status:
+// a bad or expired cursor, or an access that ended since the request was authorised, is
+// answered as JSON. Every later batch comes from a read that checked the caller in its page's
+// snapshot (a waiting read reads again at least every second), so a batch is sent only while
+// the access holds, and the stream ends at the first read that finds it gone.
+func (a api) stream(c *gin.Context, who ports.FeedReader, req request) {
 	ctx, cancel := a.untilStopping(c.Request.Context())
 	defer cancel()
 	page, err := a.cfg.Feed.ReadAs(ctx, who, req.after, req.limit, 0)
 	if err != nil {
+		a.ended(c, err)
 		a.fail(c, err)
 		return
 	}
 	started := time.Now()
-	checked, wrote := started, started
+	wrote := started
 	w := c.Writer
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -285,21 +285,19 @@ func (a api) stream(c *gin.Context, who changes.Waiter, req request) {
 		if age >= a.cfg.StreamMax {
 			return // the client resumes with Last-Event-ID
 		}
-		if time.Since(checked) >= a.cfg.Recheck {
-			if a.recheck(ctx, c) != nil {
-				return
-			}
-			checked = time.Now()
-		}
-		// Wait no longer than the next heartbeat, recheck or the stream's end is due.
-		wait := min(a.cfg.Heartbeat-time.Since(wrote), a.cfg.Recheck-time.Since(checked), a.cfg.StreamMax-age)
+		// Wait no longer than the next heartbeat or the stream's end is due.
+		wait := min(a.cfg.Heartbeat-time.Since(wrote), a.cfg.StreamMax-age)
 		page, err = a.cfg.Feed.ReadAs(ctx, who, cursor, req.limit, max(wait, time.Millisecond))
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			// The status is sent; an error ends the stream and the client resumes from its
-			// Last-Event-ID.
+			// Last-Event-ID (and gets the error if its access ended).
+			if accessEnded(err) {
+				a.ended(c, err)
+				return
+			}
 			if a.cfg.Log != nil && !errors.Is(err, changes.ErrTooManyWaiters) {
 				a.cfg.Log.Warnw("change feed stream ended on a read error", "workspaceId", who.WorkspaceID, "error", err.Error())
 			}

@@ -477,16 +477,19 @@ func (c *console) changes(g *gin.Context) {
 		return
 	}
 	raw := g.Query("after")
+	// Both reads check the principal again in their page's snapshot and show a MEMBER the
+	// connection.* changes without what only ADMINs may see, as the API does.
+	who := ports.FeedReader{WorkspaceID: ws.ID, Principal: p}
 	var items []change.Stored
 	if raw == "" {
-		items, err = c.cfg.Changes.Latest(ctx, ws.ID, feedPageSize)
+		items, err = c.cfg.Changes.Latest(ctx, who, feedPageSize)
 	} else {
 		after, perr := change.ParseCursor(raw)
 		if perr != nil {
 			c.fail(g, fmt.Errorf("change feed cursor: %w", ports.ErrMalformed))
 			return
 		}
-		items, err = c.cfg.Changes.Read(ctx, ws.ID, after, feedPageSize, 0)
+		items, err = c.cfg.Changes.ReadAs(ctx, who, after, feedPageSize, 0)
 	}
 	if errors.Is(err, change.ErrCursorExpired) {
 		// Retention deleted changes after this cursor: open the head again.

@@ -180,25 +180,3 @@ func RequireInstanceAdmin() gin.HandlerFunc {
 func MemberRoutes(r gin.IRouter, auth Authenticator, members Members, path string) *gin.RouterGroup {
 	return r.Group("/api/workspaces/:"+WorkspaceParam+path, RequireAuth(auth), RequireMember(members))
 }
-
-// RecheckMember decides again what RequireAuth and RequireMember decided for the request c
-// (both ran before): its bearer token still authenticates (not revoked, not expired, its
-// account not disabled) as the same caller, and that caller may still read the workspace of
-// the :ws parameter. A long-lived response (a change feed stream or long poll) calls it while
-// it runs, so it ends when the access it started with ends. Errors: ports.ErrUnauthenticated,
-// ports.ErrForbidden, ports.ErrNotFound, a store failure.
-func RecheckMember(ctx context.Context, c *gin.Context, auth Authenticator, m Members) error {
-	token, ok := bearerToken(c.GetHeader("Authorization"))
-	if !ok {
-		return ports.ErrUnauthenticated
-	}
-	p, err := auth.Authenticate(ctx, token)
-	if err != nil {
-		return err
-	}
-	if was := PrincipalOf(c); p.AccountID != was.AccountID || p.InstanceAdmin != was.InstanceAdmin {
-		return ports.ErrUnauthenticated
-	}
-	_, err = memberWorkspace(ctx, m, p, c.Param(WorkspaceParam))
-	return err
-}

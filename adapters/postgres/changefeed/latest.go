@@ -8,6 +8,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // readSettledLatest is the head of a workspace's feed: its newest changes below the watermark
@@ -24,15 +25,41 @@ LIMIT $2`
 
 // LatestChanges implements ports.ChangeFeed.
 func (s *Store) LatestChanges(ctx context.Context, workspaceID int64, limit int) ([]change.Stored, error) {
+	out, _, err := s.latest(ctx, workspaceID, nil, limit)
+	return out, err
+}
+
+// LatestChangesFor implements ports.ChangeFeed.
+func (s *Store) LatestChangesFor(ctx context.Context, r ports.FeedReader, limit int) ([]change.Stored, ports.FeedReaderState, error) {
+	return s.latest(ctx, r.WorkspaceID, &r, limit)
+}
+
+// latest reads the head, and with r its reader's state in the same snapshot (Store.changes
+// says why the same).
+func (s *Store) latest(ctx context.Context, workspaceID int64, r *ports.FeedReader, limit int) ([]change.Stored, ports.FeedReaderState, error) {
 	var watermark string
 	if err := s.pool.QueryRow(ctx, readSettledWatermark).Scan(&watermark); err != nil {
-		return nil, pgutil.Interpret("read change watermark", err)
+		return nil, ports.FeedReaderState{}, pgutil.Interpret("read change watermark", err)
 	}
-	rows, _ := s.pool.Query(ctx, readSettledLatest, workspaceID, limit, watermark)
-	out, err := pgx.CollectRows(rows, scanChange)
+	var (
+		out   []change.Stored
+		state ports.FeedReaderState
+	)
+	err := pgutil.WithTx(ctx, s.pool, readOnlySnapshot, func(ctx context.Context, tx pgx.Tx) error {
+		if r != nil {
+			var err error
+			if state, err = readReader(ctx, tx, *r); err != nil {
+				return err
+			}
+		}
+		rows, _ := tx.Query(ctx, readSettledLatest, workspaceID, limit, watermark)
+		var err error
+		out, err = pgx.CollectRows(rows, scanChange)
+		return pgutil.Interpret("read latest changes", err)
+	})
 	if err != nil {
-		return nil, pgutil.Interpret("read latest changes", err)
+		return nil, state, err
 	}
 	slices.Reverse(out)
-	return out, nil
+	return out, state, nil
 }

@@ -78,3 +78,20 @@ SELECT count(*) FROM gone`
 
 // countChanges sizes the feed (an index-only scan of the retention index).
 const countChanges = `SELECT count(*) FROM workspace_change`
+
+// readFeedReader is a feed reader's state, read in the snapshot of the page it guards (the
+// same REPEATABLE READ transaction): whether the principal's token ($3 of account $2) is still
+// stored, unexpired at the database's clock and of an enabled account whose instance
+// administrator flag is $5 ($4: the configured administrator token, which is no account and
+// cannot be revoked while the server runs); whether workspace $1 exists; and $2's role in it
+// (NULL: no member). Three primary-key lookups (account_token, account, workspace) and one of
+// workspace_member's key; no lock (a revocation that commits after this snapshot is seen by
+// the next read, and nothing in this page committed after it).
+const readFeedReader = `
+SELECT
+	$4::boolean OR EXISTS (
+		SELECT 1 FROM account_token t JOIN account a ON a.id = t.account_id
+		WHERE t.id = $3 AND t.account_id = $2 AND a.disabled_at IS NULL AND a.instance_admin = $5
+		  AND (t.expires_at IS NULL OR t.expires_at > clock_timestamp())),
+	EXISTS (SELECT 1 FROM workspace w WHERE w.id = $1),
+	coalesce((SELECT m.role FROM workspace_member m WHERE m.workspace_id = $1 AND m.account_id = $2), '')`

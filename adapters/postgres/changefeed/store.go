@@ -38,6 +38,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
+	"github.com/hephaestus-dev/hephaestus/domain/workspace"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -112,14 +113,45 @@ var readOnlySnapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: p
 
 // Changes implements ports.ChangeFeed.
 func (s *Store) Changes(ctx context.Context, workspaceID int64, after change.Cursor, limit int) ([]change.Stored, error) {
+	out, _, err := s.changes(ctx, workspaceID, nil, after, limit)
+	return out, err
+}
+
+// ChangesFor implements ports.ChangeFeed.
+func (s *Store) ChangesFor(ctx context.Context, r ports.FeedReader, after change.Cursor, limit int) ([]change.Stored, ports.FeedReaderState, error) {
+	return s.changes(ctx, r.WorkspaceID, &r, after, limit)
+}
+
+// changes reads a page, and with r its reader's state in the page's snapshot.
+//
+// Why the reader's state is read in the page's snapshot, and not before it or from a cache:
+// a revocation (a token deleted, an account disabled, a member row deleted) commits at some
+// moment R. If R is visible in this snapshot, the state shows it and the caller hands out
+// nothing. If it is not, R committed after the snapshot was taken, and every change of the
+// page, which the same snapshot shows, committed before it. Either way nothing committed after
+// R is handed out. A state read before the page (or cached) leaves a window: the revocation and
+// a change can both commit between the state's read and the page's, and the change would go
+// to a caller who no longer has access. Expiry is a time, not a commit: the state compares it
+// with the database's clock when it is read, after the snapshot was taken, so every change of
+// the page committed before that clock.
+func (s *Store) changes(ctx context.Context, workspaceID int64, r *ports.FeedReader, after change.Cursor, limit int) ([]change.Stored, ports.FeedReaderState, error) {
 	// The watermark is read first, in a statement of its own: the page's snapshot must be
 	// taken after it (readSettledWatermark says why).
 	var watermark string
 	if err := s.pool.QueryRow(ctx, readSettledWatermark).Scan(&watermark); err != nil {
-		return nil, pgutil.Interpret("read change watermark", err)
+		return nil, ports.FeedReaderState{}, pgutil.Interpret("read change watermark", err)
 	}
-	var out []change.Stored
+	var (
+		out   []change.Stored
+		state ports.FeedReaderState
+	)
 	err := pgutil.WithTx(ctx, s.pool, readOnlySnapshot, func(ctx context.Context, tx pgx.Tx) error {
+		if r != nil {
+			var err error
+			if state, err = readReader(ctx, tx, *r); err != nil {
+				return err
+			}
+		}
 		var (
 			hx  string
 			hid int64
@@ -143,7 +175,27 @@ func (s *Store) Changes(ctx context.Context, workspaceID int64, after change.Cur
 		out, err = pgx.CollectRows(rows, scanChange)
 		return pgutil.Interpret("read changes", err)
 	})
-	return out, err
+	return out, state, err
+}
+
+// readReader reads r's state in tx (readFeedReader).
+func readReader(ctx context.Context, tx pgx.Tx, r ports.FeedReader) (ports.FeedReaderState, error) {
+	var (
+		st   ports.FeedReaderState
+		role string
+	)
+	p := r.Principal
+	err := tx.QueryRow(ctx, readFeedReader, r.WorkspaceID, p.AccountID, p.TokenID, p.IsAdminToken(), p.InstanceAdmin).
+		Scan(&st.Authenticated, &st.WorkspaceExists, &role)
+	if err != nil {
+		return st, pgutil.Interpret("read change feed reader", err)
+	}
+	if role != "" {
+		if st.Role, err = workspace.ParseRole(role); err != nil {
+			return st, fmt.Errorf("read change feed reader: %w", err)
+		}
+	}
+	return st, nil
 }
 
 // DeleteChangesBefore implements ports.ChangeRetentionStore.
