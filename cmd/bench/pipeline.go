@@ -1,21 +1,14 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -24,13 +17,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
-	"github.com/hephaestus-dev/hephaestus/application/dispatch"
-	"github.com/hephaestus-dev/hephaestus/bootstrap"
-	"github.com/hephaestus-dev/hephaestus/domain/inbox"
-	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 type pipelineResult struct {
@@ -94,102 +80,6 @@ ON CONFLICT DO NOTHING`, repositoryID, pipelineRepos)
 UPDATE sync_job SET state = 'DONE', leased_until = NULL, leased_by = NULL, finished_at = now()
 WHERE kind = 'BACKFILL' AND state IN ('QUEUED', 'RUNNING')`)
 	return err
-}
-
-// The administrator token and credentials key of the serve children, made once per bench run
-// and handed to every child in its environment (serveSecretsEnv): the pipeline mix and the soak
-// create connections through the API of one child whose sealed secrets the next child opens.
-var benchAdminToken, benchCredentialsKey = func() (string, string) {
-	token, key := make([]byte, 24), make([]byte, 32)
-	_, _ = rand.Read(token)
-	_, _ = rand.Read(key)
-	return hex.EncodeToString(token), base64.StdEncoding.EncodeToString(key)
-}()
-
-const (
-	envServeAdminToken     = "HEPHAESTUS_BENCH_SERVE_ADMIN_TOKEN"
-	envServeCredentialsKey = "HEPHAESTUS_BENCH_SERVE_CREDENTIALS_KEY"
-	envServeLogLevel       = "HEPHAESTUS_BENCH_SERVE_LOG_LEVEL" // the soak's server logs at info
-	envServeCPUProfile     = "HEPHAESTUS_BENCH_SERVE_CPUPROFILE"
-)
-
-func serveSecretsEnv() []string {
-	return []string{envServeAdminToken + "=" + benchAdminToken, envServeCredentialsKey + "=" + benchCredentialsKey,
-		envServeCPUProfile + "=" + serveProfile}
-}
-
-// serveEnv is the environment of the pipeline's server: the benchmark database, a loopback
-// listener, the bench's webhook and Slack signing secrets, the admin token and credentials key
-// the parent handed down, provider API roots on a closed loopback port (nothing may leave the
-// machine), WARN logs.
-func serveEnv(dbURL, addr string) map[string]string {
-	return map[string]string{
-		"DATABASE_URL":                     dbURL,
-		"HEPHAESTUS_HTTP_ADDR":             addr,
-		"HEPHAESTUS_GITHUB_WEBHOOK_SECRET": string(webhookSecret),
-		"HEPHAESTUS_SLACK_SIGNING_SECRET":  string(slackSigningSecret),
-		"HEPHAESTUS_ADMIN_TOKEN":           os.Getenv(envServeAdminToken),
-		"HEPHAESTUS_CREDENTIALS_KEY":       os.Getenv(envServeCredentialsKey),
-		"HEPHAESTUS_GITHUB_API_URL":        "http://127.0.0.1:9",
-		"HEPHAESTUS_GITLAB_API_URL":        "http://127.0.0.1:9",
-		"HEPHAESTUS_SLACK_API_URL":         "http://127.0.0.1:9",
-		"HEPHAESTUS_GITHUB_OAUTH_URL":      "http://127.0.0.1:9",
-		"HEPHAESTUS_OUTLINE_API_URL":       "http://127.0.0.1:9",
-		"HEPHAESTUS_LOG_LEVEL":             cmp.Or(os.Getenv(envServeLogLevel), "warn"),
-	}
-}
-
-// runServeChild is the pipeline's server: `hephaestus serve` as bootstrap wires it (receiver,
-// claimers with the real handlers, renewer, reaper, retention), until SIGTERM.
-func runServeChild(dbURL, addr string) error {
-	env := serveEnv(dbURL, addr)
-	getenv := func(k string) string {
-		if v, ok := env[k]; ok {
-			return v
-		}
-		if strings.HasPrefix(k, "OTEL_") || strings.HasPrefix(k, "HEPHAESTUS_INTEGRATION_CONSUMER_") {
-			// The OTEL_* variables of the bench's environment reach the server, so a run with
-			// them measures the pipeline with tracing on (README, Tracing); the consumer's
-			// settings too (the soak shortens the retention windows with them).
-			return os.Getenv(k)
-		}
-		return ""
-	}
-	cfg, err := bootstrap.LoadConfig(getenv)
-	if err != nil {
-		return err
-	}
-	log, err := bootstrap.NewLogger(cfg)
-	if err != nil {
-		return err
-	}
-	app, err := bootstrap.InitializeApp(cfg, log)
-	if err != nil {
-		return err
-	}
-	if path := os.Getenv(envServeCPUProfile); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	return app.Run(ctx)
-}
-
-func freeLoopbackAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // backlogOf counts QUEUED and LEASED rows (over their partial indexes: the cost follows the
@@ -446,204 +336,6 @@ func waitReady(ctx context.Context, addr string) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return errors.New("the pipeline's server did not become ready in 60 s")
-}
-
-// statementFloor adds, to each pipeline round, the floor of the handler's own statements (the
-// pipeline floor before issue 39), on stderr.
-var statementFloor bool
-
-// pipelineFloorBatch is the most rows one pipeline floor claim leases: its 8 claimers then hold
-// at most 24 rows, as the server's consumer did before its claim-ahead went from 2 to 4 ×
-// Claimers (8 + 32 = 40 now; that serves fast handlers, and a real handler's claimed-ahead rows
-// only wait). Larger batches lease most of the 100 scopes at once and handle each batch
-// serially, which makes the floor slower than the server it is the floor of.
-const pipelineFloorBatch = 3
-
-// floorRow is one delivery of a pipeline floor round as admission stores it.
-type floorRow struct {
-	provider, eventType, subject string
-	payload, headers             []byte
-}
-
-// issuesFloorRows are the pipeline row's deliveries as admission stores them.
-func issuesFloorRows() []floorRow {
-	rows := make([]floorRow, 4*pipelineRepos)
-	for i := range rows {
-		rows[i] = floorRow{provider: "GITHUB", eventType: "issues",
-			subject: fmt.Sprintf("github:repository:%d", repositoryID+i%pipelineRepos),
-			payload: repoPayload(i+1, i%pipelineRepos), headers: []byte("{}")}
-	}
-	return rows
-}
-
-// pipelineFloorRound runs the statements the pipeline runs per delivery, and only those,
-// straight into PostgreSQL at the pipeline's concurrency, for warm-up plus seconds: senders
-// goroutines run the admission's row insert of rows (pausing at the same backlog watermarks as
-// the pipeline's senders), and claimers goroutines run the store's claim (up to
-// pipelineFloorBatch rows), the real handler of each row's event (GitHub `issues` for the
-// pipeline row) with its steps and mirror upserts through the same adapters, and the store's
-// outcome write for the claimed rows. No HTTP, no signatures, no consumer scheduling. The rate
-// is the deliveries completed in the measured window over its length.
-//
-// With seed, the claimers run the commits the seed requires instead of the handler
-// (seedCommits, `issues` rows only): the pipeline floor of issue 39.
-func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders, claimers, seconds int, rows []floorRow, seed bool) (int, time.Duration, error) {
-	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
-		return 0, 0, err
-	}
-	// The inserts go through a pool shaped as the server's admission pool (admissionstore's
-	// size and settings): 32 inserting backends instead would take the claimers' share of the
-	// database's cores, which the server's admission never does.
-	insertPool, err := admissionstore.OpenPool(ctx, dbURL)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer insertPool.Close()
-	var workspaceID int64
-	if err := pool.QueryRow(ctx, `SELECT id FROM workspace WHERE slug = 'bench'`).Scan(&workspaceID); err != nil {
-		return 0, 0, err
-	}
-	store, err := inboxstore.New(pool, inboxstore.Config{})
-	if err != nil {
-		return 0, 0, err
-	}
-	reg, err := floorRegistry(pool)
-	if err != nil {
-		return 0, 0, err
-	}
-	var (
-		key      atomic.Int64
-		done     atomic.Int64
-		busy     atomic.Int64
-		paused   atomic.Bool
-		stop     = make(chan struct{})
-		firstErr error
-		mu       sync.Mutex
-		wg       sync.WaitGroup
-	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		mu.Unlock()
-	}
-	stopped := func() bool {
-		select {
-		case <-stop:
-			return true
-		default:
-			return false
-		}
-	}
-	for range senders {
-		wg.Go(func() {
-			for !stopped() {
-				if paused.Load() {
-					time.Sleep(2 * time.Millisecond)
-					continue
-				}
-				i := int(key.Add(1))
-				row := rows[i%len(rows)]
-				if _, err := insertPool.Exec(ctx, `
-INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject, payload, headers)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-ON CONFLICT DO NOTHING`, workspaceID, row.provider, row.eventType, fmt.Sprintf("floor-%d", i),
-					fmt.Sprintf("ws:%d:%s", workspaceID, row.subject), row.subject, row.payload, row.headers); err != nil {
-					fail(err)
-					return
-				}
-			}
-		})
-	}
-	for range claimers {
-		wg.Go(func() {
-			for !stopped() {
-				claimed, err := store.Claim(ctx, "pipeline-floor", pipelineFloorBatch, time.Minute)
-				if err != nil {
-					fail(err)
-					return
-				}
-				if len(claimed) == 0 {
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				results := make([]ports.Result, 0, len(claimed))
-				for _, c := range claimed {
-					handler, ok := reg.Lookup(c.Delivery.Provider(), c.Delivery.EventType())
-					if !ok {
-						// No handler: the consumer completes the row (GitHub check_run).
-						handler = ports.HandlerFunc(func(context.Context, ports.Dispatch) error { return nil })
-					}
-					// A fence that found the event row briefly held (another claimer's locking
-					// scan on it while it rechecks) is contention: the handler runs again at
-					// once, where the consumer would retry it after a short delay.
-					var herr error
-					for try := 0; try < 1000 && !seed; try++ {
-						hctx := dispatch.BindDispatch(ctx, c)
-						herr = handler.Handle(hctx, ports.Dispatch{Delivery: c.Delivery, WorkspaceID: c.Delivery.WorkspaceID(),
-							Payload: c.Payload, Headers: c.Headers})
-						if herr = ports.FenceRejectionsFrom(hctx).Verdict(herr); !errors.Is(herr, inbox.ErrBusy) {
-							break
-						}
-						busy.Add(1)
-					}
-					if seed {
-						herr = seedCommits(ctx, pool, c)
-					}
-					if herr != nil {
-						fail(fmt.Errorf("handler: %w", herr))
-						return
-					}
-					results = append(results, ports.Result{
-						Ack:      ports.Ack{ID: c.Delivery.ID(), Epoch: c.Delivery.Lease().Epoch()},
-						Decision: inbox.Completed(),
-					})
-				}
-				if _, err := store.Record(ctx, results); err != nil {
-					fail(err)
-					return
-				}
-				done.Add(int64(len(results)))
-			}
-		})
-	}
-	start := time.Now()
-	var windowStart time.Time
-	var before int64
-	tick := time.NewTicker(200 * time.Millisecond)
-	for time.Since(start) < pipelineWarmup+time.Duration(seconds)*time.Second {
-		<-tick.C
-		mu.Lock()
-		failed := firstErr != nil
-		mu.Unlock()
-		if failed {
-			break
-		}
-		if windowStart.IsZero() && time.Since(start) >= pipelineWarmup {
-			windowStart, before = time.Now(), done.Load()
-		}
-		backlog, err := backlogOf(ctx, pool)
-		if err != nil {
-			fail(err)
-			break
-		}
-		switch {
-		case backlog > pipelineHigh:
-			paused.Store(true)
-		case backlog < pipelineLow:
-			paused.Store(false)
-		}
-	}
-	tick.Stop()
-	n, elapsed := int(done.Load()-before), time.Since(windowStart)
-	close(stop)
-	wg.Wait()
-	if firstErr != nil {
-		return 0, 0, firstErr
-	}
-	fmt.Fprintf(os.Stderr, "  pipeline floor: %d deliveries in the window, %d handler runs found a fence busy\n", n, busy.Load())
-	return n, elapsed, nil
 }
 
 // benchPipelineAndFloor alternates pipeline and pipeline floor rounds of seconds each.
