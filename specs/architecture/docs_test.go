@@ -1,0 +1,119 @@
+package architecture_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/specs/architecture"
+)
+
+func findingLines(found []architecture.DocFinding) string {
+	lines := make([]string, len(found))
+	for i, f := range found {
+		lines[i] = f.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+var _ = Describe("The documentation", func() {
+	var root string
+	BeforeEach(func() {
+		var err error
+		root, _, err = architecture.FindModule(".")
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	When("it is reference (README.md, ARCHITECTURE.md, docs/ but the history pages)", func() {
+		It("states how things are: no issue number, date or session narrative", func() {
+			pages, err := architecture.ReferencePages(root)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(pages).To(ContainElements("README.md", "ARCHITECTURE.md", "docs/README.md"))
+			found, err := architecture.HistoryIn(root, pages)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(found).To(BeEmpty(), "history in reference text (move it to CHANGELOG.md or docs/performance-history.md):\n%s", findingLines(found))
+		})
+	})
+
+	It("links only to files and headings that exist in the repository", func() {
+		files, err := architecture.MarkdownFiles(root)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(files).To(ContainElement("CHANGELOG.md"))
+		found, err := architecture.BrokenLinksIn(root, files)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(found).To(BeEmpty(), "links that lead nowhere in a clone:\n%s", findingLines(found))
+	})
+
+	It("keeps README.md and ARCHITECTURE.md short enough to read in one sitting", func() {
+		for file, most := range map[string]int{"README.md": 220, "ARCHITECTURE.md": 550} {
+			b, err := os.ReadFile(filepath.Join(root, file))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(strings.Count(string(b), "\n")).To(BeNumerically("<=", most), file)
+		}
+	})
+
+	When("it documents the configuration (docs/configuration.md)", func() {
+		var page string
+		var read []string
+		BeforeEach(func() {
+			b, err := os.ReadFile(filepath.Join(root, "docs", "configuration.md"))
+			Expect(err).NotTo(HaveOccurred())
+			page = string(b)
+			read, err = architecture.EnvNamesIn(filepath.Join(root, "bootstrap"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(read).To(ContainElements("DATABASE_URL", "HEPHAESTUS_ADMIN_TOKEN", "HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS"))
+		})
+
+		It("names every variable bootstrap reads", func() {
+			Expect(architecture.EnvNamesMentioned(page)).To(ContainElements(read))
+		})
+
+		It("names no variable bootstrap does not read", func() {
+			Expect(read).To(ContainElements(architecture.EnvNamesMentioned(page)))
+		})
+	})
+
+	Describe("the checks themselves, on a fixture", func() {
+		fixture := filepath.Join("testdata", "docs")
+
+		It("finds issue numbers, issue references, dates and session narrative outside code, and nothing in the history pages", func() {
+			pages, err := architecture.ReferencePages(fixture)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(pages).To(Equal([]string{"README.md", "docs/topic/page.md"}))
+			found, err := architecture.HistoryIn(fixture, pages)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(findingLines(found)).To(Equal(strings.Join([]string{
+				"README.md:3: issue 12 (an issue number)",
+				"README.md:3: issues 31 (an issue number)",
+				"README.md:3: #7 (an issue reference)",
+				"README.md:4: 2026-12-03 (a date)",
+				"README.md:4: this session (session narrative)",
+			}, "\n")))
+		})
+
+		It("finds missing files, missing anchors and links out of the repository, in the changelog too", func() {
+			files, err := architecture.MarkdownFiles(fixture)
+			Expect(err).NotTo(HaveOccurred())
+			found, err := architecture.BrokenLinksIn(fixture, files)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(findingLines(found)).To(Equal(strings.Join([]string{
+				"CHANGELOG.md:5: docs/gone.md (no such file in the repository)",
+				"README.md:13: docs/nothing.md (no such file in the repository)",
+				`README.md:13: docs/topic/page.md#nowhere (no heading "nowhere" in docs/topic/page.md)`,
+				"README.md:13: ../shared/seed/x.txt (leads outside the repository)",
+				"README.md:14: ../../README.md (leads outside the repository)",
+			}, "\n")))
+		})
+
+		It("reads the variables from string constants, joined ones included, and not from tests", func() {
+			names, err := architecture.EnvNamesIn(filepath.Join(fixture, "envs"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(names).To(Equal([]string{"DATABASE_URL", "HEPHAESTUS_HTTP_ADDR", "HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS"}))
+			Expect(architecture.EnvNamesMentioned("set `HEPHAESTUS_HTTP_ADDR` (and `HEPHAESTUS_INTEGRATION_CONSUMER_*`), or DATABASE_URL")).
+				To(Equal([]string{"DATABASE_URL", "HEPHAESTUS_HTTP_ADDR"}))
+		})
+	})
+})

@@ -1,0 +1,3 @@
+package envs
+
+const EnvOnlyInTests = "HEPHAESTUS_ONLY_IN_TESTS"
