@@ -199,13 +199,37 @@ var _ = Describe("Bulk replays of several workspaces", func() {
 		Expect(c.JobID).To(Equal(second))
 	})
 
+	It("gives the next runner to the workspace with fewer jobs held, even when its turn came later", func(ctx SpecContext) {
+		var acmeJobs, betaJobs []int64
+		for _, class := range []string{"PERMANENT:*json.SyntaxError", "UNKNOWN:*errors.errorString"} {
+			insertDeadRows(ctx, acme.ID, 5, 1, class, time.Hour)
+			insertDeadRows(ctx, beta.ID, 5, 1, class, time.Hour)
+			acmeJobs = append(acmeJobs, jobID(startReplay(acme, ana.Token, map[string]any{"filter": map[string]any{"errorClass": class}})))
+			betaJobs = append(betaJobs, jobID(startReplay(beta, bob.Token, map[string]any{"filter": map[string]any{"errorClass": class}})))
+		}
+		claim := func(owner string) ports.ReplayLease {
+			GinkgoHelper()
+			l, ok, err := replayStore.ClaimReplayJob(ctx, owner, time.Minute)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ok).To(BeTrue())
+			return l
+		}
+		Expect(claim("server-a").JobID).To(Equal(acmeJobs[0]), "acme's turn first: its job is the oldest")
+		b := claim("server-b")
+		Expect(b.JobID).To(Equal(betaJobs[0]))
+		Expect(replayStore.ReleaseReplay(ctx, b)).To(Succeed())
+		Expect(claim("server-b").JobID).To(Equal(betaJobs[0]), "beta holds none and acme one, though acme's turn is older")
+	})
+
 	It("finishes another workspace's one-row replay while one workspace's jobs are still running", func(ctx SpecContext) {
 		var backlog []int64
 		for _, class := range []string{"PERMANENT:*json.SyntaxError", "UNKNOWN:*errors.errorString"} {
 			insertDeadRows(ctx, acme.ID, 1000, 10, class, time.Hour)
 			backlog = append(backlog, jobID(startReplay(acme, ana.Token, map[string]any{"filter": map[string]any{"errorClass": class}})))
 		}
-		startRunner("server-a", replayStore, 10, &countingNotifier{})
+		// One runner, batches of 5: each of acme's jobs is 200 batches, so beta's job starts
+		// long before acme's first one could end.
+		startRunner("server-a", replayStore, 5, &countingNotifier{})
 		Eventually(func() any { return job(acme, backlog[0], ana.Token).JSON["replayed"] }).WithTimeout(settle).
 			Should(BeNumerically(">", 0))
 
