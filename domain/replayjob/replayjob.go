@@ -8,6 +8,7 @@ package replayjob
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -92,11 +93,7 @@ func NewFilter(f FilterFields, providers []provider.Provider) (Filter, error) {
 	}
 	if f.Provider != "" {
 		out.provider = provider.Restore(f.Provider)
-		known := false
-		for _, p := range providers {
-			known = known || p == out.provider
-		}
-		if !known {
+		if !slices.Contains(providers, out.provider) {
 			return Filter{}, &FieldError{Field: "provider"}
 		}
 	}
