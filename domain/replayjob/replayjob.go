@@ -157,6 +157,7 @@ var (
 	LimitRows = Limit{"rows"}
 )
 
+// String is the limit's name in the 409 answer's "limit" member ("running", "rows").
 func (l Limit) String() string { return l.s }
 
 // LimitError refuses a start: which limit, and its value.
@@ -165,6 +166,7 @@ type LimitError struct {
 	Max   int64
 }
 
+// Error names the limit and its value.
 func (e *LimitError) Error() string {
 	return fmt.Sprintf("replay limit %s (at most %d) reached", e.Limit, e.Max)
 }
