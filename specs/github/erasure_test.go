@@ -298,6 +298,10 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 			Expect(commentBody(quoted.ID)).To(Equal(`"\\" \u00e9 "erased@erased.invalid"`))
 			Expect(scalar[string](ctx, `SELECT payload->'repository'->>'full_name' FROM provider_event WHERE id = $1`, crafted.ID)).
 				To(Equal("acme/app"), "the rest of the payload is as it was")
+			Expect(scalar[string](ctx, `SELECT body FROM github_issue_comment WHERE id = 11`)).
+				To(Equal(`see C:\nSigned-off-by: Victim <erased@erased.invalid>`), "the mirrored comment likewise")
+			Expect(support.SearchEverywhere(ctx, pool, victim)).To(ConsistOf(hit{Table: "inbox_erasure", Column: "identities", Value: victim}),
+				"nothing names the person but the request's frozen identities")
 		})
 	})
 
