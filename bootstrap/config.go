@@ -82,6 +82,11 @@ const (
 	// EnvRejectionsRetention is how long the rejection log keeps a minute (CONTRACT.md
 	// "Operator API"; default 7d).
 	EnvRejectionsRetention = "HEPHAESTUS_REJECTIONS_RETENTION"
+	// EnvReplayMaxRunning and EnvReplayMaxRows bound a workspace's bulk replays (CONTRACT.md
+	// "Operator API"): RUNNING jobs at once, and matched rows per job; past either a start is
+	// 409 replay-limit.
+	EnvReplayMaxRunning = "HEPHAESTUS_REPLAY_MAX_RUNNING"
+	EnvReplayMaxRows    = "HEPHAESTUS_REPLAY_MAX_ROWS"
 	// EnvGitHubRedeliveryInterval is the redelivery reconciler's period (with App
 	// authentication only).
 	EnvGitHubRedeliveryInterval = "HEPHAESTUS_GITHUB_REDELIVERY_INTERVAL"
@@ -143,12 +148,19 @@ const (
 	DefaultChangesRetention     = 7 * 24 * time.Hour
 	DefaultChangesStreamMax     = 15 * time.Minute
 	DefaultRejectionsRetention  = 7 * 24 * time.Hour
+	DefaultReplayMaxRunning     = 2
+	DefaultReplayMaxRows        = 100000
 	DefaultGitHubRedelivery     = 10 * time.Minute
 	DefaultGitHubOAuthURL       = "https://github.com"
 
 	// MaxClaimers bounds the claimers of one server: each may hold a pooled connection, and the
 	// pool is sized from them, so a typo like 8000 would exhaust PostgreSQL's max_connections.
 	MaxClaimers = 256
+	// MaxReplayMaxRunning and MaxReplayMaxRows bound the bulk replay limits: each RUNNING job
+	// takes a runner's turn and each matched row a replay_job_row written in one transaction,
+	// so a typo like 100000 jobs or 10^12 rows would switch the limits off.
+	MaxReplayMaxRunning = 1000
+	MaxReplayMaxRows    = 10000000
 	// CredentialsKeySize is the AES-256 key size of HEPHAESTUS_CREDENTIALS_KEY.
 	CredentialsKeySize = 32
 )
@@ -211,6 +223,10 @@ type Config struct {
 	ChangesStreamMax time.Duration
 	// RejectionsRetention is how long the rejection log keeps a minute.
 	RejectionsRetention time.Duration
+	// ReplayMaxRunning is the most RUNNING bulk replay jobs of one workspace.
+	ReplayMaxRunning int64
+	// ReplayMaxRows is the most rows one bulk replay job may match.
+	ReplayMaxRows int64
 
 	// Tracing: the OTEL_* variables ask for exported OTLP traces (telemetry.TracingEnabled).
 	Tracing bool
@@ -330,6 +346,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		r.fail(EnvChangesStreamMax, "%s is shorter than %s", c.ChangesStreamMax, MinChangesStreamMax)
 	}
 	c.RejectionsRetention = r.duration(EnvRejectionsRetention, DefaultRejectionsRetention)
+	c.ReplayMaxRunning = r.wholeNumber(EnvReplayMaxRunning, DefaultReplayMaxRunning, 1, MaxReplayMaxRunning)
+	c.ReplayMaxRows = r.wholeNumber(EnvReplayMaxRows, DefaultReplayMaxRows, 1, MaxReplayMaxRows)
 	c.GitHubRedeliveryInterval = r.duration(EnvGitHubRedeliveryInterval, DefaultGitHubRedelivery)
 	for _, name := range []string{EnvGitHubAPIToken, EnvGitLabAPIToken} {
 		if r.secret(name) != "" {

@@ -71,6 +71,8 @@ var _ = Describe("Configuration", func() {
 			Expect(c.AccessRecheckInterval).To(Equal(24*time.Hour), "HEPHAESTUS_ACCESS_RECHECK_INTERVAL")
 			Expect(c.ChangesRetention).To(Equal(7*24*time.Hour), "HEPHAESTUS_CHANGES_RETENTION")
 			Expect(c.ChangesStreamMax).To(Equal(15*time.Minute), "HEPHAESTUS_CHANGES_STREAM_MAX")
+			Expect(c.ReplayMaxRunning).To(Equal(int64(2)), "HEPHAESTUS_REPLAY_MAX_RUNNING")
+			Expect(c.ReplayMaxRows).To(Equal(int64(100000)), "HEPHAESTUS_REPLAY_MAX_ROWS")
 		})
 
 		It("builds the domain's retry policy and lease timing from the defaults", func() {
@@ -141,6 +143,8 @@ var _ = Describe("Configuration", func() {
 				"HEPHAESTUS_INTEGRATION_CONSUMER_REAPER_INTERVAL":     "15s",
 				"HEPHAESTUS_INTEGRATION_CONSUMER_POLL_INTERVAL":       "2s",
 				"HEPHAESTUS_INTEGRATION_CONSUMER_RETENTION_INTERVAL":  "30m",
+				"HEPHAESTUS_REPLAY_MAX_RUNNING":                       "5",
+				"HEPHAESTUS_REPLAY_MAX_ROWS":                          "25000",
 			})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(c.Embedded()).To(BeFalse())
@@ -160,6 +164,7 @@ var _ = Describe("Configuration", func() {
 			Expect(c.LogFormat).To(Equal("console"))
 			Expect(c.LogLevel).To(Equal("debug"))
 			Expect(c.ServerID).To(Equal("web-1"))
+			Expect([]int64{c.ReplayMaxRunning, c.ReplayMaxRows}).To(Equal([]int64{5, 25000}))
 			k := c.Consumer
 			Expect([]any{k.Claimers, k.ReplayWindow, k.DeadRetention, k.HandlerTimeout, k.PoisonMaxAttempts,
 				k.PoisonBaseDelay, k.PoisonMaxDelay, k.LeaseDuration, k.RenewInterval, k.ReaperInterval,
@@ -262,6 +267,10 @@ var _ = Describe("Configuration", func() {
 			Entry(nil, "HEPHAESTUS_CHANGES_STREAM_MAX", "forever", ContainSubstring(`"forever"`)),
 			Entry(nil, "HEPHAESTUS_CHANGES_STREAM_MAX", "-1m", `"-1m" is not a positive duration`),
 			Entry(nil, "HEPHAESTUS_CHANGES_STREAM_MAX", "30s", "30s is shorter than 1m0s"),
+			Entry(nil, "HEPHAESTUS_REPLAY_MAX_RUNNING", "0", `"0" is not a whole number between 1 and 1000`),
+			Entry(nil, "HEPHAESTUS_REPLAY_MAX_RUNNING", "two", `"two" is not a whole number between 1 and 1000`),
+			Entry(nil, "HEPHAESTUS_REPLAY_MAX_ROWS", "-1", `"-1" is not a whole number between 1 and 10000000`),
+			Entry(nil, "HEPHAESTUS_REPLAY_MAX_ROWS", "1e5", `"1e5" is not a whole number between 1 and 10000000`),
 			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS", "0", `"0" is not a whole number between 1 and 256`),
 			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS", "8000", `"8000" is not a whole number between 1 and 256`),
 			Entry(nil, "HEPHAESTUS_INTEGRATION_CONSUMER_REPLAY_WINDOW", "3 days", `"3 days" is not a duration (Go syntax like 90s or 1h30m, or days like 3d or 1.5d)`),

@@ -9,13 +9,16 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/replayjobs"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/replays"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// replaySet is bulk replay (issue 35 point 3): the job store, its runner (one of the App's
-// background loops, which wakes this server's claimers after each batch) and the use cases the
-// operator API and the console share. No configuration of its own: a batch is 200 rows, a job's
-// lease 1 minute, the poll 5 seconds (application/replays.RunnerConfig's defaults).
+// replaySet is bulk replay: the job store, its runner (one of the App's background loops, which
+// wakes this server's claimers after each batch) and the use cases the operator API and the
+// console share. Configured: the per-workspace limits (HEPHAESTUS_REPLAY_MAX_RUNNING,
+// HEPHAESTUS_REPLAY_MAX_ROWS) and the providers a filter may name (the provider modules).
+// A batch is 200 rows, a job's lease 1 minute, the poll 5 seconds
+// (application/replays.RunnerConfig's defaults).
 var replaySet = wire.NewSet(
 	provideReplayJobs,
 	wire.Bind(new(ports.ReplayJobStore), new(*replayjobs.Store)),
@@ -31,6 +34,11 @@ func provideReplayRunner(cfg Config, store ports.ReplayJobStore, wake *consumer.
 	return replays.NewRunner(replays.RunnerConfig{Owner: cfg.ServerID}, store, wake, log)
 }
 
-func provideReplays(store ports.ReplayJobStore, runner *replays.Runner) (*replays.Service, error) {
-	return replays.NewService(store, runner)
+func provideReplays(cfg Config, modules []ports.ProviderModule, store ports.ReplayJobStore, runner *replays.Runner) (*replays.Service, error) {
+	providers := make([]provider.Provider, len(modules))
+	for i, m := range modules {
+		providers[i] = m.Provider()
+	}
+	return replays.NewService(replays.ServiceConfig{Providers: providers, MaxRunning: cfg.ReplayMaxRunning, MaxRows: cfg.ReplayMaxRows},
+		store, runner)
 }

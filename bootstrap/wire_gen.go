@@ -142,7 +142,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	replaysService, err := provideReplays(replayjobsStore, replaysRunner)
+	replaysService, err := provideReplays(config, v2, replayjobsStore, replaysRunner)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -45,17 +45,22 @@ type ErasureStore interface {
 	// Errors: ErrNotFound.
 	Resume(ctx context.Context, id int64) (erasure.Request, error)
 
-	// Hold takes one RUNNING request that no runner of any server holds and calls work with it
-	// and its receipts while holding it; the state work returns is stored when it returns. An
-	// error from work stores nothing (the request stays RUNNING for a later runner). A dead
-	// process releases its hold with its session. ok is false when no request was free.
-	Hold(ctx context.Context, work func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.State, error)) (ok bool, err error)
+	// Hold takes one RUNNING request that no runner of any server holds and whose retry time
+	// (erasure.Request.RetryDelay after its last hold) has come, and calls work with it and its
+	// receipts while holding it; the request work returns (its state, passes, retries and retry
+	// delay, erasure.Request.Settle) is stored when it returns. An error from work stores
+	// nothing (the request stays RUNNING for a later runner). A dead process releases its hold
+	// with its session. ok is false when no request was free.
+	Hold(ctx context.Context, work func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.Request, error)) (ok bool, err error)
 
 	// Pass runs one pass of the held request over store: it raises the copy fence (or finds it
 	// raised by the pass's earlier store), waits for the fenced writes that began before it,
 	// then erases: a mirror store through its PersonDataStore; an inbox store by deleting
 	// every matching row in every state (their steps cascade) up to the highest id stored when
-	// the pass began (the receipt's boundary). The receipt commits with the erasure. The fence
+	// the pass began (the receipt's boundary), then rewriting the decoded strings of the other
+	// rows' payloads that name the person (PersonFields.Text), row by row: a row that cannot be
+	// rewritten is left as it was and listed in the receipt's FailedRows, and the pass goes
+	// on. The receipt commits with the erasure. The fence
 	// stays raised from the first store of a pass to its last (the installation inbox), whose
 	// transaction lowers it: no fenced mirror write can commit between the mirror erasure and
 	// the deletion of the deliveries it came from. Errors: context errors,

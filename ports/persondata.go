@@ -59,15 +59,23 @@ type PersonFields struct {
 	Views *PersonViews
 }
 
-// TextRewrite is one rewrite of a payload's JSON text: every match of Pattern (a PostgreSQL
-// regular expression, matched case-insensitively) becomes Replacement (which may use \1…\9).
-// In Pattern, {logins} stands for the person's logins, {emails} for their e-mail addresses and
-// {ids} for their ids, each as an escaped alternation; a rewrite whose placeholder has no value is skipped. Neither may produce a
-// quote or a backslash outside the captured text: the result must stay the same JSON.
+// TextRewrite is one rewrite of the decoded strings of a payload (every string value and every
+// object key, never the JSON text): every match of Pattern (Go regexp syntax, matched as
+// written: [A-Za-z] for a letter of either case) becomes Replacement (regexp.Expand syntax: ${1}…). In Pattern, {logins}
+// stands for the person's logins, {emails} for their e-mail addresses and {ids} for their ids,
+// each as an alternation of the literal values that ignores the case of ASCII letters only; a
+// pattern names at least one of them (the store finds candidate rows by these values), and a
+// rewrite whose placeholder has no value is skipped. A line break is the newline character
+// of the decoded string, never the two characters of its JSON escape. The rewrites of a declaration are applied in order, again until the string no
+// longer changes (so a match that overlaps the context of the previous one is found too).
 type TextRewrite struct {
 	Pattern     string
 	Replacement string
 }
+
+// ErasedEmail is the address a rewrite puts where a person's e-mail address was in someone
+// else's text: the reserved .invalid domain, so it is nobody's.
+const ErasedEmail = "erased@erased.invalid"
 
 // PersonViews declares where a provider's read API and change-feed views name a person: the
 // JSON members of the view types whose fields carry a `person` struct tag (PersonViewsOf). The

@@ -37,8 +37,11 @@ type ReplayJobStore interface {
 	CountReplayable(ctx context.Context, workspaceID int64, filter replayjob.Filter) (int64, error)
 	// StartReplay stores a RUNNING job for the rows that filter matches now, requested by
 	// accountID (InstanceAdminAccountID: the instance administrator token); a job that matched
-	// nothing is stored DONE at once.
-	StartReplay(ctx context.Context, workspaceID int64, filter replayjob.Filter, accountID int64) (ReplayJob, error)
+	// nothing is stored DONE at once. limits are checked atomically with the insert: of two
+	// concurrent starts of one workspace, the second sees the first's job. Errors:
+	// *replayjob.LimitError (nothing stored) when the workspace already runs
+	// limits.MaxRunning() jobs or filter matches more than limits.MaxRows() rows.
+	StartReplay(ctx context.Context, workspaceID int64, filter replayjob.Filter, accountID int64, limits replayjob.Limits) (ReplayJob, error)
 	// ReplayJob reads one job. Errors: ErrNotFound.
 	ReplayJob(ctx context.Context, workspaceID, id int64) (ReplayJob, error)
 	// ListReplayJobs pages the workspace's jobs, newest first, and counts them.
@@ -47,8 +50,10 @@ type ReplayJobStore interface {
 	// returns it. Errors: ErrNotFound; ErrConflict with reason "not-running" for an ended job.
 	CancelReplay(ctx context.Context, workspaceID, id int64) (ReplayJob, error)
 
-	// ClaimReplayJob leases a RUNNING job that no live lease holds (new, or its server died or
-	// stopped) to owner for lease; false when there is none.
+	// ClaimReplayJob leases a RUNNING job that no live lease holds (new, handed back, or its
+	// server died) to owner for lease; false when there is none. Fair across workspaces: the
+	// job comes from the workspace with the fewest jobs held now, among those from the one
+	// whose turn came longest ago (never first), and within it the oldest job.
 	ClaimReplayJob(ctx context.Context, owner string, lease time.Duration) (ReplayLease, bool, error)
 	// ReplayBatch replays the next at most size rows of the held job in one transaction with
 	// the single replay's rules, stores the counts and the keyset position, extends the lease,
@@ -56,6 +61,11 @@ type ReplayJobStore interface {
 	// whether rows remain. Errors: inbox.ErrLeaseLost when the job is no longer RUNNING under l
 	// (cancelled, taken over by another server): nothing of the batch is written.
 	ReplayBatch(ctx context.Context, l ReplayLease, size int, lease time.Duration) (replayed int, more bool, err error)
+	// YieldReplayJob hands the held job back between two of its batches when a job of another
+	// workspace waits for a runner, so the runner claims again and ClaimReplayJob's fair order
+	// decides; false (and the job stays held) when nothing else waits. Errors: none for a lease
+	// already lost (false: the next batch's fence says so).
+	YieldReplayJob(ctx context.Context, l ReplayLease) (bool, error)
 	// FailReplay ends the held job FAILED. Errors: inbox.ErrLeaseLost.
 	FailReplay(ctx context.Context, l ReplayLease) error
 	// ReleaseReplay hands the held job back (a stopping server) so another runner takes it at

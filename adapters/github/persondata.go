@@ -15,15 +15,18 @@ func PersonFields() ports.PersonFields {
 		UserShape: []string{"login"},
 		Emails:    []string{"email"},
 		Text: []ports.TextRewrite{
-			// A trailer line naming the person by e-mail ("\nSigned-off-by: Name <address>",
-			// Co-authored-by, Reviewed-by, …) inside a message: JSON text, so the line break is
-			// the two characters \n.
-			{Pattern: `\\n[ \t]*[a-z][a-z-]*-by:[^"\\]*({emails})[^"\\]*`, Replacement: ``},
+			// A trailer line naming the person by e-mail ("Signed-off-by: Name <address>",
+			// Co-authored-by, Reviewed-by, …) inside a message goes with the line break before
+			// it; as the first line, with the line break after it.
+			{Pattern: `\n[ \t]*[A-Za-z][A-Za-z-]*-[Bb][Yy]:[^\n]*(?:{emails})[^\n]*`, Replacement: ``},
+			{Pattern: `^[ \t]*[A-Za-z][A-Za-z-]*-[Bb][Yy]:[^\n]*(?:{emails})[^\n]*\n?`, Replacement: ``},
+			// The person's e-mail address anywhere else in text (not within a longer address).
+			{Pattern: `(^|[^A-Za-z0-9._%+-])(?:{emails})($|[^A-Za-z0-9_.-]|\.[^A-Za-z0-9_-]|\.$)`, Replacement: `${1}` + ports.ErasedEmail + `${2}`},
 			// "@login" in someone else's text.
-			{Pattern: `([^a-z0-9_-])@({logins})(?![a-z0-9_-])`, Replacement: `\1@ghost`},
+			{Pattern: `(^|[^A-Za-z0-9_-])@(?:{logins})($|[^A-Za-z0-9_-])`, Replacement: `${1}@ghost${2}`},
 			// A string that is the login or starts with it as the owner segment
 			// ("login/repo"), and the first path segment of a URL ("https://host/login/…").
-			{Pattern: `("|"[a-z][a-z0-9+.-]*://[^/"]+/)({logins})(?=[/"?#])`, Replacement: `\1ghost`},
+			{Pattern: `^([A-Za-z][A-Za-z0-9+.-]*://[^/]+/)?(?:{logins})($|[/?#])`, Replacement: `${1}ghost${2}`},
 		},
 	}
 }

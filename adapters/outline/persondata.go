@@ -15,8 +15,8 @@ func PersonFields() ports.PersonFields {
 		Text: []ports.TextRewrite{
 			// A mention "@[Name](mention://<id>/user/<user id>)" in a document's text, then
 			// any other occurrence of the user id.
-			{Pattern: `@\[[^]"]*\]\(mention://([^)/"]*)/user/({ids})\)`, Replacement: `@[erased](mention://\1/user/00000000-0000-0000-0000-000000000000)`},
-			{Pattern: `([^a-z0-9-])({ids})(?![a-z0-9-])`, Replacement: `\100000000-0000-0000-0000-000000000000`},
+			{Pattern: `@\[[^\]]*\]\(mention://([^)/]*)/user/(?:{ids})\)`, Replacement: `@[erased](mention://${1}/user/00000000-0000-0000-0000-000000000000)`},
+			{Pattern: `(^|[^A-Za-z0-9-])(?:{ids})($|[^A-Za-z0-9-])`, Replacement: `${1}00000000-0000-0000-0000-000000000000${2}`},
 		},
 	}
 }

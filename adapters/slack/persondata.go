@@ -12,7 +12,7 @@ func PersonFields() ports.PersonFields {
 		References: []string{"user", "user_id"},
 		Text: []ports.TextRewrite{
 			// A mention "<@U024BE7LH>" or "<@U024BE7LH|name>" in someone else's message.
-			{Pattern: `<@({ids})(\|[^>"]*)?>`, Replacement: `<@U00000000>`},
+			{Pattern: `<@(?:{ids})(\|[^>]*)?>`, Replacement: `<@U00000000>`},
 		},
 	}
 }

@@ -34,8 +34,9 @@ func (c RunnerConfig) validate() error {
 }
 
 // Runner works RUNNING erasure requests: when woken and every Interval it holds one request
-// that no runner of any server holds, runs the passes it still lacks and stores DONE, or
-// FAILED after logging the sanitized cause types of the error. A stopping server leaves its
+// that no runner of any server holds (and whose retry time has come), runs the passes it still
+// lacks and stores DONE; FAILED after logging the sanitized cause types of an error; or, when
+// the last pass left rows it could not rewrite, one more pass for later (erasure.Request.Settle). A stopping server leaves its
 // request RUNNING for a later runner. It starts no goroutine: Run does all the work itself.
 type Runner struct {
 	cfg   RunnerConfig
@@ -89,16 +90,17 @@ func (r *Runner) drain(ctx context.Context) {
 	}
 }
 
-// erase runs the held request's missing passes. Its error (only a cancelled ctx) leaves the
-// request RUNNING; any other failure is logged by cause types, never by message (a message can
-// quote identity values or payload), and ends the request FAILED.
-func (r *Runner) erase(ctx context.Context, req erasure.Request, receipts []erasure.Receipt) (erasure.State, error) {
+// erase runs the held request's missing passes and settles it (erasure.Request.Settle): DONE,
+// or, while its last pass left inbox rows it could not rewrite, one more pass after a delay,
+// then FAILED. Its error (only a cancelled ctx) leaves the request RUNNING; any other failure
+// is logged by cause types, never by message (a message can quote identity values or
+// payload), and ends the request FAILED.
+func (r *Runner) erase(ctx context.Context, req erasure.Request, receipts []erasure.Receipt) (erasure.Request, error) {
 	mirrors := r.store.Mirrors(req.Scope().Provider())
 	for {
 		store, pass, ok := req.Next(mirrors, receipts)
 		if !ok {
-			r.log.Infow("person erasure done", "erasure", req.ID(), "passes", req.Passes())
-			return erasure.Done, nil
+			return r.settle(req, receipts), nil
 		}
 		pctx, end := ctx, func(error) {}
 		if r.cfg.Tracer != nil {
@@ -109,14 +111,30 @@ func (r *Runner) erase(ctx context.Context, req erasure.Request, receipts []eras
 		end(err)
 		if err != nil {
 			if ctx.Err() != nil {
-				return erasure.State{}, ctx.Err()
+				return erasure.Request{}, ctx.Err()
 			}
 			r.log.Errorw("person erasure failed", "erasure", req.ID(), "store", store.String(), "pass", pass,
 				"causes", inbox.CauseTypes(err))
-			return erasure.Failed, nil
+			return req.Fail(), nil
 		}
 		r.log.Infow("person erasure pass committed", "erasure", req.ID(), "store", store.String(), "pass", pass,
-			"deleted", rc.Deleted, "boundary", rc.Boundary)
+			"deleted", rc.Deleted, "boundary", rc.Boundary, "failedRows", len(rc.FailedRows))
 		receipts = append(receipts, rc)
 	}
+}
+
+// settle logs how the request ends its hold.
+func (r *Runner) settle(req erasure.Request, receipts []erasure.Receipt) erasure.Request {
+	settled := req.Settle(receipts)
+	switch settled.State() {
+	case erasure.Done:
+		r.log.Infow("person erasure done", "erasure", req.ID(), "passes", req.Passes())
+	case erasure.Running:
+		r.log.Warnw("person erasure left rows it could not rewrite; another pass follows", "erasure", req.ID(),
+			"pass", req.Passes(), "retry", settled.Retries(), "after", settled.RetryDelay().String())
+	default:
+		r.log.Errorw("person erasure left rows it could not rewrite; retries exhausted", "erasure", req.ID(),
+			"pass", req.Passes(), "retries", req.Retries())
+	}
+	return settled
 }

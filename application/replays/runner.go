@@ -46,10 +46,12 @@ func (c RunnerConfig) validate() error {
 
 // Runner works RUNNING replay jobs: when woken and every Interval it claims a job no live lease
 // holds and replays its rows batch after batch, each batch one short transaction, waking this
-// server's claimers after each batch that replayed rows. No lock and no transaction lasts from
-// one batch to the next, so live dispatch waits at most for one batch. A job that was cancelled
-// or taken over stops at its next batch's fence; a stopping server hands its job back. It
-// starts no goroutine: Run does all the work itself.
+// server's claimers after each batch that replayed rows. Between two batches it hands the job
+// back when another workspace's job waits and claims again (the store's claim is fair across
+// workspaces), so one workspace's jobs never hold the runners while another's wait. No lock
+// and no transaction lasts from one batch to the next, so live dispatch waits at most for one
+// batch. A job that was cancelled or taken over stops at its next batch's fence; a stopping
+// server hands its job back. It starts no goroutine: Run does all the work itself.
 type Runner struct {
 	cfg    RunnerConfig
 	store  ports.ReplayJobStore
@@ -110,6 +112,12 @@ func (r *Runner) work(ctx context.Context, l ports.ReplayLease) bool {
 		}
 		switch {
 		case err == nil && more:
+			// Another workspace's job waits: hand this one back and claim again, which picks
+			// the workspace whose turn came longest ago. A failed yield only keeps the job
+			// here (the next fence decides).
+			if yielded, err := r.store.YieldReplayJob(ctx, l); err == nil && yielded {
+				return true
+			}
 			continue
 		case err == nil:
 			r.log.Infow("replay job done", "job", l.JobID)

@@ -270,6 +270,28 @@ type Receipt struct {
 	Deleted  int64
 	Boundary int64 // the highest row id the pass covered: rows stored later wait for the next pass
 	At       time.Time
+	// FailedRows are the ids of the inbox rows whose payload the pass could not rewrite (at
+	// most MaxFailedRows of them, lowest first): they still name the person, and the pass
+	// committed everything else.
+	FailedRows []int64
+}
+
+// MaxFailedRows bounds the row ids one receipt lists.
+const MaxFailedRows = 1000
+
+// MaxRowRetries is how many passes a runner adds on its own, one after the other, while the
+// last pass left rows it could not rewrite; then the request ends FAILED (a resume grants as
+// many again).
+const MaxRowRetries = 5
+
+// RowRetryDelay is how long a runner waits before the n-th (1-based) pass it adds on its own:
+// 30 seconds, doubling, at most 10 minutes.
+func RowRetryDelay(n int) time.Duration {
+	d := 30 * time.Second
+	for i := 1; i < n && d < 10*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Minute)
 }
 
 // Request is a person-erasure request of the inbox stores. Passes counts the passes asked for:
@@ -279,6 +301,7 @@ type Request struct {
 	scope       Scope
 	state       State
 	passes      int
+	retries     int
 	requestedBy int64
 	createdAt   time.Time
 }
@@ -289,13 +312,15 @@ type StoredRequest struct {
 	Scope       Scope
 	State       State
 	Passes      int
+	Retries     int
 	RequestedBy int64
 	CreatedAt   time.Time
 }
 
 // RestoreRequest rebuilds a request read from storage.
 func RestoreRequest(s StoredRequest) Request {
-	return Request{id: s.ID, scope: s.Scope, state: s.State, passes: s.Passes, requestedBy: s.RequestedBy, createdAt: s.CreatedAt}
+	return Request{id: s.ID, scope: s.Scope, state: s.State, passes: s.Passes, retries: s.Retries,
+		requestedBy: s.RequestedBy, createdAt: s.CreatedAt}
 }
 
 // ID is the erasure's id.
@@ -310,6 +335,9 @@ func (r Request) State() State { return r.state }
 // Passes is how many passes have run, resumes included.
 func (r Request) Passes() int { return r.passes }
 
+// Retries counts the passes a runner added on its own since the start or the last resume.
+func (r Request) Retries() int { return r.retries }
+
 // RequestedBy is the account that started the erasure (0 for the configured administrator token).
 func (r Request) RequestedBy() int64 { return r.requestedBy }
 
@@ -321,7 +349,48 @@ func (r Request) CreatedAt() time.Time { return r.createdAt }
 // deliveries stored and mirror rows written after the last pass.
 func (r *Request) Resume() {
 	r.passes++
+	r.retries = 0
 	r.state = Running
+}
+
+// Settle is the request as its runner lets go of it once every pass asked for has its
+// receipts. DONE when the last pass rewrote every row it had to; while it left rows it could
+// not rewrite (Receipt.FailedRows), one more pass, still RUNNING, to run after
+// RowRetryDelay(Retries()), up to MaxRowRetries such passes; then FAILED, the receipts listing
+// the rows that still name the person.
+func (r Request) Settle(receipts []Receipt) Request {
+	failed := false
+	for _, rc := range receipts {
+		if rc.Pass == r.passes && len(rc.FailedRows) > 0 {
+			failed = true
+		}
+	}
+	switch {
+	case !failed:
+		r.state = Done
+	case r.retries >= MaxRowRetries:
+		r.state = Failed
+	default:
+		r.retries++
+		r.passes++
+		r.state = Running
+	}
+	return r
+}
+
+// Fail is the request ended FAILED by an error of a pass.
+func (r Request) Fail() Request {
+	r.state = Failed
+	return r
+}
+
+// RetryDelay is how long a RUNNING request that Settle gave one more pass waits before a
+// runner takes it again; 0 for any other request.
+func (r Request) RetryDelay() time.Duration {
+	if r.state != Running || r.retries == 0 {
+		return 0
+	}
+	return RowRetryDelay(r.retries)
 }
 
 // Next is the pass still to run given the receipts committed so far: the lowest pass number

@@ -1,6 +1,8 @@
 package erasure_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -108,6 +110,48 @@ var _ = Describe("A person-erasure request", func() {
 				_, err := erasure.ParseStore(bad)
 				Expect(err).To(HaveOccurred(), bad)
 			}
+		})
+
+		It("is done when its last pass rewrote every row it had to", func() {
+			receipts := []erasure.Receipt{
+				{Store: erasure.WorkspaceInbox, Pass: 1, FailedRows: []int64{7}}, {Store: erasure.InstallationInbox, Pass: 1},
+			}
+			resumed := erasure.RestoreRequest(erasure.StoredRequest{ID: 1, State: erasure.Running, Passes: 2})
+			receipts = append(receipts, erasure.Receipt{Store: erasure.WorkspaceInbox, Pass: 2}, erasure.Receipt{Store: erasure.InstallationInbox, Pass: 2})
+			settled := resumed.Settle(receipts)
+			Expect(settled.State()).To(Equal(erasure.Done), "an earlier pass's failed rows were retried by the last")
+			Expect(settled.Passes()).To(Equal(2))
+			Expect(settled.RetryDelay()).To(BeZero())
+		})
+
+		It("adds a later pass while its last pass left rows it could not rewrite, then fails", func() {
+			r := req
+			var receipts []erasure.Receipt
+			for n := 1; n <= erasure.MaxRowRetries; n++ {
+				receipts = append(receipts, erasure.Receipt{Store: erasure.WorkspaceInbox, Pass: r.Passes(), FailedRows: []int64{7}},
+					erasure.Receipt{Store: erasure.InstallationInbox, Pass: r.Passes()})
+				r = r.Settle(receipts)
+				Expect(r.State()).To(Equal(erasure.Running))
+				Expect(r.Passes()).To(Equal(1+n), "one more pass asked for")
+				Expect(r.Retries()).To(Equal(n))
+				Expect(r.RetryDelay()).To(Equal(erasure.RowRetryDelay(n)))
+				_, pass, ok := r.Next(nil, receipts)
+				Expect([]any{pass, ok}).To(Equal([]any{1 + n, true}))
+			}
+			r = r.Settle([]erasure.Receipt{{Store: erasure.InstallationInbox, Pass: r.Passes(), FailedRows: []int64{9}}})
+			Expect(r.State()).To(Equal(erasure.Failed))
+			Expect(r.RetryDelay()).To(BeZero())
+
+			r.Resume()
+			Expect([]any{r.State(), r.Retries(), r.RetryDelay()}).To(Equal([]any{erasure.Running, 0, time.Duration(0)}), "a resume grants the retries again")
+		})
+
+		It("waits 30 seconds before its first added pass, doubling up to 10 minutes", func() {
+			Expect(erasure.RowRetryDelay(1)).To(Equal(30 * time.Second))
+			Expect(erasure.RowRetryDelay(2)).To(Equal(time.Minute))
+			Expect(erasure.RowRetryDelay(5)).To(Equal(8 * time.Minute))
+			Expect(erasure.RowRetryDelay(6)).To(Equal(10 * time.Minute))
+			Expect(erasure.RowRetryDelay(60)).To(Equal(10 * time.Minute))
 		})
 
 		It("repeats both passes on resume, even after it was done", func() {

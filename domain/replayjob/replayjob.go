@@ -6,10 +6,14 @@
 package replayjob
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 )
 
@@ -78,25 +82,49 @@ type FieldError struct{ Field string }
 // Error names the filter field that was refused.
 func (e *FieldError) Error() string { return "invalid replay filter field " + e.Field }
 
-// NewFilter validates f. Errors: *FieldError naming a provider that is no provider, or a text
-// value that is not UTF-8 or longer than MaxText. A range that matches nothing is valid: the
-// job it starts ends at once with nothing matched.
-func NewFilter(f FilterFields) (Filter, error) {
+// NewFilter validates f against the providers this server runs. Errors: *FieldError naming
+// the field of a closed set given a value outside it (a provider that is not one of providers,
+// an error class no DEAD row can carry: see knownErrorClass), or a text value that is not
+// UTF-8 or longer than MaxText. A range that matches nothing is valid: the job it starts ends
+// at once with nothing matched.
+func NewFilter(f FilterFields, providers []provider.Provider) (Filter, error) {
 	out := Filter{eventType: f.EventType, errorClass: f.ErrorClass, deadAfter: f.DeadAfter, deadBefore: f.DeadBefore,
 		receivedAfter: f.ReceivedAfter, receivedBefore: f.ReceivedBefore}
-	if f.Provider != "" {
-		p, err := provider.New(f.Provider)
-		if err != nil {
-			return Filter{}, &FieldError{Field: "provider"}
-		}
-		out.provider = p
-	}
-	for _, t := range []struct{ name, v string }{{"eventType", f.EventType}, {"errorClass", f.ErrorClass}} {
+	for _, t := range []struct{ name, v string }{{"provider", f.Provider}, {"eventType", f.EventType}, {"errorClass", f.ErrorClass}} {
 		if len(t.v) > MaxText || !utf8.ValidString(t.v) {
 			return Filter{}, &FieldError{Field: t.name}
 		}
 	}
+	if f.Provider != "" {
+		out.provider = provider.Restore(f.Provider)
+		if !slices.Contains(providers, out.provider) {
+			return Filter{}, &FieldError{Field: "provider"}
+		}
+	}
+	if f.ErrorClass != "" && !knownErrorClass(f.ErrorClass) {
+		return Filter{}, &FieldError{Field: "errorClass"}
+	}
 	return out, nil
+}
+
+// knownErrorClass reports whether a DEAD row can carry class: the reaper's
+// inbox.LeaseExpiredClass, or what inbox.ErrorClass writes, a failure class and the Go type of
+// the cause ("PERMANENT:*json.SyntaxError", "UNKNOWN:panic(runtime.boundsError)"). The filter
+// matches the stored class exactly, so any other value would match nothing and hide a typo.
+func knownErrorClass(class string) bool {
+	if class == inbox.LeaseExpiredClass {
+		return true
+	}
+	name, cause, ok := strings.Cut(class, ":")
+	if !ok || cause == "" {
+		return false
+	}
+	for _, c := range []inbox.FailureClass{inbox.Permanent, inbox.Retryable, inbox.Contention, inbox.Unknown} {
+		if name == c.String() {
+			return true
+		}
+	}
+	return false
 }
 
 // RestoreFilter rebuilds a stored filter without the creation-time checks.
@@ -113,6 +141,78 @@ func (f Filter) Fields() FilterFields {
 		out.Provider = f.provider.String()
 	}
 	return out
+}
+
+// ErrLimit is what every *LimitError is (errors.Is): a start refused by the workspace's
+// Limits (CONTRACT.md's 409 replay-limit).
+var ErrLimit = errors.New("replay limit reached")
+
+// Limit names which of Limits a start passed.
+type Limit struct{ s string }
+
+var (
+	// LimitRunning: the workspace already runs Limits.MaxRunning jobs; one must end first.
+	LimitRunning = Limit{"running"}
+	// LimitRows: the filter matches more than Limits.MaxRows rows; the operator narrows it.
+	LimitRows = Limit{"rows"}
+)
+
+// String is the limit's name in the 409 answer's "limit" member ("running", "rows").
+func (l Limit) String() string { return l.s }
+
+// LimitError refuses a start: which limit, and its value.
+type LimitError struct {
+	Limit Limit
+	Max   int64
+}
+
+// Error names the limit and its value.
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("replay limit %s (at most %d) reached", e.Limit, e.Max)
+}
+
+// Is makes every LimitError ErrLimit.
+func (e *LimitError) Is(target error) bool { return target == ErrLimit }
+
+// Limits bound what one workspace's bulk replays may cost: at most maxRunning jobs RUNNING at
+// once, and at most maxRows matched rows in one job (its replay_job_row rows, written in the
+// start's transaction). A start past either is refused whole, never truncated: a job that
+// replayed only some of the rows its filter names would leave the operator guessing which.
+type Limits struct{ maxRunning, maxRows int64 }
+
+// NewLimits validates the limits: both at least 1.
+func NewLimits(maxRunning, maxRows int64) (Limits, error) {
+	if maxRunning < 1 || maxRows < 1 {
+		return Limits{}, fmt.Errorf("replay limits: running jobs (%d) and rows per job (%d) must be at least 1", maxRunning, maxRows)
+	}
+	return Limits{maxRunning: maxRunning, maxRows: maxRows}, nil
+}
+
+// IsZero reports limits never made by NewLimits.
+func (l Limits) IsZero() bool { return l == Limits{} }
+
+// MaxRunning is the most RUNNING jobs of one workspace.
+func (l Limits) MaxRunning() int64 { return l.maxRunning }
+
+// MaxRows is the most rows one job may match.
+func (l Limits) MaxRows() int64 { return l.maxRows }
+
+// AdmitRunning decides a start while the workspace runs running jobs. Errors: *LimitError
+// LimitRunning when another job would pass MaxRunning.
+func (l Limits) AdmitRunning(running int64) error {
+	if running >= l.maxRunning {
+		return &LimitError{Limit: LimitRunning, Max: l.maxRunning}
+	}
+	return nil
+}
+
+// AdmitRows decides a start whose filter matches matched rows. Errors: *LimitError LimitRows
+// past MaxRows.
+func (l Limits) AdmitRows(matched int64) error {
+	if matched > l.maxRows {
+		return &LimitError{Limit: LimitRows, Max: l.maxRows}
+	}
+	return nil
 }
 
 // Progress is a job's counts: every matched row ends replayed or skipped (it was no longer DEAD,

@@ -38,6 +38,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"github.com/hephaestus-dev/hephaestus/application/replays"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -56,10 +57,13 @@ var (
 	// replayStore is the bulk replay store of the console's replay page; no runner works its
 	// jobs here, so specs run batches themselves.
 	replayStore *replayjobs.Store
-	pool        *pgxpool.Pool
-	svc         *management.Service
-	server      *httptest.Server
-	feed        *changes.Feed
+	// replayService is the bulk replay use case of the page, with the default running-jobs
+	// limit and replayMaxRows.
+	replayService *replays.Service
+	pool          *pgxpool.Pool
+	svc           *management.Service
+	server        *httptest.Server
+	feed          *changes.Feed
 	// inboxStore claims and records attempts as the claimers do (the deliveries browser specs).
 	inboxStore *inboxstore.Store
 )
@@ -115,7 +119,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	replayStore, err = replayjobs.New(pool, replayjobs.Config{})
 	Expect(err).NotTo(HaveOccurred())
-	bulk, err := replays.NewService(replayStore, noopNotifier{})
+	bulk, err := replays.NewService(replays.ServiceConfig{Providers: []provider.Provider{provider.MustNew("GITHUB"), provider.MustNew("SLACK")},
+		MaxRows: replayMaxRows}, replayStore, noopNotifier{})
+	replayService = bulk
 	Expect(err).NotTo(HaveOccurred())
 
 	gin.SetMode(gin.TestMode)

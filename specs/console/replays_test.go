@@ -19,6 +19,10 @@ import (
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
+// replayMaxRows is the rows limit of the page's replays: a filter of the fixture's seven DEAD
+// rows of acme passes it.
+const replayMaxRows = 10
+
 // replayFixture adds to the fixture a MEMBER of acme and DEAD rows of acme (five of event type
 // "issues", two of "push") and of other (two of "issues").
 type replayFixture struct {
@@ -64,7 +68,7 @@ var _ = Describe("The console's bulk replay page", func() {
 	BeforeEach(func(ctx SpecContext) { f = newReplayFixture(ctx) })
 
 	It("shows a MEMBER the dry-run count and the jobs, but no start or cancel button, and refuses the MEMBER's posts", func(ctx SpecContext) {
-		started, err := replayStore.StartReplay(ctx, f.acme.ID, mustFilter(), f.ana.ID)
+		started, err := replayStore.StartReplay(ctx, f.acme.ID, mustFilter(), f.ana.ID, replayService.Limits())
 		Expect(err).NotTo(HaveOccurred())
 		b := newClient()
 		Expect(b.signIn(f.mia).Status).To(Equal(http.StatusSeeOther))
@@ -83,7 +87,7 @@ var _ = Describe("The console's bulk replay page", func() {
 	})
 
 	It("does not show the page, nor start or cancel a job, for an ADMIN of another workspace", func(ctx SpecContext) {
-		started, err := replayStore.StartReplay(ctx, f.acme.ID, mustFilter(), f.ana.ID)
+		started, err := replayStore.StartReplay(ctx, f.acme.ID, mustFilter(), f.ana.ID, replayService.Limits())
 		Expect(err).NotTo(HaveOccurred())
 		b := newClient()
 		Expect(b.signIn(f.olga.Token).Status).To(Equal(http.StatusSeeOther))
@@ -110,7 +114,42 @@ var _ = Describe("The console's bulk replay page", func() {
 		unknown := b.get("/console/workspaces/acme/replays?state=DEAD&count=1")
 		Expect(unknown.Status).To(Equal(http.StatusBadRequest))
 		Expect(unknown.Body).To(ContainSubstring("state"))
+		bitbucket := b.post("/console/workspaces/acme/replays", url.Values{"csrf": {csrf}, "provider": {"BITBUCKET"}})
+		Expect(bitbucket.Status).To(Equal(http.StatusBadRequest))
+		Expect(bitbucket.Body).To(ContainSubstring("The filter field provider has a value the console cannot use. It takes the name of a provider this server runs: GITHUB, SLACK."))
+		class := b.get("/console/workspaces/acme/replays?errorClass=PERMANENT&count=1")
+		Expect(class.Status).To(Equal(http.StatusBadRequest))
+		Expect(class.Body).To(ContainSubstring("The filter field errorClass has a value the console cannot use. It takes an error class as a dead letter shows it"))
+		Expect(class.Body).NotTo(ContainSubstring("DEAD rows match"))
 		Expect(jobCount(ctx)).To(Equal(0))
+		Expect(states(ctx, f.issues)).To(Equal(map[string]int{"DEAD": 5}))
+	})
+
+	It("refuses the ADMIN's start past the workspace's limits with 409 saying what to do, starting nothing", func(ctx SpecContext) {
+		for range 2 {
+			_, err := replayStore.StartReplay(ctx, f.acme.ID, mustFilter(), f.ana.ID, replayService.Limits())
+			Expect(err).NotTo(HaveOccurred())
+		}
+		b := newClient()
+		Expect(b.signIn(f.ana.Token).Status).To(Equal(http.StatusSeeOther))
+		csrf := b.csrf("/console/workspaces/acme/replays")
+		busy := b.post("/console/workspaces/acme/replays", url.Values{"csrf": {csrf}, "eventType": {"issues"}})
+		Expect(busy.Status).To(Equal(http.StatusConflict))
+		Expect(busy.Body).To(ContainSubstring("This workspace already runs as many replay jobs as it may at once (2). Wait for one to end, or cancel one"))
+		Expect(jobCount(ctx)).To(Equal(2))
+
+		By("with a job cancelled, a filter of more rows than one job may replay is refused, and a narrower one starts")
+		first := support.Scalar[int64](ctx, pool, `SELECT min(id) FROM replay_job`)
+		Expect(b.post(fmt.Sprintf("/console/workspaces/acme/replays/%d/cancel", first), url.Values{"csrf": {csrf}}).Status).To(Equal(http.StatusSeeOther))
+		for range replayMaxRows - 6 {
+			deadLetter(ctx, f.acme.ID, "GITHUB", "issues", "PERMANENT:*json.SyntaxError")
+		}
+		wide := b.post("/console/workspaces/acme/replays", url.Values{"csrf": {csrf}})
+		Expect(wide.Status).To(Equal(http.StatusConflict))
+		Expect(wide.Body).To(ContainSubstring(fmt.Sprintf("The filter matches more than %d DEAD rows, the most one replay job may replay. Narrow it", replayMaxRows)))
+		Expect(jobCount(ctx)).To(Equal(2))
+		Expect(b.post("/console/workspaces/acme/replays", url.Values{"csrf": {csrf}, "eventType": {"push"}}).Status).To(Equal(http.StatusSeeOther))
+		Expect(jobCount(ctx)).To(Equal(3))
 		Expect(states(ctx, f.issues)).To(Equal(map[string]int{"DEAD": 5}))
 	})
 
@@ -218,7 +257,7 @@ func startChromium() context.Context {
 // mustFilter is the filter of every DEAD row.
 func mustFilter() replayjob.Filter {
 	GinkgoHelper()
-	f, err := replayjob.NewFilter(replayjob.FilterFields{})
+	f, err := replayService.Filter(replayjob.FilterFields{})
 	Expect(err).NotTo(HaveOccurred())
 	return f
 }

@@ -253,6 +253,55 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 		})
 	})
 
+	When("someone else's comment holds a backslash before text shaped like a trailer naming the person", func() {
+		It("reaches DONE, deletes the person's deliveries and leaves the address in no payload, every payload still JSON", func(ctx SpecContext) {
+			const victim = "victim@example.com"
+			ws := newWorkspace(ctx, "acme")
+			appConnection(ctx, ws, 1, "ACTIVE")
+			repo := repository(4242, "acme/app", 77)
+			hubot := obj{"login": "hubot", "id": 1, "type": "User"}
+			comment := func(id int64, text string) []byte {
+				return body(obj{"action": "created", "repository": repo, "sender": hubot,
+					"issue":   obj{"id": 3001, "number": 1, "title": "t", "state": "open", "user": hubot, "updated_at": "2024-02-02T00:00:00Z"},
+					"comment": obj{"id": id, "body": text, "user": hubot, "created_at": "2024-02-02T00:00:00Z", "updated_at": "2024-02-02T00:00:00Z"}})
+			}
+			// The crafted body: a literal backslash, then "nSigned-off-by: …", so the stored
+			// JSON text holds \\n where a trailer would follow a line break.
+			crafted := namespaced(ctx, leased(ctx, ws, "issue_comment", comment(11, `see C:\`+`nSigned-off-by: Victim <`+victim+`>`)))
+			Expect(crafted.handle(ctx, reg)).To(Succeed(), "stored and handled")
+			Expect(scalar[string](ctx, `SELECT payload::text FROM provider_event WHERE id = $1`, crafted.ID)).To(ContainSubstring(`C:\\nSigned-off-by`))
+			// A real trailer, and the address in quotes and in another case, after escapes.
+			trailer := namespaced(ctx, leased(ctx, ws, "issue_comment", comment(12, "Fix\n\nSigned-off-by: Victim <"+victim+">\nReviewed-by: Bo <bo@example.org>")))
+			quoted := namespaced(ctx, leased(ctx, ws, "issue_comment", comment(13, `"\\" \u00e9 "VICTIM@example.com"`)))
+			// The person's own delivery: a commit author naming them by address, still LEASED.
+			own := namespaced(ctx, leased(ctx, ws, "push", body(obj{"ref": "refs/heads/main", "repository": repo, "sender": hubot,
+				"commits": []obj{{"id": sha(1), "message": "m", "author": obj{"name": "Victim", "email": victim}}}})))
+
+			receipts := erase(ctx, scopeOf(identity("", "", victim)))
+			Expect(receipts).To(HaveLen(4))
+			for _, rc := range receipts {
+				Expect(rc.FailedRows).To(BeEmpty(), rc.Store.String())
+			}
+			Expect(scalar[int](ctx, `SELECT count(*) FROM provider_event WHERE id = $1`, own.ID)).To(BeZero(), "the person's own delivery is deleted")
+			Expect(scalar[int](ctx, `SELECT count(*) FROM provider_event WHERE id = ANY($1)`, []int64{crafted.ID, trailer.ID, quoted.ID})).
+				To(Equal(3), "the others' deliveries stay")
+			Expect(scalar[int](ctx, `SELECT count(*) FROM provider_event WHERE strpos(lower(payload::text), $1) > 0`, victim)).
+				To(BeZero(), "no payload names the person")
+			commentBody := func(id int64) string {
+				return scalar[string](ctx, `SELECT payload->'comment'->>'body' FROM provider_event WHERE id = $1`, id)
+			}
+			Expect(commentBody(crafted.ID)).To(Equal(`see C:\nSigned-off-by: Victim <erased@erased.invalid>`), "no line break: the address goes, the text stays")
+			Expect(commentBody(trailer.ID)).To(Equal("Fix\n\nReviewed-by: Bo <bo@example.org>"), "the trailer line naming the person goes")
+			Expect(commentBody(quoted.ID)).To(Equal(`"\\" \u00e9 "erased@erased.invalid"`))
+			Expect(scalar[string](ctx, `SELECT payload->'repository'->>'full_name' FROM provider_event WHERE id = $1`, crafted.ID)).
+				To(Equal("acme/app"), "the rest of the payload is as it was")
+			Expect(scalar[string](ctx, `SELECT body FROM github_issue_comment WHERE id = 11`)).
+				To(Equal(`see C:\nSigned-off-by: Victim <erased@erased.invalid>`), "the mirrored comment likewise")
+			Expect(support.SearchEverywhere(ctx, pool, victim)).To(ConsistOf(hit{Table: "inbox_erasure", Column: "identities", Value: victim}),
+				"nothing names the person but the request's frozen identities")
+		})
+	})
+
 	When("a handler of a delivery about the person runs while the erasure is between the mirror and the inbox", func() {
 		It("cannot write the person back into the mirror", func(ctx SpecContext) {
 			ws := newWorkspace(ctx, "acme")
@@ -274,7 +323,7 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 			// This spec is the runner for the first store, so it can act at the moment after the
 			// mirror store committed and before the inbox store began.
 			errBetweenStores := errors.New("stopping between the stores")
-			held, err := erasures.Hold(ctx, func(ctx context.Context, r erasure.Request, _ []erasure.Receipt) (erasure.State, error) {
+			held, err := erasures.Hold(ctx, func(ctx context.Context, r erasure.Request, _ []erasure.Receipt) (erasure.Request, error) {
 				Expect(r.ID()).To(Equal(req.ID()))
 				rc, err := erasures.Pass(ctx, r.ID(), erasure.MirrorStore(github.Provider), 1)
 				Expect(err).NotTo(HaveOccurred())
@@ -286,7 +335,7 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 				Expect(err).To(MatchError(inbox.ErrBusy), "the copy fence stays raised: the write rolls back and retries")
 				Expect(scalar[int](ctx, `SELECT count(*) FROM github_user WHERE id = 21031067`)).To(BeZero())
 				Expect(scalar[int](ctx, `SELECT count(*) FROM github_issue_comment WHERE author_id = 21031067`)).To(BeZero())
-				return erasure.State{}, errBetweenStores
+				return erasure.Request{}, errBetweenStores
 			})
 			Expect(held).To(BeTrue())
 			Expect(err).To(MatchError(errBetweenStores))

@@ -73,12 +73,13 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		return progress(id)["receipts"].([]any)
 	}
 	receipt := func(store string, pass, deleted int) map[string]any {
-		return map[string]any{"store": store, "pass": float64(pass), "deleted": float64(deleted), "at": MatchRegexp(`Z$`)}
+		return map[string]any{"store": store, "pass": float64(pass), "deleted": float64(deleted), "at": MatchRegexp(`Z$`),
+			"failedRows": BeEmpty()}
 	}
 	matchReceipts := func(want ...map[string]any) OmegaMatcher {
 		ms := make([]any, len(want))
 		for i, w := range want {
-			fields := []OmegaMatcher{HaveLen(4)}
+			fields := []OmegaMatcher{HaveLen(5)}
 			for k, v := range w {
 				fields = append(fields, HaveKeyWithValue(k, v))
 			}
@@ -124,6 +125,67 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 			ID: leased, State: inbox.Leased, LeaseEpoch: 1, LeasedUntil: time.Now().Add(time.Minute)})}),
 			func(context.Context, ports.Tx) error { return nil })
 		Expect(err).To(MatchError(inbox.ErrErased))
+	})
+
+	When("one row of others' deliveries cannot be rewritten", func() {
+		It("rewrites the others, reports the row by id and stays RUNNING, and a later pass rewrites it", func(ctx SpecContext) {
+			mention := func(n int) string {
+				return fmt.Sprintf(`{"action":"created","comment":{"id":%d,"body":"thanks @octocat"},"sender":{"login":"hubot","id":1}}`, n)
+			}
+			victims := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "1", Payload: octocatSender})
+			before := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "2", Payload: mention(1)})
+			stuck := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "3", State: "DONE", Payload: mention(2)})
+			after := insertRow(ctx, pool, row{Workspace: acme.ID, Repo: "4", Payload: mention(3)})
+			installation := insertRow(ctx, pool, row{Payload: octocatSender})
+
+			// The database refuses this one row's new payload (as a constraint or a trigger of
+			// a later migration could); every other row's rewrite must still commit.
+			_, err := pool.Exec(ctx, fmt.Sprintf(`
+				CREATE FUNCTION spec_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN RAISE EXCEPTION 'spec: this payload cannot be rewritten' USING ERRCODE = 'check_violation'; END $$;
+				CREATE TRIGGER spec_refuse_rewrite BEFORE UPDATE OF payload ON provider_event
+				FOR EACH ROW WHEN (OLD.id = %d) EXECUTE FUNCTION spec_refuse_rewrite();`, stuck))
+			Expect(err).NotTo(HaveOccurred())
+			dropTrigger := func(ctx context.Context) {
+				_, err := pool.Exec(ctx, `DROP TRIGGER IF EXISTS spec_refuse_rewrite ON provider_event; DROP FUNCTION IF EXISTS spec_refuse_rewrite()`)
+				Expect(err).NotTo(HaveOccurred())
+			}
+			DeferCleanup(dropTrigger)
+
+			id := start(octocat)
+			var receipts []any
+			Eventually(func() []any {
+				receipts = progress(id)["receipts"].([]any)
+				return receipts
+			}).WithTimeout(settle).WithPolling(20*time.Millisecond).Should(HaveLen(4), "the pass completes over every store")
+			Expect(receipts).To(matchReceipts(receipt("github-mirror", 1, 0), receipt("change-feed", 1, 0),
+				map[string]any{"store": "workspace-inbox", "pass": float64(1), "deleted": float64(3), "at": MatchRegexp(`Z$`),
+					"failedRows": Equal([]any{float64(stuck)})},
+				receipt("installation-inbox", 1, 1)))
+			Expect(progress(id)["state"]).To(Equal("RUNNING"), "not DONE while a row still names the person")
+
+			Expect(existing(ctx, victims, installation)).To(BeEmpty(), "the person's own deliveries are deleted")
+			body := func(id int64) string {
+				return support.Scalar[string](ctx, pool, `SELECT payload->'comment'->>'body' FROM provider_event WHERE id = $1`, id)
+			}
+			Expect([]string{body(before), body(stuck), body(after)}).To(Equal([]string{"thanks @ghost", "thanks @octocat", "thanks @ghost"}))
+			Expect(fenceRaised(ctx)).To(BeFalse())
+			Expect(support.Scalar[int](ctx, pool, `SELECT retries FROM inbox_erasure WHERE id = $1`, id)).To(Equal(1))
+			Expect(support.Scalar[bool](ctx, pool, `SELECT retry_at > clock_timestamp() + interval '20 seconds' FROM inbox_erasure WHERE id = $1`, id)).
+				To(BeTrue(), "the added pass waits for its delay")
+
+			By("a later pass retrying the row once it can be rewritten")
+			dropTrigger(ctx)
+			// Moving time: the retry is due now.
+			_, err = pool.Exec(ctx, `UPDATE inbox_erasure SET retry_at = clock_timestamp() WHERE id = $1`, id)
+			Expect(err).NotTo(HaveOccurred())
+			runner.Notify()
+			receipts = awaitDone(id)
+			Expect(receipts).To(HaveLen(8))
+			Expect(receipts[4:]).To(matchReceipts(receipt("github-mirror", 2, 0), receipt("change-feed", 2, 0),
+				receipt("workspace-inbox", 2, 1), receipt("installation-inbox", 2, 0)))
+			Expect(body(stuck)).To(Equal("thanks @ghost"))
+		})
 	})
 
 	It("previews the current matches per store without deleting anything", func(ctx SpecContext) {
@@ -281,11 +343,11 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		var during int64
-		held, err := erasures.Hold(ctx, func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.State, error) {
+		held, err := erasures.Hold(ctx, func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.Request, error) {
 			for {
 				store, pass, ok := r.Next(erasures.Mirrors(r.Scope().Provider()), receipts)
 				if !ok {
-					return erasure.Done, nil
+					return r.Settle(receipts), nil
 				}
 				if store != erasure.WorkspaceInbox {
 					rc, err := erasures.Pass(ctx, r.ID(), store, pass)
@@ -423,7 +485,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		errBetweenStores := errors.New("stopping between the stores")
-		held, err := erasures.Hold(ctx, func(ctx context.Context, r erasure.Request, _ []erasure.Receipt) (erasure.State, error) {
+		held, err := erasures.Hold(ctx, func(ctx context.Context, r erasure.Request, _ []erasure.Receipt) (erasure.Request, error) {
 			Expect(r.ID()).To(Equal(first.ID()))
 			_, err := erasures.Pass(ctx, r.ID(), erasure.MirrorStore(githubProvider), 1)
 			Expect(err).NotTo(HaveOccurred())
@@ -433,7 +495,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 				Expect(err).NotTo(HaveOccurred())
 			}
 			Expect(fenceRaised(ctx)).To(BeTrue(), "the first request is still within its pass")
-			return erasure.State{}, errBetweenStores
+			return erasure.Request{}, errBetweenStores
 		})
 		Expect(held).To(BeTrue())
 		Expect(err).To(MatchError(errBetweenStores))

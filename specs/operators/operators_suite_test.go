@@ -31,6 +31,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"github.com/hephaestus-dev/hephaestus/application/replays"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -42,6 +43,13 @@ func TestOperators(t *testing.T) {
 
 // adminToken is the configured instance administrator token of the server under test.
 const adminToken = "spec-instance-admin-token-0123456789"
+
+// The bulk replay limits of the server under test: the contract's default of running jobs, and
+// a rows limit the largest replay spec (2,000 rows) stays under.
+const (
+	replayMaxRunning = 2
+	replayMaxRows    = 2500
+)
 
 // quick bounds what must not wait; settle bounds background work (the erasure runner).
 const (
@@ -65,6 +73,10 @@ var (
 	// server's replay runner, which no spec runs unless it starts one (replays_test.go).
 	replayStore *replayjobs.Store
 	replayWakes *countingNotifier
+
+	// replayProviders are the providers the server under test runs (the only ones a replay
+	// filter may name).
+	replayProviders = []provider.Provider{githubProvider, provider.MustNew("GITLAB"), provider.MustNew("SLACK"), provider.MustNew("OUTLINE")}
 
 	stopRunner context.CancelFunc
 	runnerDone chan struct{}
@@ -118,7 +130,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	replayStore, err = replayjobs.New(pool, replayjobs.Config{})
 	Expect(err).NotTo(HaveOccurred())
 	replayWakes = &countingNotifier{}
-	bulk, err := replays.NewService(replayStore, replayWakes)
+	bulk, err := replays.NewService(replays.ServiceConfig{Providers: replayProviders, MaxRunning: replayMaxRunning, MaxRows: replayMaxRows},
+		replayStore, replayWakes)
 	Expect(err).NotTo(HaveOccurred())
 	operatorapi.RegisterReplays(engine, svc, workspaces, bulk, support.Logger{})
 	server, client = support.Serve(engine)

@@ -233,7 +233,13 @@ var _ = Describe("Bulk replay", func() {
 		Entry("an unknown filter field", map[string]any{"filter": map[string]any{"state": "DEAD"}}, "filter.state"),
 		Entry("an unknown body field", map[string]any{"filters": map[string]any{}}, "filters"),
 		Entry("a provider that is no provider name", map[string]any{"filter": map[string]any{"provider": "github"}}, "filter.provider"),
+		Entry("a provider this server does not run", map[string]any{"filter": map[string]any{"provider": "BITBUCKET"}}, "filter.provider"),
+		Entry("a provider this server does not run, in a dry run", map[string]any{"filter": map[string]any{"provider": "BITBUCKET"}, "dryRun": true}, "filter.provider"),
+		Entry("an error class of no failure class", map[string]any{"filter": map[string]any{"errorClass": "FATAL:*json.SyntaxError"}}, "filter.errorClass"),
+		Entry("an error class without its cause type, in a dry run", map[string]any{"filter": map[string]any{"errorClass": "PERMANENT"}, "dryRun": true}, "filter.errorClass"),
 		Entry("a time that is not RFC 3339", map[string]any{"filter": map[string]any{"deadAfter": "yesterday"}}, "filter.deadAfter"),
+		Entry("a dead bound without its time zone", map[string]any{"filter": map[string]any{"deadBefore": "2026-12-01T10:00:00"}}, "filter.deadBefore"),
+		Entry("a received bound that is no date", map[string]any{"filter": map[string]any{"receivedAfter": "2026-13-45T10:00:00Z"}}, "filter.receivedAfter"),
 		Entry("a received bound of the wrong type", map[string]any{"filter": map[string]any{"receivedBefore": 17}}, "filter.receivedBefore"),
 		Entry("a text of the wrong type", map[string]any{"filter": map[string]any{"eventType": []string{"issues"}}}, "filter.eventType"),
 		Entry("an overlong error class", map[string]any{"filter": map[string]any{"errorClass": strings.Repeat("x", 600)}}, "filter.errorClass"),
@@ -279,6 +285,11 @@ var _ = Describe("Bulk replay", func() {
 				To(Equal(a.cancel), a.who+" cancels")
 			Expect(startReplay(acme, a.token, map[string]any{"filter": map[string]any{"eventType": "push"}}).Status).
 				To(Equal(a.start), a.who+" starts")
+			// A job this caller could not cancel ends here, so the next caller's start stays
+			// under the workspace's limit of running jobs.
+			if a.cancel != 200 {
+				Expect(call("POST", fmt.Sprintf("/api/workspaces/acme/integration/replays/%d/cancel", mine), adminToken, nil).Status).To(Equal(200))
+			}
 		}
 
 		By("a job of another workspace is no job of this one, whoever asks")

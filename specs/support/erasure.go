@@ -62,17 +62,19 @@ func EraseNow(ctx context.Context, s *erasurestore.Store, scope erasure.Scope) [
 }
 
 // EraseRunning holds the RUNNING request id (started or resumed, and no runner holding it) and
-// works the passes it still lacks to its end, as the runner does. It returns all its receipts.
+// works the passes it still lacks to its end, then settles it, as the runner does (DONE, or one
+// more pass for later while the last pass left rows it could not rewrite). It returns all its
+// receipts.
 func EraseRunning(ctx context.Context, s *erasurestore.Store, id int64) []erasure.Receipt {
 	ginkgo.GinkgoHelper()
 	var out []erasure.Receipt
-	held, err := s.Hold(ctx, func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.State, error) {
+	held, err := s.Hold(ctx, func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.Request, error) {
 		gomega.Expect(r.ID()).To(gomega.Equal(id), "no other request is running")
 		for {
 			store, pass, ok := r.Next(s.Mirrors(r.Scope().Provider()), receipts)
 			if !ok {
 				out = receipts
-				return erasure.Done, nil
+				return r.Settle(receipts), nil
 			}
 			rc, err := s.Pass(ctx, r.ID(), store, pass)
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())

@@ -206,7 +206,7 @@ func (c *console) erasureOf(g *gin.Context) (erasureView, bool) {
 		Provider: r.Scope().Provider().String(), Source: r.Scope().SourceServerURL(), Identities: len(r.Scope().Identities()),
 		Passes: r.Passes(), RequestedBy: r.RequestedBy(), CreatedAt: r.CreatedAt()}
 	for _, rc := range receipts {
-		v.Receipts = append(v.Receipts, receiptView{Store: rc.Store.String(), Pass: rc.Pass, Deleted: rc.Deleted, At: rc.At})
+		v.Receipts = append(v.Receipts, receiptView{Store: rc.Store.String(), Pass: rc.Pass, Deleted: rc.Deleted, At: rc.At, FailedRows: rc.FailedRows})
 		v.Deleted += rc.Deleted
 	}
 	return v, true
@@ -261,8 +261,9 @@ func (c *console) resumeErasure(g *gin.Context) {
 }
 
 type receiptView struct {
-	Store   string
-	Pass    int
-	Deleted int64
-	At      time.Time
+	Store      string
+	Pass       int
+	Deleted    int64
+	At         time.Time
+	FailedRows []int64
 }

@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/application/replays"
 	"github.com/hephaestus-dev/hephaestus/domain/replayjob"
@@ -61,8 +63,8 @@ func (f replayForm) Query() template.URL {
 }
 
 // readReplayForm reads the filter from get (query or posted form) and validates it as the API
-// does. It returns the field name of a refused value.
-func readReplayForm(get func(string) string) (replayForm, replayjob.Filter, string) {
+// does (svc.Filter). It returns the field name of a refused value.
+func readReplayForm(svc Replays, get func(string) string) (replayForm, replayjob.Filter, string) {
 	f := replayForm{Provider: get("provider"), EventType: get("eventType"), ErrorClass: get("errorClass"),
 		DeadAfter: get("deadAfter"), DeadBefore: get("deadBefore"), ReceivedAfter: get("receivedAfter"), ReceivedBefore: get("receivedBefore")}
 	fields := replayjob.FilterFields{Provider: f.Provider, EventType: f.EventType, ErrorClass: f.ErrorClass}
@@ -80,7 +82,7 @@ func readReplayForm(get func(string) string) (replayForm, replayjob.Filter, stri
 		}
 		*t.into = at
 	}
-	filter, err := replayjob.NewFilter(fields)
+	filter, err := svc.Filter(fields)
 	var fe *replayjob.FieldError
 	if errors.As(err, &fe) {
 		return f, replayjob.Filter{}, fe.Field
@@ -171,7 +173,7 @@ func (c *console) replays(g *gin.Context) {
 			return
 		}
 	}
-	form, filter, bad := readReplayForm(query.Get)
+	form, filter, bad := readReplayForm(c.cfg.Replays, query.Get)
 	if bad != "" {
 		c.badReplayForm(g, ws.Slug, bad)
 		return
@@ -222,10 +224,49 @@ func isReplayFormField(name string) bool {
 	return name == "started"
 }
 
-// badReplayForm answers 400 naming the refused field, as the API's invalid-filter does.
+// replayFieldHints say what a refused filter field takes (badReplayForm builds the provider's
+// from the providers this server runs).
+var replayFieldHints = map[string]string{
+	"errorClass": "It takes an error class as a dead letter shows it, such as PERMANENT:*json.SyntaxError, or LeaseExpired.",
+	"eventType":  "It takes an event type of at most 512 bytes, such as issues.",
+}
+
+// badReplayForm answers 400 naming the refused field, as the API's invalid-filter does, with
+// what the field takes.
 func (c *console) badReplayForm(g *gin.Context, ws, field string) {
+	hint, ok := replayFieldHints[field]
+	switch {
+	case ok:
+	case field == "provider":
+		names := make([]string, 0, len(c.cfg.Replays.Providers()))
+		for _, p := range c.cfg.Replays.Providers() {
+			names = append(names, p.String())
+		}
+		hint = "It takes the name of a provider this server runs: " + strings.Join(names, ", ") + "."
+	case isReplayFormField(field):
+		hint = "It takes a date and time (UTC)."
+	default:
+		hint = "The form has no such field."
+	}
 	c.render(g, http.StatusBadRequest, "error", page{Title: "Bad filter", Workspace: ws,
-		Message: "The filter field " + field + " has a value the console cannot use. Check it and try again."})
+		Message: "The filter field " + field + " has a value the console cannot use. " + hint + " Check it and try again."})
+	g.Abort()
+}
+
+// replayRefused answers a start the workspace's limits refused with 409 and what to do about
+// it; other errors go through the console's error page.
+func (c *console) replayRefused(g *gin.Context, ws string, err error) {
+	var le *replayjob.LimitError
+	if !errors.As(err, &le) {
+		c.fail(g, err)
+		return
+	}
+	msg := fmt.Sprintf("This workspace already runs as many replay jobs as it may at once (%d). Wait for one to end, or cancel one, and start again.", le.Max)
+	if le.Limit == replayjob.LimitRows {
+		msg = fmt.Sprintf("The filter matches more than %d DEAD rows, the most one replay job may replay. Narrow it (a provider, an event type, an error class or a shorter time range) and start again.", le.Max)
+	}
+	status, _ := httperr.Status(err)
+	c.render(g, status, "error", page{Title: "Replay not started", Workspace: ws, Message: msg})
 	g.Abort()
 }
 
@@ -242,14 +283,14 @@ func (c *console) startReplay(g *gin.Context) {
 			return
 		}
 	}
-	_, filter, bad := readReplayForm(g.PostForm)
+	_, filter, bad := readReplayForm(c.cfg.Replays, g.PostForm)
 	if bad != "" {
 		c.badReplayForm(g, m.Workspace().Slug, bad)
 		return
 	}
 	j, err := c.cfg.Replays.Start(g.Request.Context(), m, filter)
 	if err != nil {
-		c.fail(g, err)
+		c.replayRefused(g, m.Workspace().Slug, err)
 		return
 	}
 	g.Redirect(http.StatusSeeOther, fmt.Sprintf("%s/workspaces/%s/replays?started=%d", Path, m.Workspace().Slug, j.ID))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/domain/replayjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -30,6 +31,7 @@ var codes = []struct {
 	{ports.ErrUnprocessable, http.StatusUnprocessableEntity, "unprocessable"},
 	{ports.ErrUnavailable, http.StatusServiceUnavailable, "retry"},
 	{connection.ErrForbiddenTransition, http.StatusConflict, "forbidden-transition"},
+	{replayjob.ErrLimit, http.StatusConflict, "replay-limit"},
 }
 
 // Status returns the HTTP status and error code of err. A RejectedError keeps its kind's status

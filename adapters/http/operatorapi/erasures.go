@@ -112,6 +112,8 @@ type receiptJSON struct {
 	Pass    int    `json:"pass"`
 	Deleted int64  `json:"deleted"`
 	At      string `json:"at"`
+	// FailedRows are the inbox rows the pass could not rewrite (always present, [] when none).
+	FailedRows []int64 `json:"failedRows"`
 }
 
 type erasureJSON struct {
@@ -123,7 +125,11 @@ type erasureJSON struct {
 func toErasureJSON(r erasure.Request, receipts []erasure.Receipt) erasureJSON {
 	out := erasureJSON{ID: r.ID(), State: r.State().String(), Receipts: make([]receiptJSON, len(receipts))}
 	for i, rc := range receipts {
-		out.Receipts[i] = receiptJSON{Store: rc.Store.String(), Pass: rc.Pass, Deleted: rc.Deleted, At: timestamp(rc.At)}
+		failed := rc.FailedRows
+		if failed == nil {
+			failed = []int64{}
+		}
+		out.Receipts[i] = receiptJSON{Store: rc.Store.String(), Pass: rc.Pass, Deleted: rc.Deleted, At: timestamp(rc.At), FailedRows: failed}
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/application/replays"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -21,7 +22,9 @@ import (
 // (and the instance administrator) read its jobs and ask for a dry-run count, which change
 // nothing; starting and cancelling a job manage the workspace: its ADMIN or the instance
 // administrator (403 for a member). 404 for an unknown workspace or a job of another
-// workspace, 403 for a non-member, 401 without a valid token.
+// workspace, 403 for a non-member, 401 without a valid token. A start past the workspace's
+// limits (replays.ServiceConfig) is 409 replay-limit; a filter value outside its field's set
+// is 400 invalid-filter naming the field.
 func RegisterReplays(r gin.IRouter, auth Auth, members managementapi.Members, svc *replays.Service, log ports.Logger) {
 	h := replayHandlers{svc: svc, auth: auth, handlers: handlers{log: log}}
 	ws := managementapi.MemberRoutes(r, auth, members, "/integration")
@@ -110,11 +113,13 @@ func invalidFilter(name string) error {
 }
 
 // parseReplayRequest reads {"filter":{…},"dryRun":bool} (both optional; a null value is an
-// absent one). Errors, 400 naming the field ("filter.<name>" inside the filter): an unknown
-// field, a value of the wrong JSON type, a provider that is no provider, a time that is not
-// RFC 3339, a text that is not UTF-8 or longer than replayjob.MaxText; "invalid-json" for a
-// body that is no JSON object; ports.ErrTooLarge past maxBodyBytes.
-func parseReplayRequest(c *gin.Context) (replayRequest, error) {
+// absent one) and validates the filter with the service (replays.Service.Filter). Errors, 400
+// invalid-filter naming the field ("filter.<name>" inside the filter): an unknown field, a
+// value of the wrong JSON type, a provider this server does not run, an error class no DEAD
+// row can carry, a time that is not RFC 3339, a text that is not UTF-8 or longer than
+// replayjob.MaxText; "invalid-json" for a body that is no JSON object; ports.ErrTooLarge past
+// maxBodyBytes.
+func parseReplayRequest(c *gin.Context, svc *replays.Service) (replayRequest, error) {
 	var req replayRequest
 	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes))
 	var tooLarge *http.MaxBytesError
@@ -172,7 +177,7 @@ func parseReplayRequest(c *gin.Context) (replayRequest, error) {
 			return req, invalidFilter("filter." + name)
 		}
 	}
-	filter, err := replayjob.NewFilter(f)
+	filter, err := svc.Filter(f)
 	var fe *replayjob.FieldError
 	if errors.As(err, &fe) {
 		return req, invalidFilter("filter." + fe.Field)
@@ -209,8 +214,22 @@ func (h replayHandlers) badInput(c *gin.Context, err error) {
 	h.fail(c, err)
 }
 
+// refused answers a start the workspace's limits refused: 409 replay-limit (the error map's
+// status and code) naming the limit and its value, {"error":"replay-limit","limit":"running"|
+// "rows","max":N}, so the operator knows to wait for a job or to narrow the filter; other
+// errors go through the one error map.
+func (h replayHandlers) refused(c *gin.Context, err error) {
+	var le *replayjob.LimitError
+	if errors.As(err, &le) {
+		status, code := httperr.Status(err)
+		c.AbortWithStatusJSON(status, gin.H{"error": code, "limit": le.Limit.String(), "max": le.Max})
+		return
+	}
+	h.fail(c, err)
+}
+
 func (h replayHandlers) start(c *gin.Context) {
-	req, err := parseReplayRequest(c)
+	req, err := parseReplayRequest(c, h.svc)
 	if err != nil {
 		h.badInput(c, err)
 		return
@@ -232,7 +251,7 @@ func (h replayHandlers) start(c *gin.Context) {
 	}
 	j, err := h.svc.Start(ctx, m, req.filter)
 	if err != nil {
-		h.fail(c, err)
+		h.refused(c, err)
 		return
 	}
 	c.JSON(http.StatusAccepted, replayStartedJSON{ID: j.ID, State: j.State.String(), Matched: j.Progress.Matched})

@@ -334,10 +334,10 @@ const (
 	insertErasure = `
 INSERT INTO inbox_erasure (provider, source_server_url, identities, requested_by)
 VALUES ($1, $2, $3, $4)
-RETURNING id, state, passes, created_at`
+RETURNING id, state, passes, retries, created_at`
 
 	// erasureColumns is what a request is restored from.
-	erasureColumns = `r.id, r.provider, r.source_server_url, r.identities, r.state, r.passes, r.requested_by, r.created_at`
+	erasureColumns = `r.id, r.provider, r.source_server_url, r.identities, r.state, r.passes, r.retries, r.requested_by, r.created_at`
 
 	selectErasure = `SELECT ` + erasureColumns + ` FROM inbox_erasure r WHERE r.id = $1`
 
@@ -346,9 +346,11 @@ RETURNING id, state, passes, created_at`
 	// and cannot be lost between the runner's last pass and its DONE.
 	lockErasureForResume = `SELECT ` + erasureColumns + ` FROM inbox_erasure r WHERE r.id = $1 FOR UPDATE`
 
-	writeResume = `UPDATE inbox_erasure SET passes = $2, state = $3, updated_at = clock_timestamp() WHERE id = $1`
+	// writeResume also clears the retry time: a resumed request is worked at once.
+	writeResume = `UPDATE inbox_erasure SET passes = $2, state = $3, retries = $4, retry_at = NULL, updated_at = clock_timestamp() WHERE id = $1`
 
-	// holdRunningErasure takes the oldest RUNNING request no runner holds. FOR NO KEY UPDATE:
+	// holdRunningErasure takes the oldest RUNNING request no runner holds whose retry time (a
+	// pass added because rows could not be rewritten) has come. FOR NO KEY UPDATE:
 	// it excludes every other runner (SKIP LOCKED passes over a held request, so one server
 	// works one request) and a resume, yet lets the pass transactions insert receipts that
 	// reference the row (their foreign-key check takes KEY SHARE on it, which FOR UPDATE
@@ -358,14 +360,23 @@ RETURNING id, state, passes, created_at`
 SELECT ` + erasureColumns + `
 FROM inbox_erasure r
 WHERE r.state = 'RUNNING'
+  AND (r.retry_at IS NULL OR r.retry_at <= clock_timestamp())
 ORDER BY r.id
 LIMIT 1
 FOR NO KEY UPDATE SKIP LOCKED`
 
-	writeErasureState = `UPDATE inbox_erasure SET state = $2, updated_at = clock_timestamp() WHERE id = $1`
+	// writeErasureState stores the request as its runner lets go of it: state, passes asked
+	// for, retries, and the retry time of a RUNNING request ($5 milliseconds from now; none
+	// when 0).
+	writeErasureState = `
+UPDATE inbox_erasure
+SET state = $2, passes = $3, retries = $4,
+    retry_at = CASE WHEN $5::bigint > 0 THEN clock_timestamp() + $5::bigint * interval '1 millisecond' END,
+    updated_at = clock_timestamp()
+WHERE id = $1`
 
 	selectReceipts = `
-SELECT store, pass, deleted, boundary, at
+SELECT store, pass, deleted, boundary, at, failed_rows
 FROM inbox_erasure_receipt
 WHERE erasure_id = $1
 ORDER BY pass, at, CASE store WHEN 'workspace-inbox' THEN 1 WHEN 'installation-inbox' THEN 2 ELSE 0 END`
@@ -408,8 +419,8 @@ WHERE name = 'inbox'`
 	setPassLockTimeout = `SELECT set_config('lock_timeout', '30s', true)`
 
 	insertReceipt = `
-INSERT INTO inbox_erasure_receipt (erasure_id, store, pass, deleted, boundary, at)
-VALUES ($1, $2, $3, $4, $5, clock_timestamp())
+INSERT INTO inbox_erasure_receipt (erasure_id, store, pass, deleted, boundary, at, failed_rows)
+VALUES ($1, $2, $3, $4, $5, clock_timestamp(), $6)
 RETURNING at`
 
 	// lowerFence ends the pass of request $1 in its last store's transaction: the request

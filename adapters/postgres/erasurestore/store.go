@@ -71,6 +71,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("erasure: %w", err)
 		}
+		if err := checkTextRewrites(f); err != nil {
+			return nil, fmt.Errorf("erasure: %w", err)
+		}
 		s.matchers[f.Provider.String()] = m
 		s.fields[f.Provider.String()] = f
 	}
@@ -234,13 +237,16 @@ func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.Erasu
 			if err != nil {
 				return pgutil.Interpret("count erasure matches", err)
 			}
-			// The deliveries of others whose text the inbox steps rewrite count too.
+			// The deliveries of others whose strings the inbox steps rewrite count too.
 			f := s.fields[grown.Provider().String()]
-			if patterns, _ := textRewrites(f, grown); len(patterns) > 0 {
-				var wsText, instText int64
-				if err := tx.QueryRow(ctx, countRewrites(f), grown.Provider().String(), grown.SourceServerURL(), patterns, ids).
-					Scan(&wsText, &instText); err != nil {
-					return pgutil.Interpret("count erasure text matches", err)
+			rw, err := newPayloadRewrite(f.Text, grown)
+			if err != nil {
+				return err
+			}
+			if len(rw.rules) > 0 {
+				wsText, instText, err := countRewrites(ctx, tx, f, rw, grown, ids)
+				if err != nil {
+					return err
 				}
 				wsRows, instRows = wsRows+wsText, instRows+instText
 			}
@@ -279,10 +285,11 @@ func (s *Store) Start(ctx context.Context, scope erasure.Scope, requestedBy int6
 			id        int64
 			state     string
 			passes    int32
+			retries   int32
 			createdAt time.Time
 		)
 		if err := tx.QueryRow(ctx, insertErasure, grown.Provider().String(), grown.SourceServerURL(), ids, requestedBy).
-			Scan(&id, &state, &passes, &createdAt); err != nil {
+			Scan(&id, &state, &passes, &retries, &createdAt); err != nil {
 			return pgutil.Interpret("store erasure request", err)
 		}
 		if _, err := tx.Exec(ctx, m.freeze, id); err != nil {
@@ -293,7 +300,7 @@ func (s *Store) Start(ctx context.Context, scope erasure.Scope, requestedBy int6
 			return err
 		}
 		req = erasure.RestoreRequest(erasure.StoredRequest{
-			ID: id, Scope: grown, State: st, Passes: int(passes), RequestedBy: requestedBy, CreatedAt: createdAt,
+			ID: id, Scope: grown, State: st, Passes: int(passes), Retries: int(retries), RequestedBy: requestedBy, CreatedAt: createdAt,
 		})
 		return nil
 	})
@@ -333,7 +340,7 @@ func (s *Store) Resume(ctx context.Context, id int64) (erasure.Request, error) {
 			return pgutil.Interpret(fmt.Sprintf("resume erasure %d", id), err)
 		}
 		req.Resume()
-		_, err = tx.Exec(ctx, writeResume, id, req.Passes(), req.State().String())
+		_, err = tx.Exec(ctx, writeResume, id, req.Passes(), req.State().String(), req.Retries())
 		return pgutil.Interpret(fmt.Sprintf("resume erasure %d", id), err)
 	})
 	if err != nil {
@@ -347,7 +354,7 @@ var errNoneFree = errors.New("no free running erasure")
 
 // Hold implements ports.ErasureStore. The hold is a row lock of a READ COMMITTED transaction
 // that stays open while work runs its passes on other connections.
-func (s *Store) Hold(ctx context.Context, work func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.State, error)) (bool, error) {
+func (s *Store) Hold(ctx context.Context, work func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.Request, error)) (bool, error) {
 	err := pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		req, err := scanRequest(tx.QueryRow(ctx, holdRunningErasure))
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -360,11 +367,12 @@ func (s *Store) Hold(ctx context.Context, work func(ctx context.Context, r erasu
 		if err != nil {
 			return err
 		}
-		state, err := work(ctx, req, receipts)
+		settled, err := work(ctx, req, receipts)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, writeErasureState, req.ID(), state.String())
+		_, err = tx.Exec(ctx, writeErasureState, req.ID(), settled.State().String(), settled.Passes(), settled.Retries(),
+			settled.RetryDelay().Milliseconds())
 		return pgutil.Interpret(fmt.Sprintf("store state of erasure %d", req.ID()), err)
 	})
 	if errors.Is(err, errNoneFree) {
@@ -424,12 +432,15 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 		if _, err := tx.Exec(ctx, setPassLockTimeout); err != nil {
 			return pgutil.Interpret("bound erasure lock waits", err)
 		}
-		n, err := s.erase(ctx, tx, erasureID, store, rc.Boundary)
+		n, failed, err := s.erase(ctx, tx, erasureID, store, rc.Boundary)
 		if err != nil {
 			return err
 		}
-		rc.Deleted = n
-		if err := tx.QueryRow(ctx, insertReceipt, erasureID, store.String(), pass, rc.Deleted, rc.Boundary).Scan(&rc.At); err != nil {
+		rc.Deleted, rc.FailedRows = n, failed
+		if failed == nil {
+			failed = []int64{}
+		}
+		if err := tx.QueryRow(ctx, insertReceipt, erasureID, store.String(), pass, rc.Deleted, rc.Boundary, failed).Scan(&rc.At); err != nil {
 			return pgutil.Interpret("record erasure receipt", err)
 		}
 		if !last {
@@ -444,16 +455,17 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 	return rc, nil
 }
 
-// erase runs one store's erasure inside the pass transaction tx, which holds the fence.
-func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store erasure.Store, boundary int64) (int64, error) {
+// erase runs one store's erasure inside the pass transaction tx, which holds the fence: the
+// rows it deleted or rewrote, and the inbox rows it could not rewrite.
+func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store erasure.Store, boundary int64) (int64, []int64, error) {
 	scope, err := scanScope(tx.QueryRow(ctx, selectScope, erasureID))
 	if err != nil {
-		return 0, pgutil.Interpret(fmt.Sprintf("read scope of erasure %d", erasureID), err)
+		return 0, nil, pgutil.Interpret(fmt.Sprintf("read scope of erasure %d", erasureID), err)
 	}
 	if store.IsInbox() {
 		m, err := s.matcherOf(scope.Provider())
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		deleteSQL := m.deleteWorkspace
 		if store == erasure.InstallationInbox {
@@ -461,50 +473,45 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store era
 		}
 		tag, err := tx.Exec(ctx, deleteSQL, erasureID, boundary)
 		if err != nil {
-			return 0, pgutil.Interpret("delete matching deliveries", err)
+			return 0, nil, pgutil.Interpret("delete matching deliveries", err)
 		}
-		n := tag.RowsAffected()
-		patterns, replacements := textRewrites(s.fields[scope.Provider().String()], scope)
-		if len(patterns) == 0 {
-			return n, nil
-		}
-		filter := "e.workspace_id IS NOT NULL"
-		if store == erasure.InstallationInbox {
-			filter = "e.workspace_id IS NULL"
-		}
-		tag, err = tx.Exec(ctx, rewriteSQL(filter, len(patterns)), erasureID, boundary, patterns, replacements)
+		rw, err := newPayloadRewrite(s.fields[scope.Provider().String()].Text, scope)
 		if err != nil {
-			return 0, pgutil.Interpret("rewrite mentions in deliveries", err)
+			return 0, nil, err
 		}
-		return n + tag.RowsAffected(), nil
+		n, failed, err := rewrite(ctx, tx, rw, erasureID, store, boundary)
+		if err != nil {
+			return 0, nil, err
+		}
+		return tag.RowsAffected() + n, failed, nil
 	}
 	if store != erasure.MirrorStore(scope.Provider()) && store != erasure.ChangeFeed {
-		return 0, fmt.Errorf("erasure pass: store %q is not a store of a %s erasure", store, scope.Provider())
+		return 0, nil, fmt.Errorf("erasure pass: store %q is not a store of a %s erasure", store, scope.Provider())
 	}
 	ws, err := workspacesOf(ctx, tx, scope)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if store == erasure.ChangeFeed {
 		m, err := s.matcherOf(scope.Provider())
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		tag, err := tx.Exec(ctx, m.scrubFeed, erasureID, ws, feedTypePrefix(scope.Provider()))
 		if err != nil {
-			return 0, pgutil.Interpret("scrub the change feed", err)
+			return 0, nil, pgutil.Interpret("scrub the change feed", err)
 		}
-		return tag.RowsAffected(), nil
+		return tag.RowsAffected(), nil, nil
 	}
 	var n int64
 	for _, mirror := range s.mirrors[scope.Provider().String()] {
 		c, err := mirror.ErasePerson(ctx, deliveryinbox.Adopt(tx), ws, scope)
 		if err != nil {
-			return 0, fmt.Errorf("erase %s: %w", store, err)
+			return 0, nil, fmt.Errorf("erase %s: %w", store, err)
 		}
 		n += c
 	}
-	return n, nil
+	return n, nil, nil
 }
 
 // LowerStaleFence implements ports.ErasureStore.
@@ -537,10 +544,10 @@ func scanRequest(row pgx.Row) (erasure.Request, error) {
 		prov, url       string
 		state           string
 		identities      []identityJSON
-		passes          int32
+		passes, retries int32
 		createdAt       time.Time
 	)
-	if err := row.Scan(&id, &prov, &url, &identities, &state, &passes, &requestedBy, &createdAt); err != nil {
+	if err := row.Scan(&id, &prov, &url, &identities, &state, &passes, &retries, &requestedBy, &createdAt); err != nil {
 		return erasure.Request{}, err
 	}
 	st, err := erasure.ParseState(state)
@@ -553,7 +560,7 @@ func scanRequest(row pgx.Row) (erasure.Request, error) {
 	}
 	return erasure.RestoreRequest(erasure.StoredRequest{
 		ID: id, Scope: erasure.RestoreScope(provider.Restore(prov), url, ids), State: st,
-		Passes: int(passes), RequestedBy: requestedBy, CreatedAt: createdAt,
+		Passes: int(passes), Retries: int(retries), RequestedBy: requestedBy, CreatedAt: createdAt,
 	}), nil
 }
 
@@ -568,7 +575,7 @@ func readReceipts(ctx context.Context, tx pgx.Tx, id int64) ([]erasure.Receipt, 
 			store string
 			pass  int32
 		)
-		if err := row.Scan(&store, &pass, &rc.Deleted, &rc.Boundary, &rc.At); err != nil {
+		if err := row.Scan(&store, &pass, &rc.Deleted, &rc.Boundary, &rc.At, &rc.FailedRows); err != nil {
 			return erasure.Receipt{}, err
 		}
 		st, err := erasure.ParseStore(store)
@@ -576,6 +583,9 @@ func readReceipts(ctx context.Context, tx pgx.Tx, id int64) ([]erasure.Receipt, 
 			return erasure.Receipt{}, err
 		}
 		rc.Store, rc.Pass = st, int(pass)
+		if len(rc.FailedRows) == 0 {
+			rc.FailedRows = nil
+		}
 		return rc, nil
 	})
 	if err != nil {

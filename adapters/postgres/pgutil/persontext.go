@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // Free text the provider itself structures around a person, rewritten by person erasure
@@ -15,13 +17,19 @@ import (
 //     URLs "https://host/login/…") keeps its id and its other segments, the login becoming the
 //     tombstone;
 //   - a trailer line ("Signed-off-by:", "Co-authored-by:", "Reviewed-by:", any "…-by:") that
-//     names the person by e-mail address, display name or login is removed.
+//     names the person by e-mail address, display name or login is removed;
+//   - the person's e-mail address anywhere else in the text (not within a longer address)
+//     becomes ErasedEmail.
 //
 // Names typed in prose ("thanks, Mona") are not recognised (the documented limit).
 //
 // The fragments read the named parameters TextArgs adds: @mention_re, @path_re, @token_re
-// (regular expressions over the logins, matched case-insensitively), @emails and @names (text[],
-// lower case).
+// (regular expressions over the logins, matched case-insensitively), @email_re (over the e-mail
+// addresses), @emails and @names (text[], lower case).
+
+// ErasedEmail is the address that replaces the person's in free text, as in the inbox
+// payloads' rewrites.
+const ErasedEmail = ports.ErasedEmail
 
 // noMatch is a regular expression that matches nothing (a person without a login).
 const noMatch = `(?!)`
@@ -47,6 +55,10 @@ func TextArgs(args pgx.NamedArgs, logins, emails, names []string) pgx.NamedArgs 
 		token = `(^|[^a-z0-9_-])(` + alts + `)($|[^a-z0-9_-])`
 	}
 	args["mention_re"], args["path_re"], args["token_re"] = mention, path, token
+	args["email_re"] = noMatch
+	if alts := loginAlternatives(emails); alts != "" {
+		args["email_re"] = `(^|[^a-z0-9._%+-])(` + alts + `)(?=$|[^a-z0-9_.-]|\.([^a-z0-9_-]|$))`
+	}
 	args["emails"], args["names"] = lowerNonEmpty(emails), lowerNonEmpty(names)
 	return args
 }
@@ -72,19 +84,20 @@ func namesPersonInLine(l string) string {
 // trailer is a line of the "Key-by: value" form git and the providers structure.
 const trailer = `'^\s*[A-Za-z][A-Za-z-]*-by:'`
 
-// ScrubText is col with the person's mentions replaced by "@"+tombstone and the trailer lines
-// naming the person removed (NULL stays NULL).
+// ScrubText is col with the person's mentions replaced by "@"+tombstone, the trailer lines
+// naming the person removed and their e-mail address elsewhere replaced by ErasedEmail (NULL
+// stays NULL).
 func ScrubText(col, tombstone string) string {
 	mentioned := `regexp_replace(` + col + `, @mention_re, '\1@` + tombstone + `', 'gi')`
-	return `CASE WHEN ` + col + ` IS NULL THEN NULL ELSE array_to_string(ARRAY(
+	return `CASE WHEN ` + col + ` IS NULL THEN NULL ELSE regexp_replace(array_to_string(ARRAY(
 		SELECT u.l FROM unnest(string_to_array(` + mentioned + `, E'\n')) WITH ORDINALITY AS u(l, n)
 		WHERE NOT (u.l ~* ` + trailer + ` AND ` + namesPersonInLine("u.l") + `)
-		ORDER BY u.n), E'\n') END`
+		ORDER BY u.n), E'\n'), @email_re, '\1` + ErasedEmail + `', 'gi') END`
 }
 
 // TextNamesPerson is true when ScrubText would change col.
 func TextNamesPerson(col string) string {
-	return `(` + col + ` ~* @mention_re OR EXISTS (
+	return `(` + col + ` ~* @mention_re OR ` + col + ` ~* @email_re OR EXISTS (
 		SELECT 1 FROM unnest(string_to_array(` + col + `, E'\n')) AS u(l)
 		WHERE u.l ~* ` + trailer + ` AND ` + namesPersonInLine("u.l") + `))`
 }

@@ -21,6 +21,23 @@ WHERE e.state = 'DEAD' AND e.workspace_id = $1
 
 const countMatchingDeadRows = `SELECT count(*) ` + matchDeadRows
 
+// lockReplayStarts serialises the starts of one workspace: a transaction-scoped advisory lock
+// on (20260150, hashint8(workspace id)), held to the start's commit, so the running-job count
+// and the insert of two concurrent starts cannot interleave (two starts under a limit of one
+// cannot both pass). It is its own statement: under READ COMMITTED the next statement's
+// snapshot is taken after the lock is granted and sees the job of the start that held it.
+// Only starts take it (no claimer, admission or batch waits for it); two workspaces whose ids
+// hash alike only share a wait. The workspace row is not locked: admission's foreign-key
+// checks and workspace suspension would wait behind a start's insert.
+const lockReplayStarts = `SELECT pg_advisory_xact_lock(20260150, hashint8($1::bigint))`
+
+// countRunningReplayJobs counts the workspace's RUNNING jobs (ix_replay_job_workspace_running).
+const countRunningReplayJobs = `SELECT count(*) FROM replay_job WHERE workspace_id = $1 AND state = 'RUNNING'`
+
+// countMatchingDeadRowsUpTo counts the rows matchDeadRows finds, stopping at $9 (the rows
+// limit + 1): refusing a filter past the limit reads at most that many and writes nothing.
+const countMatchingDeadRowsUpTo = `SELECT count(*) FROM (SELECT 1 ` + matchDeadRows + ` LIMIT $9) m`
+
 // insertReplayJob stores the job RUNNING with nothing matched yet; the same transaction then
 // fixes its rows (insertReplayJobRows) and its count (setReplayJobMatched).
 const insertReplayJob = `
@@ -29,8 +46,10 @@ VALUES ($1, 'RUNNING', $2, 0, NULLIF($3::bigint, 0), $3::bigint = 0, coalesce($4
 RETURNING id`
 
 // insertReplayJobRows fixes the rows job $9 replays: the ids matchDeadRows finds in one
-// statement snapshot. It reads the rows without locking them, so it delays no claimer.
-const insertReplayJobRows = `INSERT INTO replay_job_row (job_id, event_id) SELECT $9::bigint, e.id ` + matchDeadRows
+// statement snapshot, at most $10 (the rows limit + 1: a filter that passed the bounded count
+// but matches more now, rows having died meanwhile, is refused too). It reads the rows without
+// locking them, so it delays no claimer.
+const insertReplayJobRows = `INSERT INTO replay_job_row (job_id, event_id) SELECT $9::bigint, e.id ` + matchDeadRows + ` LIMIT $10`
 
 // setReplayJobMatched stores the matched count; a job that matched nothing is DONE at once.
 const setReplayJobMatched = `
@@ -68,22 +87,67 @@ RETURNING id`
 // deleteReplayJobRows forgets the rows of an ended job.
 const deleteReplayJobRows = `DELETE FROM replay_job_row WHERE job_id = $1`
 
-// claimReplayJob leases the RUNNING job whose lease ran out first (NULL: new or handed back)
-// to owner $1 for $2 microseconds. FOR UPDATE SKIP LOCKED: two runners claiming at once take
-// different jobs, and a job whose batch is committing (the batch holds its row lock) is passed
-// over; the locking subquery rechecks state and expiry on the committed row, so a job another
-// runner claimed meanwhile is not leased twice.
+// claimReplayJob leases a RUNNING job no live lease holds (NULL: new or handed back; or run
+// out: its server died) to owner $1 for $2 microseconds.
+//
+// Fair across workspaces: the job comes from the workspace with the fewest jobs held now
+// (leases not run out), among those from the one whose turn came longest ago
+// (replay_workspace_turn, never first), and within it the oldest job. Runners hand a job back
+// between batches when another workspace's job waits (yieldReplayJob), so a one-row replay of
+// one workspace waits for one batch of another's, not for all of its jobs. The held count and
+// the candidates read the few RUNNING rows (the start's limit bounds them per workspace). The
+// same statement records the workspace's turn (clock_timestamp(): an order, not a lease).
+//
+// FOR UPDATE OF c SKIP LOCKED: two runners claiming at once take different jobs, and a job
+// whose batch is committing (the batch holds its row lock) is passed over; under READ
+// COMMITTED the locking scan rechecks state and expiry on the committed row, so a job another
+// runner claimed meanwhile is not leased twice. The held count and the turns are a snapshot:
+// two runners claiming at the same moment may both prefer one workspace, and the next claims
+// even it out.
 const claimReplayJob = `
-UPDATE replay_job j
-SET lease_epoch = j.lease_epoch + 1, leased_by = $1,
-    leased_until = coalesce($3::timestamptz, clock_timestamp()) + $2::bigint * interval '1 microsecond'
-WHERE j.id = (
-	SELECT c.id FROM replay_job c
+WITH held AS (
+	SELECT workspace_id, count(*) AS jobs
+	FROM replay_job
+	WHERE state = 'RUNNING' AND leased_until > coalesce($3::timestamptz, clock_timestamp())
+	GROUP BY workspace_id
+), candidate AS (
+	SELECT c.id
+	FROM replay_job c
+	LEFT JOIN held h ON h.workspace_id = c.workspace_id
+	LEFT JOIN replay_workspace_turn t ON t.workspace_id = c.workspace_id
 	WHERE c.state = 'RUNNING' AND (c.leased_until IS NULL OR c.leased_until <= coalesce($3::timestamptz, clock_timestamp()))
-	ORDER BY c.leased_until NULLS FIRST, c.id
+	ORDER BY coalesce(h.jobs, 0), t.claimed_at NULLS FIRST, c.id
 	LIMIT 1
-	FOR UPDATE SKIP LOCKED)
-RETURNING j.id, j.lease_epoch`
+	FOR UPDATE OF c SKIP LOCKED
+), claimed AS (
+	UPDATE replay_job j
+	SET lease_epoch = j.lease_epoch + 1, leased_by = $1,
+	    leased_until = coalesce($3::timestamptz, clock_timestamp()) + $2::bigint * interval '1 microsecond'
+	FROM candidate
+	WHERE j.id = candidate.id
+	RETURNING j.id, j.workspace_id, j.lease_epoch
+), turn AS (
+	INSERT INTO replay_workspace_turn (workspace_id, claimed_at)
+	SELECT workspace_id, clock_timestamp() FROM claimed
+	ON CONFLICT (workspace_id) DO UPDATE SET claimed_at = EXCLUDED.claimed_at
+)
+SELECT id, lease_epoch FROM claimed`
+
+// yieldReplayJob hands the held job back between two of its batches when a RUNNING job of
+// another workspace waits for a runner (no lease, or one run out): due for any runner at once,
+// and the runner claims again, which picks the waiting workspace (claimReplayJob). No row:
+// keep working (nothing waits, or the lease is gone: the next batch's fence says so). The
+// waiting job is looked for among the few RUNNING rows (ix_replay_job_running). No lock
+// beyond the job's own row for this one statement.
+const yieldReplayJob = `
+UPDATE replay_job j
+SET leased_by = NULL, leased_until = NULL
+WHERE j.id = $1 AND j.state = 'RUNNING' AND j.leased_by = $2 AND j.lease_epoch = $3
+  AND EXISTS (
+	SELECT 1 FROM replay_job o
+	WHERE o.state = 'RUNNING' AND o.workspace_id <> j.workspace_id
+	  AND (o.leased_until IS NULL OR o.leased_until <= coalesce($4::timestamptz, clock_timestamp())))
+RETURNING j.id`
 
 // lockHeldReplayJob is a batch's fence, its first statement: the job's row lock (FOR UPDATE)
 // held to the batch's commit, taken only while the job is RUNNING under this owner and epoch.

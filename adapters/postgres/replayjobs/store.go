@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -110,24 +111,47 @@ func (s *Store) CountReplayable(ctx context.Context, workspaceID int64, filter r
 	return n, nil
 }
 
-// StartReplay implements ports.ReplayJobStore.
-func (s *Store) StartReplay(ctx context.Context, workspaceID int64, filter replayjob.Filter, accountID int64) (ports.ReplayJob, error) {
-	if workspaceID <= 0 || accountID < 0 {
+// StartReplay implements ports.ReplayJobStore: one READ COMMITTED transaction that takes the
+// workspace's start lock (lockReplayStarts), checks the running jobs and the matched rows
+// against limits, and only then writes the job and its rows. A refused start writes nothing.
+func (s *Store) StartReplay(ctx context.Context, workspaceID int64, filter replayjob.Filter, accountID int64, limits replayjob.Limits) (ports.ReplayJob, error) {
+	if workspaceID <= 0 || accountID < 0 || limits.IsZero() {
 		return ports.ReplayJob{}, fmt.Errorf("start replay: %w", ports.ErrMalformed)
 	}
 	stored, err := json.Marshal(toStored(filter))
 	if err != nil {
 		return ports.ReplayJob{}, fmt.Errorf("start replay: %w", err)
 	}
+	// matchDeadRows' $1..$8; clipped, so each statement's further arguments append to a copy.
+	match := slices.Clip(append([]any{workspaceID}, filterArgs(filter)...))
 	var job ports.ReplayJob
 	err = pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockReplayStarts, workspaceID); err != nil {
+			return pgutil.Interpret("lock replay starts", err)
+		}
+		var running, matched int64
+		if err := tx.QueryRow(ctx, countRunningReplayJobs, workspaceID).Scan(&running); err != nil {
+			return pgutil.Interpret("count running replay jobs", err)
+		}
+		if err := limits.AdmitRunning(running); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, countMatchingDeadRowsUpTo, append(match, limits.MaxRows()+1)...).Scan(&matched); err != nil {
+			return pgutil.Interpret("count replayable rows", err)
+		}
+		if err := limits.AdmitRows(matched); err != nil {
+			return err
+		}
 		var id int64
 		if err := tx.QueryRow(ctx, insertReplayJob, workspaceID, stored, accountID, s.now()).Scan(&id); err != nil {
 			return pgutil.Interpret("start replay", err)
 		}
-		tag, err := tx.Exec(ctx, insertReplayJobRows, append(append([]any{workspaceID}, filterArgs(filter)...), id)...)
+		tag, err := tx.Exec(ctx, insertReplayJobRows, append(match, id, limits.MaxRows()+1)...)
 		if err != nil {
 			return pgutil.Interpret("fix the rows of replay", err)
+		}
+		if err := limits.AdmitRows(tag.RowsAffected()); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, setReplayJobMatched, id, tag.RowsAffected()); err != nil {
 			return pgutil.Interpret("start replay", err)
@@ -306,6 +330,19 @@ func (s *Store) ReplayBatch(ctx context.Context, l ports.ReplayLease, size int, 
 		return 0, false, fmt.Errorf("replay job %d: %w", l.JobID, err)
 	}
 	return replayed, more, nil
+}
+
+// YieldReplayJob implements ports.ReplayJobStore.
+func (s *Store) YieldReplayJob(ctx context.Context, l ports.ReplayLease) (bool, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, yieldReplayJob, l.JobID, l.Owner, l.Epoch, s.now()).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, pgutil.Interpret("yield replay job", err)
+	}
+	return true, nil
 }
 
 // FailReplay implements ports.ReplayJobStore.
