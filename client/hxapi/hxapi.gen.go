@@ -17,8 +17,698 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for Access.
+const (
+	REVOKED    Access = "REVOKED"
+	UNVERIFIED Access = "UNVERIFIED"
+	VERIFIED   Access = "VERIFIED"
+)
+
+// Valid indicates whether the value is a known member of the Access enum.
+func (e Access) Valid() bool {
+	switch e {
+	case REVOKED:
+		return true
+	case UNVERIFIED:
+		return true
+	case VERIFIED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConnectionKind.
+const (
+	ConnectionKindGITHUBAPP ConnectionKind = "GITHUB_APP"
+	ConnectionKindGITHUBPAT ConnectionKind = "GITHUB_PAT"
+	ConnectionKindGITLAB    ConnectionKind = "GITLAB"
+	ConnectionKindOUTLINE   ConnectionKind = "OUTLINE"
+	ConnectionKindSLACK     ConnectionKind = "SLACK"
+)
+
+// Valid indicates whether the value is a known member of the ConnectionKind enum.
+func (e ConnectionKind) Valid() bool {
+	switch e {
+	case ConnectionKindGITHUBAPP:
+		return true
+	case ConnectionKindGITHUBPAT:
+		return true
+	case ConnectionKindGITLAB:
+		return true
+	case ConnectionKindOUTLINE:
+		return true
+	case ConnectionKindSLACK:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConnectionState.
+const (
+	ACTIVE      ConnectionState = "ACTIVE"
+	SUSPENDED   ConnectionState = "SUSPENDED"
+	UNINSTALLED ConnectionState = "UNINSTALLED"
+)
+
+// Valid indicates whether the value is a known member of the ConnectionState enum.
+func (e ConnectionState) Valid() bool {
+	switch e {
+	case ACTIVE:
+		return true
+	case SUSPENDED:
+		return true
+	case UNINSTALLED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeliveryRowState.
+const (
+	DeliveryRowStateDEAD   DeliveryRowState = "DEAD"
+	DeliveryRowStateDONE   DeliveryRowState = "DONE"
+	DeliveryRowStateLEASED DeliveryRowState = "LEASED"
+	DeliveryRowStateQUEUED DeliveryRowState = "QUEUED"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryRowState enum.
+func (e DeliveryRowState) Valid() bool {
+	switch e {
+	case DeliveryRowStateDEAD:
+		return true
+	case DeliveryRowStateDONE:
+		return true
+	case DeliveryRowStateLEASED:
+		return true
+	case DeliveryRowStateQUEUED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeliveryDetailAttemptsOutcome.
+const (
+	Dead         DeliveryDetailAttemptsOutcome = "dead"
+	Done         DeliveryDetailAttemptsOutcome = "done"
+	LeaseExpired DeliveryDetailAttemptsOutcome = "lease-expired"
+	Released     DeliveryDetailAttemptsOutcome = "released"
+	Retried      DeliveryDetailAttemptsOutcome = "retried"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryDetailAttemptsOutcome enum.
+func (e DeliveryDetailAttemptsOutcome) Valid() bool {
+	switch e {
+	case Dead:
+		return true
+	case Done:
+		return true
+	case LeaseExpired:
+		return true
+	case Released:
+		return true
+	case Retried:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeliveryDetailState.
+const (
+	DeliveryDetailStateDEAD   DeliveryDetailState = "DEAD"
+	DeliveryDetailStateDONE   DeliveryDetailState = "DONE"
+	DeliveryDetailStateLEASED DeliveryDetailState = "LEASED"
+	DeliveryDetailStateQUEUED DeliveryDetailState = "QUEUED"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryDetailState enum.
+func (e DeliveryDetailState) Valid() bool {
+	switch e {
+	case DeliveryDetailStateDEAD:
+		return true
+	case DeliveryDetailStateDONE:
+		return true
+	case DeliveryDetailStateLEASED:
+		return true
+	case DeliveryDetailStateQUEUED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ErasureProgressState.
+const (
+	ErasureProgressStateDONE    ErasureProgressState = "DONE"
+	ErasureProgressStateFAILED  ErasureProgressState = "FAILED"
+	ErasureProgressStateRUNNING ErasureProgressState = "RUNNING"
+)
+
+// Valid indicates whether the value is a known member of the ErasureProgressState enum.
+func (e ErasureProgressState) Valid() bool {
+	switch e {
+	case ErasureProgressStateDONE:
+		return true
+	case ErasureProgressStateFAILED:
+		return true
+	case ErasureProgressStateRUNNING:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ErasureStateState.
+const (
+	ErasureStateStateDONE    ErasureStateState = "DONE"
+	ErasureStateStateFAILED  ErasureStateState = "FAILED"
+	ErasureStateStateRUNNING ErasureStateState = "RUNNING"
+)
+
+// Valid indicates whether the value is a known member of the ErasureStateState enum.
+func (e ErasureStateState) Valid() bool {
+	switch e {
+	case ErasureStateStateDONE:
+		return true
+	case ErasureStateStateFAILED:
+		return true
+	case ErasureStateStateRUNNING:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InboxEstimatedCounts.
+const (
+	InboxEstimatedCountsDEAD   InboxEstimatedCounts = "DEAD"
+	InboxEstimatedCountsDONE   InboxEstimatedCounts = "DONE"
+	InboxEstimatedCountsLEASED InboxEstimatedCounts = "LEASED"
+	InboxEstimatedCountsQUEUED InboxEstimatedCounts = "QUEUED"
+)
+
+// Valid indicates whether the value is a known member of the InboxEstimatedCounts enum.
+func (e InboxEstimatedCounts) Valid() bool {
+	switch e {
+	case InboxEstimatedCountsDEAD:
+		return true
+	case InboxEstimatedCountsDONE:
+		return true
+	case InboxEstimatedCountsLEASED:
+		return true
+	case InboxEstimatedCountsQUEUED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Provider.
+const (
+	ProviderGITHUB  Provider = "GITHUB"
+	ProviderGITLAB  Provider = "GITLAB"
+	ProviderOUTLINE Provider = "OUTLINE"
+	ProviderSLACK   Provider = "SLACK"
+)
+
+// Valid indicates whether the value is a known member of the Provider enum.
+func (e Provider) Valid() bool {
+	switch e {
+	case ProviderGITHUB:
+		return true
+	case ProviderGITLAB:
+		return true
+	case ProviderOUTLINE:
+		return true
+	case ProviderSLACK:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplayJobRequestedByPrincipal.
+const (
+	ReplayJobRequestedByPrincipalACCOUNT            ReplayJobRequestedByPrincipal = "ACCOUNT"
+	ReplayJobRequestedByPrincipalINSTANCEADMINTOKEN ReplayJobRequestedByPrincipal = "INSTANCE_ADMIN_TOKEN"
+)
+
+// Valid indicates whether the value is a known member of the ReplayJobRequestedByPrincipal enum.
+func (e ReplayJobRequestedByPrincipal) Valid() bool {
+	switch e {
+	case ReplayJobRequestedByPrincipalACCOUNT:
+		return true
+	case ReplayJobRequestedByPrincipalINSTANCEADMINTOKEN:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplayJobState.
+const (
+	ReplayJobStateCANCELLED ReplayJobState = "CANCELLED"
+	ReplayJobStateDONE      ReplayJobState = "DONE"
+	ReplayJobStateFAILED    ReplayJobState = "FAILED"
+	ReplayJobStateRUNNING   ReplayJobState = "RUNNING"
+)
+
+// Valid indicates whether the value is a known member of the ReplayJobState enum.
+func (e ReplayJobState) Valid() bool {
+	switch e {
+	case ReplayJobStateCANCELLED:
+		return true
+	case ReplayJobStateDONE:
+		return true
+	case ReplayJobStateFAILED:
+		return true
+	case ReplayJobStateRUNNING:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplayStartedState.
+const (
+	ReplayStartedStateDONE    ReplayStartedState = "DONE"
+	ReplayStartedStateRUNNING ReplayStartedState = "RUNNING"
+)
+
+// Valid indicates whether the value is a known member of the ReplayStartedState enum.
+func (e ReplayStartedState) Valid() bool {
+	switch e {
+	case ReplayStartedStateDONE:
+		return true
+	case ReplayStartedStateRUNNING:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplayedReplayedByPrincipal.
+const (
+	ReplayedReplayedByPrincipalACCOUNT            ReplayedReplayedByPrincipal = "ACCOUNT"
+	ReplayedReplayedByPrincipalINSTANCEADMINTOKEN ReplayedReplayedByPrincipal = "INSTANCE_ADMIN_TOKEN"
+)
+
+// Valid indicates whether the value is a known member of the ReplayedReplayedByPrincipal enum.
+func (e ReplayedReplayedByPrincipal) Valid() bool {
+	switch e {
+	case ReplayedReplayedByPrincipalACCOUNT:
+		return true
+	case ReplayedReplayedByPrincipalINSTANCEADMINTOKEN:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplayedState.
+const (
+	ReplayedStateQUEUED ReplayedState = "QUEUED"
+)
+
+// Valid indicates whether the value is a known member of the ReplayedState enum.
+func (e ReplayedState) Valid() bool {
+	switch e {
+	case ReplayedStateQUEUED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResourceType.
+const (
+	ResourceTypeChannel      ResourceType = "channel"
+	ResourceTypeCollection   ResourceType = "collection"
+	ResourceTypeGroup        ResourceType = "group"
+	ResourceTypeOrganization ResourceType = "organization"
+	ResourceTypeProject      ResourceType = "project"
+	ResourceTypeRepository   ResourceType = "repository"
+)
+
+// Valid indicates whether the value is a known member of the ResourceType enum.
+func (e ResourceType) Valid() bool {
+	switch e {
+	case ResourceTypeChannel:
+		return true
+	case ResourceTypeCollection:
+		return true
+	case ResourceTypeGroup:
+		return true
+	case ResourceTypeOrganization:
+		return true
+	case ResourceTypeProject:
+		return true
+	case ResourceTypeRepository:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Role.
+const (
+	ADMIN  Role = "ADMIN"
+	MEMBER Role = "MEMBER"
+)
+
+// Valid indicates whether the value is a known member of the Role enum.
+func (e Role) Valid() bool {
+	switch e {
+	case ADMIN:
+		return true
+	case MEMBER:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncResourcesState.
+const (
+	SyncResourcesStateDONE    SyncResourcesState = "DONE"
+	SyncResourcesStateFAILED  SyncResourcesState = "FAILED"
+	SyncResourcesStateQUEUED  SyncResourcesState = "QUEUED"
+	SyncResourcesStateRUNNING SyncResourcesState = "RUNNING"
+)
+
+// Valid indicates whether the value is a known member of the SyncResourcesState enum.
+func (e SyncResourcesState) Valid() bool {
+	switch e {
+	case SyncResourcesStateDONE:
+		return true
+	case SyncResourcesStateFAILED:
+		return true
+	case SyncResourcesStateQUEUED:
+		return true
+	case SyncResourcesStateRUNNING:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncState.
+const (
+	SyncStateDONE    SyncState = "DONE"
+	SyncStateFAILED  SyncState = "FAILED"
+	SyncStateIDLE    SyncState = "IDLE"
+	SyncStateRUNNING SyncState = "RUNNING"
+)
+
+// Valid indicates whether the value is a known member of the SyncState enum.
+func (e SyncState) Valid() bool {
+	switch e {
+	case SyncStateDONE:
+		return true
+	case SyncStateFAILED:
+		return true
+	case SyncStateIDLE:
+		return true
+	case SyncStateRUNNING:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeliveryState.
+const (
+	DeliveryStateDEAD   DeliveryState = "DEAD"
+	DeliveryStateDONE   DeliveryState = "DONE"
+	DeliveryStateLEASED DeliveryState = "LEASED"
+	DeliveryStateQUEUED DeliveryState = "QUEUED"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryState enum.
+func (e DeliveryState) Valid() bool {
+	switch e {
+	case DeliveryStateDEAD:
+		return true
+	case DeliveryStateDONE:
+		return true
+	case DeliveryStateLEASED:
+		return true
+	case DeliveryStateQUEUED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Admitted0Status.
+const (
+	Admitted0StatusAccepted Admitted0Status = "accepted"
+)
+
+// Valid indicates whether the value is a known member of the Admitted0Status enum.
+func (e Admitted0Status) Valid() bool {
+	switch e {
+	case Admitted0StatusAccepted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Admitted1Status.
+const (
+	Admitted1StatusDropped Admitted1Status = "dropped"
+)
+
+// Valid indicates whether the value is a known member of the Admitted1Status enum.
+func (e Admitted1Status) Valid() bool {
+	switch e {
+	case Admitted1StatusDropped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StatusOKStatus.
+const (
+	StatusOKStatusOk StatusOKStatus = "ok"
+)
+
+// Valid indicates whether the value is a known member of the StatusOKStatus enum.
+func (e StatusOKStatus) Valid() bool {
+	switch e {
+	case StatusOKStatusOk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInstallationDeliveriesParamsState.
+const (
+	ListInstallationDeliveriesParamsStateDEAD   ListInstallationDeliveriesParamsState = "DEAD"
+	ListInstallationDeliveriesParamsStateDONE   ListInstallationDeliveriesParamsState = "DONE"
+	ListInstallationDeliveriesParamsStateLEASED ListInstallationDeliveriesParamsState = "LEASED"
+	ListInstallationDeliveriesParamsStateQUEUED ListInstallationDeliveriesParamsState = "QUEUED"
+)
+
+// Valid indicates whether the value is a known member of the ListInstallationDeliveriesParamsState enum.
+func (e ListInstallationDeliveriesParamsState) Valid() bool {
+	switch e {
+	case ListInstallationDeliveriesParamsStateDEAD:
+		return true
+	case ListInstallationDeliveriesParamsStateDONE:
+		return true
+	case ListInstallationDeliveriesParamsStateLEASED:
+		return true
+	case ListInstallationDeliveriesParamsStateQUEUED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListDeliveriesParamsState.
+const (
+	ListDeliveriesParamsStateDEAD   ListDeliveriesParamsState = "DEAD"
+	ListDeliveriesParamsStateDONE   ListDeliveriesParamsState = "DONE"
+	ListDeliveriesParamsStateLEASED ListDeliveriesParamsState = "LEASED"
+	ListDeliveriesParamsStateQUEUED ListDeliveriesParamsState = "QUEUED"
+)
+
+// Valid indicates whether the value is a known member of the ListDeliveriesParamsState enum.
+func (e ListDeliveriesParamsState) Valid() bool {
+	switch e {
+	case ListDeliveriesParamsStateDEAD:
+		return true
+	case ListDeliveriesParamsStateDONE:
+		return true
+	case ListDeliveriesParamsStateLEASED:
+		return true
+	case ListDeliveriesParamsStateQUEUED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CheckHealth200JSONResponseBodyStatus.
+const (
+	CheckHealth200JSONResponseBodyStatusOk CheckHealth200JSONResponseBodyStatus = "ok"
+)
+
+// Valid indicates whether the value is a known member of the CheckHealth200JSONResponseBodyStatus enum.
+func (e CheckHealth200JSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case CheckHealth200JSONResponseBodyStatusOk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CheckReadiness200JSONResponseBodyStatus.
+const (
+	CheckReadiness200JSONResponseBodyStatusOk CheckReadiness200JSONResponseBodyStatus = "ok"
+)
+
+// Valid indicates whether the value is a known member of the CheckReadiness200JSONResponseBodyStatus enum.
+func (e CheckReadiness200JSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case CheckReadiness200JSONResponseBodyStatusOk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveGitHubWebhook202JSONResponseBody0Status.
+const (
+	ReceiveGitHubWebhook202JSONResponseBody0StatusAccepted ReceiveGitHubWebhook202JSONResponseBody0Status = "accepted"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveGitHubWebhook202JSONResponseBody0Status enum.
+func (e ReceiveGitHubWebhook202JSONResponseBody0Status) Valid() bool {
+	switch e {
+	case ReceiveGitHubWebhook202JSONResponseBody0StatusAccepted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveGitHubWebhook202JSONResponseBody1Status.
+const (
+	ReceiveGitHubWebhook202JSONResponseBody1StatusDropped ReceiveGitHubWebhook202JSONResponseBody1Status = "dropped"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveGitHubWebhook202JSONResponseBody1Status enum.
+func (e ReceiveGitHubWebhook202JSONResponseBody1Status) Valid() bool {
+	switch e {
+	case ReceiveGitHubWebhook202JSONResponseBody1StatusDropped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveGitLabWebhook202JSONResponseBody0Status.
+const (
+	ReceiveGitLabWebhook202JSONResponseBody0StatusAccepted ReceiveGitLabWebhook202JSONResponseBody0Status = "accepted"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveGitLabWebhook202JSONResponseBody0Status enum.
+func (e ReceiveGitLabWebhook202JSONResponseBody0Status) Valid() bool {
+	switch e {
+	case ReceiveGitLabWebhook202JSONResponseBody0StatusAccepted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveGitLabWebhook202JSONResponseBody1Status.
+const (
+	ReceiveGitLabWebhook202JSONResponseBody1StatusDropped ReceiveGitLabWebhook202JSONResponseBody1Status = "dropped"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveGitLabWebhook202JSONResponseBody1Status enum.
+func (e ReceiveGitLabWebhook202JSONResponseBody1Status) Valid() bool {
+	switch e {
+	case ReceiveGitLabWebhook202JSONResponseBody1StatusDropped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveOutlineWebhook202JSONResponseBody0Status.
+const (
+	ReceiveOutlineWebhook202JSONResponseBody0StatusAccepted ReceiveOutlineWebhook202JSONResponseBody0Status = "accepted"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveOutlineWebhook202JSONResponseBody0Status enum.
+func (e ReceiveOutlineWebhook202JSONResponseBody0Status) Valid() bool {
+	switch e {
+	case ReceiveOutlineWebhook202JSONResponseBody0StatusAccepted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveOutlineWebhook202JSONResponseBody1Status.
+const (
+	ReceiveOutlineWebhook202JSONResponseBody1StatusDropped ReceiveOutlineWebhook202JSONResponseBody1Status = "dropped"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveOutlineWebhook202JSONResponseBody1Status enum.
+func (e ReceiveOutlineWebhook202JSONResponseBody1Status) Valid() bool {
+	switch e {
+	case ReceiveOutlineWebhook202JSONResponseBody1StatusDropped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveSlackEvent202JSONResponseBody0Status.
+const (
+	ReceiveSlackEvent202JSONResponseBody0StatusAccepted ReceiveSlackEvent202JSONResponseBody0Status = "accepted"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveSlackEvent202JSONResponseBody0Status enum.
+func (e ReceiveSlackEvent202JSONResponseBody0Status) Valid() bool {
+	switch e {
+	case ReceiveSlackEvent202JSONResponseBody0StatusAccepted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveSlackEvent202JSONResponseBody1Status.
+const (
+	ReceiveSlackEvent202JSONResponseBody1StatusDropped ReceiveSlackEvent202JSONResponseBody1Status = "dropped"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveSlackEvent202JSONResponseBody1Status enum.
+func (e ReceiveSlackEvent202JSONResponseBody1Status) Valid() bool {
+	switch e {
+	case ReceiveSlackEvent202JSONResponseBody1StatusDropped:
+		return true
+	default:
+		return false
+	}
+}
+
 // Access defines model for Access.
-type Access = interface{}
+type Access string
 
 // Account defines model for Account.
 type Account struct {
@@ -96,7 +786,7 @@ type Connection struct {
 }
 
 // ConnectionKind defines model for ConnectionKind.
-type ConnectionKind = interface{}
+type ConnectionKind string
 
 // ConnectionRequest config per kind: GITHUB_APP {"installationId"}; GITHUB_PAT {"login"} with the personal access token as secret; GITLAB {"groupId"} (or a project) with a plain token or whsec_ key as secret; SLACK {"teamId","appId"}; OUTLINE {} with secret and, optionally, apiToken (an Outline API key for the backfill); GITLAB may give apiToken too (its reads and subscription checks); 400 api-token-unsupported for every other kind
 type ConnectionRequest struct {
@@ -110,7 +800,7 @@ type ConnectionRequest struct {
 }
 
 // ConnectionState defines model for ConnectionState.
-type ConnectionState = interface{}
+type ConnectionState string
 
 // CreatedAccount defines model for CreatedAccount.
 type CreatedAccount struct {
@@ -179,9 +869,12 @@ type Delivery struct {
 	Provider      Provider           `json:"provider"`
 	ReceivedAt    Timestamp          `json:"receivedAt"`
 	ScopeKey      string             `json:"scopeKey"`
-	State         interface{}        `json:"state"`
+	State         DeliveryRowState   `json:"state"`
 	Subject       string             `json:"subject"`
 }
+
+// DeliveryRowState defines model for Delivery.state.
+type DeliveryRowState string
 
 // DeliveryDetail The list item with payload, headers, replay, steps and the attempt history: here "attempts" is the history (one entry per attempt, oldest first), not the count.
 type DeliveryDetail struct {
@@ -194,8 +887,8 @@ type DeliveryDetail struct {
 		ErrorClass *string `json:"errorClass"`
 
 		// ErrorText the failure table's sentence for the cause, never an error message
-		ErrorText *string     `json:"errorText"`
-		Outcome   interface{} `json:"outcome"`
+		ErrorText *string                       `json:"errorText"`
+		Outcome   DeliveryDetailAttemptsOutcome `json:"outcome"`
 
 		// Server the owner name of the claiming server
 		Server    *string            `json:"server"`
@@ -220,9 +913,9 @@ type DeliveryDetail struct {
 	ReplayedAt *NullableTimestamp `json:"replayedAt"`
 
 	// ReplayedBy the replaying account; null when never replayed or replayed with the instance administrator token
-	ReplayedBy *int        `json:"replayedBy"`
-	ScopeKey   string      `json:"scopeKey"`
-	State      interface{} `json:"state"`
+	ReplayedBy *int                `json:"replayedBy"`
+	ScopeKey   string              `json:"scopeKey"`
+	State      DeliveryDetailState `json:"state"`
 	Steps      []struct {
 		CommittedAt Timestamp `json:"committedAt"`
 		Name        string    `json:"name"`
@@ -232,6 +925,12 @@ type DeliveryDetail struct {
 	// TraceId the W3C trace id of the webhook request that admitted the row (every attempt is a span of that trace); null when that server traced nothing
 	TraceId *string `json:"traceId"`
 }
+
+// DeliveryDetailAttemptsOutcome defines model for DeliveryDetail.Attempts.Outcome.
+type DeliveryDetailAttemptsOutcome string
+
+// DeliveryDetailState defines model for DeliveryDetail.State.
+type DeliveryDetailState string
 
 // DeliveryPage defines model for DeliveryPage.
 type DeliveryPage struct {
@@ -255,14 +954,20 @@ type Erasure struct {
 		Pass    int       `json:"pass"`
 		Store   string    `json:"store"`
 	} `json:"receipts"`
-	State interface{} `json:"state"`
+	State ErasureProgressState `json:"state"`
 }
+
+// ErasureProgressState defines model for Erasure.state.
+type ErasureProgressState string
 
 // ErasureState defines model for ErasureState.
 type ErasureState struct {
-	Id    int         `json:"id"`
-	State interface{} `json:"state"`
+	Id    int               `json:"id"`
+	State ErasureStateState `json:"state"`
 }
+
+// ErasureStateState defines model for ErasureState.State.
+type ErasureStateState string
 
 // Error defines model for Error.
 type Error struct {
@@ -306,9 +1011,12 @@ type Inbox struct {
 	} `json:"counts"`
 
 	// EstimatedCounts states whose count is the planner's estimate
-	EstimatedCounts        *[]interface{} `json:"estimatedCounts,omitempty"`
-	OldestQueuedAgeSeconds int            `json:"oldestQueuedAgeSeconds"`
+	EstimatedCounts        *[]InboxEstimatedCounts `json:"estimatedCounts,omitempty"`
+	OldestQueuedAgeSeconds int                     `json:"oldestQueuedAgeSeconds"`
 }
+
+// InboxEstimatedCounts defines model for Inbox.EstimatedCounts.
+type InboxEstimatedCounts string
 
 // Invitation defines model for Invitation.
 type Invitation struct {
@@ -432,7 +1140,7 @@ type PageFields struct {
 }
 
 // Provider defines model for Provider.
-type Provider = interface{}
+type Provider string
 
 // PullRequest defines model for PullRequest.
 type PullRequest struct {
@@ -512,14 +1220,20 @@ type ReplayJob struct {
 	Replayed int `json:"replayed"`
 
 	// RequestedBy the requesting account; null for the configured instance administrator token
-	RequestedBy          *int        `json:"requestedBy"`
-	RequestedByPrincipal interface{} `json:"requestedByPrincipal"`
+	RequestedBy          *int                          `json:"requestedBy"`
+	RequestedByPrincipal ReplayJobRequestedByPrincipal `json:"requestedByPrincipal"`
 
 	// Skipped matched rows no longer DEAD (or no longer stored) when their batch came
-	Skipped   int         `json:"skipped"`
-	StartedAt Timestamp   `json:"startedAt"`
-	State     interface{} `json:"state"`
+	Skipped   int            `json:"skipped"`
+	StartedAt Timestamp      `json:"startedAt"`
+	State     ReplayJobState `json:"state"`
 }
+
+// ReplayJobRequestedByPrincipal defines model for ReplayJob.RequestedByPrincipal.
+type ReplayJobRequestedByPrincipal string
+
+// ReplayJobState defines model for ReplayJob.State.
+type ReplayJobState string
 
 // ReplayJobPage defines model for ReplayJobPage.
 type ReplayJobPage struct {
@@ -531,10 +1245,13 @@ type ReplayJobPage struct {
 
 // ReplayStarted defines model for ReplayStarted.
 type ReplayStarted struct {
-	Id      int         `json:"id"`
-	Matched int         `json:"matched"`
-	State   interface{} `json:"state"`
+	Id      int                `json:"id"`
+	Matched int                `json:"matched"`
+	State   ReplayStartedState `json:"state"`
 }
+
+// ReplayStartedState defines model for ReplayStarted.State.
+type ReplayStartedState string
 
 // Replayed defines model for Replayed.
 type Replayed struct {
@@ -542,10 +1259,16 @@ type Replayed struct {
 	ReplayedAt Timestamp `json:"replayedAt"`
 
 	// ReplayedBy the account; null for the instance administrator token
-	ReplayedBy          *int        `json:"replayedBy"`
-	ReplayedByPrincipal interface{} `json:"replayedByPrincipal,omitempty"`
-	State               interface{} `json:"state"`
+	ReplayedBy          *int                         `json:"replayedBy"`
+	ReplayedByPrincipal *ReplayedReplayedByPrincipal `json:"replayedByPrincipal,omitempty"`
+	State               ReplayedState                `json:"state"`
 }
+
+// ReplayedReplayedByPrincipal defines model for Replayed.ReplayedByPrincipal.
+type ReplayedReplayedByPrincipal string
+
+// ReplayedState defines model for Replayed.State.
+type ReplayedState string
 
 // Repository defines model for Repository.
 type Repository struct {
@@ -580,10 +1303,10 @@ type Resource struct {
 }
 
 // ResourceType defines model for ResourceType.
-type ResourceType = interface{}
+type ResourceType string
 
 // Role defines model for Role.
-type Role = interface{}
+type Role string
 
 // SlackChannel defines model for SlackChannel.
 type SlackChannel struct {
@@ -640,11 +1363,17 @@ type Sync struct {
 		LastError  *string            `json:"lastError"`
 		Pages      int                `json:"pages"`
 		StartedAt  *NullableTimestamp `json:"startedAt"`
-		State      interface{}        `json:"state"`
+		State      SyncResourcesState `json:"state"`
 		Type       string             `json:"type"`
 	} `json:"resources"`
-	State interface{} `json:"state"`
+	State SyncState `json:"state"`
 }
+
+// SyncResourcesState defines model for Sync.Resources.State.
+type SyncResourcesState string
+
+// SyncState defines model for Sync.State.
+type SyncState string
 
 // Timestamp defines model for Timestamp.
 type Timestamp = time.Time
@@ -694,7 +1423,7 @@ type DeliveryKey = string
 type DeliveryScopeKey = string
 
 // DeliveryState defines model for deliveryState.
-type DeliveryState = interface{}
+type DeliveryState string
 
 // DeliverySubject defines model for deliverySubject.
 type DeliverySubject = string
@@ -730,16 +1459,22 @@ type Admitted struct {
 
 // Admitted0 defines model for Admitted.0.
 type Admitted0 struct {
-	Duplicates int         `json:"duplicates"`
-	Status     interface{} `json:"status"`
-	Stored     int         `json:"stored"`
+	Duplicates int             `json:"duplicates"`
+	Status     Admitted0Status `json:"status"`
+	Stored     int             `json:"stored"`
 }
+
+// Admitted0Status defines model for Admitted.0.Status.
+type Admitted0Status string
 
 // Admitted1 defines model for Admitted.1.
 type Admitted1 struct {
-	Reason string      `json:"reason"`
-	Status interface{} `json:"status"`
+	Reason string          `json:"reason"`
+	Status Admitted1Status `json:"status"`
 }
+
+// Admitted1Status defines model for Admitted.1.Status.
+type Admitted1Status string
 
 // ErrorResponse defines model for Error.
 type ErrorResponse = Error
@@ -757,8 +1492,11 @@ type Retry = Error
 
 // StatusOK defines model for StatusOK.
 type StatusOK struct {
-	Status interface{} `json:"status"`
+	Status StatusOKStatus `json:"status"`
 }
+
+// StatusOKStatus defines model for StatusOK.Status.
+type StatusOKStatus string
 
 // ErasureRequestBody defines model for Erasure.
 type ErasureRequestBody struct {
@@ -890,7 +1628,7 @@ type ListInstallationDeliveriesParams struct {
 	Size *Size `form:"size,omitempty" json:"size,omitempty"`
 
 	// State only rows in this state
-	State DeliveryState `form:"state,omitempty" json:"state,omitempty"`
+	State *ListInstallationDeliveriesParamsState `form:"state,omitempty" json:"state,omitempty"`
 
 	// Provider only dead letters of this provider (exact)
 	Provider *DeadProvider `form:"provider,omitempty" json:"provider,omitempty"`
@@ -916,6 +1654,9 @@ type ListInstallationDeliveriesParams struct {
 	// ReceivedBefore only rows received before (RFC 3339)
 	ReceivedBefore *ReceivedBefore `form:"receivedBefore,omitempty" json:"receivedBefore,omitempty"`
 }
+
+// ListInstallationDeliveriesParamsState defines parameters for ListInstallationDeliveries.
+type ListInstallationDeliveriesParamsState string
 
 // ListAllRejectionsParams defines parameters for ListAllRejections.
 type ListAllRejectionsParams struct {
@@ -1004,7 +1745,7 @@ type ListDeliveriesParams struct {
 	Size *Size `form:"size,omitempty" json:"size,omitempty"`
 
 	// State only rows in this state
-	State DeliveryState `form:"state,omitempty" json:"state,omitempty"`
+	State *ListDeliveriesParamsState `form:"state,omitempty" json:"state,omitempty"`
 
 	// Provider only dead letters of this provider (exact)
 	Provider *DeadProvider `form:"provider,omitempty" json:"provider,omitempty"`
@@ -1030,6 +1771,9 @@ type ListDeliveriesParams struct {
 	// ReceivedBefore only rows received before (RFC 3339)
 	ReceivedBefore *ReceivedBefore `form:"receivedBefore,omitempty" json:"receivedBefore,omitempty"`
 }
+
+// ListDeliveriesParamsState defines parameters for ListDeliveries.
+type ListDeliveriesParamsState string
 
 // ListRejectionsParams defines parameters for ListRejections.
 type ListRejectionsParams struct {
@@ -1143,69 +1887,99 @@ type ConfirmSlackCallbackFormdataBody struct {
 	State          string  `form:"state" json:"state"`
 }
 
+// CheckHealth200JSONResponseBodyStatus defines parameters for CheckHealth.
+type CheckHealth200JSONResponseBodyStatus string
+
+// CheckReadiness200JSONResponseBodyStatus defines parameters for CheckReadiness.
+type CheckReadiness200JSONResponseBodyStatus string
+
 // ReceiveGitHubWebhookJSONBody defines parameters for ReceiveGitHubWebhook.
 type ReceiveGitHubWebhookJSONBody = interface{}
 
 // ReceiveGitHubWebhook202JSONResponseBody0 defines parameters for ReceiveGitHubWebhook.
 type ReceiveGitHubWebhook202JSONResponseBody0 struct {
-	Duplicates int         `json:"duplicates"`
-	Status     interface{} `json:"status"`
-	Stored     int         `json:"stored"`
+	Duplicates int                                            `json:"duplicates"`
+	Status     ReceiveGitHubWebhook202JSONResponseBody0Status `json:"status"`
+	Stored     int                                            `json:"stored"`
 }
+
+// ReceiveGitHubWebhook202JSONResponseBody0Status defines parameters for ReceiveGitHubWebhook.
+type ReceiveGitHubWebhook202JSONResponseBody0Status string
 
 // ReceiveGitHubWebhook202JSONResponseBody1 defines parameters for ReceiveGitHubWebhook.
 type ReceiveGitHubWebhook202JSONResponseBody1 struct {
-	Reason string      `json:"reason"`
-	Status interface{} `json:"status"`
+	Reason string                                         `json:"reason"`
+	Status ReceiveGitHubWebhook202JSONResponseBody1Status `json:"status"`
 }
+
+// ReceiveGitHubWebhook202JSONResponseBody1Status defines parameters for ReceiveGitHubWebhook.
+type ReceiveGitHubWebhook202JSONResponseBody1Status string
 
 // ReceiveGitLabWebhookJSONBody defines parameters for ReceiveGitLabWebhook.
 type ReceiveGitLabWebhookJSONBody = interface{}
 
 // ReceiveGitLabWebhook202JSONResponseBody0 defines parameters for ReceiveGitLabWebhook.
 type ReceiveGitLabWebhook202JSONResponseBody0 struct {
-	Duplicates int         `json:"duplicates"`
-	Status     interface{} `json:"status"`
-	Stored     int         `json:"stored"`
+	Duplicates int                                            `json:"duplicates"`
+	Status     ReceiveGitLabWebhook202JSONResponseBody0Status `json:"status"`
+	Stored     int                                            `json:"stored"`
 }
+
+// ReceiveGitLabWebhook202JSONResponseBody0Status defines parameters for ReceiveGitLabWebhook.
+type ReceiveGitLabWebhook202JSONResponseBody0Status string
 
 // ReceiveGitLabWebhook202JSONResponseBody1 defines parameters for ReceiveGitLabWebhook.
 type ReceiveGitLabWebhook202JSONResponseBody1 struct {
-	Reason string      `json:"reason"`
-	Status interface{} `json:"status"`
+	Reason string                                         `json:"reason"`
+	Status ReceiveGitLabWebhook202JSONResponseBody1Status `json:"status"`
 }
+
+// ReceiveGitLabWebhook202JSONResponseBody1Status defines parameters for ReceiveGitLabWebhook.
+type ReceiveGitLabWebhook202JSONResponseBody1Status string
 
 // ReceiveOutlineWebhookJSONBody defines parameters for ReceiveOutlineWebhook.
 type ReceiveOutlineWebhookJSONBody = interface{}
 
 // ReceiveOutlineWebhook202JSONResponseBody0 defines parameters for ReceiveOutlineWebhook.
 type ReceiveOutlineWebhook202JSONResponseBody0 struct {
-	Duplicates int         `json:"duplicates"`
-	Status     interface{} `json:"status"`
-	Stored     int         `json:"stored"`
+	Duplicates int                                             `json:"duplicates"`
+	Status     ReceiveOutlineWebhook202JSONResponseBody0Status `json:"status"`
+	Stored     int                                             `json:"stored"`
 }
+
+// ReceiveOutlineWebhook202JSONResponseBody0Status defines parameters for ReceiveOutlineWebhook.
+type ReceiveOutlineWebhook202JSONResponseBody0Status string
 
 // ReceiveOutlineWebhook202JSONResponseBody1 defines parameters for ReceiveOutlineWebhook.
 type ReceiveOutlineWebhook202JSONResponseBody1 struct {
-	Reason string      `json:"reason"`
-	Status interface{} `json:"status"`
+	Reason string                                          `json:"reason"`
+	Status ReceiveOutlineWebhook202JSONResponseBody1Status `json:"status"`
 }
+
+// ReceiveOutlineWebhook202JSONResponseBody1Status defines parameters for ReceiveOutlineWebhook.
+type ReceiveOutlineWebhook202JSONResponseBody1Status string
 
 // ReceiveSlackEventJSONBody defines parameters for ReceiveSlackEvent.
 type ReceiveSlackEventJSONBody = interface{}
 
 // ReceiveSlackEvent202JSONResponseBody0 defines parameters for ReceiveSlackEvent.
 type ReceiveSlackEvent202JSONResponseBody0 struct {
-	Duplicates int         `json:"duplicates"`
-	Status     interface{} `json:"status"`
-	Stored     int         `json:"stored"`
+	Duplicates int                                         `json:"duplicates"`
+	Status     ReceiveSlackEvent202JSONResponseBody0Status `json:"status"`
+	Stored     int                                         `json:"stored"`
 }
+
+// ReceiveSlackEvent202JSONResponseBody0Status defines parameters for ReceiveSlackEvent.
+type ReceiveSlackEvent202JSONResponseBody0Status string
 
 // ReceiveSlackEvent202JSONResponseBody1 defines parameters for ReceiveSlackEvent.
 type ReceiveSlackEvent202JSONResponseBody1 struct {
-	Reason string      `json:"reason"`
-	Status interface{} `json:"status"`
+	Reason string                                      `json:"reason"`
+	Status ReceiveSlackEvent202JSONResponseBody1Status `json:"status"`
 }
+
+// ReceiveSlackEvent202JSONResponseBody1Status defines parameters for ReceiveSlackEvent.
+type ReceiveSlackEvent202JSONResponseBody1Status string
 
 // CreateAccountJSONRequestBody defines body for CreateAccount for application/json ContentType.
 type CreateAccountJSONRequestBody CreateAccountJSONBody
@@ -4271,12 +5045,16 @@ func NewListInstallationDeliveriesRequest(server string, params *ListInstallatio
 
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if params.Provider != nil {
@@ -5816,12 +6594,16 @@ func NewListDeliveriesRequest(server string, ws Ws, params *ListDeliveriesParams
 
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if params.Provider != nil {
