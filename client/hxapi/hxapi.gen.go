@@ -293,6 +293,39 @@ func (e ReplayJobState) Valid() bool {
 	}
 }
 
+// Defines values for ReplayLimitError.
+const (
+	ReplayLimitErrorReplayLimit ReplayLimitError = "replay-limit"
+)
+
+// Valid indicates whether the value is a known member of the ReplayLimitError enum.
+func (e ReplayLimitError) Valid() bool {
+	switch e {
+	case ReplayLimitErrorReplayLimit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReplayLimitLimit.
+const (
+	Rows    ReplayLimitLimit = "rows"
+	Running ReplayLimitLimit = "running"
+)
+
+// Valid indicates whether the value is a known member of the ReplayLimitLimit enum.
+func (e ReplayLimitLimit) Valid() bool {
+	switch e {
+	case Rows:
+		return true
+	case Running:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReplayStartedState.
 const (
 	ReplayStartedStateDONE    ReplayStartedState = "DONE"
@@ -951,8 +984,11 @@ type Erasure struct {
 	Receipts []struct {
 		At      Timestamp `json:"at"`
 		Deleted int       `json:"deleted"`
-		Pass    int       `json:"pass"`
-		Store   string    `json:"store"`
+
+		// FailedRows ids of the inbox rows whose payload this pass could not rewrite (at most 1000, lowest first); they still name the person. Empty when none. While the last pass lists any, the erasure stays RUNNING and its runner adds another pass after a delay (30 s, doubling), up to 5 such passes, then it is FAILED.
+		FailedRows []int  `json:"failedRows"`
+		Pass       int    `json:"pass"`
+		Store      string `json:"store"`
 	} `json:"receipts"`
 	State ErasureProgressState `json:"state"`
 }
@@ -1242,6 +1278,23 @@ type ReplayJobPage struct {
 	Size  int         `json:"size"`
 	Total int         `json:"total"`
 }
+
+// ReplayLimit defines model for ReplayLimit.
+type ReplayLimit struct {
+	Error ReplayLimitError `json:"error"`
+
+	// Limit running: the workspace runs max jobs already; rows: the filter matches more than max rows
+	Limit ReplayLimitLimit `json:"limit"`
+
+	// Max the limit's value
+	Max int `json:"max"`
+}
+
+// ReplayLimitError defines model for ReplayLimit.Error.
+type ReplayLimitError string
+
+// ReplayLimitLimit running: the workspace runs max jobs already; rows: the filter matches more than max rows
+type ReplayLimitLimit string
 
 // ReplayStarted defines model for ReplayStarted.
 type ReplayStarted struct {
@@ -2690,7 +2743,7 @@ type ClientInterface interface {
 
 	// StartBulkReplayWithBody Bulk replay of the workspace's DEAD rows that match a filter, or its dry-run count
 	//
-	// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>").
+	// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value (a provider this server does not run, an error class no DEAD row can carry, a time that is not RFC 3339) is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>"), for a dry run too. A workspace runs at most HEPHAESTUS_REPLAY_MAX_RUNNING (default 2) jobs at once, and one job matches at most HEPHAESTUS_REPLAY_MAX_ROWS (default 100000) rows: a start past either is 409 replay-limit naming the limit ("running": wait for a job to end or cancel one; "rows": narrow the filter; the job is refused, never truncated), checked atomically, so concurrent starts cannot pass a limit together. A dry run is never limited. Jobs of different workspaces are run fairly: runners go round the workspaces with waiting jobs, batch by batch.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2699,7 +2752,7 @@ type ClientInterface interface {
 
 	// StartBulkReplay Bulk replay of the workspace's DEAD rows that match a filter, or its dry-run count
 	//
-	// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>").
+	// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value (a provider this server does not run, an error class no DEAD row can carry, a time that is not RFC 3339) is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>"), for a dry run too. A workspace runs at most HEPHAESTUS_REPLAY_MAX_RUNNING (default 2) jobs at once, and one job matches at most HEPHAESTUS_REPLAY_MAX_ROWS (default 100000) rows: a start past either is 409 replay-limit naming the limit ("running": wait for a job to end or cancel one; "rows": narrow the filter; the job is refused, never truncated), checked atomically, so concurrent starts cannot pass a limit together. A dry run is never limited. Jobs of different workspaces are run fairly: runners go round the workspaces with waiting jobs, batch by batch.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3794,7 +3847,7 @@ func (c *Client) ListBulkReplays(ctx context.Context, ws Ws, params *ListBulkRep
 
 // StartBulkReplayWithBody Bulk replay of the workspace's DEAD rows that match a filter, or its dry-run count
 //
-// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>").
+// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value (a provider this server does not run, an error class no DEAD row can carry, a time that is not RFC 3339) is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>"), for a dry run too. A workspace runs at most HEPHAESTUS_REPLAY_MAX_RUNNING (default 2) jobs at once, and one job matches at most HEPHAESTUS_REPLAY_MAX_ROWS (default 100000) rows: a start past either is 409 replay-limit naming the limit ("running": wait for a job to end or cancel one; "rows": narrow the filter; the job is refused, never truncated), checked atomically, so concurrent starts cannot pass a limit together. A dry run is never limited. Jobs of different workspaces are run fairly: runners go round the workspaces with waiting jobs, batch by batch.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3813,7 +3866,7 @@ func (c *Client) StartBulkReplayWithBody(ctx context.Context, ws Ws, contentType
 
 // StartBulkReplay Bulk replay of the workspace's DEAD rows that match a filter, or its dry-run count
 //
-// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>").
+// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value (a provider this server does not run, an error class no DEAD row can carry, a time that is not RFC 3339) is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>"), for a dry run too. A workspace runs at most HEPHAESTUS_REPLAY_MAX_RUNNING (default 2) jobs at once, and one job matches at most HEPHAESTUS_REPLAY_MAX_ROWS (default 100000) rows: a start past either is 409 replay-limit naming the limit ("running": wait for a job to end or cancel one; "rows": narrow the filter; the job is refused, never truncated), checked atomically, so concurrent starts cannot pass a limit together. A dry run is never limited. Jobs of different workspaces are run fairly: runners go round the workspaces with waiting jobs, batch by batch.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8828,7 +8881,7 @@ type ClientWithResponsesInterface interface {
 
 	// StartBulkReplayWithBodyWithResponse Bulk replay of the workspace's DEAD rows that match a filter, or its dry-run count
 	//
-	// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>").
+	// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value (a provider this server does not run, an error class no DEAD row can carry, a time that is not RFC 3339) is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>"), for a dry run too. A workspace runs at most HEPHAESTUS_REPLAY_MAX_RUNNING (default 2) jobs at once, and one job matches at most HEPHAESTUS_REPLAY_MAX_ROWS (default 100000) rows: a start past either is 409 replay-limit naming the limit ("running": wait for a job to end or cancel one; "rows": narrow the filter; the job is refused, never truncated), checked atomically, so concurrent starts cannot pass a limit together. A dry run is never limited. Jobs of different workspaces are run fairly: runners go round the workspaces with waiting jobs, batch by batch.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8837,7 +8890,7 @@ type ClientWithResponsesInterface interface {
 
 	// StartBulkReplayWithResponse Bulk replay of the workspace's DEAD rows that match a filter, or its dry-run count
 	//
-	// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>").
+	// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value (a provider this server does not run, an error class no DEAD row can carry, a time that is not RFC 3339) is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>"), for a dry run too. A workspace runs at most HEPHAESTUS_REPLAY_MAX_RUNNING (default 2) jobs at once, and one job matches at most HEPHAESTUS_REPLAY_MAX_ROWS (default 100000) rows: a start past either is 409 replay-limit naming the limit ("running": wait for a job to end or cancel one; "rows": narrow the filter; the job is refused, never truncated), checked atomically, so concurrent starts cannot pass a limit together. A dry run is never limited. Jobs of different workspaces are run fairly: runners go round the workspaces with waiting jobs, batch by batch.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12381,6 +12434,8 @@ type StartBulkReplayResponse struct {
 	JSON403 *ErrorResponse
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ReplayLimit
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorResponse
 }
@@ -12413,6 +12468,11 @@ func (r StartBulkReplayResponse) GetJSON403() *ErrorResponse {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r StartBulkReplayResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r StartBulkReplayResponse) GetJSON409() *ReplayLimit {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -14786,7 +14846,7 @@ func (c *ClientWithResponses) ListBulkReplaysWithResponse(ctx context.Context, w
 
 // StartBulkReplayWithBodyWithResponse Bulk replay of the workspace's DEAD rows that match a filter, or its dry-run count
 //
-// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>").
+// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value (a provider this server does not run, an error class no DEAD row can carry, a time that is not RFC 3339) is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>"), for a dry run too. A workspace runs at most HEPHAESTUS_REPLAY_MAX_RUNNING (default 2) jobs at once, and one job matches at most HEPHAESTUS_REPLAY_MAX_ROWS (default 100000) rows: a start past either is 409 replay-limit naming the limit ("running": wait for a job to end or cancel one; "rows": narrow the filter; the job is refused, never truncated), checked atomically, so concurrent starts cannot pass a limit together. A dry run is never limited. Jobs of different workspaces are run fairly: runners go round the workspaces with waiting jobs, batch by batch.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14801,7 +14861,7 @@ func (c *ClientWithResponses) StartBulkReplayWithBodyWithResponse(ctx context.Co
 
 // StartBulkReplayWithResponse Bulk replay of the workspace's DEAD rows that match a filter, or its dry-run count
 //
-// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>").
+// A dry run (members) answers how many DEAD rows the filter matches now, changing nothing. Otherwise (the workspace's ADMIN or the instance administrator; 403 for a member) a durable job is started for exactly the rows matched now: it replays them in batches with the single replay's rules (the row keeps its id and committed steps, records the requesting principal, goes back to the head of its scope), on one server at a time, resuming after a restart; a row no longer DEAD when its batch comes is skipped. A filter that matches nothing starts a job that is DONE at once with 0. An unknown field, a value of the wrong type or a bad value (a provider this server does not run, an error class no DEAD row can carry, a time that is not RFC 3339) is 400 {"error":"invalid-filter","field":"<name>"} (filter fields as "filter.<name>"), for a dry run too. A workspace runs at most HEPHAESTUS_REPLAY_MAX_RUNNING (default 2) jobs at once, and one job matches at most HEPHAESTUS_REPLAY_MAX_ROWS (default 100000) rows: a start past either is 409 replay-limit naming the limit ("running": wait for a job to end or cancel one; "rows": narrow the filter; the job is refused, never truncated), checked atomically, so concurrent starts cannot pass a limit together. A dry run is never limited. Jobs of different workspaces are run fairly: runners go round the workspaces with waiting jobs, batch by batch.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17965,6 +18025,13 @@ func ParseStartBulkReplayResponse(rsp *http.Response) (*StartBulkReplayResponse,
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ReplayLimit
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorResponse
