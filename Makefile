@@ -13,12 +13,15 @@ HEPHAESTUS_SLACK_SIGNING_SECRET ?= dev-slack-signing-secret
 build:
 	$(GO) build -o bin/hephaestus ./cmd/hephaestus
 
-## generate: regenerate wire_gen.go (dependency injection)
+## generate: regenerate wire_gen.go (dependency injection) and the typed API client
+## client/hxapi/hxapi.gen.go from the API document (oapi-codegen, configured by
+## client/hxapi/oapi-codegen.yaml)
 generate:
 	$(GO) tool wire ./bootstrap/...
+	$(GO) generate ./client/...
 
-## hygiene: gofmt, go mod tidy, go vet, staticcheck and Wire freshness; every tool is pinned in
-## go.mod (`tool` lines), so a fresh machine needs nothing but Go
+## hygiene: gofmt, go mod tidy, go vet, staticcheck, Wire and API client freshness; every tool is
+## pinned in go.mod (`tool` lines), so a fresh machine needs nothing but Go
 hygiene:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then \
 		echo "gofmt: these files need formatting:"; echo "$$unformatted"; exit 1; fi
@@ -26,6 +29,9 @@ hygiene:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 	@$(GO) tool wire diff ./bootstrap/... || { echo "bootstrap/wire_gen.go is stale: run 'make generate'"; exit 1; }
+	@$(GO) tool oapi-codegen -config client/hxapi/oapi-codegen.yaml adapters/http/apidoc/openapi.yaml \
+		| diff -u client/hxapi/hxapi.gen.go - >/dev/null \
+		|| { echo "client/hxapi/hxapi.gen.go is stale (or the document no longer generates): run 'make generate'"; exit 1; }
 
 ## corpus: fetch GitHub's documented example payloads (the pinned, checksummed
 ## @octokit/webhooks-examples package, through npm) into .cache/corpus/github, once; the specs,

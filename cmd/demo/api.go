@@ -14,24 +14,35 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hephaestus-dev/hephaestus/client/hxapi"
 )
 
-// maxAnswerBytes bounds what the demo reads of one answer.
+// maxAnswerBytes bounds what the demo reads of one webhook answer.
 const maxAnswerBytes = 4 << 20
 
-// api talks to one running server: the management, operator and read APIs with the admin
-// token, and the webhook endpoints with provider signatures.
+// api talks to one running server: the management, operator and read APIs through the
+// generated client (client/hxapi) with the admin token, and the webhook endpoints with provider
+// signatures (hand-built: a signature covers the exact bytes sent).
 type api struct {
-	base  string
-	token string
-	hc    *http.Client
+	base string
+	hc   *http.Client
+	hx   *hxapi.ClientWithResponses
+}
+
+func newAPI(base, token string, hc *http.Client) (*api, error) {
+	hx, err := hxapi.NewClientWithResponses(base, hxapi.WithHTTPClient(hc), hxapi.WithRequestEditorFn(hxapi.BearerToken(token)))
+	if err != nil {
+		return nil, err
+	}
+	return &api{base: base, hc: hc, hx: hx}, nil
 }
 
 // statusError is an answer with another status than the one the demo needs.
 type statusError struct {
-	method, path string
-	status       int
-	body         string
+	operation string
+	status    int
+	body      string
 }
 
 func (e *statusError) Error() string {
@@ -39,68 +50,34 @@ func (e *statusError) Error() string {
 	if len(body) > 300 {
 		body = body[:300] + "…"
 	}
-	return fmt.Sprintf("%s %s answered %d %s", e.method, e.path, e.status, body)
+	return fmt.Sprintf("%s answered %d %s", e.operation, e.status, body)
 }
 
-// call sends a JSON request with the admin token; it wants status want and decodes the answer
-// into out (nil: ignored).
-func (a *api) call(ctx context.Context, method, path string, in any, want int, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, a.base+path, body)
+// answer is what every response of the generated client has.
+type answer interface {
+	StatusCode() int
+	GetBody() []byte
+}
+
+// outcome checks a call of the generated client: its transport error, then its status.
+func outcome(operation string, r answer, err error, status int) error {
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", operation, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	req.Header.Set("Accept", "application/json")
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := a.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	if err != nil {
-		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
-	}
-	if resp.StatusCode != want {
-		return &statusError{method: method, path: path, status: resp.StatusCode, body: string(raw)}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%s %s: answer is not the expected JSON: %w", method, path, err)
+	if r.StatusCode() != status {
+		return &statusError{operation: operation, status: r.StatusCode(), body: string(r.GetBody())}
 	}
 	return nil
 }
 
-func (a *api) get(ctx context.Context, path string, out any) error {
-	return a.call(ctx, http.MethodGet, path, nil, http.StatusOK, out)
-}
-
 // ready checks that a server answers GET /readyz with 200.
 func (a *api) ready(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+"/readyz", nil)
+	r, err := a.hx.CheckReadinessWithResponse(ctx)
 	if err != nil {
 		return err
 	}
-	resp, err := a.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerBytes))
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /readyz answered %d", resp.StatusCode)
+	if r.StatusCode() != http.StatusOK {
+		return fmt.Errorf("checkReadiness answered %d", r.StatusCode())
 	}
 	return nil
 }

@@ -2,7 +2,10 @@
 // workspace with one connection per provider through the management API, sends signed,
 // real-shaped deliveries of GitHub, GitLab, Slack and Outline (one of them broken on purpose,
 // one of them twice), waits for the claimers, and prints what was stored, handled, mirrored and
-// dead-lettered; then it replays the dead letter and shows that it dies again.
+// dead-lettered; then it finds the dead letter's row by its provider delivery id, replays it
+// and shows that it dies again. Every management, operator and read API call goes through the
+// generated client, client/hxapi; only the webhook deliveries are built by hand (a signature
+// covers the exact bytes sent).
 //
 // Environment:
 //
@@ -32,6 +35,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hephaestus-dev/hephaestus/client/hxapi"
 )
 
 // Environment variables the demo reads.
@@ -160,7 +165,11 @@ func run(ctx context.Context, cfg demoConfig, out io.Writer) error {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 15 * time.Second}
 	}
-	d := &demo{cfg: cfg, api: &api{base: cfg.BaseURL, token: cfg.AdminToken, hc: cfg.Client}, out: out, s: newScenario(time.Now())}
+	a, err := newAPI(cfg.BaseURL, cfg.AdminToken, cfg.Client)
+	if err != nil {
+		return err
+	}
+	d := &demo{cfg: cfg, api: a, out: out, s: newScenario(time.Now())}
 
 	if err := d.api.ready(ctx); err != nil {
 		return fmt.Errorf("no ready server at %s (%v): start one with `make run`, or point %s at it", cfg.BaseURL, err, envDemoURL)
@@ -171,7 +180,7 @@ func run(ctx context.Context, cfg demoConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	deliveries := d.s.deliveries(cfg, conns["GITLAB"], conns["OUTLINE"])
+	deliveries := d.s.deliveries(cfg, int64(conns["GITLAB"]), int64(conns["OUTLINE"]))
 	for _, dl := range deliveries {
 		if dl.good {
 			d.good++
@@ -224,31 +233,17 @@ func (d *demo) result(err error) error {
 
 // Set-up: workspace, connections, subscriptions.
 
-type workspaceJSON struct {
-	ID   int64  `json:"id"`
-	Slug string `json:"slug"`
-}
-
-type connectionJSON struct {
-	ID         int64  `json:"id"`
-	Kind       string `json:"kind"`
-	State      string `json:"state"`
-	WebhookURL string `json:"webhookUrl"`
-}
-
-type resource struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-	Name string `json:"name"`
+// errNoAnswer is a wanted status whose documented JSON answer could not be read.
+func errNoAnswer(operation string) error {
+	return fmt.Errorf("%s: the answer is not the documented JSON", operation)
 }
 
 // setUp creates the workspace, one ACTIVE connection per provider and their subscriptions;
 // it returns the connection ids by provider.
-func (d *demo) setUp(ctx context.Context) (map[string]int64, error) {
+func (d *demo) setUp(ctx context.Context) (map[string]int, error) {
 	s := d.s
-	var ws workspaceJSON
-	err := d.api.call(ctx, http.MethodPost, "/api/admin/workspaces",
-		map[string]string{"slug": s.slug, "name": "Demo " + s.suffix}, http.StatusCreated, &ws)
+	created, err := d.api.hx.CreateWorkspaceWithResponse(ctx, hxapi.CreateWorkspaceJSONRequestBody{Slug: s.slug, Name: "Demo " + s.suffix})
+	err = outcome("createWorkspace", created, err, http.StatusCreated)
 	if isStatus(err, http.StatusUnauthorized) || isStatus(err, http.StatusForbidden) {
 		return nil, fmt.Errorf("the server refused the admin token (%v): use the token of this server "+
 			"(%s, or the admin-token file of its data dir)", err, envAdminToken)
@@ -256,61 +251,75 @@ func (d *demo) setUp(ctx context.Context) (map[string]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create workspace: %w", err)
 	}
+	if created.JSON201 == nil {
+		return nil, errNoAnswer("createWorkspace")
+	}
+	ws := *created.JSON201
 
-	base := "/api/workspaces/" + s.slug
 	specs := []struct {
 		provider string
-		body     map[string]any
-		sub      resource
+		body     hxapi.ConnectionRequest
+		sub      hxapi.Resource
 		note     string
 	}{
-		{"GITHUB", map[string]any{"kind": "GITHUB_APP", "sourceServerUrl": "https://github.com",
-			"config": map[string]any{"installationId": s.installationID}},
-			resource{"repository", strconv.FormatInt(s.repoID, 10), s.fullName()},
+		{"GITHUB", hxapi.ConnectionRequest{Kind: "GITHUB_APP", SourceServerUrl: ptr("https://github.com"),
+			Config: &map[string]any{"installationId": s.installationID}},
+			resource("repository", strconv.FormatInt(s.repoID, 10), s.fullName()),
 			fmt.Sprintf("installationId %d", s.installationID)},
-		{"GITLAB", map[string]any{"kind": "GITLAB", "sourceServerUrl": s.gitlabURL,
-			"config": map[string]any{"groupId": s.gitlabGroupID}, "secret": s.gitlabSecret},
-			resource{"project", strconv.FormatInt(s.projectID, 10), s.projectPath},
+		{"GITLAB", hxapi.ConnectionRequest{Kind: "GITLAB", SourceServerUrl: ptr(s.gitlabURL),
+			Config: &map[string]any{"groupId": s.gitlabGroupID}, Secret: ptr(s.gitlabSecret)},
+			resource("project", strconv.FormatInt(s.projectID, 10), s.projectPath),
 			fmt.Sprintf("groupId %d, token secret", s.gitlabGroupID)},
-		{"SLACK", map[string]any{"kind": "SLACK", "sourceServerUrl": "https://slack.com",
-			"config": map[string]any{"teamId": s.teamID, "appId": s.appID}},
-			resource{"channel", s.channelID, "#" + s.channelName},
+		{"SLACK", hxapi.ConnectionRequest{Kind: "SLACK", SourceServerUrl: ptr("https://slack.com"),
+			Config: &map[string]any{"teamId": s.teamID, "appId": s.appID}},
+			resource("channel", s.channelID, "#"+s.channelName),
 			fmt.Sprintf("teamId %s, appId %s", s.teamID, s.appID)},
-		{"OUTLINE", map[string]any{"kind": "OUTLINE", "sourceServerUrl": s.outlineURL,
-			"config": map[string]any{}, "secret": s.outlineSecret},
-			resource{"collection", s.collectionID, "Engineering"},
+		{"OUTLINE", hxapi.ConnectionRequest{Kind: "OUTLINE", SourceServerUrl: ptr(s.outlineURL),
+			Config: &map[string]any{}, Secret: ptr(s.outlineSecret)},
+			resource("collection", s.collectionID, "Engineering"),
 			"signing secret"},
 	}
-	d.printf("Workspace %s (id %d), its connections and subscriptions:\n", s.slug, ws.ID)
+	d.printf("Workspace %s (id %d), its connections and subscriptions:\n", s.slug, ws.Id)
 	tw := tabwriter.NewWriter(d.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  PROVIDER\tCONNECTION\tSTATE\tCONFIG\tWEBHOOK URL\tSUBSCRIBED")
-	conns := map[string]int64{}
+	conns := map[string]int{}
 	for _, sp := range specs {
-		var c connectionJSON
-		if err := d.api.call(ctx, http.MethodPost, base+"/connections", sp.body, http.StatusCreated, &c); err != nil {
-			return nil, fmt.Errorf("create %s connection: %w", sp.body["kind"], err)
+		r, err := d.api.hx.CreateConnectionWithResponse(ctx, s.slug, sp.body)
+		if err := outcome("createConnection", r, err, http.StatusCreated); err != nil {
+			return nil, fmt.Errorf("create %s connection: %w", sp.body.Kind, err)
 		}
-		var set struct {
-			Resources []resource `json:"resources"`
+		if r.JSON201 == nil {
+			return nil, errNoAnswer("createConnection")
 		}
-		path := base + "/connections/" + strconv.FormatInt(c.ID, 10) + "/subscriptions"
-		if err := d.api.call(ctx, http.MethodPut, path, map[string]any{"resources": []resource{sp.sub}}, http.StatusOK, &set); err != nil {
-			return nil, fmt.Errorf("subscribe %s connection %d: %w", sp.provider, c.ID, err)
+		c := *r.JSON201
+		set, err := d.api.hx.ReplaceSubscriptionsWithResponse(ctx, s.slug, strconv.Itoa(c.Id),
+			hxapi.ReplaceSubscriptionsJSONRequestBody{Resources: []hxapi.Resource{sp.sub}})
+		if err := outcome("replaceSubscriptions", set, err, http.StatusOK); err != nil {
+			return nil, fmt.Errorf("subscribe %s connection %d: %w", sp.provider, c.Id, err)
 		}
-		if len(set.Resources) != 1 {
-			return nil, fmt.Errorf("subscribe %s connection %d: answered %d resources, want 1", sp.provider, c.ID, len(set.Resources))
+		if set.JSON200 == nil {
+			return nil, errNoAnswer("replaceSubscriptions")
 		}
-		conns[sp.provider] = c.ID
-		hook := c.WebhookURL
-		if hook == "" {
+		if len(set.JSON200.Resources) != 1 {
+			return nil, fmt.Errorf("subscribe %s connection %d: answered %d resources, want 1", sp.provider, c.Id, len(set.JSON200.Resources))
+		}
+		conns[sp.provider] = c.Id
+		hook := deref(c.WebhookUrl)
+		if c.WebhookUrl == nil {
 			hook = "/webhooks/" + strings.ToLower(sp.provider) + " (shared)"
 		}
-		fmt.Fprintf(tw, "  %s\t%s #%d\t%s\t%s\t%s\t%s %s (%s)\n", sp.provider, c.Kind, c.ID, c.State, sp.note, hook,
-			sp.sub.Type, sp.sub.Name, sp.sub.ID)
+		fmt.Fprintf(tw, "  %s\t%s #%d\t%s\t%s\t%s\t%s %s (%s)\n", sp.provider, c.Kind, c.Id, c.State, sp.note, hook,
+			sp.sub.Type, deref(sp.sub.Name), sp.sub.Id)
 	}
 	_ = tw.Flush()
 	return conns, nil
 }
+
+func resource(typ, id, name string) hxapi.Resource {
+	return hxapi.Resource{Type: typ, Id: id, Name: &name}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // Sending.
 
@@ -382,31 +391,26 @@ func hint(provider string, status int) string {
 
 // Waiting.
 
-type inboxJSON struct {
-	Counts                 map[string]int64 `json:"counts"`
-	OldestQueuedAgeSeconds int64            `json:"oldestQueuedAgeSeconds"`
-	BusiestScopes          []struct {
-		ScopeKey string `json:"scopeKey"`
-		Queued   int64  `json:"queued"`
-	} `json:"busiestScopes"`
-}
-
-// waitDrained polls the workspace's inbox until nothing is QUEUED or LEASED, at most cfg.Wait.
-func (d *demo) waitDrained(ctx context.Context) (inboxJSON, time.Duration, error) {
+// waitDrained polls the workspace's inbox counts until nothing is QUEUED or LEASED, at most
+// cfg.Wait.
+func (d *demo) waitDrained(ctx context.Context) (hxapi.Inbox, time.Duration, error) {
 	start := time.Now()
 	deadline := start.Add(d.cfg.Wait)
-	path := "/api/workspaces/" + d.s.slug + "/integration/inbox"
 	for {
-		var in inboxJSON
-		if err := d.api.get(ctx, path, &in); err != nil {
-			return in, time.Since(start), fmt.Errorf("read the inbox: %w", err)
+		r, err := d.api.hx.GetInboxCountsWithResponse(ctx, d.s.slug)
+		if err := outcome("getInboxCounts", r, err, http.StatusOK); err != nil {
+			return hxapi.Inbox{}, time.Since(start), fmt.Errorf("read the inbox: %w", err)
 		}
-		if in.Counts["QUEUED"] == 0 && in.Counts["LEASED"] == 0 {
+		if r.JSON200 == nil {
+			return hxapi.Inbox{}, time.Since(start), errNoAnswer("getInboxCounts")
+		}
+		in := *r.JSON200
+		if in.Counts.QUEUED == 0 && in.Counts.LEASED == 0 {
 			return in, time.Since(start), nil
 		}
 		if time.Now().After(deadline) {
 			return in, time.Since(start), fmt.Errorf("the claimers did not finish within %s: still %d QUEUED and %d LEASED "+
-				"(oldest queued %ds; is the server's consumer running?)", d.cfg.Wait, in.Counts["QUEUED"], in.Counts["LEASED"], in.OldestQueuedAgeSeconds)
+				"(oldest queued %ds; is the server's consumer running?)", d.cfg.Wait, in.Counts.QUEUED, in.Counts.LEASED, in.OldestQueuedAgeSeconds)
 		}
 		select {
 		case <-ctx.Done():
@@ -416,7 +420,7 @@ func (d *demo) waitDrained(ctx context.Context) (inboxJSON, time.Duration, error
 	}
 }
 
-func (d *demo) printInbox(in inboxJSON, ds []delivery) {
+func (d *demo) printInbox(in hxapi.Inbox, ds []delivery) {
 	bad := 0
 	for _, dl := range ds {
 		if dl.bad {
@@ -426,182 +430,170 @@ func (d *demo) printInbox(in inboxJSON, ds []delivery) {
 	d.printf("Inbox of %s (GET …/integration/inbox), rows by state:\n", d.s.slug)
 	tw := tabwriter.NewWriter(d.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  \tQUEUED\tLEASED\tDONE\tDEAD\t")
-	fmt.Fprintf(tw, "  now\t%d\t%d\t%d\t%d\t\n", in.Counts["QUEUED"], in.Counts["LEASED"], in.Counts["DONE"], in.Counts["DEAD"])
+	fmt.Fprintf(tw, "  now\t%d\t%d\t%d\t%d\t\n", in.Counts.QUEUED, in.Counts.LEASED, in.Counts.DONE, in.Counts.DEAD)
 	fmt.Fprintf(tw, "  expected\t0\t0\t%d\t%d\t(one row per stored delivery; the redelivery added none)\n", d.good, bad)
 	_ = tw.Flush()
-	d.expect(in.Counts["DONE"] == int64(d.good), "inbox: %d rows DONE, want %d (one per good delivery)", in.Counts["DONE"], d.good)
-	d.expect(in.Counts["DEAD"] == int64(bad), "inbox: %d rows DEAD, want %d (the broken delivery)", in.Counts["DEAD"], bad)
+	d.expect(in.Counts.DONE == d.good, "inbox: %d rows DONE, want %d (one per good delivery)", in.Counts.DONE, d.good)
+	d.expect(in.Counts.DEAD == bad, "inbox: %d rows DEAD, want %d (the broken delivery)", in.Counts.DEAD, bad)
 }
 
 // Mirrored data.
 
-type page[T any] struct {
-	Items []T `json:"items"`
-	Total int `json:"total"`
-}
-
 func (d *demo) mirrored(ctx context.Context) error {
 	s := d.s
-	ws := "/api/workspaces/" + s.slug
+	hx := d.api.hx
 	d.printf("\nMirrored (read back through the read APIs):\n")
 	tw := tabwriter.NewWriter(d.out, 0, 0, 2, ' ', 0)
 	row := func(cols ...string) { fmt.Fprintln(tw, "  "+strings.Join(cols, "\t")) }
 	row("API", "ROW")
 
 	// GitHub
-	var repos page[struct {
-		ID       int64  `json:"id"`
-		FullName string `json:"fullName"`
-		PushedAt string `json:"pushedAt"`
-	}]
-	if err := d.api.get(ctx, ws+"/repositories", &repos); err != nil {
+	repos, err := hx.ListRepositoriesWithResponse(ctx, s.slug, nil)
+	if err := outcome("listRepositories", repos, err, http.StatusOK); err != nil {
 		return fmt.Errorf("GitHub repositories: %w", err)
 	}
+	if repos.JSON200 == nil {
+		return errNoAnswer("listRepositories")
+	}
 	found := false
-	for _, r := range repos.Items {
-		row("GET …/repositories", fmt.Sprintf("repository %d %s", r.ID, r.FullName))
-		found = found || r.ID == s.repoID
+	for _, r := range repos.JSON200.Items {
+		row("GET …/repositories", fmt.Sprintf("repository %d %s", r.Id, r.FullName))
+		found = found || int64(r.Id) == s.repoID
 	}
 	d.expect(found, "GitHub: repository %d is not mirrored", s.repoID)
-	repo := ws + "/repositories/" + strconv.FormatInt(s.repoID, 10)
-	var issues page[struct {
-		Number int      `json:"number"`
-		Title  string   `json:"title"`
-		State  string   `json:"state"`
-		Author *string  `json:"author"`
-		Labels []string `json:"labels"`
-	}]
-	var pulls page[struct {
-		Number int    `json:"number"`
-		Title  string `json:"title"`
-	}]
-	var commits page[struct {
-		SHA        string `json:"sha"`
-		Message    string `json:"message"`
-		AuthorName string `json:"authorName"`
-	}]
+	var issues []hxapi.Issue
+	var pulls []hxapi.PullRequest
+	var commits []hxapi.Commit
 	if found {
-		if err := d.api.get(ctx, repo+"/issues", &issues); err != nil {
+		repo := strconv.FormatInt(s.repoID, 10)
+		ri, err := hx.ListRepositoryIssuesWithResponse(ctx, s.slug, repo, nil)
+		if err := outcome("listRepositoryIssues", ri, err, http.StatusOK); err != nil {
 			return fmt.Errorf("GitHub issues: %w", err)
 		}
-		if err := d.api.get(ctx, repo+"/pulls", &pulls); err != nil {
+		rp, err := hx.ListRepositoryPullsWithResponse(ctx, s.slug, repo, nil)
+		if err := outcome("listRepositoryPulls", rp, err, http.StatusOK); err != nil {
 			return fmt.Errorf("GitHub pull requests: %w", err)
 		}
-		if err := d.api.get(ctx, repo+"/commits", &commits); err != nil {
+		rc, err := hx.ListRepositoryCommitsWithResponse(ctx, s.slug, repo, nil)
+		if err := outcome("listRepositoryCommits", rc, err, http.StatusOK); err != nil {
 			return fmt.Errorf("GitHub commits: %w", err)
 		}
+		if ri.JSON200 == nil || rp.JSON200 == nil || rc.JSON200 == nil {
+			return errNoAnswer("listRepositoryIssues, listRepositoryPulls or listRepositoryCommits")
+		}
+		issues, pulls, commits = ri.JSON200.Items, rp.JSON200.Items, rc.JSON200.Items
 	}
 	found = false
-	for _, i := range issues.Items {
-		row("GET …/repositories/{id}/issues", fmt.Sprintf("issue #%d %q %s by %s, labels %s", i.Number, i.Title, i.State, deref(i.Author), strings.Join(i.Labels, ",")))
+	for _, i := range issues {
+		var labels []string
+		if i.Labels != nil {
+			labels = *i.Labels
+		}
+		row("GET …/repositories/{id}/issues", fmt.Sprintf("issue #%d %q %s by %s, labels %s", i.Number, i.Title, i.State, deref(i.Author), strings.Join(labels, ",")))
 		found = found || (i.Number == s.issueNumber && i.Title == s.issueTitle)
 	}
 	d.expect(found, "GitHub: issue #%d of the issues delivery is not mirrored", s.issueNumber)
-	for _, p := range pulls.Items {
+	for _, p := range pulls {
 		row("GET …/repositories/{id}/pulls", fmt.Sprintf("pull request #%d %q", p.Number, p.Title))
 	}
-	if len(pulls.Items) == 0 {
+	if len(pulls) == 0 {
 		row("GET …/repositories/{id}/pulls", "(none: the demo sends no pull_request)")
 	}
 	for _, sha := range s.commitSHAs {
 		found := false
-		for _, c := range commits.Items {
-			found = found || c.SHA == sha
+		for _, c := range commits {
+			found = found || c.Sha == sha
 		}
 		d.expect(found, "GitHub: commit %s of the push is not mirrored", sha[:7])
 	}
-	for _, c := range commits.Items {
-		row("GET …/repositories/{id}/commits", fmt.Sprintf("commit %s %q by %s", c.SHA[:7], firstLine(c.Message), c.AuthorName))
+	for _, c := range commits {
+		row("GET …/repositories/{id}/commits", fmt.Sprintf("commit %s %q by %s", c.Sha[:7], firstLine(deref(c.Message)), deref(c.AuthorName)))
 	}
 
 	// GitLab
-	var projects page[struct {
-		ID                int64  `json:"id"`
-		PathWithNamespace string `json:"pathWithNamespace"`
-		Monitored         bool   `json:"monitored"`
-	}]
-	if err := d.api.get(ctx, ws+"/gitlab/projects", &projects); err != nil {
+	projects, err := hx.ListGitLabProjectsWithResponse(ctx, s.slug, nil)
+	if err := outcome("listGitLabProjects", projects, err, http.StatusOK); err != nil {
 		return fmt.Errorf("GitLab projects: %w", err)
 	}
+	if projects.JSON200 == nil {
+		return errNoAnswer("listGitLabProjects")
+	}
 	found = false
-	for _, p := range projects.Items {
-		row("GET …/gitlab/projects", fmt.Sprintf("project %d %s", p.ID, p.PathWithNamespace))
-		found = found || p.ID == s.projectID
+	for _, p := range projects.JSON200.Items {
+		row("GET …/gitlab/projects", fmt.Sprintf("project %d %s", p.Id, deref(p.PathWithNamespace)))
+		found = found || int64(p.Id) == s.projectID
 	}
 	d.expect(found, "GitLab: project %d is not mirrored", s.projectID)
 	if found {
-		var mrs page[struct {
-			IID             int    `json:"iid"`
-			Title           string `json:"title"`
-			State           string `json:"state"`
-			Ready           *bool  `json:"ready"`
-			ReadinessReason string `json:"readinessReason"`
-		}]
-		if err := d.api.get(ctx, ws+"/gitlab/projects/"+strconv.FormatInt(s.projectID, 10)+"/merge-requests", &mrs); err != nil {
+		mrs, err := hx.ListGitLabMergeRequestsWithResponse(ctx, s.slug, strconv.FormatInt(s.projectID, 10), nil)
+		if err := outcome("listGitLabMergeRequests", mrs, err, http.StatusOK); err != nil {
 			return fmt.Errorf("GitLab merge requests: %w", err)
 		}
+		if mrs.JSON200 == nil {
+			return errNoAnswer("listGitLabMergeRequests")
+		}
 		found = false
-		for _, m := range mrs.Items {
+		for _, m := range mrs.JSON200.Items {
 			ready := "readiness unknown"
 			if m.Ready != nil {
 				ready = "ready " + strconv.FormatBool(*m.Ready)
-				if m.ReadinessReason != "" {
-					ready += " (" + m.ReadinessReason + ")"
+				if m.ReadinessReason != nil && *m.ReadinessReason != "" {
+					ready += " (" + *m.ReadinessReason + ")"
 				}
 			}
-			row("GET …/gitlab/projects/{id}/merge-requests", fmt.Sprintf("merge request !%d %q %s, %s", m.IID, m.Title, m.State, ready))
-			found = found || m.IID == s.mrIID
+			row("GET …/gitlab/projects/{id}/merge-requests", fmt.Sprintf("merge request !%d %q %s, %s", m.Iid, m.Title, m.State, ready))
+			found = found || m.Iid == s.mrIID
 		}
 		d.expect(found, "GitLab: merge request !%d is not mirrored", s.mrIID)
 	}
 	row("", fmt.Sprintf("(the Issue Hook's issue #%d has no read API; its row is in the DONE count)", s.glIssueIID))
 
 	// Slack
-	var channels page[struct {
-		ID      string `json:"id"`
-		Name    string `json:"name"`
-		Consent string `json:"consent"`
-	}]
-	if err := d.api.get(ctx, ws+"/slack/channels", &channels); err != nil {
+	channels, err := hx.ListSlackChannelsWithResponse(ctx, s.slug, nil)
+	if err := outcome("listSlackChannels", channels, err, http.StatusOK); err != nil {
 		return fmt.Errorf("seed Slack channels: %w", err)
 	}
+	if channels.JSON200 == nil {
+		return errNoAnswer("listSlackChannels")
+	}
 	found = false
-	for _, c := range channels.Items {
-		row("GET …/slack/channels", fmt.Sprintf("channel %s consent %s", c.ID, c.Consent))
-		found = found || (c.ID == s.channelID && c.Consent == "GRANTED")
+	for _, c := range channels.JSON200.Items {
+		row("GET …/slack/channels", fmt.Sprintf("channel %s consent %s", c.Id, c.Consent))
+		found = found || (c.Id == s.channelID && c.Consent == "GRANTED")
 	}
 	d.expect(found, "Slack: channel %s has no GRANTED consent (the bot's member_joined_channel)", s.channelID)
 	if found {
-		var msgs page[struct {
-			TS     string  `json:"ts"`
-			UserID *string `json:"userId"`
-			Text   string  `json:"text"`
-		}]
-		if err := d.api.get(ctx, ws+"/slack/channels/"+s.channelID+"/messages", &msgs); err != nil {
+		msgs, err := hx.ListSlackMessagesWithResponse(ctx, s.slug, s.channelID, nil)
+		if err := outcome("listSlackMessages", msgs, err, http.StatusOK); err != nil {
 			return fmt.Errorf("seed Slack messages: %w", err)
 		}
+		if msgs.JSON200 == nil {
+			return errNoAnswer("listSlackMessages")
+		}
 		found = false
-		for _, m := range msgs.Items {
-			row("GET …/slack/channels/{id}/messages", fmt.Sprintf("message %s by %s %q", m.TS, deref(m.UserID), m.Text))
-			found = found || (m.TS == s.messageTS && m.Text == s.messageText)
+		for _, m := range msgs.JSON200.Items {
+			row("GET …/slack/channels/{id}/messages", fmt.Sprintf("message %s by %s %q", m.Ts, deref(m.UserId), m.Text))
+			found = found || (m.Ts == s.messageTS && m.Text == s.messageText)
 		}
 		d.expect(found, "Slack: the channel message %s is not mirrored", s.messageTS)
 	}
 
 	// Outline
-	var docs page[struct {
-		ID           string  `json:"id"`
-		CollectionID *string `json:"collectionId"`
-		Title        string  `json:"title"`
-		Revision     int64   `json:"revision"`
-	}]
-	if err := d.api.get(ctx, ws+"/outline/documents", &docs); err != nil {
+	docs, err := hx.ListOutlineDocumentsWithResponse(ctx, s.slug, nil)
+	if err := outcome("listOutlineDocuments", docs, err, http.StatusOK); err != nil {
 		return fmt.Errorf("seed Outline documents: %w", err)
 	}
+	if docs.JSON200 == nil {
+		return errNoAnswer("listOutlineDocuments")
+	}
 	found = false
-	for _, doc := range docs.Items {
-		row("GET …/outline/documents", fmt.Sprintf("document %q revision %d in collection %s", doc.Title, doc.Revision, deref(doc.CollectionID)))
-		found = found || (doc.ID == s.documentID && doc.Title == s.documentTitle)
+	for _, doc := range docs.JSON200.Items {
+		revision := "-"
+		if doc.Revision != nil {
+			revision = strconv.Itoa(*doc.Revision)
+		}
+		row("GET …/outline/documents", fmt.Sprintf("document %q revision %s in collection %s", doc.Title, revision, deref(doc.CollectionId)))
+		found = found || (doc.Id == s.documentID && doc.Title == s.documentTitle)
 	}
 	d.expect(found, "Outline: document %s of documents.update is not mirrored", s.documentID)
 	return tw.Flush()
@@ -609,51 +601,72 @@ func (d *demo) mirrored(ctx context.Context) error {
 
 // Dead letters and replay.
 
-type deadLetterJSON struct {
-	ID          int64   `json:"id"`
-	Provider    string  `json:"provider"`
-	EventType   string  `json:"eventType"`
-	DeliveryKey string  `json:"deliveryKey"`
-	ScopeKey    string  `json:"scopeKey"`
-	DeadAt      *string `json:"deadAt"`
-	Attempts    int     `json:"attempts"`
-	ErrorClass  string  `json:"errorClass"`
-}
-
-// deadLetters prints the workspace's dead letters and returns the broken delivery's.
-func (d *demo) deadLetters(ctx context.Context, ds []delivery) (*deadLetterJSON, error) {
-	var list page[deadLetterJSON]
-	if err := d.api.get(ctx, "/api/workspaces/"+d.s.slug+"/integration/dead-letters", &list); err != nil {
+// deadLetters prints the workspace's dead letters, finds the broken delivery's row by its
+// delivery key through the deliveries browser, and returns its dead letter.
+func (d *demo) deadLetters(ctx context.Context, ds []delivery) (*hxapi.DeadLetter, error) {
+	r, err := d.api.hx.ListDeadLettersWithResponse(ctx, d.s.slug, nil)
+	if err := outcome("listDeadLetters", r, err, http.StatusOK); err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
+	if r.JSON200 == nil {
+		return nil, errNoAnswer("listDeadLetters")
+	}
+	list := r.JSON200.Items
 	d.printf("\nDead letters of %s:\n", d.s.slug)
-	d.printDead(list.Items)
+	d.printDead(list)
 	badKey := ""
 	for _, dl := range ds {
 		if dl.bad {
 			badKey = dl.key
 		}
 	}
-	var bad *deadLetterJSON
-	for i, dl := range list.Items {
+	var bad *hxapi.DeadLetter
+	for i, dl := range list {
 		if dl.DeliveryKey == badKey {
-			bad = &list.Items[i]
+			bad = &list[i]
 		}
 	}
-	d.expect(len(list.Items) == 1, "dead letters: %d, want exactly 1 (the broken delivery)", len(list.Items))
+	d.expect(len(list) == 1, "dead letters: %d, want exactly 1 (the broken delivery)", len(list))
 	d.expect(bad != nil, "dead letters: the broken GitHub issues delivery %s is not among them", short(badKey))
-	if bad != nil {
-		d.expect(bad.Attempts == 1, "dead letter %d: %d attempts, want 1 (a payload that cannot be decoded is not retried)", bad.ID, bad.Attempts)
+	if bad == nil {
+		return nil, nil
 	}
+	d.expect(bad.Attempts == 1, "dead letter %d: %d attempts, want 1 (a payload that cannot be decoded is not retried)", bad.Id, bad.Attempts)
+
+	// What an operator does with the provider's delivery id: find the row, then its trace.
+	found, err := d.api.hx.ListDeliveriesWithResponse(ctx, d.s.slug, &hxapi.ListDeliveriesParams{DeliveryKey: &badKey})
+	if err := outcome("listDeliveries", found, err, http.StatusOK); err != nil {
+		return nil, fmt.Errorf("find delivery %s: %w", short(badKey), err)
+	}
+	if found.JSON200 == nil {
+		return nil, errNoAnswer("listDeliveries")
+	}
+	rows := found.JSON200.Items
+	if !d.expect(len(rows) == 1 && rows[0].Id == bad.Id, "deliveries with deliveryKey %s: %d rows, want only row %d", short(badKey), len(rows), bad.Id) {
+		return bad, nil
+	}
+	detail, err := d.api.hx.GetDeliveryWithResponse(ctx, d.s.slug, strconv.Itoa(bad.Id))
+	if err := outcome("getDelivery", detail, err, http.StatusOK); err != nil {
+		return nil, fmt.Errorf("read delivery %d: %w", bad.Id, err)
+	}
+	if detail.JSON200 == nil {
+		return nil, errNoAnswer("getDelivery")
+	}
+	trace := "none (this server traces nothing)"
+	if detail.JSON200.TraceId != nil {
+		trace = *detail.JSON200.TraceId
+	}
+	d.printf("Found by its provider delivery id (GET …/deliveries?deliveryKey=%s): row %d, %s, %d attempt(s), trace id %s\n",
+		short(badKey), detail.JSON200.Id, detail.JSON200.State, len(detail.JSON200.Attempts), trace)
 	return bad, nil
 }
 
-func (d *demo) printDead(items []deadLetterJSON) {
+func (d *demo) printDead(items []hxapi.DeadLetter) {
 	tw := tabwriter.NewWriter(d.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ID\tPROVIDER\tEVENT\tDELIVERY KEY\tERROR CLASS\tATTEMPTS\tDEAD AT")
 	for _, dl := range items {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\t%s\n", dl.ID, dl.Provider, dl.EventType, short(dl.DeliveryKey),
-			dl.ErrorClass, dl.Attempts, deref(dl.DeadAt))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\t%s\n", dl.Id, dl.Provider, dl.EventType, short(dl.DeliveryKey),
+			dl.ErrorClass, dl.Attempts, timestamp(dl.DeadAt))
 	}
 	if len(items) == 0 {
 		fmt.Fprintln(tw, "  (none)")
@@ -662,25 +675,23 @@ func (d *demo) printDead(items []deadLetterJSON) {
 }
 
 // replay sends the dead letter back to QUEUED, waits for the claimers and shows its new end.
-func (d *demo) replay(ctx context.Context, dead deadLetterJSON) error {
-	path := "/api/workspaces/" + d.s.slug + "/integration/dead-letters/" + strconv.FormatInt(dead.ID, 10)
-	var r struct {
-		ID                  int64  `json:"id"`
-		State               string `json:"state"`
-		ReplayedBy          *int64 `json:"replayedBy"`
-		ReplayedByPrincipal string `json:"replayedByPrincipal"`
-		ReplayedAt          string `json:"replayedAt"`
+func (d *demo) replay(ctx context.Context, dead hxapi.DeadLetter) error {
+	id := strconv.Itoa(dead.Id)
+	d.printf("\nReplaying dead letter %d: ", dead.Id)
+	replayed, err := d.api.hx.ReplayDeadLetterWithResponse(ctx, d.s.slug, id)
+	if err := outcome("replayDeadLetter", replayed, err, http.StatusOK); err != nil {
+		return fmt.Errorf("replay dead letter %d: %w", dead.Id, err)
 	}
-	d.printf("\nReplaying dead letter %d: ", dead.ID)
-	if err := d.api.call(ctx, http.MethodPost, path+"/replay", nil, http.StatusOK, &r); err != nil {
-		return fmt.Errorf("replay dead letter %d: %w", dead.ID, err)
+	if replayed.JSON200 == nil {
+		return errNoAnswer("replayDeadLetter")
 	}
+	r := *replayed.JSON200
 	by := "the instance administrator's token"
-	if r.ReplayedByPrincipal == "ACCOUNT" && r.ReplayedBy != nil {
+	if r.ReplayedByPrincipal != nil && *r.ReplayedByPrincipal == hxapi.ReplayedReplayedByPrincipalACCOUNT && r.ReplayedBy != nil {
 		by = fmt.Sprintf("account %d", *r.ReplayedBy)
 	}
-	d.printf("answered %s (replayed by %s at %s)\n", r.State, by, r.ReplayedAt)
-	d.expect(r.State == "QUEUED", "replay of %d answered state %s, want QUEUED", dead.ID, r.State)
+	d.printf("answered %s (replayed by %s at %s)\n", r.State, by, r.ReplayedAt.Format(time.RFC3339))
+	d.expect(r.State == hxapi.ReplayedStateQUEUED, "replay of %d answered state %s, want QUEUED", dead.Id, r.State)
 
 	d.printf("Waiting for the claimers (at most %s) ... ", d.cfg.Wait)
 	in, took, err := d.waitDrained(ctx)
@@ -690,29 +701,41 @@ func (d *demo) replay(ctx context.Context, dead deadLetterJSON) error {
 	}
 	d.printf("nothing QUEUED or LEASED after %s\n", took.Round(10*time.Millisecond))
 
-	var again deadLetterJSON
-	err = d.api.get(ctx, path, &again)
+	read, err := d.api.hx.GetDeadLetterWithResponse(ctx, d.s.slug, id)
+	err = outcome("getDeadLetter", read, err, http.StatusOK)
 	if isStatus(err, http.StatusNotFound) {
-		d.expect(false, "dead letter %d is no longer DEAD after its replay, but its payload cannot be handled", dead.ID)
+		d.expect(false, "dead letter %d is no longer DEAD after its replay, but its payload cannot be handled", dead.Id)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read dead letter %d: %w", dead.ID, err)
+		return fmt.Errorf("read dead letter %d: %w", dead.Id, err)
 	}
+	if read.JSON200 == nil {
+		return errNoAnswer("getDeadLetter")
+	}
+	again := *read.JSON200
 	d.printf("Its new outcome: DEAD again after %d attempt(s), error class %s, dead at %s (first time: %s).\n",
-		again.Attempts, again.ErrorClass, deref(again.DeadAt), deref(dead.DeadAt))
+		again.Attempts, again.ErrorClass, timestamp(again.DeadAt), timestamp(dead.DeadAt))
 	d.printf("Inbox now:  QUEUED %d  LEASED %d  DONE %d  DEAD %d\n",
-		in.Counts["QUEUED"], in.Counts["LEASED"], in.Counts["DONE"], in.Counts["DEAD"])
+		in.Counts.QUEUED, in.Counts.LEASED, in.Counts.DONE, in.Counts.DEAD)
 	d.printf("This is the expected end. The cause of this dead letter is in its payload (its \"issue\" is a string,\n" +
 		"not an object), and a replay hands the same payload to the same handler, so it dies again. A replay\n" +
 		"helps after fixing a cause outside the payload (a handler bug, a missing connection); this one can\n" +
 		"only be fixed by the sender.\n")
 	// The replay answered QUEUED, the claimers then left nothing QUEUED or LEASED, and the
 	// dead-letter read finds only DEAD rows: so the row was handled again and died again.
-	d.expect(again.Attempts == 1, "dead letter %d after replay: %d attempts, want 1 (replay restarts at attempt 0)", dead.ID, again.Attempts)
-	d.expect(in.Counts["DEAD"] == 1 && in.Counts["DONE"] == int64(d.good),
-		"inbox after replay: %d DONE and %d DEAD, want %d and 1", in.Counts["DONE"], in.Counts["DEAD"], d.good)
+	d.expect(again.Attempts == 1, "dead letter %d after replay: %d attempts, want 1 (replay restarts at attempt 0)", dead.Id, again.Attempts)
+	d.expect(in.Counts.DEAD == 1 && in.Counts.DONE == d.good,
+		"inbox after replay: %d DONE and %d DEAD, want %d and 1", in.Counts.DONE, in.Counts.DEAD, d.good)
 	return nil
+}
+
+// timestamp prints a nullable timestamp of an answer.
+func timestamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // Small helpers.

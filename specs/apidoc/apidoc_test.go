@@ -63,6 +63,32 @@ var _ = Describe("The API document", func() {
 		Expect(doc.IsOpenAPI31OrLater()).To(BeTrue())
 	})
 
+	It("names every operation with a unique lowerCamelCase operationId, the method names of generated clients", func() {
+		doc, err := support.APIDocument()
+		Expect(err).NotTo(HaveOccurred())
+		lowerCamel := regexp.MustCompile(`^[a-z][A-Za-z0-9]*$`)
+		seen := map[string]string{}
+		var problems []string
+		for path, item := range doc.Paths.Map() {
+			for method, op := range item.Operations() {
+				where := strings.ToUpper(method) + " " + path
+				switch {
+				case op.OperationID == "":
+					problems = append(problems, where+" has no operationId")
+				case !lowerCamel.MatchString(op.OperationID):
+					problems = append(problems, where+" has operationId "+op.OperationID+", not lowerCamelCase")
+				case seen[op.OperationID] != "":
+					problems = append(problems, where+" repeats the operationId of "+seen[op.OperationID])
+				default:
+					seen[op.OperationID] = where
+				}
+			}
+		}
+		sort.Strings(problems)
+		Expect(problems).To(BeEmpty(), strings.Join(problems, "\n"))
+		Expect(seen).To(HaveLen(len(documented(doc))))
+	})
+
 	It("documents every route the server registers", func(ctx SpecContext) {
 		db := support.Database(ctx)
 		routes, err := bootstrap.RegisteredRoutes(ctx, serverConfig(db.URL))

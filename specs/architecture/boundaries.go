@@ -129,6 +129,18 @@ func violatedRule(file, imp, modulePath string) string {
 	}
 
 	switch layer {
+	case "domain", "ports", "application", "adapters", "bootstrap", "internal", "migrations":
+		// The generated API client may name providers (providernames.go): the service stays
+		// free of it.
+		if within("client") {
+			return "the service never imports client/ (the generated API client)"
+		}
+	case "client":
+		if !IsStdlib(imp) && !within("client") && !hasPrefix(imp, "github.com/oapi-codegen/runtime") {
+			return "client/ imports only the standard library, client/ and github.com/oapi-codegen/runtime"
+		}
+	}
+	switch layer {
 	case "domain", "ports", "application":
 		for _, inf := range infrastructure {
 			if hasPrefix(imp, inf.prefix) {

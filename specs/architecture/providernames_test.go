@@ -11,7 +11,7 @@ import (
 )
 
 var _ = Describe("Provider names", func() {
-	It("appear in the code of no file outside the provider's own folder, bootstrap, migrations, specs, docs and cmd", func() {
+	It("appear in the code of no file outside the provider's own folder, bootstrap, migrations, specs, docs, cmd and the generated client", func() {
 		root, _, err := architecture.FindModule(".")
 		Expect(err).NotTo(HaveOccurred())
 		providers, err := architecture.Providers(root)
