@@ -31,13 +31,13 @@ func provideConsoleSessions(pool *pgxpool.Pool) (*consolesession.Store, error) {
 // consoleRoutes mounts the console.
 type consoleRoutes routeRegistration
 
-func provideConsoleRoutes(s instanceSecrets, sessions *consolesession.Store, manage *management.Service,
+func provideConsoleRoutes(cfg Config, s instanceSecrets, sessions *consolesession.Store, manage *management.Service,
 	dead *deadletters.Service, erasures *personerasure.Service, members ports.WorkspaceStore, feed *changes.Feed, syncs *backfill.Service,
 	installs *installflow.Service, browser *deliveries.Service, rejected *rejections.Service, bulk *replays.Service, log ports.Logger,
 ) consoleRoutes {
 	return func(r gin.IRouter) error {
 		return console.Register(r, console.Config{Management: manage, Dead: dead, Erasures: erasures,
 			Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk,
-			Deliveries: browser, Rejections: rejected, AdminToken: s.AdminToken, Log: log})
+			Deliveries: browser, Rejections: rejected, AdminToken: s.AdminToken, SecureCookies: cfg.SecureCookies, Log: log})
 	}
 }

@@ -176,8 +176,8 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapConsoleRoutes := provideConsoleRoutes(bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, backfillService, installflowService, deliveriesService, rejectionsService, replaysService, portsLogger)
-	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
+	bootstrapConsoleRoutes := provideConsoleRoutes(config, bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, backfillService, installflowService, deliveriesService, rejectionsService, replaysService, portsLogger)
+	bootstrapInstallRoutes := provideInstallRoutes(config, installflowService, managementService)
 	bootstrapChangesRoutes := provideChangeRoutes(config, managementService, workspaces, feed, portsLogger)
 	bootstrapSyncRoutes := provideSyncRoutes(managementService, workspaces, backfillService, portsLogger)
 	v6 := provideRegistrars(config, service, hooks, managementService, workspaces, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapChangesRoutes, bootstrapSyncRoutes, v3)

@@ -107,7 +107,7 @@ func start(ctx context.Context, db *pgtest.Database) server {
 
 	engine := gin.New()
 	managementapi.Register(engine, svc, support.Logger{})
-	installapi.Register(engine, flows, svc)
+	installapi.Register(engine, flows, svc, installapi.Config{})
 	s, c := support.Serve(engine)
 	// The callbacks are browser redirects: the client must not follow anything.
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -44,13 +44,22 @@ const maxFormBytes = 8 << 10
 // CookiePath is where the browser sends the install cookies: the callbacks only.
 const CookiePath = "/connect/"
 
+// Config is how the install routes answer.
+type Config struct {
+	// SecureCookies marks the flow's cookie Secure on every answer, also on a plain-HTTP
+	// request behind a TLS proxy (bootstrap: HEPHAESTUS_COOKIE_SECURE, else an https
+	// HEPHAESTUS_PUBLIC_URL). False: Secure only when the request came over TLS.
+	SecureCookies bool
+}
+
 type handlers struct {
 	flows *installflow.Service
+	cfg   Config
 }
 
 // Register adds the install routes to r.
-func Register(r gin.IRouter, flows *installflow.Service, mgmt *management.Service) {
-	h := handlers{flows: flows}
+func Register(r gin.IRouter, flows *installflow.Service, mgmt *management.Service, cfg Config) {
+	h := handlers{flows: flows, cfg: cfg}
 	ws := r.Group("/api/workspaces/:"+managementapi.WorkspaceParam, managementapi.RequireAuth(mgmt), managementapi.RequireManager(mgmt))
 	for _, flow := range flows.Flows() {
 		ws.POST("/connections/"+flow.Name()+"/install", h.start(flow))
@@ -59,12 +68,13 @@ func Register(r gin.IRouter, flows *installflow.Service, mgmt *management.Servic
 	}
 }
 
-// SetCookie sets flow's browser binding on the answer (also for the console's start).
-func SetCookie(c *gin.Context, flow ports.InstallFlow, s installflow.Started) {
+// SetCookie sets flow's browser binding on the answer (also for the console's start); secure
+// marks it Secure whatever the request's transport (Config.SecureCookies).
+func SetCookie(c *gin.Context, flow ports.InstallFlow, s installflow.Started, secure bool) {
 	http.SetCookie(c.Writer, &http.Cookie{
 		Name: installflow.CookieName(flow.Name()), Value: s.Cookie, Path: CookiePath,
 		Expires: s.Expires, MaxAge: max(1, int(time.Until(s.Expires).Seconds())),
-		HttpOnly: true, Secure: c.Request.TLS != nil, SameSite: http.SameSiteLaxMode,
+		HttpOnly: true, Secure: secure || c.Request.TLS != nil, SameSite: http.SameSiteLaxMode,
 	})
 }
 
@@ -75,7 +85,7 @@ func (h handlers) start(flow ports.InstallFlow) gin.HandlerFunc {
 			httperr.Write(c, err)
 			return
 		}
-		SetCookie(c, flow, s)
+		SetCookie(c, flow, s, h.cfg.SecureCookies)
 		// The link holds a live state: no cache keeps it.
 		c.Header("Cache-Control", "no-store")
 		c.JSON(http.StatusOK, gin.H{"installUrl": s.URL})
