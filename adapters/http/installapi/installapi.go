@@ -140,6 +140,7 @@ var pages = map[installflow.Result]struct {
 	installflow.Retry:            {http.StatusBadGateway, "Please retry", "%s or Hephaestus could not complete the installation just now; nothing was created. Please retry: start the installation again from Hephaestus."},
 	installflow.Requested:        {http.StatusOK, "Installation requested", "The %s installation was requested; an owner of the account must approve it. Start again from Hephaestus once it is approved."},
 	installflow.Declined:         {http.StatusOK, "Installation cancelled", "The %s installation was cancelled; nothing was created."},
+	installflow.TokenRevoked:     {http.StatusForbidden, "Access revoked", "The Hephaestus token this %s install link was started with no longer works (it was revoked, rotated or expired, its account was disabled, or the administrator token changed), so nothing was connected. Sign in again and start the installation again from Hephaestus."},
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
