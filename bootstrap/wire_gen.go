@@ -51,7 +51,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapInstanceSecrets := in.Secrets
-	aesgcm, err := provideSecretBox(bootstrapInstanceSecrets)
+	aesgcm, err := provideSecretBox(bootstrapInstanceSecrets, pool)
 	if err != nil {
 		return nil, nil, err
 	}
