@@ -5,16 +5,19 @@
 //     administrator (managementapi.RequireAuth and RequireManager: 401 without a valid token,
 //     403 for a MEMBER or a non-member, 404 for no such workspace) → 200 {"installUrl": …}, and
 //     Set-Cookie of the flow's browser binding (installflow.CookieName; HttpOnly,
-//     SameSite=Lax, Path=/connect/, expiring with the state). The browser that will come back
+//     SameSite=Lax, Path=/connect/, expiring with the state, Secure per Config.SecureCookies). The browser that will come back
 //     from the provider must be the one that asked (the console, or a fetch from a page of
 //     this server); a link started with curl cannot complete.
 //   - GET {flow's CallbackPath}, e.g. /connect/<provider>/callback: no bearer token (the provider
 //     sends the person's browser); the signed, single-use state and the browser cookie are the
-//     authorisation. It answers a confirmation page naming the workspace, with a form that
-//     POSTs to the same path with a CSRF token; nothing is created on GET.
+//     authorisation, and the token that started the flow must still authenticate (403 "Access
+//     revoked" once it is revoked, rotated or expired, its account disabled, or the configured
+//     administrator token changed). It answers a confirmation page naming the workspace, with a
+//     form that POSTs to the same path with a CSRF token; nothing is created on GET.
 //   - POST {flow's CallbackPath}: the confirmation (application/x-www-form-urlencoded, at
-//     most maxFormBytes, the cookie and the CSRF token required) creates the connection, and
-//     the page says which workspace it joined.
+//     most maxFormBytes, the cookie and the CSRF token required, the starting token checked
+//     again before and after the provider's answer) creates the connection, and the page says
+//     which workspace it joined.
 //
 // They answer a plain HTML page, never JSON and never a token.
 package installapi
