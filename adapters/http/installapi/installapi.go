@@ -5,9 +5,10 @@
 //     administrator (managementapi.RequireAuth and RequireManager: 401 without a valid token,
 //     403 for a MEMBER or a non-member, 404 for no such workspace) → 200 {"installUrl": …}, and
 //     Set-Cookie of the flow's browser binding (installflow.CookieName; HttpOnly,
-//     SameSite=Lax, Path=/connect/, expiring with the state, Secure per Config.SecureCookies). The browser that will come back
-//     from the provider must be the one that asked (the console, or a fetch from a page of
-//     this server); a link started with curl cannot complete.
+//     SameSite=Lax, Path=/connect/, expiring with the state, Secure per
+//     Config.SecureCookies). The browser that will come back from the provider must be the
+//     one that asked (the console, or a fetch from a page of this server); a link started
+//     with curl cannot complete.
 //   - GET {flow's CallbackPath}, e.g. /connect/<provider>/callback: no bearer token (the provider
 //     sends the person's browser); the signed, single-use state and the browser cookie are the
 //     authorisation, and the token that started the flow must still authenticate (403 "Access
