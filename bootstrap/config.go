@@ -102,6 +102,10 @@ const (
 	// EnvTraceURL is the operator's trace link template: an http(s) URL holding {traceId}
 	// (a Grafana Tempo or Jaeger trace page); the console's delivery page links to it.
 	EnvTraceURL = "HEPHAESTUS_TRACE_URL"
+	// EnvCookieSecure marks every console and install cookie Secure ("true") or leaves that to
+	// the request ("false": Secure only on a connection the server terminates TLS for); unset,
+	// cookies are Secure when HEPHAESTUS_PUBLIC_URL is https (a TLS proxy in front).
+	EnvCookieSecure = "HEPHAESTUS_COOKIE_SECURE"
 
 	envConsumer          = "HEPHAESTUS_INTEGRATION_CONSUMER_"
 	EnvClaimers          = envConsumer + "CLAIMERS"
@@ -202,7 +206,11 @@ type Config struct {
 	SlackClientSecret        string
 	PublicURL                string // external base URL; empty: Slack links send no redirect_uri
 	TraceURL                 string // trace link template with {traceId}; empty: no link
-	WebhookMaxBytes          int64
+	// SecureCookies marks every console and install cookie Secure, also on a plain-HTTP request
+	// behind a TLS proxy: EnvCookieSecure, else whether PublicURL is https. False: cookies are
+	// Secure only when the server terminates the request's TLS itself.
+	SecureCookies   bool
+	WebhookMaxBytes int64
 	// WebhookInflightBytes bounds the body bytes all webhook requests hold at once.
 	WebhookInflightBytes int64
 	// AdmissionLockTimeout ends an admission's wait for a lifecycle lock (503 retry).
@@ -334,6 +342,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			RetentionInterval: r.duration(EnvRetentionInterval, DefaultRetentionInterval),
 		},
 	}
+	c.SecureCookies = r.secureCookies(c.PublicURL)
 	c.CredentialsKeys = r.credentialsKeys()
 	if len(c.CredentialsKeys) > 0 {
 		c.CredentialsKey = c.CredentialsKeys[0].Secret
@@ -593,6 +602,19 @@ func (r *reader) wholeNumber(name string, def, lo, hi int64) int64 {
 		return def
 	}
 	return n
+}
+
+// secureCookies reads EnvCookieSecure ("true" or "false", either way the setting wins); unset,
+// cookies are Secure when the public URL (already read and valid) is https.
+func (r *reader) secureCookies(publicURL string) bool {
+	switch r.oneOf(EnvCookieSecure, "", "true", "false") {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	u, err := url.Parse(publicURL)
+	return publicURL != "" && err == nil && u.Scheme == "https"
 }
 
 func (r *reader) oneOf(name, def string, allowed ...string) string {

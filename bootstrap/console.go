@@ -38,6 +38,6 @@ func provideConsoleRoutes(cfg Config, s instanceSecrets, sessions *consolesessio
 	return func(r gin.IRouter) error {
 		return console.Register(r, console.Config{Management: manage, Dead: dead, Erasures: erasures,
 			Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk,
-			Deliveries: browser, Rejections: rejected, AdminToken: s.AdminToken, TraceURL: cfg.TraceURL, Log: log})
+			Deliveries: browser, Rejections: rejected, AdminToken: s.AdminToken, TraceURL: cfg.TraceURL, SecureCookies: cfg.SecureCookies, Log: log})
 	}
 }

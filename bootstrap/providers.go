@@ -231,11 +231,32 @@ func provideDeliveryInbox(pool *pgxpool.Pool) (*deliveryinbox.Inbox, error) {
 	return deliveryinbox.New(pool)
 }
 
-func provideSecretBox(s instanceSecrets) (*secrets.AESGCM, error) {
-	if len(s.CredentialsKeys) > 0 {
-		return secrets.NewKeyring(s.CredentialsKeys)
+// provideSecretBox is the server's secret box: every configured key opens, the first seals,
+// and a value sealed before key ids opens only while the database says the legacy fallback is
+// open (managementstore.LegacyFallback).
+func provideSecretBox(s instanceSecrets, pool *pgxpool.Pool) (*secrets.AESGCM, error) {
+	fallback, err := managementstore.NewLegacyFallback(pool)
+	if err != nil {
+		return nil, err
 	}
-	return secrets.NewAESGCM(s.CredentialsKey)
+	return gatedSecretBox(s, fallback)
+}
+
+// gatedSecretBox is the box of the configured keys behind fallback's gate.
+func gatedSecretBox(s instanceSecrets, fallback *managementstore.LegacyFallback) (*secrets.AESGCM, error) {
+	var (
+		ring *secrets.AESGCM
+		err  error
+	)
+	if len(s.CredentialsKeys) > 0 {
+		ring, err = secrets.NewKeyring(s.CredentialsKeys)
+	} else {
+		ring, err = secrets.NewAESGCM(s.CredentialsKey)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ring.WithLegacyGate(fallback.Opens), nil
 }
 
 // provideStoreConfig gives the management stores the connection kinds the modules declare.

@@ -11,7 +11,7 @@ import (
 )
 
 // rejectionSet is the rejection log: admission counts refusals in memory (provideAdmissionConfig),
-// the log's runner adds finished minutes once a minute, the operator API reads it.
+// the log's runner adds them to their minutes' rows every few seconds, the operator API reads it.
 var rejectionSet = wire.NewSet(
 	rejectionstore.New,
 	wire.Bind(new(ports.RejectionStore), new(*rejectionstore.Store)),

@@ -51,7 +51,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapInstanceSecrets := in.Secrets
-	aesgcm, err := provideSecretBox(bootstrapInstanceSecrets)
+	aesgcm, err := provideSecretBox(bootstrapInstanceSecrets, pool)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -177,7 +177,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapConsoleRoutes := provideConsoleRoutes(config, bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, backfillService, installflowService, deliveriesService, rejectionsService, replaysService, portsLogger)
-	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
+	bootstrapInstallRoutes := provideInstallRoutes(config, installflowService, managementService)
 	bootstrapChangesRoutes := provideChangeRoutes(config, managementService, workspaces, feed, portsLogger)
 	bootstrapSyncRoutes := provideSyncRoutes(managementService, workspaces, backfillService, portsLogger)
 	v6 := provideRegistrars(config, service, hooks, managementService, workspaces, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapChangesRoutes, bootstrapSyncRoutes, v3)

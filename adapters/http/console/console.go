@@ -95,7 +95,11 @@ type Config struct {
 	// ends when the configured token changes.
 	AdminToken string
 	SessionTTL time.Duration
-	Log        ports.Logger
+	// SecureCookies marks every console cookie Secure, also on a plain-HTTP request behind a
+	// TLS proxy (bootstrap: HEPHAESTUS_COOKIE_SECURE, else an https HEPHAESTUS_PUBLIC_URL).
+	// False: Secure only when the request came over TLS.
+	SecureCookies bool
+	Log           ports.Logger
 }
 
 // TraceURLPlaceholder is what Config.TraceURL's template names the trace id with.
@@ -234,7 +238,7 @@ func (c *console) requireSession(g *gin.Context) {
 		// one may come from another site (SameSite=Strict withholds the cookie there): its
 		// answer must not touch the visitor's cookies, or any site could sign them out.
 		if sent {
-			clearCookie(g)
+			c.clearCookie(g)
 		}
 		if g.Request.Method == http.MethodGet {
 			// The page asked for comes back after sign-in (deepLink).
@@ -267,15 +271,19 @@ func (c *console) setCookie(g *gin.Context, value string, maxAge int) {
 		Path:     Path,
 		MaxAge:   maxAge,
 		HttpOnly: true,
-		Secure:   g.Request.TLS != nil,
+		Secure:   c.secure(g),
 		SameSite: http.SameSiteStrictMode,
 	})
 }
 
-func clearCookie(g *gin.Context) {
+func (c *console) clearCookie(g *gin.Context) {
 	http.SetCookie(g.Writer, &http.Cookie{Name: CookieName, Value: "", Path: Path, MaxAge: -1,
-		HttpOnly: true, Secure: g.Request.TLS != nil, SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: c.secure(g), SameSite: http.SameSiteStrictMode})
 }
+
+// secure is every console cookie's Secure attribute: always with Config.SecureCookies (the
+// browser reaches the server over https through a proxy), else when the request came over TLS.
+func (c *console) secure(g *gin.Context) bool { return c.cfg.SecureCookies || g.Request.TLS != nil }
 
 func (c *console) home(g *gin.Context) {
 	if id, err := g.Cookie(CookieName); err == nil && id != "" {
@@ -309,7 +317,7 @@ func (c *console) renderSignIn(g *gin.Context, status int, message, next string)
 		return
 	}
 	http.SetCookie(g.Writer, &http.Cookie{Name: signInCookie, Value: token, Path: Path + "/sign-in",
-		MaxAge: int(signInTTL.Seconds()), HttpOnly: true, Secure: g.Request.TLS != nil, SameSite: http.SameSiteStrictMode})
+		MaxAge: int(signInTTL.Seconds()), HttpOnly: true, Secure: c.secure(g), SameSite: http.SameSiteStrictMode})
 	c.render(g, status, "signin", page{Title: "Sign in", Message: message, CSRF: token, Data: signInView{Next: deepLink(next)}})
 }
 
@@ -376,7 +384,7 @@ func (c *console) signOut(g *gin.Context) {
 		c.fail(g, err)
 		return
 	}
-	clearCookie(g)
+	c.clearCookie(g)
 	g.Redirect(http.StatusSeeOther, Path+"/sign-in")
 }
 
