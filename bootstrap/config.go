@@ -82,6 +82,15 @@ const (
 	// EnvRejectionsRetention is how long the rejection log keeps a minute (CONTRACT.md
 	// "Operator API"; default 7d).
 	EnvRejectionsRetention = "HEPHAESTUS_REJECTIONS_RETENTION"
+	// EnvOperatorReadConnections is the size of the operator reads' own pool (the deliveries
+	// browser, dead-letter lists, rejections, inbox counts; API and console), apart from the
+	// claimers' and admission's connections.
+	EnvOperatorReadConnections = "HEPHAESTUS_OPERATOR_READ_CONNECTIONS"
+	// EnvOperatorReadTimeout is the statement timeout of that pool: a read past it is 503 retry.
+	EnvOperatorReadTimeout = "HEPHAESTUS_OPERATOR_READ_TIMEOUT"
+	// EnvOperatorReadsPerAccount is how many operator reads one account has in flight on one
+	// server; one more is 429 retry.
+	EnvOperatorReadsPerAccount = "HEPHAESTUS_OPERATOR_READS_PER_ACCOUNT"
 	// EnvGitHubRedeliveryInterval is the redelivery reconciler's period (with App
 	// authentication only).
 	EnvGitHubRedeliveryInterval = "HEPHAESTUS_GITHUB_REDELIVERY_INTERVAL"
@@ -140,12 +149,18 @@ const (
 	DefaultChangesRetention     = 7 * 24 * time.Hour
 	DefaultChangesStreamMax     = 15 * time.Minute
 	DefaultRejectionsRetention  = 7 * 24 * time.Hour
+	DefaultOperatorReadConns    = 4
+	DefaultOperatorReadTimeout  = 5 * time.Second
+	DefaultOperatorReadsPerAcct = 2
 	DefaultGitHubRedelivery     = 10 * time.Minute
 	DefaultGitHubOAuthURL       = "https://github.com"
 
 	// MaxClaimers bounds the claimers of one server: each may hold a pooled connection, and the
 	// pool is sized from them, so a typo like 8000 would exhaust PostgreSQL's max_connections.
 	MaxClaimers = 256
+	// MaxOperatorReadConns bounds the operator reads' pool (and the reads per account): a
+	// typo must not exhaust PostgreSQL's max_connections.
+	MaxOperatorReadConns = 64
 	// CredentialsKeySize is the AES-256 key size of HEPHAESTUS_CREDENTIALS_KEY.
 	CredentialsKeySize = 32
 )
@@ -207,6 +222,12 @@ type Config struct {
 	ChangesStreamMax time.Duration
 	// RejectionsRetention is how long the rejection log keeps a minute.
 	RejectionsRetention time.Duration
+	// OperatorReadConnections is the operator reads' pool size (MaxConns), OperatorReadTimeout
+	// its sessions' statement_timeout, OperatorReadsPerAccount the reads one account may have in
+	// flight on this server.
+	OperatorReadConnections int
+	OperatorReadTimeout     time.Duration
+	OperatorReadsPerAccount int
 
 	// Tracing: the OTEL_* variables ask for exported OTLP traces (telemetry.TracingEnabled).
 	Tracing bool
@@ -325,6 +346,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		r.fail(EnvChangesStreamMax, "%s is shorter than %s", c.ChangesStreamMax, MinChangesStreamMax)
 	}
 	c.RejectionsRetention = r.duration(EnvRejectionsRetention, DefaultRejectionsRetention)
+	c.OperatorReadConnections = int(r.wholeNumber(EnvOperatorReadConnections, DefaultOperatorReadConns, 1, MaxOperatorReadConns))
+	c.OperatorReadTimeout = r.duration(EnvOperatorReadTimeout, DefaultOperatorReadTimeout)
+	c.OperatorReadsPerAccount = int(r.wholeNumber(EnvOperatorReadsPerAccount, DefaultOperatorReadsPerAcct, 1, MaxOperatorReadConns))
 	c.GitHubRedeliveryInterval = r.duration(EnvGitHubRedeliveryInterval, DefaultGitHubRedelivery)
 	for _, name := range []string{EnvGitHubAPIToken, EnvGitLabAPIToken} {
 		if r.secret(name) != "" {

@@ -19,6 +19,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/console"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
@@ -74,9 +75,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	inboxStore = store
 	reader, err := deadletterstore.New(pool)
 	Expect(err).NotTo(HaveOccurred())
-	dead, err := deadletters.New(reader, store, noopNotifier{})
+	dead, err := deadletters.New(reader, store, noopNotifier{}, support.Providers())
 	Expect(err).NotTo(HaveOccurred())
-	browser, err := deliveries.New(reader)
+	browser, err := deliveries.New(reader, support.Providers())
 	Expect(err).NotTo(HaveOccurred())
 	rejectionStore, err := rejectionstore.New(pool)
 	Expect(err).NotTo(HaveOccurred())
@@ -117,9 +118,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
+	reads, err := operatorapi.NewReadLimit(2)
+	Expect(err).NotTo(HaveOccurred())
 	Expect(console.Register(engine, console.Config{Management: svc, Dead: dead, Erasures: erasureSvc,
 		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk,
-		Deliveries: browser, Rejections: rejected, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
+		Deliveries: browser, Rejections: rejected, Reads: reads, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
 	server = httptest.NewServer(engine)
 	DeferCleanup(server.Close)
 })
