@@ -123,6 +123,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(console.Register(engine, console.Config{Management: svc, Dead: dead, Erasures: erasureSvc,
 		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk,
 		Deliveries: browser, Rejections: rejected, Reads: reads, AdminToken: adminToken, Log: support.Logger{}})).To(Succeed())
+	// The API's deliveries browser beside the console, sharing its limit of reads per account as
+	// on a server.
+	operatorapi.RegisterDeliveries(engine, svc, members, browser, reads, support.Logger{})
 	server = httptest.NewServer(engine)
 	DeferCleanup(server.Close)
 })

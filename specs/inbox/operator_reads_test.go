@@ -234,7 +234,7 @@ func expectFloodIsolated(ctx SpecContext, s *floodServer) {
 	GinkgoHelper()
 	const (
 		flooders = 40
-		samples  = 100
+		samples  = 200
 	)
 	By("warming up, then measuring the other tenant alone")
 	s.bystanders(ctx, 20, 0)
@@ -278,10 +278,10 @@ func expectFloodIsolated(ctx SpecContext, s *floodServer) {
 				case resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" &&
 					string(bytes.TrimSpace(body)) == `{"error":"retry"}`:
 					limited.Add(1)
-					// A client told to retry tries again soon (here far sooner than Retry-After
-					// says): the flood keeps 40 reads asking, not a loop of refusals that measures
-					// this process's HTTP stack.
-					time.Sleep(10 * time.Millisecond)
+					// A client told to retry tries again soon (here after 100 ms, far sooner than
+					// Retry-After says): the flood keeps 40 reads asking, not a loop of refusals
+					// that would measure this process's HTTP stack and authentication instead.
+					time.Sleep(100 * time.Millisecond)
 				default:
 					unexpectedMu.Lock()
 					unexpected = append(unexpected, fmt.Sprintf("%d %s", resp.StatusCode, body))

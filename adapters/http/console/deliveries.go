@@ -87,7 +87,7 @@ func invalidInput(err error) (string, bool) {
 	case "state":
 		return "The state must be one of QUEUED, LEASED, DONE or DEAD.", true
 	case "provider":
-		return "The provider must be one this server runs, in capitals (such as GITHUB, GITLAB, SLACK, OUTLINE).", true
+		return "The provider must be one this server runs, in capitals, as the list offers them.", true
 	case "errorClass":
 		return "The error class must be one a dead letter records, such as PERMANENT:*json.SyntaxError or LeaseExpired.", true
 	case "receivedAfter", "receivedBefore":
