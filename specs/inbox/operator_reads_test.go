@@ -331,6 +331,14 @@ func expectFloodIsolated(ctx SpecContext, s *floodServer) {
 	Expect(slices.Compact(slices.Sorted(slices.Values(sessionsSeen)))).To(Equal([]string{bootstrap.OperatorReadsApplicationName(s.serverID)}))
 	Expect(maxBrowserActive).To(BeNumerically("<=", min(s.perAccount, s.readConns)))
 
+	if raceDetector {
+		// The server, the flood's 40 clients and the measuring client share this process; under
+		// the race detector every request costs several times its CPU, and the latencies above
+		// measure the instrumentation. The bounds are asserted in a run without -race
+		// (go test ./specs/inbox -ginkgo.focus="millions of retained rows").
+		By("(latency bounds not asserted under the race detector; reported above)")
+		return
+	}
 	By("the other tenant's API and admission kept their latency")
 	Expect(p99(floodConnections)).To(BeNumerically("<", p99(quietConnections)+50*time.Millisecond), "%v", report)
 	Expect(p99(floodAdmission)).To(BeNumerically("<", p99(quietAdmission)+50*time.Millisecond), "%v", report)
