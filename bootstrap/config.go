@@ -87,6 +87,15 @@ const (
 	// 409 replay-limit.
 	EnvReplayMaxRunning = "HEPHAESTUS_REPLAY_MAX_RUNNING"
 	EnvReplayMaxRows    = "HEPHAESTUS_REPLAY_MAX_ROWS"
+	// EnvOperatorReadConnections is the size of the operator reads' own pool (the deliveries
+	// browser, dead-letter lists, rejections, inbox counts; API and console), apart from the
+	// claimers' and admission's connections.
+	EnvOperatorReadConnections = "HEPHAESTUS_OPERATOR_READ_CONNECTIONS"
+	// EnvOperatorReadTimeout is the statement timeout of that pool: a read past it is 503 retry.
+	EnvOperatorReadTimeout = "HEPHAESTUS_OPERATOR_READ_TIMEOUT"
+	// EnvOperatorReadsPerAccount is how many operator reads one account has in flight on one
+	// server; one more is 429 retry.
+	EnvOperatorReadsPerAccount = "HEPHAESTUS_OPERATOR_READS_PER_ACCOUNT"
 	// EnvGitHubRedeliveryInterval is the redelivery reconciler's period (with App
 	// authentication only).
 	EnvGitHubRedeliveryInterval = "HEPHAESTUS_GITHUB_REDELIVERY_INTERVAL"
@@ -154,6 +163,9 @@ const (
 	DefaultRejectionsRetention  = 7 * 24 * time.Hour
 	DefaultReplayMaxRunning     = 2
 	DefaultReplayMaxRows        = 100000
+	DefaultOperatorReadConns    = 4
+	DefaultOperatorReadTimeout  = 5 * time.Second
+	DefaultOperatorReadsPerAcct = 2
 	DefaultGitHubRedelivery     = 10 * time.Minute
 	DefaultGitHubOAuthURL       = "https://github.com"
 
@@ -165,6 +177,9 @@ const (
 	// so a typo like 100000 jobs or 10^12 rows would switch the limits off.
 	MaxReplayMaxRunning = 1000
 	MaxReplayMaxRows    = 10000000
+	// MaxOperatorReadConns bounds the operator reads' pool (and the reads per account): a
+	// typo must not exhaust PostgreSQL's max_connections.
+	MaxOperatorReadConns = 64
 	// CredentialsKeySize is the AES-256 key size of HEPHAESTUS_CREDENTIALS_KEY.
 	CredentialsKeySize = 32
 )
@@ -235,6 +250,12 @@ type Config struct {
 	ReplayMaxRunning int64
 	// ReplayMaxRows is the most rows one bulk replay job may match.
 	ReplayMaxRows int64
+	// OperatorReadConnections is the operator reads' pool size (MaxConns), OperatorReadTimeout
+	// its sessions' statement_timeout, OperatorReadsPerAccount the reads one account may have in
+	// flight on this server.
+	OperatorReadConnections int
+	OperatorReadTimeout     time.Duration
+	OperatorReadsPerAccount int
 
 	// Tracing: the OTEL_* variables ask for exported OTLP traces (telemetry.TracingEnabled).
 	Tracing bool
@@ -357,6 +378,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.RejectionsRetention = r.duration(EnvRejectionsRetention, DefaultRejectionsRetention)
 	c.ReplayMaxRunning = r.wholeNumber(EnvReplayMaxRunning, DefaultReplayMaxRunning, 1, MaxReplayMaxRunning)
 	c.ReplayMaxRows = r.wholeNumber(EnvReplayMaxRows, DefaultReplayMaxRows, 1, MaxReplayMaxRows)
+	c.OperatorReadConnections = int(r.wholeNumber(EnvOperatorReadConnections, DefaultOperatorReadConns, 1, MaxOperatorReadConns))
+	c.OperatorReadTimeout = r.duration(EnvOperatorReadTimeout, DefaultOperatorReadTimeout)
+	c.OperatorReadsPerAccount = int(r.wholeNumber(EnvOperatorReadsPerAccount, DefaultOperatorReadsPerAcct, 1, MaxOperatorReadConns))
 	c.GitHubRedeliveryInterval = r.duration(EnvGitHubRedeliveryInterval, DefaultGitHubRedelivery)
 	for _, name := range []string{EnvGitHubAPIToken, EnvGitLabAPIToken} {
 		if r.secret(name) != "" {

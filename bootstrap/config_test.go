@@ -74,6 +74,9 @@ var _ = Describe("Configuration", func() {
 			Expect(c.ReplayMaxRunning).To(Equal(int64(2)), "HEPHAESTUS_REPLAY_MAX_RUNNING")
 			Expect(c.ReplayMaxRows).To(Equal(int64(100000)), "HEPHAESTUS_REPLAY_MAX_ROWS")
 			Expect(c.SecureCookies).To(BeFalse(), "no https public URL, no HEPHAESTUS_COOKIE_SECURE")
+			Expect(c.OperatorReadConnections).To(Equal(4), "HEPHAESTUS_OPERATOR_READ_CONNECTIONS")
+			Expect(c.OperatorReadTimeout).To(Equal(5*time.Second), "HEPHAESTUS_OPERATOR_READ_TIMEOUT")
+			Expect(c.OperatorReadsPerAccount).To(Equal(2), "HEPHAESTUS_OPERATOR_READS_PER_ACCOUNT")
 		})
 
 		It("builds the domain's retry policy and lease timing from the defaults", func() {
@@ -284,6 +287,10 @@ var _ = Describe("Configuration", func() {
 			Entry(nil, "HEPHAESTUS_CHANGES_RETENTION", "a week", ContainSubstring(`"a week"`)),
 			Entry(nil, "HEPHAESTUS_CHANGES_RETENTION", "0d", `"0d" is not a positive duration`),
 			Entry(nil, "HEPHAESTUS_CHANGES_STREAM_MAX", "forever", ContainSubstring(`"forever"`)),
+			Entry(nil, "HEPHAESTUS_OPERATOR_READ_CONNECTIONS", "0", `"0" is not a whole number between 1 and 64`),
+			Entry(nil, "HEPHAESTUS_OPERATOR_READ_CONNECTIONS", "1000", `"1000" is not a whole number between 1 and 64`),
+			Entry(nil, "HEPHAESTUS_OPERATOR_READ_TIMEOUT", "0s", `"0s" is not a positive duration`),
+			Entry(nil, "HEPHAESTUS_OPERATOR_READS_PER_ACCOUNT", "none", `"none" is not a whole number between 1 and 64`),
 			Entry(nil, "HEPHAESTUS_CHANGES_STREAM_MAX", "-1m", `"-1m" is not a positive duration`),
 			Entry(nil, "HEPHAESTUS_CHANGES_STREAM_MAX", "30s", "30s is shorter than 1m0s"),
 			Entry(nil, "HEPHAESTUS_REPLAY_MAX_RUNNING", "0", `"0" is not a whole number between 1 and 1000`),

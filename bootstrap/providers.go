@@ -50,7 +50,7 @@ var processSet = wire.NewSet(provideMetrics, newApp)
 
 // coreSet turns the graph input into the ports every use case shares.
 var coreSet = wire.NewSet(
-	wire.FieldsOf(new(graphInput), "Config", "Secrets", "Pool", "AdmissionPool", "LookupPool", "Log", "Metrics"),
+	wire.FieldsOf(new(graphInput), "Config", "Secrets", "Pool", "AdmissionPool", "LookupPool", "ReadPool", "Log", "Metrics"),
 	provideLogger,
 	wire.InterfaceValue(new(ports.Clock), systemClock{}),
 	wire.Bind(new(ports.AdmissionMetrics), new(*telemetry.Metrics)),
@@ -122,6 +122,7 @@ type graphInput struct {
 	Pool          *pgxpool.Pool
 	AdmissionPool admissionPool
 	LookupPool    lookupPool
+	ReadPool      operatorReadPool
 	Log           *zap.Logger
 	Metrics       *telemetry.Metrics
 }
