@@ -116,12 +116,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	reader, err := deadletterstore.New(pool)
 	Expect(err).NotTo(HaveOccurred())
-	browser, err := deliveries.New(reader)
+	browser, err := deliveries.New(reader, support.Providers())
 	Expect(err).NotTo(HaveOccurred())
 
 	engine := gin.New()
 	managementapi.Register(engine, svc, support.Logger{})
-	operatorapi.RegisterDeliveries(engine, svc, workspaces, browser, support.Logger{})
+	reads, err := operatorapi.NewReadLimit(2)
+	Expect(err).NotTo(HaveOccurred())
+	operatorapi.RegisterDeliveries(engine, svc, workspaces, browser, reads, support.Logger{})
 	Expect(webhookapi.Register(engine, admit, webhookapi.Hooks{ghHook, slHook}, webhookapi.Config{})).To(Succeed())
 	server, client = support.Serve(engine)
 })
