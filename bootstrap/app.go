@@ -114,7 +114,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 	migrateLegacySecrets(ctx, db.pool, secrets, log)
 
 	svc, cleanup, err := a.build(ctx, graphInput{Config: a.cfg, Secrets: secrets, Pool: db.pool,
-		AdmissionPool: db.admission, LookupPool: db.lookup, Log: log, Metrics: a.metrics})
+		AdmissionPool: db.admission, LookupPool: db.lookup, ReadPool: db.reads, Log: log, Metrics: a.metrics})
 	if err != nil {
 		return fmt.Errorf("build services: %w", err)
 	}

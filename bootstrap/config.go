@@ -87,6 +87,15 @@ const (
 	// 409 replay-limit.
 	EnvReplayMaxRunning = "HEPHAESTUS_REPLAY_MAX_RUNNING"
 	EnvReplayMaxRows    = "HEPHAESTUS_REPLAY_MAX_ROWS"
+	// EnvOperatorReadConnections is the size of the operator reads' own pool (the deliveries
+	// browser, dead-letter lists, rejections, inbox counts; API and console), apart from the
+	// claimers' and admission's connections.
+	EnvOperatorReadConnections = "HEPHAESTUS_OPERATOR_READ_CONNECTIONS"
+	// EnvOperatorReadTimeout is the statement timeout of that pool: a read past it is 503 retry.
+	EnvOperatorReadTimeout = "HEPHAESTUS_OPERATOR_READ_TIMEOUT"
+	// EnvOperatorReadsPerAccount is how many operator reads one account has in flight on one
+	// server; one more is 429 retry.
+	EnvOperatorReadsPerAccount = "HEPHAESTUS_OPERATOR_READS_PER_ACCOUNT"
 	// EnvGitHubRedeliveryInterval is the redelivery reconciler's period (with App
 	// authentication only).
 	EnvGitHubRedeliveryInterval = "HEPHAESTUS_GITHUB_REDELIVERY_INTERVAL"
@@ -102,6 +111,10 @@ const (
 	// EnvTraceURL is the operator's trace link template: an http(s) URL holding {traceId}
 	// (a Grafana Tempo or Jaeger trace page); the console's delivery page links to it.
 	EnvTraceURL = "HEPHAESTUS_TRACE_URL"
+	// EnvCookieSecure marks every console and install cookie Secure ("true") or leaves that to
+	// the request ("false": Secure only on a connection the server terminates TLS for); unset,
+	// cookies are Secure when HEPHAESTUS_PUBLIC_URL is https (a TLS proxy in front).
+	EnvCookieSecure = "HEPHAESTUS_COOKIE_SECURE"
 
 	envConsumer          = "HEPHAESTUS_INTEGRATION_CONSUMER_"
 	EnvClaimers          = envConsumer + "CLAIMERS"
@@ -150,6 +163,9 @@ const (
 	DefaultRejectionsRetention  = 7 * 24 * time.Hour
 	DefaultReplayMaxRunning     = 2
 	DefaultReplayMaxRows        = 100000
+	DefaultOperatorReadConns    = 4
+	DefaultOperatorReadTimeout  = 5 * time.Second
+	DefaultOperatorReadsPerAcct = 2
 	DefaultGitHubRedelivery     = 10 * time.Minute
 	DefaultGitHubOAuthURL       = "https://github.com"
 
@@ -161,6 +177,9 @@ const (
 	// so a typo like 100000 jobs or 10^12 rows would switch the limits off.
 	MaxReplayMaxRunning = 1000
 	MaxReplayMaxRows    = 10000000
+	// MaxOperatorReadConns bounds the operator reads' pool (and the reads per account): a
+	// typo must not exhaust PostgreSQL's max_connections.
+	MaxOperatorReadConns = 64
 	// CredentialsKeySize is the AES-256 key size of HEPHAESTUS_CREDENTIALS_KEY.
 	CredentialsKeySize = 32
 )
@@ -202,7 +221,11 @@ type Config struct {
 	SlackClientSecret        string
 	PublicURL                string // external base URL; empty: Slack links send no redirect_uri
 	TraceURL                 string // trace link template with {traceId}; empty: no link
-	WebhookMaxBytes          int64
+	// SecureCookies marks every console and install cookie Secure, also on a plain-HTTP request
+	// behind a TLS proxy: EnvCookieSecure, else whether PublicURL is https. False: cookies are
+	// Secure only when the server terminates the request's TLS itself.
+	SecureCookies   bool
+	WebhookMaxBytes int64
 	// WebhookInflightBytes bounds the body bytes all webhook requests hold at once.
 	WebhookInflightBytes int64
 	// AdmissionLockTimeout ends an admission's wait for a lifecycle lock (503 retry).
@@ -227,6 +250,12 @@ type Config struct {
 	ReplayMaxRunning int64
 	// ReplayMaxRows is the most rows one bulk replay job may match.
 	ReplayMaxRows int64
+	// OperatorReadConnections is the operator reads' pool size (MaxConns), OperatorReadTimeout
+	// its sessions' statement_timeout, OperatorReadsPerAccount the reads one account may have in
+	// flight on this server.
+	OperatorReadConnections int
+	OperatorReadTimeout     time.Duration
+	OperatorReadsPerAccount int
 
 	// Tracing: the OTEL_* variables ask for exported OTLP traces (telemetry.TracingEnabled).
 	Tracing bool
@@ -334,6 +363,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			RetentionInterval: r.duration(EnvRetentionInterval, DefaultRetentionInterval),
 		},
 	}
+	c.SecureCookies = r.secureCookies(c.PublicURL)
 	c.CredentialsKeys = r.credentialsKeys()
 	if len(c.CredentialsKeys) > 0 {
 		c.CredentialsKey = c.CredentialsKeys[0].Secret
@@ -348,6 +378,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.RejectionsRetention = r.duration(EnvRejectionsRetention, DefaultRejectionsRetention)
 	c.ReplayMaxRunning = r.wholeNumber(EnvReplayMaxRunning, DefaultReplayMaxRunning, 1, MaxReplayMaxRunning)
 	c.ReplayMaxRows = r.wholeNumber(EnvReplayMaxRows, DefaultReplayMaxRows, 1, MaxReplayMaxRows)
+	c.OperatorReadConnections = int(r.wholeNumber(EnvOperatorReadConnections, DefaultOperatorReadConns, 1, MaxOperatorReadConns))
+	c.OperatorReadTimeout = r.duration(EnvOperatorReadTimeout, DefaultOperatorReadTimeout)
+	c.OperatorReadsPerAccount = int(r.wholeNumber(EnvOperatorReadsPerAccount, DefaultOperatorReadsPerAcct, 1, MaxOperatorReadConns))
 	c.GitHubRedeliveryInterval = r.duration(EnvGitHubRedeliveryInterval, DefaultGitHubRedelivery)
 	for _, name := range []string{EnvGitHubAPIToken, EnvGitLabAPIToken} {
 		if r.secret(name) != "" {
@@ -593,6 +626,19 @@ func (r *reader) wholeNumber(name string, def, lo, hi int64) int64 {
 		return def
 	}
 	return n
+}
+
+// secureCookies reads EnvCookieSecure ("true" or "false", either way the setting wins); unset,
+// cookies are Secure when the public URL (already read and valid) is https.
+func (r *reader) secureCookies(publicURL string) bool {
+	switch r.oneOf(EnvCookieSecure, "", "true", "false") {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	u, err := url.Parse(publicURL)
+	return publicURL != "" && err == nil && u.Scheme == "https"
 }
 
 func (r *reader) oneOf(name, def string, allowed ...string) string {

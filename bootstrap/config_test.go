@@ -73,6 +73,10 @@ var _ = Describe("Configuration", func() {
 			Expect(c.ChangesStreamMax).To(Equal(15*time.Minute), "HEPHAESTUS_CHANGES_STREAM_MAX")
 			Expect(c.ReplayMaxRunning).To(Equal(int64(2)), "HEPHAESTUS_REPLAY_MAX_RUNNING")
 			Expect(c.ReplayMaxRows).To(Equal(int64(100000)), "HEPHAESTUS_REPLAY_MAX_ROWS")
+			Expect(c.SecureCookies).To(BeFalse(), "no https public URL, no HEPHAESTUS_COOKIE_SECURE")
+			Expect(c.OperatorReadConnections).To(Equal(4), "HEPHAESTUS_OPERATOR_READ_CONNECTIONS")
+			Expect(c.OperatorReadTimeout).To(Equal(5*time.Second), "HEPHAESTUS_OPERATOR_READ_TIMEOUT")
+			Expect(c.OperatorReadsPerAccount).To(Equal(2), "HEPHAESTUS_OPERATOR_READS_PER_ACCOUNT")
 		})
 
 		It("builds the domain's retry policy and lease timing from the defaults", func() {
@@ -176,6 +180,23 @@ var _ = Describe("Configuration", func() {
 		})
 	})
 
+	Describe("secure cookies", func() {
+		DescribeTable("follow HEPHAESTUS_COOKIE_SECURE either way, else whether HEPHAESTUS_PUBLIC_URL is https",
+			func(publicURL, setting string, secure bool) {
+				c, err := load(env{"HEPHAESTUS_PUBLIC_URL": publicURL, "HEPHAESTUS_COOKIE_SECURE": setting})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(c.SecureCookies).To(Equal(secure))
+			},
+			Entry("no public URL, no setting", "", "", false),
+			Entry("an http public URL", "http://hx.example", "", false),
+			Entry("an https public URL", "https://hx.example", "", true),
+			Entry("an HTTPS public URL", "HTTPS://hx.example", "", true),
+			Entry("the setting on", "http://hx.example", "true", true),
+			Entry("the setting on, in capitals", "", "TRUE", true),
+			Entry("the setting off wins over https", "https://hx.example", "false", false),
+		)
+	})
+
 	Describe("durations", func() {
 		DescribeTable("accept Go syntax and a day suffix",
 			func(value string, want time.Duration) {
@@ -247,6 +268,7 @@ var _ = Describe("Configuration", func() {
 			Entry(nil, "HEPHAESTUS_PUBLIC_URL", "hx.example", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_TRACE_URL", "tempo.example/trace/{traceId}", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_TRACE_URL", "https://tempo.example/trace/", "does not name the trace id as {traceId}"),
+			Entry(nil, "HEPHAESTUS_COOKIE_SECURE", "yes", `"yes" is not one of true, false`),
 			Entry(nil, "HEPHAESTUS_GITHUB_APP_SLUG", "My App", `"My App" is not a GitHub App slug`),
 			Entry(nil, "HEPHAESTUS_GITHUB_CLIENT_ID", "Iv1.abc", "is set without HEPHAESTUS_GITHUB_CLIENT_SECRET"),
 			Entry(nil, "HEPHAESTUS_SLACK_CLIENT_SECRET", "s3cret", "is set without HEPHAESTUS_SLACK_CLIENT_ID"),
@@ -265,6 +287,10 @@ var _ = Describe("Configuration", func() {
 			Entry(nil, "HEPHAESTUS_CHANGES_RETENTION", "a week", ContainSubstring(`"a week"`)),
 			Entry(nil, "HEPHAESTUS_CHANGES_RETENTION", "0d", `"0d" is not a positive duration`),
 			Entry(nil, "HEPHAESTUS_CHANGES_STREAM_MAX", "forever", ContainSubstring(`"forever"`)),
+			Entry(nil, "HEPHAESTUS_OPERATOR_READ_CONNECTIONS", "0", `"0" is not a whole number between 1 and 64`),
+			Entry(nil, "HEPHAESTUS_OPERATOR_READ_CONNECTIONS", "1000", `"1000" is not a whole number between 1 and 64`),
+			Entry(nil, "HEPHAESTUS_OPERATOR_READ_TIMEOUT", "0s", `"0s" is not a positive duration`),
+			Entry(nil, "HEPHAESTUS_OPERATOR_READS_PER_ACCOUNT", "none", `"none" is not a whole number between 1 and 64`),
 			Entry(nil, "HEPHAESTUS_CHANGES_STREAM_MAX", "-1m", `"-1m" is not a positive duration`),
 			Entry(nil, "HEPHAESTUS_CHANGES_STREAM_MAX", "30s", "30s is shorter than 1m0s"),
 			Entry(nil, "HEPHAESTUS_REPLAY_MAX_RUNNING", "0", `"0" is not a whole number between 1 and 1000`),

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/console"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
@@ -33,11 +34,12 @@ type consoleRoutes routeRegistration
 
 func provideConsoleRoutes(cfg Config, s instanceSecrets, sessions *consolesession.Store, manage *management.Service,
 	dead *deadletters.Service, erasures *personerasure.Service, members ports.WorkspaceStore, feed *changes.Feed, syncs *backfill.Service,
-	installs *installflow.Service, browser *deliveries.Service, rejected *rejections.Service, bulk *replays.Service, log ports.Logger,
+	installs *installflow.Service, browser *deliveries.Service, rejected *rejections.Service, bulk *replays.Service,
+	reads *operatorapi.ReadLimit, log ports.Logger,
 ) consoleRoutes {
 	return func(r gin.IRouter) error {
 		return console.Register(r, console.Config{Management: manage, Dead: dead, Erasures: erasures,
 			Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk,
-			Deliveries: browser, Rejections: rejected, AdminToken: s.AdminToken, TraceURL: cfg.TraceURL, Log: log})
+			Deliveries: browser, Rejections: rejected, Reads: reads, AdminToken: s.AdminToken, TraceURL: cfg.TraceURL, SecureCookies: cfg.SecureCookies, Log: log})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -159,6 +160,7 @@ type database struct {
 	pool      *pgxpool.Pool
 	admission admissionPool
 	lookup    lookupPool
+	reads     operatorReadPool
 	sqlDB     *sql.DB // database/sql over the pool, for goose's migration status
 }
 
@@ -170,6 +172,23 @@ type admissionPool struct{ *pgxpool.Pool }
 // lookupPool serves the connection lookups of unauthenticated webhook requests (see
 // provideSourceDirectory): LookupPoolSize connections, a bulkhead in front of the main pool.
 type lookupPool struct{ *pgxpool.Pool }
+
+// operatorReadPool serves the operators' reads of the inbox (the deliveries browser, dead-letter
+// lists, rejections, inbox counts; the API's and the console's): HEPHAESTUS_OPERATOR_READ_CONNECTIONS
+// connections whose statements end after HEPHAESTUS_OPERATOR_READ_TIMEOUT (ConfigureOperatorReads).
+// However many such reads callers send, they wait for these connections, never for the
+// claimers', the management API's or admission's.
+type operatorReadPool struct{ *pgxpool.Pool }
+
+// ConfigureOperatorReads sizes an operator read pool and bounds its statements: a session
+// starts with statement_timeout (PostgreSQL cancels a statement past it, SQLSTATE 57014, which
+// the stores report as transient: 503 retry) and READ COMMITTED as the main pool's (the reads
+// that want one snapshot ask for REPEATABLE READ themselves).
+func ConfigureOperatorReads(cfg *pgxpool.Config, conns int, timeout time.Duration) {
+	ConfigureMainPool(cfg)
+	cfg.MaxConns, cfg.MinConns = int32(conns), 0
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)
+}
 
 // LookupPoolSize bounds the connections unauthenticated webhook lookups use at once. A lookup
 // is one primary-key read (well under a millisecond), so two answer thousands per second; past
@@ -199,6 +218,7 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger, waiting func
 	ConfigureFailover(pcfg)
 	acfg := pcfg.Copy()
 	lcfg := pcfg.Copy()
+	rcfg := pcfg.Copy()
 	pcfg.MaxConns = PoolSize(cfg.Consumer.Claimers)
 	ConfigureMainPool(pcfg)
 	// Shown in pg_stat_activity, so a DBA sees which server holds which connection.
@@ -232,9 +252,25 @@ func openDatabase(ctx context.Context, cfg Config, log *zap.Logger, waiting func
 		pool.Close()
 		return nil, fmt.Errorf("open webhook lookup pool: %w", err)
 	}
+	ConfigureOperatorReads(rcfg, cfg.OperatorReadConnections, cfg.OperatorReadTimeout)
+	rcfg.ConnConfig.RuntimeParams["application_name"] = OperatorReadsApplicationName(cfg.ServerID)
+	reads, err := pgxpool.NewWithConfig(ctx, rcfg)
+	if err != nil {
+		lookup.Close()
+		admission.Close()
+		pool.Close()
+		return nil, fmt.Errorf("open operator read pool: %w", err)
+	}
 	log.Info("database migrated", zap.Int("applied", applied), zap.Int32("maxConns", pcfg.MaxConns),
 		zap.Int32("admissionMaxConns", acfg.MaxConns))
-	return &database{server: srv, pool: pool, admission: admissionPool{admission}, lookup: lookupPool{lookup}, sqlDB: stdlib.OpenDBFromPool(pool)}, nil
+	return &database{server: srv, pool: pool, admission: admissionPool{admission}, lookup: lookupPool{lookup},
+		reads: operatorReadPool{reads}, sqlDB: stdlib.OpenDBFromPool(pool)}, nil
+}
+
+// OperatorReadsApplicationName is the application_name of the operator read pool's sessions, so
+// pg_stat_activity (and a DBA) tells them from the claimers' and admission's.
+func OperatorReadsApplicationName(serverID string) string {
+	return "hephaestus " + serverID + " operator reads"
 }
 
 // waitForDatabase pings until the database answers or connectWait passes. With a multi-host
@@ -303,6 +339,9 @@ func (d *database) close() error {
 	}
 	if d.lookup.Pool != nil {
 		d.lookup.Close()
+	}
+	if d.reads.Pool != nil {
+		d.reads.Close()
 	}
 	d.pool.Close()
 	return errors.Join(err, d.server.close())

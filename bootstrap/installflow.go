@@ -49,9 +49,9 @@ func provideInstallFlows(s instanceSecrets, mgmt *management.Service, states por
 // installRoutes mounts the install flows' routes.
 type installRoutes routeRegistration
 
-func provideInstallRoutes(flows *installflow.Service, mgmt *management.Service) installRoutes {
+func provideInstallRoutes(cfg Config, flows *installflow.Service, mgmt *management.Service) installRoutes {
 	return func(r gin.IRouter) error {
-		installapi.Register(r, flows, mgmt)
+		installapi.Register(r, flows, mgmt, installapi.Config{SecureCookies: cfg.SecureCookies})
 		return nil
 	}
 }

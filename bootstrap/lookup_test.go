@@ -41,6 +41,9 @@ var _ = Describe("Webhook connection lookups", func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(db.close()).To(Succeed()) })
 		Expect(db.lookup.Config().MaxConns).To(Equal(int32(LookupPoolSize)))
+		// The operator reads' pool: its own size and its sessions' statement timeout (ms).
+		Expect(db.reads.Config().MaxConns).To(Equal(int32(DefaultOperatorReadConns)))
+		Expect(db.reads.Config().ConnConfig.RuntimeParams).To(HaveKeyWithValue("statement_timeout", "5000"))
 
 		// A real connection among the random ids, so some lookups find a row and open a secret.
 		var ws, conn int64
@@ -49,7 +52,7 @@ var _ = Describe("Webhook connection lookups", func() {
 			VALUES ($1, 'GITLAB', 'GITLAB', 'https://gitlab.example') RETURNING id`, ws).Scan(&conn)).To(Succeed())
 
 		svc, cleanup, err := buildServices(ctx, graphInput{Config: cfg, Secrets: secrets, Pool: db.pool,
-			AdmissionPool: db.admission, LookupPool: db.lookup, Log: zap.NewNop(), Metrics: telemetry.NewMetrics()})
+			AdmissionPool: db.admission, LookupPool: db.lookup, ReadPool: db.reads, Log: zap.NewNop(), Metrics: telemetry.NewMetrics()})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(cleanup)
 		srv, err := server.New(server.Config{Addr: "127.0.0.1:0"}, zap.NewNop(), db.ready, http.NotFoundHandler(), svc.registrars...)

@@ -18,15 +18,18 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"github.com/hephaestus-dev/hephaestus/application/replays"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // operatorSet is the dead-letter API, the deliveries browser, the inbox overview and person
 // erasure with its runner.
 var operatorSet = wire.NewSet(
-	deadletterstore.New,
+	provideOperatorReader,
 	wire.Bind(new(ports.DeadLetterReader), new(*deadletterstore.Reader)),
 	wire.Bind(new(ports.DeliveryReader), new(*deadletterstore.Reader)),
+	provideProviderSet,
+	provideReadLimit,
 	provideDeadLetters,
 	deliveries.New,
 	provideErasureConfig,
@@ -36,6 +39,13 @@ var operatorSet = wire.NewSet(
 	provideErasures,
 	provideOperatorRoutes,
 )
+
+// provideOperatorReader reads dead letters, deliveries and inbox counts on the operator read
+// pool (operatorReadPool): its connections and statement timeout bound what operators' reads
+// cost the rest of the server. Replays write through the inbox store, on the main pool.
+func provideOperatorReader(pool operatorReadPool) (*deadletterstore.Reader, error) {
+	return deadletterstore.New(pool.Pool)
+}
 
 // provideErasureConfig collects the providers' person-data declarations; installation rows
 // carry admission's default source.
@@ -51,8 +61,24 @@ func provideErasureConfig(providers []ports.Provider, adm admission.Config) eras
 	return cfg
 }
 
-func provideDeadLetters(reader ports.DeadLetterReader, inbox ports.InboxStore, wake *consumer.Signal) (*deadletters.Service, error) {
-	return deadletters.New(reader, inbox, wake)
+// provideReadLimit is the one limit of operator reads per account that the API and the console
+// share (HEPHAESTUS_OPERATOR_READS_PER_ACCOUNT).
+func provideReadLimit(cfg Config) (*operatorapi.ReadLimit, error) {
+	return operatorapi.NewReadLimit(cfg.OperatorReadsPerAccount)
+}
+
+// provideProviderSet is the providers this server runs: what the operators' read filters may
+// name (any other provider is 400 invalid-filter).
+func provideProviderSet(providers []ports.Provider) provider.Set {
+	names := make([]provider.Provider, 0, len(providers))
+	for _, p := range providers {
+		names = append(names, p.Provider())
+	}
+	return provider.NewSet(names...)
+}
+
+func provideDeadLetters(reader ports.DeadLetterReader, inbox ports.InboxStore, wake *consumer.Signal, providers provider.Set) (*deadletters.Service, error) {
+	return deadletters.New(reader, inbox, wake, providers)
 }
 
 func provideErasureRunner(cfg Config, store ports.ErasureStore, log ports.Logger) (*personerasure.Runner, error) {
@@ -67,11 +93,11 @@ func provideErasures(store ports.ErasureStore, runner *personerasure.Runner) (*p
 type operatorRoutes routeRegistration
 
 func provideOperatorRoutes(manage *management.Service, members ports.WorkspaceStore, dead *deadletters.Service, browser *deliveries.Service,
-	rejected *rejections.Service, erasures *personerasure.Service, bulk *replays.Service, log ports.Logger) operatorRoutes {
+	rejected *rejections.Service, erasures *personerasure.Service, bulk *replays.Service, reads *operatorapi.ReadLimit, log ports.Logger) operatorRoutes {
 	return func(r gin.IRouter) error {
-		operatorapi.Register(r, manage, dead, erasures, log)
-		operatorapi.RegisterDeliveries(r, manage, members, browser, log)
-		operatorapi.RegisterRejections(r, manage, members, rejected, log)
+		operatorapi.Register(r, manage, dead, erasures, reads, log)
+		operatorapi.RegisterDeliveries(r, manage, members, browser, reads, log)
+		operatorapi.RegisterRejections(r, manage, members, rejected, reads, log)
 		operatorapi.RegisterReplays(r, manage, members, bulk, log)
 		return nil
 	}

@@ -50,7 +50,7 @@ var processSet = wire.NewSet(provideMetrics, newApp)
 
 // coreSet turns the graph input into the ports every use case shares.
 var coreSet = wire.NewSet(
-	wire.FieldsOf(new(graphInput), "Config", "Secrets", "Pool", "AdmissionPool", "LookupPool", "Log", "Metrics"),
+	wire.FieldsOf(new(graphInput), "Config", "Secrets", "Pool", "AdmissionPool", "LookupPool", "ReadPool", "Log", "Metrics"),
 	provideLogger,
 	wire.InterfaceValue(new(ports.Clock), systemClock{}),
 	wire.Bind(new(ports.AdmissionMetrics), new(*telemetry.Metrics)),
@@ -122,6 +122,7 @@ type graphInput struct {
 	Pool          *pgxpool.Pool
 	AdmissionPool admissionPool
 	LookupPool    lookupPool
+	ReadPool      operatorReadPool
 	Log           *zap.Logger
 	Metrics       *telemetry.Metrics
 }
@@ -231,11 +232,32 @@ func provideDeliveryInbox(pool *pgxpool.Pool) (*deliveryinbox.Inbox, error) {
 	return deliveryinbox.New(pool)
 }
 
-func provideSecretBox(s instanceSecrets) (*secrets.AESGCM, error) {
-	if len(s.CredentialsKeys) > 0 {
-		return secrets.NewKeyring(s.CredentialsKeys)
+// provideSecretBox is the server's secret box: every configured key opens, the first seals,
+// and a value sealed before key ids opens only while the database says the legacy fallback is
+// open (managementstore.LegacyFallback).
+func provideSecretBox(s instanceSecrets, pool *pgxpool.Pool) (*secrets.AESGCM, error) {
+	fallback, err := managementstore.NewLegacyFallback(pool)
+	if err != nil {
+		return nil, err
 	}
-	return secrets.NewAESGCM(s.CredentialsKey)
+	return gatedSecretBox(s, fallback)
+}
+
+// gatedSecretBox is the box of the configured keys behind fallback's gate.
+func gatedSecretBox(s instanceSecrets, fallback *managementstore.LegacyFallback) (*secrets.AESGCM, error) {
+	var (
+		ring *secrets.AESGCM
+		err  error
+	)
+	if len(s.CredentialsKeys) > 0 {
+		ring, err = secrets.NewKeyring(s.CredentialsKeys)
+	} else {
+		ring, err = secrets.NewAESGCM(s.CredentialsKey)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ring.WithLegacyGate(fallback.Opens), nil
 }
 
 // provideStoreConfig gives the management stores the connection kinds the modules declare.

@@ -11,13 +11,23 @@ import (
 )
 
 // rejectionSet is the rejection log: admission counts refusals in memory (provideAdmissionConfig),
-// the log's runner adds finished minutes once a minute, the operator API reads it.
+// the log's runner adds them to their minutes' rows every few seconds, the operator API reads it.
 var rejectionSet = wire.NewSet(
 	rejectionstore.New,
 	wire.Bind(new(ports.RejectionStore), new(*rejectionstore.Store)),
 	provideRejectionLog,
-	rejections.NewService,
+	provideRejectionReads,
 )
+
+// provideRejectionReads lists the log on the operator read pool (operatorReadPool); the log's
+// runner writes through the main pool's store.
+func provideRejectionReads(pool operatorReadPool) (*rejections.Service, error) {
+	store, err := rejectionstore.New(pool.Pool)
+	if err != nil {
+		return nil, err
+	}
+	return rejections.NewService(store)
+}
 
 // provideRejectionLog keeps HEPHAESTUS_REJECTIONS_RETENTION of the log.
 func provideRejectionLog(cfg Config, store ports.RejectionStore, clock ports.Clock, log ports.Logger) (*rejections.Log, error) {

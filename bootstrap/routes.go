@@ -34,7 +34,7 @@ func RegisteredRoutes(ctx context.Context, cfg Config) (_ []Route, err error) {
 	}
 	defer func() { err = errors.Join(err, db.close()) }()
 	svc, cleanup, err := buildServices(ctx, graphInput{Config: cfg, Secrets: s, Pool: db.pool,
-		AdmissionPool: db.admission, LookupPool: db.lookup, Log: log, Metrics: telemetry.NewMetrics()})
+		AdmissionPool: db.admission, LookupPool: db.lookup, ReadPool: db.reads, Log: log, Metrics: telemetry.NewMetrics()})
 	if err != nil {
 		return nil, fmt.Errorf("build services: %w", err)
 	}

@@ -8,7 +8,6 @@ package bootstrap
 
 import (
 	"context"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/rejectionstore"
@@ -16,7 +15,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/deliveries"
-	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"go.uber.org/zap"
 )
 
@@ -51,7 +49,7 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapInstanceSecrets := in.Secrets
-	aesgcm, err := provideSecretBox(bootstrapInstanceSecrets)
+	aesgcm, err := provideSecretBox(bootstrapInstanceSecrets, pool)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,19 +103,21 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	deadletterstoreReader, err := deadletterstore.New(pool)
+	bootstrapOperatorReadPool := in.ReadPool
+	deadletterstoreReader, err := provideOperatorReader(bootstrapOperatorReadPool)
 	if err != nil {
 		return nil, nil, err
 	}
-	deadlettersService, err := provideDeadLetters(deadletterstoreReader, inboxstoreStore, consumerSignal)
+	set := provideProviderSet(v3)
+	deadlettersService, err := provideDeadLetters(deadletterstoreReader, inboxstoreStore, consumerSignal, set)
 	if err != nil {
 		return nil, nil, err
 	}
-	deliveriesService, err := deliveries.New(deadletterstoreReader)
+	deliveriesService, err := deliveries.New(deadletterstoreReader, set)
 	if err != nil {
 		return nil, nil, err
 	}
-	rejectionsService, err := rejections.NewService(rejectionstoreStore)
+	rejectionsService, err := provideRejectionReads(bootstrapOperatorReadPool)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,7 +146,11 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapOperatorRoutes := provideOperatorRoutes(managementService, workspaces, deadlettersService, deliveriesService, rejectionsService, personerasureService, replaysService, portsLogger)
+	readLimit, err := provideReadLimit(config)
+	if err != nil {
+		return nil, nil, err
+	}
+	bootstrapOperatorRoutes := provideOperatorRoutes(managementService, workspaces, deadlettersService, deliveriesService, rejectionsService, personerasureService, replaysService, readLimit, portsLogger)
 	consolesessionStore, err := provideConsoleSessions(pool)
 	if err != nil {
 		return nil, nil, err
@@ -176,8 +180,8 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	bootstrapConsoleRoutes := provideConsoleRoutes(config, bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, backfillService, installflowService, deliveriesService, rejectionsService, replaysService, portsLogger)
-	bootstrapInstallRoutes := provideInstallRoutes(installflowService, managementService)
+	bootstrapConsoleRoutes := provideConsoleRoutes(config, bootstrapInstanceSecrets, consolesessionStore, managementService, deadlettersService, personerasureService, workspaces, feed, backfillService, installflowService, deliveriesService, rejectionsService, replaysService, readLimit, portsLogger)
+	bootstrapInstallRoutes := provideInstallRoutes(config, installflowService, managementService)
 	bootstrapChangesRoutes := provideChangeRoutes(config, managementService, workspaces, feed, portsLogger)
 	bootstrapSyncRoutes := provideSyncRoutes(managementService, workspaces, backfillService, portsLogger)
 	v6 := provideRegistrars(config, service, hooks, managementService, workspaces, portsLogger, bootstrapOperatorRoutes, bootstrapConsoleRoutes, bootstrapInstallRoutes, bootstrapChangesRoutes, bootstrapSyncRoutes, v3)

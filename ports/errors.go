@@ -15,6 +15,9 @@ var (
 	ErrUnprocessable   = errors.New("unprocessable")           // 422: well formed, names nothing this instance has
 	ErrTooLarge        = errors.New("too large")               // 413
 	ErrUnavailable     = errors.New("temporarily unavailable") // 503 with Retry-After
+	// ErrTooManyRequests: the caller has as many requests of this kind in flight as it may
+	// (429 with Retry-After); others' requests are not affected.
+	ErrTooManyRequests = errors.New("too many requests in flight") // 429 with Retry-After
 )
 
 // RejectedError is a refused webhook delivery: Kind is one of the sentinels above, Reason the

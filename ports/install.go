@@ -29,6 +29,7 @@ const (
 	InstallRetry            InstallResult = "retry"             // the provider or the database failed: start again
 	InstallRequested        InstallResult = "requested"         // an owner must approve the installation first
 	InstallDeclined         InstallResult = "declined"          // the person cancelled on the provider's page
+	InstallTokenRevoked     InstallResult = "token-revoked"     // the token that started the flow no longer authenticates
 )
 
 // InstallRefusal ends an install callback without a connection: the result shown, a reason

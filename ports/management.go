@@ -119,6 +119,10 @@ type AccountStore interface {
 	TokenOwner(ctx context.Context, tokenHash []byte) (TokenOwner, error)
 	// Account reads an enabled account. Errors: ErrNotFound (also for a disabled account).
 	Account(ctx context.Context, id int64) (Account, error)
+	// LiveToken finds the account's token tokenID while it still authenticates: not revoked
+	// or rotated (both delete the row), not expired, and the account enabled. It records no
+	// use. Errors: ErrNotFound when it no longer authenticates.
+	LiveToken(ctx context.Context, accountID, tokenID int64) (TokenOwner, error)
 	// IssueToken adds a token to an enabled account. Errors: ErrNotFound (no such account);
 	// ErrConflict "account-disabled"; ErrMalformed "invalid-expires-at" for an expiry that is not
 	// in the future (database time).

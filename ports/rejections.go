@@ -24,8 +24,9 @@ type RejectionCount struct {
 
 // RejectionStore keeps the rejection log.
 type RejectionStore interface {
-	// AddRejections adds counts (summing with what other servers added for the same minute and
-	// key) and deletes the minutes before deleteBefore, in one transaction.
+	// AddRejections adds counts (summing with what other servers, and this one's earlier
+	// flushes, added for the same minute and key) and deletes the minutes before deleteBefore
+	// (none when it is zero), in one transaction.
 	AddRejections(ctx context.Context, counts []RejectionCount, deleteBefore time.Time) error
 	// ListRejections pages the log newest minute first: workspaceID's connections' rows, or
 	// every row (refusals no connection matched included) for workspaceID 0.

@@ -96,6 +96,10 @@ type Envelope struct {
 	// Headers of the provider (event and delivery headers) to keep with the row. The adapter
 	// never lists a signature, token or cookie header here.
 	Headers map[string]string
+	// Payload, when set, is stored instead of the request's body: the body less the members
+	// that are credentials (Slack's verification token), which the adapter removes after the
+	// signature over the raw body was verified. Nil stores the body as received.
+	Payload []byte
 	// Immediate, when set, is answered at once and nothing is stored.
 	Immediate *Immediate
 	// DropReason, when set, means verified but dropped by a provider rule (stored nowhere,

@@ -27,6 +27,9 @@ var (
 	// ErrOpen: the sealed value is truncated, tampered with, sealed for another connection or
 	// under a key the box does not have.
 	ErrOpen = errors.New("cannot open sealed secret")
+	// ErrLegacyClosed (an ErrOpen): the value is sealed in the legacy form and the box's legacy
+	// gate says such values no longer open.
+	ErrLegacyClosed = fmt.Errorf("%w: sealed before key ids, and values in that form no longer open", ErrOpen)
 )
 
 // Key is one credentials key and the id written into what it seals.
@@ -53,6 +56,9 @@ const sealedVersion = 0x02
 // a fresh random 96-bit nonce, which is safe for far more seals than connections exist.
 type AESGCM struct {
 	keys []sealingKey // keys[0] seals
+	// legacyOpens, when set, is asked before Open answers a value in the legacy form, which
+	// has no associated data and so opens for any connection id (WithLegacyGate).
+	legacyOpens func() bool
 }
 
 type sealingKey struct {
@@ -175,11 +181,29 @@ func (b *AESGCM) Seal(connectionID int64, plaintext []byte) ([]byte, error) {
 }
 
 // Open decrypts what Seal returned for the same connection, under any key of the box, or a
-// legacy value (sealed before key ids, without associated data). Errors: ErrOpen.
+// legacy value (sealed before key ids, without associated data) while LegacyOpens. Errors:
+// ErrOpen; ErrLegacyClosed for a legacy value the gate no longer lets open.
 func (b *AESGCM) Open(connectionID int64, sealed []byte) ([]byte, error) {
-	plain, _, err := b.open(connectionID, sealed)
+	plain, form, err := b.open(connectionID, sealed)
+	if err == nil && form == Legacy && !b.LegacyOpens() {
+		clear(plain)
+		return nil, ErrLegacyClosed
+	}
 	return plain, err
 }
+
+// WithLegacyGate answers a box of the same keys whose Open asks opens before it answers a value
+// in the legacy form: such a value carries no associated data, so nothing binds it to its
+// connection, and the service stops opening it once every one was re-sealed (the database
+// records it; adapters/postgres/managementstore.LegacyFallback). opens is asked only for a
+// value that opens in the legacy form alone, never for the current form. Without a gate
+// legacy values open.
+func (b *AESGCM) WithLegacyGate(opens func() bool) *AESGCM {
+	return &AESGCM{keys: b.keys, legacyOpens: opens}
+}
+
+// LegacyOpens reports whether Open answers values in the legacy form now.
+func (b *AESGCM) LegacyOpens() bool { return b.legacyOpens == nil || b.legacyOpens() }
 
 // Form is how a sealed value was sealed.
 type Form int
@@ -194,8 +218,8 @@ const (
 	Current
 )
 
-// FormOf tells how sealed was sealed for connectionID (rotation re-seals all but Current).
-// Errors: ErrOpen.
+// FormOf tells how sealed was sealed for connectionID (rotation re-seals all but Current); it
+// tells a legacy value also when the legacy gate no longer lets it open. Errors: ErrOpen.
 func (b *AESGCM) FormOf(connectionID int64, sealed []byte) (Form, error) {
 	_, f, err := b.open(connectionID, sealed)
 	return f, err

@@ -143,6 +143,34 @@ func TestLegacyValuesOpenAndAreNotCurrent(t *testing.T) {
 	}
 }
 
+func TestLegacyGate(t *testing.T) {
+	block, _ := aes.NewCipher(key(3))
+	aead, _ := cipher.NewGCM(block)
+	nonce := make([]byte, aead.NonceSize())
+	legacy := aead.Seal(bytes.Clone(nonce), nonce, []byte("legacy-token"), nil)
+	ring, _ := secrets.NewKeyring([]secrets.Key{{ID: "default", Secret: key(3)}})
+	current, _ := ring.Seal(7, []byte("current-token"))
+
+	asked, opens := 0, true
+	gated := ring.WithLegacyGate(func() bool { asked++; return opens })
+	if got, err := gated.Open(7, current); err != nil || string(got) != "current-token" || asked != 0 {
+		t.Fatalf("current value: %q, %v, gate asked %d times", got, err, asked)
+	}
+	if got, err := gated.Open(99, legacy); err != nil || string(got) != "legacy-token" || asked != 1 {
+		t.Fatalf("legacy value, gate open: %q, %v, gate asked %d times", got, err, asked)
+	}
+	opens = false
+	if got, err := gated.Open(99, legacy); !errors.Is(err, secrets.ErrLegacyClosed) || !errors.Is(err, secrets.ErrOpen) || got != nil {
+		t.Fatalf("legacy value, gate closed: %q, %v", got, err)
+	}
+	if f, err := gated.FormOf(99, legacy); err != nil || f != secrets.Legacy {
+		t.Fatalf("a closed gate still tells the form: %v, %v", f, err)
+	}
+	if got, err := gated.Open(7, current); err != nil || string(got) != "current-token" {
+		t.Fatalf("a closed gate never shuts the current form: %q, %v", got, err)
+	}
+}
+
 func TestParseKeys(t *testing.T) {
 	b64 := func(b byte) string { return base64.StdEncoding.EncodeToString(key(b)) }
 	keys, err := secrets.ParseKeys("new:"+b64(1)+", old:"+b64(2), secrets.DecodeKey)

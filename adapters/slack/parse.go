@@ -3,7 +3,9 @@ package slack
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 
+	"github.com/hephaestus-dev/hephaestus/internal/jsonscan"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -78,7 +80,32 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 	if env.Subject, err = keys.Subject(eventType, body); err != nil {
 		return ports.Envelope{}, err
 	}
+	if env.Payload, err = withoutCredentials(req.Body, body); err != nil {
+		return ports.Envelope{}, err
+	}
 	return env, nil
+}
+
+// credentialMembers are the envelope's members that are credentials: token is the app's
+// verification token, the same for every team, which would let anyone who reads a stored payload
+// (any member of a workspace, in the delivery detail or the console) pass as Slack to an
+// endpoint that still checks it. The rest of the envelope (team_id, api_app_id, event_id,
+// authorizations, event_context, event) names things, it authenticates nothing.
+var credentialMembers = []string{"token"}
+
+// withoutCredentials answers the body to store when it carries a credential member (nil when it
+// does not, so the body is stored as received). It runs after Verify: the signature covers the
+// raw body, credentials included.
+func withoutCredentials(raw []byte, body object) ([]byte, error) {
+	if !slices.ContainsFunc(credentialMembers, func(name string) bool { _, ok := body[name]; return ok }) {
+		return nil, nil
+	}
+	o, err := jsonscan.ParseObject(raw)
+	if err != nil {
+		return nil, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
+	}
+	stripped, _ := o.Without(credentialMembers...)
+	return stripped, nil
 }
 
 // urlVerification answers Slack's endpoint check with its challenge; nothing is stored.

@@ -38,6 +38,22 @@ var _ = Describe("Parsing a Slack delivery", func() {
 		Expect(env.Immediate.Body).To(MatchJSON(`{"challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}`))
 	})
 
+	It("stores an event without the app's verification token, every other member as sent", func() {
+		event := `{"type":"message","channel":"C1","user":"U1","text":"token","ts":"1355517523.000005"}`
+		env, err := parse(`{"token":"XXYYZZ","team_id":"T1","api_app_id":"A1","type":"event_callback","event_id":"Ev1",` +
+			`"event_time":1700000000,"t\u006fken":"XXYYZZ","event":` + event + `}`)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(env.Payload).To(MatchJSON(`{"team_id":"T1","api_app_id":"A1","type":"event_callback","event_id":"Ev1",` +
+			`"event_time":1700000000,"event":` + event + `}`))
+		Expect(string(env.Payload)).NotTo(ContainSubstring("XXYYZZ"))
+	})
+
+	It("stores an event that carries no token as it was received", func() {
+		env, err := parse(`{"team_id":"T1","type":"event_callback","event_id":"Ev1","event":{"type":"message","channel":"C1","ts":"1.2"}}`)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(env.Payload).To(BeNil())
+	})
+
 	It("refuses url_verification without a challenge", func() {
 		_, err := parse(`{"type":"url_verification"}`)
 		Expect(err).To(beRejected(ports.ErrMalformed, "invalid-payload"))

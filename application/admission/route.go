@@ -147,6 +147,7 @@ func (s *Service) controlTarget(routes []ports.Route) target {
 }
 
 func newRows(p provider.Provider, req ports.Request, env ports.Envelope, targets []target) ([]ports.NewRow, error) {
+	payload := storedPayload(req, env)
 	rows := make([]ports.NewRow, 0, len(targets))
 	for _, t := range targets {
 		dl, err := inbox.NewDelivery(inbox.Admission{
@@ -157,11 +158,20 @@ func newRows(p provider.Provider, req ports.Request, env ports.Envelope, targets
 			return nil, ports.Reject(ports.ErrMalformed, ReasonInvalidPayload, err.Error())
 		}
 		rows = append(rows, ports.NewRow{
-			Delivery: dl, ConnectionID: t.connectionID, Payload: req.Body,
+			Delivery: dl, ConnectionID: t.connectionID, Payload: payload,
 			Headers: rowHeaders(env.Headers, t.sourceURL), TraceParent: req.TraceParent,
 		})
 	}
 	return rows, nil
+}
+
+// storedPayload is the body the rows store: the adapter's payload less its credentials when it
+// removed some (ReceiveFrom held it to the payload rule), else the body as received.
+func storedPayload(req ports.Request, env ports.Envelope) []byte {
+	if env.Payload == nil {
+		return req.Body
+	}
+	return env.Payload
 }
 
 // credentialHeaderParts name headers that carry a signature, token or cookie. Adapters never

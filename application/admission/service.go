@@ -202,6 +202,13 @@ func (s *Service) ReceiveFrom(ctx context.Context, w ports.Webhook, src Source, 
 	if err != nil {
 		return Result{}, s.refuse(ctx, p, req.ConnectionID, "", rejected(err, ports.ErrMalformed, ReasonInvalidPayload))
 	}
+	// A payload the adapter rewrote (less its credentials) is held to the rule the body was, so
+	// an adapter's mistake refuses the delivery rather than storing what the inbox cannot read.
+	if env.Payload != nil {
+		if err := inbox.ValidatePayload(env.Payload); err != nil {
+			return Result{DeliveryKey: env.DeliveryKey}, s.refuse(ctx, p, req.ConnectionID, env.DeliveryKey, payloadRejection(err))
+		}
+	}
 	switch {
 	case env.Immediate != nil:
 		return Result{Outcome: Answered, Immediate: env.Immediate, DeliveryKey: env.DeliveryKey}, nil

@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/application/deliveries"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -29,15 +31,18 @@ type Service struct {
 	reader ports.DeadLetterReader
 	inbox  ports.InboxStore
 	wake   ports.Notifier
+	// providers are the server's providers: what a list filter's provider may name.
+	providers provider.Set
 }
 
 // New builds the service. inbox performs replays (with the installation audit in the replay
 // transaction); wake tells this server's claimers that a replayed row is QUEUED again.
-func New(reader ports.DeadLetterReader, inbox ports.InboxStore, wake ports.Notifier) (*Service, error) {
+// providers are the server's providers, the values a list filter's provider may name.
+func New(reader ports.DeadLetterReader, inbox ports.InboxStore, wake ports.Notifier, providers provider.Set) (*Service, error) {
 	if reader == nil || inbox == nil || wake == nil {
 		return nil, errors.New("deadletters: reader, inbox store and notifier are required")
 	}
-	return &Service{reader: reader, inbox: inbox, wake: wake}, nil
+	return &Service{reader: reader, inbox: inbox, wake: wake, providers: providers}, nil
 }
 
 // Replayed is the outcome of a replay.
@@ -119,6 +124,9 @@ func (s *Service) ReplayInstallation(ctx context.Context, p ports.Principal, id 
 }
 
 func (s *Service) list(ctx context.Context, workspaceID int64, filter ports.DeadLetterFilter, page ports.PageRequest) ([]inbox.Delivery, int, error) {
+	if err := deliveries.CheckFilter(s.providers, filter.Provider, filter.ErrorClass); err != nil {
+		return nil, 0, fmt.Errorf("list dead letters: %w", err)
+	}
 	items, total, err := s.reader.ListDead(ctx, workspaceID, filter, page)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list dead letters: %w", err)

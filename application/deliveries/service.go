@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -21,15 +23,31 @@ const installation int64 = 0
 
 // Service runs the deliveries browser. It is safe for concurrent use.
 type Service struct {
-	reader ports.DeliveryReader
+	reader    ports.DeliveryReader
+	providers provider.Set
 }
 
-// New builds the service on reader.
-func New(reader ports.DeliveryReader) (*Service, error) {
+// New builds the service on reader; providers are the server's providers, the values a
+// filter's provider may name.
+func New(reader ports.DeliveryReader, providers provider.Set) (*Service, error) {
 	if reader == nil {
 		return nil, errors.New("deliveries: reader is required")
 	}
-	return &Service{reader: reader}, nil
+	return &Service{reader: reader, providers: providers}, nil
+}
+
+// CheckFilter refuses a filter value that can name no row: a provider this server does not run
+// or a text that is no error class (inbox.IsErrorClass). Errors: *ports.RejectedError wrapping
+// ports.ErrMalformed, reason "invalid-filter", Detail the field. The dead-letter lists use it
+// too.
+func CheckFilter(providers provider.Set, providerName, errorClass string) error {
+	if providerName != "" && !providers.Has(providerName) {
+		return ports.Reject(ports.ErrMalformed, "invalid-filter", "provider")
+	}
+	if errorClass != "" && !inbox.IsErrorClass(errorClass) {
+		return ports.Reject(ports.ErrMalformed, "invalid-filter", "errorClass")
+	}
+	return nil
 }
 
 // List pages the rows of workspace ws (one the caller is a member of) that match filter,
@@ -68,6 +86,9 @@ func (s *Service) InstallationDelivery(ctx context.Context, p ports.Principal, i
 }
 
 func (s *Service) list(ctx context.Context, ws int64, filter ports.DeliveryFilter, page ports.PageRequest) ([]ports.DeliveryItem, int, bool, error) {
+	if err := CheckFilter(s.providers, filter.Provider, filter.ErrorClass); err != nil {
+		return nil, 0, false, fmt.Errorf("list deliveries: %w", err)
+	}
 	items, total, capped, err := s.reader.ListDeliveries(ctx, ws, filter, page)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("list deliveries: %w", err)

@@ -16,6 +16,7 @@ package installflow
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -116,6 +117,16 @@ func (s *Service) Start(_ context.Context, flow ports.InstallFlow, m management.
 		Account: p.AccountID, AdminToken: p.IsAdminToken(), Nonce: nonce,
 		Expires: s.clock.Now().Add(s.cfg.StateTTL).Unix(),
 	}
+	// The state names the token that started it; the callback ends the flow once that token no
+	// longer authenticates (StarterOf).
+	switch {
+	case st.AdminToken:
+		st.AdminPrint = base64.RawURLEncoding.EncodeToString(s.mgmt.AdminTokenFingerprint(adminPrintKey(s.cfg.StateKey)))
+	case p.TokenID > 0:
+		st.Token = p.TokenID
+	default:
+		return Started{}, errors.New("install flow: the principal names no token")
+	}
 	signed, err := sign(s.cfg.StateKey, st)
 	if err != nil {
 		return Started{}, err
@@ -142,6 +153,7 @@ const (
 	Retry            = ports.InstallRetry
 	Requested        = ports.InstallRequested
 	Declined         = ports.InstallDeclined
+	TokenRevoked     = ports.InstallTokenRevoked
 )
 
 // Outcome is a callback's result: with Confirm, the workspace to confirm and the form's
@@ -187,9 +199,9 @@ func (s *Service) authorise(ctx context.Context, flow, raw, cookie string) (mana
 		o := s.refuse(flow, OtherBrowser, err.Error(), st, nil)
 		return management.Managed{}, st, &o
 	}
-	p, err := s.mgmt.InstallPrincipal(ctx, st.Account, st.AdminToken)
+	p, err := s.starter(ctx, st)
 	if err != nil {
-		o := s.refuseErr(flow, "principal-gone", st, err)
+		o := s.refuseStarter(flow, st, err)
 		return management.Managed{}, st, &o
 	}
 	// The person who started the flow must still manage the workspace it was started for.
@@ -203,6 +215,29 @@ func (s *Service) authorise(ctx context.Context, flow, raw, cookie string) (mana
 		return management.Managed{}, st, &o
 	}
 	return m, st, nil
+}
+
+// starter is the principal that started the flow of st, while the token it started with still
+// authenticates. Errors: management.Service.InstallPrincipal's.
+func (s *Service) starter(ctx context.Context, st state) (ports.Principal, error) {
+	var fingerprint []byte
+	if st.AdminToken {
+		var err error
+		// A state without a fingerprint (or with a mangled one) names no token: refused below.
+		if fingerprint, err = base64.RawURLEncoding.DecodeString(st.AdminPrint); err != nil || len(fingerprint) == 0 {
+			fingerprint = []byte{0}
+		}
+	}
+	return s.mgmt.InstallPrincipal(ctx, st.Account, st.Token, fingerprint, adminPrintKey(s.cfg.StateKey))
+}
+
+// refuseStarter refuses a flow whose starting token no longer authenticates (TokenRevoked), or
+// as refuseErr does when the check itself failed.
+func (s *Service) refuseStarter(flow string, st state, err error) Outcome {
+	if errors.Is(err, ports.ErrUnauthenticated) {
+		return s.refuse(flow, TokenRevoked, "starter-token-gone", st, nil)
+	}
+	return s.refuseErr(flow, "principal-gone", st, err)
 }
 
 // refuseErr refuses with InvalidLink for the caller's mistakes (not found, forbidden, conflict)
@@ -273,6 +308,11 @@ func (s *Service) Finish(ctx context.Context, flow ports.InstallFlow, form url.V
 	c, r := flow.Complete(ctx, form)
 	if r != nil {
 		return s.refuse(flow.Name(), r.Result, r.Reason, st, r.Err)
+	}
+	// Once more after the provider's answer, which can take seconds: a token revoked meanwhile
+	// creates nothing.
+	if _, err := s.starter(ctx, st); err != nil {
+		return s.refuseStarter(flow.Name(), st, err)
 	}
 	o := s.create(ctx, flow.Name(), st, m, management.ConnectionRequest{
 		Kind: c.Kind, SourceServerURL: c.SourceServerURL, Config: c.Config, Secret: c.Secret,

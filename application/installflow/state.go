@@ -21,13 +21,19 @@ const maxStateLength = 1024
 
 // state is what an install link carries through the provider and back: which flow, which
 // workspace (id and slug, so a workspace deleted and created again under the slug does not
-// match), which principal started it, a nonce that makes it single-use, and its expiry.
+// match), which principal started it and with which token (the account token's id, or the
+// configured administrator token's keyed fingerprint, so the flow ends when that token stops
+// authenticating), a nonce that makes it single-use, and its expiry.
 type state struct {
 	Provider   string `json:"p"`
 	Workspace  int64  `json:"w"`
 	Slug       string `json:"s"`
 	Account    int64  `json:"a"`
+	Token      int64  `json:"k,omitempty"` // the account token that started the flow
 	AdminToken bool   `json:"t,omitempty"`
+	// AdminPrint is management.AdminTokenFingerprint under adminPrintKey, base64url, when the
+	// administrator token started the flow.
+	AdminPrint string `json:"f,omitempty"`
 	Nonce      string `json:"n"`
 	Expires    int64  `json:"e"` // Unix seconds
 }
@@ -125,6 +131,9 @@ func derive(key []byte, label string) []byte {
 
 func cookieKey(key []byte) []byte { return derive(key, "hephaestus install-flow browser cookie v1") }
 func csrfKey(key []byte) []byte   { return derive(key, "hephaestus install-flow csrf v1") }
+func adminPrintKey(key []byte) []byte {
+	return derive(key, "hephaestus install-flow administrator token fingerprint v1")
+}
 
 // signCookie is the browser cookie's value for s: base64url(JSON) "." base64url(HMAC).
 func signCookie(key []byte, s state) (string, error) {

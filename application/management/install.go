@@ -2,26 +2,48 @@ package management
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// InstallPrincipal is the principal an install-flow state was issued to, as it stands now: the
-// configured administrator token, or the account if it is still enabled (with its current
-// instance-administrator flag). Errors: ports.ErrNotFound for an unknown or disabled account.
-func (s *Service) InstallPrincipal(ctx context.Context, accountID int64, adminToken bool) (ports.Principal, error) {
-	if adminToken {
+// InstallPrincipal is the principal an install-flow state was issued to, as it stands now, and
+// only while the token that started the flow still authenticates: an account's token tokenID
+// must not be revoked, rotated or expired, nor its account disabled (the principal carries the
+// account's current instance-administrator flag); the configured administrator token must be
+// the one whose AdminTokenFingerprint under key the state carries (adminFingerprint non-nil),
+// so changing the configured token ends the flows it started. Errors: ports.ErrUnauthenticated
+// when the token no longer authenticates; the store's errors.
+func (s *Service) InstallPrincipal(ctx context.Context, accountID, tokenID int64, adminFingerprint, key []byte) (ports.Principal, error) {
+	if adminFingerprint != nil {
+		if !hmac.Equal(adminFingerprint, s.AdminTokenFingerprint(key)) {
+			return ports.Principal{}, fmt.Errorf("install principal: administrator token changed: %w", ports.ErrUnauthenticated)
+		}
 		return ports.Principal{AccountID: ports.InstanceAdminAccountID, InstanceAdmin: true}, nil
 	}
-	if accountID <= 0 {
-		return ports.Principal{}, fmt.Errorf("account %d: %w", accountID, ports.ErrNotFound)
+	if accountID <= 0 || tokenID <= 0 {
+		return ports.Principal{}, fmt.Errorf("install principal: no account token: %w", ports.ErrUnauthenticated)
 	}
-	acc, err := s.accounts.Account(ctx, accountID)
-	if err != nil {
+	owner, err := s.accounts.LiveToken(ctx, accountID, tokenID)
+	switch {
+	case errors.Is(err, ports.ErrNotFound):
+		return ports.Principal{}, fmt.Errorf("install principal: token %d: %w", tokenID, ports.ErrUnauthenticated)
+	case err != nil:
 		return ports.Principal{}, fmt.Errorf("install principal: %w", err)
 	}
-	return ports.Principal{AccountID: acc.ID, InstanceAdmin: acc.InstanceAdmin}, nil
+	return ports.Principal{AccountID: owner.Account.ID, InstanceAdmin: owner.Account.InstanceAdmin, TokenID: owner.TokenID}, nil
+}
+
+// AdminTokenFingerprint is HMAC-SHA256(key, SHA-256 of the configured administrator token): it
+// names the current token in a value that travels outside (an install state, through the
+// provider) without revealing it or letting anyone without key test guesses against it.
+func (s *Service) AdminTokenFingerprint(key []byte) []byte {
+	mac := hmac.New(sha256.New, key)
+	mac.Write(s.adminHash[:])
+	return mac.Sum(nil)
 }
 
 // CreateVerifiedInstallConnection creates a connection that the provider itself vouched for in

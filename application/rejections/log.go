@@ -1,9 +1,11 @@
-// Package rejections keeps the rejection log (issue 35 point 4, CONTRACT.md "Operator API"):
+// Package rejections keeps the rejection log (CONTRACT.md "Operator API"):
 // every refused webhook request is counted per minute by (provider, connection, reason).
 //
 // Refusals are counted in memory on the request's path (Log.Refused: a map increment under a
-// mutex, no I/O), and Log.Run adds the counts of each finished minute to the database with one
-// statement a minute, so a flood of unauthenticated requests never becomes a write per request.
+// mutex, no I/O), and Log.Run adds the counts to the database every few seconds (DefaultTick),
+// the current minute's too, with one statement, summed into the minute's row of each key: a
+// refusal is listed within 10 s of its answer on every server (all read the database), and a
+// flood of unauthenticated requests never becomes a write per request.
 // The number of distinct keys a server holds is bounded (MaxKeys): once it is reached, a new
 // (provider, connection, reason) of the minute is counted under connection 0, whose keys the
 // providers and reasons bound.
@@ -22,6 +24,11 @@ import (
 const (
 	DefaultRetention = 7 * 24 * time.Hour
 	DefaultMaxKeys   = 10_000
+	// DefaultTick is how often Run writes the counts: a refusal is listed within 10 s of its
+	// answer (CONTRACT.md), and a flood still costs one statement per tick.
+	DefaultTick = 5 * time.Second
+	// pruneEvery is how often a flush also deletes the minutes past the retention.
+	pruneEvery = time.Minute
 	// flushTimeout bounds the last flush when the server stops.
 	flushTimeout = 5 * time.Second
 )
@@ -32,7 +39,8 @@ type Config struct {
 	Retention time.Duration
 	// MaxKeys bounds the keys counted in memory between flushes.
 	MaxKeys int
-	// Tick is how often Run looks for finished minutes (default a minute).
+	// Tick is how often Run writes the counts, the current minute's included (default
+	// DefaultTick).
 	Tick time.Duration
 }
 
@@ -50,8 +58,9 @@ type Log struct {
 	clock ports.Clock
 	log   ports.Logger
 
-	mu     sync.Mutex
-	counts map[key]int64
+	mu        sync.Mutex
+	counts    map[key]int64
+	lastPrune time.Time // when a flush last deleted the minutes past the retention
 }
 
 var _ ports.RejectionCounter = (*Log)(nil)
@@ -68,7 +77,7 @@ func New(cfg Config, store ports.RejectionStore, clock ports.Clock, log ports.Lo
 		cfg.MaxKeys = DefaultMaxKeys
 	}
 	if cfg.Tick == 0 {
-		cfg.Tick = time.Minute
+		cfg.Tick = DefaultTick
 	}
 	if cfg.Retention < 0 || cfg.MaxKeys < 1 || cfg.Tick < 0 {
 		return nil, errors.New("rejections: retention, max keys and tick must be positive")
@@ -94,8 +103,9 @@ func (l *Log) Keys() int {
 	return len(l.counts)
 }
 
-// Run flushes every finished minute each Tick until ctx ends, then flushes everything once
-// (the current minute too), so a stopping server loses no count it can still write.
+// Run writes every count, the current minute's too, each Tick until ctx ends, then once more,
+// so a refusal is listed within a Tick of its answer and a stopping server loses no count it
+// can still write.
 func (l *Log) Run(ctx context.Context) error {
 	t := time.NewTicker(l.cfg.Tick)
 	defer t.Stop()
@@ -109,15 +119,17 @@ func (l *Log) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-t.C:
-			if err := l.Flush(ctx, false); err != nil && ctx.Err() == nil {
+			if err := l.Flush(ctx, true); err != nil && ctx.Err() == nil {
 				l.log.Warnw("rejection log: flush failed, counts kept for the next one", "error", err.Error())
 			}
 		}
 	}
 }
 
-// Flush writes the counts of finished minutes (all counts with everything) in one statement
-// and deletes the minutes older than the retention. A failed write puts the counts back.
+// Flush writes the counts of finished minutes (all counts with everything) in one statement,
+// added to what the minutes' rows hold, and, at most once a minute, deletes the minutes older
+// than the retention; with nothing to write and no deletion due it does nothing. A failed
+// write puts the counts back.
 func (l *Log) Flush(ctx context.Context, everything bool) error {
 	now := l.clock.Now().UTC()
 	current := now.Truncate(time.Minute)
@@ -129,16 +141,27 @@ func (l *Log) Flush(ctx context.Context, everything bool) error {
 			delete(l.counts, k)
 		}
 	}
+	var deleteBefore time.Time
+	if now.Sub(l.lastPrune) >= pruneEvery {
+		deleteBefore = now.Add(-l.cfg.Retention)
+	}
 	l.mu.Unlock()
-	err := l.store.AddRejections(ctx, out, now.Add(-l.cfg.Retention))
-	if err != nil && len(out) > 0 {
-		l.mu.Lock()
+	if len(out) == 0 && deleteBefore.IsZero() {
+		return nil
+	}
+	err := l.store.AddRejections(ctx, out, deleteBefore)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
 		for _, c := range out {
 			l.counts[key{minute: c.Minute, provider: c.Provider, connectionID: c.ConnectionID, reason: c.Reason}] += c.Count
 		}
-		l.mu.Unlock()
+		return err
 	}
-	return err
+	if !deleteBefore.IsZero() {
+		l.lastPrune = now
+	}
+	return nil
 }
 
 // Service reads the log for operators.

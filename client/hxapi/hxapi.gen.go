@@ -1540,6 +1540,9 @@ type InstallUrl struct {
 // ProviderAnswer defines model for ProviderAnswer.
 type ProviderAnswer = map[string]interface{}
 
+// ReadLimited defines model for ReadLimited.
+type ReadLimited = Error
+
 // Retry defines model for Retry.
 type Retry = Error
 
@@ -1665,13 +1668,13 @@ type ListInstallationDeadLettersParams struct {
 	Page *Page `form:"page,omitempty" json:"page,omitempty"`
 	Size *Size `form:"size,omitempty" json:"size,omitempty"`
 
-	// Provider only dead letters of this provider (exact)
+	// Provider only rows of this provider (exact); a provider this server does not run is 400 {"error":"invalid-filter","field":"provider"}
 	Provider *DeadProvider `form:"provider,omitempty" json:"provider,omitempty"`
 
 	// EventType only dead letters of this event type (exact)
 	EventType *DeadEventType `form:"eventType,omitempty" json:"eventType,omitempty"`
 
-	// ErrorClass only dead letters of this error class (exact)
+	// ErrorClass only rows of this error class (exact): a failure class, a colon and its cause type (PERMANENT:*json.SyntaxError), or LeaseExpired; anything else is 400 {"error":"invalid-filter","field":"errorClass"}
 	ErrorClass *DeadErrorClass `form:"errorClass,omitempty" json:"errorClass,omitempty"`
 }
 
@@ -1683,13 +1686,13 @@ type ListInstallationDeliveriesParams struct {
 	// State only rows in this state
 	State *ListInstallationDeliveriesParamsState `form:"state,omitempty" json:"state,omitempty"`
 
-	// Provider only dead letters of this provider (exact)
+	// Provider only rows of this provider (exact); a provider this server does not run is 400 {"error":"invalid-filter","field":"provider"}
 	Provider *DeadProvider `form:"provider,omitempty" json:"provider,omitempty"`
 
 	// EventType only dead letters of this event type (exact)
 	EventType *DeadEventType `form:"eventType,omitempty" json:"eventType,omitempty"`
 
-	// ErrorClass only dead letters of this error class (exact)
+	// ErrorClass only rows of this error class (exact): a failure class, a colon and its cause type (PERMANENT:*json.SyntaxError), or LeaseExpired; anything else is 400 {"error":"invalid-filter","field":"errorClass"}
 	ErrorClass *DeadErrorClass `form:"errorClass,omitempty" json:"errorClass,omitempty"`
 
 	// Subject only rows of this subject (exact)
@@ -1782,13 +1785,13 @@ type ListDeadLettersParams struct {
 	Page *Page `form:"page,omitempty" json:"page,omitempty"`
 	Size *Size `form:"size,omitempty" json:"size,omitempty"`
 
-	// Provider only dead letters of this provider (exact)
+	// Provider only rows of this provider (exact); a provider this server does not run is 400 {"error":"invalid-filter","field":"provider"}
 	Provider *DeadProvider `form:"provider,omitempty" json:"provider,omitempty"`
 
 	// EventType only dead letters of this event type (exact)
 	EventType *DeadEventType `form:"eventType,omitempty" json:"eventType,omitempty"`
 
-	// ErrorClass only dead letters of this error class (exact)
+	// ErrorClass only rows of this error class (exact): a failure class, a colon and its cause type (PERMANENT:*json.SyntaxError), or LeaseExpired; anything else is 400 {"error":"invalid-filter","field":"errorClass"}
 	ErrorClass *DeadErrorClass `form:"errorClass,omitempty" json:"errorClass,omitempty"`
 }
 
@@ -1800,13 +1803,13 @@ type ListDeliveriesParams struct {
 	// State only rows in this state
 	State *ListDeliveriesParamsState `form:"state,omitempty" json:"state,omitempty"`
 
-	// Provider only dead letters of this provider (exact)
+	// Provider only rows of this provider (exact); a provider this server does not run is 400 {"error":"invalid-filter","field":"provider"}
 	Provider *DeadProvider `form:"provider,omitempty" json:"provider,omitempty"`
 
 	// EventType only dead letters of this event type (exact)
 	EventType *DeadEventType `form:"eventType,omitempty" json:"eventType,omitempty"`
 
-	// ErrorClass only dead letters of this error class (exact)
+	// ErrorClass only rows of this error class (exact): a failure class, a colon and its cause type (PERMANENT:*json.SyntaxError), or LeaseExpired; anything else is 400 {"error":"invalid-filter","field":"errorClass"}
 	ErrorClass *DeadErrorClass `form:"errorClass,omitempty" json:"errorClass,omitempty"`
 
 	// Subject only rows of this subject (exact)
@@ -2698,6 +2701,8 @@ type ClientInterface interface {
 	ListGitLabMergeRequests(ctx context.Context, ws Ws, id Id, params *ListGitLabMergeRequestsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListDeadLetters DEAD rows of the workspace, newest first
+	//
+	// The workspace's ADMIN or the instance administrator. A provider this server does not run or a text that is no error class is 400 {"error":"invalid-filter","field":"<name>"}.
 	//
 	// Corresponds with GET /api/workspaces/{ws}/integration/dead-letters (the `ListDeadLetters` operationId).
 	ListDeadLetters(ctx context.Context, ws Ws, params *ListDeadLettersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3722,6 +3727,8 @@ func (c *Client) ListGitLabMergeRequests(ctx context.Context, ws Ws, id Id, para
 }
 
 // ListDeadLetters DEAD rows of the workspace, newest first
+//
+// The workspace's ADMIN or the instance administrator. A provider this server does not run or a text that is no error class is 400 {"error":"invalid-filter","field":"<name>"}.
 //
 // Corresponds with GET /api/workspaces/{ws}/integration/dead-letters (the `ListDeadLetters` operationId).
 func (c *Client) ListDeadLetters(ctx context.Context, ws Ws, params *ListDeadLettersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8821,6 +8828,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListDeadLettersWithResponse DEAD rows of the workspace, newest first
 	//
+	// The workspace's ADMIN or the instance administrator. A provider this server does not run or a text that is no error class is 400 {"error":"invalid-filter","field":"<name>"}.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/workspaces/{ws}/integration/dead-letters (the `ListDeadLetters` operationId).
@@ -9830,6 +9839,16 @@ func (r ResumeErasureResponse) ContentType() string {
 	return ""
 }
 
+// ListInstallationDeadLettersResponse429Headers the declared response headers of an HTTP 429 response for ListInstallationDeadLetters
+type ListInstallationDeadLettersResponse429Headers struct {
+	RetryAfter *string
+}
+
+// ListInstallationDeadLettersResponse503Headers the declared response headers of an HTTP 503 response for ListInstallationDeadLetters
+type ListInstallationDeadLettersResponse503Headers struct {
+	RetryAfter *string
+}
+
 type ListInstallationDeadLettersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9843,6 +9862,14 @@ type ListInstallationDeadLettersResponse struct {
 	JSON403 *ErrorResponse
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ReadLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Retry
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListInstallationDeadLettersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListInstallationDeadLettersResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9868,6 +9895,16 @@ func (r ListInstallationDeadLettersResponse) GetJSON403() *ErrorResponse {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ListInstallationDeadLettersResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListInstallationDeadLettersResponse) GetJSON429() *ReadLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListInstallationDeadLettersResponse) GetJSON503() *Retry {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -9899,6 +9936,16 @@ func (r ListInstallationDeadLettersResponse) ContentType() string {
 	return ""
 }
 
+// GetInstallationDeadLetterResponse429Headers the declared response headers of an HTTP 429 response for GetInstallationDeadLetter
+type GetInstallationDeadLetterResponse429Headers struct {
+	RetryAfter *string
+}
+
+// GetInstallationDeadLetterResponse503Headers the declared response headers of an HTTP 503 response for GetInstallationDeadLetter
+type GetInstallationDeadLetterResponse503Headers struct {
+	RetryAfter *string
+}
+
 type GetInstallationDeadLetterResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9910,6 +9957,14 @@ type GetInstallationDeadLetterResponse struct {
 	JSON403 *ErrorResponse
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ReadLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Retry
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInstallationDeadLetterResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetInstallationDeadLetterResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9930,6 +9985,16 @@ func (r GetInstallationDeadLetterResponse) GetJSON403() *ErrorResponse {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetInstallationDeadLetterResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInstallationDeadLetterResponse) GetJSON429() *ReadLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetInstallationDeadLetterResponse) GetJSON503() *Retry {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -10051,6 +10116,16 @@ func (r ReplayInstallationDeadLetterResponse) ContentType() string {
 	return ""
 }
 
+// ListInstallationDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListInstallationDeliveries
+type ListInstallationDeliveriesResponse429Headers struct {
+	RetryAfter *string
+}
+
+// ListInstallationDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListInstallationDeliveries
+type ListInstallationDeliveriesResponse503Headers struct {
+	RetryAfter *string
+}
+
 type ListInstallationDeliveriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10062,6 +10137,14 @@ type ListInstallationDeliveriesResponse struct {
 	JSON401 *ErrorResponse
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ReadLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Retry
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListInstallationDeliveriesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListInstallationDeliveriesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10082,6 +10165,16 @@ func (r ListInstallationDeliveriesResponse) GetJSON401() *ErrorResponse {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ListInstallationDeliveriesResponse) GetJSON403() *ErrorResponse {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListInstallationDeliveriesResponse) GetJSON429() *ReadLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListInstallationDeliveriesResponse) GetJSON503() *Retry {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -10113,6 +10206,16 @@ func (r ListInstallationDeliveriesResponse) ContentType() string {
 	return ""
 }
 
+// GetInstallationDeliveryResponse429Headers the declared response headers of an HTTP 429 response for GetInstallationDelivery
+type GetInstallationDeliveryResponse429Headers struct {
+	RetryAfter *string
+}
+
+// GetInstallationDeliveryResponse503Headers the declared response headers of an HTTP 503 response for GetInstallationDelivery
+type GetInstallationDeliveryResponse503Headers struct {
+	RetryAfter *string
+}
+
 type GetInstallationDeliveryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10124,6 +10227,14 @@ type GetInstallationDeliveryResponse struct {
 	JSON403 *ErrorResponse
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ReadLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Retry
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInstallationDeliveryResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetInstallationDeliveryResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10144,6 +10255,16 @@ func (r GetInstallationDeliveryResponse) GetJSON403() *ErrorResponse {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetInstallationDeliveryResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInstallationDeliveryResponse) GetJSON429() *ReadLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetInstallationDeliveryResponse) GetJSON503() *Retry {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -10175,6 +10296,16 @@ func (r GetInstallationDeliveryResponse) ContentType() string {
 	return ""
 }
 
+// ListAllRejectionsResponse429Headers the declared response headers of an HTTP 429 response for ListAllRejections
+type ListAllRejectionsResponse429Headers struct {
+	RetryAfter *string
+}
+
+// ListAllRejectionsResponse503Headers the declared response headers of an HTTP 503 response for ListAllRejections
+type ListAllRejectionsResponse503Headers struct {
+	RetryAfter *string
+}
+
 type ListAllRejectionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10186,6 +10317,14 @@ type ListAllRejectionsResponse struct {
 	JSON401 *ErrorResponse
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ReadLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Retry
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAllRejectionsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAllRejectionsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10206,6 +10345,16 @@ func (r ListAllRejectionsResponse) GetJSON401() *ErrorResponse {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ListAllRejectionsResponse) GetJSON403() *ErrorResponse {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAllRejectionsResponse) GetJSON429() *ReadLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAllRejectionsResponse) GetJSON503() *Retry {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -11867,6 +12016,16 @@ func (r ListGitLabMergeRequestsResponse) ContentType() string {
 	return ""
 }
 
+// ListDeadLettersResponse429Headers the declared response headers of an HTTP 429 response for ListDeadLetters
+type ListDeadLettersResponse429Headers struct {
+	RetryAfter *string
+}
+
+// ListDeadLettersResponse503Headers the declared response headers of an HTTP 503 response for ListDeadLetters
+type ListDeadLettersResponse503Headers struct {
+	RetryAfter *string
+}
+
 type ListDeadLettersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11880,6 +12039,14 @@ type ListDeadLettersResponse struct {
 	JSON403 *ErrorResponse
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ReadLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Retry
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListDeadLettersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListDeadLettersResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11905,6 +12072,16 @@ func (r ListDeadLettersResponse) GetJSON403() *ErrorResponse {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ListDeadLettersResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListDeadLettersResponse) GetJSON429() *ReadLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListDeadLettersResponse) GetJSON503() *Retry {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -11936,6 +12113,16 @@ func (r ListDeadLettersResponse) ContentType() string {
 	return ""
 }
 
+// GetDeadLetterResponse429Headers the declared response headers of an HTTP 429 response for GetDeadLetter
+type GetDeadLetterResponse429Headers struct {
+	RetryAfter *string
+}
+
+// GetDeadLetterResponse503Headers the declared response headers of an HTTP 503 response for GetDeadLetter
+type GetDeadLetterResponse503Headers struct {
+	RetryAfter *string
+}
+
 type GetDeadLetterResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11947,6 +12134,14 @@ type GetDeadLetterResponse struct {
 	JSON403 *ErrorResponse
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ReadLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Retry
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetDeadLetterResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDeadLetterResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11967,6 +12162,16 @@ func (r GetDeadLetterResponse) GetJSON403() *ErrorResponse {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetDeadLetterResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetDeadLetterResponse) GetJSON429() *ReadLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetDeadLetterResponse) GetJSON503() *Retry {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -12088,6 +12293,16 @@ func (r ReplayDeadLetterResponse) ContentType() string {
 	return ""
 }
 
+// ListDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListDeliveries
+type ListDeliveriesResponse429Headers struct {
+	RetryAfter *string
+}
+
+// ListDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListDeliveries
+type ListDeliveriesResponse503Headers struct {
+	RetryAfter *string
+}
+
 type ListDeliveriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12101,6 +12316,14 @@ type ListDeliveriesResponse struct {
 	JSON403 *ErrorResponse
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ReadLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Retry
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListDeliveriesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListDeliveriesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12126,6 +12349,16 @@ func (r ListDeliveriesResponse) GetJSON403() *ErrorResponse {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ListDeliveriesResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListDeliveriesResponse) GetJSON429() *ReadLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListDeliveriesResponse) GetJSON503() *Retry {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -12157,6 +12390,16 @@ func (r ListDeliveriesResponse) ContentType() string {
 	return ""
 }
 
+// GetDeliveryResponse429Headers the declared response headers of an HTTP 429 response for GetDelivery
+type GetDeliveryResponse429Headers struct {
+	RetryAfter *string
+}
+
+// GetDeliveryResponse503Headers the declared response headers of an HTTP 503 response for GetDelivery
+type GetDeliveryResponse503Headers struct {
+	RetryAfter *string
+}
+
 type GetDeliveryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12168,6 +12411,14 @@ type GetDeliveryResponse struct {
 	JSON403 *ErrorResponse
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ReadLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Retry
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetDeliveryResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDeliveryResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12188,6 +12439,16 @@ func (r GetDeliveryResponse) GetJSON403() *ErrorResponse {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetDeliveryResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetDeliveryResponse) GetJSON429() *ReadLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetDeliveryResponse) GetJSON503() *Retry {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -12219,6 +12480,16 @@ func (r GetDeliveryResponse) ContentType() string {
 	return ""
 }
 
+// GetInboxCountsResponse429Headers the declared response headers of an HTTP 429 response for GetInboxCounts
+type GetInboxCountsResponse429Headers struct {
+	RetryAfter *string
+}
+
+// GetInboxCountsResponse503Headers the declared response headers of an HTTP 503 response for GetInboxCounts
+type GetInboxCountsResponse503Headers struct {
+	RetryAfter *string
+}
+
 type GetInboxCountsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12230,6 +12501,14 @@ type GetInboxCountsResponse struct {
 	JSON403 *ErrorResponse
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ReadLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Retry
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInboxCountsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetInboxCountsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12250,6 +12529,16 @@ func (r GetInboxCountsResponse) GetJSON403() *ErrorResponse {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetInboxCountsResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInboxCountsResponse) GetJSON429() *ReadLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetInboxCountsResponse) GetJSON503() *Retry {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -12281,6 +12570,16 @@ func (r GetInboxCountsResponse) ContentType() string {
 	return ""
 }
 
+// ListRejectionsResponse429Headers the declared response headers of an HTTP 429 response for ListRejections
+type ListRejectionsResponse429Headers struct {
+	RetryAfter *string
+}
+
+// ListRejectionsResponse503Headers the declared response headers of an HTTP 503 response for ListRejections
+type ListRejectionsResponse503Headers struct {
+	RetryAfter *string
+}
+
 type ListRejectionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12294,6 +12593,14 @@ type ListRejectionsResponse struct {
 	JSON403 *ErrorResponse
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ReadLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Retry
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRejectionsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListRejectionsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12319,6 +12626,16 @@ func (r ListRejectionsResponse) GetJSON403() *ErrorResponse {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ListRejectionsResponse) GetJSON404() *ErrorResponse {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListRejectionsResponse) GetJSON429() *ReadLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListRejectionsResponse) GetJSON503() *Retry {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14738,6 +15055,8 @@ func (c *ClientWithResponses) ListGitLabMergeRequestsWithResponse(ctx context.Co
 
 // ListDeadLettersWithResponse DEAD rows of the workspace, newest first
 //
+// The workspace's ADMIN or the instance administrator. A provider this server does not run or a text that is no error class is 400 {"error":"invalid-filter","field":"<name>"}.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/workspaces/{ws}/integration/dead-letters (the `ListDeadLetters` operationId).
@@ -15900,6 +16219,43 @@ func ParseListInstallationDeadLettersResponse(rsp *http.Response) (*ListInstalla
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ReadLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Retry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListInstallationDeadLettersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListInstallationDeadLettersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -15947,6 +16303,43 @@ func ParseGetInstallationDeadLetterResponse(rsp *http.Response) (*GetInstallatio
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ReadLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Retry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetInstallationDeadLetterResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetInstallationDeadLetterResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16075,6 +16468,43 @@ func ParseListInstallationDeliveriesResponse(rsp *http.Response) (*ListInstallat
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ReadLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Retry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListInstallationDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListInstallationDeliveriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16122,6 +16552,43 @@ func ParseGetInstallationDeliveryResponse(rsp *http.Response) (*GetInstallationD
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ReadLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Retry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetInstallationDeliveryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetInstallationDeliveryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16169,6 +16636,43 @@ func ParseListAllRejectionsResponse(rsp *http.Response) (*ListAllRejectionsRespo
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ReadLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Retry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListAllRejectionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAllRejectionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17581,6 +18085,43 @@ func ParseListDeadLettersResponse(rsp *http.Response) (*ListDeadLettersResponse,
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ReadLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Retry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListDeadLettersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListDeadLettersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17628,6 +18169,43 @@ func ParseGetDeadLetterResponse(rsp *http.Response) (*GetDeadLetterResponse, err
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ReadLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Retry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetDeadLetterResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetDeadLetterResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17763,6 +18341,43 @@ func ParseListDeliveriesResponse(rsp *http.Response) (*ListDeliveriesResponse, e
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ReadLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Retry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListDeliveriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17810,6 +18425,43 @@ func ParseGetDeliveryResponse(rsp *http.Response) (*GetDeliveryResponse, error) 
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ReadLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Retry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetDeliveryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetDeliveryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17857,6 +18509,43 @@ func ParseGetInboxCountsResponse(rsp *http.Response) (*GetInboxCountsResponse, e
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ReadLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Retry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetInboxCountsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetInboxCountsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17911,6 +18600,43 @@ func ParseListRejectionsResponse(rsp *http.Response) (*ListRejectionsResponse, e
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ReadLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Retry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListRejectionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListRejectionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

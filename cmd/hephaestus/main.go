@@ -141,10 +141,14 @@ func rotateCredentials(getenv func(string) string, stdout, stderr io.Writer) int
 	defer stop()
 	res, err := bootstrap.RotateCredentials(ctx, cfg, log, stderr)
 	fmt.Fprintf(stdout, "checked %d connection secrets, re-sealed %d\n", res.Checked, res.Resealed)
+	if res.Legacy > 0 {
+		fmt.Fprintf(stdout, "%d sealed before key ids no longer open: set those connections' secrets again\n", res.Legacy)
+	}
 	if err != nil {
 		_ = log.Sync()
 		return report(stderr, err)
 	}
+	fmt.Fprintln(stdout, "secrets sealed before key ids no longer open on any server")
 	return exitOK
 }
 

@@ -248,6 +248,25 @@ func ErrorClass(err error) string {
 // LeaseExpiredClass is the error class of a row the reaper ends after its attempts were used.
 const LeaseExpiredClass = "LeaseExpired"
 
+// IsErrorClass reports whether s is shaped as an error class a DEAD row records: a failure
+// class, ':' and its cause (ErrorClass), or LeaseExpiredClass. A read filter naming anything
+// else is refused rather than answered with nothing.
+func IsErrorClass(s string) bool {
+	if s == LeaseExpiredClass {
+		return true
+	}
+	class, cause, ok := strings.Cut(s, ":")
+	if !ok || cause == "" {
+		return false
+	}
+	for _, c := range []FailureClass{Permanent, Retryable, Contention, Unknown, LeaseLost, Erased} {
+		if class == c.s {
+			return true
+		}
+	}
+	return false
+}
+
 // CauseTypes lists the sanitized Go types of the whole cause chain, outermost first, for the
 // log line of a first failure or a dead row.
 func CauseTypes(err error) []string {

@@ -229,3 +229,14 @@ var _ = Describe("Fence rejections a handler met", func() {
 		Expect(r.Verdict(nil)).To(Succeed())
 	})
 })
+
+var _ = Describe("An error class as a filter value", func() {
+	It("is what a DEAD row records: a failure class, a colon and a cause, or the reaper's class", func() {
+		Expect(inbox.IsErrorClass(inbox.ErrorClass(errors.New("plain")))).To(BeTrue())
+		Expect(inbox.IsErrorClass(inbox.LeaseExpiredClass)).To(BeTrue())
+		Expect(inbox.IsErrorClass("PERMANENT:*json.SyntaxError")).To(BeTrue())
+		for _, s := range []string{"", "PERMANENT", "PERMANENT:", "FATAL:*x", "X", "permanent:*x", ":x"} {
+			Expect(inbox.IsErrorClass(s)).To(BeFalse(), s)
+		}
+	})
+})

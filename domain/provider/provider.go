@@ -42,3 +42,18 @@ func (p Provider) IsZero() bool { return p.name == "" }
 
 // Label is the lower-case form used in metric labels, subjects and URLs ("github").
 func (p Provider) Label() string { return strings.ToLower(p.name) }
+
+// Set is the providers a server runs: what a read filter's provider may name.
+type Set struct{ names map[string]bool }
+
+// NewSet is the set of ps.
+func NewSet(ps ...Provider) Set {
+	s := Set{names: make(map[string]bool, len(ps))}
+	for _, p := range ps {
+		s.names[p.name] = true
+	}
+	return s
+}
+
+// Has reports whether name is one of the set's providers.
+func (s Set) Has(name string) bool { return s.names[name] }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -27,6 +28,7 @@ type Object struct {
 type member struct {
 	name  []byte // unescaped
 	value []byte // raw JSON, without surrounding whitespace
+	text  []byte // the whole member as written, from the name's quote to the value's end
 }
 
 // ParseObject reads body, which must be one JSON value and an object, and indexes its
@@ -42,20 +44,22 @@ func ParseObject(body []byte) (Object, error) {
 		return Object{}, ErrNotObject
 	}
 	o := Object{raw: body[i:], members: make([]member, 0, 16)}
-	o.walk(func(name, value []byte) {
-		o.members = append(o.members, member{name: name, value: value})
+	o.walk(func(name, value, text []byte) {
+		o.members = append(o.members, member{name: name, value: value, text: text})
 	})
 	return o, nil
 }
 
-// walk calls fn with each member in order.
-func (o Object) walk(fn func(name, value []byte)) {
+// walk calls fn with each member in order: its unescaped name, its raw value and the member's
+// whole text.
+func (o Object) walk(fn func(name, value, text []byte)) {
 	b := o.raw
 	i := skipSpace(b, 1)
 	if b[i] == '}' {
 		return
 	}
 	for {
+		start := i
 		end := rawStringEnd(b, i)
 		name := b[i+1 : end-1]
 		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
@@ -66,7 +70,7 @@ func (o Object) walk(fn func(name, value []byte)) {
 		i = skipSpace(b, end)
 		i = skipSpace(b, i+1) // past ':'
 		end = valueEnd(b, i)
-		fn(name, b[i:end])
+		fn(name, b[i:end], b[start:end])
 		i = skipSpace(b, end)
 		if b[i] != ',' {
 			return // '}'
@@ -137,12 +141,42 @@ func (o Object) Get(key string) (value []byte, found bool) {
 	if o.raw == nil {
 		return nil, false
 	}
-	o.walk(func(name, v []byte) {
+	o.walk(func(name, v, _ []byte) {
 		if string(name) == key {
 			value, found = v, true
 		}
 	})
 	return value, found
+}
+
+// Without returns the object's text without any of its members named one of names (every
+// member of a repeated name, however its name is escaped), and whether it removed one. The
+// members it keeps are copied as written, in order, so the result decodes to what the object
+// decodes to less those names (FuzzWithout checks it). It reads the members ParseObject indexed;
+// an Object that Object returned answers its text unchanged.
+func (o Object) Without(names ...string) ([]byte, bool) {
+	removed := false
+	for _, m := range o.members {
+		if slices.Contains(names, string(m.name)) {
+			removed = true
+			break
+		}
+	}
+	if !removed {
+		return o.raw, false
+	}
+	out := make([]byte, 0, len(o.raw))
+	out = append(out, '{')
+	for _, m := range o.members {
+		if slices.Contains(names, string(m.name)) {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, m.text...)
+	}
+	return append(out, '}'), true
 }
 
 // Present reports whether key is set to something other than null.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -95,4 +96,40 @@ func compareMembers(t *testing.T, body []byte, got Object, want map[string]any, 
 			compareMembers(t, body, gInner, wInner, depth+1)
 		}
 	}
+}
+
+// FuzzWithout: Without answers a valid JSON object that decodes to the object's decoded members
+// less the removed names, and says whether one was there, however the names are escaped,
+// repeated or spaced.
+func FuzzWithout(f *testing.F) {
+	for _, s := range []string{`{}`, `{"token":"x"}`, `{"token":"x","token":"y"}`, ` { "a" : 1 , "token" : "x" } `,
+		`{"t\u006fken":"x","b":[1,{"token":2}]}`, `{"a":"token","b":{"token":"x"}}`, `{"token":null,"a":"\"}"}`,
+		`{"type":"event_callback","token":"XXYYZZ","team_id":"T1","event":{"type":"message","text":"a\\nb"},"event_id":"Ev1"}`,
+		"{\"a\":\"\xff\",\"token\":1}",
+	} {
+		f.Add([]byte(s), "token")
+	}
+	f.Fuzz(func(t *testing.T, body []byte, name string) {
+		o, err := ParseObject(body)
+		if err != nil {
+			return
+		}
+		want, err := decoded(body)
+		if err != nil {
+			t.Fatalf("%q: parsed, reference refused it: %v", body, err)
+		}
+		_, had := want[name]
+		delete(want, name)
+		out, removed := o.Without(name)
+		if removed != had {
+			t.Fatalf("%q: Without(%q) removed %v, reference holds it %v", body, name, removed, had)
+		}
+		got, err := decoded(out)
+		if err != nil {
+			t.Fatalf("%q: Without(%q) answered %q, not an object: %v", body, name, out, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: Without(%q) answered %q, decoded %v, reference %v", body, name, out, got, want)
+		}
+	})
 }

@@ -113,6 +113,28 @@ var _ = Describe("The rejection log", func() {
 		Expect(log.Keys()).To(BeZero())
 	})
 
+	It("lists a refusal within 10 s of its answer, summed into its minute's one row", func(ctx SpecContext) {
+		ws := createWorkspace(ctx, "acme")
+		lab := createConnection(ctx, conn{Workspace: ws, Kind: kindLab, Secret: "lab-secret"})
+		body := hubBody{Event: "Issue Hook", Resources: []hubResource{{Type: "project", ID: "42"}}}
+		runCtx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = log.Run(runCtx)
+		}()
+		DeferCleanup(func() { stop(); Eventually(done).WithTimeout(10 * time.Second).Should(BeClosed()) })
+
+		// The spec's clock stays in one minute: nothing but the runner's own period writes.
+		refusals := map[[3]any]int64{}
+		for _, n := range []int64{1, 2} {
+			Expect(r.deliverTo(lab, "wrong-secret", "g-1", body).status).To(Equal(http.StatusUnauthorized))
+			refusals[[3]any{testLab.String(), lab, "bad-signature"}] = n
+			Eventually(logged).WithArguments(ctx).WithTimeout(10 * time.Second).Should(Equal(refusals))
+		}
+		Expect(support.Count(ctx, pool, `SELECT count(*) FROM webhook_rejection`)).To(Equal(1), "one row per minute and key")
+	})
+
 	It("keeps a minute for the retention, and counts of the current minute until it ends", func(ctx SpecContext) {
 		store, err := rejectionstore.New(pool)
 		Expect(err).NotTo(HaveOccurred())

@@ -19,6 +19,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/console"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
@@ -81,9 +82,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	inboxStore = store
 	reader, err := deadletterstore.New(pool)
 	Expect(err).NotTo(HaveOccurred())
-	dead, err := deadletters.New(reader, store, noopNotifier{})
+	dead, err := deadletters.New(reader, store, noopNotifier{}, support.Providers())
 	Expect(err).NotTo(HaveOccurred())
-	browser, err := deliveries.New(reader)
+	browser, err := deliveries.New(reader, support.Providers())
 	Expect(err).NotTo(HaveOccurred())
 	rejectionStore, err := rejectionstore.New(pool)
 	Expect(err).NotTo(HaveOccurred())
@@ -126,9 +127,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
+	reads, err := operatorapi.NewReadLimit(2)
+	Expect(err).NotTo(HaveOccurred())
 	Expect(console.Register(engine, console.Config{Management: svc, Dead: dead, Erasures: erasureSvc,
 		Sessions: sessions, Members: members, Changes: feed, Syncs: syncs, Installs: installs, Replays: bulk,
-		Deliveries: browser, Rejections: rejected, AdminToken: adminToken, TraceURL: traceURL, Log: support.Logger{}})).To(Succeed())
+		Deliveries: browser, Rejections: rejected, Reads: reads, AdminToken: adminToken, TraceURL: traceURL, Log: support.Logger{}})).To(Succeed())
+	// The API's deliveries browser beside the console, sharing its limit of reads per account as
+	// on a server.
+	operatorapi.RegisterDeliveries(engine, svc, members, browser, reads, support.Logger{})
 	server = httptest.NewServer(engine)
 	DeferCleanup(server.Close)
 })

@@ -189,7 +189,9 @@ var _ = Describe("The console's deliveries browser", func() {
 		b.signIn(member)
 		for query, message := range map[string]string{
 			"state=BURIED":              "The state must be one of QUEUED, LEASED, DONE or DEAD.",
-			"provider=git+hub":          "The provider must be a provider name in capitals, as the list offers them.",
+			"provider=git+hub":          "The provider must be one this server runs",
+			"provider=BITBUCKET":        "The provider must be one this server runs",
+			"errorClass=whatever":       "The error class must be one a dead letter records",
 			"receivedAfter=yesterday":   "The time &#34;receivedAfter&#34; must be a date and time",
 			"receivedBefore=2026-13-01": "The time &#34;receivedBefore&#34; must be a date and time",
 			"colour=red":                "The filter field &#34;colour&#34; is not valid",
@@ -203,6 +205,19 @@ var _ = Describe("The console's deliveries browser", func() {
 			Expect(a.Body).To(ContainSubstring(message), query)
 			Expect(a.Body).To(ContainSubstring(`aria-label="Filter deliveries"`), query)
 			Expect(listed(a.Body)).To(BeEmpty(), query)
+		}
+	})
+
+	It("answers a dead-letter filter naming an unknown provider or error class with 400 and a message naming the field", func() {
+		b := newClient()
+		b.signIn(f.ana.Token)
+		for query, message := range map[string]string{
+			"provider=BITBUCKET": "The provider must be one this server runs",
+			"errorClass=oops":    "The error class must be one a dead letter records",
+		} {
+			a := b.get("/console/workspaces/acme/dead-letters?" + query)
+			Expect(a.Status).To(Equal(http.StatusBadRequest), query)
+			Expect(a.Body).To(ContainSubstring(message), query)
 		}
 	})
 

@@ -66,8 +66,12 @@ var (
 	stateKey = make([]byte, 32)
 )
 
+// suiteDB is the database every server of the suite shares.
+var suiteDB *pgtest.Database
+
 var _ = BeforeSuite(func(ctx SpecContext) {
 	db := support.Database(ctx)
+	suiteDB = db
 	pool = support.Pool(ctx, db, 4)
 	box = support.SecretBox()
 	_, _ = rand.Read(stateKey)
@@ -77,6 +81,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 })
 
 func start(ctx context.Context, db *pgtest.Database) server {
+	GinkgoHelper()
+	return startWith(ctx, db, adminToken)
+}
+
+// startWith starts a server whose configured instance administrator token is admin.
+func startWith(ctx context.Context, db *pgtest.Database, admin string) server {
 	GinkgoHelper()
 	p := support.Pool(ctx, db, 8)
 	modules := []ports.ProviderModule{github.Module{}, slack.Module{}}
@@ -88,7 +98,7 @@ func start(ctx context.Context, db *pgtest.Database) server {
 	Expect(err).NotTo(HaveOccurred())
 	connections, err := managementstore.NewConnections(p, managementstore.Config{Kinds: kinds})
 	Expect(err).NotTo(HaveOccurred())
-	svc, err := management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, connections, box, modules)
+	svc, err := management.New(management.Config{AdminToken: admin}, workspaces, workspaces, connections, box, modules)
 	Expect(err).NotTo(HaveOccurred())
 	feed, err := changefeed.New(p, nil)
 	Expect(err).NotTo(HaveOccurred())
@@ -107,7 +117,7 @@ func start(ctx context.Context, db *pgtest.Database) server {
 
 	engine := gin.New()
 	managementapi.Register(engine, svc, support.Logger{})
-	installapi.Register(engine, flows, svc)
+	installapi.Register(engine, flows, svc, installapi.Config{})
 	s, c := support.Serve(engine)
 	// The callbacks are browser redirects: the client must not follow anything.
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -354,6 +364,9 @@ type fakeSlack struct {
 	mu        sync.Mutex
 	fails     bool
 	exchanges []url.Values
+	// during, when set, runs while oauth.v2.access is being answered (what happens meanwhile
+	// on the Hephaestus side).
+	during func()
 }
 
 const botToken = "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy"
@@ -366,6 +379,9 @@ func newFakeSlack() *fakeSlack {
 		defer f.mu.Unlock()
 		_ = r.ParseForm()
 		f.exchanges = append(f.exchanges, r.PostForm)
+		if f.during != nil {
+			f.during()
+		}
 		w.Header().Set("Content-Type", "application/json")
 		id, secret, ok := r.BasicAuth()
 		if f.fails || !ok || id != slackClientID || secret != slackSecret || r.PostForm.Get("code") != "slack-code" ||
@@ -385,5 +401,5 @@ func newFakeSlack() *fakeSlack {
 func (f *fakeSlack) reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.fails, f.exchanges = false, nil
+	f.fails, f.exchanges, f.during = false, nil, nil
 }

@@ -118,19 +118,36 @@ var _ = Describe("The deliveries browser", func() {
 
 		It("answers 400 naming the field for an unknown filter field or a bad value", func() {
 			for query, field := range map[string]string{
-				"colour=red":                          "colour",
-				"state=SLEEPING":                      "state",
-				"provider=github!":                    "provider",
-				"receivedAfter=yesterday":             "receivedAfter",
-				"receivedBefore=2026-13-01T00:00:00Z": "receivedBefore",
-				"state=DONE&state=DEAD":               "state",
-				"page=-1":                             "page",
-				"size=201":                            "size",
-				"page=50&size=200":                    "page",
+				"colour=red":                               "colour",
+				"state=SLEEPING":                           "state",
+				"provider=github!":                         "provider",
+				"receivedAfter=yesterday":                  "receivedAfter",
+				"receivedBefore=2026-13-01T00:00:00Z":      "receivedBefore",
+				"state=DONE&state=DEAD":                    "state",
+				"page=-1":                                  "page",
+				"size=201":                                 "size",
+				"page=50&size=200":                         "page",
+				"provider=BITBUCKET":                       "provider",
+				"errorClass=no-such-class":                 "errorClass",
+				"errorClass=PERMANENT":                     "errorClass",
+				"errorClass=FATAL%3A%2Aerrors.errorString": "errorClass",
 			} {
 				r := call("GET", deliveries(acme)+"?"+query, acmeMember.Token, nil)
 				Expect(r.Status).To(Equal(http.StatusBadRequest), query)
 				Expect(r.JSON).To(HaveKeyWithValue("field", field), query)
+				if field != "page" && field != "size" {
+					Expect(r.JSON).To(HaveKeyWithValue("error", "invalid-filter"), query)
+				}
+			}
+			for _, query := range []string{"provider=BITBUCKET", "errorClass=bogus", "receivedBefore=soon"} {
+				r := call("GET", "/api/admin/integration/deliveries?"+query, operator.Token, nil)
+				Expect(r.Status).To(Equal(http.StatusBadRequest), query)
+				Expect(r.JSON).To(HaveKeyWithValue("error", "invalid-filter"), query)
+			}
+			// Every error class the claimers and the reaper record is a valid filter value.
+			for _, class := range []string{"PERMANENT:*json.SyntaxError", "UNKNOWN:panic(string)", "LeaseExpired", "TRANSIENT:*net.OpError"} {
+				r := call("GET", deliveries(acme)+"?errorClass="+url.QueryEscape(class), acmeMember.Token, nil)
+				Expect(r.Status).To(Equal(http.StatusOK), class)
 			}
 		})
 

@@ -34,4 +34,26 @@ var _ = Describe("Filtering dead letters", func() {
 		Expect(ids("?errorClass=PERMANENT%3A%2Ajson.SyntaxError")).To(ConsistOf(github))
 		Expect(ids("?provider=GITLAB&eventType=issues")).To(BeEmpty())
 	})
+
+	It("refuses a provider this server does not run and a text that is no error class, naming the field", func(ctx SpecContext) {
+		acme := newWorkspace(ctx, "acme")
+		admin := newAccount(ctx, "ana", false, acme, "ADMIN")
+		operator := newAccount(ctx, "ops", true, acme, "")
+		insertRow(ctx, pool, row{Workspace: acme.ID, State: "DEAD"})
+		for _, c := range []struct{ path, token string }{
+			{"/api/workspaces/acme/integration/dead-letters", admin.Token},
+			{"/api/admin/integration/dead-letters", operator.Token},
+		} {
+			for query, field := range map[string]string{
+				"?provider=BITBUCKET":              "provider",
+				"?provider=github":                 "provider",
+				"?errorClass=X":                    "errorClass",
+				"?provider=GITHUB&errorClass=oops": "errorClass",
+			} {
+				r := call("GET", c.path+query, c.token, nil)
+				Expect(r.Status).To(Equal(http.StatusBadRequest), c.path+query)
+				Expect(r.JSON).To(Equal(map[string]any{"error": "invalid-filter", "field": field}), c.path+query)
+			}
+		}
+	})
 })

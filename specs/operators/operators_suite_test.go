@@ -31,6 +31,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/personerasure"
 	"github.com/hephaestus-dev/hephaestus/application/rejections"
 	"github.com/hephaestus-dev/hephaestus/application/replays"
+	"github.com/hephaestus-dev/hephaestus/bootstrap"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -80,7 +81,13 @@ var (
 
 	stopRunner context.CancelFunc
 	runnerDone chan struct{}
+	// reads is the server's limit of operator reads per account (readsPerAccount).
+	reads *operatorapi.ReadLimit
 )
+
+// readsPerAccount is the server's limit of operator reads one account has in flight, the
+// default of HEPHAESTUS_OPERATOR_READS_PER_ACCOUNT.
+const readsPerAccount = bootstrap.DefaultOperatorReadsPerAcct
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	db := support.Database(ctx)
@@ -95,9 +102,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	reader, err := deadletterstore.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	wakes = &countingNotifier{}
-	dead, err := deadletters.New(reader, inboxStore, wakes)
+	dead, err := deadletters.New(reader, inboxStore, wakes, support.Providers())
 	Expect(err).NotTo(HaveOccurred())
-	browser, err := deliveries.New(reader)
+	browser, err := deliveries.New(reader, support.Providers())
 	Expect(err).NotTo(HaveOccurred())
 
 	erasures = support.ErasureStore(pool)
@@ -120,13 +127,15 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
 	managementapi.Register(engine, svc, support.Logger{})
-	operatorapi.Register(engine, svc, dead, erasureSvc, support.Logger{})
-	operatorapi.RegisterDeliveries(engine, svc, workspaces, browser, support.Logger{})
+	reads, err = operatorapi.NewReadLimit(readsPerAccount)
+	Expect(err).NotTo(HaveOccurred())
+	operatorapi.Register(engine, svc, dead, erasureSvc, reads, support.Logger{})
+	operatorapi.RegisterDeliveries(engine, svc, workspaces, browser, reads, support.Logger{})
 	rejectionStore, err := rejectionstore.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	rejected, err := rejections.NewService(rejectionStore)
 	Expect(err).NotTo(HaveOccurred())
-	operatorapi.RegisterRejections(engine, svc, workspaces, rejected, support.Logger{})
+	operatorapi.RegisterRejections(engine, svc, workspaces, rejected, reads, support.Logger{})
 	replayStore, err = replayjobs.New(pool, replayjobs.Config{})
 	Expect(err).NotTo(HaveOccurred())
 	replayWakes = &countingNotifier{}
@@ -173,6 +182,7 @@ var _ ports.Notifier = (*countingNotifier)(nil)
 // response is one answer of the API under test.
 type response struct {
 	Status int
+	Header http.Header
 	Raw    string
 	JSON   map[string]any
 }
@@ -199,7 +209,7 @@ func call(method, path, token string, body any) response {
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	Expect(err).NotTo(HaveOccurred())
-	r := response{Status: res.StatusCode, Raw: string(raw)}
+	r := response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
 	if len(raw) > 0 && raw[0] == '{' {
 		Expect(json.Unmarshal(raw, &r.JSON)).To(Succeed(), string(raw))
 	}

@@ -525,12 +525,15 @@ var _ = Describe("Bulk replay", func() {
 			go func() {
 				defer GinkgoRecover()
 				var live []int64
+				// Sent however the loop ends, so the spec never waits for a goroutine that failed;
+				// each insert runs under the spec's context, not the one that stops the loop, so
+				// stopping between a check and an insert cannot fail the insert.
+				defer func() { liveDone <- live }()
 				for i := 0; liveCtx.Err() == nil && i < 200; i++ {
-					live = append(live, insertRow(liveCtx, other, row{Workspace: acme.ID, Repo: fmt.Sprint(5000 + i%7)}))
+					live = append(live, insertRow(ctx, other, row{Workspace: acme.ID, Repo: fmt.Sprint(5000 + i%7)}))
 					signal.Notify()
 					time.Sleep(5 * time.Millisecond)
 				}
-				liveDone <- live
 			}()
 
 			id := jobID(startReplay(acme, ana.Token, map[string]any{"filter": map[string]any{"errorClass": "PERMANENT:*json.SyntaxError"}}))

@@ -16,6 +16,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -105,4 +106,10 @@ func GetJSON(client *http.Client, url, token string) Response {
 	r := Response{Status: res.StatusCode}
 	gomega.Expect(json.Unmarshal(raw, &r.JSON)).To(gomega.Succeed(), string(raw))
 	return r
+}
+
+// Providers is the provider set of a server that runs the four providers: what the operators'
+// read filters may name.
+func Providers() provider.Set {
+	return provider.NewSet(provider.MustNew("GITHUB"), provider.MustNew("GITLAB"), provider.MustNew("SLACK"), provider.MustNew("OUTLINE"))
 }

@@ -27,15 +27,18 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/application/accessrecheck"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
+	"github.com/hephaestus-dev/hephaestus/application/deliveries"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
@@ -111,8 +114,16 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	slHook, err := slack.NewWebhook(slack.Config{SigningSecret: []byte(slackSecret)})
 	Expect(err).NotTo(HaveOccurred())
 
+	reader, err := deadletterstore.New(pool)
+	Expect(err).NotTo(HaveOccurred())
+	browser, err := deliveries.New(reader, support.Providers())
+	Expect(err).NotTo(HaveOccurred())
+
 	engine := gin.New()
 	managementapi.Register(engine, svc, support.Logger{})
+	reads, err := operatorapi.NewReadLimit(2)
+	Expect(err).NotTo(HaveOccurred())
+	operatorapi.RegisterDeliveries(engine, svc, workspaces, browser, reads, support.Logger{})
 	Expect(webhookapi.Register(engine, admit, webhookapi.Hooks{ghHook, slHook}, webhookapi.Config{})).To(Succeed())
 	server, client = support.Serve(engine)
 })
@@ -475,6 +486,12 @@ func deliverSlack(team, channel, eventID string) response {
 		"event": map[string]any{"type": "message", "channel": channel, "user": "U1", "text": "private", "ts": "1700000000.000100"},
 	})
 	Expect(err).NotTo(HaveOccurred())
+	return deliverSlackBody(body)
+}
+
+// deliverSlackBody posts body to the Slack endpoint, signed with the app's signing secret.
+func deliverSlackBody(body []byte) response {
+	GinkgoHelper()
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	mac := hmac.New(sha256.New, []byte(slackSecret))
 	mac.Write([]byte("v0:" + ts + ":"))

@@ -275,7 +275,7 @@ func (c *console) rotateOwnToken(g *gin.Context) {
 		// The session no longer finds its token anyway; only the row stays until it expires.
 		c.cfg.Log.Errorw("console session delete after rotation failed", "error", fmt.Sprintf("%T", err))
 	}
-	clearCookie(g)
+	c.clearCookie(g)
 	delete(g.Keys, sessionKey)
 	c.render(g, http.StatusOK, "secret", page{Title: "Token rotated",
 		Data: secretView{What: "rotated", AccountID: t.AccountID, TokenID: t.ID, Token: t.Value, ExpiresAt: t.ExpiresAt}})

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
@@ -83,6 +84,9 @@ type Config struct {
 	// instance administrator). Both are required; they need Members.
 	Deliveries *deliveries.Service
 	Rejections *rejections.Service
+	// Reads limits the inbox reads (dead letters, deliveries, rejections, inbox counts) one
+	// account has in flight; the API shares it, so the limit holds across both. Required.
+	Reads *operatorapi.ReadLimit
 	// Replays is bulk replay (the replay API's use cases): its page shows the jobs and the
 	// dry-run count to every member and starts and cancels jobs for who may manage the
 	// workspace. It needs Members; nil: no bulk replay page.
@@ -95,7 +99,11 @@ type Config struct {
 	// ends when the configured token changes.
 	AdminToken string
 	SessionTTL time.Duration
-	Log        ports.Logger
+	// SecureCookies marks every console cookie Secure, also on a plain-HTTP request behind a
+	// TLS proxy (bootstrap: HEPHAESTUS_COOKIE_SECURE, else an https HEPHAESTUS_PUBLIC_URL).
+	// False: Secure only when the request came over TLS.
+	SecureCookies bool
+	Log           ports.Logger
 }
 
 // TraceURLPlaceholder is what Config.TraceURL's template names the trace id with.
@@ -111,8 +119,8 @@ type console struct {
 // parse.
 func Register(r gin.IRouter, cfg Config) error {
 	if cfg.Management == nil || cfg.Dead == nil || cfg.Erasures == nil || cfg.Sessions == nil ||
-		cfg.Deliveries == nil || cfg.Rejections == nil || cfg.Members == nil {
-		return errors.New("console: management, dead letters, erasures, sessions, deliveries, rejections and members are required")
+		cfg.Deliveries == nil || cfg.Rejections == nil || cfg.Members == nil || cfg.Reads == nil {
+		return errors.New("console: management, dead letters, erasures, sessions, deliveries, rejections, members and the read limit are required")
 	}
 	if cfg.Changes != nil && cfg.Members == nil {
 		return errors.New("console: the change feed page needs the members directory")
@@ -145,9 +153,9 @@ func Register(r gin.IRouter, cfg Config) error {
 	// Who: a signed-in session; every POST also needs the session's CSRF token.
 	s := g.Group("", c.requireSession)
 	s.POST("/sign-out", c.signOut)
-	s.GET("/workspaces", c.workspaces)
-	s.GET("/workspaces/:ws/dead-letters", c.deadLetters)
-	s.GET("/workspaces/:ws/dead-letters/:id", c.deadLetter)
+	s.GET("/workspaces", c.limitReads, c.workspaces)
+	s.GET("/workspaces/:ws/dead-letters", c.limitReads, c.deadLetters)
+	s.GET("/workspaces/:ws/dead-letters/:id", c.limitReads, c.deadLetter)
 	s.GET("/workspaces/:ws/dead-letters/:id/replay", c.confirmReplay)
 	s.POST("/workspaces/:ws/dead-letters/:id/replay", c.replay)
 	s.GET("/workspaces/:ws/connections", c.connections)
@@ -162,19 +170,32 @@ func Register(r gin.IRouter, cfg Config) error {
 	s.GET("/workspaces/:ws/changes", c.changes)
 	// Who: every member of the workspace and the instance administrator (as the Operator API's
 	// GET …/integration/deliveries and …/rejections); the replay button only to its ADMIN.
-	s.GET("/workspaces/:ws/deliveries", c.deliveries)
-	s.GET("/workspaces/:ws/deliveries/:id", c.delivery)
-	s.GET("/workspaces/:ws/rejections", c.rejections)
+	s.GET("/workspaces/:ws/deliveries", c.limitReads, c.deliveries)
+	s.GET("/workspaces/:ws/deliveries/:id", c.limitReads, c.delivery)
+	s.GET("/workspaces/:ws/rejections", c.limitReads, c.rejections)
 	// Who: the instance administrator only (the use cases refuse anyone else with 403).
-	s.GET("/admin/dead-letters", c.installationDeadLetters)
-	s.GET("/admin/dead-letters/:id", c.installationDeadLetter)
+	s.GET("/admin/dead-letters", c.limitReads, c.installationDeadLetters)
+	s.GET("/admin/dead-letters/:id", c.limitReads, c.installationDeadLetter)
 	s.GET("/admin/dead-letters/:id/replay", c.confirmInstallationReplay)
 	s.POST("/admin/dead-letters/:id/replay", c.replayInstallation)
-	s.GET("/admin/deliveries", c.installationDeliveries)
-	s.GET("/admin/deliveries/:id", c.installationDelivery)
-	s.GET("/admin/rejections", c.installationRejections)
+	s.GET("/admin/deliveries", c.limitReads, c.installationDeliveries)
+	s.GET("/admin/deliveries/:id", c.limitReads, c.installationDelivery)
+	s.GET("/admin/rejections", c.limitReads, c.installationRejections)
 	c.registerAdministration(s)
 	return c.registerReplays(s)
+}
+
+// limitReads holds one of the signed-in account's operator reads for the rest of the request
+// (Config.Reads, shared with the API): past the limit the page says to retry (429).
+func (c *console) limitReads(g *gin.Context) {
+	release, err := c.cfg.Reads.Acquire(sessionOf(g).principal)
+	if err != nil {
+		g.Header("Retry-After", httperr.RetryAfterSeconds)
+		c.fail(g, err)
+		return
+	}
+	defer release()
+	g.Next()
 }
 
 func securityHeaders(c *gin.Context) {
@@ -234,7 +255,7 @@ func (c *console) requireSession(g *gin.Context) {
 		// one may come from another site (SameSite=Strict withholds the cookie there): its
 		// answer must not touch the visitor's cookies, or any site could sign them out.
 		if sent {
-			clearCookie(g)
+			c.clearCookie(g)
 		}
 		if g.Request.Method == http.MethodGet {
 			// The page asked for comes back after sign-in (deepLink).
@@ -267,15 +288,19 @@ func (c *console) setCookie(g *gin.Context, value string, maxAge int) {
 		Path:     Path,
 		MaxAge:   maxAge,
 		HttpOnly: true,
-		Secure:   g.Request.TLS != nil,
+		Secure:   c.secure(g),
 		SameSite: http.SameSiteStrictMode,
 	})
 }
 
-func clearCookie(g *gin.Context) {
+func (c *console) clearCookie(g *gin.Context) {
 	http.SetCookie(g.Writer, &http.Cookie{Name: CookieName, Value: "", Path: Path, MaxAge: -1,
-		HttpOnly: true, Secure: g.Request.TLS != nil, SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: c.secure(g), SameSite: http.SameSiteStrictMode})
 }
+
+// secure is every console cookie's Secure attribute: always with Config.SecureCookies (the
+// browser reaches the server over https through a proxy), else when the request came over TLS.
+func (c *console) secure(g *gin.Context) bool { return c.cfg.SecureCookies || g.Request.TLS != nil }
 
 func (c *console) home(g *gin.Context) {
 	if id, err := g.Cookie(CookieName); err == nil && id != "" {
@@ -309,7 +334,7 @@ func (c *console) renderSignIn(g *gin.Context, status int, message, next string)
 		return
 	}
 	http.SetCookie(g.Writer, &http.Cookie{Name: signInCookie, Value: token, Path: Path + "/sign-in",
-		MaxAge: int(signInTTL.Seconds()), HttpOnly: true, Secure: g.Request.TLS != nil, SameSite: http.SameSiteStrictMode})
+		MaxAge: int(signInTTL.Seconds()), HttpOnly: true, Secure: c.secure(g), SameSite: http.SameSiteStrictMode})
 	c.render(g, status, "signin", page{Title: "Sign in", Message: message, CSRF: token, Data: signInView{Next: deepLink(next)}})
 }
 
@@ -376,7 +401,7 @@ func (c *console) signOut(g *gin.Context) {
 		c.fail(g, err)
 		return
 	}
-	clearCookie(g)
+	c.clearCookie(g)
 	g.Redirect(http.StatusSeeOther, Path+"/sign-in")
 }
 
@@ -401,6 +426,8 @@ func messageFor(status int, code string) string {
 		return "That was not possible in the current state (" + code + "). Reload and check."
 	case http.StatusServiceUnavailable:
 		return "The service is busy. Try again in a moment."
+	case http.StatusTooManyRequests:
+		return "You have as many inbox pages loading as you may at once. Wait for them, then try again."
 	default:
 		return "Something went wrong (" + code + ")."
 	}

@@ -88,7 +88,9 @@ func invalidInput(err error) (string, bool) {
 	case "state":
 		return "The state must be one of QUEUED, LEASED, DONE or DEAD.", true
 	case "provider":
-		return "The provider must be a provider name in capitals, as the list offers them.", true
+		return "The provider must be one this server runs, in capitals, as the list offers them.", true
+	case "errorClass":
+		return "The error class must be one a dead letter records, such as PERMANENT:*json.SyntaxError or LeaseExpired.", true
 	case "receivedAfter", "receivedBefore":
 		return fmt.Sprintf("The time %q must be a date and time such as 2026-12-03T10:02 (UTC) or RFC 3339.", rej.Detail), true
 	case "page":

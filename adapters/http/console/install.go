@@ -66,7 +66,7 @@ func (c *console) startInstall(g *gin.Context) {
 		c.fail(g, err)
 		return
 	}
-	installapi.SetCookie(g, f, started)
+	installapi.SetCookie(g, f, started, c.cfg.SecureCookies)
 	c.render(g, http.StatusOK, "install", page{Title: "Connect " + f.Title() + " · " + m.Workspace().Slug, Workspace: m.Workspace().Slug,
 		Data: installView{Started: started.URL, StartedTitle: f.Title()}})
 }

@@ -233,17 +233,28 @@ func (c *console) deadLetters(g *gin.Context) {
 	}
 	f, req := filterOf(g), pageOf(g)
 	items, total, err := c.cfg.Dead.List(g.Request.Context(), m, f, req)
+	title, base := "Dead letters · "+m.Workspace().Slug, Path+"/workspaces/"+m.Workspace().Slug+"/dead-letters"
+	if message, ok := invalidInput(err); ok {
+		c.render(g, http.StatusBadRequest, "deadletters", page{Title: title, Workspace: m.Workspace().Slug, Message: message,
+			Data: listPage(base, f, req, nil, 0)})
+		return
+	}
 	if err != nil {
 		c.fail(g, err)
 		return
 	}
-	c.render(g, http.StatusOK, "deadletters", page{Title: "Dead letters · " + m.Workspace().Slug, Workspace: m.Workspace().Slug,
-		Notice: notice(g), Data: listPage(Path+"/workspaces/"+m.Workspace().Slug+"/dead-letters", f, req, items, total)})
+	c.render(g, http.StatusOK, "deadletters", page{Title: title, Workspace: m.Workspace().Slug,
+		Notice: notice(g), Data: listPage(base, f, req, items, total)})
 }
 
 func (c *console) installationDeadLetters(g *gin.Context) {
 	f, req := filterOf(g), pageOf(g)
 	items, total, err := c.cfg.Dead.ListInstallation(g.Request.Context(), sessionOf(g).principal, f, req)
+	if message, ok := invalidInput(err); ok {
+		c.render(g, http.StatusBadRequest, "deadletters", page{Title: "Installation dead letters", Message: message,
+			Data: listPage(Path+"/admin/dead-letters", f, req, nil, 0)})
+		return
+	}
 	if err != nil {
 		c.fail(g, err)
 		return

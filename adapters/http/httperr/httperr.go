@@ -14,7 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// RetryAfterSeconds is sent with every 503.
+// RetryAfterSeconds is sent with every 503 and 429.
 const RetryAfterSeconds = "5"
 
 var codes = []struct {
@@ -30,6 +30,7 @@ var codes = []struct {
 	{ports.ErrTooLarge, http.StatusRequestEntityTooLarge, "too-large"},
 	{ports.ErrUnprocessable, http.StatusUnprocessableEntity, "unprocessable"},
 	{ports.ErrUnavailable, http.StatusServiceUnavailable, "retry"},
+	{ports.ErrTooManyRequests, http.StatusTooManyRequests, "retry"},
 	{connection.ErrForbiddenTransition, http.StatusConflict, "forbidden-transition"},
 	{replayjob.ErrLimit, http.StatusConflict, "replay-limit"},
 }
@@ -83,10 +84,10 @@ func showsReason(status int) bool {
 		status == http.StatusUnprocessableEntity
 }
 
-// Write aborts the request with err's status and body; 503s carry Retry-After.
+// Write aborts the request with err's status and body; 503s and 429s carry Retry-After.
 func Write(c *gin.Context, err error) {
 	status, code := Status(err)
-	if status == http.StatusServiceUnavailable {
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		c.Header("Retry-After", RetryAfterSeconds)
 	}
 	c.AbortWithStatusJSON(status, gin.H{"error": code})

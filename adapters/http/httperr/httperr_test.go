@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -37,6 +38,16 @@ var _ = Describe("The error to status map", func() {
 	It("answers contention (a lock wait that timed out) with 503 retry", func() {
 		status, body := httperr.Status(fmt.Errorf("lock: %w", inbox.ErrBusy))
 		Expect(status).To(Equal(http.StatusServiceUnavailable))
+		Expect(body).To(Equal("retry"))
+	})
+	It("answers a statement the database cancelled (a statement timeout) with 503 retry", func() {
+		status, body := httperr.Status(pgutil.Interpret("list deliveries", &pgconn.PgError{Code: "57014", Message: "canceling statement due to statement timeout"}))
+		Expect(status).To(Equal(http.StatusServiceUnavailable))
+		Expect(body).To(Equal("retry"))
+	})
+	It("answers a caller with too many requests in flight with 429 retry", func() {
+		status, body := httperr.Status(fmt.Errorf("read: %w", ports.ErrTooManyRequests))
+		Expect(status).To(Equal(http.StatusTooManyRequests))
 		Expect(body).To(Equal("retry"))
 	})
 	It("keeps a refusal's reason for 400s", func() {

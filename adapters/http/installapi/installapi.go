@@ -5,16 +5,20 @@
 //     administrator (managementapi.RequireAuth and RequireManager: 401 without a valid token,
 //     403 for a MEMBER or a non-member, 404 for no such workspace) → 200 {"installUrl": …}, and
 //     Set-Cookie of the flow's browser binding (installflow.CookieName; HttpOnly,
-//     SameSite=Lax, Path=/connect/, expiring with the state). The browser that will come back
-//     from the provider must be the one that asked (the console, or a fetch from a page of
-//     this server); a link started with curl cannot complete.
+//     SameSite=Lax, Path=/connect/, expiring with the state, Secure per
+//     Config.SecureCookies). The browser that will come back from the provider must be the
+//     one that asked (the console, or a fetch from a page of this server); a link started
+//     with curl cannot complete.
 //   - GET {flow's CallbackPath}, e.g. /connect/<provider>/callback: no bearer token (the provider
 //     sends the person's browser); the signed, single-use state and the browser cookie are the
-//     authorisation. It answers a confirmation page naming the workspace, with a form that
-//     POSTs to the same path with a CSRF token; nothing is created on GET.
+//     authorisation, and the token that started the flow must still authenticate (403 "Access
+//     revoked" once it is revoked, rotated or expired, its account disabled, or the configured
+//     administrator token changed). It answers a confirmation page naming the workspace, with a
+//     form that POSTs to the same path with a CSRF token; nothing is created on GET.
 //   - POST {flow's CallbackPath}: the confirmation (application/x-www-form-urlencoded, at
-//     most maxFormBytes, the cookie and the CSRF token required) creates the connection, and
-//     the page says which workspace it joined.
+//     most maxFormBytes, the cookie and the CSRF token required, the starting token checked
+//     again before and after the provider's answer) creates the connection, and the page says
+//     which workspace it joined.
 //
 // They answer a plain HTML page, never JSON and never a token.
 package installapi
@@ -44,13 +48,22 @@ const maxFormBytes = 8 << 10
 // CookiePath is where the browser sends the install cookies: the callbacks only.
 const CookiePath = "/connect/"
 
+// Config is how the install routes answer.
+type Config struct {
+	// SecureCookies marks the flow's cookie Secure on every answer, also on a plain-HTTP
+	// request behind a TLS proxy (bootstrap: HEPHAESTUS_COOKIE_SECURE, else an https
+	// HEPHAESTUS_PUBLIC_URL). False: Secure only when the request came over TLS.
+	SecureCookies bool
+}
+
 type handlers struct {
 	flows *installflow.Service
+	cfg   Config
 }
 
 // Register adds the install routes to r.
-func Register(r gin.IRouter, flows *installflow.Service, mgmt *management.Service) {
-	h := handlers{flows: flows}
+func Register(r gin.IRouter, flows *installflow.Service, mgmt *management.Service, cfg Config) {
+	h := handlers{flows: flows, cfg: cfg}
 	ws := r.Group("/api/workspaces/:"+managementapi.WorkspaceParam, managementapi.RequireAuth(mgmt), managementapi.RequireManager(mgmt))
 	for _, flow := range flows.Flows() {
 		ws.POST("/connections/"+flow.Name()+"/install", h.start(flow))
@@ -59,12 +72,13 @@ func Register(r gin.IRouter, flows *installflow.Service, mgmt *management.Servic
 	}
 }
 
-// SetCookie sets flow's browser binding on the answer (also for the console's start).
-func SetCookie(c *gin.Context, flow ports.InstallFlow, s installflow.Started) {
+// SetCookie sets flow's browser binding on the answer (also for the console's start); secure
+// marks it Secure whatever the request's transport (Config.SecureCookies).
+func SetCookie(c *gin.Context, flow ports.InstallFlow, s installflow.Started, secure bool) {
 	http.SetCookie(c.Writer, &http.Cookie{
 		Name: installflow.CookieName(flow.Name()), Value: s.Cookie, Path: CookiePath,
 		Expires: s.Expires, MaxAge: max(1, int(time.Until(s.Expires).Seconds())),
-		HttpOnly: true, Secure: c.Request.TLS != nil, SameSite: http.SameSiteLaxMode,
+		HttpOnly: true, Secure: secure || c.Request.TLS != nil, SameSite: http.SameSiteLaxMode,
 	})
 }
 
@@ -75,7 +89,7 @@ func (h handlers) start(flow ports.InstallFlow) gin.HandlerFunc {
 			httperr.Write(c, err)
 			return
 		}
-		SetCookie(c, flow, s)
+		SetCookie(c, flow, s, h.cfg.SecureCookies)
 		// The link holds a live state: no cache keeps it.
 		c.Header("Cache-Control", "no-store")
 		c.JSON(http.StatusOK, gin.H{"installUrl": s.URL})
@@ -130,6 +144,7 @@ var pages = map[installflow.Result]struct {
 	installflow.Retry:            {http.StatusBadGateway, "Please retry", "%s or Hephaestus could not complete the installation just now; nothing was created. Please retry: start the installation again from Hephaestus."},
 	installflow.Requested:        {http.StatusOK, "Installation requested", "The %s installation was requested; an owner of the account must approve it. Start again from Hephaestus once it is approved."},
 	installflow.Declined:         {http.StatusOK, "Installation cancelled", "The %s installation was cancelled; nothing was created."},
+	installflow.TokenRevoked:     {http.StatusForbidden, "Access revoked", "The Hephaestus token this %s install link was started with no longer works (it was revoked, rotated or expired, its account was disabled, or the administrator token changed), so nothing was connected. Sign in again and start the installation again from Hephaestus."},
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>

@@ -80,7 +80,7 @@ func (h handlers) listDead(c *gin.Context) {
 	}
 	items, total, err := h.dead.List(c.Request.Context(), managementapi.ManagedOf(c), deadLetterFilter(c), page)
 	if err != nil {
-		h.fail(c, err)
+		h.badInput(c, err)
 		return
 	}
 	h.answerPage(c, page, items, total)
@@ -122,7 +122,7 @@ func (h handlers) listInstallationDead(c *gin.Context) {
 	}
 	items, total, err := h.dead.ListInstallation(c.Request.Context(), managementapi.PrincipalOf(c), deadLetterFilter(c), page)
 	if err != nil {
-		h.fail(c, err)
+		h.badInput(c, err)
 		return
 	}
 	h.answerPage(c, page, items, total)

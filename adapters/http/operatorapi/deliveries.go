@@ -20,16 +20,17 @@ import (
 // RegisterDeliveries adds the deliveries browser (CONTRACT.md "Operator API") to r: a
 // workspace's rows for its members whatever their role (reading manages nothing; 404 unknown
 // workspace, 403 a non-member, 404 a row of another workspace), the installation rows for the
-// instance administrator under /api/admin (403 for anyone else).
-func RegisterDeliveries(r gin.IRouter, auth managementapi.Authenticator, members managementapi.Members, svc *deliveries.Service, log ports.Logger) {
+// instance administrator under /api/admin (403 for anyone else). Each read counts against the
+// caller's reads in flight (reads: 429 retry past them).
+func RegisterDeliveries(r gin.IRouter, auth managementapi.Authenticator, members managementapi.Members, svc *deliveries.Service, reads *ReadLimit, log ports.Logger) {
 	h := deliveryHandlers{svc: svc, handlers: handlers{log: log}}
 	ws := managementapi.MemberRoutes(r, auth, members, "/integration")
-	ws.GET("/deliveries", h.list)
-	ws.GET("/deliveries/:id", h.get)
+	ws.GET("/deliveries", reads.Handler(), h.list)
+	ws.GET("/deliveries/:id", reads.Handler(), h.get)
 
 	admin := r.Group("/api/admin", managementapi.RequireAuth(auth), managementapi.RequireInstanceAdmin())
-	admin.GET("/integration/deliveries", h.listInstallation)
-	admin.GET("/integration/deliveries/:id", h.getInstallation)
+	admin.GET("/integration/deliveries", reads.Handler(), h.listInstallation)
+	admin.GET("/integration/deliveries/:id", reads.Handler(), h.getInstallation)
 }
 
 type deliveryHandlers struct {
@@ -131,7 +132,7 @@ func toDeliveryDetailJSON(d ports.Delivery) deliveryDetailJSON {
 
 // badInput answers 400 naming the query field: {"error":"<reason>","field":"<name>"}. Other
 // errors go through the one error map.
-func (h deliveryHandlers) badInput(c *gin.Context, err error) {
+func (h handlers) badInput(c *gin.Context, err error) {
 	var rej *ports.RejectedError
 	if errors.As(err, &rej) && errors.Is(err, ports.ErrMalformed) && rej.Detail != "" {
 		c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": rej.Reason, "field": rej.Detail})

@@ -34,24 +34,25 @@ type handlers struct {
 	log     ports.Logger
 }
 
-// Register adds the operator routes to r. log receives the cause of 500 answers (nil: not
-// logged); it never receives a request body, a payload or an identity value.
-func Register(r gin.IRouter, auth Auth, dead *deadletters.Service, erasures *personerasure.Service, log ports.Logger) {
+// Register adds the operator routes to r. Their reads of the inbox count against the caller's
+// reads in flight (reads). log receives the cause of 500 answers (nil: not logged); it never
+// receives a request body, a payload or an identity value.
+func Register(r gin.IRouter, auth Auth, dead *deadletters.Service, erasures *personerasure.Service, reads *ReadLimit, log ports.Logger) {
 	h := handlers{dead: dead, erasure: erasures, log: log}
 	api := r.Group("/api", managementapi.RequireAuth(auth))
 
 	// Workspace rows: the workspace's ADMIN or the instance administrator (RequireManager:
 	// 404 unknown workspace, 403 a caller who may not manage it).
 	ws := api.Group("/workspaces/:"+managementapi.WorkspaceParam+"/integration", managementapi.RequireManager(auth))
-	ws.GET("/dead-letters", h.listDead)
-	ws.GET("/dead-letters/:id", h.getDead)
+	ws.GET("/dead-letters", reads.Handler(), h.listDead)
+	ws.GET("/dead-letters/:id", reads.Handler(), h.getDead)
 	ws.POST("/dead-letters/:id/replay", h.replayDead)
-	ws.GET("/inbox", h.inbox)
+	ws.GET("/inbox", reads.Handler(), h.inbox)
 
 	// Installation rows and erasure: the instance administrator only.
 	admin := api.Group("/admin", managementapi.RequireInstanceAdmin())
-	admin.GET("/integration/dead-letters", h.listInstallationDead)
-	admin.GET("/integration/dead-letters/:id", h.getInstallationDead)
+	admin.GET("/integration/dead-letters", reads.Handler(), h.listInstallationDead)
+	admin.GET("/integration/dead-letters/:id", reads.Handler(), h.getInstallationDead)
 	admin.POST("/integration/dead-letters/:id/replay", h.replayInstallationDead)
 	admin.POST("/erasures/preview", h.previewErasure)
 	admin.POST("/erasures", h.startErasure)

@@ -12,12 +12,13 @@ import (
 
 // RegisterRejections adds the rejection log (CONTRACT.md "Operator API") to r: the refusals of
 // a workspace's connections for its members whatever their role, and every refusal (those no
-// connection matched included) for the instance administrator under /api/admin.
-func RegisterRejections(r gin.IRouter, auth managementapi.Authenticator, members managementapi.Members, svc *rejections.Service, log ports.Logger) {
+// connection matched included) for the instance administrator under /api/admin. Each read
+// counts against the caller's reads in flight (reads: 429 retry past them).
+func RegisterRejections(r gin.IRouter, auth managementapi.Authenticator, members managementapi.Members, svc *rejections.Service, reads *ReadLimit, log ports.Logger) {
 	h := rejectionHandlers{svc: svc, handlers: handlers{log: log}}
-	managementapi.MemberRoutes(r, auth, members, "/integration").GET("/rejections", h.list)
+	managementapi.MemberRoutes(r, auth, members, "/integration").GET("/rejections", reads.Handler(), h.list)
 	r.Group("/api/admin", managementapi.RequireAuth(auth), managementapi.RequireInstanceAdmin()).
-		GET("/integration/rejections", h.listAll)
+		GET("/integration/rejections", reads.Handler(), h.listAll)
 }
 
 type rejectionHandlers struct {

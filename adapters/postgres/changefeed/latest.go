@@ -37,25 +37,10 @@ func (s *Store) LatestChangesFor(ctx context.Context, r ports.FeedReader, limit 
 // latest reads the head, and with r its reader's state in the same snapshot (Store.changes
 // says why the same).
 func (s *Store) latest(ctx context.Context, workspaceID int64, r *ports.FeedReader, limit int) ([]change.Stored, ports.FeedReaderState, error) {
-	var watermark string
-	if err := s.pool.QueryRow(ctx, readSettledWatermark).Scan(&watermark); err != nil {
-		return nil, ports.FeedReaderState{}, pgutil.Interpret("read change watermark", err)
-	}
-	var (
-		out   []change.Stored
-		state ports.FeedReaderState
-	)
-	err := pgutil.WithTx(ctx, s.pool, readOnlySnapshot, func(ctx context.Context, tx pgx.Tx) error {
-		if r != nil {
-			var err error
-			if state, err = readReader(ctx, tx, *r); err != nil {
-				return err
-			}
-		}
+	out, state, err := s.readSettled(ctx, r, func(ctx context.Context, tx pgx.Tx, watermark string) ([]change.Stored, error) {
 		rows, _ := tx.Query(ctx, readSettledLatest, workspaceID, limit, watermark)
-		var err error
-		out, err = pgx.CollectRows(rows, scanChange)
-		return pgutil.Interpret("read latest changes", err)
+		out, err := pgx.CollectRows(rows, scanChange)
+		return out, pgutil.Interpret("read latest changes", err)
 	})
 	if err != nil {
 		return nil, state, err

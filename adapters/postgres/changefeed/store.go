@@ -135,8 +135,39 @@ func (s *Store) ChangesFor(ctx context.Context, r ports.FeedReader, after change
 // with the database's clock when it is read, after the snapshot was taken, so every change of
 // the page committed before that clock.
 func (s *Store) changes(ctx context.Context, workspaceID int64, r *ports.FeedReader, after change.Cursor, limit int) ([]change.Stored, ports.FeedReaderState, error) {
-	// The watermark is read first, in a statement of its own: the page's snapshot must be
-	// taken after it (readSettledWatermark says why).
+	return s.readSettled(ctx, r, func(ctx context.Context, tx pgx.Tx, watermark string) ([]change.Stored, error) {
+		var (
+			hx  string
+			hid int64
+		)
+		err := tx.QueryRow(ctx, readFeedHorizon, workspaceID).Scan(&hx, &hid)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return nil, pgutil.Interpret("read change horizon", err)
+		default:
+			hxid, perr := strconv.ParseUint(hx, 10, 64)
+			if perr != nil {
+				return nil, fmt.Errorf("read change horizon: %w", perr)
+			}
+			// The zero cursor asks for the oldest change kept, whatever retention deleted.
+			if !after.IsZero() && after.Before(change.RestoreCursor(hxid, hid)) {
+				return nil, change.ErrCursorExpired
+			}
+		}
+		rows, _ := tx.Query(ctx, readSettledChangesAfter, workspaceID, strconv.FormatUint(after.Xid(), 10), after.ID(), limit, watermark)
+		out, err := pgx.CollectRows(rows, scanChange)
+		return out, pgutil.Interpret("read changes", err)
+	})
+}
+
+// readSettled runs read in one read-only snapshot taken after the settled watermark was read,
+// in a statement of its own (readSettledWatermark says why the snapshot must come after it),
+// and with r reads its reader's state first in that same snapshot (Store.changes says why the
+// same).
+func (s *Store) readSettled(ctx context.Context, r *ports.FeedReader,
+	read func(ctx context.Context, tx pgx.Tx, watermark string) ([]change.Stored, error),
+) ([]change.Stored, ports.FeedReaderState, error) {
 	var watermark string
 	if err := s.pool.QueryRow(ctx, readSettledWatermark).Scan(&watermark); err != nil {
 		return nil, ports.FeedReaderState{}, pgutil.Interpret("read change watermark", err)
@@ -152,28 +183,9 @@ func (s *Store) changes(ctx context.Context, workspaceID int64, r *ports.FeedRea
 				return err
 			}
 		}
-		var (
-			hx  string
-			hid int64
-		)
-		err := tx.QueryRow(ctx, readFeedHorizon, workspaceID).Scan(&hx, &hid)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
-			return pgutil.Interpret("read change horizon", err)
-		default:
-			hxid, perr := strconv.ParseUint(hx, 10, 64)
-			if perr != nil {
-				return fmt.Errorf("read change horizon: %w", perr)
-			}
-			// The zero cursor asks for the oldest change kept, whatever retention deleted.
-			if !after.IsZero() && after.Before(change.RestoreCursor(hxid, hid)) {
-				return change.ErrCursorExpired
-			}
-		}
-		rows, _ := tx.Query(ctx, readSettledChangesAfter, workspaceID, strconv.FormatUint(after.Xid(), 10), after.ID(), limit, watermark)
-		out, err = pgx.CollectRows(rows, scanChange)
-		return pgutil.Interpret("read changes", err)
+		var err error
+		out, err = read(ctx, tx, watermark)
+		return err
 	})
 	return out, state, err
 }

@@ -25,11 +25,20 @@ var _ ports.DeliveryReader = (*Reader)(nil)
 //
 // The cost of a page does not grow with the retained rows (migration 00071): the list walks one
 // index in list order (received_at DESC, id DESC) and stops after the page; the count stops
-// after ports.DeliveryListCap + 1 rows; the page window ends at the cap. The index that serves a
-// filter:
-//   - none, provider, eventType, state (but DEAD), the received-at range:
+// after ports.DeliveryListCap + 1 rows; the page window ends at the cap. Each filter field has an
+// index that starts at its first match, so a value that matches nothing costs a descent, not a
+// walk of the workspace (migration 00135). The index that serves a filter:
+//   - none, state DONE, the received-at range alone:
 //     ix_provider_event_workspace_received (workspace_id, received_at DESC, id DESC), the range
-//     as index bounds, the other fields narrowing the walk;
+//     as index bounds (DONE rows are nearly every retained row, so a page of them is at hand);
+//   - provider: ix_provider_event_workspace_provider_received (workspace_id, provider,
+//     received_at DESC, id DESC);
+//   - eventType, with or without provider (the planner takes whichever of the two is rarer):
+//     ix_provider_event_workspace_event_received (workspace_id, event_type, received_at DESC,
+//     id DESC);
+//   - state QUEUED or LEASED: ix_provider_event_backlog_received (workspace_id, state,
+//     received_at DESC, id DESC) WHERE state IN ('QUEUED', 'LEASED');
+//   - the received-at range with any of these: the range as that index's bounds;
 //   - scopeKey, and subject of a workspace (its scope is "ws:<id>:<subject>"):
 //     ix_provider_event_workspace_scope_received (workspace_id, scope_key, received_at DESC,
 //     id DESC) (migration 00111: led by the workspace, so the claimers' scope lookups, which
@@ -107,7 +116,10 @@ func browserFilter(workspaceID int64, f ports.DeliveryFilter) *browserQuery {
 	}
 	q.add("e." + wsCond)
 	if !f.State.IsZero() {
-		q.add("e.state = " + q.param(f.State.String()))
+		// A literal, not a parameter: the state is one of the domain's four (inbox.State), and
+		// only a literal proves the partial indexes' predicates (state = 'DEAD', state IN
+		// ('QUEUED', 'LEASED')) in a cached generic plan as well as in a custom one.
+		q.add("e.state = '" + f.State.String() + "'")
 	}
 	if f.ErrorClass != "" {
 		q.add("e.state = 'DEAD' AND e.error_class = " + q.param(f.ErrorClass))

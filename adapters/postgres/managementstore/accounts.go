@@ -46,6 +46,15 @@ const (
 
 	enabledAccount = `SELECT id, login, instance_admin, created_at FROM account WHERE id = $1 AND disabled_at IS NULL`
 
+	// liveToken is tokenOwner's conditions for a token named by its id (an install flow's
+	// starter, checked again at the callback): no lock, a point-in-time read, because the
+	// flow only needs to stop once a revocation, rotation, expiry or disable has committed.
+	liveToken = `
+		SELECT t.id, a.id, a.login, a.instance_admin, a.created_at
+		FROM account_token t JOIN account a ON a.id = t.account_id
+		WHERE t.id = $2 AND t.account_id = $1 AND a.disabled_at IS NULL
+		  AND (t.expires_at IS NULL OR t.expires_at > clock_timestamp())`
+
 	tokenColumns = `id, account_id, created_at, expires_at, last_used_at`
 	// issueToken inserts only for an enabled account and an expiry in the future; lockAccount
 	// ran first in the same transaction, so a concurrent disable cannot slip in between.
@@ -84,6 +93,14 @@ func (w *Workspaces) Account(ctx context.Context, id int64) (ports.Account, erro
 	var a ports.Account
 	err := w.pool.QueryRow(ctx, enabledAccount, id).Scan(&a.ID, &a.Login, &a.InstanceAdmin, &a.CreatedAt)
 	return a, pgutil.Interpret(fmt.Sprintf("account %d", id), err)
+}
+
+// LiveToken implements ports.AccountStore.
+func (w *Workspaces) LiveToken(ctx context.Context, accountID, tokenID int64) (ports.TokenOwner, error) {
+	var o ports.TokenOwner
+	err := w.pool.QueryRow(ctx, liveToken, accountID, tokenID).
+		Scan(&o.TokenID, &o.Account.ID, &o.Account.Login, &o.Account.InstanceAdmin, &o.Account.CreatedAt)
+	return o, pgutil.Interpret(fmt.Sprintf("token %d of account %d", tokenID, accountID), err)
 }
 
 // TokenOwner implements ports.AccountStore.

@@ -49,6 +49,10 @@ const (
 type ResealResult struct {
 	Checked  int // sealed values read (secrets and API tokens)
 	Resealed int // sealed values written again under the sealing key
+	// Legacy counts the values left sealed before key ids: the box's legacy gate no longer lets
+	// them open (the fallback is closed), so they are not re-sealed, which would bind a value
+	// that may have been copied from another connection to this one.
+	Legacy int
 }
 
 // ResealSecrets re-seals the connection secrets and provider API tokens of scope with box's
@@ -70,9 +74,10 @@ func ResealSecrets(ctx context.Context, pool *pgxpool.Pool, box *secrets.AESGCM,
 			return res, errors.Join(errs...)
 		}
 		for _, id := range ids {
-			checked, resealed, err := resealOne(ctx, pool, box, scope, id)
-			res.Checked += checked
-			res.Resealed += resealed
+			one, err := resealOne(ctx, pool, box, scope, id)
+			res.Checked += one.Checked
+			res.Resealed += one.Resealed
+			res.Legacy += one.Legacy
 			if err != nil {
 				if ctx.Err() != nil {
 					return res, err
@@ -84,11 +89,29 @@ func ResealSecrets(ctx context.Context, pool *pgxpool.Pool, box *secrets.AESGCM,
 	}
 }
 
+// RotateSecrets is `hephaestus rotate-credentials`: ResealSecrets of every secret with box,
+// whose legacy gate is fallback's, then, when every secret was re-sealed without a failure,
+// fallback.Close: from then on no server opens a value sealed before key ids. closed reports
+// that the fallback is closed. Errors: ResealSecrets' (the fallback then stays as it was), the
+// database.
+func RotateSecrets(ctx context.Context, pool *pgxpool.Pool, box *secrets.AESGCM, fallback *LegacyFallback) (res ResealResult, closed bool, err error) {
+	res, err = ResealSecrets(ctx, pool, box, ResealAll)
+	if err != nil {
+		return res, false, err
+	}
+	// Every secret opened and is in the current form now; a legacy value left behind is one
+	// the fallback already refused.
+	if err := fallback.Close(ctx); err != nil {
+		return res, false, err
+	}
+	return res, true, nil
+}
+
 // resealOne re-seals the connection's secret and API token in one transaction: both or
 // neither are written, so a value no key opens leaves the other as it was too.
-func resealOne(ctx context.Context, pool *pgxpool.Pool, box *secrets.AESGCM, scope ResealScope, id int64) (checked, resealed int, err error) {
+func resealOne(ctx context.Context, pool *pgxpool.Pool, box *secrets.AESGCM, scope ResealScope, id int64) (res ResealResult, err error) {
 	err = pgutil.WithTx(ctx, pool, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
-		checked, resealed = 0, 0
+		res = ResealResult{}
 		var secret, token []byte
 		if err := tx.QueryRow(ctx, lockConnectionSecret, id).Scan(&secret, &token); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -101,17 +124,20 @@ func resealOne(ctx context.Context, pool *pgxpool.Pool, box *secrets.AESGCM, sco
 			if *v == nil {
 				continue // cleared meanwhile, or never set
 			}
-			again, err := reseal(box, scope, id, *v)
+			again, legacy, err := reseal(box, scope, id, *v)
 			if err != nil {
 				return fmt.Errorf("connection %d %s: %w", id, [...]string{"secret", "api token"}[i], err)
 			}
-			checked++
+			res.Checked++
+			if legacy {
+				res.Legacy++
+			}
 			if again != nil {
 				*v = again
-				resealed++
+				res.Resealed++
 			}
 		}
-		if resealed == 0 {
+		if res.Resealed == 0 {
 			return nil
 		}
 		if _, err := tx.Exec(ctx, storeConnectionSecret, id, secret, token); err != nil {
@@ -120,25 +146,29 @@ func resealOne(ctx context.Context, pool *pgxpool.Pool, box *secrets.AESGCM, sco
 		return nil
 	})
 	if err != nil {
-		return 0, 0, err
+		return ResealResult{}, err
 	}
-	return checked, resealed, nil
+	return res, nil
 }
 
-// reseal is sealed sealed again under box's sealing key, or nil when scope leaves it as it is.
-func reseal(box *secrets.AESGCM, scope ResealScope, id int64, sealed []byte) ([]byte, error) {
+// reseal is sealed sealed again under box's sealing key, or nil when scope leaves it as it is;
+// legacy reports a value left in the legacy form because the box no longer opens it.
+func reseal(box *secrets.AESGCM, scope ResealScope, id int64, sealed []byte) (again []byte, legacy bool, err error) {
 	form, err := box.FormOf(id, sealed)
 	if err != nil {
-		return nil, fmt.Errorf("%w (is every key that sealed it in HEPHAESTUS_CREDENTIALS_KEY?)", err)
+		return nil, false, fmt.Errorf("%w (is every key that sealed it in HEPHAESTUS_CREDENTIALS_KEY?)", err)
+	}
+	if form == secrets.Legacy && !box.LegacyOpens() {
+		return nil, true, nil
 	}
 	if form == secrets.Current || (scope == ResealLegacy && form != secrets.Legacy) {
-		return nil, nil
+		return nil, false, nil
 	}
 	plain, err := box.Open(id, sealed)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	again, err := box.Seal(id, plain)
+	again, err = box.Seal(id, plain)
 	clear(plain)
-	return again, err
+	return again, false, err
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// addCounts adds a flush's counts in one statement; a key another server added for the same
-// minute is summed.
+// addCounts adds a flush's counts in one statement; a key another server, or an earlier flush of
+// the same minute, added is summed, so a minute stays one row per key.
 const addCounts = `
 INSERT INTO webhook_rejection AS r (minute, provider, connection_id, reason, count)
 SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::bigint[], $4::text[], $5::bigint[])
@@ -67,6 +67,9 @@ func (s *Store) AddRejections(ctx context.Context, counts []ports.RejectionCount
 			if _, err := tx.Exec(ctx, addCounts, minutes, providers, conns, reasons, ns); err != nil {
 				return pgutil.Interpret("add rejections", err)
 			}
+		}
+		if deleteBefore.IsZero() {
+			return nil
 		}
 		if _, err := tx.Exec(ctx, deleteOld, deleteBefore); err != nil {
 			return pgutil.Interpret("delete old rejections", err)
