@@ -62,7 +62,7 @@ const (
 	EnvOutlineAPIURL   = "HEPHAESTUS_OUTLINE_API_URL"
 	EnvSlackBotToken   = "HEPHAESTUS_SLACK_BOT_TOKEN"
 	EnvWebhookMaxBytes = "HEPHAESTUS_WEBHOOK_MAX_BYTES"
-	// Issue 13's limits (CONTRACT.md "Later additions").
+	// Limits of the edge (CONTRACT.md "Later additions").
 	EnvWebhookInflightBytes = "HEPHAESTUS_WEBHOOK_INFLIGHT_BYTES"
 	EnvAdmissionLockTimeout = "HEPHAESTUS_ADMISSION_LOCK_TIMEOUT"
 	EnvShutdownTimeout      = "HEPHAESTUS_SHUTDOWN_TIMEOUT"

@@ -20,8 +20,7 @@ import (
 )
 
 // Unauthenticated per-connection webhooks read their connection before verifying; a flood of
-// random ids and tokens must not reach the pool the claimers and the renewer use (issue 13,
-// point 2).
+// random ids and tokens must not reach the pool the claimers and the renewer use.
 var _ = Describe("Webhook connection lookups", func() {
 	It("run on a pool of their own: a flood of random ids and tokens takes no connection of the main pool", func(ctx SpecContext) {
 		tdb, err := pgtest.NewDatabase(ctx)

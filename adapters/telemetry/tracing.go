@@ -1,6 +1,6 @@
 package telemetry
 
-// Why this file: one delivery is one trace (issue 36). The tracer provider is the process's
+// Why this file: one delivery is one trace. The tracer provider is the process's
 // global one (otel.SetTracerProvider), so every adapter that starts a span (the webhook route,
 // the admission store, the step runner, the provider API clients' transports) uses the provider
 // the bootstrap installed, and without an exporter the global provider is the no-op one: a span

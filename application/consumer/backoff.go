@@ -44,7 +44,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // resumeBackoff is the backoff of the loops that must resume within one poll interval of the
-// database accepting writes again (claims, outcome writes, reaping; issue 34,
+// database accepting writes again (claims, outcome writes, reaping;
 // docs/operations/database-failover.md): BackoffMax, but never longer than PollInterval, so a
 // loop that backed off through a failover tries again at most a poll interval after the new
 // primary took over, whatever BackoffMax says.

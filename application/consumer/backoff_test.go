@@ -6,7 +6,7 @@ import (
 )
 
 // A loop that backed off through a failover tries again at most a poll interval after the new
-// primary accepts writes, whatever BackoffMax says (issue 34).
+// primary accepts writes, whatever BackoffMax says.
 func TestResumeBackoffNeverWaitsLongerThanAPollInterval(t *testing.T) {
 	for _, c := range []struct {
 		name                 string

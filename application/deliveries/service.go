@@ -1,5 +1,5 @@
-// Package deliveries holds the deliveries browser's use cases (issue 35, CONTRACT.md "Operator
-// API"): every inbox row of a workspace in any state, and one row with its payload, headers,
+// Package deliveries holds the deliveries browser's use cases (the Operator
+// API): every inbox row of a workspace in any state, and one row with its payload, headers,
 // committed steps and attempt history.
 //
 // Reading manages nothing, so a workspace's rows are open to its members whatever their role;

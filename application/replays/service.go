@@ -1,4 +1,4 @@
-// Package replays holds bulk replay (issue 35 point 3, CONTRACT.md "Operator API"): the
+// Package replays holds bulk replay (the Operator API): the
 // operators' use cases (dry run, start, progress, cancel) and the runner that works the durable
 // jobs in batches with the single replay's rules.
 //

@@ -27,7 +27,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// The count phase (`bench -phase count`, issue 39) measures the handled-delivery path of one
+// The count phase (`bench -phase count`) measures the handled-delivery path of one
 // GitHub `issues` delivery deterministically: a pgx tracer on a one-connection pool counts,
 // for each part of the path (admission insert, batched claim, the handler's fenced
 // transactions, batched outcome), the round trips (each Exec, Query and batch is one wait for

@@ -21,7 +21,7 @@
 //   - pipeline and pipeline floor: `hephaestus serve` (bootstrap's wiring, in a child process)
 //     fed signed `issues` deliveries of 100 repositories at a bounded backlog and mirroring them
 //     with the real handler, alternating with the commits the seed requires for the same
-//     deliveries run straight into PostgreSQL, one round trip each (seedfloor.go; issue 39);
+//     deliveries run straight into PostgreSQL, one round trip each (seedfloor.go);
 //     -statement-floor adds the handler's own statements as before;
 //
 //   - hot scope: the dispatch of 10,000 rows over the same scopes, with and without one more
@@ -120,7 +120,7 @@ type results struct {
 
 func main() {
 	phase := flag.String("phase", "all", "all | count (round trips, statements, commits and rows written of one handled issues delivery) | dispatch | serve (internal: the dispatch and pipeline child processes)")
-	flag.BoolVar(&statementFloor, "statement-floor", false, "pipeline rows: also run the handler's own statements straight into PostgreSQL (the pipeline floor before issue 39)")
+	flag.BoolVar(&statementFloor, "statement-floor", false, "pipeline rows: also run the handler's own statements straight into PostgreSQL (the earlier, per-statement pipeline floor)")
 	countCycles := flag.Int("count-cycles", 10, "count phase: batches of 32 deliveries measured per payload")
 	countVerbose := flag.Bool("count-verbose", false, "count phase: list each part's statements")
 	dbURL := flag.String("db", "", "internal: the benchmark database for a child phase")

@@ -19,7 +19,7 @@ import (
 )
 
 // statementFloor adds, to each pipeline round, the floor of the handler's own statements (the
-// pipeline floor before issue 39), on stderr.
+// earlier, per-statement pipeline floor), on stderr.
 var statementFloor bool
 
 // pipelineFloorBatch is the most rows one pipeline floor claim leases: its 8 claimers then hold
@@ -56,7 +56,7 @@ func issuesFloorRows() []floorRow {
 // is the deliveries completed in the measured window over its length.
 //
 // With seed, the claimers run the commits the seed requires instead of the handler
-// (seedCommits, `issues` rows only): the pipeline floor of issue 39.
+// (seedCommits, `issues` rows only): the pipeline floor.
 func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, senders, claimers, seconds int, rows []floorRow, seed bool) (int, time.Duration, error) {
 	if _, err := pool.Exec(ctx, `TRUNCATE provider_event CASCADE`); err != nil {
 		return 0, 0, err

@@ -13,7 +13,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// The pipeline floor as "the commits the seed requires" (issue 39, point 3). Per `issues`
+// The pipeline floor as "the commits the seed requires". Per `issues`
 // delivery the seed requires one admission commit, a users commit and a labels commit on
 // natural keys (the bench payload names one user and no label: no labels commit), one step
 // commit under the event fence, and a share of a batched claim and a batched outcome. The
@@ -97,7 +97,7 @@ func seedCommits(ctx context.Context, pool *pgxpool.Pool, c ports.Claimed) error
 	}
 	ws, id, epoch := c.Delivery.WorkspaceID(), c.Delivery.ID(), int64(c.Delivery.Lease().Epoch())
 
-	// Rows every delivery shares (issue 39): a user or an organization stored at an equal or
+	// Rows every delivery shares: a user or an organization stored at an equal or
 	// newer version is not written, and a users commit with nothing to write is not opened.
 	var userStored, organizationStored bool
 	if err := pool.QueryRow(ctx, seedFloorStored, ws, p.Issue.User.ID, p.Organization.ID, id).

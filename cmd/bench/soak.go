@@ -26,7 +26,7 @@ import (
 // -soak-minutes, with the replay window and the dead retention shortened so that retention
 // deletes continuously once the first minutes have ended. Each minute it records the
 // contract's figures; it writes them to soak-results.json, a table to stdout and a chart to
-// soak-results.svg, and judges the flatness criteria of issue 37.
+// soak-results.svg, and judges the flatness criteria (soakjudge.go).
 
 var soakSettings struct {
 	minutes         int
@@ -208,7 +208,7 @@ func runSoak(senders, capacitySeconds int) error {
 	fmt.Printf("\nwritten to %s and %s\n", abs, chart)
 	fmt.Printf("retention: %d rows deleted in %d passes\n", logs.totalDeleted, logs.totalPasses)
 	verdicts := judgeFlatness(minutes)
-	fmt.Println("\nflatness (issue 37), after the warm-up minute:")
+	fmt.Println("\nflatness, after the warm-up minute:")
 	failed := 0
 	for _, v := range verdicts {
 		mark := "holds"

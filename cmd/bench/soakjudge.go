@@ -19,13 +19,13 @@ func printSoak(minutes []soakMinute) {
 	}
 }
 
-// verdict is one flatness criterion of issue 37 judged on the soak's minutes.
+// verdict is one flatness criterion judged on the soak's minutes.
 type verdict struct {
 	name, detail string
 	holds        bool
 }
 
-// judgeFlatness judges the criteria of issue 37 after the first (warm-up) minute: the
+// judgeFlatness judges the flatness criteria after the first (warm-up) minute: the
 // handled rate and p99 admission latency of the last k minutes against the first k (k a third
 // of the minutes after the warm-up, at least one), the inbox's growth over the last third, RSS
 // growth per minute (least-squares slope after the warm-up) and goroutines (the last minute's

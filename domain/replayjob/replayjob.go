@@ -1,5 +1,5 @@
-// Package replayjob holds the rules of bulk replay (issue 35 point 3, CONTRACT.md "Operator
-// API"): which DEAD rows a filter selects, the states of a replay job and how its counts add
+// Package replayjob holds the rules of bulk replay (the Operator
+// API): which DEAD rows a filter selects, the states of a replay job and how its counts add
 // up. The replay of each row is the inbox's single replay (inbox.Delivery.Replay); a job's lease
 // follows the inbox's lease rules (an epoch every batch names, a lease that runs out and is
 // taken over).

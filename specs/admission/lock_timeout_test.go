@@ -12,7 +12,7 @@ import (
 )
 
 // Admission waits for a connection's lifecycle lock at most the admission lock timeout
-// (HEPHAESTUS_ADMISSION_LOCK_TIMEOUT), then answers 503 retry (issue 13, point 4).
+// (HEPHAESTUS_ADMISSION_LOCK_TIMEOUT), then answers 503 retry.
 var _ = Describe("Admission behind a long lifecycle lock", func() {
 	It("gives up at the lock timeout with 503 retry, stores nothing, and admits once the lock is gone", func(ctx SpecContext) {
 		cfg, err := pgxpool.ParseConfig(db.URL)

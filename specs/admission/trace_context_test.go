@@ -36,7 +36,7 @@ func traceParentOf(ctx context.Context, deliveryKey string) []string {
 	return out
 }
 
-// Issue 36: the request's trace context is stored with every row it admits, by each of the
+// The request's trace context is stored with every row it admits, by each of the
 // admission store's three inserts (the hand-encoded single row, the many-row arrays, the group
 // transaction's rows), so each attempt's span can be its child.
 var _ = Describe("The trace context stored with admitted rows", func() {

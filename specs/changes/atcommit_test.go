@@ -15,7 +15,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
-// A fenced step's publications travel with its COMMIT (issue 39); what the step does after
+// A fenced step's publications travel with its COMMIT; what the step does after
 // publishing must still see them, in the order it wrote them.
 var _ = Describe("Publications that travel with a step's commit", func() {
 	It("are removed by a teardown later in the same step, as if they had been written at once", func(ctx SpecContext) {

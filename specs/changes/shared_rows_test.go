@@ -19,7 +19,7 @@ import (
 
 // An organization row is written by every delivery of every repository of the organization,
 // and the claimers handle those repositories' scopes in parallel: its row lock must not be
-// held through a step (issue 39). What the mirror and the change feed show must not change.
+// held through a step. What the mirror and the change feed show must not change.
 var _ = Describe("The organization row every repository's deliveries share", func() {
 	var (
 		ws   int64
@@ -179,7 +179,7 @@ var _ = Describe("The organization row every repository's deliveries share", fun
 })
 
 // A user row is written by every delivery the person appears in, a label row by every
-// delivery of an issue or pull request that carries it, across scopes (issue 39).
+// delivery of an issue or pull request that carries it, across scopes.
 var _ = Describe("The user and label rows deliveries share", func() {
 	var (
 		ws  int64

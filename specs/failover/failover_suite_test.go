@@ -1,5 +1,5 @@
-// Package failover_test is the spec of losing the database host (issue 34,
-// docs/operations/database-failover.md): a pg_auto_failover formation whose primary is killed
+// Package failover_test is the spec of losing the database host
+// (docs/operations/database-failover.md): a pg_auto_failover formation whose primary is killed
 // under admission and dispatch by two servers on the multi-host DATABASE_URL.
 package failover_test
 

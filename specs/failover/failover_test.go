@@ -39,7 +39,7 @@ const (
 	// resumeBound is how soon after the new primary accepts writes both servers must claim and
 	// reap again, and deliveries be handled again: a poll interval plus the loops' largest
 	// backoff (itself at most a poll interval), with room for a loaded 2-core machine. The
-	// pause reported in issue 34 was 23 s.
+	// pause once reported was 23 s.
 	resumeBound = 8 * time.Second
 )
 
@@ -367,8 +367,7 @@ var _ = Describe("Losing the database host", func() {
 		}
 		// And deliveries are handled again at once. (Which server gets them is not asserted: with a
 		// backlog, the server whose claims came back full first claims back to back and the other
-		// one's polls can find every free scope head locked by those claims for a while; see the
-		// report of issue 34.)
+		// one's polls can find every free scope head locked by those claims for a while.)
 		before := servers[0].handled.Load() + servers[1].handled.Load()
 		Eventually(func() int64 { return servers[0].handled.Load() + servers[1].handled.Load() }).
 			WithTimeout(resumeBound).WithPolling(50*time.Millisecond).Should(BeNumerically(">", before),

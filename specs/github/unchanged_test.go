@@ -11,7 +11,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-var _ = Describe("Natural-key upserts at an equal version (issue 39)", func() {
+var _ = Describe("Natural-key upserts at an equal version", func() {
 	When("an issues delivery is retried after its users and labels committed", func() {
 		It("writes no new row version of the user and the label it already stored", func(ctx SpecContext) {
 			ws := newWorkspace(ctx, "acme")

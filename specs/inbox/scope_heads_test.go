@@ -165,8 +165,8 @@ var _ = Describe("Claiming visits scopes, not rows", func() {
 			Expect(err).NotTo(HaveOccurred())
 
 			// An index that starts with scope_key and is not partial on a live state would let a
-			// tie in those costs walk every retained row of the scope on each probe (issue 37's
-			// soak: the browser's scope index, migration 00071, taken after an autoanalyze).
+			// tie in those costs walk every retained row of the scope on each probe (as a
+			// soak once showed: the browser's old scope index, taken after an autoanalyze).
 			rows, err := pool.Query(ctx, `
 				SELECT c.relname FROM pg_index i
 				JOIN pg_class c ON c.oid = i.indexrelid

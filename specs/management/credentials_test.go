@@ -17,7 +17,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
-// Connection secrets at rest (issue 13, point 6): bound to their connection, sealed under a
+// Connection secrets at rest: bound to their connection, sealed under a
 // key id, rotatable online, and values of the form before key ids migrated.
 var _ = Describe("Connection secrets at rest", func() {
 	var (

@@ -8,7 +8,7 @@ import (
 )
 
 // Input PostgreSQL would refuse in a text or jsonb column is answered 400 before any statement
-// runs, never 500 (issue 13, point 3).
+// runs, never 500.
 var _ = Describe("Input PostgreSQL would refuse", func() {
 	It("answers 400 to a NUL in a workspace name and stores nothing", func(ctx SpecContext) {
 		r := call(http.MethodPost, "/api/admin/workspaces", adminToken, `{"slug":"acme","name":"Ac\u0000me"}`)

@@ -14,7 +14,7 @@ import (
 
 // Deleting a workspace must not hold the locks admission needs (its connections' rows) while
 // it deletes a large inbox: it suspends the connections first and commits, then deletes the
-// inbox in batches, then the workspace (issue 13, point 4).
+// inbox in batches, then the workspace.
 var _ = Describe("Deleting a workspace with a large inbox", func() {
 	It("commits the connections' suspension first and deletes the inbox in batches without locking a connection", func(ctx SpecContext) {
 		acme := createWorkspace("acme")

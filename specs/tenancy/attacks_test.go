@@ -11,7 +11,7 @@ import (
 
 // Two workspaces on one server: A ("acme") owns installation 1001, which covers its private
 // repository 500, and subscribes to it; B ("globex") is the attacker, with an ADMIN of its own.
-// Every attack of issue 12's "Why" is tried from B, and A's events must reach no row of B.
+// Every cross-tenant attack we know of is tried from B, and A's events must reach no row of B.
 var _ = Describe("A workspace receives only what the provider vouches it may see", func() {
 	var (
 		wsA, wsB   int64

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// Issue 31, GitLab: any workspace ADMIN may create a GITLAB connection, and GitLab project and
+// GitLab: any workspace ADMIN may create a GITLAB connection, and GitLab project and
 // group ids are small sequential integers. A ("acme") owns project 7 and group 40; B ("globex")
 // names them. A subscription is stored only after the connection's own API token read the
 // resource (GET /projects/{id}, /groups/{id}), and a fake GitLab records which token read what.

@@ -239,7 +239,7 @@ func verifyingServer(f *providerFakes, withApp bool) func(method, path, token st
 	}
 }
 
-// Issue 31: every subscription of every provider is verified with its connection's own
+// Every subscription of every provider is verified with its connection's own
 // credential. A ("acme") owns installation 1001 on organization 10 (acme-org) with private
 // repository 500, Slack team T0A with private channel C0PRIVATE and Outline collection col-a;
 // B ("globex") owns installation 2002 on organization 20 (globex-org), team T0B and its own

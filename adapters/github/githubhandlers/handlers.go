@@ -189,7 +189,7 @@ func workspace(event string, d ports.Dispatch) (int64, error) {
 
 // writeUsers upserts users in their own fenced transaction, apart from the handler's step. Users
 // whose stored version is already equal or newer are left out, and when that is all of them
-// no transaction is opened (issue 39: a user row is shared by every delivery the person
+// no transaction is opened (a user row is shared by every delivery the person
 // appears in, and a retry finds its own users stored).
 func (b base) writeUsers(ctx context.Context, ws int64, us []User) error {
 	us, err := b.deps.Store.UsersToWrite(ctx, ws, dedupeUsers(us))

@@ -17,7 +17,7 @@ import (
 // consumer unchanged.
 
 // UserWriter upserts users on their natural key (workspace, GitHub id). In a fenced transaction
-// of the inbox the users are written in the round trip that commits it (issue 39: a user row is
+// of the inbox the users are written in the round trip that commits it (a user row is
 // shared by every delivery the person appears in), so nothing later in the same transaction
 // may read them back.
 type UserWriter interface {

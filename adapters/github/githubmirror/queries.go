@@ -2,7 +2,7 @@ package githubmirror
 
 // Every upsert applies only when its version (source_updated_at, source_event_id) is not
 // older than the stored row's: see migrations/00005_github_mirror.sql. newerOrSame is that
-// condition for an ON CONFLICT … DO UPDATE on the table aliased t, with one skip (issue 39):
+// condition for an ON CONFLICT … DO UPDATE on the table aliased t, with one skip:
 // at an equal version a proposed row identical to the stored one is not written, so a retried
 // delivery's users and labels, or a replayed event's writes, make no new row version and no
 // WAL. A proposed row that differs at the same version (a sync page without an event, which

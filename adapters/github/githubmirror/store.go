@@ -129,7 +129,7 @@ func (s *Store) UpsertUsers(ctx context.Context, tx ports.Tx, ws int64, users []
 	}
 	if deliveryinbox.CanExecAtCommit(tx) {
 		// A user row is shared by every delivery the person appears in, across scopes: written
-		// in the round trip that commits, its lock lasts that round trip only (issue 39). Users
+		// in the round trip that commits, its lock lasts that round trip only. Users
 		// publish no change, so nothing reads the upsert's result.
 		for _, u := range users {
 			deliveryinbox.ExecAtCommit(tx, "upsert github users", upsertUser, args(u)...)
@@ -202,7 +202,7 @@ func (s *Store) UpsertOrganization(ctx context.Context, tx ports.Tx, ws int64, o
 }
 
 // organizationAtCommit writes the organization, a row every delivery of every repository of
-// the organization writes, without holding its lock through the step (issue 39). It reads the
+// the organization writes, without holding its lock through the step. It reads the
 // stored row without a lock: a row whose version is already equal or newer is left alone (the
 // upsert would lose to the version rule: no lock, no row version); a row that already says
 // what the event says gets the upsert, which then only moves the event id of its version, in

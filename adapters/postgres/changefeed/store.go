@@ -69,7 +69,7 @@ func (s *Store) Publish(ctx context.Context, tx ports.Tx, workspaceID int64, c c
 	if c.Type().IsZero() {
 		return fmt.Errorf("publish change: %w", change.ErrInvalidChange)
 	}
-	// In a fenced transaction of the inbox the insert travels with the COMMIT (issue 39): a
+	// In a fenced transaction of the inbox the insert travels with the COMMIT: a
 	// step's publications cost no round trip of their own. Nothing in the transaction reads
 	// workspace_change after publishing.
 	if !deliveryinbox.ExecAtCommit(tx, "publish change", publishChange, workspaceID, c.Type().String(), c.Subject(), c.Data()) {

@@ -19,7 +19,7 @@ import (
 
 var _ ports.DeliveryReader = (*Reader)(nil)
 
-// The deliveries browser (issue 35). Its statements are built from the filter: every one binds
+// The deliveries browser. Its statements are built from the filter: every one binds
 // the workspace first ("workspace_id = $1", or "workspace_id IS NULL" for the installation rows,
 // never a NULL parameter), then adds one condition per filter field, each a parameter.
 //

@@ -15,7 +15,7 @@
 // Steps 1 to 5 travel in one round trip (BEGIN and inbox_fence_open), and the statements fn
 // queued with ExecAtCommit (its change-feed publications), step 7 and COMMIT in one more
 // (inbox_fence_recheck raises when the lease changed, so COMMIT never runs): a fenced
-// transaction costs two round trips besides fn's own statements (issue 39; before, six or seven).
+// transaction costs two round trips besides fn's own statements.
 //
 // A lock that is held elsewhere is skipped, never waited for: the adapter reads without a lock
 // whether the skipped row still exists and lets the domain tell busy (inbox.ErrBusy, retried in
@@ -172,7 +172,7 @@ func (in *Inbox) plain(ctx context.Context, fn func(ctx context.Context, tx port
 
 // fenced is the transaction of the package comment; a zero step is a Write. It owns BEGIN,
 // COMMIT and the rollback itself (on a context that survives cancellation, also after a panic)
-// so that the fence statements travel with them (issue 39): BEGIN and steps 2 to 5 are one
+// so that the fence statements travel with them: BEGIN and steps 2 to 5 are one
 // round trip (inbox_fence_open, migration 00100), fn's statements follow, and the publications
 // fn queued (ExecAtCommit), step 7 (inbox_fence_recheck) and COMMIT are one more. What the
 // fences observed is judged here by erasure.Fence.Check, as before.

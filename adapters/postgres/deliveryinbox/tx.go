@@ -66,7 +66,7 @@ type deferredExec struct {
 }
 
 // ExecAtCommit queues sql to run in tx just before its commit-time recheck, in the round trip
-// that commits (issue 39: a step's change-feed publications travel with its COMMIT). It
+// that commits (a step's change-feed publications travel with its COMMIT). It
 // reports false for a transaction that cannot queue (unfenced, adopted, foreign): the caller
 // then runs sql itself. A queued statement that fails rolls the whole transaction back, and
 // its error, interpreted under op, is the transaction's. Only statements whose result nobody
