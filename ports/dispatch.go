@@ -87,7 +87,7 @@ type depthKey struct{}
 // Descend is the one guard of recursive handler code: call it on entry of each recursive call
 // and pass the returned context down. Past MaxRecursionDepth it returns
 // *inbox.RecursionLimitError, which uses the unknown-failure budget like a panic. A Go stack
-// overflow cannot be recovered (it kills the process, see ARCHITECTURE.md "Failure classes"),
+// overflow cannot be recovered (it kills the process, see docs/failures.md),
 // so recursion that the payload drives must not rely on the stack to stop it.
 func Descend(ctx context.Context) (context.Context, error) {
 	depth, _ := ctx.Value(depthKey{}).(int)

@@ -13,7 +13,7 @@ import (
 // PersonDataStore is a provider's mirror store as person erasure runs it (the ordinary source
 // erasure, before the inbox stores). Each provider's mirror store declares here which of its
 // rows and columns are person data and what erasure does to them (the personal-data map of
-// ARCHITECTURE.md); bootstrap collects the stores, so no central list names a provider's
+// docs/erasure.md); bootstrap collects the stores, so no central list names a provider's
 // tables. Both methods run inside the erasure pass's transaction tx (which holds the copy
 // fence, so no fenced mirror write commits meanwhile) and see only the mirror of workspaces,
 // the workspaces that have a connection of the store's provider in the request's namespace.

@@ -1,7 +1,6 @@
 package github
 
-// Who may receive what through a PAT (ARCHITECTURE.md "Admission routing: who may receive
-// what"). A GITHUB_PAT workspace receives a repository's deliveries through the App installation
+// Who may receive what through a PAT (docs/admission.md, "Who may receive what"). A GITHUB_PAT workspace receives a repository's deliveries through the App installation
 // that covers it, because its token was verified to read the repository. Reading a repository
 // shows its issues, pull requests, commits, labels, milestones, releases and checks; it does not
 // show who was granted access (member, team_add, membership, team), what the installation,

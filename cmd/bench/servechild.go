@@ -69,7 +69,7 @@ func runServeChild(dbURL, addr string) error {
 		}
 		if strings.HasPrefix(k, "OTEL_") || strings.HasPrefix(k, "HEPHAESTUS_INTEGRATION_CONSUMER_") {
 			// The OTEL_* variables of the bench's environment reach the server, so a run with
-			// them measures the pipeline with tracing on (README, Tracing); the consumer's
+			// them measures the pipeline with tracing on (docs/observability.md); the consumer's
 			// settings too (the soak shortens the retention windows with them).
 			return os.Getenv(k)
 		}

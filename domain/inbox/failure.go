@@ -73,7 +73,7 @@ func (c Cause) String() string { return c.s }
 func (c Cause) IsZero() bool { return c.s == "" }
 
 // Sentence is the failure table's human sentence for the cause ("what it is" in
-// ARCHITECTURE.md "Failure classes"): what an operator reads beside an attempt's error class.
+// docs/failures.md): what an operator reads beside an attempt's error class.
 // It describes the class of failure, never the failure's message. "" for a cause not in the
 // table.
 func (c Cause) Sentence() string { return causeSentences[c] }
@@ -133,7 +133,7 @@ type FailureRule struct {
 	Delay        DelayRule
 }
 
-// failureTable is the one classification table (ARCHITECTURE.md "Failure classes" shows it).
+// failureTable is the one classification table (docs/failures.md shows it).
 var failureTable = []FailureRule{
 	{CauseContention, Contention, false, DelayContention},
 	{CauseDatabaseTransport, Retryable, false, DelayBackoff},

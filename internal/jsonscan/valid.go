@@ -5,7 +5,7 @@
 //
 // It knows JSON and nothing else: which rules a body must meet is its caller's business (the
 // inbox's payload rule, domain/inbox), and so is what the members mean (a provider's parser).
-// It imports only the standard library, which is why domain/ may use it (ARCHITECTURE.md). Its
+// It imports only the standard library, which is why domain/ may use it (ARCHITECTURE.md, the layers). Its
 // fuzz targets compare both halves with encoding/json.
 package jsonscan
 

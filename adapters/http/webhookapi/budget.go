@@ -34,7 +34,7 @@ const firstChunk = 32 << 10
 const smallRequest = 128 << 10
 
 // BudgetConfig shapes a Budget. Zero fields take the defaults, which are also the numbers
-// README's configuration table and ARCHITECTURE.md ("Webhook body budget") give.
+// docs/configuration.md and docs/admission.md ("At the edge") give.
 type BudgetConfig struct {
 	// Limit is the bytes all webhook requests of the server hold together
 	// (HEPHAESTUS_WEBHOOK_INFLIGHT_BYTES, default DefaultInflightBytes).

@@ -13,7 +13,7 @@ func TestWebhookAPI(t *testing.T) {
 }
 
 var _ = Describe("The webhook body budget's shares", func() {
-	It("defaults to the numbers README and ARCHITECTURE.md give", func() {
+	It("defaults to the numbers docs/configuration.md and docs/admission.md give", func() {
 		b, err := NewSharedBudget(BudgetConfig{MaxBody: DefaultMaxBytes})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(b.Config()).To(Equal(BudgetConfig{

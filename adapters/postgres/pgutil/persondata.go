@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// PersonRule is one table's part of a provider's personal-data map (ARCHITECTURE.md),
+// PersonRule is one table's part of a provider's personal-data map (docs/erasure.md),
 // declared by that provider's mirror store: which rows hold the person (Where) and what person
 // erasure does to them: delete them (Set empty) or rewrite them (Set). Where and Set are SQL
 // fragments over named parameters that the declaring store passes as pgx.NamedArgs

@@ -10,7 +10,7 @@ import (
 )
 
 // Free text the provider itself structures around a person, rewritten by person erasure
-// (ARCHITECTURE.md "Personal-data map"):
+// (docs/erasure.md "Personal-data map"):
 //   - a mention "@login" in someone else's text becomes "@<tombstone>";
 //   - a resource named by the person's login (a user-owned repository's full name
 //     "login/repo", a GitLab user namespace "login/project", the first path segment of their

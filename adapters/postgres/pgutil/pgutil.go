@@ -74,7 +74,7 @@ func WithTx(ctx context.Context, db Beginner, opts pgx.TxOptions, fn func(ctx co
 //     expected contention of a SKIP LOCKED fence, which the fences report as inbox.ErrBusy);
 //   - a lost connection, shutdown or refused connection, a node that became read-only
 //     (SQLSTATE 25006: a failover or switchover under way) → *inbox.TransientError
-//     (IsConnectionError; ARCHITECTURE.md "Failure classes", docs/operations/database-failover.md);
+//     (IsConnectionError; docs/failures.md, docs/operations/database-failover.md);
 //   - context errors pass through unchanged.
 //
 // The original error stays in the chain for logs of the adapter; callers test with errors.Is.
