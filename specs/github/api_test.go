@@ -16,8 +16,8 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 var _ = Describe("GitHub REST reads", func() {
@@ -28,8 +28,8 @@ var _ = Describe("GitHub REST reads", func() {
 		DeferCleanup(srv.Close)
 		c, err := githubapi.New(githubapi.Config{
 			BaseURL: srv.URL + "/api/v3/",
-			Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
-				return managementstore.SpecCredential(GinkgoT(), 1, 1, "s3cret"), nil
+			Token: func(context.Context, githubhandlers.Access) (credential.Credential, error) {
+				return credential.SpecCredential(GinkgoT(), 1, 1, "s3cret"), nil
 			},
 			MaxBodyBytes: maxBody,
 		})
@@ -108,8 +108,8 @@ var _ = Describe("GitHub REST reads", func() {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		base := srv.URL
 		srv.Close()
-		c, err := githubapi.New(githubapi.Config{BaseURL: base, Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
-			return managementstore.SpecCredential(GinkgoT(), 1, 1, "t"), nil
+		c, err := githubapi.New(githubapi.Config{BaseURL: base, Token: func(context.Context, githubhandlers.Access) (credential.Credential, error) {
+			return credential.SpecCredential(GinkgoT(), 1, 1, "t"), nil
 		}})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = c.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")

@@ -15,9 +15,9 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 // failingCommits is the real mirror store except that the first write of one commit fails, the
@@ -222,8 +222,8 @@ func (f *fakeGitHub) client() *githubapi.Client {
 	GinkgoHelper()
 	c, err := githubapi.New(githubapi.Config{
 		BaseURL: f.srv.URL + "/api/v3",
-		Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
-			return managementstore.SpecCredential(GinkgoT(), 1, 1, "spec-token"), nil
+		Token: func(context.Context, githubhandlers.Access) (credential.Credential, error) {
+			return credential.SpecCredential(GinkgoT(), 1, 1, "spec-token"), nil
 		},
 	})
 	Expect(err).NotTo(HaveOccurred())

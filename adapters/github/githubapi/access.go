@@ -12,11 +12,11 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 var _ ports.ResourceAccessChecker = (*RepositoryAccess)(nil)
@@ -51,8 +51,8 @@ type RepositoryAccess struct {
 // NewRepositoryAccess validates cfg.
 func NewRepositoryAccess(cfg AccessConfig) (*RepositoryAccess, error) {
 	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent,
-		Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
-			return managementstore.Credential{}, nil
+		Token: func(context.Context, githubhandlers.Access) (credential.Credential, error) {
+			return credential.Credential{}, nil
 		}}
 	c.setDefaults()
 	base, err := c.validate()

@@ -17,9 +17,9 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 // GitHub App authentication (CONTRACT.md "Provider access"): the App signs a short JWT with its
@@ -95,8 +95,8 @@ func NewApp(cfg AppConfig) (*App, error) {
 		return nil, errors.New("github app: the App id must be a positive number")
 	}
 	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent,
-		Token: func(context.Context, githubhandlers.Access) (managementstore.Credential, error) {
-			return managementstore.Credential{}, nil
+		Token: func(context.Context, githubhandlers.Access) (credential.Credential, error) {
+			return credential.Credential{}, nil
 		}}
 	c.setDefaults()
 	base, err := c.validate()

@@ -9,10 +9,10 @@ import (
 	"strconv"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 var (
@@ -29,10 +29,10 @@ const (
 )
 
 // InstallationCredentials is the lookup an App check reads its connection's installation token
-// through (managementstore.LiveSecrets): bound to workspace and connection.
+// through (the connection store's LiveSecrets): bound to workspace and connection.
 type InstallationCredentials interface {
 	ConnectionInstallationCredential(ctx context.Context, workspaceID, connectionID int64, kind connection.Kind,
-		mint func(ctx context.Context, installationID int64) (string, error)) (managementstore.Credential, bool, error)
+		mint func(ctx context.Context, installationID int64) (string, error)) (credential.Credential, bool, error)
 }
 
 // AppResourceAccess checks a GITHUB_APP connection's subscriptions with the installation token

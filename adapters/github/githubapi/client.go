@@ -31,9 +31,9 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 var _ githubhandlers.ProviderReader = (*Client)(nil)
@@ -57,10 +57,10 @@ type Config struct {
 	// Token returns the credential of a read of acc, a value only a connection lookup can
 	// produce (the zero credential sends no Authorization). Required. A server's is
 	// Credentials.Token: the installation token or PAT of the workspace's own connection.
-	Token func(ctx context.Context, acc githubhandlers.Access) (managementstore.Credential, error)
+	Token func(ctx context.Context, acc githubhandlers.Access) (credential.Credential, error)
 	// Rejected, when set, is told of a credential GitHub answered 401 (Credentials.Rejected
 	// drops a cached installation token); the read is then made once more with a new one.
-	Rejected func(cred managementstore.Credential)
+	Rejected func(cred credential.Credential)
 	// HTTPClient sends the requests (default: a client with a 30 s timeout).
 	HTTPClient *http.Client
 	// MaxBodyBytes bounds each response body (default 8 MiB).
@@ -161,7 +161,7 @@ func (c *Client) get(ctx context.Context, acc githubhandlers.Access, path string
 }
 
 // getOnce is one request of get, with the credential it carried.
-func (c *Client) getOnce(ctx context.Context, acc githubhandlers.Access, path string, query url.Values, v any) (more bool, cred managementstore.Credential, err error) {
+func (c *Client) getOnce(ctx context.Context, acc githubhandlers.Access, path string, query url.Values, v any) (more bool, cred credential.Credential, err error) {
 	// path is already escaped segment by segment, and the base has no query or fragment, so
 	// the URL is their concatenation.
 	target := c.base.String() + path + "?" + query.Encode()

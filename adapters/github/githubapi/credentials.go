@@ -7,21 +7,21 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 // CredentialStore is what Credentials reads of a workspace's connections (the PostgreSQL
-// management adapter's LiveSecrets, the only producer of a managementstore.Credential). Every
+// management adapter's LiveSecrets, the only producer of a credential.Credential). Every
 // lookup binds the workspace.
 type CredentialStore interface {
 	// InstallationCredential: the installation token of installationID (minted by mint) when
 	// the workspace has a live connection of kind bound to it.
 	InstallationCredential(ctx context.Context, workspaceID int64, kind connection.Kind, installationID int64,
-		mint func(ctx context.Context, installationID int64) (string, error)) (managementstore.Credential, bool, error)
+		mint func(ctx context.Context, installationID int64) (string, error)) (credential.Credential, bool, error)
 	// VerifiedSubscriberCredential: the secret of the workspace's live connection of kind
 	// with a VERIFIED subscription of the resource (found false: none).
-	VerifiedSubscriberCredential(ctx context.Context, workspaceID int64, kind connection.Kind, resourceType, resourceID string) (managementstore.Credential, bool, error)
+	VerifiedSubscriberCredential(ctx context.Context, workspaceID int64, kind connection.Kind, resourceType, resourceID string) (credential.Credential, bool, error)
 }
 
 // ErrNoCredential: the workspace has neither the delivery's installation (with App
@@ -46,11 +46,11 @@ type Credentials struct {
 }
 
 // Token implements Config.Token.
-func (c *Credentials) Token(ctx context.Context, acc githubhandlers.Access) (managementstore.Credential, error) {
+func (c *Credentials) Token(ctx context.Context, acc githubhandlers.Access) (credential.Credential, error) {
 	if c.App != nil && acc.InstallationID > 0 {
 		cred, ok, err := c.Store.InstallationCredential(ctx, acc.WorkspaceID, github.KindApp, acc.InstallationID, c.App.InstallationToken)
 		if err != nil {
-			return managementstore.Credential{}, err
+			return credential.Credential{}, err
 		}
 		if ok {
 			return cred, nil
@@ -60,18 +60,18 @@ func (c *Credentials) Token(ctx context.Context, acc githubhandlers.Access) (man
 		cred, found, err := c.Store.VerifiedSubscriberCredential(ctx, acc.WorkspaceID, github.KindPAT,
 			github.ResourceRepository, strconv.FormatInt(acc.RepositoryID, 10))
 		if err != nil {
-			return managementstore.Credential{}, err
+			return credential.Credential{}, err
 		}
 		if found && cred.Secret() != "" {
 			return cred, nil
 		}
 	}
-	return managementstore.Credential{}, ErrNoCredential
+	return credential.Credential{}, ErrNoCredential
 }
 
 // Rejected implements Config.Rejected: GitHub answered 401 to cred, so a cached installation
 // token is dropped and the next Token mints a new one.
-func (c *Credentials) Rejected(cred managementstore.Credential) {
+func (c *Credentials) Rejected(cred credential.Credential) {
 	if c.App != nil && cred.InstallationID() > 0 {
 		c.App.Forget(cred.InstallationID())
 	}

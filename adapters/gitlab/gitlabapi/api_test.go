@@ -16,8 +16,8 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 const token = "glpat-s3cret"
@@ -75,8 +75,8 @@ func httpClient() *http.Client {
 func clientFor(cfg gitlabapi.Config) *gitlabapi.Client {
 	GinkgoHelper()
 	if cfg.Token == nil {
-		cfg.Token = func(context.Context, gitlabhandlers.Access) (managementstore.Credential, error) {
-			return managementstore.SpecCredential(GinkgoT(), 1, 1, token), nil
+		cfg.Token = func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+			return credential.SpecCredential(GinkgoT(), 1, 1, token), nil
 		}
 	}
 	if cfg.HTTPClient == nil {
@@ -126,8 +126,8 @@ var _ = Describe("GitLab REST reads", func() {
 
 		It("sends no PRIVATE-TOKEN header when the token is empty", func(ctx SpecContext) {
 			gl := newFakeGitLab(answer(http.StatusOK, premiumApprovals))
-			c := clientFor(gitlabapi.Config{BaseURL: gl.URL, Token: func(context.Context, gitlabhandlers.Access) (managementstore.Credential, error) {
-				return managementstore.Credential{}, nil
+			c := clientFor(gitlabapi.Config{BaseURL: gl.URL, Token: func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+				return credential.Credential{}, nil
 			}})
 			_, err := c.MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
 			Expect(err).NotTo(HaveOccurred())
@@ -212,8 +212,8 @@ var _ = Describe("GitLab REST reads", func() {
 
 	It("uses the unknown budget, not transience, when the token source fails", func(ctx SpecContext) {
 		gl := newFakeGitLab(answer(http.StatusOK, premiumApprovals))
-		c := clientFor(gitlabapi.Config{BaseURL: gl.URL, Token: func(context.Context, gitlabhandlers.Access) (managementstore.Credential, error) {
-			return managementstore.Credential{}, errors.New("vault sealed")
+		c := clientFor(gitlabapi.Config{BaseURL: gl.URL, Token: func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+			return credential.Credential{}, errors.New("vault sealed")
 		}})
 		_, err := c.MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
 		Expect(err).To(MatchError(ContainSubstring("vault sealed")))
@@ -307,23 +307,23 @@ var _ = Describe("GitLab REST reads", func() {
 			Expect(err).To(MatchError(ContainSubstring(message)))
 			Expect(err.Error()).NotTo(ContainSubstring("hunter2"))
 		},
-		Entry("no base URL", gitlabapi.Config{Token: func(context.Context, gitlabhandlers.Access) (managementstore.Credential, error) {
-			return managementstore.SpecCredential(GinkgoT(), 1, 1, token), nil
+		Entry("no base URL", gitlabapi.Config{Token: func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+			return credential.SpecCredential(GinkgoT(), 1, 1, token), nil
 		}},
 			"BaseURL is required"),
 		Entry("no token function", gitlabapi.Config{BaseURL: "https://gitlab.example/api/v4"},
 			"a token function is required"),
 		Entry("a relative base URL", gitlabapi.Config{BaseURL: "gitlab.example/api/v4",
-			Token: func(context.Context, gitlabhandlers.Access) (managementstore.Credential, error) {
-				return managementstore.SpecCredential(GinkgoT(), 1, 1, token), nil
+			Token: func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+				return credential.SpecCredential(GinkgoT(), 1, 1, token), nil
 			}}, "absolute http(s) URL"),
 		Entry("a base URL with credentials", gitlabapi.Config{BaseURL: "https://root:hunter2@gitlab.example/api/v4",
-			Token: func(context.Context, gitlabhandlers.Access) (managementstore.Credential, error) {
-				return managementstore.SpecCredential(GinkgoT(), 1, 1, token), nil
+			Token: func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+				return credential.SpecCredential(GinkgoT(), 1, 1, token), nil
 			}}, "no credentials"),
 		Entry("a negative body bound", gitlabapi.Config{BaseURL: "https://gitlab.example/api/v4", MaxBodyBytes: -1,
-			Token: func(context.Context, gitlabhandlers.Access) (managementstore.Credential, error) {
-				return managementstore.SpecCredential(GinkgoT(), 1, 1, token), nil
+			Token: func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+				return credential.SpecCredential(GinkgoT(), 1, 1, token), nil
 			}}, "must not be negative"),
 	)
 })

@@ -37,9 +37,9 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 var _ gitlabhandlers.ProviderReader = (*Client)(nil)
@@ -58,7 +58,7 @@ type Config struct {
 	// Token returns the credential of a read of acc, sent as PRIVATE-TOKEN (a personal,
 	// project or group access token with read_api of the workspace's own connection).
 	// Required; a credential with an empty secret sends no header.
-	Token func(ctx context.Context, acc gitlabhandlers.Access) (managementstore.Credential, error)
+	Token func(ctx context.Context, acc gitlabhandlers.Access) (credential.Credential, error)
 	// HTTPClient sends the requests (default: a client with a 30 s timeout). The client uses a
 	// copy whose redirect policy keeps the token on BaseURL's host.
 	HTTPClient *http.Client

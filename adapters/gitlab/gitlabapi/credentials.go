@@ -7,20 +7,20 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 // CredentialStore is what Credentials reads of a workspace's connections (the PostgreSQL
-// management adapter's LiveSecrets, the only producer of a managementstore.Credential). Every
+// management adapter's LiveSecrets, the only producer of a credential.Credential). Every
 // lookup binds the workspace.
 type CredentialStore interface {
 	// APICredential: the API token of the workspace's live connection connectionID.
-	APICredential(ctx context.Context, workspaceID, connectionID int64) (managementstore.Credential, string, bool, error)
+	APICredential(ctx context.Context, workspaceID, connectionID int64) (credential.Credential, string, bool, error)
 	// VerifiedSubscriberAPIToken: the API token of the workspace's live connection of kind
 	// with a VERIFIED subscription of one of resources.
-	VerifiedSubscriberAPIToken(ctx context.Context, workspaceID int64, kind connection.Kind, resources [][2]string) (managementstore.Credential, bool, error)
+	VerifiedSubscriberAPIToken(ctx context.Context, workspaceID int64, kind connection.Kind, resources [][2]string) (credential.Credential, bool, error)
 }
 
 // ErrNoCredential: the workspace's connection has no API token (a sync job's), or the workspace
@@ -39,14 +39,14 @@ type Credentials struct {
 }
 
 // Token implements Config.Token.
-func (c *Credentials) Token(ctx context.Context, acc gitlabhandlers.Access) (managementstore.Credential, error) {
+func (c *Credentials) Token(ctx context.Context, acc gitlabhandlers.Access) (credential.Credential, error) {
 	if acc.ConnectionID > 0 {
 		cred, _, found, err := c.Store.APICredential(ctx, acc.WorkspaceID, acc.ConnectionID)
 		if err != nil {
-			return managementstore.Credential{}, err
+			return credential.Credential{}, err
 		}
 		if !found || cred.Secret() == "" {
-			return managementstore.Credential{}, ErrNoCredential
+			return credential.Credential{}, ErrNoCredential
 		}
 		return cred, nil
 	}
@@ -58,14 +58,14 @@ func (c *Credentials) Token(ctx context.Context, acc gitlabhandlers.Access) (man
 		resources = append(resources, [2]string{gitlab.ResourceGroup, strconv.FormatInt(g, 10)})
 	}
 	if len(resources) == 0 {
-		return managementstore.Credential{}, ErrNoCredential
+		return credential.Credential{}, ErrNoCredential
 	}
 	cred, found, err := c.Store.VerifiedSubscriberAPIToken(ctx, acc.WorkspaceID, gitlab.Kind, resources)
 	if err != nil {
-		return managementstore.Credential{}, err
+		return credential.Credential{}, err
 	}
 	if !found || cred.Secret() == "" {
-		return managementstore.Credential{}, ErrNoCredential
+		return credential.Credential{}, ErrNoCredential
 	}
 	return cred, nil
 }

@@ -23,11 +23,11 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 var (
@@ -48,9 +48,9 @@ type Reader interface {
 }
 
 // Tokens reads a connection's API token, bound to its workspace
-// (*managementstore.LiveSecrets). found is false without a live connection or a token.
+// (the connection store's LiveSecrets). found is false without a live connection or a token.
 type Tokens interface {
-	APICredential(ctx context.Context, workspaceID, connectionID int64) (cred managementstore.Credential, sourceServerURL string, found bool, err error)
+	APICredential(ctx context.Context, workspaceID, connectionID int64) (cred credential.Credential, sourceServerURL string, found bool, err error)
 }
 
 // Store is the mirror store a page writes through, and the teardown.

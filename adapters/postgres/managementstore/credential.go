@@ -10,49 +10,14 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
-// Credential is a provider credential of one workspace's own connection: the only value a
-// provider client sends on a workspace's behalf (CONTRACT.md "Provider access": credentials
-// belong to connections). Its fields are unexported and its constructor is this package's
-// own, so a credential can only come from a lookup below, each of which binds the workspace
-// and the connection: a read with an instance-wide token or another tenant's secret cannot be
-// written by accident (the architecture spec "instance-wide provider tokens" holds the rest).
-type Credential struct {
-	workspaceID    int64
-	connectionID   int64
-	secret         string
-	installationID int64
-}
-
-// newCredential is the one constructor.
-func newCredential(workspaceID, connectionID int64, secret []byte) Credential {
-	return Credential{workspaceID: workspaceID, connectionID: connectionID, secret: string(secret)}
-}
-
-// Secret is the token to send. Never log it.
-func (c Credential) Secret() string { return c.secret }
-
-// WorkspaceID is the workspace whose connection the credential belongs to.
-func (c Credential) WorkspaceID() int64 { return c.workspaceID }
-
-// ConnectionID is the connection the credential belongs to.
-func (c Credential) ConnectionID() int64 { return c.connectionID }
-
-// InstallationID is the GitHub App installation of a minted installation token (0 for any
-// other credential): a client that GitHub answers 401 drops that token and mints once again.
-func (c Credential) InstallationID() int64 { return c.installationID }
-
-// IsZero reports a credential no lookup produced.
-func (c Credential) IsZero() bool { return c.connectionID == 0 }
-
-// String never shows the secret.
-func (c Credential) String() string {
-	return "credential of connection " + strconv.FormatInt(c.connectionID, 10)
-}
-
-// GoString never shows the secret either (%#v).
-func (c Credential) GoString() string { return c.String() }
+// issuer is the process's one credential issuer (credential.ClaimIssuer), claimed while this
+// package is initialised: every credential comes from a lookup below, each of which binds the
+// workspace and the connection, and any other claimant panics at start. The architecture spec
+// "Provider credentials" fails on any other mention of the issuer.
+var issuer = credential.ClaimIssuer()
 
 // liveConnectionOfKey is the workspace's live connection of kind with the routing key (an App
 // connection of an installation), newest first.
@@ -67,25 +32,23 @@ const liveConnectionOfKey = `
 // Errors: a database error; mint's error.
 func (s *LiveSecrets) InstallationCredential(ctx context.Context, workspaceID int64, kind connection.Kind, installationID int64,
 	mint func(ctx context.Context, installationID int64) (string, error),
-) (cred Credential, found bool, err error) {
+) (cred credential.Credential, found bool, err error) {
 	if installationID <= 0 {
-		return Credential{}, false, nil
+		return credential.Credential{}, false, nil
 	}
 	var id int64
 	err = s.pool.QueryRow(ctx, liveConnectionOfKey, workspaceID, kind.String(), strconv.FormatInt(installationID, 10)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Credential{}, false, nil
+		return credential.Credential{}, false, nil
 	}
 	if err != nil {
-		return Credential{}, false, pgutil.Interpret("live installation connection", err)
+		return credential.Credential{}, false, pgutil.Interpret("live installation connection", err)
 	}
 	token, err := mint(ctx, installationID)
 	if err != nil {
-		return Credential{}, false, err
+		return credential.Credential{}, false, err
 	}
-	c := newCredential(workspaceID, id, []byte(token))
-	c.installationID = installationID
-	return c, true, nil
+	return issuer.IssueInstallation(workspaceID, id, installationID, token), true, nil
 }
 
 // connectionInstallation is the installation (routing key) of the workspace's live connection.
@@ -99,75 +62,48 @@ const connectionInstallation = `
 // its own installation. found is false when there is no such live connection.
 func (s *LiveSecrets) ConnectionInstallationCredential(ctx context.Context, workspaceID, connectionID int64, kind connection.Kind,
 	mint func(ctx context.Context, installationID int64) (string, error),
-) (cred Credential, found bool, err error) {
+) (cred credential.Credential, found bool, err error) {
 	var key string
 	err = s.pool.QueryRow(ctx, connectionInstallation, workspaceID, connectionID, kind.String()).Scan(&key)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Credential{}, false, nil
+		return credential.Credential{}, false, nil
 	}
 	if err != nil {
-		return Credential{}, false, pgutil.Interpret("connection installation", err)
+		return credential.Credential{}, false, pgutil.Interpret("connection installation", err)
 	}
 	installation, err := strconv.ParseInt(key, 10, 64)
 	if err != nil || installation <= 0 {
-		return Credential{}, false, nil
+		return credential.Credential{}, false, nil
 	}
 	token, err := mint(ctx, installation)
 	if err != nil {
-		return Credential{}, false, err
+		return credential.Credential{}, false, err
 	}
-	c := newCredential(workspaceID, connectionID, []byte(token))
-	c.installationID = installation
-	return c, true, nil
-}
-
-// SecretCredential is the opened secret of workspaceID's live connection of kind whose routing
-// key is sourceKey (a Slack team's bot token), as a Credential. found as for LiveSecret.
-func (s *LiveSecrets) SecretCredential(ctx context.Context, workspaceID int64, kind connection.Kind, sourceKey string) (Credential, bool, error) {
-	var (
-		id     int64
-		sealed []byte
-	)
-	err := s.pool.QueryRow(ctx, liveSecretOf, workspaceID, kind.String(), sourceKey).Scan(&id, &sealed)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Credential{}, false, nil
-	}
-	if err != nil {
-		return Credential{}, false, pgutil.Interpret("live connection secret", err)
-	}
-	if sealed == nil {
-		return Credential{}, false, nil
-	}
-	opened, err := s.secrets.Open(id, sealed)
-	if err != nil {
-		return Credential{}, false, fmt.Errorf("open secret of connection %d: %w", id, err)
-	}
-	defer clear(opened)
-	return newCredential(workspaceID, id, opened), true, nil
+	return issuer.IssueInstallation(workspaceID, connectionID, installation, token), true, nil
 }
 
 // VerifiedSubscriberCredential is the secret of workspaceID's live connection of kind whose
 // subscription of the resource is VERIFIED (a PAT), as a Credential. found false: none.
 func (s *LiveSecrets) VerifiedSubscriberCredential(ctx context.Context, workspaceID int64, kind connection.Kind,
 	resourceType, resourceID string,
-) (Credential, bool, error) {
+) (credential.Credential, bool, error) {
 	var (
 		id     int64
 		sealed []byte
 	)
 	err := s.pool.QueryRow(ctx, verifiedSubscriberSecret, workspaceID, kind.String(), resourceType, resourceID).Scan(&id, &sealed)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Credential{}, false, nil
+		return credential.Credential{}, false, nil
 	}
 	if err != nil {
-		return Credential{}, false, pgutil.Interpret("verified subscriber secret", err)
+		return credential.Credential{}, false, pgutil.Interpret("verified subscriber secret", err)
 	}
 	opened, err := s.secrets.Open(id, sealed)
 	if err != nil {
-		return Credential{}, false, fmt.Errorf("open secret of connection %d: %w", id, err)
+		return credential.Credential{}, false, fmt.Errorf("open secret of connection %d: %w", id, err)
 	}
 	defer clear(opened)
-	return newCredential(workspaceID, id, opened), true, nil
+	return issuer.Issue(workspaceID, id, opened), true, nil
 }
 
 // verifiedSubscriberAPIToken is the API token of the workspace's live connection of kind
@@ -185,7 +121,7 @@ const verifiedSubscriberAPIToken = `
 // project the workspace subscribed to directly or through a group). found false: none.
 func (s *LiveSecrets) VerifiedSubscriberAPIToken(ctx context.Context, workspaceID int64, kind connection.Kind,
 	resources [][2]string,
-) (Credential, bool, error) {
+) (credential.Credential, bool, error) {
 	types, ids := make([]string, len(resources)), make([]string, len(resources))
 	for i, r := range resources {
 		types[i], ids[i] = r[0], r[1]
@@ -196,36 +132,27 @@ func (s *LiveSecrets) VerifiedSubscriberAPIToken(ctx context.Context, workspaceI
 	)
 	err := s.pool.QueryRow(ctx, verifiedSubscriberAPIToken, workspaceID, kind.String(), types, ids).Scan(&id, &sealed)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Credential{}, false, nil
+		return credential.Credential{}, false, nil
 	}
 	if err != nil {
-		return Credential{}, false, pgutil.Interpret("verified subscriber api token", err)
+		return credential.Credential{}, false, pgutil.Interpret("verified subscriber api token", err)
 	}
 	opened, err := s.secrets.Open(id, sealed)
 	if err != nil {
-		return Credential{}, false, fmt.Errorf("open api token of connection %d: %w", id, err)
+		return credential.Credential{}, false, fmt.Errorf("open api token of connection %d: %w", id, err)
 	}
 	defer clear(opened)
-	return newCredential(workspaceID, id, opened), true, nil
+	return issuer.Issue(workspaceID, id, opened), true, nil
 }
 
 // APICredential is the provider API token of workspaceID's live connection connectionID (a
 // sync job's connection), with the connection's source server URL. found false: no such live
 // connection, or it holds no token.
-func (s *LiveSecrets) APICredential(ctx context.Context, workspaceID, connectionID int64) (cred Credential, sourceServerURL string, found bool, err error) {
+func (s *LiveSecrets) APICredential(ctx context.Context, workspaceID, connectionID int64) (cred credential.Credential, sourceServerURL string, found bool, err error) {
 	token, src, found, err := s.APIToken(ctx, workspaceID, connectionID)
 	if err != nil || !found {
-		return Credential{}, src, found, err
+		return credential.Credential{}, src, found, err
 	}
 	defer clear(token)
-	return newCredential(workspaceID, connectionID, token), src, true, nil
-}
-
-// SpecCredential is a credential for a spec of a provider client that has no database (a fake
-// provider checks which token arrived). It takes the spec's T (GinkgoT() or a testing.TB), and
-// the architecture spec "Provider credentials" refuses any call of it outside a _test.go file,
-// so production code still gets credentials only from the lookups above.
-func SpecCredential(t interface{ Helper() }, workspaceID, connectionID int64, secret string) Credential {
-	t.Helper()
-	return newCredential(workspaceID, connectionID, []byte(secret))
+	return issuer.Issue(workspaceID, connectionID, token), src, true, nil
 }

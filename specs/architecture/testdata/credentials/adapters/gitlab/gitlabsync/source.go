@@ -3,9 +3,9 @@ package gitlabsync
 import (
 	"os"
 
-	"example.com/managementstore"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 func token() string { return os.Getenv("HEPHAESTUS_GITLAB_API_TOKEN") }
 
-func cred() any { return managementstore.SpecCredential(nil, 1, 1, "x") }
+func cred() any { return credential.SpecCredential(nil, 1, 1, "x") }
