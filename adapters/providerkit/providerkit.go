@@ -1,17 +1,23 @@
 // Package providerkit is what bootstrap hands a provider module and what a module hands back
 // besides its ports.Provider description: the shared dependencies a provider's adapters are
-// built from (Deps) and the HTTP routes of its read API (Routes). It names no provider; each
+// built from (Deps) and the HTTP routes of its read API (Routes). What a provider needs of the
+// engine's stores it gets as ports (Secrets, ConnectionStates): the kit imports no package of
+// adapters/postgres, so a provider module cannot reach the stores through it (the
+// architecture spec "Layer boundaries" holds that). It names no provider; each
 // provider's <provider>module package builds its parts from it, and bootstrap lists the
 // modules, one line per provider (bootstrap/providers.go, providerModules).
 package providerkit
 
 import (
+	"context"
+
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 // Module is one provider as bootstrap lists it: its static description (connection kinds,
@@ -36,15 +42,53 @@ type Deps struct {
 	// Changes publishes mirror writes to the change feed.
 	Changes ports.ChangePublisher
 	// Connections publishes connection state changes made by a provider's lifecycle handlers.
-	Connections *managementstore.Connections
+	Connections ConnectionStates
 	// Secrets reads a workspace's live provider credentials (bot tokens, verified PATs).
-	Secrets *managementstore.LiveSecrets
+	Secrets Secrets
 	// Lease is the singleton lease a provider's periodic loop runs under (one server at a time).
 	Lease ports.SingletonLease
 	// Counter is the increment of a counter the module declared (ports.CounterDeclarer).
 	Counter func(name string) (func(), error)
 	// Log receives the provider's log lines; never a secret.
 	Log ports.Logger
+}
+
+// ConnectionStates is what a provider's lifecycle handlers (an uninstall, a suspension) need of
+// the connection store: publishing the change of a connection's state in the transaction that
+// made it. The connection store (adapters/postgres/managementstore.Connections) implements it.
+type ConnectionStates interface {
+	// PublishConnectionState publishes connection.state_changed for the workspace's connection,
+	// in tx. Errors: a database error.
+	PublishConnectionState(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error
+}
+
+// Secrets is what a provider reads of the credentials of a workspace's own live connections:
+// every lookup binds the workspace (and the connection, where it names one), and all but
+// LiveSecret answer a sealed credential.Credential, which only the connection store
+// (adapters/postgres/managementstore.LiveSecrets) issues. found is false when the workspace has
+// no such live connection or it holds no secret; errors are database errors, a secret that does
+// not open, or mint's error. Each provider client narrows this to the lookups it makes.
+type Secrets interface {
+	// LiveSecret is the opened secret of the live connection of kind whose routing key is
+	// sourceKey (a Slack team's bot token).
+	LiveSecret(ctx context.Context, workspaceID int64, kind connection.Kind, sourceKey string) (secret []byte, found bool, err error)
+	// InstallationCredential is the installation token of installationID, minted by mint only
+	// when the workspace has a live connection of kind bound to that installation.
+	InstallationCredential(ctx context.Context, workspaceID int64, kind connection.Kind, installationID int64,
+		mint func(ctx context.Context, installationID int64) (string, error)) (credential.Credential, bool, error)
+	// ConnectionInstallationCredential is the installation token of the installation that the
+	// live connection connectionID of kind is bound to.
+	ConnectionInstallationCredential(ctx context.Context, workspaceID, connectionID int64, kind connection.Kind,
+		mint func(ctx context.Context, installationID int64) (string, error)) (credential.Credential, bool, error)
+	// VerifiedSubscriberCredential is the secret of the live connection of kind whose
+	// subscription of the resource is VERIFIED (a PAT).
+	VerifiedSubscriberCredential(ctx context.Context, workspaceID int64, kind connection.Kind, resourceType, resourceID string) (credential.Credential, bool, error)
+	// VerifiedSubscriberAPIToken is the API token of the live connection of kind with a
+	// VERIFIED subscription of one of resources (type, id pairs).
+	VerifiedSubscriberAPIToken(ctx context.Context, workspaceID int64, kind connection.Kind, resources [][2]string) (credential.Credential, bool, error)
+	// APICredential is the API token of the live connection connectionID, with the
+	// connection's source server URL.
+	APICredential(ctx context.Context, workspaceID, connectionID int64) (cred credential.Credential, sourceServerURL string, found bool, err error)
 }
 
 // Guard is what a read API checks its callers with (managementapi.RequireAuth and

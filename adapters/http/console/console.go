@@ -25,7 +25,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession"
 	"github.com/hephaestus-dev/hephaestus/application/changes"
 	"github.com/hephaestus-dev/hephaestus/application/deadletters"
 	"github.com/hephaestus-dev/hephaestus/application/deliveries"
@@ -54,10 +53,10 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// Sessions is the session table (adapters/postgres/consolesession).
+// Sessions is the session table (the console session store, adapters/postgres/consolesession).
 type Sessions interface {
 	Create(ctx context.Context, id string, p ports.Principal, adminTokenHash, csrf []byte, ttl time.Duration) error
-	Lookup(ctx context.Context, id string) (consolesession.Session, error)
+	Lookup(ctx context.Context, id string) (ports.ConsoleSession, error)
 	Delete(ctx context.Context, id string) error
 }
 
@@ -236,7 +235,7 @@ func sessionOf(c *gin.Context) session { return c.MustGet(sessionKey).(session) 
 func (c *console) requireSession(g *gin.Context) {
 	id, err := g.Cookie(CookieName)
 	sent := err == nil && id != ""
-	var s consolesession.Session
+	var s ports.ConsoleSession
 	if sent {
 		s, err = c.cfg.Sessions.Lookup(g.Request.Context(), id)
 	} else {

@@ -45,15 +45,6 @@ WHERE s.id_hash = $1
 	deleteSession = `DELETE FROM console_session WHERE id_hash = $1`
 )
 
-// Session is a live console session.
-type Session struct {
-	Principal ports.Principal
-	// AdminTokenHash is the SHA-256 of the administrator token a session of it was signed in
-	// with (nil for an account's session): the caller compares it with the configured one.
-	AdminTokenHash []byte
-	CSRF           []byte
-}
-
 // Store is the session table. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
@@ -91,18 +82,18 @@ func (s *Store) Create(ctx context.Context, id string, p ports.Principal, adminT
 
 // Lookup reads the live session id. Errors: ports.ErrNotFound (unknown, expired, or its token
 // revoked, expired or its account disabled).
-func (s *Store) Lookup(ctx context.Context, id string) (Session, error) {
+func (s *Store) Lookup(ctx context.Context, id string) (ports.ConsoleSession, error) {
 	var (
 		account, token *int64
-		out            Session
+		out            ports.ConsoleSession
 		admin          bool
 	)
 	err := s.pool.QueryRow(ctx, sessionByID, hashID(id)).Scan(&account, &token, &out.AdminTokenHash, &out.CSRF, &admin)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Session{}, fmt.Errorf("console session: %w", ports.ErrNotFound)
+		return ports.ConsoleSession{}, fmt.Errorf("console session: %w", ports.ErrNotFound)
 	}
 	if err != nil {
-		return Session{}, pgutil.Interpret("console session", err)
+		return ports.ConsoleSession{}, pgutil.Interpret("console session", err)
 	}
 	if account == nil {
 		out.Principal = ports.Principal{AccountID: ports.InstanceAdminAccountID, InstanceAdmin: true}
