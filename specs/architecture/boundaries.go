@@ -50,9 +50,34 @@ var testLibraries = []string{"github.com/onsi/ginkgo/v2", "github.com/onsi/gomeg
 // sorted by file and import. Directories named testdata or vendor, and hidden ones, are skipped
 // the way the go command skips them.
 func Check(moduleRoot, modulePath string) ([]Violation, error) {
+	providers, err := Providers(moduleRoot)
+	if err != nil {
+		return nil, err
+	}
 	var out []Violation
+	err = walkImports(moduleRoot, func(rel, imp string) {
+		if rule := violatedRule(rel, imp, modulePath, providers); rule != "" {
+			out = append(out, Violation{File: rel, Import: imp, Rule: rule})
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].File != out[j].File {
+			return out[i].File < out[j].File
+		}
+		return out[i].Import < out[j].Import
+	})
+	return out, nil
+}
+
+// walkImports calls visit with every import of every Go file under moduleRoot (rel is the file's
+// slash path relative to the root). Directories named testdata or vendor, and hidden ones, are
+// skipped the way the go command skips them.
+func walkImports(moduleRoot string, visit func(rel, imp string)) error {
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(moduleRoot, func(p string, d fs.DirEntry, err error) error {
+	return filepath.WalkDir(moduleRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -80,27 +105,15 @@ func Check(moduleRoot, modulePath string) ([]Violation, error) {
 			if err != nil {
 				return fmt.Errorf("%s: bad import %s", rel, spec.Path.Value)
 			}
-			if rule := violatedRule(rel, imp, modulePath); rule != "" {
-				out = append(out, Violation{File: rel, Import: imp, Rule: rule})
-			}
+			visit(rel, imp)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].File != out[j].File {
-			return out[i].File < out[j].File
-		}
-		return out[i].Import < out[j].Import
-	})
-	return out, nil
 }
 
 // violatedRule returns the rule file (slash path relative to the root) breaks by importing
-// imp, or "" when the import is allowed.
-func violatedRule(file, imp, modulePath string) string {
+// imp, or "" when the import is allowed. providers are the module's provider folders.
+func violatedRule(file, imp, modulePath string, providers []string) string {
 	dir := path.Dir(file)
 	layer, _, _ := strings.Cut(dir, "/")
 	test := strings.HasSuffix(file, "_test.go")
@@ -154,6 +167,9 @@ func violatedRule(file, imp, modulePath string) string {
 			return "domain/ imports only the standard library, domain/ and " + strings.Join(coreInternal, ", ")
 		}
 	case "ports":
+		if hasPrefix(dir, "ports/credential") && !IsStdlib(imp) {
+			return "ports/credential imports only the standard library (a provider client, the kit and the connection store share it)"
+		}
 		if !IsStdlib(imp) && !within("domain", "ports") && !within(coreInternal...) {
 			return "ports/ imports only the standard library, domain/, ports/ and " + strings.Join(coreInternal, ", ")
 		}
@@ -176,6 +192,30 @@ func violatedRule(file, imp, modulePath string) string {
 		}
 		if p, ok := handlerProvider(dir); ok && (within("adapters/postgres", "adapters/"+p+"/"+p+"mirror") || hasPrefix(imp, "github.com/jackc/pgx")) {
 			return "provider handlers write through ports only, never adapters/postgres, their mirror package or pgx"
+		}
+		if within("adapters/postgres") {
+			return engineReach(dir, providers)
+		}
+	}
+	return ""
+}
+
+// engineReach is the rule a package in dir breaks by importing a package of the engine's
+// stores (adapters/postgres), or "" when it may. The kit, the HTTP adapters and every package
+// of a provider folder but its mirror store are given ports (providerkit.Deps, the console's
+// session port, credential.Credential), so a provider module cannot reach the engine's stores
+// through them. A mirror store still imports the engine's transaction helpers; the transitive
+// rule ModuleReach says how far.
+func engineReach(dir string, providers []string) string {
+	switch {
+	case hasPrefix(dir, "adapters/providerkit"):
+		return "providerkit hands a provider ports, never a package of adapters/postgres"
+	case hasPrefix(dir, "adapters/http"):
+		return "HTTP adapters reach the stores through ports, never adapters/postgres"
+	}
+	for _, p := range providers {
+		if hasPrefix(dir, "adapters/"+p) && !hasPrefix(dir, "adapters/"+p+"/"+p+"mirror") {
+			return "a provider's packages other than its mirror store (API clients, sync, read API, module) reach the stores through ports, never adapters/postgres"
 		}
 	}
 	return ""
