@@ -205,7 +205,7 @@ func violatedRule(file, imp, modulePath string, providers []string) string {
 // of a provider folder but its mirror store are given ports (providerkit.Deps, the console's
 // session port, credential.Credential), so a provider module cannot reach the engine's stores
 // through them. A mirror store still imports the engine's transaction helpers; the transitive
-// rule ModuleReach says how far.
+// rule StoreReach says how far.
 func engineReach(dir string, providers []string) string {
 	switch {
 	case hasPrefix(dir, "adapters/providerkit"):

@@ -6,23 +6,25 @@ import (
 	"strings"
 )
 
-// Reach is a package of the engine's stores (adapters/postgres/…) that a provider module
+// Reach is a package of the engine's stores (adapters/postgres/…) that a package kept from them
 // reaches through the imports of the module's own packages.
 type Reach struct {
-	Module string   // adapters/<provider>/<provider>module
-	Chain  []string // the module, the packages in between, the store's package (one shortest chain)
+	From  string   // the package kept from the stores
+	Chain []string // From, the packages in between, the store's package (one shortest chain)
 }
 
 func (r Reach) String() string {
-	return r.Module + " reaches " + r.Chain[len(r.Chain)-1] + ": " + strings.Join(r.Chain, " → ")
+	return r.From + " reaches " + r.Chain[len(r.Chain)-1] + ": " + strings.Join(r.Chain, " → ")
 }
 
-// ModuleReach follows the imports of non-test files from every provider module package
-// (adapters/<provider>/<provider>module) through the packages of the module at moduleRoot and
-// reports each package under adapters/postgres a module reaches, with one shortest chain. An
-// import from one package to another for which skip returns true is not followed (nil: every
-// import is). Directories are skipped as Check skips them.
-func ModuleReach(moduleRoot, modulePath string, skip func(from, to string) bool) ([]Reach, error) {
+// StoreReach follows the imports of non-test files from every package kept from the engine's
+// stores — each provider module (adapters/<provider>/<provider>module), the kit
+// (adapters/providerkit) and every HTTP adapter (adapters/http/…) — through the packages of
+// the module at moduleRoot, and reports each package under adapters/postgres one of them
+// reaches, with one shortest chain. An import from one package to another for which skip
+// returns true is not followed (nil: every import is). Directories are skipped as Check skips
+// them.
+func StoreReach(moduleRoot, modulePath string, skip func(from, to string) bool) ([]Reach, error) {
 	providers, err := Providers(moduleRoot)
 	if err != nil {
 		return nil, err
@@ -44,17 +46,25 @@ func ModuleReach(moduleRoot, modulePath string, skip func(from, to string) bool)
 	if err != nil {
 		return nil, err
 	}
-	var out []Reach
+	var starts []string
 	for _, p := range providers {
-		module := "adapters/" + p + "/" + p + "module"
+		starts = append(starts, "adapters/"+p+"/"+p+"module")
+	}
+	for pkg := range imports {
+		if hasPrefix(pkg, "adapters/providerkit") || hasPrefix(pkg, "adapters/http") {
+			starts = append(starts, pkg)
+		}
+	}
+	var out []Reach
+	for _, start := range starts {
 		// Breadth first, so each package's chain is a shortest one.
-		via := map[string]string{module: ""}
-		queue := []string{module}
+		via := map[string]string{start: ""}
+		queue := []string{start}
 		for len(queue) > 0 {
 			pkg := queue[0]
 			queue = queue[1:]
 			if hasPrefix(pkg, "adapters/postgres") {
-				out = append(out, Reach{Module: module, Chain: chainTo(pkg, via)})
+				out = append(out, Reach{From: start, Chain: chainTo(pkg, via)})
 				continue
 			}
 			next := make([]string, 0, len(imports[pkg]))
@@ -75,7 +85,7 @@ func ModuleReach(moduleRoot, modulePath string, skip func(from, to string) bool)
 	return out, nil
 }
 
-// chainTo is the chain of imports from the module that led the search to pkg.
+// chainTo is the chain of imports from the start that led the search to pkg.
 func chainTo(pkg string, via map[string]string) []string {
 	var chain []string
 	for p := pkg; p != ""; p = via[p] {
