@@ -86,7 +86,7 @@ var _ = Describe("Metrics of a fresh server", func() {
 
 		// The label sets come from the declarations: the wired modules, the failure table, the
 		// outcomes and drop reasons of the domain, admission's and each provider's reasons.
-		modules := provideModules(providerModules(Config{}))
+		modules := provideModules(providerModules(cfg))
 		Expect(modules).To(HaveLen(4))
 		for _, m := range modules {
 			p := m.Provider().Label()

@@ -19,9 +19,17 @@ import (
 // an instance-wide token is never used for a resource a workspace chose).
 var instanceTokens = []string{"HEPHAESTUS_GITHUB_API_TOKEN", "HEPHAESTUS_GITLAB_API_TOKEN"}
 
+// moduleConfigFile reports whether rel is a provider module's config.go
+// (adapters/<p>/<p>module/config.go), the one place a retired variable is named: the module
+// only warns that it is ignored.
+func moduleConfigFile(rel string) bool {
+	parts := strings.Split(rel, "/")
+	return len(parts) == 4 && parts[0] == "adapters" && parts[2] == parts[1]+"module" && parts[3] == "config.go"
+}
+
 // credentialViolations scans the module's non-test Go files under root for the ways a backfill
-// or handler read could reach an instance-wide token: the variables read anywhere but
-// bootstrap's config (which only warns that they are ignored), a module Config of GitHub or
+// or handler read could reach an instance-wide token: the variables read anywhere but a
+// module's config.go (which only warns that they are ignored), a module Config of GitHub or
 // GitLab with a token field (the path the token took into the clients), and a
 // managementstore.SpecCredential call (the spec-only credential) outside a _test.go file.
 func credentialViolations(root string) []string {
@@ -56,7 +64,7 @@ func credentialViolations(root string) []string {
 				}
 				v, _ := strconv.Unquote(n.Value)
 				for _, t := range instanceTokens {
-					if v == t && rel != "bootstrap/config.go" {
+					if v == t && !moduleConfigFile(rel) {
 						out = append(out, rel+" reads "+t)
 					}
 				}
@@ -96,6 +104,7 @@ var _ = Describe("Provider credentials", func() {
 		Expect(credentialViolations(filepath.Join("testdata", "credentials"))).To(ConsistOf(
 			"adapters/github/githubmodule/module.go Config.APIToken hands a provider client an instance-wide token",
 			"adapters/gitlab/gitlabsync/source.go reads HEPHAESTUS_GITLAB_API_TOKEN",
+			"bootstrap/config.go reads HEPHAESTUS_GITHUB_API_TOKEN",
 			"adapters/gitlab/gitlabsync/source.go calls SpecCredential outside a spec",
 		))
 	})

@@ -357,6 +357,112 @@ func EnvNamesIn(dir string) ([]string, error) {
 
 var envName = regexp.MustCompile(`^HEPHAESTUS_[A-Z0-9_]+$`)
 
+// ConfigDirs are the folders whose string constants name every variable the server reads:
+// bootstrap/ (the process settings) and each provider's module package,
+// adapters/<p>/<p>module (its Config), for every provider Providers finds below root.
+func ConfigDirs(root string) ([]string, error) {
+	providers, err := Providers(root)
+	if err != nil {
+		return nil, err
+	}
+	dirs := []string{filepath.Join(root, "bootstrap")}
+	for _, p := range providers {
+		dirs = append(dirs, filepath.Join(root, "adapters", p, p+"module"))
+	}
+	return dirs, nil
+}
+
+// ServerEnvNames is EnvNamesIn of every ConfigDirs folder: the variables the server reads,
+// sorted and without repeats.
+func ServerEnvNames(root string) ([]string, error) {
+	dirs, err := ConfigDirs(root)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, d := range dirs {
+		names, err := EnvNamesIn(d)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			set[n] = true
+		}
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// ConfigFieldFindings checks the Config struct of the non-test Go files of dir (a provider
+// module's): every field's doc comment names the variable it is read from and says its
+// default ("Default"), and every variable the package's constants name (EnvNamesIn) is named
+// by some field's doc comment. Each finding is "Config.<Field>: …" or "<VARIABLE>: …".
+func ConfigFieldFindings(dir string) ([]string, error) {
+	names, err := EnvNamesIn(dir)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	var found []string
+	documented := map[string]bool{}
+	seen := false
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok || ts.Name.Name != "Config" {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				return true
+			}
+			seen = true
+			for _, f := range st.Fields.List {
+				doc := f.Doc.Text() + f.Comment.Text()
+				vars := EnvNamesMentioned(doc)
+				for _, v := range vars {
+					documented[v] = true
+				}
+				for _, id := range f.Names {
+					if len(vars) == 0 {
+						found = append(found, "Config."+id.Name+": its doc comment names no variable")
+					}
+					if !strings.Contains(doc, "Default") {
+						found = append(found, "Config."+id.Name+": its doc comment states no default")
+					}
+				}
+			}
+			return false
+		})
+	}
+	if !seen {
+		return []string{"no Config struct"}, nil
+	}
+	for _, n := range names {
+		if !documented[n] {
+			found = append(found, n+": read, but named by no Config field's doc comment")
+		}
+	}
+	sort.Strings(found)
+	return found, nil
+}
+
 var envMention = regexp.MustCompile(`\bHEPHAESTUS_[A-Z0-9_]*[A-Z0-9]\b|\bDATABASE_URL\b`)
 
 // EnvNamesMentioned lists the variable names (DATABASE_URL, HEPHAESTUS_…) a text names, sorted

@@ -14,8 +14,8 @@ import (
 	. "github.com/onsi/gomega"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodule"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
-	"github.com/hephaestus-dev/hephaestus/bootstrap"
 )
 
 // The person erasure runner and the GitHub redelivery reconciler, as bootstrap wires them in a
@@ -41,11 +41,11 @@ var _ = Describe("Erasure passes and redelivery runs as spans", Ordered, func() 
 		fake = newFakeGitHubApp()
 		keyPEM = newAppKeyPEM()
 		s := in.start("server-c", map[string]string{
-			bootstrap.EnvGitHubAppID:              "4711",
-			bootstrap.EnvGitHubAppPrivateKey:      keyPEM,
-			bootstrap.EnvGitHubWebhookSecret:      "tracing-github-webhook-secret-0123",
-			bootstrap.EnvGitHubAPIURL:             fake.URL,
-			bootstrap.EnvGitHubRedeliveryInterval: "1h", // one run, at start
+			githubmodule.EnvAppID:              "4711",
+			githubmodule.EnvAppPrivateKey:      keyPEM,
+			githubmodule.EnvWebhookSecret:      "tracing-github-webhook-secret-0123",
+			githubmodule.EnvAPIURL:             fake.URL,
+			githubmodule.EnvRedeliveryInterval: "1h", // one run, at start
 		}, keptSpans{exporter})
 
 		started := s.call(ctx, http.MethodPost, "/api/admin/erasures", map[string]any{

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodule"
 	"github.com/hephaestus-dev/hephaestus/bootstrap"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -24,13 +25,13 @@ var _ = Describe("A stopping server's singleton leases", func() {
 		in := newInstance(ctx)
 		fake := newFakeGitHubApp()
 		env := map[string]string{
-			bootstrap.EnvGitHubAppID:              "4711",
-			bootstrap.EnvGitHubAppPrivateKey:      newAppKeyPEM(),
-			bootstrap.EnvGitHubWebhookSecret:      "singleton-github-webhook-secret-01",
-			bootstrap.EnvGitHubAPIURL:             fake.URL,
-			bootstrap.EnvGitHubRedeliveryInterval: "1h", // the leases last two to three periods
-			bootstrap.EnvAccessRecheckInterval:    "1h",
-			bootstrap.EnvRetentionInterval:        "1h",
+			githubmodule.EnvAppID:              "4711",
+			githubmodule.EnvAppPrivateKey:      newAppKeyPEM(),
+			githubmodule.EnvWebhookSecret:      "singleton-github-webhook-secret-01",
+			githubmodule.EnvAPIURL:             fake.URL,
+			githubmodule.EnvRedeliveryInterval: "1h", // the leases last two to three periods
+			bootstrap.EnvAccessRecheckInterval: "1h",
+			bootstrap.EnvRetentionInterval:     "1h",
 		}
 		loops := []string{"inbox-retention", "inbox-gauges", "change-retention", "access-recheck", "github-redelivery"}
 		held := func(holder string) func() []string {

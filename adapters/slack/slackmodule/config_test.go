@@ -1,0 +1,62 @@
+package slackmodule_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodule"
+	"github.com/hephaestus-dev/hephaestus/internal/envconfig"
+)
+
+// load reads the Slack configuration from vars; embedded says DATABASE_URL is unset.
+func load(vars map[string]string, embedded bool) (slackmodule.Config, error) {
+	return slackmodule.LoadConfig(providerkit.Env{Getenv: func(n string) string { return vars[n] }, Embedded: embedded,
+		PublicURL: "https://hx.example"})
+}
+
+var _ = Describe("The Slack configuration", func() {
+	It("uses every default of the contract when no variable is set", func() {
+		c, err := load(nil, true)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.SigningSecret).To(BeEmpty())
+		Expect(c.APIURL).To(Equal("https://slack.com/api/"))
+		Expect(c.BotToken).To(BeEmpty(), "no token: no Slack Web API calls without a connection's own")
+		Expect([]string{c.ClientID, c.ClientSecret}).To(Equal([]string{"", ""}), "no install flow")
+		Expect(c.PublicURL).To(Equal("https://hx.example"), "the process's public URL names the install flow's redirect_uri")
+	})
+
+	It("reads each variable", func() {
+		c, err := load(map[string]string{
+			"HEPHAESTUS_SLACK_SIGNING_SECRET": "slack-secret ",
+			"HEPHAESTUS_SLACK_API_URL":        "https://slack.example/api/",
+			"HEPHAESTUS_SLACK_BOT_TOKEN":      "xoxb-1",
+			"HEPHAESTUS_SLACK_CLIENT_ID":      "123.456",
+			"HEPHAESTUS_SLACK_CLIENT_SECRET":  "s3cret",
+		}, false)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.SigningSecret).To(Equal([]byte("slack-secret ")), "a secret is taken byte for byte")
+		Expect(c.APIURL).To(Equal("https://slack.example/api/"))
+		Expect(c.BotToken).To(Equal("xoxb-1"))
+		Expect([]string{c.ClientID, c.ClientSecret}).To(Equal([]string{"123.456", "s3cret"}))
+	})
+
+	It("refuses the Makefile's public development signing secret with a real database, never echoing it", func() {
+		_, err := load(map[string]string{"HEPHAESTUS_SLACK_SIGNING_SECRET": "dev-slack-signing-secret"}, false)
+		Expect(err).To(MatchError("HEPHAESTUS_SLACK_SIGNING_SECRET: is the public development secret of the Makefile; " +
+			"set the Slack app's own signing secret when DATABASE_URL is set"))
+		_, err = load(map[string]string{"HEPHAESTUS_SLACK_SIGNING_SECRET": "dev-slack-signing-secret"}, true)
+		Expect(err).NotTo(HaveOccurred(), "the embedded development database accepts it")
+	})
+
+	DescribeTable("refuses an invalid value with a message naming the variable and the problem",
+		func(name, value, message string) {
+			_, err := load(map[string]string{name: value}, true)
+			Expect(envconfig.ProblemsOf(err)).To(HaveLen(1))
+			Expect(err).To(MatchError(name + ": " + message))
+		},
+		Entry(nil, "HEPHAESTUS_SLACK_API_URL", "https://user:pw@slack.example/api/", "is not an absolute http(s) URL without credentials"),
+		Entry(nil, "HEPHAESTUS_SLACK_CLIENT_ID", "123.456", "is set without HEPHAESTUS_SLACK_CLIENT_SECRET"),
+		Entry(nil, "HEPHAESTUS_SLACK_CLIENT_SECRET", "s3cret", "is set without HEPHAESTUS_SLACK_CLIENT_ID"),
+	)
+})
