@@ -17,10 +17,21 @@ type Env struct {
 }
 
 // Loader reads one provider module's configuration from env (defaults applied, values
-// validated) and makes the module with it. Each <p>module package has one, Load, and
-// adapters/providers lists them. Errors: an *envconfig.Error naming every invalid variable
-// of the module.
+// validated) and makes the module with it; adapters/providers lists one per provider.
+// Errors: an *envconfig.Error naming every invalid variable of the module.
 type Loader func(env Env) (Module, error)
+
+// Load is the Loader of a module package's LoadConfig and New: adapters/providers lists
+// providerkit.Load(<p>module.LoadConfig, <p>module.New).
+func Load[C any, M Module](load func(Env) (C, error), build func(C) M) Loader {
+	return func(env Env) (Module, error) {
+		cfg, err := load(env)
+		if err != nil {
+			return nil, err
+		}
+		return build(cfg), nil
+	}
+}
 
 // WarnIgnored logs, once per name, that a retired variable is set and ignored: the variable's
 // name only, never its value.

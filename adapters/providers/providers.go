@@ -14,9 +14,9 @@ import (
 // Loaders are the modules' loaders, in the order the server builds the modules.
 func Loaders() []providerkit.Loader {
 	return []providerkit.Loader{
-		githubmodule.Load,
-		gitlabmodule.Load,
-		slackmodule.Load,
-		outlinemodule.Load,
+		providerkit.Load(githubmodule.LoadConfig, githubmodule.New),
+		providerkit.Load(gitlabmodule.LoadConfig, gitlabmodule.New),
+		providerkit.Load(slackmodule.LoadConfig, slackmodule.New),
+		providerkit.Load(outlinemodule.LoadConfig, outlinemodule.New),
 	}
 }

@@ -347,12 +347,7 @@ func EnvNamesIn(dir string) ([]string, error) {
 			set[v] = true
 		}
 	}
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names, nil
+	return sortedKeys(set), nil
 }
 
 var envName = regexp.MustCompile(`^HEPHAESTUS_[A-Z0-9_]+$`)
@@ -389,12 +384,7 @@ func ServerEnvNames(root string) ([]string, error) {
 			set[n] = true
 		}
 	}
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names, nil
+	return sortedKeys(set), nil
 }
 
 // ConfigFieldFindings checks the Config struct of the non-test Go files of dir (a provider
@@ -472,10 +462,60 @@ func EnvNamesMentioned(text string) []string {
 	for _, m := range envMention.FindAllString(text, -1) {
 		set[m] = true
 	}
+	return sortedKeys(set)
+}
+
+// sortedKeys lists the names of set, sorted.
+func sortedKeys(set map[string]bool) []string {
 	names := make([]string, 0, len(set))
 	for n := range set {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names
+}
+
+var firstCodeSpan = regexp.MustCompile("`([^`]*)`")
+
+// SettingRows reads the Markdown table rows of text whose first cell names variables: each
+// variable named there maps to the row's second cell (its default), trimmed.
+func SettingRows(text string) map[string]string {
+	rows := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(line), "|") {
+			continue
+		}
+		for _, v := range EnvNamesMentioned(cells[1]) {
+			rows[v] = strings.TrimSpace(cells[2])
+		}
+	}
+	return rows
+}
+
+// DefaultDisagreements compares the default cells of two settings tables (README.md's short
+// one and docs/configuration.md's): for every variable of short whose default cell holds
+// inline code, the first code span must be the first of the full table's cell for that
+// variable. Each finding names the variable and both spans.
+func DefaultDisagreements(short, full map[string]string) []string {
+	var found []string
+	for _, v := range sortedKeys(setOf(short)) {
+		m := firstCodeSpan.FindStringSubmatch(short[v])
+		if m == nil {
+			continue
+		}
+		f := firstCodeSpan.FindStringSubmatch(full[v])
+		if f == nil || f[1] != m[1] {
+			found = append(found, fmt.Sprintf("%s: %q, the full table says %q", v, m[1], full[v]))
+		}
+	}
+	return found
+}
+
+func setOf(m map[string]string) map[string]bool {
+	set := map[string]bool{}
+	for k := range m {
+		set[k] = true
+	}
+	return set
 }

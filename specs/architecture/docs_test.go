@@ -99,6 +99,10 @@ var _ = Describe("The documentation", func() {
 			named := architecture.EnvNamesMentioned(string(b))
 			Expect(named).To(ContainElements("DATABASE_URL", "HEPHAESTUS_GITHUB_WEBHOOK_SECRET"))
 			Expect(missingFrom(read, named)).To(BeEmpty(), "on README.md, not read by the server")
+			short := architecture.SettingRows(string(b))
+			Expect(short).To(HaveKeyWithValue("HEPHAESTUS_HTTP_ADDR", ContainSubstring("`:8080`")))
+			Expect(architecture.DefaultDisagreements(short, architecture.SettingRows(page))).To(BeEmpty(),
+				"README.md's defaults, against docs/configuration.md's")
 		})
 
 		It("has each provider module's Config say, field by field, its variable and its default", func() {
@@ -153,6 +157,12 @@ var _ = Describe("The documentation", func() {
 				"Config.Timeout: its doc comment states no default",
 				"HEPHAESTUS_TOY_HIDDEN: read, but named by no Config field's doc comment",
 			}))
+		})
+
+		It("finds a README default that the full settings table does not give", func() {
+			short := architecture.SettingRows("| variable | default |\n|---|---|\n| `HEPHAESTUS_A`, `HEPHAESTUS_B` | `8` |\n| `HEPHAESTUS_C` | — |\n")
+			full := architecture.SettingRows("| `HEPHAESTUS_A` | `8` (`make run`: `2`) | x |\n| `HEPHAESTUS_B` | `9` | y |\n| `HEPHAESTUS_C` | `1` | z |\n")
+			Expect(architecture.DefaultDisagreements(short, full)).To(Equal([]string{`HEPHAESTUS_B: "8", the full table says "` + "`9`" + `"`}))
 		})
 
 		It("reads the variables from string constants, joined ones included, and not from tests", func() {

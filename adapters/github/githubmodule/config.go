@@ -107,7 +107,8 @@ func (c Config) validate(r *envconfig.Reader, env providerkit.Env, keyVariable s
 }
 
 // LoadConfig reads the GitHub variables from env, applies the defaults and validates.
-// Errors: an *envconfig.Error naming every invalid variable; no message shows a secret.
+// Errors: an *envconfig.Error naming every invalid variable (then the Config is not to be
+// used); no message shows a secret.
 func LoadConfig(env providerkit.Env) (Config, error) {
 	r := envconfig.NewReader(env.Getenv)
 	c := Config{
@@ -127,10 +128,7 @@ func LoadConfig(env providerkit.Env) (Config, error) {
 	}
 	c.setDefaults()
 	c.validate(r, env, keyVariable)
-	if err := r.Err(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
+	return c, r.Err()
 }
 
 // appKey reads the App's private key from the variable or the file it names (not both),
@@ -158,13 +156,4 @@ func appKey(r *envconfig.Reader) (string, string) {
 		return "", name
 	}
 	return pemText, name
-}
-
-// Load is GitHub's providerkit.Loader: the module with its configuration read from env.
-func Load(env providerkit.Env) (providerkit.Module, error) {
-	cfg, err := LoadConfig(env)
-	if err != nil {
-		return nil, err
-	}
-	return New(cfg), nil
 }

@@ -29,24 +29,13 @@ type Config struct {
 }
 
 // LoadConfig reads the GitLab variables from env and validates each as it is read (every
-// setting is off when unset, and no rule joins two of them). Errors: an *envconfig.Error naming every invalid variable.
+// setting is off when unset, and no rule joins two of them). Errors: an *envconfig.Error
+// naming every invalid variable (then the Config is not to be used).
 func LoadConfig(env providerkit.Env) (Config, error) {
 	r := envconfig.NewReader(env.Getenv)
 	c := Config{APIURL: r.HTTPURL(EnvAPIURL, "")}
 	if r.Secret(EnvAPIToken) != "" {
 		c.IgnoredVariables = append(c.IgnoredVariables, EnvAPIToken)
 	}
-	if err := r.Err(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
-
-// Load is GitLab's providerkit.Loader: the module with its configuration read from env.
-func Load(env providerkit.Env) (providerkit.Module, error) {
-	cfg, err := LoadConfig(env)
-	if err != nil {
-		return nil, err
-	}
-	return New(cfg), nil
+	return c, r.Err()
 }

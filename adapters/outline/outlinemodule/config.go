@@ -19,21 +19,10 @@ type Config struct {
 }
 
 // LoadConfig reads the Outline variable from env and validates it (unset is off, so there is
-// no default to fill). Errors: an *envconfig.Error naming the invalid variable.
+// no default to fill). Errors: an *envconfig.Error naming the invalid variable (then
+// the Config is not to be used).
 func LoadConfig(env providerkit.Env) (Config, error) {
 	r := envconfig.NewReader(env.Getenv)
 	c := Config{APIURL: r.APIRoot(EnvAPIURL)}
-	if err := r.Err(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
-
-// Load is Outline's providerkit.Loader: the module with its configuration read from env.
-func Load(env providerkit.Env) (providerkit.Module, error) {
-	cfg, err := LoadConfig(env)
-	if err != nil {
-		return nil, err
-	}
-	return New(cfg), nil
+	return c, r.Err()
 }

@@ -61,7 +61,8 @@ func (c Config) validate(r *envconfig.Reader, env providerkit.Env) {
 }
 
 // LoadConfig reads the Slack variables from env, applies the defaults and validates.
-// Errors: an *envconfig.Error naming every invalid variable; no message shows a secret.
+// Errors: an *envconfig.Error naming every invalid variable (then the Config is not to be
+// used); no message shows a secret.
 func LoadConfig(env providerkit.Env) (Config, error) {
 	r := envconfig.NewReader(env.Getenv)
 	c := Config{
@@ -74,17 +75,5 @@ func LoadConfig(env providerkit.Env) (Config, error) {
 	}
 	c.setDefaults()
 	c.validate(r, env)
-	if err := r.Err(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
-
-// Load is Slack's providerkit.Loader: the module with its configuration read from env.
-func Load(env providerkit.Env) (providerkit.Module, error) {
-	cfg, err := LoadConfig(env)
-	if err != nil {
-		return nil, err
-	}
-	return New(cfg), nil
+	return c, r.Err()
 }
