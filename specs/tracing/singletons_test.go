@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodule"
 	"github.com/hephaestus-dev/hephaestus/bootstrap"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -25,13 +24,13 @@ var _ = Describe("A stopping server's singleton leases", func() {
 		in := newInstance(ctx)
 		fake := newFakeGitHubApp()
 		env := map[string]string{
-			githubmodule.EnvAppID:              "4711",
-			githubmodule.EnvAppPrivateKey:      newAppKeyPEM(),
-			githubmodule.EnvWebhookSecret:      "singleton-github-webhook-secret-01",
-			githubmodule.EnvAPIURL:             fake.URL,
-			githubmodule.EnvRedeliveryInterval: "1h", // the leases last two to three periods
-			bootstrap.EnvAccessRecheckInterval: "1h",
-			bootstrap.EnvRetentionInterval:     "1h",
+			"HEPHAESTUS_GITHUB_APP_ID":              "4711",
+			"HEPHAESTUS_GITHUB_APP_PRIVATE_KEY":     newAppKeyPEM(),
+			"HEPHAESTUS_GITHUB_WEBHOOK_SECRET":      "singleton-github-webhook-secret-01",
+			"HEPHAESTUS_GITHUB_API_URL":             fake.URL,
+			"HEPHAESTUS_GITHUB_REDELIVERY_INTERVAL": "1h", // the leases last two to three periods
+			bootstrap.EnvAccessRecheckInterval:      "1h",
+			bootstrap.EnvRetentionInterval:          "1h",
 		}
 		loops := []string{"inbox-retention", "inbox-gauges", "change-retention", "access-recheck", "github-redelivery"}
 		held := func(holder string) func() []string {
