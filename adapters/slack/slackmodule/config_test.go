@@ -3,6 +3,7 @@ package slackmodule_test
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodule"
@@ -25,18 +26,20 @@ var _ = Describe("The Slack configuration", func() {
 		Expect(c.PublicURL).To(Equal("https://hx.example"), "the process's public URL names the install flow's redirect_uri")
 	})
 
-	It("reads each variable", func() {
-		c, err := load(map[string]string{
-			"HEPHAESTUS_SLACK_SIGNING_SECRET": "slack-secret ",
-			"HEPHAESTUS_SLACK_API_URL":        "https://slack.example/api/",
-			"HEPHAESTUS_SLACK_BOT_TOKEN":      "xoxb-1",
-			"HEPHAESTUS_SLACK_CLIENT_ID":      "123.456",
-			"HEPHAESTUS_SLACK_CLIENT_SECRET":  "s3cret",
-		}, false)
+	DescribeTable("reads each variable into its field",
+		func(name, value string, field types.GomegaMatcher) {
+			c, err := load(map[string]string{name: value}, false)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c).To(field)
+		},
+		Entry(nil, "HEPHAESTUS_SLACK_SIGNING_SECRET", "slack-secret ", HaveField("SigningSecret", []byte("slack-secret "))), // byte for byte
+		Entry(nil, "HEPHAESTUS_SLACK_API_URL", "https://slack.example/api/", HaveField("APIURL", "https://slack.example/api/")),
+		Entry(nil, "HEPHAESTUS_SLACK_BOT_TOKEN", "xoxb-1", HaveField("BotToken", "xoxb-1")),
+	)
+
+	It("reads the install flow's client, both halves", func() {
+		c, err := load(map[string]string{"HEPHAESTUS_SLACK_CLIENT_ID": "123.456", "HEPHAESTUS_SLACK_CLIENT_SECRET": "s3cret"}, false)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(c.SigningSecret).To(Equal([]byte("slack-secret ")), "a secret is taken byte for byte")
-		Expect(c.APIURL).To(Equal("https://slack.example/api/"))
-		Expect(c.BotToken).To(Equal("xoxb-1"))
 		Expect([]string{c.ClientID, c.ClientSecret}).To(Equal([]string{"123.456", "s3cret"}))
 	})
 
