@@ -169,7 +169,8 @@ type Config struct {
 	// Modules are the provider modules, each with its own configuration: LoadConfig makes them
 	// with the loaders adapters/providers lists. A harness may add one of its own (a toy
 	// provider in a spec) before InitializeApp, or replace the list: the server builds,
-	// routes, counts and tears down exactly these.
+	// routes, counts and tears down exactly these. The list needs one module whose provider
+	// is a ports.InstallationSource (admission's namespace of installation events).
 	Modules []providerkit.Module
 
 	// AccessRecheckInterval is the period of the PAT access recheck.
