@@ -39,13 +39,6 @@ var _ = Describe("Configuration", func() {
 			Expect(c.HTTPAddr).To(Equal(":8080"))
 			Expect(c.AdminToken).To(BeEmpty())
 			Expect(c.CredentialsKey).To(BeNil())
-			Expect(c.GitHubAppID).To(BeZero())
-			Expect(c.GitHubAPIURL).To(Equal("https://api.github.com"))
-			Expect(c.IgnoredVariables).To(BeEmpty())
-			Expect(c.GitLabAPIURL).To(BeEmpty(), "no default instance: the GitLab handlers read nothing")
-			Expect(c.OutlineAPIURL).To(BeEmpty(), "no default instance: no Outline backfill")
-			Expect(c.SlackAPIURL).To(Equal("https://slack.com/api/"))
-			Expect(c.SlackBotToken).To(BeEmpty(), "no token: no Slack Web API calls")
 			Expect(c.WebhookMaxBytes).To(Equal(int64(26214400)))
 			Expect(c.WebhookInflightBytes).To(Equal(int64(64 << 20)))
 			Expect(c.AdmissionLockTimeout).To(Equal(2 * time.Second))
@@ -98,22 +91,47 @@ var _ = Describe("Configuration", func() {
 	})
 
 	When("a real database is configured", func() {
-		DescribeTable("refuses the Makefile's public development webhook secrets, naming the variable",
-			func(name, value string) {
-				_, err := load(env{"DATABASE_URL": "postgres://app@db.internal/heph", name: value})
-				ps := problems(err)
-				Expect(ps).To(HaveLen(1))
-				Expect(ps[0].Variable).To(Equal(name))
-				Expect(ps[0].Message).To(ContainSubstring("development secret"))
-				Expect(ps[0].Message).NotTo(ContainSubstring(value), "a secret is never echoed")
-			},
-			Entry(nil, "HEPHAESTUS_GITHUB_WEBHOOK_SECRET", "dev-github-webhook-secret"),
-			Entry(nil, "HEPHAESTUS_SLACK_SIGNING_SECRET", "dev-slack-signing-secret"),
-		)
-		It("accepts them with the embedded development database", func() {
-			_, err := load(env{"HEPHAESTUS_GITHUB_WEBHOOK_SECRET": "dev-github-webhook-secret",
-				"HEPHAESTUS_SLACK_SIGNING_SECRET": "dev-slack-signing-secret"})
+		It("tells each provider module, which then refuses the Makefile's public development secrets", func() {
+			dev := env{"HEPHAESTUS_GITHUB_WEBHOOK_SECRET": "dev-github-webhook-secret",
+				"HEPHAESTUS_SLACK_SIGNING_SECRET": "dev-slack-signing-secret"}
+			_, err := load(dev)
+			Expect(err).NotTo(HaveOccurred(), "the embedded development database accepts them")
+			dev["DATABASE_URL"] = "postgres://app@db.internal/heph"
+			_, err = load(dev)
+			vars := []string{}
+			for _, p := range problems(err) {
+				vars = append(vars, p.Variable)
+				Expect(p.Message).To(ContainSubstring("development secret"))
+				Expect(p.Message).NotTo(ContainSubstring("dev-"), "a secret is never echoed")
+			}
+			Expect(vars).To(ConsistOf("HEPHAESTUS_GITHUB_WEBHOOK_SECRET", "HEPHAESTUS_SLACK_SIGNING_SECRET"))
+		})
+	})
+
+	Describe("the provider modules", func() {
+		It("are made by the loaders of adapters/providers, one per provider, each from its own variables", func() {
+			c, err := load(env{"HEPHAESTUS_PUBLIC_URL": "https://hx.example"})
 			Expect(err).NotTo(HaveOccurred())
+			labels := []string{}
+			for _, m := range c.Modules {
+				labels = append(labels, m.Provider().Label())
+			}
+			Expect(labels).To(Equal([]string{"github", "gitlab", "slack", "outline"}))
+		})
+
+		It("report their invalid variables together with the process's", func() {
+			_, err := load(env{
+				"HEPHAESTUS_LOG_FORMAT":      "xml",
+				"HEPHAESTUS_GITLAB_API_URL":  "gitlab.example/api/v4",
+				"HEPHAESTUS_OUTLINE_API_URL": "https://outline.example/api?x=1",
+			})
+			Expect(err).To(MatchError(ContainSubstring(
+				"HEPHAESTUS_GITLAB_API_URL: is not an absolute http(s) URL without credentials")))
+			vars := []string{}
+			for _, p := range problems(err) {
+				vars = append(vars, p.Variable)
+			}
+			Expect(vars).To(ConsistOf("HEPHAESTUS_LOG_FORMAT", "HEPHAESTUS_GITLAB_API_URL", "HEPHAESTUS_OUTLINE_API_URL"))
 		})
 	})
 
@@ -124,12 +142,6 @@ var _ = Describe("Configuration", func() {
 				"HEPHAESTUS_HTTP_ADDR":                                "127.0.0.1:9090",
 				"HEPHAESTUS_ADMIN_TOKEN":                              "admin-secret-0123456789",
 				"HEPHAESTUS_CREDENTIALS_KEY":                          base64.StdEncoding.EncodeToString(key32),
-				"HEPHAESTUS_GITHUB_APP_ID":                            "4242",
-				"HEPHAESTUS_GITHUB_WEBHOOK_SECRET":                    "gh-secret",
-				"HEPHAESTUS_SLACK_SIGNING_SECRET":                     "slack-secret",
-				"HEPHAESTUS_GITLAB_API_URL":                           "https://gitlab.example/api/v4",
-				"HEPHAESTUS_OUTLINE_API_URL":                          "https://outline.example/api",
-				"HEPHAESTUS_GITLAB_API_TOKEN":                         "glpat-token",
 				"HEPHAESTUS_WEBHOOK_MAX_BYTES":                        "1048576",
 				"HEPHAESTUS_DATA_DIR":                                 "/var/lib/hephaestus",
 				"HEPHAESTUS_LOG_FORMAT":                               "console",
@@ -156,13 +168,6 @@ var _ = Describe("Configuration", func() {
 			Expect(c.HTTPAddr).To(Equal("127.0.0.1:9090"))
 			Expect(c.AdminToken).To(Equal("admin-secret-0123456789"))
 			Expect(c.CredentialsKey).To(Equal(key32))
-			Expect(c.GitHubAppID).To(Equal(int64(4242)))
-			Expect(c.GitHubWebhookSecret).To(Equal("gh-secret"))
-			Expect(c.SlackSigningSecret).To(Equal("slack-secret"))
-			Expect(c.GitLabAPIURL).To(Equal("https://gitlab.example/api/v4"))
-			Expect(c.OutlineAPIURL).To(Equal("https://outline.example/api"))
-			Expect(c.IgnoredVariables).To(Equal([]string{"HEPHAESTUS_GITLAB_API_TOKEN"}),
-				"an instance-wide token is retired: it is named as ignored, and nothing reads it")
 			Expect(c.WebhookMaxBytes).To(Equal(int64(1048576)))
 			Expect(c.DataDir).To(Equal("/var/lib/hephaestus"))
 			Expect(c.LogFormat).To(Equal("console"))
@@ -258,20 +263,10 @@ var _ = Describe("Configuration", func() {
 			Entry(nil, "HEPHAESTUS_HTTP_ADDR", ":99999", `":99999" has no valid port (0-65535)`),
 			Entry(nil, "HEPHAESTUS_CREDENTIALS_KEY", "not base64!", "is not base64 (standard or URL alphabet) of 32 bytes"),
 			Entry(nil, "HEPHAESTUS_ADMIN_TOKEN", "changeme", "is shorter than 16 characters"),
-			Entry(nil, "HEPHAESTUS_GITHUB_APP_ID", "my-app", `"my-app" is not a whole number ≥ 1`),
-			Entry(nil, "HEPHAESTUS_GITHUB_API_URL", "ghe.example/api/v3", "is not an absolute http(s) URL without credentials"),
-			Entry(nil, "HEPHAESTUS_GITLAB_API_URL", "gitlab.example/api/v4", "is not an absolute http(s) URL without credentials"),
-			Entry(nil, "HEPHAESTUS_SLACK_API_URL", "https://user:pw@slack.example/api/", "is not an absolute http(s) URL without credentials"),
-			Entry(nil, "HEPHAESTUS_OUTLINE_API_URL", "app.getoutline.com/api", "is not an absolute http(s) URL without credentials"),
-			Entry(nil, "HEPHAESTUS_OUTLINE_API_URL", "https://outline.example/api?x=1", "is not an absolute http(s) URL without credentials, query or fragment"),
-			Entry(nil, "HEPHAESTUS_GITHUB_OAUTH_URL", "github.example", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_PUBLIC_URL", "hx.example", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_TRACE_URL", "tempo.example/trace/{traceId}", "is not an absolute http(s) URL without credentials"),
 			Entry(nil, "HEPHAESTUS_TRACE_URL", "https://tempo.example/trace/", "does not name the trace id as {traceId}"),
 			Entry(nil, "HEPHAESTUS_COOKIE_SECURE", "yes", `"yes" is not one of true, false`),
-			Entry(nil, "HEPHAESTUS_GITHUB_APP_SLUG", "My App", `"My App" is not a GitHub App slug`),
-			Entry(nil, "HEPHAESTUS_GITHUB_CLIENT_ID", "Iv1.abc", "is set without HEPHAESTUS_GITHUB_CLIENT_SECRET"),
-			Entry(nil, "HEPHAESTUS_SLACK_CLIENT_SECRET", "s3cret", "is set without HEPHAESTUS_SLACK_CLIENT_ID"),
 			Entry(nil, "HEPHAESTUS_WEBHOOK_MAX_BYTES", "25MiB", `"25MiB" is not a whole number ≥ 1`),
 			Entry(nil, "HEPHAESTUS_WEBHOOK_MAX_BYTES", "0", `"0" is not a whole number ≥ 1`),
 			Entry(nil, "HEPHAESTUS_WEBHOOK_INFLIGHT_BYTES", "64MiB", `"64MiB" is not a whole number between 32768 and 1099511627776`),

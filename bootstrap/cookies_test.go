@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodule"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 )
 
@@ -28,12 +29,12 @@ var _ = Describe("Console and install cookies behind a TLS proxy", func() {
 		DeferCleanup(func(ctx SpecContext) { Expect(db.Drop(ctx)).To(Succeed()) })
 		addr := freeAddr()
 		vars := map[string]string{
-			EnvDatabaseURL:       db.URL,
-			EnvHTTPAddr:          addr,
-			EnvAdminToken:        adminToken,
-			EnvCredentialsKey:    base64.StdEncoding.EncodeToString(make([]byte, 32)),
-			EnvSlackClientID:     "slack-client-id",
-			EnvSlackClientSecret: "slack-client-secret",
+			EnvDatabaseURL:              db.URL,
+			EnvHTTPAddr:                 addr,
+			EnvAdminToken:               adminToken,
+			EnvCredentialsKey:           base64.StdEncoding.EncodeToString(make([]byte, 32)),
+			slackmodule.EnvClientID:     "slack-client-id",
+			slackmodule.EnvClientSecret: "slack-client-secret",
 		}
 		for k, v := range env {
 			vars[k] = v

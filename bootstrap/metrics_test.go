@@ -2,7 +2,6 @@ package bootstrap
 
 import (
 	"bufio"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"go.uber.org/goleak"
-	"go.uber.org/zap"
 
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -61,16 +59,7 @@ var _ = Describe("Metrics of a fresh server", func() {
 			}[name]
 		})
 		Expect(err).NotTo(HaveOccurred())
-		app, err := InitializeApp(cfg, zap.NewNop())
-		Expect(err).NotTo(HaveOccurred())
-		runCtx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- app.Run(runCtx) }()
-		DeferCleanup(func() { cancel(); Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil())) })
-		base := "http://" + addr
-		Eventually(func() (int, error) { return get(base + "/readyz") }).WithTimeout(30 * time.Second).Should(Equal(200))
-
-		series := scrape(base + "/metrics")
+		series := scrape(runApp(cfg) + "/metrics")
 		zero := func(name string, labels ...string) {
 			GinkgoHelper()
 			var pairs []string
@@ -86,7 +75,7 @@ var _ = Describe("Metrics of a fresh server", func() {
 
 		// The label sets come from the declarations: the wired modules, the failure table, the
 		// outcomes and drop reasons of the domain, admission's and each provider's reasons.
-		modules := provideModules(providerModules(Config{}))
+		modules := provideModules(providerModules(cfg))
 		Expect(modules).To(HaveLen(4))
 		for _, m := range modules {
 			p := m.Provider().Label()

@@ -11,13 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodule"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodule"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/apidoc"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/server"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodule"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
@@ -25,7 +22,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodule"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/accessrecheck"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
@@ -42,8 +38,9 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// Provider sets, one per part of the service. buildServices (wire.go) composes them; adding a
-// provider adds its set there and one line to provideWebhooks and provideModules.
+// Provider sets, one per part of the service. buildServices (wire.go) composes them. The
+// provider modules come from Config.Modules (adapters/providers lists them): adding a provider
+// changes nothing here.
 
 // processSet is what exists before the database: metrics and the App.
 var processSet = wire.NewSet(provideMetrics, newApp)
@@ -335,11 +332,6 @@ func provideProviders(cfg Config, modules []providerkit.Module, pool *pgxpool.Po
 ) ([]ports.Provider, error) {
 	deps := providerkit.Deps{Owner: cfg.ServerID, Pool: pool, Inbox: inbox, Changes: changes, Connections: connections,
 		Secrets: secrets, Lease: lease, Counter: metrics.Counter, Log: log}
-	for _, name := range cfg.IgnoredVariables {
-		// The variable's name only, never its value.
-		log.Warnw("an instance-wide provider token is set and ignored: every provider read uses the credential of the workspace's own connection",
-			"variable", name)
-	}
 	var providers []ports.Provider
 	for _, m := range modules {
 		p, err := m.Build(deps)
@@ -394,13 +386,6 @@ func newServices(registrars []server.Registrar, runners []Runner) *services {
 	return &services{registrars: registrars, runners: runners}
 }
 
-// providerModules lists the providers, one line each: adding a provider is one new folder
-// under adapters/, one line here and one migration file.
-func providerModules(cfg Config) []providerkit.Module {
-	return []providerkit.Module{
-		githubmodule.New(cfg.gitHubModule()),
-		gitlabmodule.New(cfg.gitLabModule()),
-		slackmodule.New(cfg.slackModule()),
-		outlinemodule.New(cfg.outlineModule()),
-	}
-}
+// providerModules are the configured provider modules (Config.Modules: the list of
+// adapters/providers, each module with its own configuration, plus any a harness added).
+func providerModules(cfg Config) []providerkit.Module { return cfg.Modules }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/internal/envconfig"
 )
 
 // Files of generated secrets in the data directory (embedded mode only).
@@ -66,7 +67,7 @@ func resolveSecrets(cfg Config, log *zap.Logger, console io.Writer) (instanceSec
 	}
 	// Both files are checked before either is generated: a refused start changes nothing.
 	for _, name := range []string{AdminTokenFile, CredentialsKeyFile} {
-		if err := checkSecretFileMode(filepath.Join(cfg.DataDir, name)); err != nil {
+		if err := envconfig.CheckSecretFileMode(filepath.Join(cfg.DataDir, name)); err != nil {
 			return s, err
 		}
 	}
@@ -117,7 +118,7 @@ func resolveSecrets(cfg Config, log *zap.Logger, console io.Writer) (instanceSec
 // but its owner is refused: the secret may have leaked, and the operator must decide.
 // Starts are serialised by the data dir's lock, so two processes never race here.
 func readOrCreate(path string, generate func() (string, error)) (value string, created bool, err error) {
-	if err := checkSecretFileMode(path); err != nil {
+	if err := envconfig.CheckSecretFileMode(path); err != nil {
 		return "", false, err
 	}
 	_, err = os.Stat(path)
@@ -141,16 +142,6 @@ func readOrCreate(path string, generate func() (string, error)) (value string, c
 		return "", false, err
 	}
 	return v, true, nil
-}
-
-// checkSecretFileMode refuses a secret file that anyone but its owner may read or write.
-func checkSecretFileMode(path string) error {
-	info, err := os.Stat(path)
-	if err != nil || info.Mode().Perm()&0o077 == 0 {
-		return nil // a missing file is generated; other errors surface when it is read
-	}
-	return fmt.Errorf("%s has mode %04o, readable or writable by others; it holds a secret: "+
-		"check who read it, then `chmod 600 %s` (or delete it to generate a new one)", path, info.Mode().Perm(), path)
 }
 
 // writeSecretFile writes content to path atomically with mode 0600 (see readOrCreate).

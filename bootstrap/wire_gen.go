@@ -104,16 +104,16 @@ func buildServices(ctx context.Context, in graphInput) (*services, func(), error
 		return nil, nil, err
 	}
 	bootstrapOperatorReadPool := in.ReadPool
-	deadletterstoreReader, err := provideOperatorReader(bootstrapOperatorReadPool)
+	reader, err := provideOperatorReader(bootstrapOperatorReadPool)
 	if err != nil {
 		return nil, nil, err
 	}
 	set := provideProviderSet(v3)
-	deadlettersService, err := provideDeadLetters(deadletterstoreReader, inboxstoreStore, consumerSignal, set)
+	deadlettersService, err := provideDeadLetters(reader, inboxstoreStore, consumerSignal, set)
 	if err != nil {
 		return nil, nil, err
 	}
-	deliveriesService, err := deliveries.New(deadletterstoreReader, set)
+	deliveriesService, err := deliveries.New(reader, set)
 	if err != nil {
 		return nil, nil, err
 	}

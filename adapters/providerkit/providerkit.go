@@ -1,11 +1,12 @@
 // Package providerkit is what bootstrap hands a provider module and what a module hands back
 // besides its ports.Provider description: the shared dependencies a provider's adapters are
-// built from (Deps) and the HTTP routes of its read API (Routes). What a provider needs of the
+// built from (Deps) and the HTTP routes of its read API (Routes), and how a module is made
+// from its own environment variables (Env, Loader, config.go). What a provider needs of the
 // engine's stores it gets as ports (Secrets, ConnectionStates): the kit imports no package of
 // adapters/postgres, so a provider module cannot reach the stores through it (the
-// architecture spec "Layer boundaries" holds that). It names no provider; each
-// provider's <provider>module package builds its parts from it, and bootstrap lists the
-// modules, one line per provider (bootstrap/providers.go, providerModules).
+// architecture spec "Layer boundaries" holds that). It names no provider; each provider's
+// <provider>module package builds its parts from it, and adapters/providers lists the
+// modules, one line per provider.
 package providerkit
 
 import (

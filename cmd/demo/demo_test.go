@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodule"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodule"
 	"github.com/hephaestus-dev/hephaestus/bootstrap"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 )
@@ -44,14 +46,14 @@ func TestDemoAgainstTheRealServer(t *testing.T) {
 	)
 	addr := freeAddr(t)
 	env := map[string]string{
-		bootstrap.EnvDatabaseURL:         db.URL,
-		bootstrap.EnvHTTPAddr:            addr,
-		bootstrap.EnvAdminToken:          adminToken,
-		bootstrap.EnvCredentialsKey:      base64.StdEncoding.EncodeToString(key),
-		bootstrap.EnvGitHubWebhookSecret: githubSecret,
-		bootstrap.EnvSlackSigningSecret:  slackSecret,
-		bootstrap.EnvPollInterval:        "200ms",
-		bootstrap.EnvPoisonBaseDelay:     "100ms",
+		bootstrap.EnvDatabaseURL:      db.URL,
+		bootstrap.EnvHTTPAddr:         addr,
+		bootstrap.EnvAdminToken:       adminToken,
+		bootstrap.EnvCredentialsKey:   base64.StdEncoding.EncodeToString(key),
+		githubmodule.EnvWebhookSecret: githubSecret,
+		slackmodule.EnvSigningSecret:  slackSecret,
+		bootstrap.EnvPollInterval:     "200ms",
+		bootstrap.EnvPoisonBaseDelay:  "100ms",
 	}
 	cfg, err := bootstrap.LoadConfig(func(name string) string { return env[name] })
 	if err != nil {

@@ -32,9 +32,17 @@ func mayIssue(rel string) bool {
 	return (dir == "adapters/postgres/managementstore" && !test) || (dir == "ports/credential" && test)
 }
 
+// moduleConfigFile reports whether rel is a provider module's config.go
+// (adapters/<p>/<p>module/config.go), the one place a retired variable is named: the module
+// only warns that it is ignored.
+func moduleConfigFile(rel string) bool {
+	parts := strings.Split(rel, "/")
+	return len(parts) == 4 && parts[0] == "adapters" && parts[2] == parts[1]+"module" && parts[3] == "config.go"
+}
+
 // credentialViolations scans the module's Go files under root for the ways a backfill or
 // handler read could reach a credential that is not its workspace's connection's: the
-// instance-wide token variables read anywhere but bootstrap's config (which only warns that
+// instance-wide token variables read anywhere but a module's config.go (which only warns that
 // they are ignored), a module Config of GitHub or GitLab with a token field (the path the token
 // took into the clients), and a credential.SpecCredential call (the spec-only credential)
 // outside a _test.go file, all three in the service's own code (not specs/); and, in any file
@@ -78,7 +86,7 @@ func credentialViolations(root string) []string {
 				}
 				v, _ := strconv.Unquote(n.Value)
 				for _, t := range instanceTokens {
-					if v == t && rel != "bootstrap/config.go" {
+					if v == t && !moduleConfigFile(rel) {
 						out = append(out, rel+" reads "+t)
 					}
 				}
@@ -122,6 +130,7 @@ var _ = Describe("Provider credentials", func() {
 		Expect(credentialViolations(filepath.Join("testdata", "credentials"))).To(ConsistOf(
 			"adapters/github/githubmodule/module.go Config.APIToken hands a provider client an instance-wide token",
 			"adapters/gitlab/gitlabsync/source.go reads HEPHAESTUS_GITLAB_API_TOKEN",
+			"bootstrap/config.go reads HEPHAESTUS_GITHUB_API_TOKEN",
 			"adapters/gitlab/gitlabsync/source.go calls SpecCredential outside a spec",
 			"adapters/github/githubapi/mint.go names credential.ClaimIssuer: only the connection store issues credentials",
 			"adapters/github/githubapi/mint.go names credential.Issuer: only the connection store issues credentials",

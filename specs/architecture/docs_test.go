@@ -70,24 +70,50 @@ var _ = Describe("The documentation", func() {
 		}
 	})
 
-	When("it documents the configuration (docs/configuration.md)", func() {
+	When("it documents the configuration (docs/configuration.md, README.md)", func() {
 		var page string
 		var read []string
 		BeforeEach(func() {
 			b, err := os.ReadFile(filepath.Join(root, "docs", "configuration.md"))
 			Expect(err).NotTo(HaveOccurred())
 			page = string(b)
-			read, err = architecture.EnvNamesIn(filepath.Join(root, "bootstrap"))
+			read, err = architecture.ServerEnvNames(root)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(read).To(ContainElements("DATABASE_URL", "HEPHAESTUS_ADMIN_TOKEN", "HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS"))
+			Expect(read).To(ContainElements("DATABASE_URL", "HEPHAESTUS_ADMIN_TOKEN", "HEPHAESTUS_INTEGRATION_CONSUMER_CLAIMERS"),
+				"the process settings, from bootstrap/")
+			Expect(read).To(ContainElements("HEPHAESTUS_GITHUB_APP_ID", "HEPHAESTUS_GITLAB_API_URL", "HEPHAESTUS_SLACK_SIGNING_SECRET",
+				"HEPHAESTUS_OUTLINE_API_URL"), "each provider module's, from its package")
 		})
 
-		It("names every variable bootstrap reads", func() {
-			Expect(missingFrom(architecture.EnvNamesMentioned(page), read)).To(BeEmpty(), "read by bootstrap, not on docs/configuration.md")
+		It("names every variable bootstrap and the provider modules read", func() {
+			Expect(missingFrom(architecture.EnvNamesMentioned(page), read)).To(BeEmpty(), "read by the server, not on docs/configuration.md")
 		})
 
-		It("names no variable bootstrap does not read", func() {
-			Expect(missingFrom(read, architecture.EnvNamesMentioned(page))).To(BeEmpty(), "on docs/configuration.md, not read by bootstrap")
+		It("names no variable the server does not read", func() {
+			Expect(missingFrom(read, architecture.EnvNamesMentioned(page))).To(BeEmpty(), "on docs/configuration.md, not read by the server")
+		})
+
+		It("keeps README.md's essential settings to variables the server reads", func() {
+			b, err := os.ReadFile(filepath.Join(root, "README.md"))
+			Expect(err).NotTo(HaveOccurred())
+			named := architecture.EnvNamesMentioned(string(b))
+			Expect(named).To(ContainElements("DATABASE_URL", "HEPHAESTUS_GITHUB_WEBHOOK_SECRET"))
+			Expect(missingFrom(read, named)).To(BeEmpty(), "on README.md, not read by the server")
+			short := architecture.SettingRows(string(b))
+			Expect(short).To(HaveKeyWithValue("HEPHAESTUS_HTTP_ADDR", ContainSubstring("`:8080`")))
+			Expect(architecture.DefaultDisagreements(short, architecture.SettingRows(page))).To(BeEmpty(),
+				"README.md's defaults, against docs/configuration.md's")
+		})
+
+		It("has each provider module's Config say, field by field, its variable and its default", func() {
+			dirs, err := architecture.ConfigDirs(root)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(len(dirs)).To(BeNumerically(">=", 5), "bootstrap and four provider modules")
+			for _, dir := range dirs[1:] {
+				found, err := architecture.ConfigFieldFindings(dir)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(found).To(BeEmpty(), dir)
+			}
 		})
 	})
 
@@ -121,6 +147,22 @@ var _ = Describe("The documentation", func() {
 				"README.md:13: ../shared/seed/x.txt (leads outside the repository)",
 				"README.md:14: ../../README.md (leads outside the repository)",
 			}, "\n")))
+		})
+
+		It("finds a module Config field without its variable or default, and a variable no field names", func() {
+			found, err := architecture.ConfigFieldFindings(filepath.Join(fixture, "module"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(found).To(Equal([]string{
+				"Config.Retries: its doc comment names no variable",
+				"Config.Timeout: its doc comment states no default",
+				"HEPHAESTUS_TOY_HIDDEN: read, but named by no Config field's doc comment",
+			}))
+		})
+
+		It("finds a README default that the full settings table does not give", func() {
+			short := architecture.SettingRows("| variable | default |\n|---|---|\n| `HEPHAESTUS_A`, `HEPHAESTUS_B` | `8` |\n| `HEPHAESTUS_C` | — |\n")
+			full := architecture.SettingRows("| `HEPHAESTUS_A` | `8` (`make run`: `2`) | x |\n| `HEPHAESTUS_B` | `9` | y |\n| `HEPHAESTUS_C` | `1` | z |\n")
+			Expect(architecture.DefaultDisagreements(short, full)).To(Equal([]string{`HEPHAESTUS_B: "8", the full table says "` + "`9`" + `"`}))
 		})
 
 		It("reads the variables from string constants, joined ones included, and not from tests", func() {

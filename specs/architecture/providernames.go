@@ -43,12 +43,14 @@ func Providers(moduleRoot string) ([]string, error) {
 	return out, nil
 }
 
-// mayName lists the top-level folders where any provider may be named: the composition root,
-// the migrations (a provider's tables), the specs and docs that describe providers, the
-// development commands (demo and bench drive real provider payloads), and the generated API
-// client, whose names are the API document's (provider routes and enum values) and which no
-// package of the service may import (the boundaries rule "the service never imports client/").
-var mayName = []string{"bootstrap/", "migrations/", "specs/", "docs/", "cmd/", "client/"}
+// mayName lists the folders where any provider may be named: the list of provider modules
+// (adapters/providers, one line per provider; the composition root in bootstrap/ reads it and
+// names none), the migrations (a provider's tables), the specs and docs that describe
+// providers, the development commands (demo and bench drive real provider payloads), and the
+// generated API client, whose names are the API document's (provider routes and enum values)
+// and which no package of the service may import (the boundaries rule "the service never
+// imports client/").
+var mayName = []string{"adapters/providers/", "migrations/", "specs/", "docs/", "cmd/", "client/"}
 
 // CheckProviderNames reports every identifier, string or character literal of a Go file that
 // contains a provider's name (case-insensitively) outside that provider's own folder

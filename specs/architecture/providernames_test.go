@@ -11,7 +11,7 @@ import (
 )
 
 var _ = Describe("Provider names", func() {
-	It("appear in the code of no file outside the provider's own folder, bootstrap, migrations, specs, docs, cmd and the generated client", func() {
+	It("appear in the code of no file outside the provider's own folder, the module list, migrations, specs, docs, cmd and the generated client", func() {
 		root, _, err := architecture.FindModule(".")
 		Expect(err).NotTo(HaveOccurred())
 		providers, err := architecture.Providers(root)
@@ -27,7 +27,7 @@ var _ = Describe("Provider names", func() {
 		Expect(uses).To(BeEmpty(), "provider names outside their folders:\n%s", strings.Join(lines, "\n"))
 	})
 
-	When("a tree names a provider in the core and in another provider's folder", func() {
+	When("a tree names a provider in the core, in the composition root and in another provider's folder", func() {
 		var uses []architecture.NameUse
 		BeforeEach(func() {
 			root := filepath.Join("testdata", "providernames")
@@ -38,13 +38,14 @@ var _ = Describe("Provider names", func() {
 			Expect(err).NotTo(HaveOccurred())
 		})
 
-		It("reports the core's identifier and string, and the other provider's string", func() {
+		It("reports the core's identifier and string, the composition root's string and the other provider's string, not the module list", func() {
 			var got []string
 			for _, u := range uses {
 				got = append(got, u.File+" "+u.Provider+" "+u.Token)
 			}
 			Expect(got).To(ConsistOf(
 				"adapters/other/othermodule/module.go toy \"TOY\"",
+				"bootstrap/config.go toy \"HEPHAESTUS_TOY_TOKEN\"",
 				"application/flows/flows.go toy flowToy",
 				"application/flows/flows.go toy \"toy-app\"",
 			))

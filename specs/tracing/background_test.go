@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
-	"github.com/hephaestus-dev/hephaestus/bootstrap"
 )
 
 // The person erasure runner and the GitHub redelivery reconciler, as bootstrap wires them in a
@@ -41,11 +40,11 @@ var _ = Describe("Erasure passes and redelivery runs as spans", Ordered, func() 
 		fake = newFakeGitHubApp()
 		keyPEM = newAppKeyPEM()
 		s := in.start("server-c", map[string]string{
-			bootstrap.EnvGitHubAppID:              "4711",
-			bootstrap.EnvGitHubAppPrivateKey:      keyPEM,
-			bootstrap.EnvGitHubWebhookSecret:      "tracing-github-webhook-secret-0123",
-			bootstrap.EnvGitHubAPIURL:             fake.URL,
-			bootstrap.EnvGitHubRedeliveryInterval: "1h", // one run, at start
+			"HEPHAESTUS_GITHUB_APP_ID":              "4711",
+			"HEPHAESTUS_GITHUB_APP_PRIVATE_KEY":     keyPEM,
+			"HEPHAESTUS_GITHUB_WEBHOOK_SECRET":      "tracing-github-webhook-secret-0123",
+			"HEPHAESTUS_GITHUB_API_URL":             fake.URL,
+			"HEPHAESTUS_GITHUB_REDELIVERY_INTERVAL": "1h", // one run, at start
 		}, keptSpans{exporter})
 
 		started := s.call(ctx, http.MethodPost, "/api/admin/erasures", map[string]any{

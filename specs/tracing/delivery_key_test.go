@@ -51,7 +51,7 @@ var _ = Describe("Traces found by the provider's delivery id", Ordered, func() {
 		// retry, not counted); 3 is refused with a 422 (counted) until the spec heals it.
 		fake = newScriptedGitLab(map[int]int{2: http.StatusServiceUnavailable}, map[int]int{3: http.StatusUnprocessableEntity})
 		s := in.start("server-k", map[string]string{
-			bootstrap.EnvGitLabAPIURL:      fake.URL + "/api/v4",
+			"HEPHAESTUS_GITLAB_API_URL":    fake.URL + "/api/v4",
 			bootstrap.EnvPoisonBaseDelay:   "50ms",
 			bootstrap.EnvPoisonMaxDelay:    "100ms",
 			bootstrap.EnvPoisonMaxAttempts: "3",

@@ -15,8 +15,6 @@ import (
 	"go.opentelemetry.io/otel"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/hephaestus-dev/hephaestus/bootstrap"
 )
 
 // receiver is an OTLP/HTTP trace receiver: it decodes each export request's protobuf body and
@@ -94,7 +92,7 @@ var _ = Describe("Trace export configured by the standard OTEL_* variables", fun
 	handleOne := func(ctx context.Context, in *instance, during func()) row {
 		GinkgoHelper()
 		fake := newFakeGitLab(0)
-		s := in.start("server-otlp", map[string]string{bootstrap.EnvGitLabAPIURL: fake.URL + "/api/v4"}, nil)
+		s := in.start("server-otlp", map[string]string{"HEPHAESTUS_GITLAB_API_URL": fake.URL + "/api/v4"}, nil)
 		t := in.tenant(ctx, s, "acme")
 		key := "7d1c2b90-0e4f-4c3e-9a51-000000000002"
 		s.deliver(ctx, t, key, mergeRequest(2))

@@ -24,13 +24,13 @@ var _ = Describe("A stopping server's singleton leases", func() {
 		in := newInstance(ctx)
 		fake := newFakeGitHubApp()
 		env := map[string]string{
-			bootstrap.EnvGitHubAppID:              "4711",
-			bootstrap.EnvGitHubAppPrivateKey:      newAppKeyPEM(),
-			bootstrap.EnvGitHubWebhookSecret:      "singleton-github-webhook-secret-01",
-			bootstrap.EnvGitHubAPIURL:             fake.URL,
-			bootstrap.EnvGitHubRedeliveryInterval: "1h", // the leases last two to three periods
-			bootstrap.EnvAccessRecheckInterval:    "1h",
-			bootstrap.EnvRetentionInterval:        "1h",
+			"HEPHAESTUS_GITHUB_APP_ID":              "4711",
+			"HEPHAESTUS_GITHUB_APP_PRIVATE_KEY":     newAppKeyPEM(),
+			"HEPHAESTUS_GITHUB_WEBHOOK_SECRET":      "singleton-github-webhook-secret-01",
+			"HEPHAESTUS_GITHUB_API_URL":             fake.URL,
+			"HEPHAESTUS_GITHUB_REDELIVERY_INTERVAL": "1h", // the leases last two to three periods
+			bootstrap.EnvAccessRecheckInterval:      "1h",
+			bootstrap.EnvRetentionInterval:          "1h",
 		}
 		loops := []string{"inbox-retention", "inbox-gauges", "change-retention", "access-recheck", "github-redelivery"}
 		held := func(holder string) func() []string {

@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
-	"github.com/hephaestus-dev/hephaestus/bootstrap"
 )
 
 // The SDK's in-memory exporter is given to the bootstrap exactly where the OTLP exporter goes
@@ -36,7 +35,7 @@ var _ = Describe("One trace per delivery", Ordered, func() {
 		exporter = tracetest.NewInMemoryExporter()
 		kept := keptSpans{exporter}
 		fake = newFakeGitLab(1) // the first approvals read fails: the delivery is retried once
-		env := map[string]string{bootstrap.EnvGitLabAPIURL: fake.URL + "/api/v4"}
+		env := map[string]string{"HEPHAESTUS_GITLAB_API_URL": fake.URL + "/api/v4"}
 
 		a := in.start("server-a", env, kept)
 		t := in.tenant(ctx, a, "acme")

@@ -8,7 +8,6 @@ package githubmodule
 import (
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -24,26 +23,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// Config is the GitHub instance configuration (CONTRACT.md "Configuration"), validated when it
-// is loaded.
-type Config struct {
-	WebhookSecret []byte // HEPHAESTUS_GITHUB_WEBHOOK_SECRET
-	AppID         int64  // HEPHAESTUS_GITHUB_APP_ID; 0 when unset
-	// AppPrivateKey is the App's PEM private key (HEPHAESTUS_GITHUB_APP_PRIVATE_KEY or _FILE);
-	// empty: no App authentication, so only PAT workspaces read GitHub (with their own PAT).
-	AppPrivateKey string
-	APIURL        string // HEPHAESTUS_GITHUB_API_URL, the REST root
-	// RedeliveryInterval is the redelivery reconciler's period (App authentication only).
-	RedeliveryInterval time.Duration
-	// WebURL is GitHub's web root (HEPHAESTUS_GITHUB_OAUTH_URL): the source namespace of App
-	// installations and the install flow's host.
-	WebURL string
-	// AppSlug (HEPHAESTUS_GITHUB_APP_SLUG), ClientID and ClientSecret
-	// (HEPHAESTUS_GITHUB_CLIENT_ID, _SECRET): the install flow; either empty turns it off.
-	AppSlug, ClientID, ClientSecret string
-}
-
-// Module is GitHub as bootstrap lists it.
+// Module is GitHub as adapters/providers lists it.
 type Module struct {
 	github.Module
 	cfg Config
@@ -51,8 +31,11 @@ type Module struct {
 
 var _ providerkit.Module = Module{}
 
-// New is the GitHub module with its configuration.
-func New(cfg Config) Module { return Module{cfg: cfg} }
+// New is the GitHub module with its configuration; what cfg leaves unset takes its default.
+func New(cfg Config) Module {
+	cfg.setDefaults()
+	return Module{cfg: cfg}
+}
 
 // built is GitHub's parts: the common ones plus the access checker, the reconciler and the
 // source namespace of installations.
@@ -94,6 +77,7 @@ var (
 // nothing. No instance-wide token exists. With App authentication the installation handler verifies the installation's
 // status with the App, and the redelivery reconciler runs.
 func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+	providerkit.WarnIgnored(deps.Log, m.cfg.IgnoredVariables)
 	// The payload fields and the read API's view members: one declaration for the inbox,
 	// the mirror's views and the change feed.
 	fields, err := githubread.PersonFields()

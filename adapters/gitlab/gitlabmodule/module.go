@@ -18,15 +18,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// Config is the GitLab instance configuration (CONTRACT.md "Configuration").
-type Config struct {
-	// APIURL (HEPHAESTUS_GITLAB_API_URL): the REST root of the handlers' and backfills' reads;
-	// empty turns them off. Every read carries the API token of the workspace's own GITLAB
-	// connection (PUT …/connections/{id}/api-token); there is no instance-wide token.
-	APIURL string
-}
-
-// Module is GitLab as bootstrap lists it.
+// Module is GitLab as adapters/providers lists it.
 type Module struct {
 	gitlab.Module
 	cfg Config
@@ -50,6 +42,7 @@ func New(cfg Config) Module { return Module{cfg: cfg} }
 // instance, and project ids are only unique within an instance. Configure it only when every
 // GitLab connection is on that one instance.
 func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+	providerkit.WarnIgnored(deps.Log, m.cfg.IgnoredVariables)
 	// The payload fields and the read API's view members: one declaration for the inbox,
 	// the mirror's views and the change feed.
 	fields, err := gitlabread.PersonFields()

@@ -18,15 +18,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// Config is the Outline instance configuration (CONTRACT.md "Configuration"). Webhooks need
-// none: each connection has its own URL and signing secret.
-type Config struct {
-	// APIURL (HEPHAESTUS_OUTLINE_API_URL) is the API root of the one Outline instance the
-	// server may call; empty: no backfill (its jobs are refused, teardown still runs).
-	APIURL string
-}
-
-// Module is Outline as bootstrap lists it.
+// Module is Outline as adapters/providers lists it.
 type Module struct {
 	outline.Module
 	cfg Config

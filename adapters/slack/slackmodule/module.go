@@ -22,19 +22,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// Config is the Slack instance configuration (CONTRACT.md "Configuration").
-type Config struct {
-	SigningSecret []byte // HEPHAESTUS_SLACK_SIGNING_SECRET
-	APIURL        string // HEPHAESTUS_SLACK_API_URL
-	// BotToken (HEPHAESTUS_SLACK_BOT_TOKEN) is only the fallback for a connection that stores
-	// no bot token of its own; empty: such a team gets no Web API call.
-	BotToken string
-	// ClientID and ClientSecret (HEPHAESTUS_SLACK_CLIENT_ID, _SECRET): the install flow; no
-	// client id turns it off. PublicURL (HEPHAESTUS_PUBLIC_URL) names its redirect_uri.
-	ClientID, ClientSecret, PublicURL string
-}
-
-// Module is Slack as bootstrap lists it.
+// Module is Slack as adapters/providers lists it.
 type Module struct {
 	slack.Module
 	cfg Config
@@ -42,8 +30,11 @@ type Module struct {
 
 var _ providerkit.Module = Module{}
 
-// New is the Slack module with its configuration.
-func New(cfg Config) Module { return Module{cfg: cfg} }
+// New is the Slack module with its configuration; what cfg leaves unset takes its default.
+func New(cfg Config) Module {
+	cfg.setDefaults()
+	return Module{cfg: cfg}
+}
 
 // Build makes Slack's parts. The join notice and App Home views (external effects, repeatable
 // after a crash) go through the Web API with the bot token of the workspace's connection of the

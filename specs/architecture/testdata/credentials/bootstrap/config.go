@@ -1,4 +1,4 @@
 package bootstrap
 
-// The one place the retired variables may be named (to warn that they are ignored).
-const EnvGitHubAPIToken = "HEPHAESTUS_GITHUB_API_TOKEN"
+// The composition root reads a retired variable: reported.
+const envGitHubAPIToken = "HEPHAESTUS_GITHUB_API_TOKEN"

@@ -1,6 +1,6 @@
-package bootstrap
+package providers
 
 import _ "github.com/hephaestus-dev/hephaestus/adapters/toy/toymodule"
 
-// The composition root lists the providers: allowed.
+// The list of provider modules names the providers: allowed.
 const first = "toy"
