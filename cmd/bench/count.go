@@ -97,15 +97,15 @@ func (c *countTracer) statement(conn *pgx.Conn, sql string, tag pgconn.CommandTa
 	word := strings.ToLower(strings.Fields(strings.TrimSpace(sql) + " x")[0])
 	switch word {
 	case "begin":
-		c.sql = append(c.sql, "BEGIN")
+		c.sql = append(c.sql, c.numbered("BEGIN"))
 		return
 	case "commit":
 		c.cur.Commits++
 		c.batchCommitted = batched
-		c.sql = append(c.sql, "COMMIT")
+		c.sql = append(c.sql, c.numbered("COMMIT"))
 		return
 	case "rollback":
-		c.sql = append(c.sql, "ROLLBACK")
+		c.sql = append(c.sql, c.numbered("ROLLBACK"))
 		return
 	}
 	c.cur.Statements++
@@ -125,7 +125,13 @@ func (c *countTracer) statement(conn *pgx.Conn, sql string, tag pgconn.CommandTa
 	} else if wrote > 0 && batched {
 		c.batchWrote = true
 	}
-	c.sql = append(c.sql, oneLine(sql))
+	c.sql = append(c.sql, c.numbered(oneLine(sql)))
+}
+
+// numbered prefixes a listed statement with the part's round trip that sent it, so the
+// statements of one batch share a number.
+func (c *countTracer) numbered(sql string) string {
+	return fmt.Sprintf("%3d  %s", c.cur.RoundTrips, sql)
 }
 
 func oneLine(sql string) string {
@@ -250,7 +256,7 @@ func runCount(ctx context.Context, cycles int, verbose, mix bool) error {
 		}
 		all = append(all, sum...)
 	}
-	printCount(all, verbose)
+	printCount(all, verbose, 30)
 	if err := json.NewEncoder(os.Stdout).Encode(all); err != nil {
 		return err
 	}
@@ -275,7 +281,9 @@ func withLabelsAndMilestone(b []byte) []byte {
 	return out
 }
 
-func printCount(parts []countPart, verbose bool) {
+// printCount prints the parts' counts per delivery and, when verbose, up to limit of each
+// part's statements.
+func printCount(parts []countPart, verbose bool, limit int) {
 	fmt.Fprintln(os.Stderr, "per delivery | round trips | statements | commits | rows written | WAL bytes | wall µs | PostgreSQL CPU µs | client CPU µs")
 	fmt.Fprintln(os.Stderr, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, p := range parts {
@@ -285,7 +293,7 @@ func printCount(parts []countPart, verbose bool) {
 			perStr(t.RoundTrips, p.Batch), perStr(t.Statements, p.Batch), perStr(t.Commits, p.Batch),
 			perStr(t.RowsWritten, p.Batch), float64(t.WALBytes)/n, t.Micros/n, t.DatabaseCPUMicros/n, t.ClientCPUMicros/n)
 		if verbose {
-			for _, s := range p.Examples[:min(len(p.Examples), 80)] {
+			for _, s := range p.Examples[:min(len(p.Examples), limit)] {
 				fmt.Fprintf(os.Stderr, "    %s\n", s)
 			}
 		}

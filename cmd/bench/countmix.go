@@ -224,8 +224,8 @@ func (r *countRig) countMix(stored map[string][]countRow, cycles int) error {
 	printMixCount(table)
 	if r.verbose {
 		for _, c := range counts {
-			fmt.Fprintf(os.Stderr, "\n%s (the handler's statements: its first delivery)\n", c.Kind)
-			printCount(c.Parts, true)
+			fmt.Fprintf(os.Stderr, "\n%s (statements of one delivery and of its claim and outcome batches, numbered by round trip)\n", c.Kind)
+			printCount(c.Parts, true, 200)
 		}
 	}
 	return json.NewEncoder(os.Stdout).Encode(struct {

@@ -147,8 +147,8 @@ var countPartsOfCycle = []string{"admission insert", "claim (one batch)", "handl
 
 // cycle admits rows (one per scope, so one claim leases them all), claims them in one
 // statement, handles each with its event's handler (none: the consumer completes the row) and
-// records their outcomes at once. The handler part's Examples are the statements of the first
-// delivery alone when firstOnly.
+// records their outcomes at once. With firstOnly the admission's and the handler's Examples are
+// the statements of the first delivery alone.
 func (r *countRig) cycle(label string, rows []countRow, firstOnly bool) ([]countPart, error) {
 	parts := make([]countPart, 0, len(countPartsOfCycle))
 	admit, err := r.measure(label+": "+countPartsOfCycle[0], len(rows), func() error {
@@ -165,6 +165,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, r.workspaceID, row.provider, row.event
 	})
 	if err != nil {
 		return nil, err
+	}
+	if firstOnly && len(admit.Examples) > 1 {
+		admit.Examples = admit.Examples[:1]
 	}
 	parts = append(parts, admit)
 	var claimed []ports.Claimed
