@@ -8,23 +8,9 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
-	"github.com/hephaestus-dev/hephaestus/application/dispatch"
-	"github.com/hephaestus-dev/hephaestus/domain/inbox"
-	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // The count phase (`bench -phase count`) measures the handled-delivery path of one
@@ -36,9 +22,11 @@ import (
 // with pg_stat_force_next_flush: a function's writes count, index-only work does not; a
 // claim's or outcome's rows are counted once per row updated), and the WAL bytes each part
 // wrote (pg_current_wal_lsn on a second, untraced connection). The handler is the server's:
-// the real issues handler, the PostgreSQL delivery inbox and the GitHub mirror publishing to
-// the change feed as bootstrap wires it. Statement caches are warmed by a first batch that is
-// not counted. Counts do not depend on the machine's load; the wall-clock column does.
+// the provider modules as bootstrap builds them (servedRegistry: the real handlers, the
+// PostgreSQL delivery inbox, the mirrors publishing to the change feed). Statement caches are
+// warmed by a first batch that is not counted. Counts do not depend on the machine's load; the
+// wall-clock column does. With -count-mix the phase then counts every event type of the
+// pipeline mix the same way (countmix.go).
 
 // countBatch is how many deliveries one claim leases and one outcome write ends in the count
 // phase: the consumer's default claim batch, so claim and outcome are shown per delivery as
@@ -96,21 +84,28 @@ func (c *countTracer) take() (tally, []string) {
 	return t, s
 }
 
+// statementsSoFar is how many statements of the current part were listed.
+func (c *countTracer) statementsSoFar() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.sql)
+}
+
 func (c *countTracer) statement(conn *pgx.Conn, sql string, tag pgconn.CommandTag, err error, batched bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	word := strings.ToLower(strings.Fields(strings.TrimSpace(sql) + " x")[0])
 	switch word {
 	case "begin":
-		c.sql = append(c.sql, "BEGIN")
+		c.sql = append(c.sql, c.numbered("BEGIN"))
 		return
 	case "commit":
 		c.cur.Commits++
 		c.batchCommitted = batched
-		c.sql = append(c.sql, "COMMIT")
+		c.sql = append(c.sql, c.numbered("COMMIT"))
 		return
 	case "rollback":
-		c.sql = append(c.sql, "ROLLBACK")
+		c.sql = append(c.sql, c.numbered("ROLLBACK"))
 		return
 	}
 	c.cur.Statements++
@@ -130,7 +125,13 @@ func (c *countTracer) statement(conn *pgx.Conn, sql string, tag pgconn.CommandTa
 	} else if wrote > 0 && batched {
 		c.batchWrote = true
 	}
-	c.sql = append(c.sql, oneLine(sql))
+	c.sql = append(c.sql, c.numbered(oneLine(sql)))
+}
+
+// numbered prefixes a listed statement with the part's round trip that sent it, so the
+// statements of one batch share a number.
+func (c *countTracer) numbered(sql string) string {
+	return fmt.Sprintf("%3d  %s", c.cur.RoundTrips, sql)
 }
 
 func oneLine(sql string) string {
@@ -191,7 +192,8 @@ type countPart struct {
 // runCount measures the path for the bench payload (the pipeline row's `issues` delivery:
 // no labels, no milestone) and for an issue with two labels and a milestone, each first as a
 // delivery of an issue the mirror already holds (the warm-up wrote it) under a newer event.
-func runCount(ctx context.Context, cycles int, verbose bool) error {
+// With mix, it then measures every event type of the pipeline mix (countMix).
+func runCount(ctx context.Context, cycles int, verbose, mix bool) error {
 	admin := os.Getenv("HEPHAESTUS_TEST_DATABASE_URL")
 	if admin == "" {
 		admin = os.Getenv("DATABASE_URL")
@@ -207,231 +209,61 @@ func runCount(ctx context.Context, cycles int, verbose bool) error {
 	if err := seedBenchRoute(ctx, dbURL); err != nil {
 		return err
 	}
-	tracer := &countTracer{}
-	cfg, err := pgxpool.ParseConfig(dbURL)
+	var mixRows map[string][]countRow
+	if mix {
+		// The mix's connections and a first handling of each of its deliveries, by a server.
+		if mixRows, err = prepareCountMix(ctx, dbURL); err != nil {
+			return fmt.Errorf("prepare the mix: %w", err)
+		}
+	}
+	r, closeRig, err := newCountRig(ctx, dbURL, verbose)
 	if err != nil {
 		return err
 	}
-	cfg.MaxConns, cfg.MinConns = 1, 1
-	cfg.ConnConfig.Tracer = tracer
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	side, err := openPool(ctx, dbURL, 1)
-	if err != nil {
-		return err
-	}
-	defer side.Close()
-	if err := seedPipelineRepos(ctx, side); err != nil {
+	defer closeRig()
+	if err := seedPipelineRepos(ctx, r.side); err != nil {
 		return err
 	}
 
-	store, err := inboxstore.New(pool, inboxstore.Config{})
-	if err != nil {
-		return err
-	}
-	dinbox, err := deliveryinbox.New(pool)
-	if err != nil {
-		return err
-	}
-	mirror, err := githubmirror.New(pool)
-	if err != nil {
-		return err
-	}
-	feed, err := changefeed.New(pool, nil)
-	if err != nil {
-		return err
-	}
-	if err := mirror.PublishChanges(feed, githubread.Views{}); err != nil {
-		return err
-	}
-	reg := consumer.NewRegistry()
-	if err := githubhandlers.Register(reg, githubhandlers.Deps{Inbox: dinbox, Store: mirror}); err != nil {
-		return err
-	}
-	handler, ok := reg.Lookup(github.Provider, githubhandlers.EventIssues)
-	if !ok {
-		return errors.New("no issues handler")
-	}
-	var workspaceID int64
-	if err := side.QueryRow(ctx, `SELECT id FROM workspace WHERE slug = 'bench'`).Scan(&workspaceID); err != nil {
-		return err
-	}
-
-	walLSN := func() (int64, error) {
-		var n int64
-		err := side.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn`).Scan(&n)
-		return n, err
-	}
-	// rowsWritten is the database's inserted, updated and deleted tuples so far, after the
-	// traced connection flushed its statistics (pg_stat_force_next_flush: at its next idle).
-	rowsWritten := func() (int64, error) {
-		tracer.mu.Lock()
-		tracer.off = true
-		tracer.mu.Unlock()
-		defer func() {
-			tracer.mu.Lock()
-			tracer.off = false
-			tracer.mu.Unlock()
-		}()
-		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-			return 0, err
-		}
-		var last, n int64 = -1, 0
-		for range 50 { // until two readings agree: the flush happens as the backend goes idle
-			time.Sleep(20 * time.Millisecond)
-			if err := side.QueryRow(ctx, `SELECT tup_inserted + tup_updated + tup_deleted
-				FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
-				return 0, err
-			}
-			if n == last {
-				break
-			}
-			last = n
-		}
-		return n, nil
-	}
-	measure := func(name string, items int, fn func() error) (countPart, error) {
-		r0, err := rowsWritten()
-		if err != nil {
-			return countPart{}, err
-		}
-		tracer.take()
-		w0, err := walLSN()
-		if err != nil {
-			return countPart{}, err
-		}
-		db0, _ := databaseCPU(ctx, side)
-		cpu0 := selfCPU()
-		start := time.Now()
-		if err := fn(); err != nil {
-			return countPart{}, fmt.Errorf("%s: %w", name, err)
-		}
-		elapsed := time.Since(start)
-		cpu1 := selfCPU()
-		db1, _ := databaseCPU(ctx, side)
-		w1, err := walLSN()
-		if err != nil {
-			return countPart{}, err
-		}
-		t, sqls := tracer.take()
-		r1, err := rowsWritten()
-		if err != nil {
-			return countPart{}, err
-		}
-		t.RowsWritten = int(r1 - r0)
-		t.WALBytes = w1 - w0
-		t.Micros = float64(elapsed.Microseconds())
-		t.DatabaseCPUMicros, t.ClientCPUMicros = float64((db1 - db0).Microseconds()), float64((cpu1 - cpu0).Microseconds())
-		p := countPart{Name: name, Batch: items, PerItem: t}
-		if verbose {
-			p.Examples = sqls
-		}
-		return p, nil
-	}
-
-	// cycle admits countBatch deliveries of payload (one per repository, so one claim leases
-	// them all), claims them in one statement, handles each and records their outcomes at once.
-	serial := 0
-	cycle := func(label string, payload func(repo int) []byte) ([]countPart, []string, error) {
-		keys := make([]string, countBatch)
-		var parts []countPart
-		admit, err := measure(label+": admission insert", countBatch, func() error {
-			for i := range countBatch {
-				serial++
-				keys[i] = fmt.Sprintf("count-%d", serial)
+	issues := func(payload func(n, repo int) []byte) func(c int) []countRow {
+		return func(int) []countRow {
+			rows := make([]countRow, countBatch)
+			for i := range rows {
 				subject := fmt.Sprintf("github:repository:%d", repositoryID+i)
-				body := payload(i)
-				if _, err := pool.Exec(ctx, `
-INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject, payload, headers)
-VALUES ($1, 'GITHUB', 'issues', $2, $3, $4, $5, '{}')`, workspaceID, keys[i], fmt.Sprintf("ws:%d:%s", workspaceID, subject),
-					subject, body); err != nil {
-					return err
-				}
+				rows[i] = countRow{provider: "GITHUB", eventType: "issues", subject: subject,
+					scopeKey: fmt.Sprintf("ws:%d:%s", r.workspaceID, subject), payload: payload(r.serial+i+1, i), headers: []byte("{}")}
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, nil, err
+			return rows
 		}
-		parts = append(parts, admit)
-		var claimed []ports.Claimed
-		claim, err := measure(label+": claim (one batch)", countBatch, func() error {
-			claimed, err = store.Claim(ctx, "count", countBatch, time.Minute)
-			if err == nil && len(claimed) != countBatch {
-				err = fmt.Errorf("claimed %d of %d", len(claimed), countBatch)
-			}
-			return err
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		parts = append(parts, claim)
-		handle, err := measure(label+": handler (fenced transactions)", countBatch, func() error {
-			for _, c := range claimed {
-				hctx := dispatch.BindDispatch(ctx, c)
-				herr := handler.Handle(hctx, ports.Dispatch{Delivery: c.Delivery, WorkspaceID: c.Delivery.WorkspaceID(),
-					Payload: c.Payload, Headers: c.Headers})
-				if herr = ports.FenceRejectionsFrom(hctx).Verdict(herr); herr != nil {
-					return herr
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		parts = append(parts, handle)
-		outcome, err := measure(label+": outcome (one batch)", countBatch, func() error {
-			results := make([]ports.Result, len(claimed))
-			for i, c := range claimed {
-				results[i] = ports.Result{Ack: ports.Ack{ID: c.Delivery.ID(), Epoch: c.Delivery.Lease().Epoch()}, Decision: inbox.Completed()}
-			}
-			_, err := store.Record(ctx, results)
-			return err
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		parts = append(parts, outcome)
-		return parts, keys, nil
 	}
-
-	plain := func(repo int) []byte { return repoPayload(serial, repo) }
-	labelled := func(repo int) []byte { return withLabelsAndMilestone(repoPayload(serial, repo)) }
+	plain := issues(repoPayload)
+	labelled := issues(func(n, repo int) []byte { return withLabelsAndMilestone(repoPayload(n, repo)) })
 	// Warm the statement caches (one connection: every statement of both payloads).
-	if _, _, err := cycle("warm-up", plain); err != nil {
+	if _, err := r.cycles("warm-up", 1, 0, plain, false); err != nil {
 		return err
 	}
-	if _, _, err := cycle("warm-up", labelled); err != nil {
+	if _, err := r.cycles("warm-up", 1, 0, labelled, false); err != nil {
 		return err
 	}
 	var all []countPart
 	for _, sc := range []struct {
-		name    string
-		payload func(int) []byte
+		name  string
+		batch func(int) []countRow
 	}{{"bench issues (no labels)", plain}, {"issues with 2 labels and a milestone", labelled}} {
-		var sum []countPart
-		for c := range cycles {
-			parts, _, err := cycle(sc.name, sc.payload)
-			if err != nil {
-				return err
-			}
-			if c == 0 {
-				sum = parts
-				continue
-			}
-			for i := range parts {
-				sum[i].PerItem = sum[i].PerItem.plus(parts[i].PerItem)
-				sum[i].Batch += parts[i].Batch
-			}
+		sum, err := r.cycles(sc.name, 0, cycles, sc.batch, false)
+		if err != nil {
+			return err
 		}
 		all = append(all, sum...)
 	}
-	printCount(all, verbose)
-	return json.NewEncoder(os.Stdout).Encode(all)
+	printCount(all, verbose, 30)
+	if err := json.NewEncoder(os.Stdout).Encode(all); err != nil {
+		return err
+	}
+	if !mix {
+		return nil
+	}
+	return r.countMix(mixRows, cycles)
 }
 
 // withLabelsAndMilestone adds two labels and a milestone to an issues payload.
@@ -449,7 +281,9 @@ func withLabelsAndMilestone(b []byte) []byte {
 	return out
 }
 
-func printCount(parts []countPart, verbose bool) {
+// printCount prints the parts' counts per delivery and, when verbose, up to limit of each
+// part's statements.
+func printCount(parts []countPart, verbose bool, limit int) {
 	fmt.Fprintln(os.Stderr, "per delivery | round trips | statements | commits | rows written | WAL bytes | wall µs | PostgreSQL CPU µs | client CPU µs")
 	fmt.Fprintln(os.Stderr, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, p := range parts {
@@ -459,7 +293,7 @@ func printCount(parts []countPart, verbose bool) {
 			perStr(t.RoundTrips, p.Batch), perStr(t.Statements, p.Batch), perStr(t.Commits, p.Batch),
 			perStr(t.RowsWritten, p.Batch), float64(t.WALBytes)/n, t.Micros/n, t.DatabaseCPUMicros/n, t.ClientCPUMicros/n)
 		if verbose {
-			for _, s := range p.Examples[:min(len(p.Examples), 30)] {
+			for _, s := range p.Examples[:min(len(p.Examples), limit)] {
 				fmt.Fprintf(os.Stderr, "    %s\n", s)
 			}
 		}

@@ -123,6 +123,7 @@ func main() {
 	flag.BoolVar(&statementFloor, "statement-floor", false, "pipeline rows: also run the handler's own statements straight into PostgreSQL (the earlier, per-statement pipeline floor)")
 	countCycles := flag.Int("count-cycles", 10, "count phase: batches of 32 deliveries measured per payload")
 	countVerbose := flag.Bool("count-verbose", false, "count phase: list each part's statements")
+	countMix := flag.Bool("count-mix", false, "count phase: also count every event type of the pipeline mix (a table row each, with its weight)")
 	dbURL := flag.String("db", "", "internal: the benchmark database for a child phase")
 	addr := flag.String("addr", "", "internal: the listen address of the serve phase")
 	senders := flag.Int("senders", 32, "concurrent HTTP senders (and ceiling clients)")
@@ -170,7 +171,7 @@ func main() {
 	case "dispatch":
 		err = runDispatchChild(ctx, *dbURL, *rows, *scopes, *claimers, *hotRows)
 	case "count":
-		err = runCount(ctx, *countCycles, *countVerbose)
+		err = runCount(ctx, *countCycles, *countVerbose, *countMix)
 	case "serve":
 		err = runServeChild(*dbURL, *addr)
 	case "soak":

@@ -202,7 +202,8 @@ func obj(doc map[string]any, key string) map[string]any {
 }
 
 // github rewrites a corpus payload of event to the benchmark's installation, one of its
-// pipelineRepos repositories and a bounded set of objects in it.
+// pipelineRepos repositories, that repository's labels and milestone and a bounded set of
+// objects in it.
 func (g *mixGenerator) github(event string) ([]byte, error) {
 	docs := g.corpus[event]
 	doc := clone(docs[g.rng.IntN(len(docs))])
@@ -229,6 +230,12 @@ func (g *mixGenerator) github(event string) ([]byte, error) {
 		if _, ok := m["number"]; ok {
 			m["number"] = object
 		}
+	}
+	for _, key := range []string{"issue", "pull_request"} {
+		ownedByRepository(obj(doc, key), repo)
+	}
+	if l := obj(doc, "label"); l != nil {
+		l["id"] = repositoryOwnedID(l["id"], repo)
 	}
 	switch event {
 	case "push":
@@ -260,6 +267,34 @@ func (g *mixGenerator) github(event string) ([]byte, error) {
 		doc["sha"] = g.sha()
 	}
 	return json.Marshal(doc)
+}
+
+// ownedByRepository gives the labels and the milestone of an issue or pull request ids of repo:
+// GitHub's label and milestone ids belong to one repository, and the corpus names the same ones
+// in every payload, so that rewritten to other repositories they would move from repository to
+// repository with every delivery (a write and a change each time).
+func ownedByRepository(m map[string]any, repo int) {
+	if m == nil {
+		return
+	}
+	labels, _ := m["labels"].([]any)
+	for _, l := range labels {
+		if l, ok := l.(map[string]any); ok {
+			l["id"] = repositoryOwnedID(l["id"], repo)
+		}
+	}
+	if ms := obj(m, "milestone"); ms != nil {
+		ms["id"] = repositoryOwnedID(ms["id"], repo)
+	}
+}
+
+// repositoryOwnedID is the id a corpus label or milestone has in repo.
+func repositoryOwnedID(id any, repo int) any {
+	f, ok := id.(float64)
+	if !ok {
+		return id
+	}
+	return 10_000_000_000 + int64(repo)*1_000_000 + int64(f)%1_000_000
 }
 
 // githubPush makes a push of 1 to 20 commits (GitHub lists up to 20 in the payload) to an

@@ -90,3 +90,50 @@ func TestAMissingCorpusStopsTheMixNamingTheOverride(t *testing.T) {
 		t.Fatalf("got %v, want an error naming HEPHAESTUS_GITHUB_CORPUS", err)
 	}
 }
+
+// GitHub's label and milestone ids belong to one repository: the mix, which rewrites the
+// corpus's repository, gives each repository its own, so no delivery moves a label or a
+// milestone to another repository.
+func TestEveryLabelAndMilestoneOfTheMixBelongsToOneRepository(t *testing.T) {
+	mix, err := buildMix(corpusForTest(t), 37)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[float64]float64{}
+	seen := 0
+	own := func(i int, kind string, id, repo any) {
+		if owner[id.(float64)] == 0 {
+			owner[id.(float64)] = repo.(float64)
+		}
+		if owner[id.(float64)] != repo.(float64) {
+			t.Fatalf("delivery %d (%s): label or milestone %v of repository %v is repository %v's", i, kind, id, repo, owner[id.(float64)])
+		}
+		seen++
+	}
+	for i, d := range mix {
+		if d.provider != "GITHUB" {
+			continue
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(d.before, &doc); err != nil {
+			t.Fatal(err)
+		}
+		repo := doc["repository"].(map[string]any)["id"]
+		for _, key := range []string{"issue", "pull_request"} {
+			m, _ := doc[key].(map[string]any)
+			labels, _ := m["labels"].([]any)
+			for _, l := range labels {
+				own(i, d.kind, l.(map[string]any)["id"], repo)
+			}
+			if ms, ok := m["milestone"].(map[string]any); ok {
+				own(i, d.kind, ms["id"], repo)
+			}
+		}
+		if l, ok := doc["label"].(map[string]any); ok {
+			own(i, d.kind, l["id"], repo)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("the mix names no label or milestone")
+	}
+}

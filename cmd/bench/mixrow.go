@@ -8,17 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
 )
 
 type pipelineMixResult struct {
@@ -32,46 +21,6 @@ type pipelineMixResult struct {
 
 type pipelineMixFloorResult struct {
 	PerSecond float64 `json:"perSecond"`
-}
-
-// floorRegistry registers the handlers of all four providers on pool as `serve` wires them
-// without provider credentials: the same mirror stores through the same delivery inbox, no
-// provider reads (the pipeline's server has no App key or tokens either) and no Slack notices.
-func floorRegistry(pool *pgxpool.Pool) (*consumer.Registry, error) {
-	dinbox, err := deliveryinbox.New(pool)
-	if err != nil {
-		return nil, err
-	}
-	reg := consumer.NewRegistry()
-	gh, err := githubmirror.New(pool)
-	if err != nil {
-		return nil, err
-	}
-	if err := githubhandlers.Register(reg, githubhandlers.Deps{Inbox: dinbox, Store: gh}); err != nil {
-		return nil, err
-	}
-	gl, err := gitlabmirror.New(pool)
-	if err != nil {
-		return nil, err
-	}
-	if err := gitlabhandlers.Register(reg, gitlabhandlers.Deps{Inbox: dinbox, Store: gl}); err != nil {
-		return nil, err
-	}
-	sl, err := slackmirror.New(pool)
-	if err != nil {
-		return nil, err
-	}
-	if err := slackhandlers.Register(reg, slackhandlers.Deps{Inbox: dinbox, Store: sl}); err != nil {
-		return nil, err
-	}
-	ol, err := outlinemirror.New(pool)
-	if err != nil {
-		return nil, err
-	}
-	if err := outlinehandlers.Register(reg, outlinehandlers.Deps{Inbox: dinbox, Store: ol}); err != nil {
-		return nil, err
-	}
-	return reg, nil
 }
 
 // storedMixRows reads the rows a pipeline mix round stored, as admission stored them (without

@@ -51,8 +51,8 @@ func issuesFloorRows() []floorRow {
 // goroutines run the admission's row insert of rows (pausing at the same backlog watermarks as
 // the pipeline's senders), and claimers goroutines run the store's claim (up to
 // pipelineFloorBatch rows), the real handler of each row's event (GitHub `issues` for the
-// pipeline row) with its steps and mirror upserts through the same adapters, and the store's
-// outcome write for the claimed rows. No HTTP, no signatures, no consumer scheduling. The rate
+// pipeline row) with its steps, mirror upserts and change publication, wired as the server
+// wires them (servedRegistry), and the store's outcome write for the claimed rows. No HTTP, no signatures, no consumer scheduling. The rate
 // is the deliveries completed in the measured window over its length.
 //
 // With seed, the claimers run the commits the seed requires instead of the handler
@@ -77,7 +77,7 @@ func pipelineFloorRound(ctx context.Context, dbURL string, pool *pgxpool.Pool, s
 	if err != nil {
 		return 0, 0, err
 	}
-	reg, err := floorRegistry(pool)
+	reg, err := servedRegistry(pool)
 	if err != nil {
 		return 0, 0, err
 	}
