@@ -68,17 +68,14 @@ func (w *Webhook) PerConnection() bool { return true }
 // Then X-Gitlab-Instance, when sent, must be the connection's source URL.
 // Errors: *ports.RejectedError of kind ErrUnauthenticated.
 func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error {
-	if conn == nil {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingConnection, "GitLab deliveries are verified with their connection's secret")
+	secret, err := webhookjson.ConnectionSecret(conn, "GitLab")
+	if err != nil {
+		return err
 	}
-	if len(conn.Secret) == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, "the connection has no secret")
-	}
-	var err error
 	if len(req.Headers.Values(headerSWSignature)) > 0 {
-		err = w.verifySignature(req, conn.Secret)
+		err = w.verifySignature(req, secret)
 	} else {
-		err = verifyToken(req, conn.Secret)
+		err = verifyToken(req, secret)
 	}
 	if err != nil {
 		return err

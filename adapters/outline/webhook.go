@@ -55,11 +55,9 @@ func (w *Webhook) PerConnection() bool { return true }
 // January 1970 and is refused as stale, like any outside five minutes of now either way.
 // Errors: *ports.RejectedError of kind ErrUnauthenticated.
 func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error {
-	if conn == nil {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingConnection, "Outline deliveries are verified with their connection's secret")
-	}
-	if len(conn.Secret) == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, "the connection has no secret")
+	secret, err := webhookjson.ConnectionSecret(conn, "Outline")
+	if err != nil {
+		return err
 	}
 	header := req.Headers.Get(headerSignature)
 	if header == "" {
@@ -89,7 +87,7 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 	if err := w.now.CheckFresh(time.UnixMilli(millis)); err != nil {
 		return err
 	}
-	mac := hmac.New(sha256.New, conn.Secret)
+	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte(ts + "."))
 	mac.Write(req.Body)
 	want := mac.Sum(nil)

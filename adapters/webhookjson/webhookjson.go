@@ -2,7 +2,7 @@
 // parse.go, keys.go) share besides their signature schemes: the tolerant JSON reading of a
 // body (a verified body can still have any JSON shape, and parsing must never panic on one),
 // the header keeping, the bounds of event types and delivery keys, and the clock and window of
-// a signed timestamp (clock.go).
+// a signed timestamp and the connection secret of a per-connection delivery (verify.go).
 package webhookjson
 
 import (

@@ -1,5 +1,5 @@
-// Package webhooktest is what the tests of the provider webhook adapters share: a request's
-// headers from name, value pairs, the matcher of a refusal's kind and reason, the table of the
+// Package webhooktest is what the tests of the provider webhook adapters share: the suite run
+// with its goroutine-leak check, a request's headers from name, value pairs, the matcher of a refusal's kind and reason, the table of the
 // signed timestamp's window, and the checks of their fuzz targets. Only tests import it.
 package webhooktest
 
@@ -14,9 +14,20 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
+	"go.uber.org/goleak"
 
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
+
+// RunSuite runs the package's specs as the suite name, and fails t when they leave a goroutine
+// running: verifying and parsing start none, so a leak would be a bug. Ginkgo's own interrupt
+// watcher outlives the run.
+func RunSuite(t *testing.T, name string) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"))
+	gomega.RegisterFailHandler(ginkgo.Fail)
+	ginkgo.RunSpecs(t, name)
+}
 
 // Headers is the http.Header of name, value pairs (a last name without a value is left out).
 func Headers(pairs ...string) http.Header {

@@ -25,3 +25,16 @@ func (c Clock) CheckFresh(signed time.Time) error {
 	}
 	return nil
 }
+
+// ConnectionSecret is the secret a per-connection delivery is verified with; provider names
+// the deliveries in the refusal's detail. Errors: *ports.RejectedError of kind
+// ErrUnauthenticated: missing-connection without conn, not-configured when it has no secret.
+func ConnectionSecret(conn *ports.SourceConnection, provider string) ([]byte, error) {
+	if conn == nil {
+		return nil, ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingConnection, provider+" deliveries are verified with their connection's secret")
+	}
+	if len(conn.Secret) == 0 {
+		return nil, ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, "the connection has no secret")
+	}
+	return conn.Secret, nil
+}
