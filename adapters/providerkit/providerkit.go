@@ -90,9 +90,14 @@ var (
 	_ ports.InstallFlows   = Built{}
 )
 
-func (b Built) SyncSources() []ports.SyncSource               { return b.Sync }
+// SyncSources implements ports.Syncing.
+func (b Built) SyncSources() []ports.SyncSource { return b.Sync }
+
+// AccessCheckers implements ports.AccessChecking.
 func (b Built) AccessCheckers() []ports.ResourceAccessChecker { return b.Access }
-func (b Built) InstallFlows() []ports.InstallFlow             { return b.Installs }
+
+// InstallFlows implements ports.InstallFlows.
+func (b Built) InstallFlows() []ports.InstallFlow { return b.Installs }
 
 func (b Built) Webhook() ports.Webhook                            { return b.Hook }
 func (b Built) RegisterHandlers(reg ports.HandlerRegistrar) error { return b.Register(reg) }
