@@ -4,13 +4,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"time"
 
-	"github.com/onsi/gomega"
-	"github.com/onsi/gomega/types"
-
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson/webhooktest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -38,15 +35,4 @@ func delivery(event, deliveryID string, body string, extra ...string) ports.Requ
 }
 
 // beRejected matches a *ports.RejectedError of kind with reason.
-func beRejected(kind error, reason string) types.GomegaMatcher {
-	return gomega.SatisfyAll(
-		gomega.MatchError(kind),
-		gomega.WithTransform(func(err error) string {
-			var rej *ports.RejectedError
-			if errors.As(err, &rej) {
-				return rej.Reason
-			}
-			return "<not a RejectedError>"
-		}, gomega.Equal(reason)),
-	)
-}
+var beRejected = webhooktest.BeRejected

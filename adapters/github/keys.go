@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -22,7 +23,7 @@ func (SubjectKeyDeriver) DeliveryKey(req ports.Request, _ map[string]any) (strin
 	if key == "" {
 		return "", ports.Reject(ports.ErrMalformed, ports.ReasonMissingDeliveryID, headerDelivery+" is missing")
 	}
-	if !validToken(key, maxDeliveryBytes) {
+	if !webhookjson.ValidDeliveryID(key) {
 		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidDeliveryID, headerDelivery+" is not a printable token of at most 200 bytes")
 	}
 	return key, nil

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -54,7 +55,7 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 	if event == "" {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingEventType, headerEvent+" is missing")
 	}
-	if !validToken(event, maxEventTypeBytes) {
+	if !webhookjson.ValidEventType(event) {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidEventType, headerEvent+" is not a printable token")
 	}
 	body, err := decodeBody(req.Body)
@@ -70,7 +71,7 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 	if env.DeliveryKey, err = keys.DeliveryKey(req, nil); err != nil { // the key is a header
 		return ports.Envelope{}, err
 	}
-	if action, ok := body.str("action"); ok && validToken(action, maxEventTypeBytes) {
+	if action, ok := body.str("action"); ok && webhookjson.ValidEventType(action) {
 		env.Action = action
 	}
 	if IsControlEvent(event) {

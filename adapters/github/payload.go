@@ -42,8 +42,6 @@ func (o object) nestedID(key string) (id string, present bool, valid bool) {
 	return id, true, ok
 }
 
-func validToken(s string, max int) bool { return webhookjson.ValidToken(s, max) }
-
 // headerName is a header as GitHub names it and as net/http keys it, so that reading it does
 // not canonicalize the name again for every delivery (http.Header.Get does).
 type headerName struct {

@@ -15,17 +15,15 @@ import (
 
 // Header names GitHub sends.
 const (
-	headerSignature   = "X-Hub-Signature-256"
-	headerEvent       = "X-GitHub-Event"
-	headerDelivery    = "X-GitHub-Delivery"
-	headerHookID      = "X-GitHub-Hook-ID"
-	headerTargetID    = "X-GitHub-Hook-Installation-Target-ID"
-	headerTargetType  = "X-GitHub-Hook-Installation-Target-Type"
-	headerUserAgent   = "User-Agent"
-	signaturePrefix   = "sha256="
-	appTargetType     = "integration"
-	maxEventTypeBytes = 100 // inbox.NewDelivery's bound
-	maxDeliveryBytes  = 200 // inbox.NewDelivery's bound
+	headerSignature  = "X-Hub-Signature-256"
+	headerEvent      = "X-GitHub-Event"
+	headerDelivery   = "X-GitHub-Delivery"
+	headerHookID     = "X-GitHub-Hook-ID"
+	headerTargetID   = "X-GitHub-Hook-Installation-Target-ID"
+	headerTargetType = "X-GitHub-Hook-Installation-Target-Type"
+	headerUserAgent  = "User-Agent"
+	signaturePrefix  = "sha256="
+	appTargetType    = "integration"
 )
 
 // keptHeaderNames are stored with the row. Never a signature, Authorization or Cookie header.

@@ -4,14 +4,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/onsi/gomega"
-	"github.com/onsi/gomega/types"
-
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson/webhooktest"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 
@@ -44,22 +40,8 @@ func standardSignature(key []byte, id string, ts time.Time, body string) string 
 }
 
 func request(body string, headers ...string) ports.Request {
-	h := http.Header{}
-	for i := 0; i+1 < len(headers); i += 2 {
-		h.Set(headers[i], headers[i+1])
-	}
-	return ports.Request{Headers: h, Body: []byte(body), ConnectionID: 3, ReceivedAt: clockNow}
+	return ports.Request{Headers: webhooktest.Headers(headers...), Body: []byte(body), ConnectionID: 3, ReceivedAt: clockNow}
 }
 
-func beRejected(kind error, reason string) types.GomegaMatcher {
-	return gomega.SatisfyAll(
-		gomega.MatchError(kind),
-		gomega.WithTransform(func(err error) string {
-			var rej *ports.RejectedError
-			if errors.As(err, &rej) {
-				return rej.Reason
-			}
-			return "<not a RejectedError>"
-		}, gomega.Equal(reason)),
-	)
-}
+// beRejected matches a *ports.RejectedError of kind with reason.
+var beRejected = webhooktest.BeRejected

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -25,7 +26,7 @@ func (SubjectKeyDeriver) DeliveryKey(req ports.Request, _ map[string]any) (strin
 		if key == "" {
 			continue
 		}
-		if !validToken(key, maxDeliveryBytes) {
+		if !webhookjson.ValidDeliveryID(key) {
 			return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidDeliveryID, name+" is not a printable token of at most 200 bytes")
 		}
 		return key, nil
@@ -39,7 +40,7 @@ func (SubjectKeyDeriver) DeliveryKey(req ports.Request, _ map[string]any) (strin
 // Subject is gitlab:project:<id> when the payload names a project, else gitlab:group:<id> for
 // the payload's group. Errors: ErrMalformed (no-project-or-group).
 func (SubjectKeyDeriver) Subject(_ string, body map[string]any) (inbox.Subject, error) {
-	project, groups := payloadResources(object(body))
+	project, groups := payloadResources(webhookjson.Object(body))
 	kind, id := ResourceProject, project
 	if project == "" {
 		if len(groups) == 0 {
@@ -58,16 +59,16 @@ func (SubjectKeyDeriver) Subject(_ string, body map[string]any) (inbox.Subject, 
 // (group.group_id, group_id, project.namespace_id) that the payload names. GitLab's hook
 // payloads differ per event and version, so ids that are missing or not numeric are skipped
 // rather than refused.
-func payloadResources(body object) (project string, groups []string) {
+func payloadResources(body webhookjson.Object) (project string, groups []string) {
 	projectObj, _ := body.Object("project")
 	groupObj, _ := body.Object("group")
-	if id, ok := idOf(projectObj["id"]); ok {
+	if id, ok := webhookjson.PositiveID(projectObj["id"]); ok {
 		project = id
-	} else if id, ok := idOf(body["project_id"]); ok {
+	} else if id, ok := webhookjson.PositiveID(body["project_id"]); ok {
 		project = id
 	}
 	for _, v := range []any{groupObj["group_id"], body["group_id"], projectObj["namespace_id"]} {
-		if id, ok := idOf(v); ok && !contains(groups, id) {
+		if id, ok := webhookjson.PositiveID(v); ok && !contains(groups, id) {
 			groups = append(groups, id)
 		}
 	}

@@ -1,6 +1,7 @@
 package gitlab
 
 import (
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -16,15 +17,15 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 	if event == "" {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingEventType, headerEvent+" is missing")
 	}
-	if !validToken(event, maxEventTypeBytes) {
+	if !webhookjson.ValidEventType(event) {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidEventType, headerEvent+" is not a printable token")
 	}
-	body, err := decodeObject(req.Body)
+	body, err := webhookjson.Decode(req.Body)
 	if err != nil {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
 	}
 	keys := SubjectKeyDeriver{}
-	env := ports.Envelope{EventType: event, Headers: keptHeaders(req.Headers, keptHeaderNames)}
+	env := ports.Envelope{EventType: event, Headers: webhookjson.KeptHeaders(req.Headers, keptHeaderNames)}
 	if env.DeliveryKey, err = keys.DeliveryKey(req, body); err != nil {
 		return ports.Envelope{}, err
 	}
@@ -42,7 +43,7 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 	// group receives events of projects in its subgroups too, whose payloads name only the
 	// subgroup.
 	if conn != nil {
-		if id, ok := idOf(conn.Config[configGroupID]); ok && !contains(groups, id) {
+		if id, ok := webhookjson.PositiveID(conn.Config[configGroupID]); ok && !contains(groups, id) {
 			groups = append(groups, id)
 		}
 	}
@@ -57,10 +58,10 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 
 // action is for logs only: object_attributes.action of work items, else event_name of
 // group-level hooks (member, subgroup, project).
-func action(body object) string {
+func action(body webhookjson.Object) string {
 	attrs, _ := body.Object("object_attributes")
 	for _, v := range []any{attrs["action"], body["event_name"]} {
-		if s, ok := v.(string); ok && validToken(s, maxEventTypeBytes) {
+		if s, ok := v.(string); ok && webhookjson.ValidEventType(s) {
 			return s
 		}
 	}

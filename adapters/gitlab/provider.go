@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -50,7 +51,7 @@ func (Module) ValidateConfig(kind connection.Kind, config map[string]any) (strin
 		return "", ports.Reject(ports.ErrMalformed, "unknown-kind", fmt.Sprintf("%s is not a GitLab connection kind", kind))
 	}
 	if v, ok := config[configGroupID]; ok && v != nil {
-		if _, ok := idOf(v); !ok {
+		if _, ok := webhookjson.PositiveID(v); !ok {
 			return "", ports.Reject(ports.ErrMalformed, "invalid-config", "groupId must be a positive integer")
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -17,21 +18,18 @@ import (
 // Header names GitLab sends. Standard Webhooks headers are lower-case in GitLab's requests;
 // http.Header lookups are case-insensitive anyway.
 const (
-	headerToken         = "X-Gitlab-Token"
-	headerEvent         = "X-Gitlab-Event"
-	headerEventUUID     = "X-Gitlab-Event-UUID"
-	headerIdempotency   = "Idempotency-Key"
-	headerInstance      = "X-Gitlab-Instance"
-	headerWebhookUUID   = "X-Gitlab-Webhook-UUID"
-	headerSWID          = "webhook-id"
-	headerSWTimestamp   = "webhook-timestamp"
-	headerSWSignature   = "webhook-signature"
-	headerUserAgent     = "User-Agent"
-	signingKeyPrefix    = "whsec_"
-	signatureVersion    = "v1"
-	maxEventTypeBytes   = 100 // inbox.NewDelivery's bound
-	maxDeliveryBytes    = 200 // inbox.NewDelivery's bound
-	defaultTimestampAge = 5 * time.Minute
+	headerToken       = "X-Gitlab-Token"
+	headerEvent       = "X-Gitlab-Event"
+	headerEventUUID   = "X-Gitlab-Event-UUID"
+	headerIdempotency = "Idempotency-Key"
+	headerInstance    = "X-Gitlab-Instance"
+	headerWebhookUUID = "X-Gitlab-Webhook-UUID"
+	headerSWID        = "webhook-id"
+	headerSWTimestamp = "webhook-timestamp"
+	headerSWSignature = "webhook-signature"
+	headerUserAgent   = "User-Agent"
+	signingKeyPrefix  = "whsec_"
+	signatureVersion  = "v1"
 )
 
 // keptHeaderNames are stored with the row. Never X-Gitlab-Token or webhook-signature.
@@ -39,19 +37,13 @@ var keptHeaderNames = []string{headerEvent, headerEventUUID, headerIdempotency, 
 
 // Config is GitLab's receiving configuration; secrets are per connection.
 type Config struct {
-	// Now is the clock of the Standard Webhooks timestamp window (default time.Now).
-	Now func() time.Time
-}
-
-func (c *Config) setDefaults() {
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	// Now is the clock of the Standard Webhooks timestamp window (nil: time.Now).
+	Now webhookjson.Clock
 }
 
 // Webhook verifies and parses deliveries on POST /webhooks/gitlab/{connectionId}.
 type Webhook struct {
-	now func() time.Time
+	now webhookjson.Clock
 }
 
 var (
@@ -59,10 +51,9 @@ var (
 	_ ports.HeaderVerifier = (*Webhook)(nil)
 )
 
-// NewWebhook applies cfg's defaults. It returns an error only to keep the constructors of the
+// NewWebhook is the webhook of cfg. It returns an error only to keep the constructors of the
 // provider adapters alike; GitLab's Config has nothing that can be invalid.
 func NewWebhook(cfg Config) (*Webhook, error) {
-	cfg.setDefaults()
 	return &Webhook{now: cfg.Now}, nil
 }
 
@@ -77,17 +68,14 @@ func (w *Webhook) PerConnection() bool { return true }
 // Then X-Gitlab-Instance, when sent, must be the connection's source URL.
 // Errors: *ports.RejectedError of kind ErrUnauthenticated.
 func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error {
-	if conn == nil {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingConnection, "GitLab deliveries are verified with their connection's secret")
+	secret, err := webhookjson.ConnectionSecret(conn, "GitLab")
+	if err != nil {
+		return err
 	}
-	if len(conn.Secret) == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, "the connection has no secret")
-	}
-	var err error
 	if len(req.Headers.Values(headerSWSignature)) > 0 {
-		err = w.verifySignature(req, conn.Secret)
+		err = w.verifySignature(req, secret)
 	} else {
-		err = verifyToken(req, conn.Secret)
+		err = verifyToken(req, secret)
 	}
 	if err != nil {
 		return err
@@ -145,8 +133,8 @@ func (w *Webhook) verifySignature(req ports.Request, secret []byte) error {
 	if err != nil {
 		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedTimestamp, headerSWTimestamp+" is not whole seconds")
 	}
-	if age := w.now().Sub(time.Unix(seconds, 0)); age > defaultTimestampAge || age < -defaultTimestampAge {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonStaleTimestamp, "timestamp is more than 5 minutes from now")
+	if err := w.now.CheckFresh(time.Unix(seconds, 0)); err != nil {
+		return err
 	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(id + "." + ts + "."))

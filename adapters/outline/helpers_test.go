@@ -4,15 +4,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/onsi/gomega"
-	"github.com/onsi/gomega/types"
-
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson/webhooktest"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -38,22 +34,8 @@ func signature(key, t, body string) string {
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 func request(body string, extra ...string) ports.Request {
-	h := http.Header{}
-	for i := 0; i+1 < len(extra); i += 2 {
-		h.Set(extra[i], extra[i+1])
-	}
-	return ports.Request{Headers: h, Body: []byte(body), ConnectionID: 3, ReceivedAt: clockNow}
+	return ports.Request{Headers: webhooktest.Headers(extra...), Body: []byte(body), ConnectionID: 3, ReceivedAt: clockNow}
 }
 
-func beRejected(kind error, reason string) types.GomegaMatcher {
-	return gomega.SatisfyAll(
-		gomega.MatchError(kind),
-		gomega.WithTransform(func(err error) string {
-			var rej *ports.RejectedError
-			if errors.As(err, &rej) {
-				return rej.Reason
-			}
-			return "<not a RejectedError>"
-		}, gomega.Equal(reason)),
-	)
-}
+// beRejected matches a *ports.RejectedError of kind with reason.
+var beRejected = webhooktest.BeRejected

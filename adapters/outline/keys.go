@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -30,11 +31,11 @@ var _ ports.SubjectKeyDeriver = SubjectKeyDeriver{}
 
 // DeliveryKey is the envelope's id. Errors: ErrMalformed (missing-delivery-id, invalid-delivery-id).
 func (SubjectKeyDeriver) DeliveryKey(_ ports.Request, body map[string]any) (string, error) {
-	id, ok := object(body).Str("id")
+	id, ok := webhookjson.Object(body).Str("id")
 	if !ok || id == "" {
 		return "", ports.Reject(ports.ErrMalformed, ports.ReasonMissingDeliveryID, "envelope without id")
 	}
-	if !validToken(id, maxDeliveryBytes) {
+	if !webhookjson.ValidDeliveryID(id) {
 		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidDeliveryID, "envelope id is not a printable token of at most 200 bytes")
 	}
 	return id, nil
@@ -43,7 +44,7 @@ func (SubjectKeyDeriver) DeliveryKey(_ ports.Request, body map[string]any) (stri
 // Subject errors: ErrMalformed (invalid-payload for an id it cannot use, missing-connection for
 // a connection-wide event without ConnectionID).
 func (k SubjectKeyDeriver) Subject(eventType string, body map[string]any) (inbox.Subject, error) {
-	payload, model := payloadAndModel(object(body))
+	payload, model := payloadAndModel(webhookjson.Object(body))
 	kind, lookups := subjectDocument, []lookup{{model, "documentId", "payload.model.documentId"}}
 	switch {
 	case strings.HasPrefix(eventType, "documents."):
@@ -65,7 +66,7 @@ func (k SubjectKeyDeriver) Subject(eventType string, body map[string]any) (inbox
 	return subject(subjectConnection, strconv.FormatInt(k.ConnectionID, 10))
 }
 
-func payloadAndModel(body object) (payload, model object) {
+func payloadAndModel(body webhookjson.Object) (payload, model webhookjson.Object) {
 	payload, _ = body.Object("payload")
 	model, _ = payload.Object("model")
 	return payload, model
@@ -73,7 +74,7 @@ func payloadAndModel(body object) (payload, model object) {
 
 // lookup names where an Outline id may be; field is its path, for error details.
 type lookup struct {
-	holder object
+	holder webhookjson.Object
 	key    string
 	field  string
 }
@@ -87,7 +88,7 @@ func firstID(lookups []lookup) (id string, found bool, err error) {
 			continue
 		}
 		id, ok := v.(string)
-		if !ok || !validID(id) {
+		if !ok || !webhookjson.ValidID(id) {
 			return "", false, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, l.field+" is not an Outline id")
 		}
 		return id, true, nil

@@ -3,16 +3,7 @@ package outline_test
 import (
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson/webhooktest"
 )
 
-func TestOutline(t *testing.T) {
-	// Verifying and parsing start no goroutines; a leak would be a bug here. Ginkgo's own
-	// interrupt watcher outlives RunSpecs.
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
-		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"))
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Outline webhook adapter Suite")
-}
+func TestOutline(t *testing.T) { webhooktest.RunSuite(t, "Outline webhook adapter Suite") }

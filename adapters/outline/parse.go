@@ -3,6 +3,7 @@ package outline
 import (
 	"strings"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -10,7 +11,7 @@ import (
 // {"id", "actorId", "webhookSubscriptionId", "createdAt", "event", "payload": {"id", "model"}}.
 // Errors: *ports.RejectedError of kind ErrMalformed.
 func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.Envelope, error) {
-	body, err := decodeObject(req.Body)
+	body, err := webhookjson.Decode(req.Body)
 	if err != nil {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
 	}
@@ -18,7 +19,7 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 	if conn != nil {
 		keys.ConnectionID = conn.ID
 	}
-	env := ports.Envelope{Headers: keptHeaders(req.Headers, keptHeaderNames)}
+	env := ports.Envelope{Headers: webhookjson.KeptHeaders(req.Headers, keptHeaderNames)}
 	if env.DeliveryKey, err = keys.DeliveryKey(req, body); err != nil {
 		return ports.Envelope{}, err
 	}
@@ -26,7 +27,7 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 	if event == "" {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingEventType, "envelope without event")
 	}
-	if !validToken(event, maxEventTypeBytes) {
+	if !webhookjson.ValidEventType(event) {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidEventType, "event is not a printable token")
 	}
 	env.EventType = event
@@ -53,7 +54,7 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 // collectionOf finds the collection a delivery belongs to: payload.model.collectionId, or
 // payload.model.collection.id, or for collections.* events the collection itself
 // (payload.model.id, else payload.id). "" means none (a draft, a user, a group).
-func collectionOf(event string, body object) (string, error) {
+func collectionOf(event string, body webhookjson.Object) (string, error) {
 	payload, model := payloadAndModel(body)
 	nested, _ := model.Object("collection")
 	lookups := []lookup{

@@ -9,16 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 const (
-	headerSignature   = "Outline-Signature"
-	headerUserAgent   = "User-Agent"
-	maxEventTypeBytes = 100 // inbox.NewDelivery's bound
-	maxDeliveryBytes  = 200 // inbox.NewDelivery's bound
-	timestampWindow   = 5 * time.Minute
+	headerSignature = "Outline-Signature"
+	headerUserAgent = "User-Agent"
 )
 
 // keptHeaderNames are stored with the row: Outline sends no event or delivery header (both are
@@ -27,19 +25,13 @@ var keptHeaderNames = []string{headerUserAgent}
 
 // Config is Outline's receiving configuration; secrets are per connection.
 type Config struct {
-	// Now is the clock of the timestamp window (default time.Now).
-	Now func() time.Time
-}
-
-func (c *Config) setDefaults() {
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	// Now is the clock of the timestamp window (nil: time.Now).
+	Now webhookjson.Clock
 }
 
 // Webhook verifies and parses deliveries on POST /webhooks/outline/{connectionId}.
 type Webhook struct {
-	now func() time.Time
+	now webhookjson.Clock
 }
 
 var (
@@ -47,10 +39,9 @@ var (
 	_ ports.HeaderVerifier = (*Webhook)(nil)
 )
 
-// NewWebhook applies cfg's defaults. It returns an error only to keep the constructors of the
+// NewWebhook is the webhook of cfg. It returns an error only to keep the constructors of the
 // provider adapters alike.
 func NewWebhook(cfg Config) (*Webhook, error) {
-	cfg.setDefaults()
 	return &Webhook{now: cfg.Now}, nil
 }
 
@@ -64,11 +55,9 @@ func (w *Webhook) PerConnection() bool { return true }
 // January 1970 and is refused as stale, like any outside five minutes of now either way.
 // Errors: *ports.RejectedError of kind ErrUnauthenticated.
 func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error {
-	if conn == nil {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingConnection, "Outline deliveries are verified with their connection's secret")
-	}
-	if len(conn.Secret) == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, "the connection has no secret")
+	secret, err := webhookjson.ConnectionSecret(conn, "Outline")
+	if err != nil {
+		return err
 	}
 	header := req.Headers.Get(headerSignature)
 	if header == "" {
@@ -95,10 +84,10 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 	if err != nil {
 		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedTimestamp, "t= is not whole milliseconds")
 	}
-	if age := w.now().Sub(time.UnixMilli(millis)); age > timestampWindow || age < -timestampWindow {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonStaleTimestamp, "timestamp is more than 5 minutes from now")
+	if err := w.now.CheckFresh(time.UnixMilli(millis)); err != nil {
+		return err
 	}
-	mac := hmac.New(sha256.New, conn.Secret)
+	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte(ts + "."))
 	mac.Write(req.Body)
 	want := mac.Sum(nil)

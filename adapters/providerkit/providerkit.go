@@ -107,22 +107,42 @@ type Routes interface {
 	Mount(r gin.IRouter, g Guard) error
 }
 
-// Built is the common part of a built provider: embed it in a module's built value and set the
-// fields; the module adds the optional interfaces it has.
+// Built is a built provider: set the fields, or embed it in a module's built value that adds
+// the optional interfaces Built does not have. A provider without sync sources, access checkers
+// or install flows leaves that list empty.
 type Built struct {
 	ports.ProviderModule
 	Hook     ports.Webhook
 	Register func(reg ports.HandlerRegistrar) error
 	Fields   ports.PersonFields
 	Mirror   ports.PersonDataStore
-	// ReadAPI mounts the read API; nil: the provider has none.
+	// ReadAPI mounts the read API (readkit.ReadAPI); nil: the provider has none.
 	ReadAPI func(r gin.IRouter, g Guard) error
+	// Sync are the backfill sources (ports.Syncing).
+	Sync []ports.SyncSource
+	// Access are the checkers of subscriptions with the connection's own credential
+	// (ports.AccessChecking).
+	Access []ports.ResourceAccessChecker
+	// Installs are the install flows (ports.InstallFlows).
+	Installs []ports.InstallFlow
 }
 
 var (
-	_ ports.Provider = Built{}
-	_ Routes         = Built{}
+	_ ports.Provider       = Built{}
+	_ Routes               = Built{}
+	_ ports.Syncing        = Built{}
+	_ ports.AccessChecking = Built{}
+	_ ports.InstallFlows   = Built{}
 )
+
+// SyncSources implements ports.Syncing.
+func (b Built) SyncSources() []ports.SyncSource { return b.Sync }
+
+// AccessCheckers implements ports.AccessChecking.
+func (b Built) AccessCheckers() []ports.ResourceAccessChecker { return b.Access }
+
+// InstallFlows implements ports.InstallFlows.
+func (b Built) InstallFlows() []ports.InstallFlow { return b.Installs }
 
 func (b Built) Webhook() ports.Webhook                            { return b.Hook }
 func (b Built) RegisterHandlers(reg ports.HandlerRegistrar) error { return b.Register(reg) }

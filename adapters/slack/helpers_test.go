@@ -4,14 +4,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/onsi/gomega"
-	"github.com/onsi/gomega/types"
-
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson/webhooktest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -36,15 +33,5 @@ func signed(secret string, ts time.Time, body string, extra ...string) ports.Req
 	return ports.Request{Headers: h, Body: []byte(body), ReceivedAt: clockNow}
 }
 
-func beRejected(kind error, reason string) types.GomegaMatcher {
-	return gomega.SatisfyAll(
-		gomega.MatchError(kind),
-		gomega.WithTransform(func(err error) string {
-			var rej *ports.RejectedError
-			if errors.As(err, &rej) {
-				return rej.Reason
-			}
-			return "<not a RejectedError>"
-		}, gomega.Equal(reason)),
-	)
-}
+// beRejected matches a *ports.RejectedError of kind with reason.
+var beRejected = webhooktest.BeRejected

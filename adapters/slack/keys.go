@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -26,11 +27,11 @@ var _ ports.SubjectKeyDeriver = SubjectKeyDeriver{}
 // DeliveryKey is the event_id of an event_callback.
 // Errors: ErrMalformed (missing-delivery-id, invalid-delivery-id).
 func (SubjectKeyDeriver) DeliveryKey(_ ports.Request, body map[string]any) (string, error) {
-	id, ok := object(body).Str("event_id")
+	id, ok := webhookjson.Object(body).Str("event_id")
 	if !ok || id == "" {
 		return "", ports.Reject(ports.ErrMalformed, ports.ReasonMissingDeliveryID, "event_callback without event_id")
 	}
-	if !validToken(id, maxDeliveryBytes) {
+	if !webhookjson.ValidDeliveryID(id) {
 		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidDeliveryID, "event_id is not a printable token of at most 200 bytes")
 	}
 	return id, nil
@@ -38,7 +39,7 @@ func (SubjectKeyDeriver) DeliveryKey(_ ports.Request, body map[string]any) (stri
 
 // Subject errors: ErrMalformed (missing-team, invalid-payload).
 func (SubjectKeyDeriver) Subject(_ string, body map[string]any) (inbox.Subject, error) {
-	o := object(body)
+	o := webhookjson.Object(body)
 	team, err := teamOf(o)
 	if err != nil {
 		return inbox.Subject{}, err
@@ -54,12 +55,12 @@ func (SubjectKeyDeriver) Subject(_ string, body map[string]any) (inbox.Subject, 
 	return subject(subjectChannel, channel)
 }
 
-func teamOf(body object) (string, error) {
+func teamOf(body webhookjson.Object) (string, error) {
 	team, ok := body.Str("team_id")
 	if !ok || team == "" {
 		return "", ports.Reject(ports.ErrMalformed, reasonMissingTeam, "event_callback without team_id")
 	}
-	if !validID(team) {
+	if !webhookjson.ValidID(team) {
 		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "team_id is not a Slack id")
 	}
 	return team, nil
@@ -68,7 +69,7 @@ func teamOf(body object) (string, error) {
 // channelOf finds the channel an event happened in: event.channel (a string, or an object with
 // an id for channel_created / channel_rename), event.channel_id (file events), or
 // event.item.channel (reactions, stars, pins). "" means a team-wide event.
-func channelOf(event object) (string, error) {
+func channelOf(event webhookjson.Object) (string, error) {
 	raw := event["channel"]
 	if ch, ok := raw.(map[string]any); ok {
 		raw = ch["id"]
@@ -84,7 +85,7 @@ func channelOf(event object) (string, error) {
 		return "", nil
 	}
 	id, ok := raw.(string)
-	if !ok || !validID(id) {
+	if !ok || !webhookjson.ValidID(id) {
 		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "the event's channel is not a Slack channel id")
 	}
 	return id, nil
@@ -92,7 +93,7 @@ func channelOf(event object) (string, error) {
 
 // isDirect tells a direct message (D… channel, channel_type im) or a group direct message
 // (channel_type mpim) from a channel a workspace can subscribe to.
-func isDirect(event object, channel string) bool {
+func isDirect(event webhookjson.Object, channel string) bool {
 	kind, _ := event.Str("channel_type")
 	return strings.HasPrefix(channel, "D") || kind == "im" || kind == "mpim"
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/internal/jsonscan"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -22,13 +23,13 @@ const DropUnsupportedType = "unsupported-type"
 // Parse reads a verified Slack delivery. conn is ignored (Slack is not per connection).
 // Errors: *ports.RejectedError of kind ErrMalformed.
 func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Envelope, error) {
-	body, err := decodeObject(req.Body)
+	body, err := webhookjson.Decode(req.Body)
 	if err != nil {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
 	}
-	env := ports.Envelope{Headers: keptHeaders(req.Headers, keptHeaderNames)}
+	env := ports.Envelope{Headers: webhookjson.KeptHeaders(req.Headers, keptHeaderNames)}
 	outer, _ := body.Str("type")
-	if validToken(outer, maxEventTypeBytes) {
+	if webhookjson.ValidEventType(outer) {
 		env.EventType = outer
 	}
 	switch outer {
@@ -56,13 +57,13 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 	if eventType == "" {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingEventType, "event without type")
 	}
-	if !validToken(eventType, maxEventTypeBytes) {
+	if !webhookjson.ValidEventType(eventType) {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidEventType, "event type is not a printable token")
 	}
 	// A message keeps EventType "message" whatever its subtype, so one handler sees edits and
 	// deletions in order with the message itself; the subtype is only for logs.
 	env.EventType = eventType
-	if subtype, ok := event.Str("subtype"); ok && validToken(subtype, maxEventTypeBytes) {
+	if subtype, ok := event.Str("subtype"); ok && webhookjson.ValidEventType(subtype) {
 		env.Action = subtype
 	}
 
@@ -96,7 +97,7 @@ var credentialMembers = []string{"token"}
 // withoutCredentials answers the body to store when it carries a credential member (nil when it
 // does not, so the body is stored as received). It runs after Verify: the signature covers the
 // raw body, credentials included.
-func withoutCredentials(raw []byte, body object) ([]byte, error) {
+func withoutCredentials(raw []byte, body webhookjson.Object) ([]byte, error) {
 	if !slices.ContainsFunc(credentialMembers, func(name string) bool { _, ok := body[name]; return ok }) {
 		return nil, nil
 	}
@@ -109,7 +110,7 @@ func withoutCredentials(raw []byte, body object) ([]byte, error) {
 }
 
 // urlVerification answers Slack's endpoint check with its challenge; nothing is stored.
-func urlVerification(env ports.Envelope, body object) (ports.Envelope, error) {
+func urlVerification(env ports.Envelope, body webhookjson.Object) (ports.Envelope, error) {
 	challenge, ok := body.Str("challenge")
 	if !ok || challenge == "" {
 		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "url_verification without challenge")

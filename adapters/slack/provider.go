@@ -6,6 +6,7 @@ package slack
 import (
 	"fmt"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -39,11 +40,11 @@ func (Module) ValidateConfig(kind connection.Kind, config map[string]any) (strin
 		return "", ports.Reject(ports.ErrMalformed, "unknown-kind", fmt.Sprintf("%s is not a Slack connection kind", kind))
 	}
 	team, ok := config["teamId"].(string)
-	if !ok || !validID(team) {
+	if !ok || !webhookjson.ValidID(team) {
 		return "", ports.Reject(ports.ErrMalformed, "invalid-config", "teamId must be a Slack team id")
 	}
 	if app, ok := config["appId"]; ok && app != nil {
-		if s, ok := app.(string); !ok || !validID(s) {
+		if s, ok := app.(string); !ok || !webhookjson.ValidID(s) {
 			return "", ports.Reject(ports.ErrMalformed, "invalid-config", "appId must be a Slack app id")
 		}
 	}

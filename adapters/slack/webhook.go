@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -21,9 +22,6 @@ const (
 	headerRetryReason = "X-Slack-Retry-Reason"
 	headerUserAgent   = "User-Agent"
 	signatureVersion  = "v0"
-	maxEventTypeBytes = 100 // inbox.NewDelivery's bound
-	maxDeliveryBytes  = 200 // inbox.NewDelivery's bound
-	timestampWindow   = 5 * time.Minute
 )
 
 // keptHeaderNames are stored with the row. A retry keeps its event_id, so it deduplicates by
@@ -35,20 +33,14 @@ type Config struct {
 	// SigningSecret is the app's signing secret. Without it every delivery is refused
 	// (reason not-configured).
 	SigningSecret []byte
-	// Now is the clock of the timestamp window (default time.Now).
-	Now func() time.Time
-}
-
-func (c *Config) setDefaults() {
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	// Now is the clock of the timestamp window (nil: time.Now).
+	Now webhookjson.Clock
 }
 
 // Webhook verifies and parses Slack Events API deliveries on POST /webhooks/slack.
 type Webhook struct {
 	secret []byte
-	now    func() time.Time
+	now    webhookjson.Clock
 }
 
 var (
@@ -56,10 +48,9 @@ var (
 	_ ports.HeaderVerifier = (*Webhook)(nil)
 )
 
-// NewWebhook applies cfg's defaults; the secret is copied so the caller cannot change it. It
+// NewWebhook is the webhook of cfg; the secret is copied so the caller cannot change it. It
 // returns an error only to keep the constructors of the provider adapters alike.
 func NewWebhook(cfg Config) (*Webhook, error) {
-	cfg.setDefaults()
 	return &Webhook{secret: append([]byte(nil), cfg.SigningSecret...), now: cfg.Now}, nil
 }
 
@@ -88,8 +79,8 @@ func (w *Webhook) Verify(req ports.Request, _ *ports.SourceConnection) error {
 	if err != nil {
 		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedTimestamp, headerTimestamp+" is not whole seconds")
 	}
-	if age := w.now().Sub(time.Unix(seconds, 0)); age > timestampWindow || age < -timestampWindow {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonStaleTimestamp, "timestamp is more than 5 minutes from now")
+	if err := w.now.CheckFresh(time.Unix(seconds, 0)); err != nil {
+		return err
 	}
 	hexSig, ok := strings.CutPrefix(header, signatureVersion+"=")
 	if !ok {

@@ -1,6 +1,8 @@
-// Package webhookjson holds the tolerant JSON reading and header keeping that the provider
-// webhook adapters share: a verified body can still have any JSON shape, and parsing must never
-// panic on one.
+// Package webhookjson holds what the provider webhook adapters (adapters/<provider>/webhook.go,
+// parse.go, keys.go) share besides their signature schemes: the tolerant JSON reading of a
+// body (a verified body can still have any JSON shape, and parsing must never panic on one),
+// the header keeping, the bounds of event types and delivery keys, and the clock and window of
+// a signed timestamp and the connection secret of a per-connection delivery (verify.go).
 package webhookjson
 
 import (
@@ -48,6 +50,20 @@ func (o Object) Str(key string) (string, bool) {
 	s, ok := o[key].(string)
 	return s, ok
 }
+
+// MaxEventTypeBytes and MaxDeliveryBytes are the inbox's bounds (inbox.NewDelivery) of an event
+// type and of a delivery key.
+const (
+	MaxEventTypeBytes = 100
+	MaxDeliveryBytes  = 200
+)
+
+// ValidEventType accepts an event type, action or subtype: ValidToken of at most
+// MaxEventTypeBytes.
+func ValidEventType(s string) bool { return ValidToken(s, MaxEventTypeBytes) }
+
+// ValidDeliveryID accepts a delivery key: ValidToken of at most MaxDeliveryBytes.
+func ValidDeliveryID(s string) bool { return ValidToken(s, MaxDeliveryBytes) }
 
 // ValidToken accepts a provider token (event type, delivery id) that can be stored and logged:
 // printable ASCII, no control characters, at most max bytes.

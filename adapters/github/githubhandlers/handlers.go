@@ -34,7 +34,6 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -61,11 +60,6 @@ func (d Deps) validate() error {
 		return errors.New("github handlers: an inbox and a mirror store are required")
 	}
 	return nil
-}
-
-// Registrar is the consumer's handler registry (application/consumer.Registry is one).
-type Registrar interface {
-	Register(p provider.Provider, eventType string, h ports.Handler) error
 }
 
 // Event types, as GitHub names them in X-GitHub-Event.
@@ -96,7 +90,7 @@ const (
 
 // Register wires every GitHub handler into reg. Errors: invalid deps, or the registry's
 // refusal (a second handler for an event type).
-func Register(reg Registrar, deps Deps) error {
+func Register(reg ports.HandlerRegistrar, deps Deps) error {
 	if err := deps.validate(); err != nil {
 		return err
 	}

@@ -37,34 +37,20 @@ func New(cfg Config) Module {
 	return Module{cfg: cfg}
 }
 
-// built is GitHub's parts: the common ones plus the access checker, the reconciler and the
-// source namespace of installations.
+// built is GitHub's parts: the common ones plus the reconciler and the source namespace of
+// installations.
 type built struct {
 	providerkit.Built
-	access  *githubapi.RepositoryAccess
-	app     *githubapi.AppResourceAccess
 	runners []ports.Runner
 	webURL  string
-	install *githuboauth.Flow
-	sync    *githubsync.Source
 }
 
-func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }
-
-func (b built) InstallFlows() []ports.InstallFlow { return []ports.InstallFlow{b.install} }
-
-func (b built) AccessCheckers() []ports.ResourceAccessChecker {
-	return []ports.ResourceAccessChecker{b.access, b.app}
-}
 func (b built) Runners() []ports.Runner        { return b.runners }
 func (b built) DefaultSourceServerURL() string { return b.webURL }
 
 var (
-	_ ports.AccessChecking     = built{}
 	_ ports.BackgroundWork     = built{}
 	_ ports.InstallationSource = built{}
-	_ ports.InstallFlows       = built{}
-	_ ports.Syncing            = built{}
 )
 
 // Build makes GitHub's parts.
@@ -141,24 +127,19 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return built{
-		install: install,
-		sync:    source,
-		Built: providerkit.Built{
-			ProviderModule: m.Module,
-			Hook:           hook,
-			Register:       func(reg ports.HandlerRegistrar) error { return githubhandlers.Register(reg, handlers) },
-			Fields:         fields,
-			Mirror:         store,
-			ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
-				return githubread.Register(r, githubread.Config{Auth: g.Auth, Members: g.Members, Reader: store, Log: g.Log})
-			},
+	return built{runners: runners, webURL: m.cfg.WebURL, Built: providerkit.Built{
+		ProviderModule: m.Module,
+		Hook:           hook,
+		Register:       func(reg ports.HandlerRegistrar) error { return githubhandlers.Register(reg, handlers) },
+		Fields:         fields,
+		Mirror:         store,
+		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
+			return githubread.Register(r, githubread.Config{Auth: g.Auth, Members: g.Members, Reader: store, Log: g.Log})
 		},
-		access:  access,
-		app:     appAccess,
-		runners: runners,
-		webURL:  m.cfg.WebURL,
-	}, nil
+		Sync:     []ports.SyncSource{source},
+		Access:   []ports.ResourceAccessChecker{access, appAccess},
+		Installs: []ports.InstallFlow{install},
+	}}, nil
 }
 
 // installFlow is the App install flow, off (no OAuth client) without the slug and client.

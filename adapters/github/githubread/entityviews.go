@@ -1,6 +1,9 @@
 package githubread
 
-import "github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+import (
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
+)
 
 // The change feed's views of the mirrored entities the read API has no list of: shaped like
 // the mirror row, camelCase as the other views, a user named by login (author, login) beside
@@ -35,8 +38,8 @@ type milestoneJSON struct {
 
 func (Views) Milestone(m githubmirror.MilestoneRow) any {
 	return milestoneJSON{ID: m.ID, RepositoryID: m.RepositoryID, Number: m.Number, Title: m.Title,
-		Description: m.Description, State: m.State, DueOn: timestamp(m.DueOn), ClosedAt: timestamp(m.ClosedAt),
-		CreatedAt: timestamp(m.CreatedAt), UpdatedAt: timestamp(m.UpdatedAt)}
+		Description: m.Description, State: m.State, DueOn: readkit.Timestamp(m.DueOn), ClosedAt: readkit.Timestamp(m.ClosedAt),
+		CreatedAt: readkit.Timestamp(m.CreatedAt), UpdatedAt: readkit.Timestamp(m.UpdatedAt)}
 }
 
 type issueCommentJSON struct {
@@ -52,7 +55,7 @@ type issueCommentJSON struct {
 
 func (Views) IssueComment(c githubmirror.IssueCommentRow) any {
 	return issueCommentJSON{ID: c.ID, RepositoryID: c.RepositoryID, IssueID: c.IssueID, Author: c.AuthorLogin,
-		Body: c.Body, HTMLURL: c.HTMLURL, CreatedAt: timestamp(c.CreatedAt), UpdatedAt: timestamp(c.UpdatedAt)}
+		Body: c.Body, HTMLURL: c.HTMLURL, CreatedAt: readkit.Timestamp(c.CreatedAt), UpdatedAt: readkit.Timestamp(c.UpdatedAt)}
 }
 
 type reviewJSON struct {
@@ -68,7 +71,7 @@ type reviewJSON struct {
 
 func (Views) Review(r githubmirror.ReviewRow) any {
 	return reviewJSON{ID: r.ID, RepositoryID: r.RepositoryID, PullRequestID: r.PullRequestID, Author: r.AuthorLogin,
-		State: r.State, Body: r.Body, CommitID: r.CommitID, SubmittedAt: timestamp(r.SubmittedAt)}
+		State: r.State, Body: r.Body, CommitID: r.CommitID, SubmittedAt: readkit.Timestamp(r.SubmittedAt)}
 }
 
 type reviewCommentJSON struct {
@@ -89,7 +92,7 @@ type reviewCommentJSON struct {
 func (Views) ReviewComment(c githubmirror.ReviewCommentRow) any {
 	return reviewCommentJSON{ID: c.ID, RepositoryID: c.RepositoryID, PullRequestID: c.PullRequestID,
 		ReviewID: c.ReviewID, InReplyToID: c.InReplyToID, Author: c.AuthorLogin, Path: c.Path, Line: c.Line,
-		Body: c.Body, CommitID: c.CommitID, CreatedAt: timestamp(c.CreatedAt), UpdatedAt: timestamp(c.UpdatedAt)}
+		Body: c.Body, CommitID: c.CommitID, CreatedAt: readkit.Timestamp(c.CreatedAt), UpdatedAt: readkit.Timestamp(c.UpdatedAt)}
 }
 
 type reviewThreadJSON struct {
@@ -120,8 +123,8 @@ type commitStatusJSON struct {
 
 func (Views) CommitStatus(c githubmirror.CommitStatusRow) any {
 	return commitStatusJSON{ID: c.ID, RepositoryID: c.RepositoryID, SHA: c.SHA, Context: c.Context, State: c.State,
-		Description: c.Description, TargetURL: c.TargetURL, CreatedAt: timestamp(c.CreatedAt),
-		UpdatedAt: timestamp(c.UpdatedAt)}
+		Description: c.Description, TargetURL: c.TargetURL, CreatedAt: readkit.Timestamp(c.CreatedAt),
+		UpdatedAt: readkit.Timestamp(c.UpdatedAt)}
 }
 
 type checkSuiteJSON struct {
@@ -138,8 +141,8 @@ type checkSuiteJSON struct {
 
 func (Views) CheckSuite(c githubmirror.CheckSuiteRow) any {
 	return checkSuiteJSON{ID: c.ID, RepositoryID: c.RepositoryID, HeadSHA: c.HeadSHA, HeadBranch: c.HeadBranch,
-		Status: c.Status, Conclusion: c.Conclusion, App: c.AppSlug, CreatedAt: timestamp(c.CreatedAt),
-		UpdatedAt: timestamp(c.UpdatedAt)}
+		Status: c.Status, Conclusion: c.Conclusion, App: c.AppSlug, CreatedAt: readkit.Timestamp(c.CreatedAt),
+		UpdatedAt: readkit.Timestamp(c.UpdatedAt)}
 }
 
 type checkRunJSON struct {
@@ -156,8 +159,8 @@ type checkRunJSON struct {
 
 func (Views) CheckRun(r githubmirror.CheckRunRow) any {
 	return checkRunJSON{ID: r.ID, RepositoryID: r.RepositoryID, CheckSuiteID: r.CheckSuiteID, HeadSHA: r.HeadSHA,
-		Name: r.Name, Status: r.Status, Conclusion: r.Conclusion, StartedAt: timestamp(r.StartedAt),
-		CompletedAt: timestamp(r.CompletedAt)}
+		Name: r.Name, Status: r.Status, Conclusion: r.Conclusion, StartedAt: readkit.Timestamp(r.StartedAt),
+		CompletedAt: readkit.Timestamp(r.CompletedAt)}
 }
 
 type memberJSON struct {

@@ -18,15 +18,12 @@ package githubread
 
 import (
 	"context"
-	"errors"
-	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -40,7 +37,7 @@ type Reader interface {
 	Commits(ctx context.Context, workspaceID, repositoryID int64, page ports.PageRequest) ([]githubmirror.CommitRow, int, error)
 }
 
-// Config is what the routes need.
+// Config is what the routes need: readkit.Config, its store named Reader.
 type Config struct {
 	Auth    managementapi.Authenticator
 	Members managementapi.Members
@@ -51,84 +48,14 @@ type Config struct {
 
 // Register adds the read routes to r. Errors: a missing dependency.
 func Register(r gin.IRouter, cfg Config) error {
-	if cfg.Auth == nil || cfg.Members == nil || cfg.Reader == nil {
-		return errors.New("mirror api: an authenticator, a member directory and a reader are required")
-	}
-	h := handlers{reader: cfg.Reader, log: cfg.Log}
-	ws := managementapi.MemberRoutes(r, cfg.Auth, cfg.Members, "")
-	ws.GET("/repositories", h.repositories)
-	ws.GET("/repositories/:id/issues", h.issues)
-	ws.GET("/repositories/:id/pulls", h.pulls)
-	ws.GET("/repositories/:id/commits", h.commits)
-	return nil
-}
-
-type handlers struct {
-	reader Reader
-	log    ports.Logger
-}
-
-func (h handlers) fail(c *gin.Context, err error) {
-	httperr.WriteLogged(c, err, h.log, "mirror read failed")
-}
-
-// repositoryID reads :id; anything but a positive id names no repository (404).
-func repositoryID(c *gin.Context) (int64, error) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, ports.ErrNotFound
-	}
-	return id, nil
-}
-
-// list answers one page of a list read of the workspace managementapi.RequireMember authorised.
-func list[R, J any](h handlers, c *gin.Context, read func(ctx context.Context, ws int64, page ports.PageRequest) ([]R, int, error), toJSON func(R) J) {
-	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, read, toJSON); err != nil {
-		h.fail(c, err)
-	}
-}
-
-// ofRepository binds a repository list read to :id.
-func ofRepository[R any](h handlers, c *gin.Context, read func(ctx context.Context, ws, repo int64, page ports.PageRequest) ([]R, int, error)) (func(ctx context.Context, ws int64, page ports.PageRequest) ([]R, int, error), bool) {
-	id, err := repositoryID(c)
-	if err != nil {
-		h.fail(c, err)
-		return nil, false
-	}
-	return func(ctx context.Context, ws int64, page ports.PageRequest) ([]R, int, error) {
-		return read(ctx, ws, id, page)
-	}, true
-}
-
-func (h handlers) repositories(c *gin.Context) {
-	list(h, c, h.reader.Repositories, toRepositoryJSON)
-}
-
-func (h handlers) issues(c *gin.Context) {
-	if read, ok := ofRepository(h, c, h.reader.Issues); ok {
-		list(h, c, read, toIssueJSON)
-	}
-}
-
-func (h handlers) pulls(c *gin.Context) {
-	if read, ok := ofRepository(h, c, h.reader.PullRequests); ok {
-		list(h, c, read, toPullJSON)
-	}
-}
-
-func (h handlers) commits(c *gin.Context) {
-	if read, ok := ofRepository(h, c, h.reader.Commits); ok {
-		list(h, c, read, toCommitJSON)
-	}
-}
-
-// timestamp is RFC 3339 in UTC, or null.
-func timestamp(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := t.UTC().Format(time.RFC3339)
-	return &s
+	kit := readkit.Config[Reader]{Auth: cfg.Auth, Members: cfg.Members, Store: cfg.Reader, Log: cfg.Log}
+	return readkit.Mount(r, "githubread", "", kit, func(g *readkit.Group) {
+		readkit.List(g, "/repositories", cfg.Reader.Repositories, toRepositoryJSON)
+		// The lists of repository :id; anything but a positive id names no repository (404).
+		readkit.ListOfID(g, "/repositories/:id/issues", cfg.Reader.Issues, toIssueJSON)
+		readkit.ListOfID(g, "/repositories/:id/pulls", cfg.Reader.PullRequests, toPullJSON)
+		readkit.ListOfID(g, "/repositories/:id/commits", cfg.Reader.Commits, toCommitJSON)
+	})
 }
 
 type repositoryJSON struct {
@@ -151,7 +78,7 @@ func toRepositoryJSON(r githubmirror.RepositoryRow) repositoryJSON {
 	return repositoryJSON{
 		ID: r.ID, Owner: r.OwnerLogin, Name: r.Name, FullName: r.FullName, Private: r.Private,
 		Visibility: r.Visibility, DefaultBranch: r.DefaultBranch, Archived: r.Archived, Fork: r.Fork,
-		Description: r.Description, HTMLURL: r.HTMLURL, PushedAt: timestamp(r.PushedAt), UpdatedAt: timestamp(r.UpdatedAt),
+		Description: r.Description, HTMLURL: r.HTMLURL, PushedAt: readkit.Timestamp(r.PushedAt), UpdatedAt: readkit.Timestamp(r.UpdatedAt),
 	}
 }
 
@@ -175,7 +102,7 @@ func toIssueJSON(i githubmirror.IssueRow) issueJSON {
 	return issueJSON{
 		ID: i.ID, Number: i.Number, Title: i.Title, State: i.State, StateReason: i.StateReason, Locked: i.Locked,
 		Author: i.AuthorLogin, Labels: i.Labels, Comments: i.CommentCount, HTMLURL: i.HTMLURL,
-		CreatedAt: timestamp(i.CreatedAt), UpdatedAt: timestamp(i.UpdatedAt), ClosedAt: timestamp(i.ClosedAt),
+		CreatedAt: readkit.Timestamp(i.CreatedAt), UpdatedAt: readkit.Timestamp(i.UpdatedAt), ClosedAt: readkit.Timestamp(i.ClosedAt),
 	}
 }
 
@@ -202,8 +129,8 @@ func toPullJSON(p githubmirror.PullRequestRow) pullJSON {
 	return pullJSON{
 		ID: p.ID, Number: p.Number, Title: p.Title, State: p.State, Draft: p.Draft, Merged: p.Merged,
 		Author: p.AuthorLogin, HeadRef: p.HeadRef, HeadSHA: p.HeadSHA, BaseRef: p.BaseRef, HTMLURL: p.HTMLURL,
-		Checks: p.ChecksState, CreatedAt: timestamp(p.CreatedAt), UpdatedAt: timestamp(p.UpdatedAt),
-		ClosedAt: timestamp(p.ClosedAt), MergedAt: timestamp(p.MergedAt),
+		Checks: p.ChecksState, CreatedAt: readkit.Timestamp(p.CreatedAt), UpdatedAt: readkit.Timestamp(p.UpdatedAt),
+		ClosedAt: readkit.Timestamp(p.ClosedAt), MergedAt: readkit.Timestamp(p.MergedAt),
 	}
 }
 
@@ -219,6 +146,6 @@ type commitJSON struct {
 func toCommitJSON(c githubmirror.CommitRow) commitJSON {
 	return commitJSON{
 		SHA: c.SHA, Message: c.Message, AuthorName: c.AuthorName, AuthorLogin: c.AuthorLogin,
-		CommittedAt: timestamp(c.CommittedAt), HTMLURL: c.HTMLURL,
+		CommittedAt: readkit.Timestamp(c.CommittedAt), HTMLURL: c.HTMLURL,
 	}
 }

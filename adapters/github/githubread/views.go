@@ -1,6 +1,11 @@
 package githubread
 
-import "github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+import (
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
+	"github.com/hephaestus-dev/hephaestus/ports"
+)
 
 var _ githubmirror.Views = Views{}
 
@@ -11,3 +16,14 @@ type Views struct{}
 func (Views) Issue(r githubmirror.IssueRow) any             { return toIssueJSON(r) }
 func (Views) PullRequest(r githubmirror.PullRequestRow) any { return toPullJSON(r) }
 func (Views) Commit(r githubmirror.CommitRow) any           { return toCommitJSON(r) }
+
+// PersonFields is GitHub's person-data declaration (github.PersonFields) with the members of
+// every view this read API answers with and publishes (readkit.PersonFields). Errors: a
+// malformed person tag.
+func PersonFields() (ports.PersonFields, error) {
+	return readkit.PersonFields(github.PersonFields(), repositoryJSON{}, issueJSON{}, pullJSON{}, commitJSON{}, labelJSON{},
+		milestoneJSON{}, issueCommentJSON{}, reviewJSON{}, reviewCommentJSON{}, reviewThreadJSON{}, commitStatusJSON{},
+		checkSuiteJSON{}, checkRunJSON{}, memberJSON{}, collaboratorJSON{}, teamJSON{}, teamMemberJSON{},
+		teamRepositoryJSON{}, organizationJSON{}, refJSON{}, subIssueJSON{}, issueDependencyJSON{},
+		installationRepositoryJSON{})
+}

@@ -30,7 +30,6 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -50,11 +49,6 @@ func (d Deps) validate() error {
 		return errors.New("gitlab handlers: an inbox and a mirror store are required")
 	}
 	return nil
-}
-
-// Registrar is the consumer's handler registry (application/consumer.Registry is one).
-type Registrar interface {
-	Register(p provider.Provider, eventType string, h ports.Handler) error
 }
 
 // Event types, as GitLab sends them in X-Gitlab-Event.
@@ -77,7 +71,7 @@ const stepOperationCommit = "push.commit"
 
 // Register wires every GitLab handler into reg. Errors: invalid deps, or the registry's refusal
 // (a second handler for an event type).
-func Register(reg Registrar, deps Deps) error {
+func Register(reg ports.HandlerRegistrar, deps Deps) error {
 	if err := deps.validate(); err != nil {
 		return err
 	}

@@ -6,8 +6,6 @@ package gitlabmodule
 import (
 	"fmt"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
@@ -15,6 +13,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -84,35 +83,17 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return built{sync: source, access: access, Built: providerkit.Built{
+	return providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return gitlabhandlers.Register(reg, handlers) },
 		Fields:         fields,
 		Mirror:         store,
-		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
-			return gitlabread.Register(r, gitlabread.Config{Auth: g.Auth, Members: g.Members, Store: store, Log: g.Log})
-		},
-	}}, nil
+		ReadAPI:        readkit.ReadAPI(gitlabread.Register, gitlabread.Store(store)),
+		Sync:           []ports.SyncSource{source},
+		Access:         []ports.ResourceAccessChecker{access},
+	}, nil
 }
-
-// built is GitLab's parts: the common ones plus its sync source and access checker.
-type built struct {
-	providerkit.Built
-	sync   *gitlabsync.Source
-	access *gitlabapi.ResourceAccess
-}
-
-var (
-	_ ports.Syncing        = built{}
-	_ ports.AccessChecking = built{}
-)
-
-func (b built) AccessCheckers() []ports.ResourceAccessChecker {
-	return []ports.ResourceAccessChecker{b.access}
-}
-
-func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }
 
 // client is the REST client of the configured API root, reading with creds; maxBody 0 keeps
 // the client's default body bound.

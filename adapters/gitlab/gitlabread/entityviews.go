@@ -4,17 +4,11 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 )
 
 // The change feed's views of the GitLab entities this API lists no page of (projects use the
 // API's own): shaped like the mirror row, camelCase as the other views.
-
-func updatedOf(v gitlabhandlers.Version) *string {
-	if v.UpdatedAt.IsZero() {
-		return nil
-	}
-	return timestamp(&v.UpdatedAt)
-}
 
 type groupJSON struct {
 	ID        int64   `json:"id"`
@@ -27,7 +21,7 @@ type groupJSON struct {
 
 func (Views) Group(g gitlabhandlers.Group) any {
 	return groupJSON{ID: g.ID, ParentID: g.ParentID, Name: g.Name, Path: g.Path, FullPath: g.FullPath,
-		UpdatedAt: updatedOf(g.Version)}
+		UpdatedAt: readkit.Updated(g.Version.UpdatedAt)}
 }
 
 func (Views) Project(p gitlabhandlers.ProjectView) any { return toProjectJSON(p) }
@@ -44,7 +38,7 @@ type memberJSON struct {
 
 func (Views) Member(m gitlabhandlers.Member) any {
 	return memberJSON{SourceType: m.SourceType, SourceID: m.SourceID, UserID: m.UserID, Username: m.Username,
-		AccessLevel: m.AccessLevel, ExpiresAt: timestamp(m.ExpiresAt), UpdatedAt: updatedOf(m.Version)}
+		AccessLevel: m.AccessLevel, ExpiresAt: readkit.Timestamp(m.ExpiresAt), UpdatedAt: readkit.Updated(m.Version.UpdatedAt)}
 }
 
 type milestoneJSON struct {
@@ -66,7 +60,7 @@ func (Views) Milestone(m gitlabhandlers.Milestone) any {
 		due = &d
 	}
 	return milestoneJSON{ID: m.ID, ProjectID: m.ProjectID, GroupID: m.GroupID, IID: m.IID, Title: m.Title,
-		Description: m.Description, State: m.State, DueDate: due, UpdatedAt: updatedOf(m.Version)}
+		Description: m.Description, State: m.State, DueDate: due, UpdatedAt: readkit.Updated(m.Version.UpdatedAt)}
 }
 
 type issueJSON struct {
@@ -86,8 +80,8 @@ type issueJSON struct {
 
 func (Views) Issue(i gitlabhandlers.Issue) any {
 	return issueJSON{ID: i.ID, ProjectID: i.ProjectID, IID: i.IID, Title: i.Title, State: i.State, AuthorID: i.AuthorID,
-		MilestoneID: i.MilestoneID, Labels: i.Labels, WebURL: i.WebURL, CreatedAt: timestamp(i.CreatedAt),
-		UpdatedAt: updatedOf(i.Version), ClosedAt: timestamp(i.ClosedAt)}
+		MilestoneID: i.MilestoneID, Labels: i.Labels, WebURL: i.WebURL, CreatedAt: readkit.Timestamp(i.CreatedAt),
+		UpdatedAt: readkit.Updated(i.Version.UpdatedAt), ClosedAt: readkit.Timestamp(i.ClosedAt)}
 }
 
 type noteJSON struct {
@@ -107,7 +101,7 @@ type noteJSON struct {
 func (Views) Note(n gitlabhandlers.Note) any {
 	return noteJSON{ID: n.ID, ProjectID: n.ProjectID, NoteableType: n.NoteableType, NoteableID: n.NoteableID,
 		CommitSHA: n.CommitSHA, AuthorID: n.AuthorID, Body: n.Body, System: n.System, WebURL: n.WebURL,
-		CreatedAt: timestamp(n.CreatedAt), UpdatedAt: updatedOf(n.Version)}
+		CreatedAt: readkit.Timestamp(n.CreatedAt), UpdatedAt: readkit.Updated(n.Version.UpdatedAt)}
 }
 
 type pipelineJSON struct {
@@ -125,8 +119,8 @@ type pipelineJSON struct {
 
 func (Views) Pipeline(p gitlabhandlers.Pipeline) any {
 	return pipelineJSON{ID: p.ID, ProjectID: p.ProjectID, Ref: p.Ref, SHA: p.SHA, Status: p.Status, Source: p.Source,
-		MergeRequestID: p.MergeRequestID, CreatedAt: timestamp(p.CreatedAt), FinishedAt: timestamp(p.FinishedAt),
-		UpdatedAt: updatedOf(p.Version)}
+		MergeRequestID: p.MergeRequestID, CreatedAt: readkit.Timestamp(p.CreatedAt), FinishedAt: readkit.Timestamp(p.FinishedAt),
+		UpdatedAt: readkit.Updated(p.Version.UpdatedAt)}
 }
 
 // commitJSON carries no e-mail address, as the GitHub commit view.
@@ -142,5 +136,5 @@ type commitJSON struct {
 
 func (Views) Commit(c gitlabhandlers.Commit) any {
 	return commitJSON{ProjectID: c.ProjectID, SHA: c.SHA, Title: c.Title, Message: c.Message, AuthorName: c.AuthorName,
-		AuthoredAt: timestamp(c.AuthoredAt), URL: c.URL}
+		AuthoredAt: readkit.Timestamp(c.AuthoredAt), URL: c.URL}
 }

@@ -4,20 +4,17 @@
 //	GET /api/workspaces/{ws}/gitlab/projects/{id}/merge-requests
 //
 // Lists are paged like every list of the API ({"items","page","size","total"}); every query
-// binds the workspace, so a project of another workspace is 404.
+// binds the workspace, so a project of another workspace is 404. Who may call it: every member
+// of the workspace and the instance administrator (readkit).
 package gitlabread
 
 import (
 	"context"
-	"errors"
-	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -29,34 +26,16 @@ type Store interface {
 	ListMergeRequests(ctx context.Context, ws, projectID int64, page ports.PageRequest) ([]gitlabhandlers.MergeRequestView, int, error)
 }
 
-type api struct {
-	store Store
-	log   ports.Logger
-}
-
 // Config is what the routes need.
-type Config struct {
-	Auth    managementapi.Authenticator
-	Members managementapi.Members
-	Store   Store
-	// Log receives the cause of 500 answers (nil: not logged).
-	Log ports.Logger
-}
+type Config = readkit.Config[Store]
 
 // Register adds the read routes to r. Errors: a missing dependency.
 func Register(r gin.IRouter, cfg Config) error {
-	if cfg.Auth == nil || cfg.Members == nil || cfg.Store == nil {
-		return errors.New("gitlabread: an authenticator, a member directory and a store are required")
-	}
-	a := api{store: cfg.Store, log: cfg.Log}
-	g := managementapi.MemberRoutes(r, cfg.Auth, cfg.Members, "/gitlab")
-	g.GET("/projects", a.projects)
-	g.GET("/projects/:id/merge-requests", a.mergeRequests)
-	return nil
-}
-
-func (a api) fail(c *gin.Context, err error) {
-	httperr.WriteLogged(c, err, a.log, "gitlab mirror read failed")
+	return readkit.Mount(r, "gitlabread", "/gitlab", cfg, func(g *readkit.Group) {
+		readkit.List(g, "/projects", cfg.Store.ListProjects, toProjectJSON)
+		// The merge requests of project :id; anything but a positive id names no project (404).
+		readkit.ListOfID(g, "/projects/:id/merge-requests", cfg.Store.ListMergeRequests, toMergeRequestJSON)
+	})
 }
 
 type projectJSON struct {
@@ -74,12 +53,6 @@ func toProjectJSON(p gitlabhandlers.ProjectView) projectJSON {
 	return projectJSON{
 		ID: p.ID, NamespaceID: p.NamespaceID, Name: p.Name, PathWithNamespace: p.PathWithNamespace,
 		WebURL: p.WebURL, DefaultBranch: p.DefaultBranch, Visibility: p.Visibility, Monitored: p.Monitored,
-	}
-}
-
-func (a api) projects(c *gin.Context) {
-	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, a.store.ListProjects, toProjectJSON); err != nil {
-		a.fail(c, err)
 	}
 }
 
@@ -106,40 +79,12 @@ type mergeRequestJSON struct {
 }
 
 func toMergeRequestJSON(m gitlabhandlers.MergeRequestView) mergeRequestJSON {
-	var updated *time.Time
-	if !m.Version.UpdatedAt.IsZero() {
-		updated = &m.Version.UpdatedAt
-	}
 	return mergeRequestJSON{
 		ID: m.ID, ProjectID: m.ProjectID, IID: m.IID, Title: m.Title, State: m.State, Draft: m.Draft,
 		SourceBranch: m.SourceBranch, TargetBranch: m.TargetBranch, HeadSHA: m.HeadSHA,
-		MergeStatus: m.MergeStatus, AuthorID: m.AuthorID, WebURL: m.WebURL, CreatedAt: timestamp(m.CreatedAt),
-		UpdatedAt: timestamp(updated), MergedAt: timestamp(m.MergedAt), ClosedAt: timestamp(m.ClosedAt),
-		Ready: m.Ready, ReadinessReason: m.ReadinessReason, ApprovalsLeft: m.ApprovalsLeft,
+		MergeStatus: m.MergeStatus, AuthorID: m.AuthorID, WebURL: m.WebURL, CreatedAt: readkit.Timestamp(m.CreatedAt),
+		UpdatedAt: readkit.Updated(m.Version.UpdatedAt), MergedAt: readkit.Timestamp(m.MergedAt),
+		ClosedAt: readkit.Timestamp(m.ClosedAt), Ready: m.Ready, ReadinessReason: m.ReadinessReason,
+		ApprovalsLeft: m.ApprovalsLeft,
 	}
-}
-
-// mergeRequests lists the merge requests of project :id; anything but a positive id names no
-// project (404, before the paging is read).
-func (a api) mergeRequests(c *gin.Context) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		a.fail(c, ports.ErrNotFound)
-		return
-	}
-	read := func(ctx context.Context, ws int64, page ports.PageRequest) ([]gitlabhandlers.MergeRequestView, int, error) {
-		return a.store.ListMergeRequests(ctx, ws, id, page)
-	}
-	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, read, toMergeRequestJSON); err != nil {
-		a.fail(c, err)
-	}
-}
-
-// timestamp is RFC 3339 in UTC, or null.
-func timestamp(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := t.UTC().Format(time.RFC3339)
-	return &s
 }

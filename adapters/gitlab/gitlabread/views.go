@@ -1,8 +1,11 @@
 package gitlabread
 
 import (
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
+	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 var _ gitlabmirror.Views = Views{}
@@ -12,3 +15,11 @@ var _ gitlabmirror.Views = Views{}
 type Views struct{}
 
 func (Views) MergeRequest(m gitlabhandlers.MergeRequestView) any { return toMergeRequestJSON(m) }
+
+// PersonFields is GitLab's person-data declaration (gitlab.PersonFields) with the members of
+// every view this read API answers with and publishes (readkit.PersonFields). Errors: a
+// malformed person tag.
+func PersonFields() (ports.PersonFields, error) {
+	return readkit.PersonFields(gitlab.PersonFields(), projectJSON{}, mergeRequestJSON{}, groupJSON{}, memberJSON{},
+		milestoneJSON{}, issueJSON{}, noteJSON{}, pipelineJSON{}, commitJSON{})
+}

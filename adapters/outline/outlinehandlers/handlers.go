@@ -22,7 +22,6 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -30,11 +29,6 @@ import (
 type Deps struct {
 	Inbox ports.DeliveryInbox
 	Store Store
-}
-
-// Registrar is the consumer's handler registry (application/consumer.Registry is one).
-type Registrar interface {
-	Register(p provider.Provider, eventType string, h ports.Handler) error
 }
 
 // Event types, as Outline names them in the envelope's "event".
@@ -70,7 +64,7 @@ func CollectionStep(purpose, collectionID string) (inbox.Step, error) {
 }
 
 // Register wires every Outline handler into reg. Errors: invalid deps, or the registry's refusal.
-func Register(reg Registrar, deps Deps) error {
+func Register(reg ports.HandlerRegistrar, deps Deps) error {
 	if deps.Inbox == nil || deps.Store == nil {
 		return errors.New("outline handlers: an inbox and a mirror store are required")
 	}

@@ -6,8 +6,6 @@ package outlinemodule
 import (
 	"fmt"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
@@ -15,6 +13,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineread"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinesync"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -69,32 +68,14 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return built{sync: source, access: access, Built: providerkit.Built{
+	return providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return outlinehandlers.Register(reg, handlers) },
 		Fields:         fields,
 		Mirror:         store,
-		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
-			return outlineread.Register(r, outlineread.Config{Auth: g.Auth, Members: g.Members, Store: store, Log: g.Log})
-		},
-	}}, nil
+		ReadAPI:        readkit.ReadAPI(outlineread.Register, outlineread.Store(store)),
+		Sync:           []ports.SyncSource{source},
+		Access:         []ports.ResourceAccessChecker{access},
+	}, nil
 }
-
-// built is Outline's parts: the common ones plus its sync source and access checker.
-type built struct {
-	providerkit.Built
-	sync   *outlinesync.Source
-	access *outlineapi.CollectionAccess
-}
-
-var (
-	_ ports.Syncing        = built{}
-	_ ports.AccessChecking = built{}
-)
-
-func (b built) AccessCheckers() []ports.ResourceAccessChecker {
-	return []ports.ResourceAccessChecker{b.access}
-}
-
-func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }

@@ -1,10 +1,11 @@
 package outlineread
 
 import (
-	"time"
-
+	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
+	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 var _ outlinemirror.Views = Views{}
@@ -27,10 +28,13 @@ type collectionJSON struct {
 }
 
 func (Views) Collection(c outlinehandlers.Collection) any {
-	var updated *time.Time
-	if !c.UpdatedAt.IsZero() {
-		updated = &c.UpdatedAt
-	}
 	return collectionJSON{ID: c.ID, Name: c.Name, Description: c.Description, URLID: c.URLID, Archived: c.Archived,
-		UpdatedAt: timestamp(updated)}
+		UpdatedAt: readkit.Updated(c.UpdatedAt)}
+}
+
+// PersonFields is Outline's person-data declaration (outline.PersonFields) with the members of
+// every view this read API answers with and publishes (readkit.PersonFields). Errors: a
+// malformed person tag.
+func PersonFields() (ports.PersonFields, error) {
+	return readkit.PersonFields(outline.PersonFields(), documentJSON{}, collectionJSON{})
 }

@@ -36,7 +36,6 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -60,11 +59,6 @@ func (d Deps) validate() error {
 	return nil
 }
 
-// Registrar is the consumer's handler registry (application/consumer.Registry is one).
-type Registrar interface {
-	Register(p provider.Provider, eventType string, h ports.Handler) error
-}
-
 // Event types, as the Events API names them in event.type.
 const (
 	EventMessage             = "message"
@@ -84,7 +78,7 @@ const (
 )
 
 // Register wires every Slack handler into reg. Errors: invalid deps, or the registry's refusal.
-func Register(reg Registrar, deps Deps) error {
+func Register(reg ports.HandlerRegistrar, deps Deps) error {
 	if err := deps.validate(); err != nil {
 		return err
 	}

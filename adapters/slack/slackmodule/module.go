@@ -9,9 +9,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
@@ -96,36 +95,16 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return built{sync: source, access: access, install: slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: m.cfg.ClientID, PublicURL: m.cfg.PublicURL}, oauth), Built: providerkit.Built{
+	install := slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: m.cfg.ClientID, PublicURL: m.cfg.PublicURL}, oauth)
+	return providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
 		Register:       func(reg ports.HandlerRegistrar) error { return slackhandlers.Register(reg, handlers) },
 		Fields:         fields,
 		Mirror:         store,
-		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
-			return slackread.Register(r, slackread.Config{Auth: g.Auth, Members: g.Members, Store: store, Log: g.Log})
-		},
-	}}, nil
+		ReadAPI:        readkit.ReadAPI(slackread.Register, slackread.Store(store)),
+		Sync:           []ports.SyncSource{source},
+		Access:         []ports.ResourceAccessChecker{access},
+		Installs:       []ports.InstallFlow{install},
+	}, nil
 }
-
-// built is Slack's parts: the common ones plus its install flow and sync source.
-type built struct {
-	providerkit.Built
-	install *slackoauth.Flow
-	sync    *slacksync.Source
-	access  *webapi.ChannelAccess
-}
-
-var (
-	_ ports.InstallFlows   = built{}
-	_ ports.Syncing        = built{}
-	_ ports.AccessChecking = built{}
-)
-
-func (b built) AccessCheckers() []ports.ResourceAccessChecker {
-	return []ports.ResourceAccessChecker{b.access}
-}
-
-func (b built) SyncSources() []ports.SyncSource { return []ports.SyncSource{b.sync} }
-
-func (b built) InstallFlows() []ports.InstallFlow { return []ports.InstallFlow{b.install} }

@@ -5,17 +5,15 @@
 //
 // Lists are paged like every list of the API; every query binds the workspace, so a channel of
 // another workspace is 404. Only channel messages are served: mentor direct messages are not.
+// Who may call it: every member of the workspace and the instance administrator (readkit).
 package slackread
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -28,34 +26,16 @@ type Store interface {
 	ListMessages(ctx context.Context, ws int64, channelID string, page ports.PageRequest) ([]slackhandlers.MessageView, int, error)
 }
 
-type api struct {
-	store Store
-	log   ports.Logger
-}
-
 // Config is what the routes need.
-type Config struct {
-	Auth    managementapi.Authenticator
-	Members managementapi.Members
-	Store   Store
-	// Log receives the cause of 500 answers (nil: not logged).
-	Log ports.Logger
-}
+type Config = readkit.Config[Store]
 
 // Register adds the read routes to r. Errors: a missing dependency.
 func Register(r gin.IRouter, cfg Config) error {
-	if cfg.Auth == nil || cfg.Members == nil || cfg.Store == nil {
-		return errors.New("slackread: an authenticator, a member directory and a store are required")
-	}
-	a := api{store: cfg.Store, log: cfg.Log}
-	g := managementapi.MemberRoutes(r, cfg.Auth, cfg.Members, "/slack")
-	g.GET("/channels", a.channels)
-	g.GET("/channels/:id/messages", a.messages)
-	return nil
-}
-
-func (a api) fail(c *gin.Context, err error) {
-	httperr.WriteLogged(c, err, a.log, "slack mirror read failed")
+	return readkit.Mount(r, "slackread", "/slack", cfg, func(g *readkit.Group) {
+		readkit.List(g, "/channels", cfg.Store.ListChannels, toChannelJSON)
+		// The messages of channel :id; a channel the workspace does not have is 404.
+		readkit.ListOfKey(g, "/channels/:id/messages", cfg.Store.ListMessages, toMessageJSON)
+	})
 }
 
 type channelJSON struct {
@@ -69,12 +49,6 @@ func toChannelJSON(ch slackhandlers.Channel) channelJSON {
 	return channelJSON{ID: ch.ID, TeamID: ch.TeamID, Name: ch.Name, Consent: ch.Consent.String()}
 }
 
-func (a api) channels(c *gin.Context) {
-	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, a.store.ListChannels, toChannelJSON); err != nil {
-		a.fail(c, err)
-	}
-}
-
 type messageJSON struct {
 	TS       string  `json:"ts"`
 	ThreadTS *string `json:"threadTs"`
@@ -86,33 +60,7 @@ type messageJSON struct {
 
 func toMessageJSON(m slackhandlers.MessageView) messageJSON {
 	return messageJSON{
-		TS: m.TS, ThreadTS: optional(m.ThreadTS), UserID: optional(m.UserID), Text: m.Text,
-		PostedAt: timestamp(m.PostedAt), EditedTS: optional(m.EditedTS),
+		TS: m.TS, ThreadTS: readkit.Optional(m.ThreadTS), UserID: readkit.Optional(m.UserID), Text: m.Text,
+		PostedAt: readkit.Timestamp(m.PostedAt), EditedTS: readkit.Optional(m.EditedTS),
 	}
-}
-
-// messages lists the messages of channel :id; a channel the workspace does not have is 404.
-func (a api) messages(c *gin.Context) {
-	channel := c.Param("id")
-	read := func(ctx context.Context, ws int64, page ports.PageRequest) ([]slackhandlers.MessageView, int, error) {
-		return a.store.ListMessages(ctx, ws, channel, page)
-	}
-	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, read, toMessageJSON); err != nil {
-		a.fail(c, err)
-	}
-}
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func timestamp(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := t.UTC().Format(time.RFC3339)
-	return &s
 }

@@ -1,8 +1,11 @@
 package slackread
 
 import (
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 var _ slackmirror.Views = Views{}
@@ -13,3 +16,10 @@ type Views struct{}
 
 func (Views) Message(m slackhandlers.MessageView) any { return toMessageJSON(m) }
 func (Views) Channel(c slackhandlers.Channel) any     { return toChannelJSON(c) }
+
+// PersonFields is Slack's person-data declaration (slack.PersonFields) with the members of
+// every view this read API answers with and publishes (readkit.PersonFields). Errors: a
+// malformed person tag.
+func PersonFields() (ports.PersonFields, error) {
+	return readkit.PersonFields(slack.PersonFields(), channelJSON{}, messageJSON{})
+}
