@@ -2,8 +2,6 @@ package github_test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"time"
@@ -42,14 +40,9 @@ var _ = providersuite.Run(providersuite.Fixture{
 	Webhook: support.Must(github.NewWebhook(github.Config{WebhookSecret: []byte(webhookSecret)})),
 	Reasons: github.Module{},
 	Request: func(b []byte, signed bool) ports.Request {
-		key := webhookSecret
-		if !signed {
-			key = "another-webhook-secret"
-		}
-		mac := hmac.New(sha256.New, []byte(key))
-		mac.Write(b)
+		sig := providersuite.Sign([]byte(webhookSecret), signed, b)
 		return ports.Request{Body: b, ReceivedAt: time.Now(), Headers: providersuite.Headers("X-GitHub-Event", "issues",
-			"X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))}
+			"X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-Hub-Signature-256", "sha256="+hex.EncodeToString(sig))}
 	},
 	Body: support.Must(json.Marshal(obj{"action": "opened", "issue": issue(3001, 1, "Crash on start", "2024-02-02T00:00:00Z"),
 		"repository": repository(4242, "acme/app", 77), "installation": obj{"id": 1001}})),

@@ -2,8 +2,6 @@ package gitlab_test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"strings"
 	"time"
@@ -37,17 +35,11 @@ var _ = providersuite.Run(providersuite.Fixture{
 	Connection: &ports.SourceConnection{ID: 3, WorkspaceID: 1, Kind: gitlab.Kind, State: connection.Active,
 		SourceServerURL: gitlabSource, Secret: []byte("whsec_" + base64.StdEncoding.EncodeToString(signingKey))},
 	Request: func(body []byte, signed bool) ports.Request {
-		key := signingKey
-		if !signed {
-			key = []byte("another-key-0123456789abcdef0123")
-		}
 		now := time.Now()
-		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte("msg_1." + providersuite.Unix(now.Unix()) + "."))
-		mac.Write(body)
+		sig := providersuite.Sign(signingKey, signed, []byte("msg_1."+providersuite.Unix(now.Unix())+"."), body)
 		return ports.Request{Body: body, ConnectionID: 3, ReceivedAt: now, Headers: providersuite.Headers(
 			"X-Gitlab-Event", "Issue Hook", "webhook-id", "msg_1", "webhook-timestamp", providersuite.Unix(now.Unix()),
-			"webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))}
+			"webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(sig))}
 	},
 	Body:   []byte(anaPayloads()["Issue Hook"]),
 	Source: gitlabSource,

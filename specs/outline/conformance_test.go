@@ -2,8 +2,6 @@ package outline_test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
 	"time"
@@ -37,17 +35,11 @@ var _ = providersuite.Run(providersuite.Fixture{
 	Connection: &ports.SourceConnection{ID: 3, WorkspaceID: 1, Kind: outline.Kind, State: connection.Active,
 		SourceServerURL: outlineSource, Config: map[string]any{}, Secret: []byte(signingSecret)},
 	Request: func(body []byte, signed bool) ports.Request {
-		key := signingSecret
-		if !signed {
-			key = "ol_whs_another-secret-0123"
-		}
 		now := time.Now()
 		t := strconv.FormatInt(now.UnixMilli(), 10)
-		mac := hmac.New(sha256.New, []byte(key))
-		mac.Write([]byte(t + "."))
-		mac.Write(body)
+		sig := providersuite.Sign([]byte(signingSecret), signed, []byte(t+"."), body)
 		return ports.Request{Body: body, ConnectionID: 3, ReceivedAt: now,
-			Headers: providersuite.Headers("Outline-Signature", "t="+t+",s="+hex.EncodeToString(mac.Sum(nil)))}
+			Headers: providersuite.Headers("Outline-Signature", "t="+t+",s="+hex.EncodeToString(sig))}
 	},
 	Body:   []byte(personPayload("Runbook")),
 	Source: outlineSource,

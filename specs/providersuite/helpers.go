@@ -2,7 +2,10 @@ package providersuite
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -58,3 +61,19 @@ func Headers(pairs ...string) http.Header {
 
 // Unix is t's seconds as the decimal text signature timestamps carry.
 func Unix(seconds int64) string { return strconv.FormatInt(seconds, 10) }
+
+// Sign is the HMAC-SHA256 of parts, in order, under good's key when signed and under another
+// key of the same length otherwise: how a fixture signs a request well or wrongly.
+func Sign(good []byte, signed bool, parts ...[]byte) []byte {
+	key := slices.Clone(good)
+	if !signed {
+		for i := range key {
+			key[i] ^= 0x5a
+		}
+	}
+	mac := hmac.New(sha256.New, key)
+	for _, p := range parts {
+		mac.Write(p)
+	}
+	return mac.Sum(nil)
+}

@@ -2,8 +2,6 @@ package slack_test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"time"
@@ -38,16 +36,10 @@ var _ = providersuite.Run(providersuite.Fixture{
 	Webhook: support.Must(slack.NewWebhook(slack.Config{SigningSecret: []byte(signingSecret)})),
 	Reasons: slack.Module{},
 	Request: func(body []byte, signed bool) ports.Request {
-		key := signingSecret
-		if !signed {
-			key = "another-signing-secret-0123456789"
-		}
 		now := time.Now()
-		mac := hmac.New(sha256.New, []byte(key))
-		mac.Write([]byte("v0:" + providersuite.Unix(now.Unix()) + ":"))
-		mac.Write(body)
+		sig := providersuite.Sign([]byte(signingSecret), signed, []byte("v0:"+providersuite.Unix(now.Unix())+":"), body)
 		return ports.Request{Body: body, ReceivedAt: now, Headers: providersuite.Headers(
-			"X-Slack-Request-Timestamp", providersuite.Unix(now.Unix()), "X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))}
+			"X-Slack-Request-Timestamp", providersuite.Unix(now.Unix()), "X-Slack-Signature", "v0="+hex.EncodeToString(sig))}
 	},
 	Body:   []byte(channelMessage("1700000000.000100", slackPerson, "my own words")),
 	Source: "https://slack.com",
