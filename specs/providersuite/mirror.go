@@ -191,7 +191,7 @@ func changes(ctx context.Context, pool *pgxpool.Pool, ws int64, p string) map[st
 func readAPI(f Fixture, w func() *world) {
 	ginkgo.Describe("read API", func() {
 		var acmePaths, otherPaths []string
-		var member, outsider string
+		var member, outsider, stranger string
 
 		ginkgo.BeforeEach(func(ctx ginkgo.SpecContext) {
 			acme := f.Harness.NewWorkspace(ctx, "acme")
@@ -202,18 +202,21 @@ func readAPI(f Fixture, w func() *world) {
 			f.mirrored(ctx, w(), other, "marker-other")
 			member = f.Harness.NewAccount(ctx, "mia", "acme", "MEMBER")
 			outsider = f.Harness.NewAccount(ctx, "oscar", "other", "ADMIN")
+			stranger = f.Harness.NewAccount(ctx, "sam", "", "")
 			acmePaths, otherPaths = f.ReadPaths("acme"), f.ReadPaths("other")
 			gomega.Expect(acmePaths).NotTo(gomega.BeEmpty())
 		})
 
-		ginkgo.It("answers 401 without a token and 403 to another workspace's member, with an error code", func() {
+		ginkgo.It("answers 401 without a token, and 403 to another workspace's admin and to an account of no workspace, with an error code", func() {
 			for _, p := range acmePaths {
 				r := f.Harness.Get(p, "")
 				gomega.Expect(r.Status).To(gomega.Equal(401), p)
 				gomega.Expect(r.JSON).To(gomega.HaveKey("error"), p)
-				r = f.Harness.Get(p, outsider)
-				gomega.Expect(r.Status).To(gomega.Equal(403), p)
-				gomega.Expect(r.JSON).To(gomega.HaveKey("error"), p)
+				for _, token := range []string{outsider, stranger} {
+					r = f.Harness.Get(p, token)
+					gomega.Expect(r.Status).To(gomega.Equal(403), p)
+					gomega.Expect(r.JSON).To(gomega.HaveKey("error"), p)
+				}
 			}
 		})
 

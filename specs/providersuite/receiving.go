@@ -11,6 +11,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/architecture"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 // notItsShape are bodies no provider can store: not JSON, JSON that is not an object, an
@@ -29,7 +30,7 @@ func reasonOf(err error, kind error) string {
 }
 
 func receiving(f Fixture) {
-	ginkgo.Describe("receiving", func() {
+	ginkgo.Describe("receiving", ginkgo.Label(support.NoDatabase), func() {
 		var declared []string
 		ginkgo.BeforeEach(func() { declared = f.Reasons.RejectionReasons() })
 
@@ -92,7 +93,7 @@ func receiving(f Fixture) {
 }
 
 func personViews(f Fixture) {
-	ginkgo.Describe("person fields of its read API and change-feed views", func() {
+	ginkgo.Describe("person fields of its read API and change-feed views", ginkgo.Label(support.NoDatabase), func() {
 		ginkgo.It("tags each view member that sounds like a person", func() {
 			root, _, err := architecture.FindModule(".")
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,6 +22,9 @@ import (
 
 // AdminToken is the configured instance administrator token of a Harness's management use case.
 const AdminToken = "spec-instance-admin-token-0123456789"
+
+// NoDatabase labels a spec that reads no table: the harness does not empty the tables before it.
+const NoDatabase = "no-database"
 
 // HarnessConfig is what a spec package's Harness is made of.
 type HarnessConfig struct {
@@ -54,7 +58,8 @@ type Harness struct {
 }
 
 // NewHarness declares the suite's BeforeSuite (which builds the harness, then runs cfg.Setup)
-// and BeforeEach (which empties every table, then runs cfg.Reset). Call it once, at package
+// and BeforeEach (which empties every table, then runs cfg.Reset; a spec labelled NoDatabase
+// skips both). Call it once, at package
 // level: `var harness = support.NewHarness(support.HarnessConfig{…})`.
 func NewHarness(cfg HarnessConfig) *Harness {
 	if cfg.MaxConns == 0 {
@@ -74,6 +79,9 @@ func NewHarness(cfg HarnessConfig) *Harness {
 		}
 	})
 	ginkgo.BeforeEach(func(ctx ginkgo.SpecContext) {
+		if slices.Contains(ginkgo.CurrentSpecReport().Labels(), NoDatabase) {
+			return
+		}
 		gomega.Expect(pgtest.Truncate(ctx, h.Pool)).To(gomega.Succeed())
 		if cfg.Reset != nil {
 			cfg.Reset()
