@@ -100,3 +100,52 @@ func UndeclaredPersonFields(fields []ViewField) []ViewField {
 	}
 	return out
 }
+
+// RunsConformance says whether the spec package of provider (specs/<provider>) runs the
+// provider conformance suite for it: a test file calls providersuite.Run with a Fixture whose
+// Package is provider.
+func RunsConformance(moduleRoot, provider string) (bool, error) {
+	dir := filepath.Join(moduleRoot, "specs", provider)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return false, err
+		}
+		found := false
+		ast.Inspect(file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || found || len(call.Args) != 1 {
+				return !found
+			}
+			if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "Run" || fmt.Sprint(sel.X) != "providersuite" {
+				return true
+			}
+			lit, ok := call.Args[0].(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			for _, elt := range lit.Elts {
+				kv, ok := elt.(*ast.KeyValueExpr)
+				if !ok || fmt.Sprint(kv.Key) != "Package" {
+					continue
+				}
+				if v, ok := kv.Value.(*ast.BasicLit); ok && v.Value == strconv.Quote(provider) {
+					found = true
+				}
+			}
+			return !found
+		})
+		if found {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -90,11 +90,8 @@ func newServer(owner string, p *pgxpool.Pool, store *syncjobs.Store, gh *fakeGit
 	Expect(err).NotTo(HaveOccurred())
 	src, err := githubsync.New(client, m)
 	Expect(err).NotTo(HaveOccurred())
-	metrics := telemetry.NewMetrics()
-	metrics.Declare(telemetry.Labels{Providers: []string{"github", "gitlab", "slack", "outline"}})
-	r, err := backfill.New(backfill.Config{Owner: owner, LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second, Retry: testRetry},
-		store, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
-	Expect(err).NotTo(HaveOccurred())
+	metrics := declaredMetrics("github", "gitlab", "slack", "outline")
+	r := newRunner(owner, store, metrics, src)
 	return server{runner: r, metrics: metrics}
 }
 
@@ -192,4 +189,22 @@ func api() (base string, client *httpClient) {
 	Expect(githubread.Register(engine, githubread.Config{Auth: manage, Members: members, Reader: mirror, Log: support.Logger{}})).To(Succeed())
 	srv, c := support.Serve(engine)
 	return srv.URL, &httpClient{c}
+}
+
+// declaredMetrics is a metrics registry with the sync series of providers declared at 0, as the
+// service declares its providers' at start.
+func declaredMetrics(providers ...string) *telemetry.Metrics {
+	metrics := telemetry.NewMetrics()
+	metrics.Declare(telemetry.Labels{Providers: providers})
+	return metrics
+}
+
+// newRunner is the backfill runner of server owner over jobs and src, with the specs' lease
+// time, call timeout and retry policy.
+func newRunner(owner string, jobs ports.SyncJobStore, metrics ports.SyncMetrics, src ports.SyncSource) *backfill.Runner {
+	GinkgoHelper()
+	r, err := backfill.New(backfill.Config{Owner: owner, LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
+		Retry: testRetry}, jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
+	Expect(err).NotTo(HaveOccurred())
+	return r
 }

@@ -412,9 +412,7 @@ var _ = Describe("Backfill through a GitHub App installation", func() {
 		Expect(err).NotTo(HaveOccurred())
 		src, err := githubsync.New(client, mirror)
 		Expect(err).NotTo(HaveOccurred())
-		r, err = backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second, Retry: testRetry},
-			jobs, []ports.SyncSource{src}, telemetry.NewMetrics(), support.Logger{}, clock{})
-		Expect(err).NotTo(HaveOccurred())
+		r = newRunner("server-a", jobs, telemetry.NewMetrics(), src)
 	})
 
 	It("reads with the installation token the App minted for the workspace's installation", func(ctx SpecContext) {

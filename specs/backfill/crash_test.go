@@ -58,8 +58,7 @@ func githubRunner(owner string, p *pgxpool.Pool, store *syncjobs.Store, ghURL st
 	if err != nil {
 		return nil, nil, err
 	}
-	metrics := telemetry.NewMetrics()
-	metrics.Declare(telemetry.Labels{Providers: []string{"github"}})
+	metrics := declaredMetrics("github")
 	r, err := backfill.New(backfill.Config{Owner: owner, Workers: 1, PollInterval: 20 * time.Millisecond,
 		LeaseDuration: lease, CallTimeout: 5 * time.Second, Retry: testRetry},
 		store, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})

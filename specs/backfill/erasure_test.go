@@ -39,13 +39,11 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slacksync"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
-	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -190,11 +188,8 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		Expect(err).NotTo(HaveOccurred())
 		src, err := slacksync.New(client, store)
 		Expect(err).NotTo(HaveOccurred())
-		metrics := telemetry.NewMetrics()
-		metrics.Declare(telemetry.Labels{Providers: []string{"github", "gitlab", "slack", "outline"}})
-		r, err := backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
-			Retry: testRetry}, jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
-		Expect(err).NotTo(HaveOccurred())
+		metrics := declaredMetrics("github", "gitlab", "slack", "outline")
+		r := newRunner("server-a", jobs, metrics, src)
 		subscribeChannel(ctx, acme, conn, channel)
 		drainRunner(ctx, r, func() bool { return channelJob(ctx, conn, channel).State == "DONE" })
 
@@ -282,11 +277,8 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		Expect(err).NotTo(HaveOccurred())
 		src, err := gitlabsync.New(client, store)
 		Expect(err).NotTo(HaveOccurred())
-		metrics := telemetry.NewMetrics()
-		metrics.Declare(telemetry.Labels{Providers: []string{"github", "gitlab", "slack", "outline"}})
-		r, err := backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
-			Retry: testRetry}, jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
-		Expect(err).NotTo(HaveOccurred())
+		metrics := declaredMetrics("github", "gitlab", "slack", "outline")
+		r := newRunner("server-a", jobs, metrics, src)
 
 		inbox, err := deliveryinbox.New(pool)
 		Expect(err).NotTo(HaveOccurred())
@@ -383,11 +375,8 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		Expect(err).NotTo(HaveOccurred())
 		src, err := outlinesync.New(client, tokens, store)
 		Expect(err).NotTo(HaveOccurred())
-		metrics := telemetry.NewMetrics()
-		metrics.Declare(telemetry.Labels{Providers: []string{"github", "gitlab", "slack", "outline"}})
-		r, err := backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
-			Retry: testRetry}, jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
-		Expect(err).NotTo(HaveOccurred())
+		metrics := declaredMetrics("github", "gitlab", "slack", "outline")
+		r := newRunner("server-a", jobs, metrics, src)
 		subscribeCollection(ctx, acme, conn, handbook)
 		drainRunner(ctx, r, func() bool { return collectionJob(ctx, conn, handbook).State == "DONE" })
 

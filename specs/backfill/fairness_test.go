@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -77,8 +76,7 @@ var _ = Describe("Backfill jobs shared between workspaces", func() {
 
 		const workers = 2
 		src := &pagedSource{long: hog, longPages: 50, pageTime: 20 * time.Millisecond}
-		metrics := telemetry.NewMetrics()
-		metrics.Declare(telemetry.Labels{Providers: []string{"github"}})
+		metrics := declaredMetrics("github")
 		r, err := backfill.New(backfill.Config{Owner: "server-a", Workers: workers, PollInterval: 20 * time.Millisecond,
 			LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second, Retry: testRetry},
 			jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})

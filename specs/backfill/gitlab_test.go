@@ -31,7 +31,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
-	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -272,11 +271,8 @@ func gitlabRunner(owner string, p *pgxpool.Pool, store *syncjobs.Store, gl *fake
 	Expect(err).NotTo(HaveOccurred())
 	src, err := gitlabsync.New(client, mirror)
 	Expect(err).NotTo(HaveOccurred())
-	metrics := telemetry.NewMetrics()
-	metrics.Declare(telemetry.Labels{Providers: []string{"github", "gitlab"}})
-	r, err := backfill.New(backfill.Config{Owner: owner, LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
-		Retry: testRetry}, store, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
-	Expect(err).NotTo(HaveOccurred())
+	metrics := declaredMetrics("github", "gitlab")
+	r := newRunner(owner, store, metrics, src)
 	return r, metrics
 }
 

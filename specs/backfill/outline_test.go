@@ -26,7 +26,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
-	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -229,11 +228,8 @@ var _ = Describe("Backfill of an Outline collection", func() {
 			}
 			src, err := outlinesync.New(reader, tokens, store)
 			Expect(err).NotTo(HaveOccurred())
-			metrics = telemetry.NewMetrics()
-			metrics.Declare(telemetry.Labels{Providers: []string{"github", "gitlab", "slack", "outline"}})
-			runner, err := backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
-				Retry: testRetry}, jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
-			Expect(err).NotTo(HaveOccurred())
+			metrics = declaredMetrics("github", "gitlab", "slack", "outline")
+			runner := newRunner("server-a", jobs, metrics, src)
 			return runner
 		}
 		// HEPHAESTUS_OUTLINE_API_URL is the fake's API root; the connection is on its host.

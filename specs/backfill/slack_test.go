@@ -283,11 +283,8 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		Expect(err).NotTo(HaveOccurred())
 		src, err := slacksync.New(client, store)
 		Expect(err).NotTo(HaveOccurred())
-		metrics = telemetry.NewMetrics()
-		metrics.Declare(telemetry.Labels{Providers: []string{"github", "gitlab", "slack"}})
-		r, err = backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
-			Retry: testRetry}, jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
-		Expect(err).NotTo(HaveOccurred())
+		metrics = declaredMetrics("github", "gitlab", "slack")
+		r = newRunner("server-a", jobs, metrics, src)
 		messages = func(ctx context.Context, channel string) int {
 			GinkgoHelper()
 			return count(ctx, `SELECT count(*) FROM slack_message WHERE workspace_id = $1 AND channel_id = $2`, acme, channel)
@@ -617,9 +614,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		// Server B takes the job over and goes on inside the thread.
 		src, err := slacksync.New(slackClient(ctx, sl, poolB), store)
 		Expect(err).NotTo(HaveOccurred())
-		b, err := backfill.New(backfill.Config{Owner: "server-b", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
-			Retry: testRetry}, jobsB, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
-		Expect(err).NotTo(HaveOccurred())
+		b := newRunner("server-b", jobsB, metrics, src)
 		Eventually(func(g Gomega) string {
 			g.Expect(b.Drain(ctx)).To(Succeed())
 			return channelJob(ctx, conn, "C0THREADS").State
@@ -684,9 +679,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		// for the job in its trigger while the page held the job and waited for the channel.
 		slow := slowPages{SyncSource: src, window: make(chan struct{}, 1)}
 		pages := &deadlockCounting{SyncJobStore: jobs}
-		racer, err := backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
-			Retry: testRetry}, pages, []ports.SyncSource{slow}, metrics, support.Logger{}, clock{})
-		Expect(err).NotTo(HaveOccurred())
+		racer := newRunner("server-a", pages, metrics, slow)
 		inbox, err := deliveryinbox.New(pool)
 		Expect(err).NotTo(HaveOccurred())
 		reg := consumer.NewRegistry()

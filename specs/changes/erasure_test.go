@@ -8,13 +8,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -27,29 +23,7 @@ var _ = Describe("Person erasure of the change feed", func() {
 		personLogin = "Codertocat"
 		personEmail = "21031067+Codertocat@users.noreply.github.com"
 	)
-	var (
-		ws   int64
-		feed *changefeed.Store
-		box  *deliveryinbox.Inbox
-		reg  *consumer.Registry
-	)
-
-	BeforeEach(func(ctx SpecContext) {
-		ws = support.Workspace(ctx, writerPool, "acme")
-		_, err := writerPool.Exec(ctx, `
-			INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config, source_key)
-			VALUES ($1, 'GITHUB_APP', 'GITHUB', 'ACTIVE', 'https://github.com', jsonb_build_object('installationId', 9001), '9001')`, ws)
-		Expect(err).NotTo(HaveOccurred())
-		feed, err = changefeed.New(writerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
-		store, err := githubmirror.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
-		box, err = deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		reg = consumer.NewRegistry()
-		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
-	})
+	h := withHandlers(activeConnection("GITHUB_APP", "GITHUB", "https://github.com", `{"installationId":9001}`, "9001"), githubPublishing)
 
 	issueBy := func(id, number int64, user obj, title string) obj {
 		i := ghIssue(title, "2024-02-02T00:00:00Z")
@@ -58,8 +32,8 @@ var _ = Describe("Person erasure of the change feed", func() {
 	}
 	deliver := func(ctx context.Context, payload obj) {
 		GinkgoHelper()
-		d := support.LeasedEvent(ctx, writerPool, ws, github.Provider, "issues", "github:spec", ghBody(payload))
-		Expect(d.Handle(ctx, reg)).To(Succeed())
+		d := support.LeasedEvent(ctx, writerPool, h.ws, github.Provider, "issues", "github:spec", ghBody(payload))
+		Expect(d.Handle(ctx, h.reg)).To(Succeed())
 		// The source header admission sets from the connection: start pairs the requested id
 		// with the login these payloads carry (the issue view names its author by login only).
 		_, err := writerPool.Exec(ctx, `UPDATE provider_event SET headers = jsonb_build_object('Hephaestus-Source-Server-Url', 'https://github.com') WHERE id = $1`, d.ID)
@@ -69,13 +43,13 @@ var _ = Describe("Person erasure of the change feed", func() {
 		GinkgoHelper()
 		c, err := change.New(change.MustType(typ), subject, data)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(box.Write(ctx, func(ctx context.Context, tx ports.Tx) error {
-			return feed.Publish(ctx, tx, ws, c)
+		Expect(h.box.Write(ctx, func(ctx context.Context, tx ports.Tx) error {
+			return h.feed.Publish(ctx, tx, h.ws, c)
 		})).To(Succeed())
 	}
 	page := func(ctx context.Context) []change.Stored {
 		GinkgoHelper()
-		cs, err := feed.Changes(ctx, ws, change.Cursor{}, 100)
+		cs, err := h.feed.Changes(ctx, h.ws, change.Cursor{}, 100)
 		Expect(err).NotTo(HaveOccurred())
 		return cs
 	}

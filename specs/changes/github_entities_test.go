@@ -63,26 +63,8 @@ type expected struct {
 }
 
 var _ = Describe("GitHub handlers publishing the other mirrored entities", func() {
-	var (
-		ws   int64
-		feed *changefeed.Store
-		reg  *consumer.Registry
-	)
+	h := withHandlers(nil, githubPublishing)
 
-	BeforeEach(func(ctx SpecContext) {
-		ws = support.Workspace(ctx, writerPool, "acme")
-		var err error
-		feed, err = changefeed.New(writerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
-		_, reg = githubHandlers(feed)
-	})
-
-	changes := func(ctx context.Context) []change.Stored {
-		GinkgoHelper()
-		page, err := feed.Changes(ctx, ws, change.Cursor{}, 1000)
-		Expect(err).NotTo(HaveOccurred())
-		return page
-	}
 	ofType := func(cs []change.Stored, t string) []change.Stored {
 		out := []change.Stored{}
 		for _, c := range cs {
@@ -98,9 +80,9 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 			raw, p := corpusPayload(filepath.Join(event, file))
 			w := want(p)
 
-			d := support.LeasedEvent(ctx, writerPool, ws, github.Provider, event, "github:spec", string(raw))
-			Expect(d.Handle(ctx, reg)).To(Succeed())
-			first := changes(ctx)
+			d := support.LeasedEvent(ctx, writerPool, h.ws, github.Provider, event, "github:spec", string(raw))
+			Expect(d.Handle(ctx, h.reg)).To(Succeed())
+			first := h.changes(ctx)
 			mine := ofType(first, w.typ)
 			Expect(mine).To(HaveLen(1), "one %s among %d changes", w.typ, len(first))
 			Expect(mine[0].Subject).To(Equal(w.subject))
@@ -114,13 +96,13 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 
 			By("the same delivery handled again (a retry or a replay): nothing new")
 			d.NextLease(ctx)
-			Expect(d.Handle(ctx, reg)).To(Succeed())
-			Expect(changes(ctx)).To(HaveLen(len(first)))
+			Expect(d.Handle(ctx, h.reg)).To(Succeed())
+			Expect(h.changes(ctx)).To(HaveLen(len(first)))
 
 			By("another delivery of the same state: nothing new")
-			again := support.LeasedEvent(ctx, writerPool, ws, github.Provider, event, "github:spec", string(raw))
-			Expect(again.Handle(ctx, reg)).To(Succeed())
-			Expect(changes(ctx)).To(HaveLen(len(first)))
+			again := support.LeasedEvent(ctx, writerPool, h.ws, github.Provider, event, "github:spec", string(raw))
+			Expect(again.Handle(ctx, h.reg)).To(Succeed())
+			Expect(h.changes(ctx)).To(HaveLen(len(first)))
 		},
 		Entry("an issue comment created", "issue_comment", "created.payload.json", func(p obj) expected {
 			return expected{"github.issue_comment.upserted", "github:issue_comment:" + num(p, "comment", "id").String(),
@@ -215,12 +197,12 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 		child["id"], child["number"] = 3002, 2
 		deliver := func(event string, payload obj) {
 			GinkgoHelper()
-			d := support.LeasedEvent(ctx, writerPool, ws, github.Provider, event, "github:spec", ghBody(payload))
-			Expect(d.Handle(ctx, reg)).To(Succeed())
+			d := support.LeasedEvent(ctx, writerPool, h.ws, github.Provider, event, "github:spec", ghBody(payload))
+			Expect(d.Handle(ctx, h.reg)).To(Succeed())
 		}
 		links := func() []string {
 			out := []string{}
-			for _, c := range changes(ctx) {
+			for _, c := range h.changes(ctx) {
 				if c.Type != "github.label.upserted" && c.Type != "github.repository.upserted" && c.Type != "github.issue.upserted" {
 					out = append(out, c.Type+" "+c.Subject+" "+string(entity(c.Data)))
 				}
@@ -255,17 +237,15 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 		withReader := consumer.NewRegistry()
 		store, err := githubmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
-		box, err := deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(githubhandlers.Register(withReader, githubhandlers.Deps{Inbox: box, Store: store, Reader: runs, Log: support.Logger{}})).To(Succeed())
+		Expect(store.PublishChanges(versionChecked(h.feed), githubread.Views{})).To(Succeed())
+		Expect(githubhandlers.Register(withReader, githubhandlers.Deps{Inbox: h.box, Store: store, Reader: runs, Log: support.Logger{}})).To(Succeed())
 		deliver := func() support.Delivery {
 			GinkgoHelper()
-			d := support.LeasedEvent(ctx, writerPool, ws, github.Provider, "check_suite", "github:spec", string(raw))
+			d := support.LeasedEvent(ctx, writerPool, h.ws, github.Provider, "check_suite", "github:spec", string(raw))
 			Expect(d.Handle(ctx, withReader)).To(Succeed())
 			return d
 		}
-		checkRuns := func() []change.Stored { return ofType(changes(ctx), "github.check_run.upserted") }
+		checkRuns := func() []change.Stored { return ofType(h.changes(ctx), "github.check_run.upserted") }
 
 		d := deliver()
 		Expect(checkRuns()).To(HaveLen(1))

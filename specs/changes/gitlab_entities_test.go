@@ -9,12 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -25,37 +19,11 @@ const glProject = `"project":{"id":101,"name":"api","namespace_id":42,"path_with
 // The GitLab entities beside merge requests, through the real handlers with the documented
 // hook shapes.
 var _ = Describe("GitLab handlers publishing the other mirrored entities", func() {
-	var (
-		ws   int64
-		feed *changefeed.Store
-		reg  *consumer.Registry
-	)
+	h := withHandlers(nil, gitlabPublishing)
 
-	BeforeEach(func(ctx SpecContext) {
-		ws = support.Workspace(ctx, writerPool, "acme")
-		var err error
-		feed, err = changefeed.New(writerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
-		store, err := gitlabmirror.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(versionChecked(feed), gitlabread.Views{})).To(Succeed())
-		box, err := deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		reg = consumer.NewRegistry()
-		Expect(gitlabhandlers.Register(reg, gitlabhandlers.Deps{Inbox: box, Store: store})).To(Succeed())
-	})
-
-	changes := func(ctx context.Context) []change.Stored {
-		GinkgoHelper()
-		page, err := feed.Changes(ctx, ws, change.Cursor{}, 1000)
-		Expect(err).NotTo(HaveOccurred())
-		return page
-	}
 	deliver := func(ctx context.Context, event, payload string) support.Delivery {
 		GinkgoHelper()
-		d := support.LeasedEvent(ctx, writerPool, ws, gitlab.Provider, event, "gitlab:project:101", payload)
-		Expect(d.Handle(ctx, reg)).To(Succeed())
-		return d
+		return h.deliver(ctx, gitlab.Provider, event, "gitlab:project:101", payload)
 	}
 	ofType := func(cs []change.Stored, t string) []change.Stored {
 		out := []change.Stored{}
@@ -70,7 +38,7 @@ var _ = Describe("GitLab handlers publishing the other mirrored entities", func(
 	DescribeTable("a delivery publishes its entity's change once; a redelivery and a same-state event publish nothing",
 		func(ctx SpecContext, event, payload, typ, subject string, data obj) {
 			d := deliver(ctx, event, payload)
-			first := changes(ctx)
+			first := h.changes(ctx)
 			mine := []change.Stored{}
 			for _, c := range ofType(first, typ) {
 				if c.Subject == subject {
@@ -88,12 +56,12 @@ var _ = Describe("GitLab handlers publishing the other mirrored entities", func(
 
 			By("the same delivery handled again: nothing new")
 			d.NextLease(ctx)
-			Expect(d.Handle(ctx, reg)).To(Succeed())
-			Expect(changes(ctx)).To(HaveLen(len(first)))
+			Expect(d.Handle(ctx, h.reg)).To(Succeed())
+			Expect(h.changes(ctx)).To(HaveLen(len(first)))
 
 			By("another delivery of the same state: nothing new")
 			deliver(ctx, event, payload)
-			Expect(changes(ctx)).To(HaveLen(len(first)))
+			Expect(h.changes(ctx)).To(HaveLen(len(first)))
 		},
 		Entry("an issue opened", "Issue Hook", `{"object_kind":"issue",`+glProject+`,
 			"object_attributes":{"id":555,"iid":7,"project_id":101,"title":"Crash on start","state":"opened",
@@ -155,7 +123,7 @@ var _ = Describe("GitLab handlers publishing the other mirrored entities", func(
 		deliver(ctx, "Issue Hook", issue("First", "open", "2024-05-01 10:00:00 UTC"))
 		deliver(ctx, "Issue Hook", issue("Second", "update", "2024-05-01 11:00:00 UTC"))
 		deliver(ctx, "Issue Hook", issue("Stale", "update", "2024-05-01 10:30:00 UTC"))
-		issues := ofType(changes(ctx), "gitlab.issue.upserted")
+		issues := ofType(h.changes(ctx), "gitlab.issue.upserted")
 		Expect(issues).To(HaveLen(2))
 		Expect(string(issues[0].Data)).To(ContainSubstring(`"title": "First"`))
 		Expect(string(issues[1].Data)).To(ContainSubstring(`"title": "Second"`))

@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -21,26 +20,14 @@ import (
 // and the claimers handle those repositories' scopes in parallel: its row lock must not be
 // held through a step. What the mirror and the change feed show must not change.
 var _ = Describe("The organization row every repository's deliveries share", func() {
-	var (
-		ws   int64
-		feed *changefeed.Store
-		reg  *consumer.Registry
-	)
-
-	BeforeEach(func(ctx SpecContext) {
-		ws = support.Workspace(ctx, writerPool, "acme")
-		var err error
-		feed, err = changefeed.New(writerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
-		_, reg = githubHandlers(feed)
-	})
+	h := withHandlers(nil, githubPublishing)
 
 	// leasedIssue leases an issues delivery of repository app (or app-2) of the organization
 	// login; deliveries leased later have newer event ids, the organization's version.
 	leasedIssue := func(ctx context.Context, repo int64, login string) support.Delivery {
 		GinkgoHelper()
 		r := obj{"id": repo, "name": "app", "full_name": "acme/app", "owner": ghUser(900, "acme")}
-		return support.LeasedEvent(ctx, writerPool, ws, github.Provider, "issues", "github:spec", ghBody(obj{
+		return support.LeasedEvent(ctx, writerPool, h.ws, github.Provider, "issues", "github:spec", ghBody(obj{
 			"action": "edited", "issue": ghIssue("Crash", "2024-02-02T00:00:00Z"), "repository": r,
 			"organization": obj{"id": 900, "login": login},
 		}))
@@ -48,12 +35,12 @@ var _ = Describe("The organization row every repository's deliveries share", fun
 	organization := func(ctx context.Context) (login string, eventID int64) {
 		GinkgoHelper()
 		Expect(writerPool.QueryRow(ctx, `SELECT login, source_event_id FROM github_organization WHERE workspace_id = $1 AND id = 900`,
-			ws).Scan(&login, &eventID)).To(Succeed())
+			h.ws).Scan(&login, &eventID)).To(Succeed())
 		return login, eventID
 	}
 	organizationChanges := func(ctx context.Context) []string {
 		GinkgoHelper()
-		page, err := feed.Changes(ctx, ws, change.Cursor{}, 100)
+		page, err := h.feed.Changes(ctx, h.ws, change.Cursor{}, 100)
 		Expect(err).NotTo(HaveOccurred())
 		var logins []string
 		for _, c := range page {
@@ -68,14 +55,14 @@ var _ = Describe("The organization row every repository's deliveries share", fun
 	// lockOrganization holds the organization row's update lock (see holdRowLock).
 	lockOrganization := func(ctx context.Context, sql string) func(commit bool) {
 		GinkgoHelper()
-		return holdRowLock(ctx, "github_organization", 900, ws, sql)
+		return holdRowLock(ctx, "github_organization", 900, h.ws, sql)
 	}
 	// handleAside handles d on another goroutine; the channel receives its error.
 	handleAside := func(ctx context.Context, d support.Delivery) <-chan error {
 		done := make(chan error, 1)
 		go func() {
 			defer GinkgoRecover()
-			done <- d.Handle(ctx, reg)
+			done <- d.Handle(ctx, h.reg)
 		}()
 		return done
 	}
@@ -89,19 +76,19 @@ var _ = Describe("The organization row every repository's deliveries share", fun
 	When("an older delivery of another repository arrives after a newer one stored the organization", func() {
 		It("leaves the row alone without waiting for its lock", func(ctx SpecContext) {
 			older, newer := leasedIssue(ctx, 4242, "acme"), leasedIssue(ctx, 4243, "acme")
-			Expect(newer.Handle(ctx, reg)).To(Succeed())
+			Expect(newer.Handle(ctx, h.reg)).To(Succeed())
 			_, stored := organization(ctx)
-			before := support.Scalar[string](ctx, writerPool, `SELECT xmin::text FROM github_organization WHERE workspace_id = $1 AND id = 900`, ws)
+			before := support.Scalar[string](ctx, writerPool, `SELECT xmin::text FROM github_organization WHERE workspace_id = $1 AND id = 900`, h.ws)
 
 			release := lockOrganization(ctx, "")
 			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			Expect(older.Handle(hctx, reg)).To(Succeed(), "the older event's write would lose to the version rule: it takes no lock")
+			Expect(older.Handle(hctx, h.reg)).To(Succeed(), "the older event's write would lose to the version rule: it takes no lock")
 			release(false)
 
 			_, eventID := organization(ctx)
 			Expect(eventID).To(Equal(stored))
-			Expect(support.Scalar[string](ctx, writerPool, `SELECT xmin::text FROM github_organization WHERE workspace_id = $1 AND id = 900`, ws)).
+			Expect(support.Scalar[string](ctx, writerPool, `SELECT xmin::text FROM github_organization WHERE workspace_id = $1 AND id = 900`, h.ws)).
 				To(Equal(before), "no new row version")
 		})
 	})
@@ -109,7 +96,7 @@ var _ = Describe("The organization row every repository's deliveries share", fun
 	When("a newer delivery carries the organization as stored", func() {
 		It("moves its version in the round trip that commits the step, and publishes nothing", func(ctx SpecContext) {
 			first, second := leasedIssue(ctx, 4242, "acme"), leasedIssue(ctx, 4243, "acme")
-			Expect(first.Handle(ctx, reg)).To(Succeed())
+			Expect(first.Handle(ctx, h.reg)).To(Succeed())
 			Expect(organizationChanges(ctx)).To(Equal([]string{"acme"}))
 
 			release := lockOrganization(ctx, "")
@@ -129,7 +116,7 @@ var _ = Describe("The organization row every repository's deliveries share", fun
 	When("the organization is renamed between the step's read and its commit", func() {
 		It("aborts the step as contention, and the retry writes and publishes the event's organization", func(ctx SpecContext) {
 			first, second := leasedIssue(ctx, 4242, "acme"), leasedIssue(ctx, 4243, "acme")
-			Expect(first.Handle(ctx, reg)).To(Succeed())
+			Expect(first.Handle(ctx, h.reg)).To(Succeed())
 
 			// An older writer renames it under the lock (as a reporting upsert of an older event
 			// that lost nothing to the version rule would).
@@ -146,7 +133,7 @@ var _ = Describe("The organization row every repository's deliveries share", fun
 			Expect(login).To(Equal("acme-old"), "the aborted step wrote nothing")
 
 			second.NextLease(ctx)
-			Expect(second.Handle(ctx, reg)).To(Succeed())
+			Expect(second.Handle(ctx, h.reg)).To(Succeed())
 			login, eventID := organization(ctx)
 			Expect(login).To(Equal("acme"))
 			Expect(eventID).To(Equal(second.ID))
@@ -158,7 +145,7 @@ var _ = Describe("The organization row every repository's deliveries share", fun
 	When("the organization row is deleted between the step's read and its commit", func() {
 		It("aborts the step as contention, and the retry writes it again", func(ctx SpecContext) {
 			first, second := leasedIssue(ctx, 4242, "acme"), leasedIssue(ctx, 4243, "acme")
-			Expect(first.Handle(ctx, reg)).To(Succeed())
+			Expect(first.Handle(ctx, h.reg)).To(Succeed())
 
 			release := lockOrganization(ctx, `DELETE FROM github_organization WHERE workspace_id = $1 AND id = 900`)
 			done := handleAside(ctx, second)
@@ -168,10 +155,10 @@ var _ = Describe("The organization row every repository's deliveries share", fun
 			Eventually(done).WithTimeout(10 * time.Second).Should(Receive(&err))
 			var transient *inbox.TransientError
 			Expect(errors.As(err, &transient)).To(BeTrue(), "contention, retried: %v", err)
-			Expect(support.Scalar[int](ctx, writerPool, `SELECT count(*) FROM github_organization WHERE workspace_id = $1`, ws)).To(BeZero())
+			Expect(support.Scalar[int](ctx, writerPool, `SELECT count(*) FROM github_organization WHERE workspace_id = $1`, h.ws)).To(BeZero())
 
 			second.NextLease(ctx)
-			Expect(second.Handle(ctx, reg)).To(Succeed())
+			Expect(second.Handle(ctx, h.reg)).To(Succeed())
 			_, eventID := organization(ctx)
 			Expect(eventID).To(Equal(second.ID))
 		})

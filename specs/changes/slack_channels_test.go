@@ -8,14 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
-	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -28,46 +21,15 @@ var _ = Describe("Slack channels in the change feed", func() {
 		team    = "T0SPEC002"
 		channel = "C0SPEC002"
 	)
-	var (
-		ws   int64
-		feed *changefeed.Store
-		reg  *consumer.Registry
-	)
-
-	BeforeEach(func(ctx SpecContext) {
-		ws = support.Workspace(ctx, writerPool, "acme")
-		_, err := writerPool.Exec(ctx, `
-			INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config, source_key)
-			VALUES ($1, 'SLACK', 'SLACK', 'ACTIVE', 'https://slack.com', jsonb_build_object('teamId', $2::text), $2)`, ws, team)
-		Expect(err).NotTo(HaveOccurred())
-		feed, err = changefeed.New(writerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
-		mirror, err := slackmirror.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(mirror.PublishChanges(versionChecked(feed), slackread.Views{})).To(Succeed())
-		box, err := deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		reg = consumer.NewRegistry()
-		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: box, Store: mirror, Log: support.Logger{}})).To(Succeed())
-	})
+	h := withHandlers(activeConnection("SLACK", "SLACK", "https://slack.com", `{"teamId":"`+team+`"}`, team), slackPublishing)
 
 	deliver := func(ctx context.Context, eventType, event string) support.Delivery {
 		GinkgoHelper()
-		d := support.LeasedEvent(ctx, writerPool, ws, slack.Provider, eventType, "slack:channel:"+channel, fmt.Sprintf(
+		d := support.LeasedEvent(ctx, writerPool, h.ws, slack.Provider, eventType, "slack:channel:"+channel, fmt.Sprintf(
 			`{"type":"event_callback","team_id":%q,"event_id":"EvCh%d","authorizations":[{"team_id":%q,"user_id":"UBOT","is_bot":true}],"event":%s}`,
 			team, slackEnvelopes.Add(1), team, event))
-		Expect(d.Handle(ctx, reg)).To(Succeed())
+		Expect(d.Handle(ctx, h.reg)).To(Succeed())
 		return d
-	}
-	published := func(ctx context.Context) []string {
-		GinkgoHelper()
-		cs, err := feed.Changes(ctx, ws, change.Cursor{}, 100)
-		Expect(err).NotTo(HaveOccurred())
-		out := []string{}
-		for _, c := range cs {
-			out = append(out, c.Type+" "+c.Subject+" "+string(entity(c.Data)))
-		}
-		return out
 	}
 	view := func(name, consent string) string {
 		return fmt.Sprintf(`slack.channel.upserted slack:channel:%s {"id": %q, "name": %q, "teamId": %q, "consent": %q}`,
@@ -78,20 +40,20 @@ var _ = Describe("Slack channels in the change feed", func() {
 
 	It("publishes the registration, the consent, a rename and the revocation with its erasure once each", func(ctx SpecContext) {
 		d := deliver(ctx, "channel_created", created)
-		Expect(published(ctx)).To(Equal([]string{view("general", "PENDING")}))
+		Expect(h.published(ctx)).To(Equal([]string{view("general", "PENDING")}))
 
 		By("the registration handled again, and another delivery of it: nothing new")
 		d.NextLease(ctx)
-		Expect(d.Handle(ctx, reg)).To(Succeed())
+		Expect(d.Handle(ctx, h.reg)).To(Succeed())
 		deliver(ctx, "channel_created", created)
-		Expect(published(ctx)).To(HaveLen(1))
+		Expect(h.published(ctx)).To(HaveLen(1))
 
 		deliver(ctx, "member_joined_channel", joined)
 		deliver(ctx, "member_joined_channel", joined) // already granted: nothing
 		deliver(ctx, "message", `{"type":"message","channel":"`+channel+`","user":"U1","text":"hi","ts":"1700000000.000100"}`)
 		deliver(ctx, "channel_rename", `{"type":"channel_rename","channel":{"id":"`+channel+`","name":"town-square","created":1700000000}}`)
 		deliver(ctx, "channel_deleted", `{"type":"channel_deleted","channel":"`+channel+`"}`)
-		got := published(ctx)
+		got := h.published(ctx)
 		Expect(got).To(HaveLen(6), "%v", got)
 		Expect(got[1]).To(Equal(view("general", "GRANTED")))
 		Expect(got[2]).To(Equal("slack.message.posted slack:message:"+channel+`:1700000000.000100 {"removed": true}`),
@@ -105,11 +67,11 @@ var _ = Describe("Slack channels in the change feed", func() {
 		deliver(ctx, "channel_created", created)
 		deliver(ctx, "member_joined_channel", joined)
 		deliver(ctx, "message", `{"type":"message","channel":"`+channel+`","user":"U1","text":"hi","ts":"1700000000.000100"}`)
-		Expect(published(ctx)[2]).To(ContainSubstring(`"text": "hi"`))
+		Expect(h.published(ctx)[2]).To(ContainSubstring(`"text": "hi"`))
 		uninstall := `{"type":"app_uninstalled"}`
 		deliver(ctx, "app_uninstalled", uninstall)
 		deliver(ctx, "app_uninstalled", uninstall)
-		got := published(ctx)
+		got := h.published(ctx)
 		Expect(got).To(Equal([]string{
 			view("general", "PENDING"),
 			view("general", "GRANTED"),

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,9 +13,9 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
-	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -28,18 +29,19 @@ var (
 	store *githubmirror.Store
 )
 
-var _ = BeforeSuite(func(ctx SpecContext) {
-	support.SkipWithoutCluster()
-	pool = support.Pool(ctx, support.Database(ctx), 6)
-	var err error
-	box, err = deliveryinbox.New(pool)
-	Expect(err).NotTo(HaveOccurred())
-	store, err = githubmirror.New(pool)
-	Expect(err).NotTo(HaveOccurred())
-})
-
-var _ = BeforeEach(func(ctx SpecContext) {
-	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
+// harness runs the GitHub mirror store on the real inbox, and the GitHub read API.
+var harness = support.NewHarness(support.HarnessConfig{
+	Provider: github.Provider,
+	MaxConns: 6,
+	Setup: func(ctx context.Context, h *support.Harness) {
+		pool, box = h.Pool, h.Inbox
+		var err error
+		store, err = githubmirror.New(pool)
+		Expect(err).NotTo(HaveOccurred())
+		h.ServeRead(func(engine *gin.Engine) error {
+			return githubread.Register(engine, githubread.Config{Auth: h.Management, Members: h.Workspaces, Reader: store, Log: support.Logger{}})
+		})
+	},
 })
 
 // registry wires the GitHub handlers with deps (the real inbox and store unless replaced) into

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -63,26 +64,26 @@ var _ = Describe("Person erasure of the GitLab mirror", func() {
 	var ws int64
 
 	BeforeEach(func(ctx SpecContext) {
-		ws = newWorkspace(ctx, "acme")
-		_, err := pool.Exec(ctx, `INSERT INTO connection (workspace_id, kind, provider, source_server_url) VALUES ($1, 'GITLAB', 'GITLAB', $2)`,
+		ws = harness.NewWorkspace(ctx, "acme")
+		_, err := harness.Pool.Exec(ctx, `INSERT INTO connection (workspace_id, kind, provider, source_server_url) VALUES ($1, 'GITLAB', 'GITLAB', $2)`,
 			ws, gitlabSource)
 		Expect(err).NotTo(HaveOccurred())
 		for event, payload := range anaPayloads() {
-			d := leased(ctx, ws, event, "gitlab:project:101", payload)
-			_, err := pool.Exec(ctx, `UPDATE provider_event SET headers = jsonb_build_object('Hephaestus-Source-Server-Url', $2::text) WHERE id = $1`,
+			d := harness.Leased(ctx, ws, event, "gitlab:project:101", payload)
+			_, err := harness.Pool.Exec(ctx, `UPDATE provider_event SET headers = jsonb_build_object('Hephaestus-Source-Server-Url', $2::text) WHERE id = $1`,
 				d.ID, gitlabSource)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(d.attempt(ctx)).To(Succeed(), event)
+			Expect(d.Attempt(ctx)).To(Succeed(), event)
 		}
 		// Someone else's merge request in the same project stays as it is.
-		Expect(leased(ctx, ws, "Merge Request Hook", "gitlab:project:101", `{"object_kind":"merge_request","project":`+gitlabProject+`,
+		Expect(harness.Leased(ctx, ws, "Merge Request Hook", "gitlab:project:101", `{"object_kind":"merge_request","project":`+gitlabProject+`,
 			"object_attributes":{"id":9102,"iid":8,"target_project_id":101,"title":"Docs","state":"opened","author_id":77,
-			"created_at":"2024-05-01T10:00:00Z","updated_at":"2024-05-01T10:00:00Z"}}`).attempt(ctx)).To(Succeed())
+			"created_at":"2024-05-01T10:00:00Z","updated_at":"2024-05-01T10:00:00Z"}}`).Attempt(ctx)).To(Succeed())
 	})
 
 	scope := func(identities ...erasure.Identity) erasure.Scope {
 		GinkgoHelper()
-		s, err := erasure.NewScope(gitlab, gitlabSource, identities)
+		s, err := erasure.NewScope(gitlab.Provider, gitlabSource, identities)
 		Expect(err).NotTo(HaveOccurred())
 		return s
 	}
@@ -96,13 +97,13 @@ var _ = Describe("Person erasure of the GitLab mirror", func() {
 	everywhere := []string{"gitlab_", "provider_event"}
 
 	It("finds the person nowhere in the mirror, the inbox or the read API afterwards; shared items and commits stay", func(ctx SpecContext) {
-		Expect(support.SearchTraces(ctx, pool, everywhere, traces...)).To(ContainElements(
+		Expect(support.SearchTraces(ctx, harness.Pool, everywhere, traces...)).To(ContainElements(
 			support.Trace{Table: "gitlab_member", Column: "username", Value: anaUsername},
 			support.Trace{Table: "gitlab_commit", Column: "author_email", Value: anaEmail},
 			support.Trace{Table: "gitlab_merge_request", Column: "author_id", Value: anaID},
 			support.Trace{Table: "provider_event", Column: "payload", Value: anaName}), "the search finds the person before")
-		member := newAccount(ctx, "reader", "acme", "MEMBER")
-		Expect(strings.ToLower(answerText(get("/api/workspaces/acme/gitlab/projects/101/merge-requests", member)))).To(ContainSubstring(anaID))
+		member := harness.NewAccount(ctx, "reader", "acme", "MEMBER")
+		Expect(strings.ToLower(answerText(harness.Get("/api/workspaces/acme/gitlab/projects/101/merge-requests", member)))).To(ContainSubstring(anaID))
 
 		// By a case variant of the username and the address: GitLab compares both without case.
 		receipts := support.EraseNow(ctx, erasures, scope(identity("", strings.ToUpper(anaUsername), strings.ToUpper(anaEmail))))
@@ -111,16 +112,16 @@ var _ = Describe("Person erasure of the GitLab mirror", func() {
 		Expect(receipts[1].Store.String()).To(Equal("change-feed"))
 		Expect(receipts[0].Deleted).To(BeNumerically(">=", 6))
 
-		Expect(support.SearchTraces(ctx, pool, everywhere, traces...)).To(BeEmpty())
-		Expect(column(ctx, `SELECT title || ' ' || coalesce(author_id::text, 'none') FROM gitlab_merge_request WHERE workspace_id = $1 ORDER BY iid`, ws)).
+		Expect(support.SearchTraces(ctx, harness.Pool, everywhere, traces...)).To(BeEmpty())
+		Expect(harness.Column(ctx, `SELECT title || ' ' || coalesce(author_id::text, 'none') FROM gitlab_merge_request WHERE workspace_id = $1 ORDER BY iid`, ws)).
 			To(Equal([]string{"Fix the crash none", "Docs 77"}))
-		Expect(column(ctx, `SELECT title FROM gitlab_issue WHERE workspace_id = $1`, ws)).To(Equal([]string{"Crash on start"}))
-		Expect(column(ctx, `SELECT sha || ' ' || title || ' [' || author_name || author_email || ']' FROM gitlab_commit WHERE workspace_id = $1`, ws)).
+		Expect(harness.Column(ctx, `SELECT title FROM gitlab_issue WHERE workspace_id = $1`, ws)).To(Equal([]string{"Crash on start"}))
+		Expect(harness.Column(ctx, `SELECT sha || ' ' || title || ' [' || author_name || author_email || ']' FROM gitlab_commit WHERE workspace_id = $1`, ws)).
 			To(Equal([]string{shaA + " Fix the crash []"}))
-		Expect(column(ctx, `SELECT commit_count::text FROM gitlab_push WHERE workspace_id = $1`, ws)).To(Equal([]string{"1"}), "counts stay")
-		Expect(column(ctx, `SELECT id::text FROM gitlab_note WHERE workspace_id = $1`, ws)).To(BeEmpty())
+		Expect(harness.Column(ctx, `SELECT commit_count::text FROM gitlab_push WHERE workspace_id = $1`, ws)).To(Equal([]string{"1"}), "counts stay")
+		Expect(harness.Column(ctx, `SELECT id::text FROM gitlab_note WHERE workspace_id = $1`, ws)).To(BeEmpty())
 
-		answer := strings.ToLower(answerText(get("/api/workspaces/acme/gitlab/projects/101/merge-requests", member)))
+		answer := strings.ToLower(answerText(harness.Get("/api/workspaces/acme/gitlab/projects/101/merge-requests", member)))
 		Expect(answer).To(ContainSubstring("fix the crash"))
 		for _, t := range traces {
 			Expect(answer).NotTo(ContainSubstring(strings.ToLower(t)))
@@ -135,7 +136,7 @@ var _ = Describe("Person erasure of the GitLab mirror", func() {
 		Expect(m[0].Matches).To(BeNumerically(">=", 5))
 		Expect(m[1].Store.String()).To(Equal("change-feed"))
 		Expect(m[2].Matches).To(Equal(int64(5)), "the five deliveries naming the person")
-		Expect(support.SearchTraces(ctx, pool, []string{"gitlab_member"}, anaUsername)).NotTo(BeEmpty())
+		Expect(support.SearchTraces(ctx, harness.Pool, []string{"gitlab_member"}, anaUsername)).NotTo(BeEmpty())
 	})
 })
 

@@ -7,13 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	. "github.com/onsi/ginkgo/v2"
-
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
-	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 // faultyStore is the real mirror store with injectable failures, and a count of commit writes
@@ -140,54 +136,4 @@ func (r *fakeReader) MergeRequestApprovals(context.Context, gitlabhandlers.Acces
 	return gitlabhandlers.Approvals{Approved: left == 0, ApprovalsLeft: left}, nil
 }
 
-func newWorkspace(ctx context.Context, slug string) int64 {
-	GinkgoHelper()
-	return support.NewWorkspace(ctx, svc, slug).ID
-}
-
-// newAccount creates an account; role ("ADMIN", "MEMBER" or "") makes it a member of slug.
-func newAccount(ctx context.Context, login, slug, role string) string {
-	GinkgoHelper()
-	return support.NewAccount(ctx, svc, login, false, slug, role).Token
-}
-
-// delivery is one GitLab row of a workspace, LEASED under epoch 1 as a claim leaves it.
-type delivery struct{ support.Delivery }
-
-var gitlab = provider.MustNew("GITLAB")
-
-func leased(ctx context.Context, ws int64, eventType, subject, payload string) delivery {
-	GinkgoHelper()
-	return delivery{support.LeasedEvent(ctx, pool, ws, gitlab, eventType, subject, payload)}
-}
-
-// attempt runs the row's handler as the consumer does under the row's current lease epoch.
-func (d delivery) attempt(ctx context.Context) error {
-	GinkgoHelper()
-	return d.Handle(ctx, registry)
-}
-
-// releaseForRetry does what a failed attempt and the next claim do to the row: a new lease
-// epoch, so the retry's writes are fenced by it.
-func (d delivery) releaseForRetry(ctx context.Context) {
-	GinkgoHelper()
-	d.NextLease(ctx)
-}
-
-func (d delivery) steps(ctx context.Context) []string {
-	GinkgoHelper()
-	return d.Steps(ctx)
-}
-
-func column(ctx context.Context, sql string, args ...any) []string {
-	GinkgoHelper()
-	return support.Column(ctx, pool, sql, args...)
-}
-
 var errInjected = errors.New("injected mirror failure")
-
-// get sends GET path to the read API with token as the bearer ("" for none).
-func get(path, token string) support.Response {
-	GinkgoHelper()
-	return support.GetJSON(client, server.URL+path, token)
-}

@@ -21,46 +21,46 @@ var _ = Describe("GitLab merge request", func() {
 	var ws int64
 
 	BeforeEach(func(ctx SpecContext) {
-		ws = newWorkspace(ctx, "acme")
+		ws = harness.NewWorkspace(ctx, "acme")
 	})
 
 	When("the readiness write fails after the event write committed", func() {
 		It("keeps the event write and the retry finishes only the readiness", func(ctx SpecContext) {
 			reader.approvals.Store(1)
-			mr := leased(ctx, ws, "Merge Request Hook", "gitlab:project:101",
+			mr := harness.Leased(ctx, ws, "Merge Request Hook", "gitlab:project:101",
 				mergeRequestPayload(101, 9001, 5, "Add API", "2024-05-01 11:00:00 UTC", "mergeable"))
 			faulty.failReadinessOnce(errInjected)
 
-			Expect(mr.attempt(ctx)).To(MatchError(errInjected))
-			Expect(mr.steps(ctx)).To(Equal([]string{"gitlab.merge_request.upsert", "gitlab.project.discover"}))
-			Expect(column(ctx, `SELECT title FROM gitlab_merge_request WHERE workspace_id = $1`, ws)).To(Equal([]string{"Add API"}))
-			Expect(column(ctx, `SELECT coalesce(ready::text, 'undecided') FROM gitlab_merge_request WHERE workspace_id = $1`, ws)).
+			Expect(mr.Attempt(ctx)).To(MatchError(errInjected))
+			Expect(mr.Steps(ctx)).To(Equal([]string{"gitlab.merge_request.upsert", "gitlab.project.discover"}))
+			Expect(harness.Column(ctx, `SELECT title FROM gitlab_merge_request WHERE workspace_id = $1`, ws)).To(Equal([]string{"Add API"}))
+			Expect(harness.Column(ctx, `SELECT coalesce(ready::text, 'undecided') FROM gitlab_merge_request WHERE workspace_id = $1`, ws)).
 				To(Equal([]string{"undecided"}))
 
-			mr.releaseForRetry(ctx)
-			Expect(mr.attempt(ctx)).To(Succeed())
-			Expect(mr.steps(ctx)).To(Equal([]string{
+			mr.ReleaseForRetry(ctx)
+			Expect(mr.Attempt(ctx)).To(Succeed())
+			Expect(mr.Steps(ctx)).To(Equal([]string{
 				"gitlab.merge_request.readiness", "gitlab.merge_request.upsert", "gitlab.project.discover",
 			}))
-			Expect(column(ctx, `SELECT ready::text || ' ' || readiness_reason || ' ' || approvals_left
+			Expect(harness.Column(ctx, `SELECT ready::text || ' ' || readiness_reason || ' ' || approvals_left
 				FROM gitlab_merge_request WHERE workspace_id = $1`, ws)).To(Equal([]string{"false approvals-required 1"}))
 			// The provider was read outside both steps, once per attempt that still needed it.
 			Expect(reader.reads.Load()).To(BeEquivalentTo(2))
 
-			mr.releaseForRetry(ctx)
-			Expect(mr.attempt(ctx)).To(Succeed())
+			mr.ReleaseForRetry(ctx)
+			Expect(mr.Attempt(ctx)).To(Succeed())
 			Expect(reader.reads.Load()).To(BeEquivalentTo(2), "a committed readiness step needs no provider read")
 		})
 	})
 
 	It("never lets an older event overwrite a newer merge request", func(ctx SpecContext) {
-		newer := leased(ctx, ws, "Merge Request Hook", "gitlab:project:101",
+		newer := harness.Leased(ctx, ws, "Merge Request Hook", "gitlab:project:101",
 			mergeRequestPayload(101, 9001, 5, "Newer title", "2024-05-01 12:00:00 UTC", "mergeable"))
-		older := leased(ctx, ws, "Merge Request Hook", "gitlab:project:101",
+		older := harness.Leased(ctx, ws, "Merge Request Hook", "gitlab:project:101",
 			mergeRequestPayload(101, 9001, 5, "Older title", "2024-05-01 11:00:00 UTC", "not_approved"))
-		Expect(newer.attempt(ctx)).To(Succeed())
-		Expect(older.attempt(ctx)).To(Succeed())
-		Expect(column(ctx, `SELECT title || ' ' || ready::text FROM gitlab_merge_request WHERE workspace_id = $1`, ws)).
+		Expect(newer.Attempt(ctx)).To(Succeed())
+		Expect(older.Attempt(ctx)).To(Succeed())
+		Expect(harness.Column(ctx, `SELECT title || ' ' || ready::text FROM gitlab_merge_request WHERE workspace_id = $1`, ws)).
 			To(Equal([]string{"Newer title true"}))
 	})
 })

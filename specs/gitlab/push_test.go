@@ -37,34 +37,34 @@ var _ = Describe("GitLab push", func() {
 	var ws int64
 
 	BeforeEach(func(ctx SpecContext) {
-		ws = newWorkspace(ctx, "acme")
+		ws = harness.NewWorkspace(ctx, "acme")
 	})
 
 	When("one commit's write fails", func() {
 		It("rolls back that commit's step, writes the others, and the retry writes the missing commit once", func(ctx SpecContext) {
-			push := leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB, shaC))
+			push := harness.Leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB, shaC))
 			faulty.failCommitOnce(shaB, errInjected)
 
-			err := push.attempt(ctx)
+			err := push.Attempt(ctx)
 			Expect(err).To(MatchError(errInjected), "the delivery must fail so that it is retried")
 			Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 			// The loop went on past the failing commit: A and C committed, B rolled back.
-			Expect(push.steps(ctx)).To(Equal([]string{
+			Expect(push.Steps(ctx)).To(Equal([]string{
 				"push.commit/101/" + shaA, "push.commit/101/" + shaC, "push.persist",
 			}))
-			Expect(column(ctx, `SELECT sha FROM gitlab_commit WHERE workspace_id = $1 ORDER BY sha`, ws)).
+			Expect(harness.Column(ctx, `SELECT sha FROM gitlab_commit WHERE workspace_id = $1 ORDER BY sha`, ws)).
 				To(Equal([]string{shaA, shaC}))
 
-			push.releaseForRetry(ctx)
-			Expect(push.attempt(ctx)).To(Succeed())
-			Expect(push.steps(ctx)).To(Equal([]string{
+			push.ReleaseForRetry(ctx)
+			Expect(push.Attempt(ctx)).To(Succeed())
+			Expect(push.Steps(ctx)).To(Equal([]string{
 				"push.commit/101/" + shaA, "push.commit/101/" + shaB, "push.commit/101/" + shaC, "push.persist",
 			}))
-			Expect(column(ctx, `SELECT sha FROM gitlab_commit WHERE workspace_id = $1 ORDER BY sha`, ws)).
+			Expect(harness.Column(ctx, `SELECT sha FROM gitlab_commit WHERE workspace_id = $1 ORDER BY sha`, ws)).
 				To(Equal([]string{shaA, shaB, shaC}))
 			// The retry wrote only the missing commit; the committed ones were skipped.
 			Expect(faulty.commitWrites()).To(Equal(map[string]int{shaA: 1, shaB: 2, shaC: 1}))
-			Expect(column(ctx, `SELECT ref || ' ' || commit_count FROM gitlab_push WHERE workspace_id = $1`, ws)).
+			Expect(harness.Column(ctx, `SELECT ref || ' ' || commit_count FROM gitlab_push WHERE workspace_id = $1`, ws)).
 				To(Equal([]string{"refs/heads/main 3"}))
 		})
 	})
@@ -74,36 +74,36 @@ var _ = Describe("GitLab push", func() {
 	// may write nothing more, so the loop returns it unchanged at once, trying no further commit.
 	When("a commit's write is rejected by the fence (its lease was taken back while it ran)", func() {
 		It("returns the rejection at once and tries no further commit", func(ctx SpecContext) {
-			push := leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB, shaC))
+			push := harness.Leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB, shaC))
 			faulty.onCommitOnce(shaB, func(ctx context.Context) { push.NextLease(ctx) })
 
-			err := push.attempt(ctx)
+			err := push.Attempt(ctx)
 			Expect(err).To(MatchError(inbox.ErrLeaseLost))
 			Expect(inbox.Classify(err)).To(Equal(inbox.LeaseLost))
 			Expect(err.Error()).NotTo(ContainSubstring("commits not written"), "returned unchanged, not as a commit failure")
 			Expect(tried.stepsTried()).To(Equal([]string{
 				"push.persist", "push.commit/101/" + shaA, "push.commit/101/" + shaB,
 			}), "no commit is tried after the rejected one")
-			Expect(push.steps(ctx)).To(Equal([]string{"push.commit/101/" + shaA, "push.persist"}))
+			Expect(push.Steps(ctx)).To(Equal([]string{"push.commit/101/" + shaA, "push.persist"}))
 			Expect(faulty.commitWrites()).To(Equal(map[string]int{shaA: 1, shaB: 1}))
 		})
 	})
 
 	It("names each commit step by project id and SHA, whatever the order of the commits", func(ctx SpecContext) {
-		first := leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB))
-		Expect(first.attempt(ctx)).To(Succeed())
+		first := harness.Leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB))
+		Expect(first.Attempt(ctx)).To(Succeed())
 		// The same commits in another order under a retry: every step is already committed.
 		reordered := first
 		reordered.Payload = pushPayload(101, shaB, shaA)
-		reordered.releaseForRetry(ctx)
-		Expect(reordered.attempt(ctx)).To(Succeed())
+		reordered.ReleaseForRetry(ctx)
+		Expect(reordered.Attempt(ctx)).To(Succeed())
 		Expect(faulty.commitWrites()).To(Equal(map[string]int{shaA: 1, shaB: 1}))
 	})
 
 	It("discovers the pushed project", func(ctx context.Context) {
-		push := leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA))
-		Expect(push.attempt(ctx)).To(Succeed())
-		Expect(column(ctx, `SELECT path_with_namespace FROM gitlab_project WHERE workspace_id = $1`, ws)).
+		push := harness.Leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA))
+		Expect(push.Attempt(ctx)).To(Succeed())
+		Expect(harness.Column(ctx, `SELECT path_with_namespace FROM gitlab_project WHERE workspace_id = $1`, ws)).
 			To(Equal([]string{"acme/api"}))
 	})
 })

@@ -5,12 +5,8 @@ import (
 	"errors"
 	"sync"
 
-	. "github.com/onsi/ginkgo/v2"
-
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
-	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 var errInjected = errors.New("injected mirror failure")
@@ -50,54 +46,4 @@ func (f *faultyStore) RecordEvent(ctx context.Context, tx ports.Tx, ws int64, e 
 		return err
 	}
 	return fail
-}
-
-func newWorkspace(ctx context.Context, slug string) int64 {
-	GinkgoHelper()
-	return support.NewWorkspace(ctx, svc, slug).ID
-}
-
-// newAccount creates an account; role ("ADMIN", "MEMBER" or "") makes it a member of slug.
-func newAccount(ctx context.Context, login, slug, role string) string {
-	GinkgoHelper()
-	return support.NewAccount(ctx, svc, login, false, slug, role).Token
-}
-
-// delivery is one Outline row of a workspace, LEASED under epoch 1 as a claim leaves it, in a
-// scope of its own so a spec can hold several at once.
-type delivery struct{ support.Delivery }
-
-var outline = provider.MustNew("OUTLINE")
-
-func leased(ctx context.Context, ws int64, eventType, subject, payload string) delivery {
-	GinkgoHelper()
-	return delivery{support.LeasedEvent(ctx, pool, ws, outline, eventType, subject, payload)}
-}
-
-// attempt runs the row's handler as the consumer does under the row's current lease epoch.
-func (d delivery) attempt(ctx context.Context) error {
-	GinkgoHelper()
-	return d.Handle(ctx, registry)
-}
-
-// releaseForRetry gives the row the next claim's lease epoch, which fences the retry's writes.
-func (d delivery) releaseForRetry(ctx context.Context) {
-	GinkgoHelper()
-	d.NextLease(ctx)
-}
-
-func (d delivery) steps(ctx context.Context) []string {
-	GinkgoHelper()
-	return d.Steps(ctx)
-}
-
-func column(ctx context.Context, sql string, args ...any) []string {
-	GinkgoHelper()
-	return support.Column(ctx, pool, sql, args...)
-}
-
-// get sends GET path to the read API with token as the bearer ("" for none).
-func get(path, token string) support.Response {
-	GinkgoHelper()
-	return support.GetJSON(client, server.URL+path, token)
 }

@@ -55,7 +55,7 @@ var _ = Describe("The Slack Web API token of each team", func() {
 	BeforeEach(func() {
 		box = support.SecretBox()
 		fake = newWebAPIRecorder()
-		live, err := managementstore.NewLiveSecrets(pool, box)
+		live, err := managementstore.NewLiveSecrets(harness.Pool, box)
 		Expect(err).NotTo(HaveOccurred())
 		// The same glue as bootstrap's provideSlackHandlers.
 		stored = func(ctx context.Context, ws int64, team string) (string, bool, error) {
@@ -74,7 +74,7 @@ var _ = Describe("The Slack Web API token of each team", func() {
 			Token: webapi.StoredTokens(stored, fallback)})
 		Expect(err).NotTo(HaveOccurred())
 		reg := consumer.NewRegistry()
-		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: deliveryInbox, Store: store, Notifier: client, Log: support.Logger{}})).To(Succeed())
+		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: harness.Inbox, Store: store, Notifier: client, Log: support.Logger{}})).To(Succeed())
 		return reg
 	}
 
@@ -85,20 +85,20 @@ var _ = Describe("The Slack Web API token of each team", func() {
 		id := slackConnection(ctx, ws, team, "ACTIVE")
 		sealed, err := box.Seal(id, []byte(token))
 		Expect(err).NotTo(HaveOccurred())
-		_, err = pool.Exec(ctx, `UPDATE connection SET secret_ciphertext = $2 WHERE id = $1`, id, sealed)
+		_, err = harness.Pool.Exec(ctx, `UPDATE connection SET secret_ciphertext = $2 WHERE id = $1`, id, sealed)
 		Expect(err).NotTo(HaveOccurred())
 		return id
 	}
 
 	openHome := func(ctx context.Context, reg *consumer.Registry, ws int64, team string) {
 		GinkgoHelper()
-		d := leased(ctx, ws, "app_home_opened", "slack:team:"+team, callback(team,
+		d := harness.Leased(ctx, ws, "app_home_opened", "slack:team:"+team, callback(team,
 			`{"type":"app_home_opened","user":"U1","channel":"D1","tab":"home"}`))
 		Expect(d.Handle(ctx, reg)).To(Succeed())
 	}
 
 	It("calls with the bot token each team's connection stores, and the static token only for a connection that stores none", func(ctx SpecContext) {
-		acme, globex, initech := newWorkspace(ctx, "acme"), newWorkspace(ctx, "globex"), newWorkspace(ctx, "initech")
+		acme, globex, initech := harness.NewWorkspace(ctx, "acme"), harness.NewWorkspace(ctx, "globex"), harness.NewWorkspace(ctx, "initech")
 		sealedSlackConnection(ctx, acme, "T1ACME", "xoxb-acme-bot")
 		sealedSlackConnection(ctx, globex, "T2GLOBEX", "xoxb-globex-bot")
 		slackConnection(ctx, initech, "T3INITECH", "ACTIVE") // created by the instance administrator without a token
@@ -116,10 +116,10 @@ var _ = Describe("The Slack Web API token of each team", func() {
 	})
 
 	It("never uses another workspace's token for a team, nor the token of an UNINSTALLED connection", func(ctx SpecContext) {
-		acme, globex := newWorkspace(ctx, "acme"), newWorkspace(ctx, "globex")
+		acme, globex := harness.NewWorkspace(ctx, "acme"), harness.NewWorkspace(ctx, "globex")
 		sealedSlackConnection(ctx, acme, "T1ACME", "xoxb-acme-bot")
 		old := sealedSlackConnection(ctx, globex, "T2GLOBEX", "xoxb-globex-old")
-		_, err := pool.Exec(ctx, `UPDATE connection SET state = 'UNINSTALLED' WHERE id = $1`, old)
+		_, err := harness.Pool.Exec(ctx, `UPDATE connection SET state = 'UNINSTALLED' WHERE id = $1`, old)
 		Expect(err).NotTo(HaveOccurred())
 
 		reg := registryWith("")
@@ -134,7 +134,7 @@ var _ = Describe("The Slack Web API token of each team", func() {
 	})
 
 	It("makes no Web API call for a team without a token when no static token is configured", func(ctx SpecContext) {
-		ws := newWorkspace(ctx, "acme")
+		ws := harness.NewWorkspace(ctx, "acme")
 		slackConnection(ctx, ws, "T1ACME", "ACTIVE")
 		openHome(ctx, registryWith(""), ws, "T1ACME")
 		Expect(fake.received()).To(BeEmpty())

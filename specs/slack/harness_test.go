@@ -11,11 +11,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
-	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 var errInjected = errors.New("injected mirror failure")
@@ -120,22 +118,11 @@ func (n *fakeNotifier) sent() ([]string, []json.RawMessage) {
 	return append([]string(nil), n.ephemerals...), append([]json.RawMessage(nil), n.homes...)
 }
 
-func newWorkspace(ctx context.Context, slug string) int64 {
-	GinkgoHelper()
-	return support.NewWorkspace(ctx, svc, slug).ID
-}
-
-// newAccount creates an account; role ("ADMIN", "MEMBER" or "") makes it a member of slug.
-func newAccount(ctx context.Context, login, slug, role string) string {
-	GinkgoHelper()
-	return support.NewAccount(ctx, svc, login, false, slug, role).Token
-}
-
 // slackConnection stores the workspace's SLACK connection of team in state and returns its id.
 func slackConnection(ctx context.Context, ws int64, team, state string) int64 {
 	GinkgoHelper()
 	var id int64
-	Expect(pool.QueryRow(ctx, `
+	Expect(harness.Pool.QueryRow(ctx, `
 		INSERT INTO connection (workspace_id, kind, provider, state, source_server_url, config, source_key)
 		VALUES ($1, 'SLACK', 'SLACK', $2, 'https://slack.com', jsonb_build_object('teamId', $3::text), $3)
 		RETURNING id`, ws, state, team).Scan(&id)).To(Succeed())
@@ -145,14 +132,14 @@ func slackConnection(ctx context.Context, ws int64, team, state string) int64 {
 func connectionState(ctx context.Context, id int64) string {
 	GinkgoHelper()
 	var s string
-	Expect(pool.QueryRow(ctx, `SELECT state FROM connection WHERE id = $1`, id).Scan(&s)).To(Succeed())
+	Expect(harness.Pool.QueryRow(ctx, `SELECT state FROM connection WHERE id = $1`, id).Scan(&s)).To(Succeed())
 	return s
 }
 
-// registeredChannel stores a channel registry row.
+// registeredChannel stores a channel harness.Registry row.
 func registeredChannel(ctx context.Context, ws int64, team, id, name, consent string) {
 	GinkgoHelper()
-	_, err := pool.Exec(ctx, `
+	_, err := harness.Pool.Exec(ctx, `
 		INSERT INTO slack_channel (workspace_id, team_id, id, name, consent_state, source_event_id)
 		VALUES ($1, $2, $3, $4, $5, 0)`, ws, team, id, name, consent)
 	Expect(err).NotTo(HaveOccurred())
@@ -167,40 +154,4 @@ func callback(team, event string) string {
 	return fmt.Sprintf(`{"type":"event_callback","team_id":%q,"event_id":"Ev%d",
 		"authorizations":[{"team_id":%q,"user_id":"UBOT","is_bot":true}],"event":%s}`,
 		team, envelopes.Add(1), team, event)
-}
-
-// delivery is one Slack row of a workspace, LEASED under epoch 1 as a claim leaves it.
-type delivery struct{ support.Delivery }
-
-func leased(ctx context.Context, ws int64, eventType, subject, payload string) delivery {
-	GinkgoHelper()
-	return delivery{support.LeasedEvent(ctx, pool, ws, slack.Provider, eventType, subject, payload)}
-}
-
-// attempt runs the row's handler as the consumer does under the row's current lease epoch.
-func (d delivery) attempt(ctx context.Context) error {
-	GinkgoHelper()
-	return d.Handle(ctx, registry)
-}
-
-// releaseForRetry gives the row the next claim's lease epoch, which fences the retry's writes.
-func (d delivery) releaseForRetry(ctx context.Context) {
-	GinkgoHelper()
-	d.NextLease(ctx)
-}
-
-func (d delivery) steps(ctx context.Context) []string {
-	GinkgoHelper()
-	return d.Steps(ctx)
-}
-
-func column(ctx context.Context, sql string, args ...any) []string {
-	GinkgoHelper()
-	return support.Column(ctx, pool, sql, args...)
-}
-
-// get sends GET path to the read API with token as the bearer ("" for none).
-func get(path, token string) support.Response {
-	GinkgoHelper()
-	return support.GetJSON(client, server.URL+path, token)
 }

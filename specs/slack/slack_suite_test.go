@@ -1,23 +1,16 @@
 package slack_test
 
 import (
-	"net/http"
-	"net/http/httptest"
+	"context"
 	"testing"
 
 	"github.com/gin-gonic/gin"
-	"github.com/jackc/pgx/v5/pgxpool"
-	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
-	"github.com/hephaestus-dev/hephaestus/application/management"
-	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -25,43 +18,29 @@ func TestSlack(t *testing.T) {
 	support.RunSpecs(t, "Slack handlers, mirror and read API")
 }
 
-const adminToken = "spec-instance-admin-token-0123456789"
-
 var (
-	pool          *pgxpool.Pool
-	deliveryInbox *deliveryinbox.Inbox
-	store         *slackmirror.Store
-	faulty        *faultyStore
-	notifier      *fakeNotifier
-	registry      = consumer.NewRegistry()
-	svc           *management.Service
-	server        *httptest.Server
-	client        *http.Client
+	store    *slackmirror.Store
+	faulty   *faultyStore
+	notifier *fakeNotifier
 )
 
-var _ = BeforeSuite(func(ctx SpecContext) {
-	support.SkipWithoutCluster()
-	pool = support.Pool(ctx, support.Database(ctx), 8)
-	var err error
-	deliveryInbox, err = deliveryinbox.New(pool)
-	Expect(err).NotTo(HaveOccurred())
-	store, err = slackmirror.New(pool)
-	Expect(err).NotTo(HaveOccurred())
-	faulty = &faultyStore{Store: store}
-	notifier = &fakeNotifier{}
-	Expect(slackhandlers.Register(registry, slackhandlers.Deps{Inbox: deliveryInbox, Store: faulty, Notifier: notifier, Log: support.Logger{}})).To(Succeed())
-
-	var workspaces *managementstore.Workspaces
-	svc, workspaces = support.Management(pool, adminToken)
-
-	gin.SetMode(gin.TestMode)
-	engine := gin.New()
-	Expect(slackread.Register(engine, slackread.Config{Auth: svc, Members: workspaces, Store: store, Log: support.Logger{}})).To(Succeed())
-	server, client = support.Serve(engine)
-})
-
-var _ = BeforeEach(func(ctx SpecContext) {
-	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
-	faulty.reset()
-	notifier.reset()
+// harness runs the Slack handlers on the real inbox and mirror store (with faults injected by
+// faulty) and a recording notifier, and the Slack read API.
+var harness = support.NewHarness(support.HarnessConfig{
+	Provider: slack.Provider,
+	Setup: func(ctx context.Context, h *support.Harness) {
+		var err error
+		store, err = slackmirror.New(h.Pool)
+		Expect(err).NotTo(HaveOccurred())
+		faulty = &faultyStore{Store: store}
+		notifier = &fakeNotifier{}
+		Expect(slackhandlers.Register(h.Registry, slackhandlers.Deps{Inbox: h.Inbox, Store: faulty, Notifier: notifier, Log: support.Logger{}})).To(Succeed())
+		h.ServeRead(func(engine *gin.Engine) error {
+			return slackread.Register(engine, slackread.Config{Auth: h.Management, Members: h.Workspaces, Store: store, Log: support.Logger{}})
+		})
+	},
+	Reset: func() {
+		faulty.reset()
+		notifier.reset()
+	},
 })

@@ -75,3 +75,12 @@ func (Logger) Debugw(msg string, kv ...any) { fmt.Fprintln(ginkgo.GinkgoWriter, 
 func (Logger) Infow(msg string, kv ...any)  { fmt.Fprintln(ginkgo.GinkgoWriter, "INFO", msg, kv) }
 func (Logger) Warnw(msg string, kv ...any)  { fmt.Fprintln(ginkgo.GinkgoWriter, "WARN", msg, kv) }
 func (Logger) Errorw(msg string, kv ...any) { fmt.Fprintln(ginkgo.GinkgoWriter, "ERROR", msg, kv) }
+
+// Must is v, and panics on err: for constructors at package level of a spec, where a failure is
+// a broken spec, not a behaviour.
+func Must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
