@@ -6,9 +6,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -28,25 +26,11 @@ func (l LongFile) String() string { return fmt.Sprintf("%s: %d lines", l.File, l
 // before it reaches the limit; the limit only catches one that grew unnoticed.
 func LongFilesIn(root string, limit int) ([]LongFile, error) {
 	var out []LongFile
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+	err := walkGoFiles(root, func(path, rel string) error {
+		if strings.HasSuffix(rel, "_test.go") {
 			return nil
 		}
 		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
 		if err != nil {
 			return err
 		}
@@ -62,7 +46,7 @@ func LongFilesIn(root string, limit int) ([]LongFile, error) {
 			lines++ // a last line without its newline, as wc -l would miss it
 		}
 		if lines > limit {
-			out = append(out, LongFile{File: filepath.ToSlash(rel), Lines: lines})
+			out = append(out, LongFile{File: rel, Lines: lines})
 		}
 		return nil
 	})

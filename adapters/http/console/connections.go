@@ -73,11 +73,7 @@ func (c *console) transition(g *gin.Context) {
 		c.restartSync(g)
 		return
 	}
-	m, ok := c.manage(g)
-	if !ok {
-		return
-	}
-	id, ok := c.pathID(g)
+	m, id, ok := c.manageRow(g)
 	if !ok {
 		return
 	}

@@ -123,11 +123,7 @@ func (c *console) confirmReplay(g *gin.Context) { c.showDeadLetter(g, "confirm")
 
 // showDeadLetter renders a managed workspace's dead letter of the path with template tmpl.
 func (c *console) showDeadLetter(g *gin.Context, tmpl string) {
-	m, ok := c.manage(g)
-	if !ok {
-		return
-	}
-	id, ok := c.pathID(g)
+	m, id, ok := c.manageRow(g)
 	if !ok {
 		return
 	}
@@ -168,11 +164,7 @@ func (c *console) showInstallationDeadLetter(g *gin.Context, tmpl string) {
 
 // replay sends a managed workspace's dead letter back to QUEUED and returns to the list.
 func (c *console) replay(g *gin.Context) {
-	m, ok := c.manage(g)
-	if !ok {
-		return
-	}
-	id, ok := c.pathID(g)
+	m, id, ok := c.manageRow(g)
 	if !ok {
 		return
 	}

@@ -104,6 +104,17 @@ func idParam(g *gin.Context) (int64, error) {
 	return id, nil
 }
 
+// manageRow is manage and pathID together: the managed workspace of the path and the id of
+// the row it names (false: answered, the caller returns).
+func (c *console) manageRow(g *gin.Context) (management.Managed, int64, bool) {
+	m, ok := c.manage(g)
+	if !ok {
+		return management.Managed{}, 0, false
+	}
+	id, ok := c.pathID(g)
+	return m, id, ok
+}
+
 // pathID reads the positive id of the path; anything else names no row and is answered 404
 // here (false: the caller returns).
 func (c *console) pathID(g *gin.Context) (int64, bool) {
