@@ -44,13 +44,19 @@ corpus:
 test: corpus
 	$(GO) run ./cmd/pgcluster run -- $(MAKE) test-inner
 
+## TEST_PACKAGES: how many test packages `test` runs at once (go test -p; the go command's
+## default is one per core). A spec package spends most of its time waiting on PostgreSQL, on
+## timers and on the browser (the admission, failover and console specs keep a core busy 20 to
+## 50 % of their run, PostgreSQL included), so twice the cores keeps the machine busy.
+TEST_PACKAGES ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) )))
+
 ## test-inner: the body of `test`; needs HEPHAESTUS_TEST_DATABASE_URL
 ## (set by `make test`, or by hand against `go run ./cmd/pgcluster up`)
 test-inner:
 	@test -n "$$HEPHAESTUS_TEST_DATABASE_URL" || { \
 		echo "test-inner needs HEPHAESTUS_TEST_DATABASE_URL; use 'make test'" >&2; exit 2; }
 	$(MAKE) hygiene
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m -p $(TEST_PACKAGES) ./...
 	$(MAKE) fuzz-smoke
 
 ## fuzz-smoke: run every fuzz target briefly (none is fine). A count of inputs rather than a

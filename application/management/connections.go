@@ -2,12 +2,8 @@ package management
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
@@ -65,10 +61,7 @@ func (s *Service) CreateConnection(ctx context.Context, m Managed, req Connectio
 	if err != nil {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-source-server-url", err.Error())
 	}
-	config := req.Config
-	if config == nil {
-		config = map[string]any{}
-	}
+	config := configOrEmpty(req.Config)
 	sourceKey, err := entry.module.ValidateConfig(entry.kind, config)
 	if err != nil {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-config", err.Error())
@@ -79,13 +72,13 @@ func (s *Service) CreateConnection(ctx context.Context, m Managed, req Connectio
 	if entry.kind.RequiresSecret() && req.Secret == "" {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "secret-required", entry.kind.String())
 	}
-	if len(req.Secret) > maxSecretLength || !utf8.ValidString(req.Secret) {
+	if !validSecret(req.Secret) {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-secret", "")
 	}
 	if req.APIToken != "" && !entry.kind.AcceptsAPIToken() {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, ReasonAPITokenUnsupported, entry.kind.String())
 	}
-	if len(req.APIToken) > maxSecretLength || !utf8.ValidString(req.APIToken) {
+	if !validSecret(req.APIToken) {
 		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-api-token", "")
 	}
 	seal, sealToken := s.sealer(req.Secret, "connection secret"), s.sealer(req.APIToken, "connection api token")
@@ -193,380 +186,23 @@ func (s *Service) sharedSource(c ports.StoredConnection) bool {
 	if !ok {
 		return !c.Kind.HasWebhookURL()
 	}
-	config := c.Config
-	if config == nil {
-		config = map[string]any{}
-	}
-	key, err := entry.module.ValidateConfig(entry.kind, config)
+	key, err := entry.module.ValidateConfig(entry.kind, configOrEmpty(c.Config))
 	if err != nil {
 		return !c.Kind.HasWebhookURL()
 	}
 	return bindsSharedSource(entry.kind, key)
 }
 
-// SetSubscriptions replaces the resources the managed workspace monitors through a connection.
-// Resource types must be among the provider module's ResourceTypes, and ids of the shape its
-// ResourceValidator wants.
-//
-// A connection whose kind has an access checker (GITHUB_PAT) subscribes only to what its own
-// credential can read: every resource is checked with the provider before anything is
-// stored, outside any database transaction (a slow provider holds no lock), and the set is
-// stored VERIFIED only when every check admitted. Other kinds' subscriptions are VERIFIED
-// because their source vouches at admission (an App receives only its installation's
-// deliveries).
-// Errors: ports.ErrNotFound; ports.ErrMalformed ("unknown-resource-type", "invalid-resource",
-// "duplicate-resource", "unsupported-resource", "secret-required"); ports.ErrForbidden
-// ("resource-not-accessible"); ports.ErrUnavailable ("provider-unavailable": no answer,
-// retry); ports.ErrConflict ("unknown-provider") for a connection whose provider module is no
-// longer wired.
-func (s *Service) SetSubscriptions(ctx context.Context, m Managed, id int64, resources []ports.SubscribedResource) ([]ports.SubscribedResource, error) {
-	c, err := s.connections.Connection(ctx, m.ws.ID, id)
-	if err != nil {
-		return nil, fmt.Errorf("connection %d: %w", id, err)
+// configOrEmpty is config, or an empty one for none: a module validates a map, never nil.
+func configOrEmpty(config map[string]any) map[string]any {
+	if config == nil {
+		return map[string]any{}
 	}
-	entry, ok := s.kinds[c.Kind.String()]
-	if !ok {
-		return nil, ports.Reject(ports.ErrConflict, "unknown-provider", c.Kind.String())
-	}
-	types := entry.module.ResourceTypes()
-	seen := make(map[[2]string]bool, len(resources))
-	for _, r := range resources {
-		if !slices.Contains(types, r.Type) {
-			return nil, ports.Reject(ports.ErrMalformed, "unknown-resource-type", r.Type)
-		}
-		if r.ID == "" || len(r.ID) > maxResourceIDLength || len(r.Name) > maxResourceNameLen ||
-			!utf8.ValidString(r.ID) || !utf8.ValidString(r.Name) {
-			return nil, ports.Reject(ports.ErrMalformed, "invalid-resource", r.Type)
-		}
-		if v, ok := entry.module.(ports.ResourceValidator); ok {
-			if err := v.ValidateResource(ports.Resource{Type: r.Type, ID: r.ID}); err != nil {
-				return nil, ports.Reject(ports.ErrMalformed, "invalid-resource", err.Error())
-			}
-		}
-		key := [2]string{r.Type, r.ID}
-		if seen[key] {
-			return nil, ports.Reject(ports.ErrMalformed, "duplicate-resource", r.Type+"/"+r.ID)
-		}
-		seen[key] = true
-	}
-	resources, err = s.verifyAccess(ctx, m, c, resources)
-	if err != nil {
-		return nil, err
-	}
-	set, err := s.connections.ReplaceSubscriptions(ctx, m.ws.ID, id, resources)
-	if err != nil {
-		return nil, fmt.Errorf("replace subscriptions of connection %d: %w", id, err)
-	}
-	return set, nil
+	return config
 }
 
-// maxConcurrentAccessChecks bounds the provider calls one subscription change makes at once.
-const maxConcurrentAccessChecks = 4
-
-// ReasonProviderUnavailable is a 503 (retry): the provider gave no usable answer to a check.
-const ReasonProviderUnavailable = "provider-unavailable"
-
-// verifyAccess checks every resource with c's own credential when c's kind has an access
-// checker, and returns the resources with the access to store. It runs before the
-// subscription transaction and outside any: the provider's answer decides whether the
-// transaction runs at all.
-func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredConnection, resources []ports.SubscribedResource) ([]ports.SubscribedResource, error) {
-	out := make([]ports.SubscribedResource, len(resources))
-	checker, checked := s.checkers[c.Kind.String()]
-	for i, r := range resources {
-		out[i] = ports.SubscribedResource{Type: r.Type, ID: r.ID, Name: r.Name, Access: connection.Verified}
-		if checked && !slices.Contains(checker.ResourceTypes(), r.Type) {
-			return nil, ports.Reject(ports.ErrMalformed, "unsupported-resource", c.Kind.String()+" cannot subscribe to "+r.Type)
-		}
-	}
-	if !checked || len(out) == 0 {
-		return out, nil
-	}
-	credential, err := s.checkCredential(ctx, m, c, checker)
-	if errors.Is(err, ports.ErrUnverifiable) && m.by.InstanceAdmin {
-		return vouched(out), nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer clear(credential)
-
-	infos, errs := checkEach(ctx, checker, ports.AccessTarget{WorkspaceID: m.ws.ID, ConnectionID: c.ID, Credential: credential}, out)
-	checkedAt := s.now().UTC()
-	for i, err := range errs {
-		var rej *ports.RejectedError
-		switch {
-		case err == nil:
-			out[i].AccessCheckedAt = &checkedAt
-			if err := resolveName(&out[i], infos[i]); err != nil {
-				return nil, err
-			}
-		case errors.Is(err, ports.ErrUnverifiable) && m.by.InstanceAdmin:
-			// The server cannot ask (no API root or App key): the instance administrator
-			// vouches, a workspace ADMIN never can.
-			return vouched(out), nil
-		case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
-			return nil, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
-				fmt.Sprintf("%s %s: %s", out[i].Type, out[i].ID, rej.Detail))
-		case errors.Is(err, ports.ErrMalformed):
-			return nil, ports.Reject(ports.ErrMalformed, "invalid-resource", err.Error())
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		default:
-			return nil, &ports.RejectedError{Kind: ports.ErrUnavailable, Reason: ReasonProviderUnavailable,
-				Detail: fmt.Sprintf("%s %s: %v", out[i].Type, out[i].ID, err)}
-		}
-	}
-	return out, nil
-}
-
-// ReasonNameMismatch refuses a subscription whose "name" is not the provider's name of its id:
-// the id decides what is read, and a name is display only, so a name naming another resource
-// is a mistake (or an attempt) the caller hears about (400), never stored.
-const ReasonNameMismatch = "name-mismatch"
-
-// resolveName sets r's name to the provider's (info), refusing a given name that differs from
-// it (case-insensitively: GitHub and Slack names are). An empty given name takes the
-// provider's.
-func resolveName(r *ports.SubscribedResource, info ports.ResourceInfo) error {
-	if info.Name == "" {
-		return nil
-	}
-	if r.Name != "" && !strings.EqualFold(r.Name, info.Name) {
-		return ports.Reject(ports.ErrMalformed, ReasonNameMismatch,
-			fmt.Sprintf("%s %s is %q, not %q: the name is display only and taken from the id", r.Type, r.ID, info.Name, r.Name))
-	}
-	r.Name = info.Name
-	return nil
-}
-
-// ReasonVouched is the access reason of a subscription the server could not verify (no API root
-// or App key configured for the provider, or a connection without the credential a check
-// needs) and the instance administrator stored anyway: VERIFIED, never checked
-// (accessCheckedAt null), rechecked once a check becomes possible. A workspace ADMIN gets 403
-// resource-not-accessible instead.
-const ReasonVouched = "vouched-by-instance-admin"
-
-// vouched marks every resource VERIFIED on the instance administrator's word.
-func vouched(out []ports.SubscribedResource) []ports.SubscribedResource {
-	for i := range out {
-		out[i].AccessReason, out[i].AccessCheckedAt = ReasonVouched, nil
-	}
-	return out
-}
-
-// checkCredential is the stored credential checker checks c's subscriptions with: nil for a
-// checker that finds its own (ports.OwnCredential), else storedCredential's.
-func (s *Service) checkCredential(ctx context.Context, m Managed, c ports.StoredConnection, checker ports.ResourceAccessChecker) ([]byte, error) {
-	if _, own := checker.(ports.OwnCredential); own {
-		return nil, nil
-	}
-	return s.storedCredential(ctx, m, c)
-}
-
-// ReasonAPITokenMissing is the detail of a 403 resource-not-accessible for a subscription of a
-// connection whose kind reads with an API token (GITLAB) that has none yet: nothing can be
-// verified, so nothing is stored; PUT …/api-token first.
-const ReasonAPITokenMissing = "api-token-missing"
-
-// storedCredential opens the credential c's subscriptions are checked with: its provider API
-// token for a kind that accepts one (GITLAB, OUTLINE), else its secret (a PAT, a bot token).
-// The caller clears it. Errors: 403 resource-not-accessible "api-token-missing", 400
-// secret-required, ErrNotFound, a secret that does not open.
-func (s *Service) storedCredential(ctx context.Context, m Managed, c ports.StoredConnection) ([]byte, error) {
-	read, what := s.connections.SealedSecret, "secret"
-	if c.Kind.AcceptsAPIToken() {
-		read, what = s.connections.SealedAPIToken, "api token"
-	}
-	sealed, err := read(ctx, m.ws.ID, c.ID)
-	if err != nil {
-		return nil, fmt.Errorf("%s of connection %d: %w", what, c.ID, err)
-	}
-	switch {
-	case sealed == nil && c.Kind.AcceptsAPIToken():
-		return nil, fmt.Errorf("%w: %w", ports.ErrUnverifiable, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
-			ReasonAPITokenMissing+": "+c.Kind.String()+" has no API token to verify access with; set it with PUT …/api-token first"))
-	case sealed == nil && c.Kind.RequiresSecret():
-		return nil, ports.Reject(ports.ErrMalformed, "secret-required", c.Kind.String()+" has no token to check access with")
-	case sealed == nil:
-		// A SLACK connection the instance administrator created without a bot token.
-		return nil, fmt.Errorf("%w: %w", ports.ErrUnverifiable, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
-			ReasonTokenMissing+": "+c.Kind.String()+" has no token to verify access with"))
-	}
-	credential, err := s.secrets.Open(c.ID, sealed)
-	if err != nil {
-		return nil, fmt.Errorf("open %s of connection %d: %w", what, c.ID, err)
-	}
-	return credential, nil
-}
-
-// Subscriptions reads the resources the managed workspace monitors through a connection,
-// with their access. Errors: ports.ErrNotFound.
-func (s *Service) Subscriptions(ctx context.Context, m Managed, id int64) ([]ports.SubscribedResource, error) {
-	set, err := s.connections.Subscriptions(ctx, m.ws.ID, id)
-	if err != nil {
-		return nil, fmt.Errorf("subscriptions of connection %d: %w", id, err)
-	}
-	return set, nil
-}
-
-// ConnectionAccess is what a connection of a kind with an access checker shows as its access:
-// UNVERIFIED with reason "token-missing" when it has no credential (it receives nothing),
-// VERIFIED otherwise (each subscription then shows its own access). Empty for other kinds.
-func (s *Service) ConnectionAccess(c ports.StoredConnection) (access connection.Access, reason string) {
-	checker, checked := s.checkers[c.Kind.String()]
-	if !checked {
-		return connection.Access{}, ""
-	}
-	if _, own := checker.(ports.OwnCredential); own {
-		// Its credential is minted for its installation, not stored: nothing to show.
-		return connection.Access{}, ""
-	}
-	if c.Kind.AcceptsAPIToken() && !c.HasAPIToken {
-		return connection.Unverified, ReasonAPITokenMissing
-	}
-	if !c.Kind.AcceptsAPIToken() && !c.HasSecret {
-		return connection.Unverified, ReasonTokenMissing
-	}
-	return connection.Verified, ""
-}
-
-// ReasonTokenMissing is the access reason of a connection, and of its subscriptions, that
-// has no credential to check access with.
-const ReasonTokenMissing = "token-missing"
-
-// checkEach checks every resource for target, at most maxConcurrentAccessChecks at once, and
-// returns each check's answer and error.
-func checkEach(ctx context.Context, checker ports.ResourceAccessChecker, target ports.AccessTarget, resources []ports.SubscribedResource) ([]ports.ResourceInfo, []error) {
-	infos, errs := make([]ports.ResourceInfo, len(resources)), make([]error, len(resources))
-	sem := make(chan struct{}, maxConcurrentAccessChecks)
-	var wg sync.WaitGroup
-	for i := range resources {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			infos[i], errs[i] = checker.CheckAccess(ctx, target, ports.Resource{Type: resources[i].Type, ID: resources[i].ID})
-		}()
-	}
-	wg.Wait()
-	return infos, errs
-}
-
-// ReasonTokenChanged is the access reason of a subscription set while its connection's token
-// was being replaced: it was checked with the old token, so the recheck checks it again.
-const ReasonTokenChanged = "token-changed"
-
-// ReplaceSecret sets a connection's secret (a GitLab token or signing key, an Outline signing
-// secret, a PAT), for kinds that carry one. Its config_version moves, so a delivery verified
-// with the old secret while the change commits is answered 503 and retried.
-//
-// For a kind with an access checker (GITHUB_PAT) every current subscription is checked with
-// the new token first, outside any transaction, and stored with its verdict in the same
-// transaction as the token: VERIFIED, or REVOKED with the provider's cause. This is how a PAT
-// connection without a token (migration 00010: UNVERIFIED token-missing) starts receiving.
-// Errors: ports.ErrNotFound; ports.ErrMalformed ("secret-not-supported", "secret-required",
-// "invalid-secret"); ports.ErrUnavailable ("provider-unavailable": nothing stored, retry).
-func (s *Service) ReplaceSecret(ctx context.Context, m Managed, id int64, secret string) (ports.StoredConnection, error) {
-	c, err := s.connections.Connection(ctx, m.ws.ID, id)
-	if err != nil {
-		return ports.StoredConnection{}, fmt.Errorf("connection %d: %w", id, err)
-	}
-	switch {
-	case !c.Kind.RequiresSecret():
-		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "secret-not-supported", c.Kind.String())
-	case secret == "":
-		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "secret-required", c.Kind.String())
-	case len(secret) > maxSecretLength || !utf8.ValidString(secret):
-		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-secret", "")
-	}
-	var access []ports.SubscribedResource
-	if checker, checked := s.checkers[c.Kind.String()]; checked && !c.Kind.AcceptsAPIToken() {
-		if access, err = s.recheckWith(ctx, m, id, checker, []byte(secret)); err != nil {
-			return ports.StoredConnection{}, err
-		}
-	}
-	sealed, err := s.secrets.Seal(id, []byte(secret))
-	if err != nil {
-		return ports.StoredConnection{}, fmt.Errorf("seal connection secret: %w", err)
-	}
-	out, err := s.connections.ReplaceSecret(ctx, m.ws.ID, id, sealed, access, ReasonTokenChanged)
-	if err != nil {
-		return ports.StoredConnection{}, fmt.Errorf("replace secret of connection %d: %w", id, err)
-	}
-	return out, nil
-}
-
-// recheckWith checks every current subscription of connection id with a new credential,
-// outside any transaction, and returns the verdicts to store with it: VERIFIED, or REVOKED
-// with the provider's cause. Errors: ports.ErrUnavailable ("provider-unavailable": no answer,
-// nothing is stored); the context's error.
-func (s *Service) recheckWith(ctx context.Context, m Managed, id int64, checker ports.ResourceAccessChecker, credential []byte) ([]ports.SubscribedResource, error) {
-	set, err := s.connections.Subscriptions(ctx, m.ws.ID, id)
-	if err != nil {
-		return nil, fmt.Errorf("subscriptions of connection %d: %w", id, err)
-	}
-	access := make([]ports.SubscribedResource, 0, len(set))
-	_, errs := checkEach(ctx, checker, ports.AccessTarget{WorkspaceID: m.ws.ID, ConnectionID: id, Credential: credential}, set)
-	checkedAt := s.now().UTC()
-	for i, r := range set {
-		v := ports.SubscribedResource{Type: r.Type, ID: r.ID, Access: connection.Verified, AccessCheckedAt: &checkedAt}
-		var rej *ports.RejectedError
-		switch err := errs[i]; {
-		case err == nil:
-		case errors.Is(err, ports.ErrUnverifiable):
-			// The server cannot ask: the subscription keeps the access it had.
-			v.Access, v.AccessReason, v.AccessCheckedAt = r.Access, r.AccessReason, r.AccessCheckedAt
-		case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
-			v.Access, v.AccessReason = connection.Revoked, rej.Detail
-		case errors.Is(err, ports.ErrMalformed):
-			v.Access, v.AccessReason = connection.Revoked, "unsupported-resource"
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		default:
-			return nil, &ports.RejectedError{Kind: ports.ErrUnavailable, Reason: ReasonProviderUnavailable,
-				Detail: fmt.Sprintf("%s %s: %v", r.Type, r.ID, err)}
-		}
-		access = append(access, v)
-	}
-	return access, nil
-}
-
-// ReplaceAPIToken sets the provider API token of a connection whose kind accepts one (a GitLab
-// token with read_api, an Outline API key), under the connection's lifecycle lock. It is
-// sealed for the connection and never shown; the connection's reads (sync jobs, handlers) use
-// it. For a kind whose subscriptions are checked with it (GITLAB), every current subscription
-// is checked with the new token first, outside any transaction, and stored with its verdict in
-// the token's transaction (as ReplaceSecret does for a PAT): this is how a GitLab connection's
-// subscriptions become VERIFIED.
-// Errors: ports.ErrNotFound; ports.ErrMalformed ("api-token-unsupported", "api-token-required",
-// "invalid-api-token"); ports.ErrUnavailable ("provider-unavailable": nothing stored, retry).
-func (s *Service) ReplaceAPIToken(ctx context.Context, m Managed, id int64, token string) (ports.StoredConnection, error) {
-	c, err := s.connections.Connection(ctx, m.ws.ID, id)
-	if err != nil {
-		return ports.StoredConnection{}, fmt.Errorf("connection %d: %w", id, err)
-	}
-	switch {
-	case !c.Kind.AcceptsAPIToken():
-		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, ReasonAPITokenUnsupported, c.Kind.String())
-	case token == "":
-		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "api-token-required", c.Kind.String())
-	case len(token) > maxSecretLength || !utf8.ValidString(token):
-		return ports.StoredConnection{}, ports.Reject(ports.ErrMalformed, "invalid-api-token", "")
-	}
-	var access []ports.SubscribedResource
-	if checker, checked := s.checkers[c.Kind.String()]; checked {
-		if access, err = s.recheckWith(ctx, m, id, checker, []byte(token)); err != nil {
-			return ports.StoredConnection{}, err
-		}
-	}
-	sealed, err := s.secrets.Seal(id, []byte(token))
-	if err != nil {
-		return ports.StoredConnection{}, fmt.Errorf("seal connection api token: %w", err)
-	}
-	out, err := s.connections.ReplaceAPIToken(ctx, m.ws.ID, id, sealed, access, ReasonTokenChanged)
-	if err != nil {
-		return ports.StoredConnection{}, fmt.Errorf("replace api token of connection %d: %w", id, err)
-	}
-	return out, nil
+// validSecret reports whether a secret or API token is within what a caller may store (at most
+// maxSecretLength bytes of UTF-8).
+func validSecret(value string) bool {
+	return len(value) <= maxSecretLength && utf8.ValidString(value)
 }

@@ -188,12 +188,29 @@ func (g *mixGenerator) sha() string {
 	return hex.EncodeToString(b[:])
 }
 
-// clone deep-copies a decoded JSON document.
+// clone deep-copies a decoded JSON document (objects, arrays and their scalar values), so
+// a delivery can rewrite it without touching the corpus.
 func clone(doc map[string]any) map[string]any {
-	b, _ := json.Marshal(doc)
-	var out map[string]any
-	_ = json.Unmarshal(b, &out)
+	out := make(map[string]any, len(doc))
+	for k, v := range doc {
+		out[k] = cloneValue(v)
+	}
 	return out
+}
+
+// cloneValue deep-copies one decoded JSON value; a scalar is a copy already.
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return clone(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = cloneValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 func obj(doc map[string]any, key string) map[string]any {

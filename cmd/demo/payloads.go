@@ -1,231 +1,22 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	mrand "math/rand/v2"
-	"net/http"
 	"strconv"
-	"strings"
 	"time"
 )
 
-// scenario holds the ids of one demo run. Every provider id is random, so a run never shares a
-// resource with an earlier run on the same server: a GitHub delivery is stored for every
-// workspace that subscribes to its repository, so fixed ids would reach old demo workspaces.
-type scenario struct {
-	suffix string
-	slug   string
-	now    time.Time
-
-	// GitHub
-	installationID int64
-	orgID          int64
-	orgLogin       string
-	repoID         int64
-	repoName       string
-	issueID        int64
-	issueNumber    int
-	issueTitle     string
-	labelID        int64
-	badIssueNumber int
-	beforeSHA      string
-	commitSHAs     [2]string
-	commitMessages [2]string
-
-	// GitLab
-	gitlabURL      string
-	gitlabSecret   string
-	gitlabGroupID  int64
-	projectID      int64
-	projectPath    string
-	glIssueID      int64
-	glIssueIID     int
-	mrID           int64
-	mrIID          int
-	mrTitle        string
-	mrHeadSHA      string
-	gitlabUserID   int64
-	gitlabUsername string
-
-	// Slack
-	teamID      string
-	appID       string
-	botUserID   string
-	personID    string
-	channelID   string
-	channelName string
-	messageTS   string
-	messageText string
-
-	// Outline
-	outlineURL    string
-	outlineSecret string
-	collectionID  string
-	documentID    string
-	documentTitle string
-	actorID       string
-}
-
-func newScenario(now time.Time) scenario {
-	suffix := strings.ToLower(randomText(6))
-	s := scenario{
-		suffix: suffix,
-		slug:   "demo-" + suffix,
-		now:    now.UTC().Truncate(time.Second),
-
-		installationID: randomID(10_000_000, 99_999_999),
-		orgID:          randomID(100_000_000, 999_999_999),
-		orgLogin:       "demo-org-" + suffix,
-		repoID:         randomID(100_000_000, 999_999_999),
-		repoName:       "hello-hephaestus",
-		issueID:        randomID(1_000_000_000, 2_999_999_999),
-		issueNumber:    42,
-		issueTitle:     "Build badge shows a failing build on main",
-		labelID:        randomID(1_000_000_000, 2_999_999_999),
-		badIssueNumber: 43,
-		beforeSHA:      randomSHA(),
-		commitSHAs:     [2]string{randomSHA(), randomSHA()},
-		commitMessages: [2]string{"Fix the build badge URL", "Document the release checklist"},
-
-		gitlabURL:      "https://gitlab.com",
-		gitlabSecret:   "glwt-" + randomText(24),
-		gitlabGroupID:  randomID(10_000_000, 99_999_999),
-		projectID:      randomID(10_000_000, 99_999_999),
-		glIssueID:      randomID(100_000_000, 999_999_999),
-		glIssueIID:     12,
-		mrID:           randomID(100_000_000, 999_999_999),
-		mrIID:          7,
-		mrTitle:        "Draft the onboarding guide",
-		mrHeadSHA:      randomSHA(),
-		gitlabUserID:   randomID(1_000_000, 9_999_999),
-		gitlabUsername: "ana.lopez",
-
-		teamID:      "T" + randomText(10),
-		appID:       "A" + randomText(10),
-		botUserID:   "U" + randomText(10),
-		personID:    "U" + randomText(10),
-		channelID:   "C" + randomText(10),
-		channelName: "demo-" + suffix,
-		messageText: "Deploy of hello-hephaestus finished, the badge is green again :tada:",
-
-		outlineURL:    "https://app.getoutline.com",
-		outlineSecret: "ol_whs_" + randomText(24),
-		collectionID:  uuid(),
-		documentID:    uuid(),
-		documentTitle: "Release checklist",
-		actorID:       uuid(),
-	}
-	s.projectPath = "demo-group-" + suffix + "/onboarding"
-	s.messageTS = fmt.Sprintf("%d.%06d", s.now.Unix(), randomID(1, 999_999))
-	return s
-}
-
-// delivery is one webhook request the demo sends.
-type delivery struct {
-	provider string // GITHUB, GITLAB, SLACK, OUTLINE
-	event    string // as the table shows it
-	key      string // the delivery key the server derives
-	path     string
-	body     []byte
-	// headers signs body at send time.
-	headers func(body []byte) http.Header
-	// good: it must be stored once and end DONE; otherwise it must end DEAD (bad) or, for a
-	// duplicate, store nothing.
-	good      bool
-	bad       bool
-	duplicate bool
-}
-
-// deliveries builds the signed deliveries of the run, in the order they are sent. The Slack
-// consent event comes before the channel message: both are in the channel's scope, which the
-// claimers handle in arrival order.
-func (s scenario) deliveries(cfg demoConfig, gitlabConn, outlineConn int64) []delivery {
-	gh := func(event, key string) func([]byte) http.Header {
-		return func(body []byte) http.Header {
-			h := http.Header{}
-			h.Set("Content-Type", "application/json")
-			h.Set("User-Agent", "GitHub-Hookshot/a1b2c3d")
-			h.Set("X-GitHub-Event", event)
-			h.Set("X-GitHub-Delivery", key)
-			h.Set("X-GitHub-Hook-ID", "498765432")
-			if cfg.GitHubAppID != "" {
-				h.Set("X-GitHub-Hook-Installation-Target-Type", "integration")
-				h.Set("X-GitHub-Hook-Installation-Target-ID", cfg.GitHubAppID)
-			}
-			h.Set("X-Hub-Signature-256", signGitHub(cfg.GitHubWebhookSecret, body))
-			return h
-		}
-	}
-	gl := func(event, key string) func([]byte) http.Header {
-		return func([]byte) http.Header {
-			h := http.Header{}
-			h.Set("Content-Type", "application/json")
-			h.Set("User-Agent", "GitLab/17.8.1")
-			h.Set("X-Gitlab-Event", event)
-			h.Set("X-Gitlab-Event-UUID", key)
-			h.Set("Idempotency-Key", key)
-			h.Set("X-Gitlab-Instance", s.gitlabURL)
-			h.Set("X-Gitlab-Webhook-UUID", "5b6a2e55-3b1f-4a4c-9d1e-2f8c0e7a9b10")
-			h.Set("X-Gitlab-Token", s.gitlabSecret)
-			return h
-		}
-	}
-	sl := func(body []byte) http.Header {
-		ts := time.Now().Unix()
-		h := http.Header{}
-		h.Set("Content-Type", "application/json")
-		h.Set("User-Agent", "Slackbot 1.0 (+https://api.slack.com/robots)")
-		h.Set("X-Slack-Request-Timestamp", strconv.FormatInt(ts, 10))
-		h.Set("X-Slack-Signature", signSlack(cfg.SlackSigningSecret, ts, body))
-		return h
-	}
-	ol := func(body []byte) http.Header {
-		h := http.Header{}
-		h.Set("Content-Type", "application/json")
-		h.Set("User-Agent", "Outline-Webhooks")
-		h.Set("Outline-Signature", signOutline(s.outlineSecret, time.Now(), body))
-		return h
-	}
-
-	issueKey, pushKey, badKey := uuid(), uuid(), uuid()
-	glIssueKey, mrKey := uuid(), uuid()
-	joinKey, messageKey := "Ev"+randomText(10), "Ev"+randomText(10)
-	outlineKey := uuid()
-	glPath := "/webhooks/gitlab/" + strconv.FormatInt(gitlabConn, 10)
-	olPath := "/webhooks/outline/" + strconv.FormatInt(outlineConn, 10)
-
-	issue := delivery{provider: "GITHUB", event: "issues (opened)", key: issueKey, path: "/webhooks/github",
-		body: s.githubIssueOpened(), headers: gh("issues", issueKey), good: true}
-	return []delivery{
-		issue,
-		{provider: "GITHUB", event: "push (2 commits)", key: pushKey, path: "/webhooks/github",
-			body: s.githubPush(), headers: gh("push", pushKey), good: true},
-		{provider: "GITHUB", event: "issues (issue not an object)", key: badKey, path: "/webhooks/github",
-			body: s.githubBrokenIssue(), headers: gh("issues", badKey), bad: true},
-		{provider: "GITLAB", event: "Issue Hook (open)", key: glIssueKey, path: glPath,
-			body: s.gitlabIssue(), headers: gl("Issue Hook", glIssueKey), good: true},
-		{provider: "GITLAB", event: "Merge Request Hook (open)", key: mrKey, path: glPath,
-			body: s.gitlabMergeRequest(), headers: gl("Merge Request Hook", mrKey), good: true},
-		{provider: "SLACK", event: "member_joined_channel (the app's bot)", key: joinKey, path: "/webhooks/slack",
-			body: s.slackBotJoined(joinKey), headers: sl, good: true},
-		{provider: "SLACK", event: "message (channel)", key: messageKey, path: "/webhooks/slack",
-			body: s.slackMessage(messageKey), headers: sl, good: true},
-		{provider: "OUTLINE", event: "documents.update", key: outlineKey, path: olPath,
-			body: s.outlineDocumentUpdate(outlineKey), headers: ol, good: true},
-		{provider: "GITHUB", event: "issues (opened), redelivered", key: issueKey, path: "/webhooks/github",
-			body: issue.body, headers: issue.headers, duplicate: true},
-	}
-}
+// The bodies of the deliveries, shaped as each provider writes them, with the scenario's ids.
 
 // GitHub
 
+// ghTime is a GitHub timestamp d from the scenario's now.
 func (s scenario) ghTime(d time.Duration) string { return s.now.Add(d).Format(time.RFC3339) }
 
+// fullName is the repository's owner/name.
 func (s scenario) fullName() string { return s.orgLogin + "/" + s.repoName }
 
+// ghUser is a GitHub user object.
 func ghUser(login string, id int64) map[string]any {
 	return map[string]any{
 		"login": login, "id": id, "node_id": "MDQ6VXNlcj" + strconv.FormatInt(id, 10),
@@ -332,6 +123,7 @@ func (s scenario) githubPush() []byte {
 
 // GitLab
 
+// glTime is a GitLab timestamp d from the scenario's now.
 func (s scenario) glTime(d time.Duration) string {
 	return s.now.Add(d).Format("2006-01-02 15:04:05 MST")
 }
@@ -465,41 +257,4 @@ func (s scenario) outlineDocumentUpdate(id string) []byte {
 			},
 		},
 	})
-}
-
-// Random values.
-
-// randomText is n characters of [A-Z2-7], from crypto/rand.
-func randomText(n int) string {
-	var out strings.Builder
-	for out.Len() < n {
-		out.WriteString(rand.Text())
-	}
-	return out.String()[:n]
-}
-
-func randomID(lo, hi int64) int64 { return lo + mrand.Int64N(hi-lo+1) }
-
-func randomSHA() string {
-	var b [20]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// uuid is a random (version 4) UUID.
-func uuid() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("demo payload: %v", err))
-	}
-	return b
 }

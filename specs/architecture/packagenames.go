@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,25 +24,7 @@ func CheckPackageNames(moduleRoot, modulePath string) ([]NameClash, error) {
 	pkgOf := map[string]string{}   // directory -> package name
 	var aliases []NameClash
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(moduleRoot, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if p != moduleRoot && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") {
-			return nil
-		}
-		rel, err := filepath.Rel(moduleRoot, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
+	err := walkGoFiles(moduleRoot, func(p, rel string) error {
 		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
 		if err != nil {
 			return fmt.Errorf("parse %s: %w", rel, err)

@@ -157,9 +157,10 @@ var _ = Describe("Claiming visits scopes, not rows", func() {
 			_, err := pool.Exec(ctx, `
 				INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject,
 				                            payload, state, ended_at, received_at)
-				SELECT $1, 'GITHUB', 'issues', 'done-' || g, s.scope_key, 'github:repository:x', '{}', 'DONE', now(), now()
-				FROM generate_series(1, 200000) g
-				JOIN LATERAL (SELECT scope_key FROM provider_event_scope ORDER BY scope_key OFFSET g % 300 LIMIT 1) s ON true`, ws)
+				SELECT $1, 'GITHUB', 'issues', 'done-' || g, s.keys[g % 300 + 1], 'github:repository:x', '{}', 'DONE', now(), now()
+				FROM generate_series(1, 200000) g,
+				     (SELECT array_agg(scope_key ORDER BY scope_key) AS keys FROM provider_event_scope) s
+				WHERE g % 300 < cardinality(s.keys)`, ws)
 			Expect(err).NotTo(HaveOccurred())
 			_, err = pool.Exec(ctx, `ANALYZE provider_event; ANALYZE provider_event_scope`)
 			Expect(err).NotTo(HaveOccurred())

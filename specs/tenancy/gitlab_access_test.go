@@ -125,6 +125,17 @@ var _ = Describe("A GitLab subscription is verified with the connection's own AP
 		Expect(call(http.MethodPut, connectionPath("globex", glA, "api-token"), adminB, map[string]any{"token": "x"}).Status).To(Equal(http.StatusNotFound))
 	})
 
+	It("keeps its subscriptions' access when the webhook secret changes: only the API token checks them", func(ctx SpecContext) {
+		Expect(subscribe("acme", adminToken, glA, project("7")).Status).To(Equal(http.StatusOK))
+		r := call(http.MethodPut, connectionPath("acme", glA, "secret"), adminToken, map[string]any{"secret": "webhook-token-acme-2"})
+		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
+		for _, c := range fakeGitLab.recorded() {
+			Expect(c.Token).To(Equal("glpat-acme"), "only the API token reads GitLab: %+v", c)
+		}
+		Expect(column(ctx, `SELECT resource_type || ':' || access FROM connection_subscription WHERE workspace_id = $1`, wsA)).
+			To(Equal([]string{"project:VERIFIED"}))
+	})
+
 	It("is rechecked periodically with the connection's API token: access the token lost becomes REVOKED, a connection without a token is left alone", func(ctx SpecContext) {
 		Expect(subscribe("acme", adminToken, glA, project("7")).Status).To(Equal(http.StatusOK))
 		bare := gitlabConnection("globex", adminB, "")

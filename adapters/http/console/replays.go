@@ -299,11 +299,7 @@ func (c *console) startReplay(g *gin.Context) {
 // cancelReplay cancels a RUNNING job (ADMIN or instance administrator, as POST …/cancel) and
 // goes back to the page; a job of another workspace is not found (404), an ended one is 409.
 func (c *console) cancelReplay(g *gin.Context) {
-	m, ok := c.manage(g)
-	if !ok {
-		return
-	}
-	id, ok := c.pathID(g)
+	m, id, ok := c.manageRow(g)
 	if !ok {
 		return
 	}

@@ -189,11 +189,7 @@ func (c *console) restartSync(g *gin.Context) {
 		c.fail(g, ports.ErrNotFound)
 		return
 	}
-	m, ok := c.manage(g)
-	if !ok {
-		return
-	}
-	id, ok := c.pathID(g)
+	m, id, ok := c.manageRow(g)
 	if !ok {
 		return
 	}
