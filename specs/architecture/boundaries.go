@@ -177,6 +177,9 @@ func violatedRule(file, imp, modulePath string) string {
 		if p, ok := handlerProvider(dir); ok && (within("adapters/postgres", "adapters/"+p+"/"+p+"mirror") || hasPrefix(imp, "github.com/jackc/pgx")) {
 			return "provider handlers write through ports only, never adapters/postgres, their mirror package or pgx"
 		}
+		if providerPackage(dir, "mirror") && within("adapters/postgres") {
+			return "provider mirror stores write through adapters/sqlkit, never adapters/postgres"
+		}
 	}
 	return ""
 }
@@ -189,6 +192,12 @@ func handlerProvider(dir string) (string, bool) {
 		return parts[1], true
 	}
 	return "", false
+}
+
+// providerPackage reports whether dir is adapters/<provider>/<provider><kind> or below it.
+func providerPackage(dir, kind string) bool {
+	parts := strings.Split(dir, "/")
+	return len(parts) >= 3 && parts[0] == "adapters" && parts[2] == parts[1]+kind
 }
 
 // IsStdlib reports whether imp is a standard library path: its first element has no dot

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -81,7 +81,7 @@ func (s *Store) publishTeardown(ctx context.Context, tx ports.Tx, ws, conn int64
 var (
 	changedRow = `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` + pgutil.MirrorVersion("t")
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` + sqlkit.MirrorVersion("t")
 
 	upsertIssueReportingChange = `
 WITH prior AS (SELECT * FROM github_issue WHERE workspace_id = $1 AND id = $2)` + upsertIssue + changedRow
@@ -105,7 +105,7 @@ WITH prior AS (SELECT * FROM github_commit WHERE workspace_id = $1 AND repositor
 		WHERE i.workspace_id = $1 AND i.id = $2`
 	readPullRequestView = `
 		SELECT p.id, p.number, p.title, p.state, p.draft, p.merged, u.login, p.head_ref, p.head_sha, p.base_ref,
-		       p.html_url, c.state, p.created_at, p.source_updated_at, p.closed_at, p.merged_at, ` + pgutil.MirrorVersion("p") + `
+		       p.html_url, c.state, p.created_at, p.source_updated_at, p.closed_at, p.merged_at, ` + sqlkit.MirrorVersion("p") + `
 		FROM github_pull_request p
 		LEFT JOIN github_user u ON u.workspace_id = p.workspace_id AND u.id = p.author_id
 		LEFT JOIN github_pull_request_checks c ON c.workspace_id = p.workspace_id AND c.pull_request_id = p.id
@@ -123,7 +123,7 @@ func upsertReportingChange(ctx context.Context, tx pgx.Tx, op, sql string, args 
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, false, "", nil // lost to the version rule
 	}
-	return changed, deleted, version, pgutil.Interpret(op, err)
+	return changed, deleted, version, sqlkit.Interpret(op, err)
 }
 
 // publish publishes a change of the entity whose stored version is version.
@@ -155,7 +155,7 @@ func (s *Store) upsertIssuePublishing(ctx context.Context, tx ports.Tx, ws int64
 	err = ptx.QueryRow(ctx, readIssueView, ws, id).Scan(&i.ID, &i.Number, &i.Title, &i.State, &i.StateReason, &i.Locked,
 		&i.AuthorLogin, &i.Labels, &i.CommentCount, &i.HTMLURL, &created, &updated, &closedAt)
 	if err != nil {
-		return pgutil.Interpret("read github issue", err)
+		return sqlkit.Interpret("read github issue", err)
 	}
 	i.CreatedAt, i.UpdatedAt, i.ClosedAt = timeOf(created), timeOf(updated), timeOf(closedAt)
 	if i.Labels == nil {
@@ -183,7 +183,7 @@ func (s *Store) publishPullRequest(ctx context.Context, ptx pgx.Tx, tx ports.Tx,
 		&p.AuthorLogin, &p.HeadRef, &p.HeadSHA, &p.BaseRef, &p.HTMLURL, &p.ChecksState, &created, &updated, &closedAt, &merged,
 		&version)
 	if err != nil {
-		return pgutil.Interpret("read github pull request", err)
+		return sqlkit.Interpret("read github pull request", err)
 	}
 	p.CreatedAt, p.UpdatedAt, p.ClosedAt, p.MergedAt = timeOf(created), timeOf(updated), timeOf(closedAt), timeOf(merged)
 	return s.publish(ctx, tx, ws, PullRequestUpserted, "github:pull_request:"+strconv.FormatInt(id, 10), version, s.feed.views.PullRequest(p))
@@ -205,7 +205,7 @@ func (s *Store) upsertCommitPublishing(ctx context.Context, tx ports.Tx, ws int6
 	err = ptx.QueryRow(ctx, readCommitView, ws, repositoryID, sha).Scan(&c.SHA, &c.Message, &c.AuthorName, &c.AuthorLogin,
 		&committed, &c.HTMLURL)
 	if err != nil {
-		return pgutil.Interpret("read github commit", err)
+		return sqlkit.Interpret("read github commit", err)
 	}
 	c.CommittedAt = timeOf(committed)
 	return s.publish(ctx, tx, ws, CommitUpserted,

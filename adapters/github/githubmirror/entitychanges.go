@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -381,7 +381,7 @@ func (s *Store) writeEntity(ctx context.Context, tx ports.Tx, ws int64, plain st
 func readView[R any](ctx context.Context, ptx pgx.Tx, op, sql string, args []any, scan func(pgx.Row) (R, error), shape func(R) any) (any, error) {
 	r, err := scan(ptx.QueryRow(ctx, sql, args...))
 	if err != nil {
-		return nil, pgutil.Interpret(op, err)
+		return nil, sqlkit.Interpret(op, err)
 	}
 	return shape(r), nil
 }
@@ -659,7 +659,7 @@ func (s *Store) refreshChecksPublishing(ctx context.Context, tx ports.Tx, ws, pu
 		return nil // the pull request is not mirrored, or its check state stayed
 	}
 	if err != nil {
-		return pgutil.Interpret("refresh github pull request checks", err)
+		return sqlkit.Interpret("refresh github pull request checks", err)
 	}
 	return s.publishPullRequest(ctx, ptx, tx, ws, pullRequestID)
 }

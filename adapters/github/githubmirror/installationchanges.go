@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -52,7 +52,7 @@ var removeInstallationRepositoriesReporting = `
 WITH prior AS (SELECT repository_id FROM github_installation_repository
 	WHERE workspace_id = $1 AND installation_id = $2 AND NOT deleted)` + removeInstallationRepositories + `
 RETURNING installation_id, repository_id, full_name, private, deleted,
-	repository_id IN (SELECT repository_id FROM prior), ` + pgutil.MirrorVersion("github_installation_repository")
+	repository_id IN (SELECT repository_id FROM prior), ` + sqlkit.MirrorVersion("github_installation_repository")
 
 func installationRepositorySubject(installationID, repositoryID int64) string {
 	return "github:installation_repository:" + strconv.FormatInt(installationID, 10) + ":" + strconv.FormatInt(repositoryID, 10)
@@ -91,7 +91,7 @@ func (s *Store) removeInstallationRepositoriesPublishing(ctx context.Context, tx
 		return r, err
 	})
 	if err != nil {
-		return pgutil.Interpret("remove github installation repositories", err)
+		return sqlkit.Interpret("remove github installation repositories", err)
 	}
 	for _, r := range out {
 		if !r.live {

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -44,8 +44,8 @@ const (
 //
 // Parameters: @workspaces (bigint[]), @ids the person's GitHub ids (bigint[]), @logins their
 // logins, @emails their e-mail addresses (text[], lower case), and the text parameters of
-// pgutil.TextArgs (@names: the display names their commits carry).
-var githubPersonData = []pgutil.PersonRule{
+// sqlkit.TextArgs (@names: the display names their commits carry).
+var githubPersonData = []sqlkit.PersonRule{
 	// The person's own rows.
 	{Table: "github_user", Where: `id = ANY(@ids) OR lower(login) = ANY(@logins)`},
 	{Table: "github_organization_member", Where: `user_id = ANY(@ids)`},
@@ -74,25 +74,25 @@ var githubPersonData = []pgutil.PersonRule{
 		author_login = CASE WHEN ` + authorIs + ` THEN '` + GhostLogin + `' ELSE author_login END,
 		committer_name = CASE WHEN ` + committerIs + ` THEN '' ELSE committer_name END,
 		committer_email = CASE WHEN ` + committerIs + ` THEN '' ELSE committer_email END`},
-	// Free text around the person (pgutil.TextRule): their @mentions in other people's text
+	// Free text around the person (sqlkit.TextRule): their @mentions in other people's text
 	// become @ghost, trailer lines naming them go, and a repository they own keeps its id and
 	// name with the ghost as the owner segment of its full name and of every URL under it.
-	pgutil.TextRule("github_repository", []string{"description"}, []string{"full_name", "html_url"}, GhostLogin),
-	pgutil.TextRule("github_installation_repository", nil, []string{"full_name"}, GhostLogin),
-	pgutil.TextRule("github_issue", []string{"title", "body"}, []string{"html_url"}, GhostLogin),
-	pgutil.TextRule("github_pull_request", []string{"title", "body"}, []string{"html_url"}, GhostLogin),
-	pgutil.TextRule("github_issue_comment", []string{"body"}, []string{"html_url"}, GhostLogin),
-	pgutil.TextRule("github_review", []string{"body"}, nil, GhostLogin),
-	pgutil.TextRule("github_review_comment", []string{"body"}, nil, GhostLogin),
-	pgutil.TextRule("github_commit", []string{"message"}, []string{"html_url"}, GhostLogin),
-	pgutil.TextRule("github_commit_status", []string{"description"}, []string{"target_url"}, GhostLogin),
-	pgutil.TextRule("github_milestone", []string{"title", "description"}, nil, GhostLogin),
-	pgutil.TextRule("github_organization", []string{"description"}, nil, GhostLogin),
-	pgutil.TextRule("github_team", []string{"description"}, nil, GhostLogin),
+	sqlkit.TextRule("github_repository", []string{"description"}, []string{"full_name", "html_url"}, GhostLogin),
+	sqlkit.TextRule("github_installation_repository", nil, []string{"full_name"}, GhostLogin),
+	sqlkit.TextRule("github_issue", []string{"title", "body"}, []string{"html_url"}, GhostLogin),
+	sqlkit.TextRule("github_pull_request", []string{"title", "body"}, []string{"html_url"}, GhostLogin),
+	sqlkit.TextRule("github_issue_comment", []string{"body"}, []string{"html_url"}, GhostLogin),
+	sqlkit.TextRule("github_review", []string{"body"}, nil, GhostLogin),
+	sqlkit.TextRule("github_review_comment", []string{"body"}, nil, GhostLogin),
+	sqlkit.TextRule("github_commit", []string{"message"}, []string{"html_url"}, GhostLogin),
+	sqlkit.TextRule("github_commit_status", []string{"description"}, []string{"target_url"}, GhostLogin),
+	sqlkit.TextRule("github_milestone", []string{"title", "description"}, nil, GhostLogin),
+	sqlkit.TextRule("github_organization", []string{"description"}, nil, GhostLogin),
+	sqlkit.TextRule("github_team", []string{"description"}, nil, GhostLogin),
 	// A repository subscription named by the person's repository keeps its id and loses the
 	// name (the backfill resolves a nameless subscription by id); an organization backfill's
 	// cursor names its current repository by full name.
-	{Table: "connection_subscription", Where: `provider = 'GITHUB' AND resource_type = 'repository' AND ` + pgutil.PathNamesPerson("name"), Set: `name = ''`},
+	{Table: "connection_subscription", Where: `provider = 'GITHUB' AND resource_type = 'repository' AND ` + sqlkit.PathNamesPerson("name"), Set: `name = ''`},
 	{Table: "sync_job", Where: `provider = 'GITHUB' AND cursor ~* @cursor_re`, Set: `cursor = regexp_replace(cursor, @cursor_re, '\1` + GhostLogin + `', 'gi')`},
 	// The installation record of an App installed on the person's own account (instance-wide:
 	// installation rows belong to the App's namespace).
@@ -149,17 +149,17 @@ func personArgs(ctx context.Context, tx ports.Tx, workspaces []int64, scope eras
 	}
 	args := pgx.NamedArgs{"workspaces": workspaces, "ids": ids, "logins": nonNil(logins), "emails": nonNil(emails)}
 	if err := ptx.QueryRow(ctx, resolvePersonIDs, args).Scan(&ids); err != nil {
-		return nil, pgutil.Interpret("resolve github person ids", err)
+		return nil, sqlkit.Interpret("resolve github person ids", err)
 	}
 	args["ids"] = ids
 	// The display names the mirror pairs with the person (their commits' author and committer
 	// names), read before the rules clear them: trailer lines name people by name and address.
 	var names []string
 	if err := ptx.QueryRow(ctx, personNames, args).Scan(&names); err != nil {
-		return nil, pgutil.Interpret("read github person names", err)
+		return nil, sqlkit.Interpret("read github person names", err)
 	}
-	args = pgutil.TextArgs(args, logins, emails, names)
-	args["cursor_re"] = pgutil.CursorPattern(logins)
+	args = sqlkit.TextArgs(args, logins, emails, names)
+	args["cursor_re"] = sqlkit.CursorPattern(logins)
 	return args, nil
 }
 
@@ -188,7 +188,7 @@ func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64
 	if err != nil {
 		return 0, err
 	}
-	return pgutil.CountPerson(ctx, ptx, githubPersonData, args)
+	return sqlkit.CountPerson(ctx, ptx, githubPersonData, args)
 }
 
 // ErasePerson implements ports.PersonDataStore.
@@ -201,13 +201,13 @@ func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64
 	if err != nil {
 		return 0, err
 	}
-	total, err := pgutil.ErasePerson(ctx, ptx, githubPersonData, args)
+	total, err := sqlkit.ErasePerson(ctx, ptx, githubPersonData, args)
 	if err != nil {
 		return 0, fmt.Errorf("erase github person data: %w", err)
 	}
 	if total > 0 {
 		if _, err := ptx.Exec(ctx, putGhost, args); err != nil {
-			return 0, pgutil.Interpret("put the github ghost user", err)
+			return 0, sqlkit.Interpret("put the github ghost user", err)
 		}
 	}
 	return total, nil

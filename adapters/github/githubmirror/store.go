@@ -1,6 +1,6 @@
 // Package githubmirror is the PostgreSQL mirror store of the GitHub handlers: it writes the
 // mirror tables of migrations/00005_github_mirror.sql through the transaction of the
-// DeliveryInbox step that the handler runs (deliveryinbox.PgxTx), so every write commits with
+// DeliveryInbox step that the handler runs (sqlkit.PgxTx), so every write commits with
 // its step's claim and the inbox's commit-time fence, and reads the mirror for the handlers'
 // context reconstruction and for the read API.
 //
@@ -22,8 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -47,9 +46,9 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 	return &Store{pool: pool}, nil
 }
 
-// txOf is the inbox transaction behind tx. Errors: deliveryinbox.ErrForeignTx.
+// txOf is the inbox transaction behind tx. Errors: sqlkit.ErrForeignTx.
 func txOf(tx ports.Tx) (pgx.Tx, error) {
-	return deliveryinbox.PgxTx(tx)
+	return sqlkit.PgxTx(tx)
 }
 
 // exec runs one statement in the inbox's transaction.
@@ -59,7 +58,7 @@ func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
 		return err
 	}
 	_, err = ptx.Exec(ctx, sql, args...)
-	return pgutil.Interpret(op, err)
+	return sqlkit.Interpret(op, err)
 }
 
 // batch runs one statement per row in one round trip, in the order given (callers sort by
@@ -76,7 +75,7 @@ func batch[T any](ctx context.Context, tx ports.Tx, op, sql string, rows []T, ar
 	for _, r := range rows {
 		b.Queue(sql, args(r)...)
 	}
-	return pgutil.Interpret(op, ptx.SendBatch(ctx, b).Close())
+	return sqlkit.Interpret(op, ptx.SendBatch(ctx, b).Close())
 }
 
 // sortedBy returns xs sorted by key (a copy: the caller's slice keeps its order).
@@ -127,12 +126,12 @@ func (s *Store) UpsertUsers(ctx context.Context, tx ports.Tx, ws int64, users []
 	args := func(u githubhandlers.User) []any {
 		return []any{ws, u.ID, u.Login, u.Type, u.AvatarURL, at(u.Version), u.Version.EventID}
 	}
-	if deliveryinbox.CanExecAtCommit(tx) {
+	if sqlkit.CanExecAtCommit(tx) {
 		// A user row is shared by every delivery the person appears in, across scopes: written
 		// in the round trip that commits, its lock lasts that round trip only. Users
 		// publish no change, so nothing reads the upsert's result.
 		for _, u := range users {
-			deliveryinbox.ExecAtCommit(tx, "upsert github users", upsertUser, args(u)...)
+			sqlkit.ExecAtCommit(tx, "upsert github users", upsertUser, args(u)...)
 		}
 		return nil
 	}
@@ -166,11 +165,11 @@ func toWrite[T any](ctx context.Context, pool *pgxpool.Pool, op, sql string, ws 
 	}
 	found, err := pool.Query(ctx, sql, ws, ids, ats, events)
 	if err != nil {
-		return nil, pgutil.Interpret(op, err)
+		return nil, sqlkit.Interpret(op, err)
 	}
 	newer, err := pgx.CollectRows(found, pgx.RowTo[int64])
 	if err != nil {
-		return nil, pgutil.Interpret(op, err)
+		return nil, sqlkit.Interpret(op, err)
 	}
 	return slices.DeleteFunc(slices.Clone(rows), func(r T) bool {
 		id, _ := key(r)
@@ -192,7 +191,7 @@ func (s *Store) UpsertLabels(ctx context.Context, tx ports.Tx, ws int64, labels 
 // UpsertOrganization implements handlers.RepositoryWriter.
 func (s *Store) UpsertOrganization(ctx context.Context, tx ports.Tx, ws int64, o githubhandlers.Organization) error {
 	args := []any{ws, o.ID, o.Login, o.Description, o.Deleted, at(o.Version), o.Version.EventID}
-	if s.feed.pub != nil && deliveryinbox.CanExecAtCommit(tx) {
+	if s.feed.pub != nil && sqlkit.CanExecAtCommit(tx) {
 		written, err := s.organizationAtCommit(ctx, tx, args)
 		if err != nil || written {
 			return err
@@ -221,15 +220,15 @@ func (s *Store) organizationAtCommit(ctx context.Context, tx ports.Tx, args []an
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, nil
 	case err != nil:
-		return false, pgutil.Interpret("read github organization", err)
+		return false, sqlkit.Interpret("read github organization", err)
 	case stale:
 		return true, nil
 	case !same:
 		return false, nil
 	}
 	const op = "upsert github organization"
-	return deliveryinbox.ExecAtCommit(tx, op, lockOrganizationUnchanged, args...) &&
-		deliveryinbox.ExecAtCommit(tx, op, upsertOrganization, args...), nil
+	return sqlkit.ExecAtCommit(tx, op, lockOrganizationUnchanged, args...) &&
+		sqlkit.ExecAtCommit(tx, op, upsertOrganization, args...), nil
 }
 
 // UpsertRepository implements handlers.RepositoryWriter.
@@ -265,7 +264,7 @@ func (s *Store) Monitors(ctx context.Context, tx ports.Tx, ws, repositoryID, own
 	}
 	var ok bool
 	err = ptx.QueryRow(ctx, monitors, ws, strconv.FormatInt(repositoryID, 10), owner).Scan(&ok)
-	return ok, pgutil.Interpret("read github subscriptions", err)
+	return ok, sqlkit.Interpret("read github subscriptions", err)
 }
 
 // UpsertTeam implements handlers.TeamWriter.
@@ -340,7 +339,7 @@ func (s *Store) UpsertPullRequest(ctx context.Context, tx ports.Tx, ws int64, pr
 		err = s.upsertPullRequestPublishing(ctx, ptx, tx, ws, args, pr.ID)
 	} else {
 		_, err = ptx.Exec(ctx, upsertPullRequest, args...)
-		err = pgutil.Interpret("upsert github pull request", err)
+		err = sqlkit.Interpret("upsert github pull request", err)
 	}
 	if err != nil {
 		return githubhandlers.PullRequestHead{}, err
@@ -356,7 +355,7 @@ func scanHead(row pgx.Row) (githubhandlers.PullRequestHead, bool, error) {
 		return githubhandlers.PullRequestHead{}, false, nil
 	}
 	if err != nil {
-		return githubhandlers.PullRequestHead{}, false, pgutil.Interpret("read github pull request", err)
+		return githubhandlers.PullRequestHead{}, false, sqlkit.Interpret("read github pull request", err)
 	}
 	return h, true, nil
 }
@@ -370,7 +369,7 @@ func (s *Store) PullRequestHead(ctx context.Context, ws, id int64) (githubhandle
 func (s *Store) PullRequestsWithHead(ctx context.Context, ws, repositoryID int64, sha string) ([]int64, error) {
 	rows, _ := s.pool.Query(ctx, pullRequestsWithHead, ws, repositoryID, sha)
 	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	return out, pgutil.Interpret("read github pull requests of a head", err)
+	return out, sqlkit.Interpret("read github pull requests of a head", err)
 }
 
 // UpsertReview implements handlers.PullRequestWriter.
@@ -464,7 +463,7 @@ func (s *Store) LockAppConnection(ctx context.Context, tx ports.Tx, installation
 		return githubhandlers.AppConnection{}, false, nil
 	}
 	if err != nil {
-		return githubhandlers.AppConnection{}, false, pgutil.Interpret("lock github app connection", err)
+		return githubhandlers.AppConnection{}, false, sqlkit.Interpret("lock github app connection", err)
 	}
 	if c.State, err = connection.ParseState(state); err != nil {
 		return githubhandlers.AppConnection{}, false, err
@@ -482,7 +481,7 @@ func (s *Store) SetAppConnectionState(ctx context.Context, tx ports.Tx, connecti
 	}
 	var ws int64
 	if err := ptx.QueryRow(ctx, setAppConnectionState, connectionID, st.String()).Scan(&ws); err != nil {
-		return pgutil.Interpret("set github app connection state", err)
+		return sqlkit.Interpret("set github app connection state", err)
 	}
 	if s.connections == nil {
 		return nil
@@ -518,7 +517,7 @@ func (s *Store) RecordInstallation(ctx context.Context, tx ports.Tx, in githubha
 		return false, nil // the stored record is newer: ON CONFLICT … WHERE returned no row
 	}
 	if err != nil {
-		return false, pgutil.Interpret("record github installation", err)
+		return false, sqlkit.Interpret("record github installation", err)
 	}
 	return true, nil
 }

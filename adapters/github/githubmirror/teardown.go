@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -101,11 +101,11 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 	}
 	var repos []int64
 	if err := ptx.QueryRow(ctx, tornDownRepositories, workspaceID, connectionID).Scan(&repos); err != nil {
-		return pgutil.Interpret("read torn-down github repositories", err)
+		return sqlkit.Interpret("read torn-down github repositories", err)
 	}
 	var others bool
 	if err := ptx.QueryRow(ctx, otherLiveGitHubConnection, workspaceID, connectionID).Scan(&others); err != nil {
-		return pgutil.Interpret("read live github connections", err)
+		return sqlkit.Interpret("read live github connections", err)
 	}
 	// The changes of what goes are selected before it goes (an issue's subject names the
 	// issue, whose repository only its row knows).
@@ -127,7 +127,7 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 	if b.Len() == 0 {
 		return nil
 	}
-	if err := pgutil.Interpret("tear down github mirror", ptx.SendBatch(ctx, b).Close()); err != nil {
+	if err := sqlkit.Interpret("tear down github mirror", ptx.SendBatch(ctx, b).Close()); err != nil {
 		return err
 	}
 	resources := make([]change.TornDownResource, len(repos))
@@ -154,7 +154,7 @@ func tornDownChanges(ctx context.Context, ptx pgx.Tx, ws int64, repos []int64, e
 		return sel, nil
 	}
 	if err := ptx.QueryRow(ctx, tornDownIssues, ws, repos).Scan(&sel.Subjects); err != nil {
-		return sel, pgutil.Interpret("read torn-down github subjects", err)
+		return sel, sqlkit.Interpret("read torn-down github subjects", err)
 	}
 	ids := make([]string, len(repos))
 	for i, r := range repos {

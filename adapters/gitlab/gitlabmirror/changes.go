@@ -10,8 +10,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -66,7 +65,7 @@ WHERE workspace_id = $1 AND id = $2`
 )
 
 func (s *Store) upsertMergeRequestPublishing(ctx context.Context, tx ports.Tx, ws int64, args []any, id int64) error {
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return err
 	}
@@ -79,7 +78,7 @@ func (s *Store) upsertMergeRequestPublishing(ctx context.Context, tx ports.Tx, w
 		return nil // refused by the version rule, or nothing but the event id changed
 	}
 	if err != nil {
-		return pgutil.Interpret("upsert gitlab merge request", err)
+		return sqlkit.Interpret("upsert gitlab merge request", err)
 	}
 	data, err := s.mergeRequestView(ctx, ptx, ws, id)
 	if err != nil {
@@ -102,7 +101,7 @@ func (s *Store) mergeRequestView(ctx context.Context, ptx pgx.Tx, ws, id int64) 
 		&m.SourceBranch, &m.TargetBranch, &m.HeadSHA, &m.MergeStatus, &m.AuthorID, &m.WebURL, &m.CreatedAt, &m.MergedAt,
 		&m.ClosedAt, &updated, &m.Ready, &m.ReadinessReason, &m.ApprovalsLeft)
 	if err != nil {
-		return nil, pgutil.Interpret("read gitlab merge request", err)
+		return nil, sqlkit.Interpret("read gitlab merge request", err)
 	}
 	m.Version.UpdatedAt = finite(updated)
 	return s.feed.views.MergeRequest(m), nil

@@ -10,8 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -57,20 +56,20 @@ type EntityViews interface {
 }
 
 // changedRow returns whether the write changed the row, whether the row is a tombstone and the
-// row's version (the change's version, pgutil.MirrorVersion).
+// row's version (the change's version, sqlkit.MirrorVersion).
 var changedRow = `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` + pgutil.MirrorVersion("t")
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` + sqlkit.MirrorVersion("t")
 
 // A merge request and a project are versioned in two parts, each with its own rule (the merge
 // request's metadata and its readiness; the project's metadata and its monitor state). Their
 // version is both parts, the metadata's first: the writes of one row commit one after the
 // other, each part only moves forward, so versions in commit order never decrease.
 var (
-	mergeRequestVersion = pgutil.VersionOf(pgutil.MirrorVersion("t"),
-		pgutil.VersionTime("t.readiness_updated_at"), pgutil.VersionNumber("t.readiness_event_id"))
-	projectVersion = pgutil.VersionOf(pgutil.MirrorVersion("t"),
-		pgutil.VersionTime("t.monitor_updated_at"), pgutil.VersionNumber("t.monitor_event_id"))
+	mergeRequestVersion = sqlkit.VersionOf(sqlkit.MirrorVersion("t"),
+		sqlkit.VersionTime("t.readiness_updated_at"), sqlkit.VersionNumber("t.readiness_event_id"))
+	projectVersion = sqlkit.VersionOf(sqlkit.MirrorVersion("t"),
+		sqlkit.VersionTime("t.monitor_updated_at"), sqlkit.VersionNumber("t.monitor_event_id"))
 )
 
 func reporting(prior, upsert string) string {
@@ -90,7 +89,7 @@ var (
 	upsertPipelineReporting  = `
 WITH prior AS (SELECT * FROM gitlab_pipeline WHERE workspace_id = $1 AND id = $2)` + upsertPipeline + `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), false, ` + pgutil.MirrorVersion("t")
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), false, ` + sqlkit.MirrorVersion("t")
 
 	projectReturning = `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p WHERE (p.` + strings.ReplaceAll(projectShown, ", ", ", p.") + `)
@@ -107,7 +106,7 @@ RETURNING NOT EXISTS (SELECT 1 FROM prior p
 
 	// A commit is written once (a later write of it changes nothing): its version is the
 	// event that wrote it.
-	insertCommitReporting = insertCommit + ` RETURNING true, false, ` + pgutil.VersionNumber("source_event_id")
+	insertCommitReporting = insertCommit + ` RETURNING true, false, ` + sqlkit.VersionNumber("source_event_id")
 )
 
 const (
@@ -146,7 +145,7 @@ func (s *Store) writeEntity(ctx context.Context, tx ports.Tx, ws int64, w entity
 	if s.feed.pub == nil {
 		return exec(ctx, tx, w.op, w.plain, w.args...)
 	}
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return err
 	}
@@ -159,7 +158,7 @@ func (s *Store) writeEntity(ctx context.Context, tx ports.Tx, ws int64, w entity
 		return nil // refused by the version rule, or nothing shown changed
 	}
 	if err != nil {
-		return pgutil.Interpret(w.op, err)
+		return sqlkit.Interpret(w.op, err)
 	}
 	t, data := w.upserted, w.key
 	if deleted && !w.deleted.IsZero() {
@@ -187,7 +186,7 @@ func idKey(id int64) map[string]int64 { return map[string]int64{"id": id} }
 func read[R any](ctx context.Context, ptx pgx.Tx, op, sql string, args []any, scan func(pgx.Row, *R) error, shape func(R) any) (any, error) {
 	var r R
 	if err := scan(ptx.QueryRow(ctx, sql, args...), &r); err != nil {
-		return nil, pgutil.Interpret(op, err)
+		return nil, sqlkit.Interpret(op, err)
 	}
 	return shape(r), nil
 }

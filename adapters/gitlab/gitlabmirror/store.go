@@ -1,5 +1,5 @@
 // Package gitlabmirror is the PostgreSQL store of the GitLab mirror (migration 00006). It writes
-// through the transaction of the DeliveryInbox step that claims the write (deliveryinbox.PgxTx),
+// through the transaction of the DeliveryInbox step that claims the write (sqlkit.PgxTx),
 // so every write commits with its step row or not at all, and it answers the read API's queries
 // on its own pool. Every statement binds the workspace.
 package gitlabmirror
@@ -14,8 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -46,12 +45,12 @@ func at(v gitlabhandlers.Version) pgtype.Timestamptz {
 
 // exec runs one statement in the step's transaction.
 func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return err
 	}
 	if _, err := ptx.Exec(ctx, sql, args...); err != nil {
-		return pgutil.Interpret(op, err)
+		return sqlkit.Interpret(op, err)
 	}
 	return nil
 }
@@ -132,11 +131,11 @@ func (s *Store) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c gitla
 func (s *Store) ListProjects(ctx context.Context, ws int64, page ports.PageRequest) ([]gitlabhandlers.ProjectView, int, error) {
 	var total int
 	if err := s.pool.QueryRow(ctx, countProjects, ws).Scan(&total); err != nil {
-		return nil, 0, pgutil.Interpret("count gitlab projects", err)
+		return nil, 0, sqlkit.Interpret("count gitlab projects", err)
 	}
 	rows, err := s.pool.Query(ctx, listProjects, ws, page.Size, page.Offset())
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list gitlab projects", err)
+		return nil, 0, sqlkit.Interpret("list gitlab projects", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gitlabhandlers.ProjectView, error) {
 		var p gitlabhandlers.ProjectView
@@ -145,7 +144,7 @@ func (s *Store) ListProjects(ctx context.Context, ws int64, page ports.PageReque
 		return p, err
 	})
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list gitlab projects", err)
+		return nil, 0, sqlkit.Interpret("list gitlab projects", err)
 	}
 	return out, total, nil
 }
@@ -155,18 +154,18 @@ func (s *Store) ListProjects(ctx context.Context, ws int64, page ports.PageReque
 func (s *Store) ListMergeRequests(ctx context.Context, ws, projectID int64, page ports.PageRequest) ([]gitlabhandlers.MergeRequestView, int, error) {
 	var exists bool
 	if err := s.pool.QueryRow(ctx, projectExists, ws, projectID).Scan(&exists); err != nil {
-		return nil, 0, pgutil.Interpret("find gitlab project", err)
+		return nil, 0, sqlkit.Interpret("find gitlab project", err)
 	}
 	if !exists {
 		return nil, 0, ports.ErrNotFound
 	}
 	var total int
 	if err := s.pool.QueryRow(ctx, countMergeRequests, ws, projectID).Scan(&total); err != nil {
-		return nil, 0, pgutil.Interpret("count gitlab merge requests", err)
+		return nil, 0, sqlkit.Interpret("count gitlab merge requests", err)
 	}
 	rows, err := s.pool.Query(ctx, listMergeRequests, ws, projectID, page.Size, page.Offset())
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list gitlab merge requests", err)
+		return nil, 0, sqlkit.Interpret("list gitlab merge requests", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gitlabhandlers.MergeRequestView, error) {
 		var (
@@ -180,7 +179,7 @@ func (s *Store) ListMergeRequests(ctx context.Context, ws, projectID int64, page
 		return m, err
 	})
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list gitlab merge requests", err)
+		return nil, 0, sqlkit.Interpret("list gitlab merge requests", err)
 	}
 	return out, total, nil
 }

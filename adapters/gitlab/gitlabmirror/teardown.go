@@ -7,8 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -84,13 +83,13 @@ var workspaceTeardown = []string{
 
 // TeardownConnection implements gitlabsync.Store.
 func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error {
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return err
 	}
 	var others bool
 	if err := ptx.QueryRow(ctx, otherLiveGitLabConnection, workspaceID, connectionID).Scan(&others); err != nil {
-		return pgutil.Interpret("read live gitlab connections", err)
+		return sqlkit.Interpret("read live gitlab connections", err)
 	}
 	b := &pgx.Batch{}
 	var projects []int64
@@ -100,7 +99,7 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 		}
 	} else {
 		if err := ptx.QueryRow(ctx, tornDownProjects, workspaceID, connectionID).Scan(&projects); err != nil {
-			return pgutil.Interpret("read torn-down gitlab projects", err)
+			return sqlkit.Interpret("read torn-down gitlab projects", err)
 		}
 		if len(projects) == 0 {
 			return nil
@@ -123,7 +122,7 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 	if len(ids) > 0 {
 		sel.DataMembers = map[string][]string{"projectId": ids}
 	}
-	if err := pgutil.Interpret("tear down gitlab mirror", ptx.SendBatch(ctx, b).Close()); err != nil {
+	if err := sqlkit.Interpret("tear down gitlab mirror", ptx.SendBatch(ctx, b).Close()); err != nil {
 		return err
 	}
 	return s.publishTeardown(ctx, tx, workspaceID, connectionID, sel, resources, !others)

@@ -9,8 +9,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -59,7 +58,7 @@ var upsertDocumentReportingChange = `
 WITH prior AS (SELECT * FROM outline_document WHERE workspace_id = $1 AND id = $2)` + upsertDocument + `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
 	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` +
-	pgutil.VersionOf(pgutil.VersionTime("t.source_updated_at"), pgutil.VersionNumber("t.revision"), pgutil.VersionNumber("t.source_event_id"))
+	sqlkit.VersionOf(sqlkit.VersionTime("t.source_updated_at"), sqlkit.VersionNumber("t.revision"), sqlkit.VersionNumber("t.source_event_id"))
 
 const (
 	// readDocumentView is the read API's list row for one document.
@@ -70,7 +69,7 @@ FROM outline_document WHERE workspace_id = $1 AND id = $2`
 )
 
 func (s *Store) upsertDocumentPublishing(ctx context.Context, tx ports.Tx, ws int64, args []any, id string) error {
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return err
 	}
@@ -83,7 +82,7 @@ func (s *Store) upsertDocumentPublishing(ctx context.Context, tx ports.Tx, ws in
 		return nil // refused by the version rule, or nothing but the event id changed
 	}
 	if err != nil {
-		return pgutil.Interpret("upsert outline document", err)
+		return sqlkit.Interpret("upsert outline document", err)
 	}
 	subject := "outline:document:" + id
 	if deleted {
@@ -100,7 +99,7 @@ func (s *Store) upsertDocumentPublishing(ctx context.Context, tx ports.Tx, ws in
 	err = ptx.QueryRow(ctx, readDocumentView, ws, id).Scan(&d.ID, &d.CollectionID, &d.ParentDocumentID, &d.Title,
 		&d.URLID, &d.Version.Revision, &d.PublishedAt, &d.ArchivedAt, &updated)
 	if err != nil {
-		return pgutil.Interpret("read outline document", err)
+		return sqlkit.Interpret("read outline document", err)
 	}
 	d.Version.UpdatedAt = finite(updated)
 	c, err := change.NewVersioned(DocumentUpdated, subject, version, s.feed.views.Document(d))

@@ -8,8 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -32,7 +31,7 @@ type CollectionViews interface {
 var upsertCollectionReportingChange = `
 WITH prior AS (SELECT * FROM outline_collection WHERE workspace_id = $1 AND id = $2)` + upsertCollection + `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` + pgutil.MirrorVersion("t")
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` + sqlkit.MirrorVersion("t")
 
 const (
 	readCollectionView = `
@@ -41,7 +40,7 @@ FROM outline_collection WHERE workspace_id = $1 AND id = $2`
 )
 
 func (s *Store) upsertCollectionPublishing(ctx context.Context, tx ports.Tx, ws int64, args []any, id string) error {
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return err
 	}
@@ -54,7 +53,7 @@ func (s *Store) upsertCollectionPublishing(ctx context.Context, tx ports.Tx, ws 
 		return nil // refused by the version rule, or nothing but the event id changed
 	}
 	if err != nil {
-		return pgutil.Interpret("upsert outline collection", err)
+		return sqlkit.Interpret("upsert outline collection", err)
 	}
 	subject := "outline:collection:" + id
 	var data any = map[string]string{"id": id}
@@ -66,7 +65,7 @@ func (s *Store) upsertCollectionPublishing(ctx context.Context, tx ports.Tx, ws 
 		)
 		err = ptx.QueryRow(ctx, readCollectionView, ws, id).Scan(&c.ID, &c.Name, &c.Description, &c.URLID, &c.Archived, &updated)
 		if err != nil {
-			return pgutil.Interpret("read outline collection", err)
+			return sqlkit.Interpret("read outline collection", err)
 		}
 		c.UpdatedAt = finite(updated)
 		data, t = s.feed.views.Collection(c), CollectionUpdated

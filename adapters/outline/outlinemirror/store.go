@@ -1,6 +1,6 @@
 // Package outlinemirror is the PostgreSQL store of the Outline mirror (migration 00006):
 // documents, collections and event records. Writes run on the transaction of the DeliveryInbox
-// step that claims them (deliveryinbox.PgxTx); the fast path's version read and the read API
+// step that claims them (sqlkit.PgxTx); the fast path's version read and the read API
 // use the store's pool. Every statement binds the workspace.
 package outlinemirror
 
@@ -14,8 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -102,12 +101,12 @@ func finite(t pgtype.Timestamptz) time.Time {
 }
 
 func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return err
 	}
 	if _, err := ptx.Exec(ctx, sql, args...); err != nil {
-		return pgutil.Interpret(op, err)
+		return sqlkit.Interpret(op, err)
 	}
 	return nil
 }
@@ -145,7 +144,7 @@ func (s *Store) DocumentVersion(ctx context.Context, ws int64, id string) (outli
 		return outlinehandlers.StoredVersion{}, false, nil
 	}
 	if err != nil {
-		return outlinehandlers.StoredVersion{}, false, pgutil.Interpret("read outline document version", err)
+		return outlinehandlers.StoredVersion{}, false, sqlkit.Interpret("read outline document version", err)
 	}
 	v.Version.UpdatedAt = finite(updated)
 	return v, true, nil
@@ -156,11 +155,11 @@ func (s *Store) DocumentVersion(ctx context.Context, ws int64, id string) (outli
 func (s *Store) ListDocuments(ctx context.Context, ws int64, page ports.PageRequest) ([]outlinehandlers.Document, int, error) {
 	var total int
 	if err := s.pool.QueryRow(ctx, countDocuments, ws).Scan(&total); err != nil {
-		return nil, 0, pgutil.Interpret("count outline documents", err)
+		return nil, 0, sqlkit.Interpret("count outline documents", err)
 	}
 	rows, err := s.pool.Query(ctx, listDocuments, ws, page.Size, page.Offset())
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list outline documents", err)
+		return nil, 0, sqlkit.Interpret("list outline documents", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outlinehandlers.Document, error) {
 		var (
@@ -173,7 +172,7 @@ func (s *Store) ListDocuments(ctx context.Context, ws int64, page ports.PageRequ
 		return d, err
 	})
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list outline documents", err)
+		return nil, 0, sqlkit.Interpret("list outline documents", err)
 	}
 	return out, total, nil
 }

@@ -6,8 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -51,13 +50,13 @@ var workspaceTeardown = []string{
 
 // TeardownConnection implements outlinesync.Store.
 func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error {
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return err
 	}
 	var others bool
 	if err := ptx.QueryRow(ctx, otherLiveOutlineConnection, workspaceID, connectionID).Scan(&others); err != nil {
-		return pgutil.Interpret("read live outline connections", err)
+		return sqlkit.Interpret("read live outline connections", err)
 	}
 	b := &pgx.Batch{}
 	var collections []string
@@ -67,7 +66,7 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 		}
 	} else {
 		if err := ptx.QueryRow(ctx, tornDownCollections, workspaceID, connectionID).Scan(&collections); err != nil {
-			return pgutil.Interpret("read torn-down outline collections", err)
+			return sqlkit.Interpret("read torn-down outline collections", err)
 		}
 		if len(collections) == 0 {
 			return nil
@@ -87,7 +86,7 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 	if len(collections) > 0 {
 		sel.DataMembers = map[string][]string{"collectionId": collections}
 	}
-	if err := pgutil.Interpret("tear down outline mirror", ptx.SendBatch(ctx, b).Close()); err != nil {
+	if err := sqlkit.Interpret("tear down outline mirror", ptx.SendBatch(ctx, b).Close()); err != nil {
 		return err
 	}
 	return s.publishTeardown(ctx, tx, workspaceID, connectionID, sel, resources, !others)

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -84,7 +84,7 @@ func (s *Store) Create(ctx context.Context, id string, p ports.Principal, adminT
 	}
 	interval := fmt.Sprintf("%d milliseconds", ttl.Milliseconds())
 	if _, err := s.pool.Exec(ctx, createSession, hashID(id), account, token, adminTokenHash, csrf, interval); err != nil {
-		return pgutil.Interpret("create console session", err)
+		return sqlkit.Interpret("create console session", err)
 	}
 	return nil
 }
@@ -102,7 +102,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (Session, error) {
 		return Session{}, fmt.Errorf("console session: %w", ports.ErrNotFound)
 	}
 	if err != nil {
-		return Session{}, pgutil.Interpret("console session", err)
+		return Session{}, sqlkit.Interpret("console session", err)
 	}
 	if account == nil {
 		out.Principal = ports.Principal{AccountID: ports.InstanceAdminAccountID, InstanceAdmin: true}
@@ -115,7 +115,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (Session, error) {
 // Delete ends the session id (sign-out); an unknown id is no error.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if _, err := s.pool.Exec(ctx, deleteSession, hashID(id)); err != nil {
-		return pgutil.Interpret("delete console session", err)
+		return sqlkit.Interpret("delete console session", err)
 	}
 	return nil
 }

@@ -15,8 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -120,7 +119,7 @@ func (s *Store) checkNamespace(ctx context.Context, q pgx.Tx, scope erasure.Scop
 	var known bool
 	if err := q.QueryRow(ctx, knownNamespace, scope.Provider().String(), scope.SourceServerURL(),
 		s.installations[scope.Provider().String()]).Scan(&known); err != nil {
-		return pgutil.Interpret("check erasure namespace", err)
+		return sqlkit.Interpret("check erasure namespace", err)
 	}
 	if !known {
 		return fmt.Errorf("%w: no connection of the provider has this source", erasure.ErrUnknownSource)
@@ -132,7 +131,7 @@ func (s *Store) checkNamespace(ctx context.Context, q pgx.Tx, scope erasure.Scop
 func workspacesOf(ctx context.Context, q pgx.Tx, scope erasure.Scope) ([]int64, error) {
 	var ws []int64
 	err := q.QueryRow(ctx, namespaceWorkspaces, scope.Provider().String(), scope.SourceServerURL()).Scan(&ws)
-	return ws, pgutil.Interpret("list erasure workspaces", err)
+	return ws, sqlkit.Interpret("list erasure workspaces", err)
 }
 
 var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
@@ -169,7 +168,7 @@ func grow(ctx context.Context, q querier, m matcher, scope erasure.Scope) (erasu
 		}
 		rows, err := q.Query(ctx, m.discover, scope.Provider().String(), scope.SourceServerURL(), ids)
 		if err != nil {
-			return erasure.Scope{}, pgutil.Interpret("find identity pairs", err)
+			return erasure.Scope{}, sqlkit.Interpret("find identity pairs", err)
 		}
 		pairs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (erasure.Identity, error) {
 			var id, login string
@@ -177,7 +176,7 @@ func grow(ctx context.Context, q querier, m matcher, scope erasure.Scope) (erasu
 			return erasure.RestoreIdentity(id, login, ""), err
 		})
 		if err != nil {
-			return erasure.Scope{}, pgutil.Interpret("find identity pairs", err)
+			return erasure.Scope{}, sqlkit.Interpret("find identity pairs", err)
 		}
 		grown, grew, err := scope.WithPairs(pairs)
 		if err != nil {
@@ -199,7 +198,7 @@ func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.Erasu
 		return nil, err
 	}
 	var out []ports.ErasureMatches
-	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+	err = sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(ctx context.Context, tx pgx.Tx) error {
 			if err := s.checkNamespace(ctx, tx, scope); err != nil {
 				return err
@@ -215,7 +214,7 @@ func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.Erasu
 			if mirrors := s.mirrors[scope.Provider().String()]; len(mirrors) > 0 {
 				var n int64
 				for _, mirror := range mirrors {
-					c, err := mirror.CountPerson(ctx, deliveryinbox.Adopt(tx), ws, grown)
+					c, err := mirror.CountPerson(ctx, sqlkit.Adopt(tx), ws, grown)
 					if err != nil {
 						return fmt.Errorf("count %s: %w", erasure.MirrorStore(scope.Provider()), err)
 					}
@@ -229,13 +228,13 @@ func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.Erasu
 			}
 			var feedRows int64
 			if err := tx.QueryRow(ctx, m.countFeed, ws, feedTypePrefix(grown.Provider()), ids, grown.Provider().String(), grown.SourceServerURL()).Scan(&feedRows); err != nil {
-				return pgutil.Interpret("count erasure matches in the change feed", err)
+				return sqlkit.Interpret("count erasure matches in the change feed", err)
 			}
 			out = append(out, ports.ErasureMatches{Store: erasure.ChangeFeed, Matches: feedRows})
 			var wsRows, instRows int64
 			err = tx.QueryRow(ctx, m.preview, grown.Provider().String(), grown.SourceServerURL(), ids).Scan(&wsRows, &instRows)
 			if err != nil {
-				return pgutil.Interpret("count erasure matches", err)
+				return sqlkit.Interpret("count erasure matches", err)
 			}
 			// The deliveries of others whose strings the inbox steps rewrite count too.
 			f := s.fields[grown.Provider().String()]
@@ -269,7 +268,7 @@ func (s *Store) Start(ctx context.Context, scope erasure.Scope, requestedBy int6
 		return erasure.Request{}, err
 	}
 	var req erasure.Request
-	err = pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		if err := s.checkNamespace(ctx, tx, scope); err != nil {
 			return err
 		}
@@ -290,10 +289,10 @@ func (s *Store) Start(ctx context.Context, scope erasure.Scope, requestedBy int6
 		)
 		if err := tx.QueryRow(ctx, insertErasure, grown.Provider().String(), grown.SourceServerURL(), ids, requestedBy).
 			Scan(&id, &state, &passes, &retries, &createdAt); err != nil {
-			return pgutil.Interpret("store erasure request", err)
+			return sqlkit.Interpret("store erasure request", err)
 		}
 		if _, err := tx.Exec(ctx, m.freeze, id); err != nil {
-			return pgutil.Interpret("freeze erasure keys", err)
+			return sqlkit.Interpret("freeze erasure keys", err)
 		}
 		st, err := erasure.ParseState(state)
 		if err != nil {
@@ -316,11 +315,11 @@ func (s *Store) Erasure(ctx context.Context, id int64) (erasure.Request, []erasu
 		req      erasure.Request
 		receipts []erasure.Receipt
 	)
-	err := pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+	err := sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(ctx context.Context, tx pgx.Tx) error {
 			var err error
 			if req, err = scanRequest(tx.QueryRow(ctx, selectErasure, id)); err != nil {
-				return pgutil.Interpret(fmt.Sprintf("read erasure %d", id), err)
+				return sqlkit.Interpret(fmt.Sprintf("read erasure %d", id), err)
 			}
 			receipts, err = readReceipts(ctx, tx, id)
 			return err
@@ -334,14 +333,14 @@ func (s *Store) Erasure(ctx context.Context, id int64) (erasure.Request, []erasu
 // Resume implements ports.ErasureStore.
 func (s *Store) Resume(ctx context.Context, id int64) (erasure.Request, error) {
 	var req erasure.Request
-	err := pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		if req, err = scanRequest(tx.QueryRow(ctx, lockErasureForResume, id)); err != nil {
-			return pgutil.Interpret(fmt.Sprintf("resume erasure %d", id), err)
+			return sqlkit.Interpret(fmt.Sprintf("resume erasure %d", id), err)
 		}
 		req.Resume()
 		_, err = tx.Exec(ctx, writeResume, id, req.Passes(), req.State().String(), req.Retries())
-		return pgutil.Interpret(fmt.Sprintf("resume erasure %d", id), err)
+		return sqlkit.Interpret(fmt.Sprintf("resume erasure %d", id), err)
 	})
 	if err != nil {
 		return erasure.Request{}, err
@@ -355,13 +354,13 @@ var errNoneFree = errors.New("no free running erasure")
 // Hold implements ports.ErasureStore. The hold is a row lock of a READ COMMITTED transaction
 // that stays open while work runs its passes on other connections.
 func (s *Store) Hold(ctx context.Context, work func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.Request, error)) (bool, error) {
-	err := pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		req, err := scanRequest(tx.QueryRow(ctx, holdRunningErasure))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoneFree
 		}
 		if err != nil {
-			return pgutil.Interpret("hold running erasure", err)
+			return sqlkit.Interpret("hold running erasure", err)
 		}
 		receipts, err := readReceipts(ctx, tx, req.ID())
 		if err != nil {
@@ -373,7 +372,7 @@ func (s *Store) Hold(ctx context.Context, work func(ctx context.Context, r erasu
 		}
 		_, err = tx.Exec(ctx, writeErasureState, req.ID(), settled.State().String(), settled.Passes(), settled.Retries(),
 			settled.RetryDelay().Milliseconds())
-		return pgutil.Interpret(fmt.Sprintf("store state of erasure %d", req.ID()), err)
+		return sqlkit.Interpret(fmt.Sprintf("store state of erasure %d", req.ID()), err)
 	})
 	if errors.Is(err, errNoneFree) {
 		return false, nil
@@ -398,14 +397,14 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 	// for the next pass. (A mirror store records it too: the deliveries stored when it ran.)
 	rc = erasure.Receipt{Store: store, Pass: pass}
 	if err := s.pool.QueryRow(ctx, passBoundary).Scan(&rc.Boundary); err != nil {
-		return erasure.Receipt{}, pgutil.Interpret("read erasure boundary", err)
+		return erasure.Receipt{}, sqlkit.Interpret("read erasure boundary", err)
 	}
 
 	// (a) Raise the flag in a transaction of its own, so fenced writes see it at once. For a
 	// later store of the pass it is raised already (a no-op write of the same values); after a
 	// restart mid-pass this raises it again before the pass goes on.
 	if _, err := s.pool.Exec(ctx, raiseFence, erasureID); err != nil {
-		return erasure.Receipt{}, pgutil.Interpret("raise erasure fence", err)
+		return erasure.Receipt{}, sqlkit.Interpret("raise erasure fence", err)
 	}
 	defer func() {
 		if err != nil {
@@ -420,17 +419,17 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 
 	// (b) Wait for the steps that began before the flag, erase, record (and lower, at the
 	// end of the pass): one commit.
-	err = pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		var inProgress bool
 		if err := tx.QueryRow(ctx, lockFence).Scan(&inProgress); err != nil {
-			return pgutil.Interpret("lock erasure fence", err)
+			return sqlkit.Interpret("lock erasure fence", err)
 		}
 		// From here on the pass waits only for short row locks (a claim, a renewal, an outcome);
 		// a table lock queued in between (a migration's ALTER, a TRUNCATE) would otherwise wait
 		// for this runner's held request while the pass waits for it, a cycle PostgreSQL cannot
 		// see because it runs through this process. The pass fails instead and ends FAILED.
 		if _, err := tx.Exec(ctx, setPassLockTimeout); err != nil {
-			return pgutil.Interpret("bound erasure lock waits", err)
+			return sqlkit.Interpret("bound erasure lock waits", err)
 		}
 		n, failed, err := s.erase(ctx, tx, erasureID, store, rc.Boundary)
 		if err != nil {
@@ -441,13 +440,13 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 			failed = []int64{}
 		}
 		if err := tx.QueryRow(ctx, insertReceipt, erasureID, store.String(), pass, rc.Deleted, rc.Boundary, failed).Scan(&rc.At); err != nil {
-			return pgutil.Interpret("record erasure receipt", err)
+			return sqlkit.Interpret("record erasure receipt", err)
 		}
 		if !last {
 			return nil
 		}
 		_, err = tx.Exec(ctx, lowerFence, erasureID)
-		return pgutil.Interpret("lower erasure fence", err)
+		return sqlkit.Interpret("lower erasure fence", err)
 	})
 	if err != nil {
 		return erasure.Receipt{}, err
@@ -460,7 +459,7 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store erasure.Store, boundary int64) (int64, []int64, error) {
 	scope, err := scanScope(tx.QueryRow(ctx, selectScope, erasureID))
 	if err != nil {
-		return 0, nil, pgutil.Interpret(fmt.Sprintf("read scope of erasure %d", erasureID), err)
+		return 0, nil, sqlkit.Interpret(fmt.Sprintf("read scope of erasure %d", erasureID), err)
 	}
 	if store.IsInbox() {
 		m, err := s.matcherOf(scope.Provider())
@@ -473,7 +472,7 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store era
 		}
 		tag, err := tx.Exec(ctx, deleteSQL, erasureID, boundary)
 		if err != nil {
-			return 0, nil, pgutil.Interpret("delete matching deliveries", err)
+			return 0, nil, sqlkit.Interpret("delete matching deliveries", err)
 		}
 		rw, err := newPayloadRewrite(s.fields[scope.Provider().String()].Text, scope)
 		if err != nil {
@@ -499,13 +498,13 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store era
 		}
 		tag, err := tx.Exec(ctx, m.scrubFeed, erasureID, ws, feedTypePrefix(scope.Provider()))
 		if err != nil {
-			return 0, nil, pgutil.Interpret("scrub the change feed", err)
+			return 0, nil, sqlkit.Interpret("scrub the change feed", err)
 		}
 		return tag.RowsAffected(), nil, nil
 	}
 	var n int64
 	for _, mirror := range s.mirrors[scope.Provider().String()] {
-		c, err := mirror.ErasePerson(ctx, deliveryinbox.Adopt(tx), ws, scope)
+		c, err := mirror.ErasePerson(ctx, sqlkit.Adopt(tx), ws, scope)
 		if err != nil {
 			return 0, nil, fmt.Errorf("erase %s: %w", store, err)
 		}
@@ -518,7 +517,7 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store era
 func (s *Store) LowerStaleFence(ctx context.Context) (bool, error) {
 	tag, err := s.pool.Exec(ctx, lowerStaleFence)
 	if err != nil {
-		return false, pgutil.Interpret("lower stale erasure fence", err)
+		return false, sqlkit.Interpret("lower stale erasure fence", err)
 	}
 	return tag.RowsAffected() > 0, nil
 }
@@ -567,7 +566,7 @@ func scanRequest(row pgx.Row) (erasure.Request, error) {
 func readReceipts(ctx context.Context, tx pgx.Tx, id int64) ([]erasure.Receipt, error) {
 	rows, err := tx.Query(ctx, selectReceipts, id)
 	if err != nil {
-		return nil, pgutil.Interpret("read erasure receipts", err)
+		return nil, sqlkit.Interpret("read erasure receipts", err)
 	}
 	receipts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (erasure.Receipt, error) {
 		var (
@@ -589,7 +588,7 @@ func readReceipts(ctx context.Context, tx pgx.Tx, id int64) ([]erasure.Receipt, 
 		return rc, nil
 	})
 	if err != nil {
-		return nil, pgutil.Interpret("read erasure receipts", err)
+		return nil, sqlkit.Interpret("read erasure receipts", err)
 	}
 	return receipts, nil
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 )
 
@@ -77,7 +77,7 @@ func (s *LiveSecrets) InstallationCredential(ctx context.Context, workspaceID in
 		return Credential{}, false, nil
 	}
 	if err != nil {
-		return Credential{}, false, pgutil.Interpret("live installation connection", err)
+		return Credential{}, false, sqlkit.Interpret("live installation connection", err)
 	}
 	token, err := mint(ctx, installationID)
 	if err != nil {
@@ -106,7 +106,7 @@ func (s *LiveSecrets) ConnectionInstallationCredential(ctx context.Context, work
 		return Credential{}, false, nil
 	}
 	if err != nil {
-		return Credential{}, false, pgutil.Interpret("connection installation", err)
+		return Credential{}, false, sqlkit.Interpret("connection installation", err)
 	}
 	installation, err := strconv.ParseInt(key, 10, 64)
 	if err != nil || installation <= 0 {
@@ -133,7 +133,7 @@ func (s *LiveSecrets) SecretCredential(ctx context.Context, workspaceID int64, k
 		return Credential{}, false, nil
 	}
 	if err != nil {
-		return Credential{}, false, pgutil.Interpret("live connection secret", err)
+		return Credential{}, false, sqlkit.Interpret("live connection secret", err)
 	}
 	if sealed == nil {
 		return Credential{}, false, nil
@@ -160,7 +160,7 @@ func (s *LiveSecrets) VerifiedSubscriberCredential(ctx context.Context, workspac
 		return Credential{}, false, nil
 	}
 	if err != nil {
-		return Credential{}, false, pgutil.Interpret("verified subscriber secret", err)
+		return Credential{}, false, sqlkit.Interpret("verified subscriber secret", err)
 	}
 	opened, err := s.secrets.Open(id, sealed)
 	if err != nil {
@@ -199,7 +199,7 @@ func (s *LiveSecrets) VerifiedSubscriberAPIToken(ctx context.Context, workspaceI
 		return Credential{}, false, nil
 	}
 	if err != nil {
-		return Credential{}, false, pgutil.Interpret("verified subscriber api token", err)
+		return Credential{}, false, sqlkit.Interpret("verified subscriber api token", err)
 	}
 	opened, err := s.secrets.Open(id, sealed)
 	if err != nil {

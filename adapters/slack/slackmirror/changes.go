@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -105,7 +105,7 @@ func (s *Store) publishMessage(ctx context.Context, tx ports.Tx, ws int64, t cha
 	err = ptx.QueryRow(ctx, readMessageView, ws, channelID, ts).Scan(&m.TeamID, &m.ChannelID, &m.TS, &m.ThreadTS,
 		&m.UserID, &m.Text, &m.PostedAt, &m.EditedTS, &m.EventID, &version)
 	if err != nil {
-		return pgutil.Interpret("read slack message", err)
+		return sqlkit.Interpret("read slack message", err)
 	}
 	c, err := change.NewVersioned(t, subjectOf(channelID, ts), version, s.feed.views.Message(m))
 	if err != nil {
@@ -131,7 +131,7 @@ func (s *Store) tombstoneMessagePublishing(ctx context.Context, tx ports.Tx, ws 
 		version string
 	)
 	if err := ptx.QueryRow(ctx, tombstoneMessageReportingChange, args...).Scan(&wasLive, &version); err != nil {
-		return pgutil.Interpret("tombstone slack message", err)
+		return sqlkit.Interpret("tombstone slack message", err)
 	}
 	if !wasLive {
 		return nil
@@ -150,7 +150,7 @@ func (s *Store) deleteMessagePublishing(ctx context.Context, tx ports.Tx, ws int
 	}
 	rows, err := ptx.Query(ctx, deleteMessageReportingChange, ws, channelID, ts, eventID)
 	if err != nil {
-		return pgutil.Interpret("delete slack message", err)
+		return sqlkit.Interpret("delete slack message", err)
 	}
 	var (
 		wasLive bool
@@ -160,12 +160,12 @@ func (s *Store) deleteMessagePublishing(ctx context.Context, tx ports.Tx, ws int
 		var live *bool
 		if err := rows.Scan(&live, &version); err != nil {
 			rows.Close()
-			return pgutil.Interpret("delete slack message", err)
+			return sqlkit.Interpret("delete slack message", err)
 		}
 		wasLive = live != nil && *live
 	}
 	if err := rows.Err(); err != nil {
-		return pgutil.Interpret("delete slack message", err)
+		return sqlkit.Interpret("delete slack message", err)
 	}
 	if !wasLive {
 		return nil

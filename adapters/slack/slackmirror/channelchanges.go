@@ -5,8 +5,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -59,7 +59,7 @@ func (s *Store) saveChannelPublishing(ctx context.Context, tx ports.Tx, ws int64
 	var changed bool
 	err = ptx.QueryRow(ctx, saveChannelReportingChange, ws, c.TeamID, c.ID, c.Name, c.Consent.String(), eventID).Scan(&changed)
 	if err != nil || !changed {
-		return pgutil.Interpret("save slack channel", err)
+		return sqlkit.Interpret("save slack channel", err)
 	}
 	saved, ok, err := scanChannel(ctx, ptx, "read slack channel", readChannelView, ws, c.ID)
 	if err != nil || !ok {
@@ -87,7 +87,7 @@ func (s *Store) eraseTeamChannelsPublishing(ctx context.Context, tx ports.Tx, ws
 	rows, _ := ptx.Query(ctx, eraseTeamChannelsReporting, ws, teamID)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return pgutil.Interpret("erase slack team channels", err)
+		return sqlkit.Interpret("erase slack team channels", err)
 	}
 	for _, id := range ids {
 		if err := s.publishChannel(ctx, tx, ws, ChannelDeleted, id, map[string]string{"id": id, "teamId": teamID}); err != nil {

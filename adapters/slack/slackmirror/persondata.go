@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -21,7 +21,7 @@ var _ ports.PersonDataStore = (*Store)(nil)
 // theirs alone (channel messages, mentor DMs), so it is deleted; the channel registry and its
 // audit name no person. Parameters: @workspaces (bigint[]), @ids the person's Slack member ids
 // (text[], matched exactly).
-var slackPersonData = []pgutil.PersonRule{
+var slackPersonData = []sqlkit.PersonRule{
 	{Table: "slack_message", Where: `user_id = ANY(@ids)`},
 	{Table: "slack_mentor_turn", Where: `user_id = ANY(@ids)`},
 	// A mention of the person in someone else's message ("<@U024BE7LH>", with or without
@@ -35,7 +35,7 @@ const TombstoneMember = "U00000000"
 
 // personArgs are PersonIDArgs and @mention_re, the person's mentions in message text.
 func personArgs(workspaces []int64, scope erasure.Scope) pgx.NamedArgs {
-	args := pgutil.PersonIDArgs(workspaces, scope)
+	args := sqlkit.PersonIDArgs(workspaces, scope)
 	var alts []string
 	for _, id := range args["ids"].([]string) {
 		alts = append(alts, regexp.QuoteMeta(id))
@@ -56,7 +56,7 @@ func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64
 	if err != nil {
 		return 0, err
 	}
-	return pgutil.CountPerson(ctx, ptx, slackPersonData, personArgs(workspaces, scope))
+	return sqlkit.CountPerson(ctx, ptx, slackPersonData, personArgs(workspaces, scope))
 }
 
 // ErasePerson implements ports.PersonDataStore.
@@ -65,7 +65,7 @@ func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64
 	if err != nil {
 		return 0, err
 	}
-	n, err := pgutil.ErasePerson(ctx, ptx, slackPersonData, personArgs(workspaces, scope))
+	n, err := sqlkit.ErasePerson(ctx, ptx, slackPersonData, personArgs(workspaces, scope))
 	if err != nil {
 		return 0, fmt.Errorf("erase slack person data: %w", err)
 	}

@@ -1,7 +1,7 @@
 // Package slackmirror is the PostgreSQL store of the Slack mirror (migration 00006): the channel
 // registry and its audit, channel messages, mentor turns, and the team's connection transition
 // and erasure. Writes run on the transaction of the DeliveryInbox step that claims them
-// (deliveryinbox.PgxTx); reads of App Home and the read API use the store's pool. Every
+// (sqlkit.PgxTx); reads of App Home and the read API use the store's pool. Every
 // statement binds the workspace.
 package slackmirror
 
@@ -12,9 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -37,7 +36,7 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 	return &Store{pool: pool}, nil
 }
 
-func txOf(tx ports.Tx) (pgx.Tx, error) { return deliveryinbox.PgxTx(tx) }
+func txOf(tx ports.Tx) (pgx.Tx, error) { return sqlkit.PgxTx(tx) }
 
 func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) (int64, error) {
 	ptx, err := txOf(tx)
@@ -46,7 +45,7 @@ func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) (int64,
 	}
 	tag, err := ptx.Exec(ctx, sql, args...)
 	if err != nil {
-		return 0, pgutil.Interpret(op, err)
+		return 0, sqlkit.Interpret(op, err)
 	}
 	return tag.RowsAffected(), nil
 }
@@ -66,7 +65,7 @@ func scanChannel(ctx context.Context, q queryRow, op, sql string, ws int64, id s
 		return slackhandlers.Channel{}, false, nil
 	}
 	if err != nil {
-		return slackhandlers.Channel{}, false, pgutil.Interpret(op, err)
+		return slackhandlers.Channel{}, false, sqlkit.Interpret(op, err)
 	}
 	if c.Consent, err = slackhandlers.ParseConsentState(state); err != nil {
 		return slackhandlers.Channel{}, false, err
@@ -157,7 +156,7 @@ func (s *Store) LockTeamConnections(ctx context.Context, tx ports.Tx, ws int64, 
 	}
 	rows, err := ptx.Query(ctx, lockTeamConnections, ws, teamID)
 	if err != nil {
-		return nil, pgutil.Interpret("lock slack connections", err)
+		return nil, sqlkit.Interpret("lock slack connections", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackhandlers.TeamConnection, error) {
 		var (
@@ -171,7 +170,7 @@ func (s *Store) LockTeamConnections(ctx context.Context, tx ports.Tx, ws int64, 
 		return c, err
 	})
 	if err != nil {
-		return nil, pgutil.Interpret("lock slack connections", err)
+		return nil, sqlkit.Interpret("lock slack connections", err)
 	}
 	return out, nil
 }
@@ -183,11 +182,11 @@ func (s *Store) TeamConnectionActive(ctx context.Context, tx ports.Tx, ws int64,
 	}
 	rows, err := ptx.Query(ctx, teamConnectionStates, ws, teamID)
 	if err != nil {
-		return false, pgutil.Interpret("read slack connection state", err)
+		return false, sqlkit.Interpret("read slack connection state", err)
 	}
 	states, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return false, pgutil.Interpret("read slack connection state", err)
+		return false, sqlkit.Interpret("read slack connection state", err)
 	}
 	for _, st := range states {
 		if st == connection.Active.String() {
@@ -239,7 +238,7 @@ func (s *Store) EraseTeam(ctx context.Context, tx ports.Tx, ws int64, teamID str
 		rows, _ := ptx.Query(ctx, teamMessageChannels, ws, teamID)
 		channels, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
-			return pgutil.Interpret("read slack team channels", err)
+			return sqlkit.Interpret("read slack team channels", err)
 		}
 		if err := s.removeMessageChanges(ctx, tx, ws, channels); err != nil {
 			return err
@@ -284,7 +283,7 @@ func (s *Store) Channel(ctx context.Context, ws int64, channelID string) (slackh
 func (s *Store) Home(ctx context.Context, ws int64, teamID, userID string) (slackhandlers.HomeSummary, error) {
 	var h slackhandlers.HomeSummary
 	if err := s.pool.QueryRow(ctx, homeSummary, ws, teamID, userID).Scan(&h.MirroredChannels, &h.OpenTurns); err != nil {
-		return h, pgutil.Interpret("read slack home", err)
+		return h, sqlkit.Interpret("read slack home", err)
 	}
 	return h, nil
 }
@@ -293,11 +292,11 @@ func (s *Store) Home(ctx context.Context, ws int64, teamID, userID string) (slac
 func (s *Store) ListChannels(ctx context.Context, ws int64, page ports.PageRequest) ([]slackhandlers.Channel, int, error) {
 	var total int
 	if err := s.pool.QueryRow(ctx, countChannels, ws).Scan(&total); err != nil {
-		return nil, 0, pgutil.Interpret("count slack channels", err)
+		return nil, 0, sqlkit.Interpret("count slack channels", err)
 	}
 	rows, err := s.pool.Query(ctx, listChannels, ws, page.Size, page.Offset())
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list slack channels", err)
+		return nil, 0, sqlkit.Interpret("list slack channels", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackhandlers.Channel, error) {
 		var (
@@ -311,7 +310,7 @@ func (s *Store) ListChannels(ctx context.Context, ws int64, page ports.PageReque
 		return c, err
 	})
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list slack channels", err)
+		return nil, 0, sqlkit.Interpret("list slack channels", err)
 	}
 	return out, total, nil
 }
@@ -326,11 +325,11 @@ func (s *Store) ListMessages(ctx context.Context, ws int64, channelID string, pa
 	}
 	var total int
 	if err := s.pool.QueryRow(ctx, countMessages, ws, channelID).Scan(&total); err != nil {
-		return nil, 0, pgutil.Interpret("count slack messages", err)
+		return nil, 0, sqlkit.Interpret("count slack messages", err)
 	}
 	rows, err := s.pool.Query(ctx, listMessages, ws, channelID, page.Size, page.Offset())
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list slack messages", err)
+		return nil, 0, sqlkit.Interpret("list slack messages", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackhandlers.MessageView, error) {
 		var m slackhandlers.MessageView
@@ -338,7 +337,7 @@ func (s *Store) ListMessages(ctx context.Context, ws int64, channelID string, pa
 		return m, err
 	})
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list slack messages", err)
+		return nil, 0, sqlkit.Interpret("list slack messages", err)
 	}
 	return out, total, nil
 }
