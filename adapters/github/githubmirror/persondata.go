@@ -2,13 +2,13 @@ package githubmirror
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -123,7 +123,7 @@ func (s *Store) Provider() provider.Provider { return github.Provider }
 // personArgs are the parameters of the rules for scope: ids as numbers (GitHub ids are
 // numeric; another id matches nothing), logins and e-mail addresses in lower case (GitHub
 // compares both case-insensitively).
-func personArgs(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (pgx.NamedArgs, error) {
+func personArgs(ctx context.Context, ptx pgx.Tx, workspaces []int64, scope erasure.Scope) (pgx.NamedArgs, error) {
 	var ids []int64
 	var logins, emails []string
 	for _, i := range scope.Identities() {
@@ -136,10 +136,6 @@ func personArgs(ctx context.Context, tx ports.Tx, workspaces []int64, scope eras
 		if i.Email() != "" {
 			emails = append(emails, strings.ToLower(i.Email()))
 		}
-	}
-	ptx, err := txOf(tx)
-	if err != nil {
-		return nil, err
 	}
 	if workspaces == nil {
 		workspaces = []int64{}
@@ -178,37 +174,20 @@ func nonNil(xs []string) []string {
 	return xs
 }
 
+// githubPersonErasure counts and erases githubPersonData; an erasure that changed a row puts
+// the ghost user.
+var githubPersonErasure = mirrorkit.PersonData{Name: "github", Rules: githubPersonData, Args: personArgs,
+	Erased: func(ctx context.Context, ptx pgx.Tx, args pgx.NamedArgs) error {
+		_, err := ptx.Exec(ctx, putGhost, args)
+		return sqlkit.Interpret("put the github ghost user", err)
+	}}
+
 // CountPerson implements ports.PersonDataStore.
 func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	args, err := personArgs(ctx, tx, workspaces, scope)
-	if err != nil {
-		return 0, err
-	}
-	ptx, err := txOf(tx)
-	if err != nil {
-		return 0, err
-	}
-	return sqlkit.CountPerson(ctx, ptx, githubPersonData, args)
+	return githubPersonErasure.Count(ctx, tx, workspaces, scope)
 }
 
 // ErasePerson implements ports.PersonDataStore.
 func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	args, err := personArgs(ctx, tx, workspaces, scope)
-	if err != nil {
-		return 0, err
-	}
-	ptx, err := txOf(tx)
-	if err != nil {
-		return 0, err
-	}
-	total, err := sqlkit.ErasePerson(ctx, ptx, githubPersonData, args)
-	if err != nil {
-		return 0, fmt.Errorf("erase github person data: %w", err)
-	}
-	if total > 0 {
-		if _, err := ptx.Exec(ctx, putGhost, args); err != nil {
-			return 0, sqlkit.Interpret("put the github ghost user", err)
-		}
-	}
-	return total, nil
+	return githubPersonErasure.Erase(ctx, tx, workspaces, scope)
 }

@@ -22,8 +22,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
-	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -33,7 +33,7 @@ var _ githubhandlers.Store = (*Store)(nil)
 // through the inbox's transaction; the pool serves reads only.
 type Store struct {
 	pool *pgxpool.Pool
-	feed feed // the change feed's publisher (changes.go); zero: no publishing
+	feed mirrorkit.Feed[Views] // the change feed's publisher (changes.go); zero: no publishing
 	// connections publishes connection.state_changed; nil: no publishing.
 	connections ConnectionStatePublisher
 }
@@ -53,29 +53,8 @@ func txOf(tx ports.Tx) (pgx.Tx, error) {
 
 // exec runs one statement in the inbox's transaction.
 func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return err
-	}
-	_, err = ptx.Exec(ctx, sql, args...)
-	return sqlkit.Interpret(op, err)
-}
-
-// batch runs one statement per row in one round trip, in the order given (callers sort by
-// key, so row locks are taken in key order).
-func batch[T any](ctx context.Context, tx ports.Tx, op, sql string, rows []T, args func(T) []any) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	ptx, err := txOf(tx)
-	if err != nil {
-		return err
-	}
-	b := &pgx.Batch{}
-	for _, r := range rows {
-		b.Queue(sql, args(r)...)
-	}
-	return sqlkit.Interpret(op, ptx.SendBatch(ctx, b).Close())
+	_, err := mirrorkit.Exec(ctx, tx, op, sql, args...)
+	return err
 }
 
 // sortedBy returns xs sorted by key (a copy: the caller's slice keeps its order).
@@ -135,7 +114,7 @@ func (s *Store) UpsertUsers(ctx context.Context, tx ports.Tx, ws int64, users []
 		}
 		return nil
 	}
-	return batch(ctx, tx, "upsert github users", upsertUser, users, args)
+	return mirrorkit.Batch(ctx, tx, "upsert github users", users, func(u githubhandlers.User) (string, []any) { return upsertUser, args(u) })
 }
 
 // UsersToWrite implements handlers.UserWriter.
@@ -180,24 +159,24 @@ func toWrite[T any](ctx context.Context, pool *pgxpool.Pool, op, sql string, ws 
 // UpsertLabels implements handlers.LabelWriter.
 func (s *Store) UpsertLabels(ctx context.Context, tx ports.Tx, ws int64, labels []githubhandlers.Label) error {
 	labels = sortedBy(labels, func(l githubhandlers.Label) string { return idKey(l.ID) })
-	writes := make([]entityWrite, 0, len(labels))
+	writes := make([]mirrorkit.Write, 0, len(labels))
 	for _, l := range labels {
 		writes = append(writes, s.labelWrite(ws, []any{ws, l.ID, l.RepositoryID, l.Name, l.Color, l.Description, l.Default,
 			l.Deleted, at(l.Version), l.Version.EventID}, l.ID))
 	}
-	return s.writeEntities(ctx, tx, ws, upsertLabel, writes)
+	return s.feed.WriteAll(ctx, tx, ws, writes)
 }
 
 // UpsertOrganization implements handlers.RepositoryWriter.
 func (s *Store) UpsertOrganization(ctx context.Context, tx ports.Tx, ws int64, o githubhandlers.Organization) error {
 	args := []any{ws, o.ID, o.Login, o.Description, o.Deleted, at(o.Version), o.Version.EventID}
-	if s.feed.pub != nil && sqlkit.CanExecAtCommit(tx) {
+	if s.feed.On() && sqlkit.CanExecAtCommit(tx) {
 		written, err := s.organizationAtCommit(ctx, tx, args)
 		if err != nil || written {
 			return err
 		}
 	}
-	return s.writeEntity(ctx, tx, ws, upsertOrganization, s.organizationWrite(ws, args, o.ID))
+	return s.feed.Write(ctx, tx, ws, s.organizationWrite(ws, args, o.ID))
 }
 
 // organizationAtCommit writes the organization, a row every delivery of every repository of
@@ -233,21 +212,21 @@ func (s *Store) organizationAtCommit(ctx context.Context, tx ports.Tx, args []an
 
 // UpsertRepository implements handlers.RepositoryWriter.
 func (s *Store) UpsertRepository(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Repository) error {
-	return s.writeEntity(ctx, tx, ws, upsertRepository, s.repositoryWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.repositoryWrite(ws,
 		[]any{ws, r.ID, r.OwnerID, r.OwnerLogin, r.Name, r.FullName, r.Private, r.Visibility, r.DefaultBranch,
 			r.Archived, r.Fork, r.Description, r.HTMLURL, r.CreatedAt, r.PushedAt, r.Deleted, at(r.Version), r.Version.EventID}, r.ID))
 }
 
 // SetOrganizationMember implements handlers.RepositoryWriter.
 func (s *Store) SetOrganizationMember(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.OrganizationMember) error {
-	return s.writeEntity(ctx, tx, ws, setOrganizationMember, s.memberWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.memberWrite(ws,
 		[]any{ws, m.OrganizationID, m.UserID, m.Role, m.State, m.Deleted, at(m.Version), m.Version.EventID},
 		m.OrganizationID, m.UserID))
 }
 
 // SetCollaborator implements handlers.RepositoryWriter.
 func (s *Store) SetCollaborator(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.Collaborator) error {
-	return s.writeEntity(ctx, tx, ws, setCollaborator, s.collaboratorWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.collaboratorWrite(ws,
 		[]any{ws, c.RepositoryID, c.UserID, c.Permission, c.Deleted, at(c.Version), c.Version.EventID},
 		c.RepositoryID, c.UserID))
 }
@@ -269,27 +248,27 @@ func (s *Store) Monitors(ctx context.Context, tx ports.Tx, ws, repositoryID, own
 
 // UpsertTeam implements handlers.TeamWriter.
 func (s *Store) UpsertTeam(ctx context.Context, tx ports.Tx, ws int64, t githubhandlers.Team) error {
-	return s.writeEntity(ctx, tx, ws, upsertTeam, s.teamWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.teamWrite(ws,
 		[]any{ws, t.ID, t.OrganizationID, t.Name, t.Slug, t.Description, t.Privacy, t.Permission, t.ParentID,
 			t.Deleted, at(t.Version), t.Version.EventID}, t.ID))
 }
 
 // SetTeamMember implements handlers.TeamWriter.
 func (s *Store) SetTeamMember(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.TeamMember) error {
-	return s.writeEntity(ctx, tx, ws, setTeamMember, s.teamMemberWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.teamMemberWrite(ws,
 		[]any{ws, m.TeamID, m.UserID, m.Deleted, at(m.Version), m.Version.EventID}, m.TeamID, m.UserID))
 }
 
 // SetTeamRepository implements handlers.TeamWriter.
 func (s *Store) SetTeamRepository(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.TeamRepository) error {
-	return s.writeEntity(ctx, tx, ws, setTeamRepository, s.teamRepositoryWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.teamRepositoryWrite(ws,
 		[]any{ws, r.TeamID, r.RepositoryID, r.Permission, r.Deleted, at(r.Version), r.Version.EventID},
 		r.TeamID, r.RepositoryID))
 }
 
 // UpsertMilestone implements handlers.IssueWriter.
 func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.Milestone) error {
-	return s.writeEntity(ctx, tx, ws, upsertMilestone, s.milestoneWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.milestoneWrite(ws,
 		[]any{ws, m.ID, m.RepositoryID, m.Number, m.Title, m.Description, m.State, m.DueOn, m.ClosedAt, m.CreatedAt,
 			m.Deleted, at(m.Version), m.Version.EventID}, m.ID))
 }
@@ -299,28 +278,25 @@ func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i github
 	args := []any{ws, i.ID, i.RepositoryID, i.Number, i.Title, i.Body, i.State, i.StateReason, i.Locked, i.AuthorID,
 		i.MilestoneID, ids(i.LabelIDs), ids(i.AssigneeIDs), i.CommentCount, i.HTMLURL, i.CreatedAt, i.ClosedAt,
 		i.Deleted, at(i.Version), i.Version.EventID}
-	if s.feed.pub != nil {
-		return s.upsertIssuePublishing(ctx, tx, ws, args, i.ID)
-	}
-	return exec(ctx, tx, "upsert github issue", upsertIssue, args...)
+	return s.feed.Write(ctx, tx, ws, s.issueWrite(ws, args, i.ID))
 }
 
 // UpsertIssueComment implements handlers.IssueWriter.
 func (s *Store) UpsertIssueComment(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.IssueComment) error {
-	return s.writeEntity(ctx, tx, ws, upsertIssueComment, s.issueCommentWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.issueCommentWrite(ws,
 		[]any{ws, c.ID, c.RepositoryID, c.IssueID, c.AuthorID, c.Body, c.HTMLURL, c.CreatedAt, c.Deleted,
 			at(c.Version), c.Version.EventID}, c.ID))
 }
 
 // SetSubIssue implements handlers.IssueWriter.
 func (s *Store) SetSubIssue(ctx context.Context, tx ports.Tx, ws int64, l githubhandlers.SubIssue) error {
-	return s.writeEntity(ctx, tx, ws, setSubIssue, s.subIssueWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.subIssueWrite(ws,
 		[]any{ws, l.ParentIssueID, l.SubIssueID, l.Deleted, at(l.Version), l.Version.EventID}, l.ParentIssueID, l.SubIssueID))
 }
 
 // SetIssueDependency implements handlers.IssueWriter.
 func (s *Store) SetIssueDependency(ctx context.Context, tx ports.Tx, ws int64, l githubhandlers.IssueDependency) error {
-	return s.writeEntity(ctx, tx, ws, setIssueDependency, s.issueDependencyWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.issueDependencyWrite(ws,
 		[]any{ws, l.BlockedIssueID, l.BlockingIssueID, l.Deleted, at(l.Version), l.Version.EventID},
 		l.BlockedIssueID, l.BlockingIssueID))
 }
@@ -335,7 +311,7 @@ func (s *Store) UpsertPullRequest(ctx context.Context, tx ports.Tx, ws int64, pr
 		pr.AuthorID, pr.HeadRef, pr.HeadSHA, pr.BaseRef, pr.BaseSHA, pr.MilestoneID, ids(pr.LabelIDs),
 		ids(pr.AssigneeIDs), ids(pr.RequestedReviewerIDs), pr.HTMLURL, pr.CreatedAt, pr.ClosedAt, pr.MergedAt,
 		at(pr.Version), pr.Version.EventID}
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		err = s.upsertPullRequestPublishing(ctx, ptx, tx, ws, args, pr.ID)
 	} else {
 		_, err = ptx.Exec(ctx, upsertPullRequest, args...)
@@ -374,7 +350,7 @@ func (s *Store) PullRequestsWithHead(ctx context.Context, ws, repositoryID int64
 
 // UpsertReview implements handlers.PullRequestWriter.
 func (s *Store) UpsertReview(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Review) error {
-	return s.writeEntity(ctx, tx, ws, upsertReview, s.reviewWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.reviewWrite(ws,
 		[]any{ws, r.ID, r.RepositoryID, r.PullRequestID, r.AuthorID, r.State, r.Body, r.CommitID, r.SubmittedAt,
 			at(r.Version), r.Version.EventID}, r.ID))
 }
@@ -382,32 +358,32 @@ func (s *Store) UpsertReview(ctx context.Context, tx ports.Tx, ws int64, r githu
 // UpsertReviewComments implements handlers.PullRequestWriter.
 func (s *Store) UpsertReviewComments(ctx context.Context, tx ports.Tx, ws int64, cs []githubhandlers.ReviewComment) error {
 	cs = sortedBy(cs, func(c githubhandlers.ReviewComment) string { return idKey(c.ID) })
-	writes := make([]entityWrite, 0, len(cs))
+	writes := make([]mirrorkit.Write, 0, len(cs))
 	for _, c := range cs {
 		writes = append(writes, s.reviewCommentWrite(ws, []any{ws, c.ID, c.RepositoryID, c.PullRequestID, c.ReviewID,
 			c.InReplyToID, c.AuthorID, c.Path, c.Line, c.Body, c.CommitID, c.CreatedAt, c.Deleted, at(c.Version),
 			c.Version.EventID}, c.ID))
 	}
-	return s.writeEntities(ctx, tx, ws, upsertReviewComment, writes)
+	return s.feed.WriteAll(ctx, tx, ws, writes)
 }
 
 // UpsertReviewThread implements handlers.PullRequestWriter.
 func (s *Store) UpsertReviewThread(ctx context.Context, tx ports.Tx, ws int64, t githubhandlers.ReviewThread) error {
-	return s.writeEntity(ctx, tx, ws, upsertReviewThread, s.reviewThreadWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.reviewThreadWrite(ws,
 		[]any{ws, t.NodeID, t.RepositoryID, t.PullRequestID, t.Resolved, t.Path, ids(t.CommentIDs), at(t.Version),
 			t.Version.EventID}, t.NodeID))
 }
 
 // UpsertCommitStatus implements handlers.CheckWriter.
 func (s *Store) UpsertCommitStatus(ctx context.Context, tx ports.Tx, ws int64, st githubhandlers.CommitStatus) error {
-	return s.writeEntity(ctx, tx, ws, upsertCommitStatus, s.commitStatusWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.commitStatusWrite(ws,
 		[]any{ws, st.ID, st.RepositoryID, st.SHA, st.Context, st.State, st.Description, st.TargetURL, st.CreatedAt,
 			at(st.Version), st.Version.EventID}, st.ID))
 }
 
 // UpsertCheckSuite implements handlers.CheckWriter.
 func (s *Store) UpsertCheckSuite(ctx context.Context, tx ports.Tx, ws int64, cs githubhandlers.CheckSuite) error {
-	return s.writeEntity(ctx, tx, ws, upsertCheckSuite, s.checkSuiteWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.checkSuiteWrite(ws,
 		[]any{ws, cs.ID, cs.RepositoryID, cs.HeadSHA, cs.HeadBranch, cs.Status, cs.Conclusion, cs.AppSlug, cs.CreatedAt,
 			at(cs.Version), cs.Version.EventID}, cs.ID))
 }
@@ -415,17 +391,17 @@ func (s *Store) UpsertCheckSuite(ctx context.Context, tx ports.Tx, ws int64, cs 
 // UpsertCheckRuns implements handlers.CheckWriter.
 func (s *Store) UpsertCheckRuns(ctx context.Context, tx ports.Tx, ws int64, runs []githubhandlers.CheckRun) error {
 	runs = sortedBy(runs, func(r githubhandlers.CheckRun) string { return idKey(r.ID) })
-	writes := make([]entityWrite, 0, len(runs))
+	writes := make([]mirrorkit.Write, 0, len(runs))
 	for _, r := range runs {
 		writes = append(writes, s.checkRunWrite(ws, []any{ws, r.ID, r.RepositoryID, r.CheckSuiteID, r.HeadSHA, r.Name,
 			r.Status, r.Conclusion, r.StartedAt, r.CompletedAt, at(r.Version), r.Version.EventID}, r.ID))
 	}
-	return s.writeEntities(ctx, tx, ws, upsertCheckRun, writes)
+	return s.feed.WriteAll(ctx, tx, ws, writes)
 }
 
 // RefreshPullRequestChecks implements handlers.CheckWriter.
 func (s *Store) RefreshPullRequestChecks(ctx context.Context, tx ports.Tx, ws, pullRequestID, eventID int64) error {
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		return s.refreshChecksPublishing(ctx, tx, ws, pullRequestID, eventID)
 	}
 	return exec(ctx, tx, "refresh github pull request checks", refreshPullRequestChecks, ws, pullRequestID, eventID)
@@ -433,7 +409,7 @@ func (s *Store) RefreshPullRequestChecks(ctx context.Context, tx ports.Tx, ws, p
 
 // SetRef implements handlers.PushWriter.
 func (s *Store) SetRef(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Ref) error {
-	return s.writeEntity(ctx, tx, ws, setRef, s.refWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.refWrite(ws,
 		[]any{ws, r.RepositoryID, r.Ref, r.SHA, r.Deleted, at(r.Version), r.Version.EventID}, r.RepositoryID, r.Ref))
 }
 
@@ -441,112 +417,7 @@ func (s *Store) SetRef(ctx context.Context, tx ports.Tx, ws int64, r githubhandl
 func (s *Store) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.Commit) error {
 	args := []any{ws, c.RepositoryID, c.SHA, c.Message, c.AuthorName, c.AuthorEmail, c.AuthorLogin, c.CommitterName,
 		c.CommitterEmail, c.CommittedAt, c.HTMLURL, at(c.Version), c.Version.EventID}
-	if s.feed.pub != nil {
-		return s.upsertCommitPublishing(ctx, tx, ws, args, c.RepositoryID, c.SHA)
-	}
-	return exec(ctx, tx, "upsert github commit", upsertCommit, args...)
-}
-
-// LockAppConnection implements handlers.InstallationWriter.
-func (s *Store) LockAppConnection(ctx context.Context, tx ports.Tx, installationID int64) (githubhandlers.AppConnection, bool, error) {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return githubhandlers.AppConnection{}, false, err
-	}
-	var (
-		c     githubhandlers.AppConnection
-		state string
-	)
-	err = ptx.QueryRow(ctx, lockAppConnection, strconv.FormatInt(installationID, 10)).
-		Scan(&c.ID, &c.WorkspaceID, &state)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return githubhandlers.AppConnection{}, false, nil
-	}
-	if err != nil {
-		return githubhandlers.AppConnection{}, false, sqlkit.Interpret("lock github app connection", err)
-	}
-	if c.State, err = connection.ParseState(state); err != nil {
-		return githubhandlers.AppConnection{}, false, err
-	}
-	return c, true, nil
-}
-
-// SetAppConnectionState implements handlers.InstallationWriter.
-// The handler sets a state only when the state machine moved it, so each call is a change: with
-// a connection publisher wired it publishes connection.state_changed in the same transaction.
-func (s *Store) SetAppConnectionState(ctx context.Context, tx ports.Tx, connectionID int64, st connection.State) error {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return err
-	}
-	var ws int64
-	if err := ptx.QueryRow(ctx, setAppConnectionState, connectionID, st.String()).Scan(&ws); err != nil {
-		return sqlkit.Interpret("set github app connection state", err)
-	}
-	if s.connections == nil {
-		return nil
-	}
-	return s.connections.PublishConnectionState(ctx, tx, ws, connectionID)
-}
-
-// ConnectionStatePublisher publishes connection.state_changed for a connection whose state tx
-// has just changed (the management connection store).
-type ConnectionStatePublisher interface {
-	PublishConnectionState(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error
-}
-
-// PublishConnectionStates makes SetAppConnectionState publish through p.
-func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
-	if p == nil {
-		return errors.New("github mirror: nil connection state publisher")
-	}
-	s.connections = p
-	return nil
-}
-
-// RecordInstallation implements handlers.InstallationWriter.
-func (s *Store) RecordInstallation(ctx context.Context, tx ports.Tx, in githubhandlers.Installation) (bool, error) {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return false, err
-	}
-	var one int
-	err = ptx.QueryRow(ctx, recordInstallation, in.ID, in.AccountID, in.AccountLogin, in.AccountType, in.TargetType,
-		in.RepositorySelection, in.State, in.LastAction, in.ConnectionID, at(in.Version), in.Version.EventID).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil // the stored record is newer: ON CONFLICT … WHERE returned no row
-	}
-	if err != nil {
-		return false, sqlkit.Interpret("record github installation", err)
-	}
-	return true, nil
-}
-
-// RenameInstallationAccount implements handlers.InstallationWriter.
-func (s *Store) RenameInstallationAccount(ctx context.Context, tx ports.Tx, installationID int64, login string, v githubhandlers.Version) error {
-	return exec(ctx, tx, "rename github installation account", renameInstallationAccount, installationID, login, v.EventID)
-}
-
-// SetInstallationRepositories implements handlers.InstallationWriter.
-func (s *Store) SetInstallationRepositories(ctx context.Context, tx ports.Tx, ws int64, repos []githubhandlers.InstallationRepository) error {
-	repos = sortedBy(repos, func(r githubhandlers.InstallationRepository) string {
-		return idKey(r.InstallationID) + idKey(r.RepositoryID)
-	})
-	writes := make([]entityWrite, 0, len(repos))
-	for _, r := range repos {
-		writes = append(writes, s.installationRepositoryWrite(ws, []any{ws, r.InstallationID, r.RepositoryID, r.FullName,
-			r.Private, r.Deleted, at(r.Version), r.Version.EventID}, r.InstallationID, r.RepositoryID))
-	}
-	return s.writeEntities(ctx, tx, ws, setInstallationRepository, writes)
-}
-
-// RemoveInstallationRepositories implements handlers.InstallationWriter.
-func (s *Store) RemoveInstallationRepositories(ctx context.Context, tx ports.Tx, ws, installationID int64, v githubhandlers.Version) error {
-	args := []any{ws, installationID, at(v), v.EventID}
-	if s.feed.pub != nil {
-		return s.removeInstallationRepositoriesPublishing(ctx, tx, ws, args)
-	}
-	return exec(ctx, tx, "remove github installation repositories", removeInstallationRepositories, args...)
+	return s.feed.Write(ctx, tx, ws, s.commitWrite(ws, args, c.RepositoryID, c.SHA))
 }
 
 // timeOf converts a nullable, possibly infinite timestamp for a read model.

@@ -2,14 +2,12 @@ package gitlabmirror
 
 import (
 	"context"
-	"errors"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -29,30 +27,15 @@ type Views interface {
 	EntityViews
 }
 
-type feed struct {
-	pub     ports.ChangePublisher
-	remover ports.ChangeRemover
-	views   Views
-}
-
-// PublishChanges makes the store publish its merge request changes through pub, shaped by
-// views. Call it once, before the store is used.
+// PublishChanges makes the store publish its changes through pub, shaped by views. Call it
+// once, before the store is used.
 func (s *Store) PublishChanges(pub ports.ChangePublisher, views Views) error {
-	if pub == nil || views == nil {
-		return errors.New("gitlab mirror: a publisher and the read API's views are required")
-	}
-	remover, ok := pub.(ports.ChangeRemover)
-	if !ok {
-		return errors.New("gitlab mirror: the publisher must also remove torn-down changes (ports.ChangeRemover)")
-	}
-	s.feed = feed{pub: pub, remover: remover, views: views}
-	return nil
+	return s.feed.Set("gitlab", pub, views)
 }
 
-var upsertMergeRequestReportingChange = `
-WITH prior AS (SELECT * FROM gitlab_merge_request WHERE workspace_id = $1 AND id = $2)` + upsertMergeRequest + `
-RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), ` + mergeRequestVersion
+var upsertMergeRequestReporting = mirrorkit.ReportingAs(
+	`SELECT * FROM gitlab_merge_request WHERE workspace_id = $1 AND id = $2`, upsertMergeRequest,
+	mirrorkit.Returning(mergeRequestVersion))
 
 const (
 	// readMergeRequestView is the read API's list row for one merge request.
@@ -64,31 +47,10 @@ FROM gitlab_merge_request
 WHERE workspace_id = $1 AND id = $2`
 )
 
-func (s *Store) upsertMergeRequestPublishing(ctx context.Context, tx ports.Tx, ws int64, args []any, id int64) error {
-	ptx, err := sqlkit.PgxTx(tx)
-	if err != nil {
-		return err
-	}
-	var (
-		changed bool
-		version string
-	)
-	err = ptx.QueryRow(ctx, upsertMergeRequestReportingChange, args...).Scan(&changed, &version)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !changed) {
-		return nil // refused by the version rule, or nothing but the event id changed
-	}
-	if err != nil {
-		return sqlkit.Interpret("upsert gitlab merge request", err)
-	}
-	data, err := s.mergeRequestView(ctx, ptx, ws, id)
-	if err != nil {
-		return err
-	}
-	c, err := change.NewVersioned(MergeRequestUpserted, "gitlab:merge_request:"+strconv.FormatInt(id, 10), version, data)
-	if err != nil {
-		return err
-	}
-	return s.feed.pub.Publish(ctx, tx, ws, c)
+func (s *Store) mergeRequestWrite(ws int64, args []any, id int64) mirrorkit.Write {
+	return mirrorkit.Write{Op: "upsert gitlab merge request", Plain: upsertMergeRequest, SQL: upsertMergeRequestReporting,
+		Args: args, Subject: subject("merge_request", id), Upserted: MergeRequestUpserted,
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) { return s.mergeRequestView(ctx, ptx, ws, id) }}
 }
 
 // mergeRequestView reads the merge request in ptx and shapes it as the read API shows it.
@@ -104,16 +66,5 @@ func (s *Store) mergeRequestView(ctx context.Context, ptx pgx.Tx, ws, id int64) 
 		return nil, sqlkit.Interpret("read gitlab merge request", err)
 	}
 	m.Version.UpdatedAt = finite(updated)
-	return s.feed.views.MergeRequest(m), nil
-}
-
-// publishTeardown removes the data of the torn-down changes sel selects and publishes
-// connection.torn_down with what went, in the teardown's transaction.
-func (s *Store) publishTeardown(ctx context.Context, tx ports.Tx, ws, conn int64, sel ports.ChangeSelection,
-	resources []change.TornDownResource, everything bool) error {
-	if s.feed.pub == nil {
-		return nil
-	}
-	return ports.PublishTeardown(ctx, tx, s.feed.pub, s.feed.remover, ws, sel, change.TornDown{
-		ConnectionID: conn, Provider: gitlab.Provider.String(), Resources: resources, Everything: everything})
+	return s.feed.Views().MergeRequest(m), nil
 }

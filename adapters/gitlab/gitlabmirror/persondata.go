@@ -2,13 +2,13 @@ package gitlabmirror
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -96,32 +96,15 @@ func personArgs(ctx context.Context, ptx pgx.Tx, workspaces []int64, scope erasu
 	return sqlkit.TextArgs(args, usernames, emails, names), nil
 }
 
+// gitlabPersonErasure counts and erases gitlabPersonData.
+var gitlabPersonErasure = mirrorkit.PersonData{Name: "gitlab", Rules: gitlabPersonData, Args: personArgs}
+
 // CountPerson implements ports.PersonDataStore.
 func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	ptx, err := sqlkit.PgxTx(tx)
-	if err != nil {
-		return 0, err
-	}
-	args, err := personArgs(ctx, ptx, workspaces, scope)
-	if err != nil {
-		return 0, err
-	}
-	return sqlkit.CountPerson(ctx, ptx, gitlabPersonData, args)
+	return gitlabPersonErasure.Count(ctx, tx, workspaces, scope)
 }
 
 // ErasePerson implements ports.PersonDataStore.
 func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	ptx, err := sqlkit.PgxTx(tx)
-	if err != nil {
-		return 0, err
-	}
-	args, err := personArgs(ctx, ptx, workspaces, scope)
-	if err != nil {
-		return 0, err
-	}
-	n, err := sqlkit.ErasePerson(ctx, ptx, gitlabPersonData, args)
-	if err != nil {
-		return 0, fmt.Errorf("erase gitlab person data: %w", err)
-	}
-	return n, nil
+	return gitlabPersonErasure.Erase(ctx, tx, workspaces, scope)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -23,7 +24,7 @@ var _ gitlabhandlers.Store = (*Store)(nil)
 // Store is the GitLab mirror store.
 type Store struct {
 	pool *pgxpool.Pool
-	feed feed // the change feed's publisher (changes.go); zero: no publishing
+	feed mirrorkit.Feed[Views] // the change feed's publisher (changes.go); zero: no publishing
 }
 
 // New makes the store; pool serves the reads (writes use the inbox's transactions).
@@ -45,39 +46,33 @@ func at(v gitlabhandlers.Version) pgtype.Timestamptz {
 
 // exec runs one statement in the step's transaction.
 func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
-	ptx, err := sqlkit.PgxTx(tx)
-	if err != nil {
-		return err
-	}
-	if _, err := ptx.Exec(ctx, sql, args...); err != nil {
-		return sqlkit.Interpret(op, err)
-	}
-	return nil
+	_, err := mirrorkit.Exec(ctx, tx, op, sql, args...)
+	return err
 }
 
 func (s *Store) UpsertGroup(ctx context.Context, tx ports.Tx, ws int64, g gitlabhandlers.Group) error {
-	return s.writeEntity(ctx, tx, ws, s.groupWrite(ws,
+	return s.feed.Write(ctx, tx, ws, s.groupWrite(ws,
 		[]any{ws, g.ID, g.ParentID, g.Name, g.Path, g.FullPath, g.Deleted, at(g.Version), g.Version.EventID}, g.ID))
 }
 
 func (s *Store) UpsertProject(ctx context.Context, tx ports.Tx, ws int64, p gitlabhandlers.Project) error {
-	return s.writeEntity(ctx, tx, ws, s.projectWrite(ws, "upsert gitlab project", upsertProject, upsertProjectReporting,
+	return s.feed.Write(ctx, tx, ws, s.projectWrite(ws, "upsert gitlab project", upsertProject, upsertProjectReporting,
 		[]any{ws, p.ID, p.NamespaceID, p.Name, p.PathWithNamespace, p.WebURL, p.DefaultBranch, p.Visibility,
 			at(p.Version), p.Version.EventID}, p.ID))
 }
 
 func (s *Store) SetProjectMonitor(ctx context.Context, tx ports.Tx, ws int64, m gitlabhandlers.ProjectMonitor) error {
-	return s.writeEntity(ctx, tx, ws, s.projectWrite(ws, "set gitlab project monitor", setProjectMonitor, setProjectMonitorReport,
+	return s.feed.Write(ctx, tx, ws, s.projectWrite(ws, "set gitlab project monitor", setProjectMonitor, setProjectMonitorReport,
 		[]any{ws, m.ProjectID, m.Name, m.PathWithNamespace, m.Monitored, m.Deleted, at(m.Version), m.Version.EventID}, m.ProjectID))
 }
 
 func (s *Store) UpsertMember(ctx context.Context, tx ports.Tx, ws int64, m gitlabhandlers.Member) error {
-	return s.writeEntity(ctx, tx, ws, s.memberWrite(ws, []any{ws, m.SourceType, m.SourceID, m.UserID, m.Username,
+	return s.feed.Write(ctx, tx, ws, s.memberWrite(ws, []any{ws, m.SourceType, m.SourceID, m.UserID, m.Username,
 		m.AccessLevel, m.ExpiresAt, m.Deleted, at(m.Version), m.Version.EventID}, m))
 }
 
 func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m gitlabhandlers.Milestone) error {
-	return s.writeEntity(ctx, tx, ws, s.milestoneWrite(ws, []any{ws, m.ID, m.ProjectID, m.GroupID, m.IID, m.Title,
+	return s.feed.Write(ctx, tx, ws, s.milestoneWrite(ws, []any{ws, m.ID, m.ProjectID, m.GroupID, m.IID, m.Title,
 		m.Description, m.State, m.DueDate, m.Deleted, at(m.Version), m.Version.EventID}, m.ID))
 }
 
@@ -86,13 +81,13 @@ func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i gitlab
 	if labels == nil {
 		labels = []string{}
 	}
-	return s.writeEntity(ctx, tx, ws, s.issueWrite(ws, []any{ws, i.ID, i.ProjectID, i.IID, i.Title, i.Description,
+	return s.feed.Write(ctx, tx, ws, s.issueWrite(ws, []any{ws, i.ID, i.ProjectID, i.IID, i.Title, i.Description,
 		i.State, i.AuthorID, i.MilestoneID, labels, i.WebURL, i.CreatedAt, i.ClosedAt, i.Deleted, at(i.Version),
 		i.Version.EventID}, i.ID))
 }
 
 func (s *Store) UpsertNote(ctx context.Context, tx ports.Tx, ws int64, n gitlabhandlers.Note) error {
-	return s.writeEntity(ctx, tx, ws, s.noteWrite(ws, []any{ws, n.ID, n.ProjectID, n.NoteableType, n.NoteableID,
+	return s.feed.Write(ctx, tx, ws, s.noteWrite(ws, []any{ws, n.ID, n.ProjectID, n.NoteableType, n.NoteableID,
 		n.CommitSHA, n.AuthorID, n.Body, n.System, n.WebURL, n.CreatedAt, n.Deleted, at(n.Version), n.Version.EventID}, n.ID))
 }
 
@@ -100,19 +95,16 @@ func (s *Store) UpsertMergeRequest(ctx context.Context, tx ports.Tx, ws int64, m
 	args := []any{ws, mr.ID, mr.ProjectID, mr.IID, mr.Title, mr.Description, mr.State, mr.Draft, mr.SourceBranch,
 		mr.TargetBranch, mr.HeadSHA, mr.MergeStatus, mr.AuthorID, mr.WebURL, mr.CreatedAt, mr.MergedAt,
 		mr.ClosedAt, at(mr.Version), mr.Version.EventID}
-	if s.feed.pub != nil {
-		return s.upsertMergeRequestPublishing(ctx, tx, ws, args, mr.ID)
-	}
-	return exec(ctx, tx, "upsert gitlab merge request", upsertMergeRequest, args...)
+	return s.feed.Write(ctx, tx, ws, s.mergeRequestWrite(ws, args, mr.ID))
 }
 
 func (s *Store) SetReadiness(ctx context.Context, tx ports.Tx, ws int64, r gitlabhandlers.Readiness) error {
-	return s.writeEntity(ctx, tx, ws, s.readinessWrite(ws, []any{ws, r.MergeRequestID, r.Ready, r.Reason, r.ApprovalsLeft,
+	return s.feed.Write(ctx, tx, ws, s.readinessWrite(ws, []any{ws, r.MergeRequestID, r.Ready, r.Reason, r.ApprovalsLeft,
 		at(r.Version), r.Version.EventID}, r.MergeRequestID))
 }
 
 func (s *Store) UpsertPipeline(ctx context.Context, tx ports.Tx, ws int64, p gitlabhandlers.Pipeline) error {
-	return s.writeEntity(ctx, tx, ws, s.pipelineWrite(ws, []any{ws, p.ID, p.ProjectID, p.Ref, p.SHA, p.Status, p.Source,
+	return s.feed.Write(ctx, tx, ws, s.pipelineWrite(ws, []any{ws, p.ID, p.ProjectID, p.Ref, p.SHA, p.Status, p.Source,
 		p.MergeRequestID, p.CreatedAt, p.FinishedAt, at(p.Version), p.Version.EventID}, p.ID))
 }
 
@@ -122,7 +114,7 @@ func (s *Store) RecordPush(ctx context.Context, tx ports.Tx, ws int64, p gitlabh
 }
 
 func (s *Store) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c gitlabhandlers.Commit) error {
-	return s.writeEntity(ctx, tx, ws, s.commitWrite(ws, []any{ws, c.ProjectID, c.SHA, c.Title, c.Message, c.AuthorName,
+	return s.feed.Write(ctx, tx, ws, s.commitWrite(ws, []any{ws, c.ProjectID, c.SHA, c.Title, c.Message, c.AuthorName,
 		c.AuthorEmail, c.AuthoredAt, c.URL, c.EventID}, c.ProjectID, c.SHA))
 }
 

@@ -2,15 +2,13 @@ package outlinemirror
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
-	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // Collections publish as documents do (changes.go): outline.collection.updated with the
@@ -28,10 +26,8 @@ type CollectionViews interface {
 	Collection(outlinehandlers.Collection) any
 }
 
-var upsertCollectionReportingChange = `
-WITH prior AS (SELECT * FROM outline_collection WHERE workspace_id = $1 AND id = $2)` + upsertCollection + `
-RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` + sqlkit.MirrorVersion("t")
+var upsertCollectionReporting = mirrorkit.Reporting(
+	`SELECT * FROM outline_collection WHERE workspace_id = $1 AND id = $2`, upsertCollection)
 
 const (
 	readCollectionView = `
@@ -39,40 +35,15 @@ SELECT id, name, description, url_id, archived, source_updated_at
 FROM outline_collection WHERE workspace_id = $1 AND id = $2`
 )
 
-func (s *Store) upsertCollectionPublishing(ctx context.Context, tx ports.Tx, ws int64, args []any, id string) error {
-	ptx, err := sqlkit.PgxTx(tx)
-	if err != nil {
-		return err
-	}
-	var (
-		changed, deleted bool
-		version          string
-	)
-	err = ptx.QueryRow(ctx, upsertCollectionReportingChange, args...).Scan(&changed, &deleted, &version)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !changed) {
-		return nil // refused by the version rule, or nothing but the event id changed
-	}
-	if err != nil {
-		return sqlkit.Interpret("upsert outline collection", err)
-	}
-	subject := "outline:collection:" + id
-	var data any = map[string]string{"id": id}
-	t := CollectionDeleted
-	if !deleted {
-		var (
-			c       outlinehandlers.Collection
-			updated pgtype.Timestamptz
-		)
-		err = ptx.QueryRow(ctx, readCollectionView, ws, id).Scan(&c.ID, &c.Name, &c.Description, &c.URLID, &c.Archived, &updated)
-		if err != nil {
-			return sqlkit.Interpret("read outline collection", err)
-		}
-		c.UpdatedAt = finite(updated)
-		data, t = s.feed.views.Collection(c), CollectionUpdated
-	}
-	ch, err := change.NewVersioned(t, subject, version, data)
-	if err != nil {
-		return err
-	}
-	return s.feed.pub.Publish(ctx, tx, ws, ch)
+func (s *Store) collectionWrite(ws int64, args []any, id string) mirrorkit.Write {
+	return mirrorkit.Write{Op: "upsert outline collection", Plain: upsertCollection, SQL: upsertCollectionReporting, Args: args,
+		Subject: "outline:collection:" + id, Upserted: CollectionUpdated, Deleted: CollectionDeleted, Key: map[string]string{"id": id},
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read outline collection", readCollectionView, []any{ws, id}, func(row pgx.Row, c *outlinehandlers.Collection) error {
+				var updated pgtype.Timestamptz
+				err := row.Scan(&c.ID, &c.Name, &c.Description, &c.URLID, &c.Archived, &updated)
+				c.UpdatedAt = finite(updated)
+				return err
+			}, s.feed.Views().Collection)
+		}}
 }

@@ -2,13 +2,13 @@ package outlinemirror
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -39,7 +39,7 @@ const (
 
 // personArgs are PersonIDArgs and the patterns of the person's mentions (@mention_re) and ids
 // (@id_re) in document text.
-func personArgs(workspaces []int64, scope erasure.Scope) pgx.NamedArgs {
+func personArgs(_ context.Context, _ pgx.Tx, workspaces []int64, scope erasure.Scope) (pgx.NamedArgs, error) {
 	args := sqlkit.PersonIDArgs(workspaces, scope)
 	var alts []string
 	for _, id := range args["ids"].([]string) {
@@ -51,30 +51,21 @@ func personArgs(workspaces []int64, scope erasure.Scope) pgx.NamedArgs {
 		args["mention_re"] = `@\[[^]]*\]\(mention://([^)/]*)/user/` + ids + `\)`
 		args["id_re"] = `(^|[^a-z0-9-])` + ids + `(?![a-z0-9-])`
 	}
-	return args
+	return args, nil
 }
 
 // Provider implements ports.PersonDataStore.
 func (s *Store) Provider() provider.Provider { return outline.Provider }
 
+// outlinePersonErasure counts and erases outlinePersonData.
+var outlinePersonErasure = mirrorkit.PersonData{Name: "outline", Rules: outlinePersonData, Args: personArgs}
+
 // CountPerson implements ports.PersonDataStore.
 func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	ptx, err := sqlkit.PgxTx(tx)
-	if err != nil {
-		return 0, err
-	}
-	return sqlkit.CountPerson(ctx, ptx, outlinePersonData, personArgs(workspaces, scope))
+	return outlinePersonErasure.Count(ctx, tx, workspaces, scope)
 }
 
 // ErasePerson implements ports.PersonDataStore.
 func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	ptx, err := sqlkit.PgxTx(tx)
-	if err != nil {
-		return 0, err
-	}
-	n, err := sqlkit.ErasePerson(ctx, ptx, outlinePersonData, personArgs(workspaces, scope))
-	if err != nil {
-		return 0, fmt.Errorf("erase outline person data: %w", err)
-	}
-	return n, nil
+	return outlinePersonErasure.Erase(ctx, tx, workspaces, scope)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -75,7 +76,7 @@ ORDER BY source_updated_at DESC, id LIMIT $2 OFFSET $3`
 // Store is the Outline mirror store.
 type Store struct {
 	pool *pgxpool.Pool
-	feed feed // the change feed's publisher (changes.go); zero: no publishing
+	feed mirrorkit.Feed[Views] // the change feed's publisher (changes.go); zero: no publishing
 }
 
 // New makes the store; pool serves the reads.
@@ -101,31 +102,19 @@ func finite(t pgtype.Timestamptz) time.Time {
 }
 
 func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
-	ptx, err := sqlkit.PgxTx(tx)
-	if err != nil {
-		return err
-	}
-	if _, err := ptx.Exec(ctx, sql, args...); err != nil {
-		return sqlkit.Interpret(op, err)
-	}
-	return nil
+	_, err := mirrorkit.Exec(ctx, tx, op, sql, args...)
+	return err
 }
 
 func (s *Store) UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d outlinehandlers.Document) error {
 	args := []any{ws, d.ID, d.CollectionID, d.ParentDocumentID, d.Title, d.Text, d.URLID, d.Version.Revision,
 		d.PublishedAt, d.ArchivedAt, d.Deleted, at(d.Version.UpdatedAt), d.Version.EventID}
-	if s.feed.pub != nil {
-		return s.upsertDocumentPublishing(ctx, tx, ws, args, d.ID)
-	}
-	return exec(ctx, tx, "upsert outline document", upsertDocument, args...)
+	return s.feed.Write(ctx, tx, ws, s.documentWrite(ws, args, d.ID))
 }
 
 func (s *Store) UpsertCollection(ctx context.Context, tx ports.Tx, ws int64, c outlinehandlers.Collection) error {
 	args := []any{ws, c.ID, c.Name, c.Description, c.URLID, c.Archived, c.Deleted, at(c.UpdatedAt), c.EventID}
-	if s.feed.pub != nil {
-		return s.upsertCollectionPublishing(ctx, tx, ws, args, c.ID)
-	}
-	return exec(ctx, tx, "upsert outline collection", upsertCollection, args...)
+	return s.feed.Write(ctx, tx, ws, s.collectionWrite(ws, args, c.ID))
 }
 
 func (s *Store) RecordEvent(ctx context.Context, tx ports.Tx, ws int64, e outlinehandlers.Event) error {

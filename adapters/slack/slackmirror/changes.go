@@ -2,7 +2,6 @@ package slackmirror
 
 import (
 	"context"
-	"errors"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
@@ -30,24 +29,10 @@ type Views interface {
 	ChannelViews
 }
 
-type feed struct {
-	pub     ports.ChangePublisher
-	remover ports.ChangeRemover
-	views   Views
-}
-
-// PublishChanges makes the store publish its message changes through pub, shaped by views.
-// Call it once, before the store is used.
+// PublishChanges makes the store publish its changes through pub, shaped by views. Call it
+// once, before the store is used.
 func (s *Store) PublishChanges(pub ports.ChangePublisher, views Views) error {
-	if pub == nil || views == nil {
-		return errors.New("slack mirror: a publisher and the read API's views are required")
-	}
-	remover, ok := pub.(ports.ChangeRemover)
-	if !ok {
-		return errors.New("slack mirror: the publisher must also remove erased changes (ports.ChangeRemover)")
-	}
-	s.feed = feed{pub: pub, remover: remover, views: views}
-	return nil
+	return s.feed.Set("slack", pub, views)
 }
 
 // removeMessageChanges removes the data of the feed's message changes of channels (their
@@ -61,7 +46,7 @@ func (s *Store) removeMessageChanges(ctx context.Context, tx ports.Tx, ws int64,
 	for _, c := range channels {
 		sel.SubjectPrefixes = append(sel.SubjectPrefixes, "slack:message:"+c+":")
 	}
-	_, err := s.feed.remover.RemoveChanges(ctx, tx, ws, sel)
+	_, err := s.feed.Remove(ctx, tx, ws, sel)
 	return err
 }
 
@@ -107,11 +92,7 @@ func (s *Store) publishMessage(ctx context.Context, tx ports.Tx, ws int64, t cha
 	if err != nil {
 		return sqlkit.Interpret("read slack message", err)
 	}
-	c, err := change.NewVersioned(t, subjectOf(channelID, ts), version, s.feed.views.Message(m))
-	if err != nil {
-		return err
-	}
-	return s.feed.pub.Publish(ctx, tx, ws, c)
+	return s.feed.Publish(ctx, tx, ws, t, subjectOf(channelID, ts), version, s.feed.Views().Message(m))
 }
 
 // tombstoneMessageReportingChange is tombstoneMessage telling whether the message was live (a
@@ -136,11 +117,7 @@ func (s *Store) tombstoneMessagePublishing(ctx context.Context, tx ports.Tx, ws 
 	if !wasLive {
 		return nil
 	}
-	c, err := change.NewVersioned(MessageDeleted, subjectOf(d.ChannelID, d.TS), version, map[string]string{"channelId": d.ChannelID, "ts": d.TS})
-	if err != nil {
-		return err
-	}
-	return s.feed.pub.Publish(ctx, tx, ws, c)
+	return s.feed.Publish(ctx, tx, ws, MessageDeleted, subjectOf(d.ChannelID, d.TS), version, map[string]string{"channelId": d.ChannelID, "ts": d.TS})
 }
 
 func (s *Store) deleteMessagePublishing(ctx context.Context, tx ports.Tx, ws int64, channelID, ts string, eventID int64) error {
@@ -170,9 +147,5 @@ func (s *Store) deleteMessagePublishing(ctx context.Context, tx ports.Tx, ws int
 	if !wasLive {
 		return nil
 	}
-	c, err := change.NewVersioned(MessageDeleted, subjectOf(channelID, ts), version, map[string]string{"channelId": channelID, "ts": ts})
-	if err != nil {
-		return err
-	}
-	return s.feed.pub.Publish(ctx, tx, ws, c)
+	return s.feed.Publish(ctx, tx, ws, MessageDeleted, subjectOf(channelID, ts), version, map[string]string{"channelId": channelID, "ts": ts})
 }

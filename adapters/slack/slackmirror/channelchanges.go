@@ -44,11 +44,7 @@ RETURNING NOT EXISTS (SELECT 1 FROM prior p
 func channelSubject(id string) string { return "slack:channel:" + id }
 
 func (s *Store) publishChannel(ctx context.Context, tx ports.Tx, ws int64, t change.Type, channelID string, data any) error {
-	c, err := change.New(t, channelSubject(channelID), data)
-	if err != nil {
-		return err
-	}
-	return s.feed.pub.Publish(ctx, tx, ws, c)
+	return s.feed.PublishUnversioned(ctx, tx, ws, t, channelSubject(channelID), data)
 }
 
 func (s *Store) saveChannelPublishing(ctx context.Context, tx ports.Tx, ws int64, c slackhandlers.Channel, eventID int64) error {
@@ -65,7 +61,7 @@ func (s *Store) saveChannelPublishing(ctx context.Context, tx ports.Tx, ws int64
 	if err != nil || !ok {
 		return err
 	}
-	return s.publishChannel(ctx, tx, ws, ChannelUpserted, c.ID, s.feed.channels().Channel(saved))
+	return s.publishChannel(ctx, tx, ws, ChannelUpserted, c.ID, s.channels().Channel(saved))
 }
 
 func (s *Store) eraseChannelMessagesPublishing(ctx context.Context, tx ports.Tx, ws int64, channelID string) (int64, error) {
@@ -98,4 +94,4 @@ func (s *Store) eraseTeamChannelsPublishing(ctx context.Context, tx ports.Tx, ws
 }
 
 // channels is the views' channel shaping.
-func (f feed) channels() ChannelViews { return f.views }
+func (s *Store) channels() ChannelViews { return s.feed.Views() }

@@ -2,12 +2,12 @@ package slackmirror
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
@@ -34,7 +34,7 @@ var slackPersonData = []sqlkit.PersonRule{
 const TombstoneMember = "U00000000"
 
 // personArgs are PersonIDArgs and @mention_re, the person's mentions in message text.
-func personArgs(workspaces []int64, scope erasure.Scope) pgx.NamedArgs {
+func personArgs(_ context.Context, _ pgx.Tx, workspaces []int64, scope erasure.Scope) (pgx.NamedArgs, error) {
 	args := sqlkit.PersonIDArgs(workspaces, scope)
 	var alts []string
 	for _, id := range args["ids"].([]string) {
@@ -44,30 +44,21 @@ func personArgs(workspaces []int64, scope erasure.Scope) pgx.NamedArgs {
 	if len(alts) > 0 {
 		args["mention_re"] = `<@(` + strings.Join(alts, "|") + `)(\|[^>]*)?>`
 	}
-	return args
+	return args, nil
 }
 
 // Provider implements ports.PersonDataStore.
 func (s *Store) Provider() provider.Provider { return slack.Provider }
 
+// slackPersonErasure counts and erases slackPersonData.
+var slackPersonErasure = mirrorkit.PersonData{Name: "slack", Rules: slackPersonData, Args: personArgs}
+
 // CountPerson implements ports.PersonDataStore.
 func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return 0, err
-	}
-	return sqlkit.CountPerson(ctx, ptx, slackPersonData, personArgs(workspaces, scope))
+	return slackPersonErasure.Count(ctx, tx, workspaces, scope)
 }
 
 // ErasePerson implements ports.PersonDataStore.
 func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return 0, err
-	}
-	n, err := sqlkit.ErasePerson(ctx, ptx, slackPersonData, personArgs(workspaces, scope))
-	if err != nil {
-		return 0, fmt.Errorf("erase slack person data: %w", err)
-	}
-	return n, nil
+	return slackPersonErasure.Erase(ctx, tx, workspaces, scope)
 }

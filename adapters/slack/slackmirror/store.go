@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
@@ -23,7 +24,7 @@ var _ slackhandlers.Store = (*Store)(nil)
 // Store is the Slack mirror store.
 type Store struct {
 	pool *pgxpool.Pool
-	feed feed // the change feed's publisher (changes.go); zero: no publishing
+	feed mirrorkit.Feed[Views] // the change feed's publisher (changes.go); zero: no publishing
 	// connections publishes connection.state_changed; nil: no publishing.
 	connections ConnectionStatePublisher
 }
@@ -38,17 +39,8 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 
 func txOf(tx ports.Tx) (pgx.Tx, error) { return sqlkit.PgxTx(tx) }
 
-func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) (int64, error) {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return 0, err
-	}
-	tag, err := ptx.Exec(ctx, sql, args...)
-	if err != nil {
-		return 0, sqlkit.Interpret(op, err)
-	}
-	return tag.RowsAffected(), nil
-}
+// exec runs one statement in the step's transaction and returns how many rows it affected.
+var exec = mirrorkit.Exec
 
 // queryRow is a querier's QueryRow: a transaction's or the pool's.
 type queryRow interface {
@@ -90,7 +82,7 @@ func (s *Store) LockChannel(ctx context.Context, tx ports.Tx, ws int64, channelI
 }
 
 func (s *Store) SaveChannel(ctx context.Context, tx ports.Tx, ws int64, c slackhandlers.Channel, eventID int64) error {
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		return s.saveChannelPublishing(ctx, tx, ws, c, eventID)
 	}
 	_, err := exec(ctx, tx, "save slack channel", saveChannel, ws, c.TeamID, c.ID, c.Name, c.Consent.String(), eventID)
@@ -106,7 +98,7 @@ func (s *Store) AppendAudit(ctx context.Context, tx ports.Tx, ws int64, a slackh
 func (s *Store) InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m slackhandlers.Message) (bool, error) {
 	n, err := exec(ctx, tx, "insert slack message", insertMessage,
 		ws, m.TeamID, m.ChannelID, m.TS, m.ThreadTS, m.UserID, m.Text, m.PostedAt, m.EventID)
-	if err == nil && n == 1 && s.feed.pub != nil {
+	if err == nil && n == 1 && s.feed.On() {
 		err = s.publishMessage(ctx, tx, ws, MessagePosted, m.ChannelID, m.TS)
 	}
 	return n == 1, err
@@ -119,14 +111,14 @@ func (s *Store) EditMessageText(ctx context.Context, tx ports.Tx, ws int64, e sl
 
 func (s *Store) EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e slackhandlers.MessageEdit) error {
 	n, err := exec(ctx, tx, "edit slack message timestamp", editMessageTimestamp, ws, e.ChannelID, e.TS, e.EditedTS, e.EventID)
-	if err == nil && n == 1 && s.feed.pub != nil {
+	if err == nil && n == 1 && s.feed.On() {
 		err = s.publishMessage(ctx, tx, ws, MessageEdited, e.ChannelID, e.TS)
 	}
 	return err
 }
 
 func (s *Store) DeleteMessage(ctx context.Context, tx ports.Tx, ws int64, channelID, ts string, eventID int64) error {
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		return s.deleteMessagePublishing(ctx, tx, ws, channelID, ts, eventID)
 	}
 	_, err := exec(ctx, tx, "delete slack message", deleteMessage, ws, channelID, ts, eventID)
@@ -135,7 +127,7 @@ func (s *Store) DeleteMessage(ctx context.Context, tx ports.Tx, ws int64, channe
 
 func (s *Store) TombstoneMessage(ctx context.Context, tx ports.Tx, ws int64, d slackhandlers.MessageDelete) error {
 	args := []any{ws, d.TeamID, d.ChannelID, d.TS, d.PostedAt, d.EventID}
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		return s.tombstoneMessagePublishing(ctx, tx, ws, d, args)
 	}
 	_, err := exec(ctx, tx, "tombstone slack message", tombstoneMessage, args...)
@@ -143,7 +135,7 @@ func (s *Store) TombstoneMessage(ctx context.Context, tx ports.Tx, ws int64, d s
 }
 
 func (s *Store) EraseChannelMessages(ctx context.Context, tx ports.Tx, ws int64, channelID string) (int64, error) {
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		return s.eraseChannelMessagesPublishing(ctx, tx, ws, channelID)
 	}
 	return exec(ctx, tx, "erase slack channel messages", eraseChannelMessages, ws, channelID)
@@ -226,7 +218,7 @@ func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
 func (s *Store) EraseTeam(ctx context.Context, tx ports.Tx, ws int64, teamID string) error {
 	// The registry rows first: a message step and a backfill page lock the channel's row before
 	// its messages (and a page before its job), so erasing in that order cannot deadlock them.
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		if err := s.eraseTeamChannelsPublishing(ctx, tx, ws, teamID); err != nil {
 			return err
 		}

@@ -1,0 +1,120 @@
+package githubmirror
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/jackc/pgx/v5"
+)
+
+// The App installation's writes: its connection's lifecycle and the installation record,
+// instance state outside every workspace's feed, and the repositories it grants a workspace
+// (installationchanges.go).
+
+// LockAppConnection implements handlers.InstallationWriter.
+func (s *Store) LockAppConnection(ctx context.Context, tx ports.Tx, installationID int64) (githubhandlers.AppConnection, bool, error) {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return githubhandlers.AppConnection{}, false, err
+	}
+	var (
+		c     githubhandlers.AppConnection
+		state string
+	)
+	err = ptx.QueryRow(ctx, lockAppConnection, strconv.FormatInt(installationID, 10)).
+		Scan(&c.ID, &c.WorkspaceID, &state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return githubhandlers.AppConnection{}, false, nil
+	}
+	if err != nil {
+		return githubhandlers.AppConnection{}, false, sqlkit.Interpret("lock github app connection", err)
+	}
+	if c.State, err = connection.ParseState(state); err != nil {
+		return githubhandlers.AppConnection{}, false, err
+	}
+	return c, true, nil
+}
+
+// SetAppConnectionState implements handlers.InstallationWriter.
+// The handler sets a state only when the state machine moved it, so each call is a change: with
+// a connection publisher wired it publishes connection.state_changed in the same transaction.
+func (s *Store) SetAppConnectionState(ctx context.Context, tx ports.Tx, connectionID int64, st connection.State) error {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return err
+	}
+	var ws int64
+	if err := ptx.QueryRow(ctx, setAppConnectionState, connectionID, st.String()).Scan(&ws); err != nil {
+		return sqlkit.Interpret("set github app connection state", err)
+	}
+	if s.connections == nil {
+		return nil
+	}
+	return s.connections.PublishConnectionState(ctx, tx, ws, connectionID)
+}
+
+// ConnectionStatePublisher publishes connection.state_changed for a connection whose state tx
+// has just changed (the management connection store).
+type ConnectionStatePublisher interface {
+	PublishConnectionState(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error
+}
+
+// PublishConnectionStates makes SetAppConnectionState publish through p.
+func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
+	if p == nil {
+		return errors.New("github mirror: nil connection state publisher")
+	}
+	s.connections = p
+	return nil
+}
+
+// RecordInstallation implements handlers.InstallationWriter.
+func (s *Store) RecordInstallation(ctx context.Context, tx ports.Tx, in githubhandlers.Installation) (bool, error) {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return false, err
+	}
+	var one int
+	err = ptx.QueryRow(ctx, recordInstallation, in.ID, in.AccountID, in.AccountLogin, in.AccountType, in.TargetType,
+		in.RepositorySelection, in.State, in.LastAction, in.ConnectionID, at(in.Version), in.Version.EventID).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // the stored record is newer: ON CONFLICT … WHERE returned no row
+	}
+	if err != nil {
+		return false, sqlkit.Interpret("record github installation", err)
+	}
+	return true, nil
+}
+
+// RenameInstallationAccount implements handlers.InstallationWriter.
+func (s *Store) RenameInstallationAccount(ctx context.Context, tx ports.Tx, installationID int64, login string, v githubhandlers.Version) error {
+	return exec(ctx, tx, "rename github installation account", renameInstallationAccount, installationID, login, v.EventID)
+}
+
+// SetInstallationRepositories implements handlers.InstallationWriter.
+func (s *Store) SetInstallationRepositories(ctx context.Context, tx ports.Tx, ws int64, repos []githubhandlers.InstallationRepository) error {
+	repos = sortedBy(repos, func(r githubhandlers.InstallationRepository) string {
+		return idKey(r.InstallationID) + idKey(r.RepositoryID)
+	})
+	writes := make([]mirrorkit.Write, 0, len(repos))
+	for _, r := range repos {
+		writes = append(writes, s.installationRepositoryWrite(ws, []any{ws, r.InstallationID, r.RepositoryID, r.FullName,
+			r.Private, r.Deleted, at(r.Version), r.Version.EventID}, r.InstallationID, r.RepositoryID))
+	}
+	return s.feed.WriteAll(ctx, tx, ws, writes)
+}
+
+// RemoveInstallationRepositories implements handlers.InstallationWriter.
+func (s *Store) RemoveInstallationRepositories(ctx context.Context, tx ports.Tx, ws, installationID int64, v githubhandlers.Version) error {
+	args := []any{ws, installationID, at(v), v.EventID}
+	if s.feed.On() {
+		return s.removeInstallationRepositoriesPublishing(ctx, tx, ws, args)
+	}
+	return exec(ctx, tx, "remove github installation repositories", removeInstallationRepositories, args...)
+}
