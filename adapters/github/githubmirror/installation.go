@@ -5,7 +5,7 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
@@ -17,31 +17,31 @@ import (
 // instance state outside every workspace's feed, and the repositories it grants a workspace
 // (installationchanges.go).
 
-// LockAppConnection implements handlers.InstallationWriter.
-func (s *Store) LockAppConnection(ctx context.Context, tx ports.Tx, installationID int64) (githubhandlers.AppConnection, bool, error) {
+// LockAppConnection implements githubmodel.InstallationWriter.
+func (s *Store) LockAppConnection(ctx context.Context, tx ports.Tx, installationID int64) (githubmodel.AppConnection, bool, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
-		return githubhandlers.AppConnection{}, false, err
+		return githubmodel.AppConnection{}, false, err
 	}
 	var (
-		c     githubhandlers.AppConnection
+		c     githubmodel.AppConnection
 		state string
 	)
 	err = ptx.QueryRow(ctx, lockAppConnection, strconv.FormatInt(installationID, 10)).
 		Scan(&c.ID, &c.WorkspaceID, &state)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return githubhandlers.AppConnection{}, false, nil
+		return githubmodel.AppConnection{}, false, nil
 	}
 	if err != nil {
-		return githubhandlers.AppConnection{}, false, sqlkit.Interpret("lock github app connection", err)
+		return githubmodel.AppConnection{}, false, sqlkit.Interpret("lock github app connection", err)
 	}
 	if c.State, err = connection.ParseState(state); err != nil {
-		return githubhandlers.AppConnection{}, false, err
+		return githubmodel.AppConnection{}, false, err
 	}
 	return c, true, nil
 }
 
-// SetAppConnectionState implements handlers.InstallationWriter.
+// SetAppConnectionState implements githubmodel.InstallationWriter.
 // The handler sets a state only when the state machine moved it, so each call is a change: with
 // a connection publisher wired it publishes connection.state_changed in the same transaction.
 func (s *Store) SetAppConnectionState(ctx context.Context, tx ports.Tx, connectionID int64, st connection.State) error {
@@ -74,8 +74,8 @@ func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
 	return nil
 }
 
-// RecordInstallation implements handlers.InstallationWriter.
-func (s *Store) RecordInstallation(ctx context.Context, tx ports.Tx, in githubhandlers.Installation) (bool, error) {
+// RecordInstallation implements githubmodel.InstallationWriter.
+func (s *Store) RecordInstallation(ctx context.Context, tx ports.Tx, in githubmodel.Installation) (bool, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
 		return false, err
@@ -92,14 +92,14 @@ func (s *Store) RecordInstallation(ctx context.Context, tx ports.Tx, in githubha
 	return true, nil
 }
 
-// RenameInstallationAccount implements handlers.InstallationWriter.
-func (s *Store) RenameInstallationAccount(ctx context.Context, tx ports.Tx, installationID int64, login string, v githubhandlers.Version) error {
+// RenameInstallationAccount implements githubmodel.InstallationWriter.
+func (s *Store) RenameInstallationAccount(ctx context.Context, tx ports.Tx, installationID int64, login string, v githubmodel.Version) error {
 	return exec(ctx, tx, "rename github installation account", renameInstallationAccount, installationID, login, v.EventID)
 }
 
-// SetInstallationRepositories implements handlers.InstallationWriter.
-func (s *Store) SetInstallationRepositories(ctx context.Context, tx ports.Tx, ws int64, repos []githubhandlers.InstallationRepository) error {
-	repos = sortedBy(repos, func(r githubhandlers.InstallationRepository) string {
+// SetInstallationRepositories implements githubmodel.InstallationWriter.
+func (s *Store) SetInstallationRepositories(ctx context.Context, tx ports.Tx, ws int64, repos []githubmodel.InstallationRepository) error {
+	repos = sortedBy(repos, func(r githubmodel.InstallationRepository) string {
 		return idKey(r.InstallationID) + idKey(r.RepositoryID)
 	})
 	writes := make([]mirrorkit.Write, 0, len(repos))
@@ -110,8 +110,8 @@ func (s *Store) SetInstallationRepositories(ctx context.Context, tx ports.Tx, ws
 	return s.feed.WriteAll(ctx, tx, ws, writes)
 }
 
-// RemoveInstallationRepositories implements handlers.InstallationWriter.
-func (s *Store) RemoveInstallationRepositories(ctx context.Context, tx ports.Tx, ws, installationID int64, v githubhandlers.Version) error {
+// RemoveInstallationRepositories implements githubmodel.InstallationWriter.
+func (s *Store) RemoveInstallationRepositories(ctx context.Context, tx ports.Tx, ws, installationID int64, v githubmodel.Version) error {
 	args := []any{ws, installationID, at(v), v.EventID}
 	if s.feed.On() {
 		return s.removeInstallationRepositoriesPublishing(ctx, tx, ws, args)

@@ -21,13 +21,13 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-var _ githubhandlers.Store = (*Store)(nil)
+var _ githubmodel.Store = (*Store)(nil)
 
 // Store is the GitHub mirror on a PostgreSQL pool shared with the other adapters. Writes go
 // through the inbox's transaction; the pool serves reads only.
@@ -84,7 +84,7 @@ func idKey(id int64) string {
 
 // at is a version's provider timestamp; a missing one is -infinity, so it never outranks a
 // real timestamp and the event id alone decides between two writes without one.
-func at(v githubhandlers.Version) pgtype.Timestamptz {
+func at(v githubmodel.Version) pgtype.Timestamptz {
 	if v.UpdatedAt.IsZero() {
 		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	}
@@ -99,10 +99,10 @@ func ids(xs []int64) []int64 {
 	return xs
 }
 
-// UpsertUsers implements handlers.UserWriter.
-func (s *Store) UpsertUsers(ctx context.Context, tx ports.Tx, ws int64, users []githubhandlers.User) error {
-	users = sortedBy(users, func(u githubhandlers.User) string { return idKey(u.ID) })
-	args := func(u githubhandlers.User) []any {
+// UpsertUsers implements githubmodel.UserWriter.
+func (s *Store) UpsertUsers(ctx context.Context, tx ports.Tx, ws int64, users []githubmodel.User) error {
+	users = sortedBy(users, func(u githubmodel.User) string { return idKey(u.ID) })
+	args := func(u githubmodel.User) []any {
 		return []any{ws, u.ID, u.Login, u.Type, u.AvatarURL, at(u.Version), u.Version.EventID}
 	}
 	if sqlkit.CanExecAtCommit(tx) {
@@ -114,25 +114,25 @@ func (s *Store) UpsertUsers(ctx context.Context, tx ports.Tx, ws int64, users []
 		}
 		return nil
 	}
-	return mirrorkit.Batch(ctx, tx, "upsert github users", users, func(u githubhandlers.User) (string, []any) { return upsertUser, args(u) })
+	return mirrorkit.Batch(ctx, tx, "upsert github users", users, func(u githubmodel.User) (string, []any) { return upsertUser, args(u) })
 }
 
-// UsersToWrite implements handlers.UserWriter.
-func (s *Store) UsersToWrite(ctx context.Context, ws int64, users []githubhandlers.User) ([]githubhandlers.User, error) {
+// UsersToWrite implements githubmodel.UserWriter.
+func (s *Store) UsersToWrite(ctx context.Context, ws int64, users []githubmodel.User) ([]githubmodel.User, error) {
 	return toWrite(ctx, s.pool, "read github users", usersToWrite, ws, users,
-		func(u githubhandlers.User) (int64, githubhandlers.Version) { return u.ID, u.Version })
+		func(u githubmodel.User) (int64, githubmodel.Version) { return u.ID, u.Version })
 }
 
-// LabelsToWrite implements handlers.LabelWriter.
-func (s *Store) LabelsToWrite(ctx context.Context, ws int64, labels []githubhandlers.Label) ([]githubhandlers.Label, error) {
+// LabelsToWrite implements githubmodel.LabelWriter.
+func (s *Store) LabelsToWrite(ctx context.Context, ws int64, labels []githubmodel.Label) ([]githubmodel.Label, error) {
 	return toWrite(ctx, s.pool, "read github labels", labelsToWrite, ws, labels,
-		func(l githubhandlers.Label) (int64, githubhandlers.Version) { return l.ID, l.Version })
+		func(l githubmodel.Label) (int64, githubmodel.Version) { return l.ID, l.Version })
 }
 
 // toWrite keeps, in their order, the rows that sql (newerThanStored) finds newer than what the
 // workspace's mirror holds. It reads committed rows on the pool, without a lock.
 func toWrite[T any](ctx context.Context, pool *pgxpool.Pool, op, sql string, ws int64, rows []T,
-	key func(T) (int64, githubhandlers.Version),
+	key func(T) (int64, githubmodel.Version),
 ) ([]T, error) {
 	if len(rows) == 0 {
 		return nil, nil
@@ -156,9 +156,9 @@ func toWrite[T any](ctx context.Context, pool *pgxpool.Pool, op, sql string, ws 
 	}), nil
 }
 
-// UpsertLabels implements handlers.LabelWriter.
-func (s *Store) UpsertLabels(ctx context.Context, tx ports.Tx, ws int64, labels []githubhandlers.Label) error {
-	labels = sortedBy(labels, func(l githubhandlers.Label) string { return idKey(l.ID) })
+// UpsertLabels implements githubmodel.LabelWriter.
+func (s *Store) UpsertLabels(ctx context.Context, tx ports.Tx, ws int64, labels []githubmodel.Label) error {
+	labels = sortedBy(labels, func(l githubmodel.Label) string { return idKey(l.ID) })
 	writes := make([]mirrorkit.Write, 0, len(labels))
 	for _, l := range labels {
 		writes = append(writes, s.labelWrite(ws, []any{ws, l.ID, l.RepositoryID, l.Name, l.Color, l.Description, l.Default,
@@ -167,8 +167,8 @@ func (s *Store) UpsertLabels(ctx context.Context, tx ports.Tx, ws int64, labels 
 	return s.feed.WriteAll(ctx, tx, ws, writes)
 }
 
-// UpsertOrganization implements handlers.RepositoryWriter.
-func (s *Store) UpsertOrganization(ctx context.Context, tx ports.Tx, ws int64, o githubhandlers.Organization) error {
+// UpsertOrganization implements githubmodel.RepositoryWriter.
+func (s *Store) UpsertOrganization(ctx context.Context, tx ports.Tx, ws int64, o githubmodel.Organization) error {
 	args := []any{ws, o.ID, o.Login, o.Description, o.Deleted, at(o.Version), o.Version.EventID}
 	if s.feed.On() && sqlkit.CanExecAtCommit(tx) {
 		written, err := s.organizationAtCommit(ctx, tx, args)
@@ -210,28 +210,28 @@ func (s *Store) organizationAtCommit(ctx context.Context, tx ports.Tx, args []an
 		sqlkit.ExecAtCommit(tx, op, upsertOrganization, args...), nil
 }
 
-// UpsertRepository implements handlers.RepositoryWriter.
-func (s *Store) UpsertRepository(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Repository) error {
+// UpsertRepository implements githubmodel.RepositoryWriter.
+func (s *Store) UpsertRepository(ctx context.Context, tx ports.Tx, ws int64, r githubmodel.Repository) error {
 	return s.feed.Write(ctx, tx, ws, s.repositoryWrite(ws,
 		[]any{ws, r.ID, r.OwnerID, r.OwnerLogin, r.Name, r.FullName, r.Private, r.Visibility, r.DefaultBranch,
 			r.Archived, r.Fork, r.Description, r.HTMLURL, r.CreatedAt, r.PushedAt, r.Deleted, at(r.Version), r.Version.EventID}, r.ID))
 }
 
-// SetOrganizationMember implements handlers.RepositoryWriter.
-func (s *Store) SetOrganizationMember(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.OrganizationMember) error {
+// SetOrganizationMember implements githubmodel.RepositoryWriter.
+func (s *Store) SetOrganizationMember(ctx context.Context, tx ports.Tx, ws int64, m githubmodel.OrganizationMember) error {
 	return s.feed.Write(ctx, tx, ws, s.memberWrite(ws,
 		[]any{ws, m.OrganizationID, m.UserID, m.Role, m.State, m.Deleted, at(m.Version), m.Version.EventID},
 		m.OrganizationID, m.UserID))
 }
 
-// SetCollaborator implements handlers.RepositoryWriter.
-func (s *Store) SetCollaborator(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.Collaborator) error {
+// SetCollaborator implements githubmodel.RepositoryWriter.
+func (s *Store) SetCollaborator(ctx context.Context, tx ports.Tx, ws int64, c githubmodel.Collaborator) error {
 	return s.feed.Write(ctx, tx, ws, s.collaboratorWrite(ws,
 		[]any{ws, c.RepositoryID, c.UserID, c.Permission, c.Deleted, at(c.Version), c.Version.EventID},
 		c.RepositoryID, c.UserID))
 }
 
-// Monitors implements handlers.RepositoryWriter.
+// Monitors implements githubmodel.RepositoryWriter.
 func (s *Store) Monitors(ctx context.Context, tx ports.Tx, ws, repositoryID, ownerID int64) (bool, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
@@ -246,66 +246,66 @@ func (s *Store) Monitors(ctx context.Context, tx ports.Tx, ws, repositoryID, own
 	return ok, sqlkit.Interpret("read github subscriptions", err)
 }
 
-// UpsertTeam implements handlers.TeamWriter.
-func (s *Store) UpsertTeam(ctx context.Context, tx ports.Tx, ws int64, t githubhandlers.Team) error {
+// UpsertTeam implements githubmodel.TeamWriter.
+func (s *Store) UpsertTeam(ctx context.Context, tx ports.Tx, ws int64, t githubmodel.Team) error {
 	return s.feed.Write(ctx, tx, ws, s.teamWrite(ws,
 		[]any{ws, t.ID, t.OrganizationID, t.Name, t.Slug, t.Description, t.Privacy, t.Permission, t.ParentID,
 			t.Deleted, at(t.Version), t.Version.EventID}, t.ID))
 }
 
-// SetTeamMember implements handlers.TeamWriter.
-func (s *Store) SetTeamMember(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.TeamMember) error {
+// SetTeamMember implements githubmodel.TeamWriter.
+func (s *Store) SetTeamMember(ctx context.Context, tx ports.Tx, ws int64, m githubmodel.TeamMember) error {
 	return s.feed.Write(ctx, tx, ws, s.teamMemberWrite(ws,
 		[]any{ws, m.TeamID, m.UserID, m.Deleted, at(m.Version), m.Version.EventID}, m.TeamID, m.UserID))
 }
 
-// SetTeamRepository implements handlers.TeamWriter.
-func (s *Store) SetTeamRepository(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.TeamRepository) error {
+// SetTeamRepository implements githubmodel.TeamWriter.
+func (s *Store) SetTeamRepository(ctx context.Context, tx ports.Tx, ws int64, r githubmodel.TeamRepository) error {
 	return s.feed.Write(ctx, tx, ws, s.teamRepositoryWrite(ws,
 		[]any{ws, r.TeamID, r.RepositoryID, r.Permission, r.Deleted, at(r.Version), r.Version.EventID},
 		r.TeamID, r.RepositoryID))
 }
 
-// UpsertMilestone implements handlers.IssueWriter.
-func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.Milestone) error {
+// UpsertMilestone implements githubmodel.IssueWriter.
+func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m githubmodel.Milestone) error {
 	return s.feed.Write(ctx, tx, ws, s.milestoneWrite(ws,
 		[]any{ws, m.ID, m.RepositoryID, m.Number, m.Title, m.Description, m.State, m.DueOn, m.ClosedAt, m.CreatedAt,
 			m.Deleted, at(m.Version), m.Version.EventID}, m.ID))
 }
 
-// UpsertIssue implements handlers.IssueWriter.
-func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i githubhandlers.Issue) error {
+// UpsertIssue implements githubmodel.IssueWriter.
+func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i githubmodel.Issue) error {
 	args := []any{ws, i.ID, i.RepositoryID, i.Number, i.Title, i.Body, i.State, i.StateReason, i.Locked, i.AuthorID,
 		i.MilestoneID, ids(i.LabelIDs), ids(i.AssigneeIDs), i.CommentCount, i.HTMLURL, i.CreatedAt, i.ClosedAt,
 		i.Deleted, at(i.Version), i.Version.EventID}
 	return s.feed.Write(ctx, tx, ws, s.issueWrite(ws, args, i.ID))
 }
 
-// UpsertIssueComment implements handlers.IssueWriter.
-func (s *Store) UpsertIssueComment(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.IssueComment) error {
+// UpsertIssueComment implements githubmodel.IssueWriter.
+func (s *Store) UpsertIssueComment(ctx context.Context, tx ports.Tx, ws int64, c githubmodel.IssueComment) error {
 	return s.feed.Write(ctx, tx, ws, s.issueCommentWrite(ws,
 		[]any{ws, c.ID, c.RepositoryID, c.IssueID, c.AuthorID, c.Body, c.HTMLURL, c.CreatedAt, c.Deleted,
 			at(c.Version), c.Version.EventID}, c.ID))
 }
 
-// SetSubIssue implements handlers.IssueWriter.
-func (s *Store) SetSubIssue(ctx context.Context, tx ports.Tx, ws int64, l githubhandlers.SubIssue) error {
+// SetSubIssue implements githubmodel.IssueWriter.
+func (s *Store) SetSubIssue(ctx context.Context, tx ports.Tx, ws int64, l githubmodel.SubIssue) error {
 	return s.feed.Write(ctx, tx, ws, s.subIssueWrite(ws,
 		[]any{ws, l.ParentIssueID, l.SubIssueID, l.Deleted, at(l.Version), l.Version.EventID}, l.ParentIssueID, l.SubIssueID))
 }
 
-// SetIssueDependency implements handlers.IssueWriter.
-func (s *Store) SetIssueDependency(ctx context.Context, tx ports.Tx, ws int64, l githubhandlers.IssueDependency) error {
+// SetIssueDependency implements githubmodel.IssueWriter.
+func (s *Store) SetIssueDependency(ctx context.Context, tx ports.Tx, ws int64, l githubmodel.IssueDependency) error {
 	return s.feed.Write(ctx, tx, ws, s.issueDependencyWrite(ws,
 		[]any{ws, l.BlockedIssueID, l.BlockingIssueID, l.Deleted, at(l.Version), l.Version.EventID},
 		l.BlockedIssueID, l.BlockingIssueID))
 }
 
-// UpsertPullRequest implements handlers.PullRequestWriter.
-func (s *Store) UpsertPullRequest(ctx context.Context, tx ports.Tx, ws int64, pr githubhandlers.PullRequest) (githubhandlers.PullRequestHead, error) {
+// UpsertPullRequest implements githubmodel.PullRequestWriter.
+func (s *Store) UpsertPullRequest(ctx context.Context, tx ports.Tx, ws int64, pr githubmodel.PullRequest) (githubmodel.PullRequestHead, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
-		return githubhandlers.PullRequestHead{}, err
+		return githubmodel.PullRequestHead{}, err
 	}
 	args := []any{ws, pr.ID, pr.RepositoryID, pr.Number, pr.Title, pr.Body, pr.State, pr.Draft, pr.Locked, pr.Merged,
 		pr.AuthorID, pr.HeadRef, pr.HeadSHA, pr.BaseRef, pr.BaseSHA, pr.MilestoneID, ids(pr.LabelIDs),
@@ -318,46 +318,46 @@ func (s *Store) UpsertPullRequest(ctx context.Context, tx ports.Tx, ws int64, pr
 		err = sqlkit.Interpret("upsert github pull request", err)
 	}
 	if err != nil {
-		return githubhandlers.PullRequestHead{}, err
+		return githubmodel.PullRequestHead{}, err
 	}
 	head, _, err := scanHead(ptx.QueryRow(ctx, pullRequestHead, ws, pr.ID))
 	return head, err
 }
 
-func scanHead(row pgx.Row) (githubhandlers.PullRequestHead, bool, error) {
-	var h githubhandlers.PullRequestHead
+func scanHead(row pgx.Row) (githubmodel.PullRequestHead, bool, error) {
+	var h githubmodel.PullRequestHead
 	err := row.Scan(&h.ID, &h.RepositoryID, &h.HeadSHA, &h.State)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return githubhandlers.PullRequestHead{}, false, nil
+		return githubmodel.PullRequestHead{}, false, nil
 	}
 	if err != nil {
-		return githubhandlers.PullRequestHead{}, false, sqlkit.Interpret("read github pull request", err)
+		return githubmodel.PullRequestHead{}, false, sqlkit.Interpret("read github pull request", err)
 	}
 	return h, true, nil
 }
 
-// PullRequestHead implements handlers.PullRequestReader.
-func (s *Store) PullRequestHead(ctx context.Context, ws, id int64) (githubhandlers.PullRequestHead, bool, error) {
+// PullRequestHead implements githubmodel.PullRequestReader.
+func (s *Store) PullRequestHead(ctx context.Context, ws, id int64) (githubmodel.PullRequestHead, bool, error) {
 	return scanHead(s.pool.QueryRow(ctx, pullRequestHead, ws, id))
 }
 
-// PullRequestsWithHead implements handlers.PullRequestReader.
+// PullRequestsWithHead implements githubmodel.PullRequestReader.
 func (s *Store) PullRequestsWithHead(ctx context.Context, ws, repositoryID int64, sha string) ([]int64, error) {
 	rows, _ := s.pool.Query(ctx, pullRequestsWithHead, ws, repositoryID, sha)
 	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	return out, sqlkit.Interpret("read github pull requests of a head", err)
 }
 
-// UpsertReview implements handlers.PullRequestWriter.
-func (s *Store) UpsertReview(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Review) error {
+// UpsertReview implements githubmodel.PullRequestWriter.
+func (s *Store) UpsertReview(ctx context.Context, tx ports.Tx, ws int64, r githubmodel.Review) error {
 	return s.feed.Write(ctx, tx, ws, s.reviewWrite(ws,
 		[]any{ws, r.ID, r.RepositoryID, r.PullRequestID, r.AuthorID, r.State, r.Body, r.CommitID, r.SubmittedAt,
 			at(r.Version), r.Version.EventID}, r.ID))
 }
 
-// UpsertReviewComments implements handlers.PullRequestWriter.
-func (s *Store) UpsertReviewComments(ctx context.Context, tx ports.Tx, ws int64, cs []githubhandlers.ReviewComment) error {
-	cs = sortedBy(cs, func(c githubhandlers.ReviewComment) string { return idKey(c.ID) })
+// UpsertReviewComments implements githubmodel.PullRequestWriter.
+func (s *Store) UpsertReviewComments(ctx context.Context, tx ports.Tx, ws int64, cs []githubmodel.ReviewComment) error {
+	cs = sortedBy(cs, func(c githubmodel.ReviewComment) string { return idKey(c.ID) })
 	writes := make([]mirrorkit.Write, 0, len(cs))
 	for _, c := range cs {
 		writes = append(writes, s.reviewCommentWrite(ws, []any{ws, c.ID, c.RepositoryID, c.PullRequestID, c.ReviewID,
@@ -367,30 +367,30 @@ func (s *Store) UpsertReviewComments(ctx context.Context, tx ports.Tx, ws int64,
 	return s.feed.WriteAll(ctx, tx, ws, writes)
 }
 
-// UpsertReviewThread implements handlers.PullRequestWriter.
-func (s *Store) UpsertReviewThread(ctx context.Context, tx ports.Tx, ws int64, t githubhandlers.ReviewThread) error {
+// UpsertReviewThread implements githubmodel.PullRequestWriter.
+func (s *Store) UpsertReviewThread(ctx context.Context, tx ports.Tx, ws int64, t githubmodel.ReviewThread) error {
 	return s.feed.Write(ctx, tx, ws, s.reviewThreadWrite(ws,
 		[]any{ws, t.NodeID, t.RepositoryID, t.PullRequestID, t.Resolved, t.Path, ids(t.CommentIDs), at(t.Version),
 			t.Version.EventID}, t.NodeID))
 }
 
-// UpsertCommitStatus implements handlers.CheckWriter.
-func (s *Store) UpsertCommitStatus(ctx context.Context, tx ports.Tx, ws int64, st githubhandlers.CommitStatus) error {
+// UpsertCommitStatus implements githubmodel.CheckWriter.
+func (s *Store) UpsertCommitStatus(ctx context.Context, tx ports.Tx, ws int64, st githubmodel.CommitStatus) error {
 	return s.feed.Write(ctx, tx, ws, s.commitStatusWrite(ws,
 		[]any{ws, st.ID, st.RepositoryID, st.SHA, st.Context, st.State, st.Description, st.TargetURL, st.CreatedAt,
 			at(st.Version), st.Version.EventID}, st.ID))
 }
 
-// UpsertCheckSuite implements handlers.CheckWriter.
-func (s *Store) UpsertCheckSuite(ctx context.Context, tx ports.Tx, ws int64, cs githubhandlers.CheckSuite) error {
+// UpsertCheckSuite implements githubmodel.CheckWriter.
+func (s *Store) UpsertCheckSuite(ctx context.Context, tx ports.Tx, ws int64, cs githubmodel.CheckSuite) error {
 	return s.feed.Write(ctx, tx, ws, s.checkSuiteWrite(ws,
 		[]any{ws, cs.ID, cs.RepositoryID, cs.HeadSHA, cs.HeadBranch, cs.Status, cs.Conclusion, cs.AppSlug, cs.CreatedAt,
 			at(cs.Version), cs.Version.EventID}, cs.ID))
 }
 
-// UpsertCheckRuns implements handlers.CheckWriter.
-func (s *Store) UpsertCheckRuns(ctx context.Context, tx ports.Tx, ws int64, runs []githubhandlers.CheckRun) error {
-	runs = sortedBy(runs, func(r githubhandlers.CheckRun) string { return idKey(r.ID) })
+// UpsertCheckRuns implements githubmodel.CheckWriter.
+func (s *Store) UpsertCheckRuns(ctx context.Context, tx ports.Tx, ws int64, runs []githubmodel.CheckRun) error {
+	runs = sortedBy(runs, func(r githubmodel.CheckRun) string { return idKey(r.ID) })
 	writes := make([]mirrorkit.Write, 0, len(runs))
 	for _, r := range runs {
 		writes = append(writes, s.checkRunWrite(ws, []any{ws, r.ID, r.RepositoryID, r.CheckSuiteID, r.HeadSHA, r.Name,
@@ -399,7 +399,7 @@ func (s *Store) UpsertCheckRuns(ctx context.Context, tx ports.Tx, ws int64, runs
 	return s.feed.WriteAll(ctx, tx, ws, writes)
 }
 
-// RefreshPullRequestChecks implements handlers.CheckWriter.
+// RefreshPullRequestChecks implements githubmodel.CheckWriter.
 func (s *Store) RefreshPullRequestChecks(ctx context.Context, tx ports.Tx, ws, pullRequestID, eventID int64) error {
 	if s.feed.On() {
 		return s.refreshChecksPublishing(ctx, tx, ws, pullRequestID, eventID)
@@ -407,14 +407,14 @@ func (s *Store) RefreshPullRequestChecks(ctx context.Context, tx ports.Tx, ws, p
 	return exec(ctx, tx, "refresh github pull request checks", refreshPullRequestChecks, ws, pullRequestID, eventID)
 }
 
-// SetRef implements handlers.PushWriter.
-func (s *Store) SetRef(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Ref) error {
+// SetRef implements githubmodel.PushWriter.
+func (s *Store) SetRef(ctx context.Context, tx ports.Tx, ws int64, r githubmodel.Ref) error {
 	return s.feed.Write(ctx, tx, ws, s.refWrite(ws,
 		[]any{ws, r.RepositoryID, r.Ref, r.SHA, r.Deleted, at(r.Version), r.Version.EventID}, r.RepositoryID, r.Ref))
 }
 
-// UpsertCommit implements handlers.PushWriter.
-func (s *Store) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.Commit) error {
+// UpsertCommit implements githubmodel.PushWriter.
+func (s *Store) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubmodel.Commit) error {
 	args := []any{ws, c.RepositoryID, c.SHA, c.Message, c.AuthorName, c.AuthorEmail, c.AuthorLogin, c.CommitterName,
 		c.CommitterEmail, c.CommittedAt, c.HTMLURL, at(c.Version), c.Version.EventID}
 	return s.feed.Write(ctx, tx, ws, s.commitWrite(ws, args, c.RepositoryID, c.SHA))

@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
@@ -23,7 +23,7 @@ var MergeRequestUpserted = change.MustType("gitlab.merge_request.upserted")
 
 // Views shapes mirrored rows as the read API shows them (gitlabread.Views).
 type Views interface {
-	MergeRequest(gitlabhandlers.MergeRequestView) any
+	MergeRequest(gitlabmodel.MergeRequestView) any
 	EntityViews
 }
 
@@ -56,7 +56,7 @@ func (s *Store) mergeRequestWrite(ws int64, args []any, id int64) mirrorkit.Writ
 // mergeRequestView reads the merge request in ptx and shapes it as the read API shows it.
 func (s *Store) mergeRequestView(ctx context.Context, ptx pgx.Tx, ws, id int64) (any, error) {
 	var (
-		m       gitlabhandlers.MergeRequestView
+		m       gitlabmodel.MergeRequestView
 		updated pgtype.Timestamptz
 	)
 	err := ptx.QueryRow(ctx, readMergeRequestView, ws, id).Scan(&m.ID, &m.ProjectID, &m.IID, &m.Title, &m.State, &m.Draft,

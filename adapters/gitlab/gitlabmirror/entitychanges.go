@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
@@ -44,14 +44,14 @@ var (
 
 // EntityViews shapes the other GitLab entities for the change feed (gitlabread.Views).
 type EntityViews interface {
-	Group(gitlabhandlers.Group) any
-	Project(gitlabhandlers.ProjectView) any
-	Member(gitlabhandlers.Member) any
-	Milestone(gitlabhandlers.Milestone) any
-	Issue(gitlabhandlers.Issue) any
-	Note(gitlabhandlers.Note) any
-	Pipeline(gitlabhandlers.Pipeline) any
-	Commit(gitlabhandlers.Commit) any
+	Group(gitlabmodel.Group) any
+	Project(gitlabmodel.ProjectView) any
+	Member(gitlabmodel.Member) any
+	Milestone(gitlabmodel.Milestone) any
+	Issue(gitlabmodel.Issue) any
+	Note(gitlabmodel.Note) any
+	Pipeline(gitlabmodel.Pipeline) any
+	Commit(gitlabmodel.Commit) any
 }
 
 // A merge request and a project are versioned in two parts, each with its own rule (the merge
@@ -132,7 +132,7 @@ func (s *Store) groupWrite(ws int64, args []any, id int64) mirrorkit.Write {
 	return mirrorkit.Write{Op: "upsert gitlab group", Plain: upsertGroup, SQL: upsertGroupReporting, Args: args,
 		Subject: subject("group", id), Upserted: GroupUpserted, Deleted: GroupDeleted, Key: idKey(id),
 		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return mirrorkit.Read(ctx, ptx, "read gitlab group", readGroupView, []any{ws, id}, func(row pgx.Row, g *gitlabhandlers.Group) error {
+			return mirrorkit.Read(ctx, ptx, "read gitlab group", readGroupView, []any{ws, id}, func(row pgx.Row, g *gitlabmodel.Group) error {
 				var updated pgtype.Timestamptz
 				err := row.Scan(&g.ID, &g.ParentID, &g.Name, &g.Path, &g.FullPath, &updated)
 				g.Version.UpdatedAt = finite(updated)
@@ -145,19 +145,19 @@ func (s *Store) projectWrite(ws int64, op, plain, sql string, args []any, id int
 	return mirrorkit.Write{Op: op, Plain: plain, SQL: sql, Args: args,
 		Subject: subject("project", id), Upserted: ProjectUpserted, Deleted: ProjectDeleted, Key: idKey(id),
 		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return mirrorkit.Read(ctx, ptx, "read gitlab project", readProjectView, []any{ws, id}, func(row pgx.Row, p *gitlabhandlers.ProjectView) error {
+			return mirrorkit.Read(ctx, ptx, "read gitlab project", readProjectView, []any{ws, id}, func(row pgx.Row, p *gitlabmodel.ProjectView) error {
 				return row.Scan(&p.ID, &p.NamespaceID, &p.Name, &p.PathWithNamespace, &p.WebURL, &p.DefaultBranch,
 					&p.Visibility, &p.Monitored)
 			}, s.views().Project)
 		}}
 }
 
-func (s *Store) memberWrite(ws int64, args []any, m gitlabhandlers.Member) mirrorkit.Write {
+func (s *Store) memberWrite(ws int64, args []any, m gitlabmodel.Member) mirrorkit.Write {
 	return mirrorkit.Write{Op: "upsert gitlab member", Plain: upsertMember, SQL: upsertMemberReporting, Args: args,
 		Subject: subject(m.SourceType, m.SourceID), Upserted: MemberUpserted, Deleted: MemberDeleted,
 		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
 			return mirrorkit.Read(ctx, ptx, "read gitlab member", readMemberView, []any{ws, m.SourceType, m.SourceID, m.UserID},
-				func(row pgx.Row, r *gitlabhandlers.Member) error {
+				func(row pgx.Row, r *gitlabmodel.Member) error {
 					var updated pgtype.Timestamptz
 					err := row.Scan(&r.SourceType, &r.SourceID, &r.UserID, &r.Username, &r.AccessLevel, &r.ExpiresAt, &updated)
 					r.Version.UpdatedAt = finite(updated)
@@ -170,7 +170,7 @@ func (s *Store) milestoneWrite(ws int64, args []any, id int64) mirrorkit.Write {
 	return mirrorkit.Write{Op: "upsert gitlab milestone", Plain: upsertMilestone, SQL: upsertMilestoneReporting, Args: args,
 		Subject: subject("milestone", id), Upserted: MilestoneUpserted, Deleted: MilestoneDeleted, Key: idKey(id),
 		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return mirrorkit.Read(ctx, ptx, "read gitlab milestone", readMilestoneView, []any{ws, id}, func(row pgx.Row, m *gitlabhandlers.Milestone) error {
+			return mirrorkit.Read(ctx, ptx, "read gitlab milestone", readMilestoneView, []any{ws, id}, func(row pgx.Row, m *gitlabmodel.Milestone) error {
 				var updated pgtype.Timestamptz
 				err := row.Scan(&m.ID, &m.ProjectID, &m.GroupID, &m.IID, &m.Title, &m.Description, &m.State, &m.DueDate, &updated)
 				m.Version.UpdatedAt = finite(updated)
@@ -183,7 +183,7 @@ func (s *Store) issueWrite(ws int64, args []any, id int64) mirrorkit.Write {
 	return mirrorkit.Write{Op: "upsert gitlab issue", Plain: upsertIssue, SQL: upsertIssueReporting, Args: args,
 		Subject: subject("issue", id), Upserted: IssueUpserted, Deleted: IssueDeleted, Key: idKey(id),
 		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return mirrorkit.Read(ctx, ptx, "read gitlab issue", readIssueView, []any{ws, id}, func(row pgx.Row, i *gitlabhandlers.Issue) error {
+			return mirrorkit.Read(ctx, ptx, "read gitlab issue", readIssueView, []any{ws, id}, func(row pgx.Row, i *gitlabmodel.Issue) error {
 				var updated pgtype.Timestamptz
 				err := row.Scan(&i.ID, &i.ProjectID, &i.IID, &i.Title, &i.Description, &i.State, &i.AuthorID, &i.MilestoneID,
 					&i.Labels, &i.WebURL, &i.CreatedAt, &i.ClosedAt, &updated)
@@ -200,7 +200,7 @@ func (s *Store) noteWrite(ws int64, args []any, id int64) mirrorkit.Write {
 	return mirrorkit.Write{Op: "upsert gitlab note", Plain: upsertNote, SQL: upsertNoteReporting, Args: args,
 		Subject: subject("note", id), Upserted: NoteUpserted, Deleted: NoteDeleted, Key: idKey(id),
 		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return mirrorkit.Read(ctx, ptx, "read gitlab note", readNoteView, []any{ws, id}, func(row pgx.Row, n *gitlabhandlers.Note) error {
+			return mirrorkit.Read(ctx, ptx, "read gitlab note", readNoteView, []any{ws, id}, func(row pgx.Row, n *gitlabmodel.Note) error {
 				var updated pgtype.Timestamptz
 				err := row.Scan(&n.ID, &n.ProjectID, &n.NoteableType, &n.NoteableID, &n.CommitSHA, &n.AuthorID, &n.Body,
 					&n.System, &n.WebURL, &n.CreatedAt, &updated)
@@ -214,7 +214,7 @@ func (s *Store) pipelineWrite(ws int64, args []any, id int64) mirrorkit.Write {
 	return mirrorkit.Write{Op: "upsert gitlab pipeline", Plain: upsertPipeline, SQL: upsertPipelineReporting, Args: args,
 		Subject: subject("pipeline", id), Upserted: PipelineUpserted,
 		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return mirrorkit.Read(ctx, ptx, "read gitlab pipeline", readPipelineView, []any{ws, id}, func(row pgx.Row, p *gitlabhandlers.Pipeline) error {
+			return mirrorkit.Read(ctx, ptx, "read gitlab pipeline", readPipelineView, []any{ws, id}, func(row pgx.Row, p *gitlabmodel.Pipeline) error {
 				var updated pgtype.Timestamptz
 				err := row.Scan(&p.ID, &p.ProjectID, &p.Ref, &p.SHA, &p.Status, &p.Source, &p.MergeRequestID, &p.CreatedAt,
 					&p.FinishedAt, &updated)
@@ -228,7 +228,7 @@ func (s *Store) commitWrite(ws int64, args []any, projectID int64, sha string) m
 	return mirrorkit.Write{Op: "insert gitlab commit", Plain: insertCommit, SQL: insertCommitReporting, Args: args,
 		Subject: subject("commit", projectID) + ":" + sha, Upserted: CommitUpserted,
 		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return mirrorkit.Read(ctx, ptx, "read gitlab commit", readCommitView, []any{ws, projectID, sha}, func(row pgx.Row, c *gitlabhandlers.Commit) error {
+			return mirrorkit.Read(ctx, ptx, "read gitlab commit", readCommitView, []any{ws, projectID, sha}, func(row pgx.Row, c *gitlabmodel.Commit) error {
 				return row.Scan(&c.ProjectID, &c.SHA, &c.Title, &c.Message, &c.AuthorName, &c.AuthoredAt, &c.URL)
 			}, s.views().Commit)
 		}}

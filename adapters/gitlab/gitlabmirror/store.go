@@ -13,13 +13,13 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-var _ gitlabhandlers.Store = (*Store)(nil)
+var _ gitlabmodel.Store = (*Store)(nil)
 
 // Store is the GitLab mirror store.
 type Store struct {
@@ -37,7 +37,7 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 
 // at is a version's timestamp as stored: '-infinity' when the provider gave none, so any
 // timestamped version is newer.
-func at(v gitlabhandlers.Version) pgtype.Timestamptz {
+func at(v gitlabmodel.Version) pgtype.Timestamptz {
 	if v.UpdatedAt.IsZero() {
 		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	}
@@ -50,33 +50,33 @@ func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
 	return err
 }
 
-func (s *Store) UpsertGroup(ctx context.Context, tx ports.Tx, ws int64, g gitlabhandlers.Group) error {
+func (s *Store) UpsertGroup(ctx context.Context, tx ports.Tx, ws int64, g gitlabmodel.Group) error {
 	return s.feed.Write(ctx, tx, ws, s.groupWrite(ws,
 		[]any{ws, g.ID, g.ParentID, g.Name, g.Path, g.FullPath, g.Deleted, at(g.Version), g.Version.EventID}, g.ID))
 }
 
-func (s *Store) UpsertProject(ctx context.Context, tx ports.Tx, ws int64, p gitlabhandlers.Project) error {
+func (s *Store) UpsertProject(ctx context.Context, tx ports.Tx, ws int64, p gitlabmodel.Project) error {
 	return s.feed.Write(ctx, tx, ws, s.projectWrite(ws, "upsert gitlab project", upsertProject, upsertProjectReporting,
 		[]any{ws, p.ID, p.NamespaceID, p.Name, p.PathWithNamespace, p.WebURL, p.DefaultBranch, p.Visibility,
 			at(p.Version), p.Version.EventID}, p.ID))
 }
 
-func (s *Store) SetProjectMonitor(ctx context.Context, tx ports.Tx, ws int64, m gitlabhandlers.ProjectMonitor) error {
+func (s *Store) SetProjectMonitor(ctx context.Context, tx ports.Tx, ws int64, m gitlabmodel.ProjectMonitor) error {
 	return s.feed.Write(ctx, tx, ws, s.projectWrite(ws, "set gitlab project monitor", setProjectMonitor, setProjectMonitorReport,
 		[]any{ws, m.ProjectID, m.Name, m.PathWithNamespace, m.Monitored, m.Deleted, at(m.Version), m.Version.EventID}, m.ProjectID))
 }
 
-func (s *Store) UpsertMember(ctx context.Context, tx ports.Tx, ws int64, m gitlabhandlers.Member) error {
+func (s *Store) UpsertMember(ctx context.Context, tx ports.Tx, ws int64, m gitlabmodel.Member) error {
 	return s.feed.Write(ctx, tx, ws, s.memberWrite(ws, []any{ws, m.SourceType, m.SourceID, m.UserID, m.Username,
 		m.AccessLevel, m.ExpiresAt, m.Deleted, at(m.Version), m.Version.EventID}, m))
 }
 
-func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m gitlabhandlers.Milestone) error {
+func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m gitlabmodel.Milestone) error {
 	return s.feed.Write(ctx, tx, ws, s.milestoneWrite(ws, []any{ws, m.ID, m.ProjectID, m.GroupID, m.IID, m.Title,
 		m.Description, m.State, m.DueDate, m.Deleted, at(m.Version), m.Version.EventID}, m.ID))
 }
 
-func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i gitlabhandlers.Issue) error {
+func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i gitlabmodel.Issue) error {
 	labels := i.Labels
 	if labels == nil {
 		labels = []string{}
@@ -86,41 +86,41 @@ func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i gitlab
 		i.Version.EventID}, i.ID))
 }
 
-func (s *Store) UpsertNote(ctx context.Context, tx ports.Tx, ws int64, n gitlabhandlers.Note) error {
+func (s *Store) UpsertNote(ctx context.Context, tx ports.Tx, ws int64, n gitlabmodel.Note) error {
 	return s.feed.Write(ctx, tx, ws, s.noteWrite(ws, []any{ws, n.ID, n.ProjectID, n.NoteableType, n.NoteableID,
 		n.CommitSHA, n.AuthorID, n.Body, n.System, n.WebURL, n.CreatedAt, n.Deleted, at(n.Version), n.Version.EventID}, n.ID))
 }
 
-func (s *Store) UpsertMergeRequest(ctx context.Context, tx ports.Tx, ws int64, mr gitlabhandlers.MergeRequest) error {
+func (s *Store) UpsertMergeRequest(ctx context.Context, tx ports.Tx, ws int64, mr gitlabmodel.MergeRequest) error {
 	args := []any{ws, mr.ID, mr.ProjectID, mr.IID, mr.Title, mr.Description, mr.State, mr.Draft, mr.SourceBranch,
 		mr.TargetBranch, mr.HeadSHA, mr.MergeStatus, mr.AuthorID, mr.WebURL, mr.CreatedAt, mr.MergedAt,
 		mr.ClosedAt, at(mr.Version), mr.Version.EventID}
 	return s.feed.Write(ctx, tx, ws, s.mergeRequestWrite(ws, args, mr.ID))
 }
 
-func (s *Store) SetReadiness(ctx context.Context, tx ports.Tx, ws int64, r gitlabhandlers.Readiness) error {
+func (s *Store) SetReadiness(ctx context.Context, tx ports.Tx, ws int64, r gitlabmodel.Readiness) error {
 	return s.feed.Write(ctx, tx, ws, s.readinessWrite(ws, []any{ws, r.MergeRequestID, r.Ready, r.Reason, r.ApprovalsLeft,
 		at(r.Version), r.Version.EventID}, r.MergeRequestID))
 }
 
-func (s *Store) UpsertPipeline(ctx context.Context, tx ports.Tx, ws int64, p gitlabhandlers.Pipeline) error {
+func (s *Store) UpsertPipeline(ctx context.Context, tx ports.Tx, ws int64, p gitlabmodel.Pipeline) error {
 	return s.feed.Write(ctx, tx, ws, s.pipelineWrite(ws, []any{ws, p.ID, p.ProjectID, p.Ref, p.SHA, p.Status, p.Source,
 		p.MergeRequestID, p.CreatedAt, p.FinishedAt, at(p.Version), p.Version.EventID}, p.ID))
 }
 
-func (s *Store) RecordPush(ctx context.Context, tx ports.Tx, ws int64, p gitlabhandlers.Push) error {
+func (s *Store) RecordPush(ctx context.Context, tx ports.Tx, ws int64, p gitlabmodel.Push) error {
 	return exec(ctx, tx, "record gitlab push", recordPush,
 		ws, p.ProjectID, p.Ref, p.AfterSHA, p.BeforeSHA, p.UserID, p.CommitCount, p.EventID)
 }
 
-func (s *Store) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c gitlabhandlers.Commit) error {
+func (s *Store) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c gitlabmodel.Commit) error {
 	return s.feed.Write(ctx, tx, ws, s.commitWrite(ws, []any{ws, c.ProjectID, c.SHA, c.Title, c.Message, c.AuthorName,
 		c.AuthorEmail, c.AuthoredAt, c.URL, c.EventID}, c.ProjectID, c.SHA))
 }
 
 // ListProjects pages the workspace's projects by path and counts them.
 // Errors: context errors, *inbox.TransientError, or a wrapped database error.
-func (s *Store) ListProjects(ctx context.Context, ws int64, page ports.PageRequest) ([]gitlabhandlers.ProjectView, int, error) {
+func (s *Store) ListProjects(ctx context.Context, ws int64, page ports.PageRequest) ([]gitlabmodel.ProjectView, int, error) {
 	var total int
 	if err := s.pool.QueryRow(ctx, countProjects, ws).Scan(&total); err != nil {
 		return nil, 0, sqlkit.Interpret("count gitlab projects", err)
@@ -129,8 +129,8 @@ func (s *Store) ListProjects(ctx context.Context, ws int64, page ports.PageReque
 	if err != nil {
 		return nil, 0, sqlkit.Interpret("list gitlab projects", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gitlabhandlers.ProjectView, error) {
-		var p gitlabhandlers.ProjectView
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gitlabmodel.ProjectView, error) {
+		var p gitlabmodel.ProjectView
 		err := r.Scan(&p.ID, &p.NamespaceID, &p.Name, &p.PathWithNamespace, &p.WebURL, &p.DefaultBranch,
 			&p.Visibility, &p.Monitored)
 		return p, err
@@ -143,7 +143,7 @@ func (s *Store) ListProjects(ctx context.Context, ws int64, page ports.PageReque
 
 // ListMergeRequests pages the merge requests of one of the workspace's projects, newest iid
 // first. Errors: ports.ErrNotFound when the workspace has no such project; as ListProjects.
-func (s *Store) ListMergeRequests(ctx context.Context, ws, projectID int64, page ports.PageRequest) ([]gitlabhandlers.MergeRequestView, int, error) {
+func (s *Store) ListMergeRequests(ctx context.Context, ws, projectID int64, page ports.PageRequest) ([]gitlabmodel.MergeRequestView, int, error) {
 	var exists bool
 	if err := s.pool.QueryRow(ctx, projectExists, ws, projectID).Scan(&exists); err != nil {
 		return nil, 0, sqlkit.Interpret("find gitlab project", err)
@@ -159,9 +159,9 @@ func (s *Store) ListMergeRequests(ctx context.Context, ws, projectID int64, page
 	if err != nil {
 		return nil, 0, sqlkit.Interpret("list gitlab merge requests", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gitlabhandlers.MergeRequestView, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gitlabmodel.MergeRequestView, error) {
 		var (
-			m       gitlabhandlers.MergeRequestView
+			m       gitlabmodel.MergeRequestView
 			updated pgtype.Timestamptz
 		)
 		err := r.Scan(&m.ID, &m.ProjectID, &m.IID, &m.Title, &m.State, &m.Draft, &m.SourceBranch, &m.TargetBranch,

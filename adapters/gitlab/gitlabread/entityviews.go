@@ -3,13 +3,13 @@ package gitlabread
 import (
 	"time"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 )
 
 // The change feed's views of the GitLab entities this API lists no page of (projects use the
 // API's own): shaped like the mirror row, camelCase as the other views.
 
-func updatedOf(v gitlabhandlers.Version) *string {
+func updatedOf(v gitlabmodel.Version) *string {
 	if v.UpdatedAt.IsZero() {
 		return nil
 	}
@@ -25,12 +25,12 @@ type groupJSON struct {
 	UpdatedAt *string `json:"updatedAt"`
 }
 
-func (Views) Group(g gitlabhandlers.Group) any {
+func (Views) Group(g gitlabmodel.Group) any {
 	return groupJSON{ID: g.ID, ParentID: g.ParentID, Name: g.Name, Path: g.Path, FullPath: g.FullPath,
 		UpdatedAt: updatedOf(g.Version)}
 }
 
-func (Views) Project(p gitlabhandlers.ProjectView) any { return toProjectJSON(p) }
+func (Views) Project(p gitlabmodel.ProjectView) any { return toProjectJSON(p) }
 
 type memberJSON struct {
 	SourceType  string  `json:"sourceType"`
@@ -42,7 +42,7 @@ type memberJSON struct {
 	UpdatedAt   *string `json:"updatedAt"`
 }
 
-func (Views) Member(m gitlabhandlers.Member) any {
+func (Views) Member(m gitlabmodel.Member) any {
 	return memberJSON{SourceType: m.SourceType, SourceID: m.SourceID, UserID: m.UserID, Username: m.Username,
 		AccessLevel: m.AccessLevel, ExpiresAt: timestamp(m.ExpiresAt), UpdatedAt: updatedOf(m.Version)}
 }
@@ -59,7 +59,7 @@ type milestoneJSON struct {
 	UpdatedAt   *string `json:"updatedAt"`
 }
 
-func (Views) Milestone(m gitlabhandlers.Milestone) any {
+func (Views) Milestone(m gitlabmodel.Milestone) any {
 	var due *string
 	if m.DueDate != nil {
 		d := m.DueDate.UTC().Format(time.DateOnly)
@@ -84,7 +84,7 @@ type issueJSON struct {
 	ClosedAt    *string  `json:"closedAt"`
 }
 
-func (Views) Issue(i gitlabhandlers.Issue) any {
+func (Views) Issue(i gitlabmodel.Issue) any {
 	return issueJSON{ID: i.ID, ProjectID: i.ProjectID, IID: i.IID, Title: i.Title, State: i.State, AuthorID: i.AuthorID,
 		MilestoneID: i.MilestoneID, Labels: i.Labels, WebURL: i.WebURL, CreatedAt: timestamp(i.CreatedAt),
 		UpdatedAt: updatedOf(i.Version), ClosedAt: timestamp(i.ClosedAt)}
@@ -104,7 +104,7 @@ type noteJSON struct {
 	UpdatedAt    *string `json:"updatedAt"`
 }
 
-func (Views) Note(n gitlabhandlers.Note) any {
+func (Views) Note(n gitlabmodel.Note) any {
 	return noteJSON{ID: n.ID, ProjectID: n.ProjectID, NoteableType: n.NoteableType, NoteableID: n.NoteableID,
 		CommitSHA: n.CommitSHA, AuthorID: n.AuthorID, Body: n.Body, System: n.System, WebURL: n.WebURL,
 		CreatedAt: timestamp(n.CreatedAt), UpdatedAt: updatedOf(n.Version)}
@@ -123,7 +123,7 @@ type pipelineJSON struct {
 	UpdatedAt      *string `json:"updatedAt"`
 }
 
-func (Views) Pipeline(p gitlabhandlers.Pipeline) any {
+func (Views) Pipeline(p gitlabmodel.Pipeline) any {
 	return pipelineJSON{ID: p.ID, ProjectID: p.ProjectID, Ref: p.Ref, SHA: p.SHA, Status: p.Status, Source: p.Source,
 		MergeRequestID: p.MergeRequestID, CreatedAt: timestamp(p.CreatedAt), FinishedAt: timestamp(p.FinishedAt),
 		UpdatedAt: updatedOf(p.Version)}
@@ -140,7 +140,7 @@ type commitJSON struct {
 	URL        string  `json:"url"`
 }
 
-func (Views) Commit(c gitlabhandlers.Commit) any {
+func (Views) Commit(c gitlabmodel.Commit) any {
 	return commitJSON{ProjectID: c.ProjectID, SHA: c.SHA, Title: c.Title, Message: c.Message, AuthorName: c.AuthorName,
 		AuthoredAt: timestamp(c.AuthoredAt), URL: c.URL}
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -24,9 +24,9 @@ import (
 // Store reads the GitLab mirror; adapters/gitlab/gitlabmirror.Store is one.
 type Store interface {
 	// ListProjects errors: database failures.
-	ListProjects(ctx context.Context, ws int64, page ports.PageRequest) ([]gitlabhandlers.ProjectView, int, error)
+	ListProjects(ctx context.Context, ws int64, page ports.PageRequest) ([]gitlabmodel.ProjectView, int, error)
 	// ListMergeRequests errors: ports.ErrNotFound for a project the workspace does not have.
-	ListMergeRequests(ctx context.Context, ws, projectID int64, page ports.PageRequest) ([]gitlabhandlers.MergeRequestView, int, error)
+	ListMergeRequests(ctx context.Context, ws, projectID int64, page ports.PageRequest) ([]gitlabmodel.MergeRequestView, int, error)
 }
 
 type api struct {
@@ -70,7 +70,7 @@ type projectJSON struct {
 	Monitored         bool   `json:"monitored"`
 }
 
-func toProjectJSON(p gitlabhandlers.ProjectView) projectJSON {
+func toProjectJSON(p gitlabmodel.ProjectView) projectJSON {
 	return projectJSON{
 		ID: p.ID, NamespaceID: p.NamespaceID, Name: p.Name, PathWithNamespace: p.PathWithNamespace,
 		WebURL: p.WebURL, DefaultBranch: p.DefaultBranch, Visibility: p.Visibility, Monitored: p.Monitored,
@@ -105,7 +105,7 @@ type mergeRequestJSON struct {
 	ApprovalsLeft   *int    `json:"approvalsLeft"`
 }
 
-func toMergeRequestJSON(m gitlabhandlers.MergeRequestView) mergeRequestJSON {
+func toMergeRequestJSON(m gitlabmodel.MergeRequestView) mergeRequestJSON {
 	var updated *time.Time
 	if !m.Version.UpdatedAt.IsZero() {
 		updated = &m.Version.UpdatedAt
@@ -127,7 +127,7 @@ func (a api) mergeRequests(c *gin.Context) {
 		a.fail(c, ports.ErrNotFound)
 		return
 	}
-	read := func(ctx context.Context, ws int64, page ports.PageRequest) ([]gitlabhandlers.MergeRequestView, int, error) {
+	read := func(ctx context.Context, ws int64, page ports.PageRequest) ([]gitlabmodel.MergeRequestView, int, error) {
 		return a.store.ListMergeRequests(ctx, ws, id, page)
 	}
 	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, read, toMergeRequestJSON); err != nil {

@@ -1,8 +1,8 @@
 package gitlabread
 
 import (
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 )
 
 var _ gitlabmirror.Views = Views{}
@@ -11,4 +11,4 @@ var _ gitlabmirror.Views = Views{}
 // request exactly as this API shows it.
 type Views struct{}
 
-func (Views) MergeRequest(m gitlabhandlers.MergeRequestView) any { return toMergeRequestJSON(m) }
+func (Views) MergeRequest(m gitlabmodel.MergeRequestView) any { return toMergeRequestJSON(m) }

@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
@@ -26,7 +26,7 @@ var (
 
 // Views shapes mirrored rows as the read API shows them (outlineread.Views).
 type Views interface {
-	Document(outlinehandlers.Document) any
+	Document(outlinemodel.Document) any
 	CollectionViews
 }
 
@@ -55,7 +55,7 @@ func (s *Store) documentWrite(ws int64, args []any, id string) mirrorkit.Write {
 	return mirrorkit.Write{Op: "upsert outline document", Plain: upsertDocument, SQL: upsertDocumentReporting, Args: args,
 		Subject: "outline:document:" + id, Upserted: DocumentUpdated, Deleted: DocumentDeleted, Key: map[string]string{"id": id},
 		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return mirrorkit.Read(ctx, ptx, "read outline document", readDocumentView, []any{ws, id}, func(row pgx.Row, d *outlinehandlers.Document) error {
+			return mirrorkit.Read(ctx, ptx, "read outline document", readDocumentView, []any{ws, id}, func(row pgx.Row, d *outlinemodel.Document) error {
 				var updated pgtype.Timestamptz
 				err := row.Scan(&d.ID, &d.CollectionID, &d.ParentDocumentID, &d.Title, &d.URLID, &d.Version.Revision,
 					&d.PublishedAt, &d.ArchivedAt, &updated)

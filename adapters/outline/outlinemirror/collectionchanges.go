@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 )
@@ -23,7 +23,7 @@ var (
 
 // CollectionViews shapes a collection for the change feed (outlineread.Views).
 type CollectionViews interface {
-	Collection(outlinehandlers.Collection) any
+	Collection(outlinemodel.Collection) any
 }
 
 var upsertCollectionReporting = mirrorkit.Reporting(
@@ -39,7 +39,7 @@ func (s *Store) collectionWrite(ws int64, args []any, id string) mirrorkit.Write
 	return mirrorkit.Write{Op: "upsert outline collection", Plain: upsertCollection, SQL: upsertCollectionReporting, Args: args,
 		Subject: "outline:collection:" + id, Upserted: CollectionUpdated, Deleted: CollectionDeleted, Key: map[string]string{"id": id},
 		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return mirrorkit.Read(ctx, ptx, "read outline collection", readCollectionView, []any{ws, id}, func(row pgx.Row, c *outlinehandlers.Collection) error {
+			return mirrorkit.Read(ctx, ptx, "read outline collection", readCollectionView, []any{ws, id}, func(row pgx.Row, c *outlinemodel.Collection) error {
 				var updated pgtype.Timestamptz
 				err := row.Scan(&c.ID, &c.Name, &c.Description, &c.URLID, &c.Archived, &updated)
 				c.UpdatedAt = finite(updated)

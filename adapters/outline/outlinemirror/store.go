@@ -13,13 +13,13 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-var _ outlinehandlers.Store = (*Store)(nil)
+var _ outlinemodel.Store = (*Store)(nil)
 
 // A document's version is (source_updated_at, revision, source_event_id): an older one never
 // overwrites a newer one, and a version without an Outline timestamp is '-infinity'.
@@ -106,34 +106,34 @@ func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
 	return err
 }
 
-func (s *Store) UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d outlinehandlers.Document) error {
+func (s *Store) UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d outlinemodel.Document) error {
 	args := []any{ws, d.ID, d.CollectionID, d.ParentDocumentID, d.Title, d.Text, d.URLID, d.Version.Revision,
 		d.PublishedAt, d.ArchivedAt, d.Deleted, at(d.Version.UpdatedAt), d.Version.EventID}
 	return s.feed.Write(ctx, tx, ws, s.documentWrite(ws, args, d.ID))
 }
 
-func (s *Store) UpsertCollection(ctx context.Context, tx ports.Tx, ws int64, c outlinehandlers.Collection) error {
+func (s *Store) UpsertCollection(ctx context.Context, tx ports.Tx, ws int64, c outlinemodel.Collection) error {
 	args := []any{ws, c.ID, c.Name, c.Description, c.URLID, c.Archived, c.Deleted, at(c.UpdatedAt), c.EventID}
 	return s.feed.Write(ctx, tx, ws, s.collectionWrite(ws, args, c.ID))
 }
 
-func (s *Store) RecordEvent(ctx context.Context, tx ports.Tx, ws int64, e outlinehandlers.Event) error {
+func (s *Store) RecordEvent(ctx context.Context, tx ports.Tx, ws int64, e outlinemodel.Event) error {
 	return exec(ctx, tx, "record outline event", recordEvent,
 		ws, e.DeliveryID, e.Event, e.ModelID, e.ActorID, e.OccurredAt, e.EventID)
 }
 
 // DocumentVersion reads the stored version without a lock. Errors: database failures.
-func (s *Store) DocumentVersion(ctx context.Context, ws int64, id string) (outlinehandlers.StoredVersion, bool, error) {
+func (s *Store) DocumentVersion(ctx context.Context, ws int64, id string) (outlinemodel.StoredVersion, bool, error) {
 	var (
-		v       outlinehandlers.StoredVersion
+		v       outlinemodel.StoredVersion
 		updated pgtype.Timestamptz
 	)
 	err := s.pool.QueryRow(ctx, documentVersion, ws, id).Scan(&updated, &v.Version.Revision, &v.Version.EventID, &v.Deleted)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return outlinehandlers.StoredVersion{}, false, nil
+		return outlinemodel.StoredVersion{}, false, nil
 	}
 	if err != nil {
-		return outlinehandlers.StoredVersion{}, false, sqlkit.Interpret("read outline document version", err)
+		return outlinemodel.StoredVersion{}, false, sqlkit.Interpret("read outline document version", err)
 	}
 	v.Version.UpdatedAt = finite(updated)
 	return v, true, nil
@@ -141,7 +141,7 @@ func (s *Store) DocumentVersion(ctx context.Context, ws int64, id string) (outli
 
 // ListDocuments pages the workspace's documents, most recently updated first, without deleted
 // ones and without their text. Errors: database failures.
-func (s *Store) ListDocuments(ctx context.Context, ws int64, page ports.PageRequest) ([]outlinehandlers.Document, int, error) {
+func (s *Store) ListDocuments(ctx context.Context, ws int64, page ports.PageRequest) ([]outlinemodel.Document, int, error) {
 	var total int
 	if err := s.pool.QueryRow(ctx, countDocuments, ws).Scan(&total); err != nil {
 		return nil, 0, sqlkit.Interpret("count outline documents", err)
@@ -150,9 +150,9 @@ func (s *Store) ListDocuments(ctx context.Context, ws int64, page ports.PageRequ
 	if err != nil {
 		return nil, 0, sqlkit.Interpret("list outline documents", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outlinehandlers.Document, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outlinemodel.Document, error) {
 		var (
-			d       outlinehandlers.Document
+			d       outlinemodel.Document
 			updated pgtype.Timestamptz
 		)
 		err := r.Scan(&d.ID, &d.CollectionID, &d.ParentDocumentID, &d.Title, &d.URLID, &d.Version.Revision,

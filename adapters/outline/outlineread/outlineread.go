@@ -15,14 +15,14 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // Store reads the Outline mirror; adapters/outline/outlinemirror.Store is one.
 type Store interface {
 	// ListDocuments errors: database failures.
-	ListDocuments(ctx context.Context, ws int64, page ports.PageRequest) ([]outlinehandlers.Document, int, error)
+	ListDocuments(ctx context.Context, ws int64, page ports.PageRequest) ([]outlinemodel.Document, int, error)
 }
 
 type api struct {
@@ -66,7 +66,7 @@ type documentJSON struct {
 	UpdatedAt        *string `json:"updatedAt"`
 }
 
-func toDocumentJSON(d outlinehandlers.Document) documentJSON {
+func toDocumentJSON(d outlinemodel.Document) documentJSON {
 	var updated *time.Time
 	if !d.Version.UpdatedAt.IsZero() {
 		updated = &d.Version.UpdatedAt

@@ -3,8 +3,8 @@ package outlineread
 import (
 	"time"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 )
 
 var _ outlinemirror.Views = Views{}
@@ -13,7 +13,7 @@ var _ outlinemirror.Views = Views{}
 // exactly as this API shows it.
 type Views struct{}
 
-func (Views) Document(d outlinehandlers.Document) any { return toDocumentJSON(d) }
+func (Views) Document(d outlinemodel.Document) any { return toDocumentJSON(d) }
 
 // collectionJSON is a collection for the change feed (this API lists none): shaped like its
 // mirror row.
@@ -26,7 +26,7 @@ type collectionJSON struct {
 	UpdatedAt   *string `json:"updatedAt"`
 }
 
-func (Views) Collection(c outlinehandlers.Collection) any {
+func (Views) Collection(c outlinemodel.Collection) any {
 	var updated *time.Time
 	if !c.UpdatedAt.IsZero() {
 		updated = &c.UpdatedAt

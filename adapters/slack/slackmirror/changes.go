@@ -3,7 +3,7 @@ package slackmirror
 import (
 	"context"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -25,7 +25,7 @@ var (
 
 // Views shapes mirrored rows as the read API shows them (slackread.Views).
 type Views interface {
-	Message(slackhandlers.MessageView) any
+	Message(slackmodel.MessageView) any
 	ChannelViews
 }
 
@@ -84,7 +84,7 @@ func (s *Store) publishMessage(ctx context.Context, tx ports.Tx, ws int64, t cha
 		return err
 	}
 	var (
-		m       slackhandlers.MessageView
+		m       slackmodel.MessageView
 		version string
 	)
 	err = ptx.QueryRow(ctx, readMessageView, ws, channelID, ts).Scan(&m.TeamID, &m.ChannelID, &m.TS, &m.ThreadTS,
@@ -102,7 +102,7 @@ WITH prior AS (SELECT deleted FROM slack_message WHERE workspace_id = $1 AND cha
 	tombstoneMessage + `
 RETURNING NOT coalesce((SELECT deleted FROM prior), true), ` + messageVersion("m")
 
-func (s *Store) tombstoneMessagePublishing(ctx context.Context, tx ports.Tx, ws int64, d slackhandlers.MessageDelete, args []any) error {
+func (s *Store) tombstoneMessagePublishing(ctx context.Context, tx ports.Tx, ws int64, d slackmodel.MessageDelete, args []any) error {
 	ptx, err := txOf(tx)
 	if err != nil {
 		return err

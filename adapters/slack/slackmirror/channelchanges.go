@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -27,7 +27,7 @@ var (
 
 // ChannelViews shapes a channel as the read API lists it (slackread.Views).
 type ChannelViews interface {
-	Channel(slackhandlers.Channel) any
+	Channel(slackmodel.Channel) any
 }
 
 const (
@@ -47,7 +47,7 @@ func (s *Store) publishChannel(ctx context.Context, tx ports.Tx, ws int64, t cha
 	return s.feed.PublishUnversioned(ctx, tx, ws, t, channelSubject(channelID), data)
 }
 
-func (s *Store) saveChannelPublishing(ctx context.Context, tx ports.Tx, ws int64, c slackhandlers.Channel, eventID int64) error {
+func (s *Store) saveChannelPublishing(ctx context.Context, tx ports.Tx, ws int64, c slackmodel.Channel, eventID int64) error {
 	ptx, err := txOf(tx)
 	if err != nil {
 		return err

@@ -13,13 +13,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-var _ slackhandlers.Store = (*Store)(nil)
+var _ slackmodel.Store = (*Store)(nil)
 
 // Store is the Slack mirror store.
 type Store struct {
@@ -47,41 +47,41 @@ type queryRow interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-func scanChannel(ctx context.Context, q queryRow, op, sql string, ws int64, id string) (slackhandlers.Channel, bool, error) {
+func scanChannel(ctx context.Context, q queryRow, op, sql string, ws int64, id string) (slackmodel.Channel, bool, error) {
 	var (
-		c     slackhandlers.Channel
+		c     slackmodel.Channel
 		state string
 	)
 	err := q.QueryRow(ctx, sql, ws, id).Scan(&c.TeamID, &c.ID, &c.Name, &state)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return slackhandlers.Channel{}, false, nil
+		return slackmodel.Channel{}, false, nil
 	}
 	if err != nil {
-		return slackhandlers.Channel{}, false, sqlkit.Interpret(op, err)
+		return slackmodel.Channel{}, false, sqlkit.Interpret(op, err)
 	}
-	if c.Consent, err = slackhandlers.ParseConsentState(state); err != nil {
-		return slackhandlers.Channel{}, false, err
+	if c.Consent, err = slackmodel.ParseConsentState(state); err != nil {
+		return slackmodel.Channel{}, false, err
 	}
 	return c, true, nil
 }
 
-func (s *Store) ChannelConsent(ctx context.Context, tx ports.Tx, ws int64, channelID string) (slackhandlers.Channel, bool, error) {
+func (s *Store) ChannelConsent(ctx context.Context, tx ports.Tx, ws int64, channelID string) (slackmodel.Channel, bool, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
-		return slackhandlers.Channel{}, false, err
+		return slackmodel.Channel{}, false, err
 	}
 	return scanChannel(ctx, ptx, "read slack channel consent", channelConsent, ws, channelID)
 }
 
-func (s *Store) LockChannel(ctx context.Context, tx ports.Tx, ws int64, channelID string) (slackhandlers.Channel, bool, error) {
+func (s *Store) LockChannel(ctx context.Context, tx ports.Tx, ws int64, channelID string) (slackmodel.Channel, bool, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
-		return slackhandlers.Channel{}, false, err
+		return slackmodel.Channel{}, false, err
 	}
 	return scanChannel(ctx, ptx, "lock slack channel", lockChannel, ws, channelID)
 }
 
-func (s *Store) SaveChannel(ctx context.Context, tx ports.Tx, ws int64, c slackhandlers.Channel, eventID int64) error {
+func (s *Store) SaveChannel(ctx context.Context, tx ports.Tx, ws int64, c slackmodel.Channel, eventID int64) error {
 	if s.feed.On() {
 		return s.saveChannelPublishing(ctx, tx, ws, c, eventID)
 	}
@@ -89,13 +89,13 @@ func (s *Store) SaveChannel(ctx context.Context, tx ports.Tx, ws int64, c slackh
 	return err
 }
 
-func (s *Store) AppendAudit(ctx context.Context, tx ports.Tx, ws int64, a slackhandlers.ChannelAudit) error {
+func (s *Store) AppendAudit(ctx context.Context, tx ports.Tx, ws int64, a slackmodel.ChannelAudit) error {
 	_, err := exec(ctx, tx, "append slack channel audit", appendAudit,
 		ws, a.TeamID, a.ChannelID, string(a.Action), a.Consent.String(), a.EventID)
 	return err
 }
 
-func (s *Store) InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m slackhandlers.Message) (bool, error) {
+func (s *Store) InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m slackmodel.Message) (bool, error) {
 	n, err := exec(ctx, tx, "insert slack message", insertMessage,
 		ws, m.TeamID, m.ChannelID, m.TS, m.ThreadTS, m.UserID, m.Text, m.PostedAt, m.EventID)
 	if err == nil && n == 1 && s.feed.On() {
@@ -104,12 +104,12 @@ func (s *Store) InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m slac
 	return n == 1, err
 }
 
-func (s *Store) EditMessageText(ctx context.Context, tx ports.Tx, ws int64, e slackhandlers.MessageEdit) error {
+func (s *Store) EditMessageText(ctx context.Context, tx ports.Tx, ws int64, e slackmodel.MessageEdit) error {
 	_, err := exec(ctx, tx, "edit slack message text", editMessageText, ws, e.ChannelID, e.TS, e.Text, e.EditedTS, e.EventID)
 	return err
 }
 
-func (s *Store) EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e slackhandlers.MessageEdit) error {
+func (s *Store) EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e slackmodel.MessageEdit) error {
 	n, err := exec(ctx, tx, "edit slack message timestamp", editMessageTimestamp, ws, e.ChannelID, e.TS, e.EditedTS, e.EventID)
 	if err == nil && n == 1 && s.feed.On() {
 		err = s.publishMessage(ctx, tx, ws, MessageEdited, e.ChannelID, e.TS)
@@ -125,7 +125,7 @@ func (s *Store) DeleteMessage(ctx context.Context, tx ports.Tx, ws int64, channe
 	return err
 }
 
-func (s *Store) TombstoneMessage(ctx context.Context, tx ports.Tx, ws int64, d slackhandlers.MessageDelete) error {
+func (s *Store) TombstoneMessage(ctx context.Context, tx ports.Tx, ws int64, d slackmodel.MessageDelete) error {
 	args := []any{ws, d.TeamID, d.ChannelID, d.TS, d.PostedAt, d.EventID}
 	if s.feed.On() {
 		return s.tombstoneMessagePublishing(ctx, tx, ws, d, args)
@@ -141,7 +141,7 @@ func (s *Store) EraseChannelMessages(ctx context.Context, tx ports.Tx, ws int64,
 	return exec(ctx, tx, "erase slack channel messages", eraseChannelMessages, ws, channelID)
 }
 
-func (s *Store) LockTeamConnections(ctx context.Context, tx ports.Tx, ws int64, teamID string) ([]slackhandlers.TeamConnection, error) {
+func (s *Store) LockTeamConnections(ctx context.Context, tx ports.Tx, ws int64, teamID string) ([]slackmodel.TeamConnection, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
 		return nil, err
@@ -150,9 +150,9 @@ func (s *Store) LockTeamConnections(ctx context.Context, tx ports.Tx, ws int64, 
 	if err != nil {
 		return nil, sqlkit.Interpret("lock slack connections", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackhandlers.TeamConnection, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackmodel.TeamConnection, error) {
 		var (
-			c     slackhandlers.TeamConnection
+			c     slackmodel.TeamConnection
 			state string
 		)
 		if err := r.Scan(&c.ID, &state); err != nil {
@@ -246,13 +246,13 @@ func (s *Store) EraseTeam(ctx context.Context, tx ports.Tx, ws int64, teamID str
 	return nil
 }
 
-func (s *Store) SubmitTurn(ctx context.Context, tx ports.Tx, ws int64, t slackhandlers.Turn) (bool, error) {
+func (s *Store) SubmitTurn(ctx context.Context, tx ports.Tx, ws int64, t slackmodel.Turn) (bool, error) {
 	n, err := exec(ctx, tx, "submit slack mentor turn", submitTurn,
 		ws, t.TeamID, t.RequestID, t.ChannelID, t.UserID, t.TS, t.ThreadTS, t.Text, t.EventID)
 	return n == 1, err
 }
 
-func (s *Store) EditTurn(ctx context.Context, tx ports.Tx, ws int64, e slackhandlers.TurnEdit) error {
+func (s *Store) EditTurn(ctx context.Context, tx ports.Tx, ws int64, e slackmodel.TurnEdit) error {
 	_, err := exec(ctx, tx, "edit slack mentor turn", editTurn, ws, e.TeamID, e.RequestID, e.Text, e.EditedTS, e.EventID)
 	return err
 }
@@ -262,18 +262,18 @@ func (s *Store) DeleteTurn(ctx context.Context, tx ports.Tx, ws int64, teamID, r
 	return err
 }
 
-func (s *Store) StopSession(ctx context.Context, tx ports.Tx, ws int64, st slackhandlers.SessionStop) (int64, error) {
+func (s *Store) StopSession(ctx context.Context, tx ports.Tx, ws int64, st slackmodel.SessionStop) (int64, error) {
 	return exec(ctx, tx, "stop slack mentor session", stopSession, ws, st.TeamID, st.ChannelID, st.ThreadTS, st.EventID)
 }
 
 // Channel reads a registry row without a lock. Errors: database failures.
-func (s *Store) Channel(ctx context.Context, ws int64, channelID string) (slackhandlers.Channel, bool, error) {
+func (s *Store) Channel(ctx context.Context, ws int64, channelID string) (slackmodel.Channel, bool, error) {
 	return scanChannel(ctx, s.pool, "read slack channel", readChannel, ws, channelID)
 }
 
 // Home summarises the team's mirror for one user. Errors: database failures.
-func (s *Store) Home(ctx context.Context, ws int64, teamID, userID string) (slackhandlers.HomeSummary, error) {
-	var h slackhandlers.HomeSummary
+func (s *Store) Home(ctx context.Context, ws int64, teamID, userID string) (slackmodel.HomeSummary, error) {
+	var h slackmodel.HomeSummary
 	if err := s.pool.QueryRow(ctx, homeSummary, ws, teamID, userID).Scan(&h.MirroredChannels, &h.OpenTurns); err != nil {
 		return h, sqlkit.Interpret("read slack home", err)
 	}
@@ -281,7 +281,7 @@ func (s *Store) Home(ctx context.Context, ws int64, teamID, userID string) (slac
 }
 
 // ListChannels pages the workspace's channel registry by name. Errors: database failures.
-func (s *Store) ListChannels(ctx context.Context, ws int64, page ports.PageRequest) ([]slackhandlers.Channel, int, error) {
+func (s *Store) ListChannels(ctx context.Context, ws int64, page ports.PageRequest) ([]slackmodel.Channel, int, error) {
 	var total int
 	if err := s.pool.QueryRow(ctx, countChannels, ws).Scan(&total); err != nil {
 		return nil, 0, sqlkit.Interpret("count slack channels", err)
@@ -290,15 +290,15 @@ func (s *Store) ListChannels(ctx context.Context, ws int64, page ports.PageReque
 	if err != nil {
 		return nil, 0, sqlkit.Interpret("list slack channels", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackhandlers.Channel, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackmodel.Channel, error) {
 		var (
-			c     slackhandlers.Channel
+			c     slackmodel.Channel
 			state string
 		)
 		if err := r.Scan(&c.TeamID, &c.ID, &c.Name, &state); err != nil {
 			return c, err
 		}
-		c.Consent, err = slackhandlers.ParseConsentState(state)
+		c.Consent, err = slackmodel.ParseConsentState(state)
 		return c, err
 	})
 	if err != nil {
@@ -309,7 +309,7 @@ func (s *Store) ListChannels(ctx context.Context, ws int64, page ports.PageReque
 
 // ListMessages pages a registered channel's messages, newest first, without tombstones.
 // Errors: ports.ErrNotFound when the workspace has no such channel; database failures.
-func (s *Store) ListMessages(ctx context.Context, ws int64, channelID string, page ports.PageRequest) ([]slackhandlers.MessageView, int, error) {
+func (s *Store) ListMessages(ctx context.Context, ws int64, channelID string, page ports.PageRequest) ([]slackmodel.MessageView, int, error) {
 	if _, found, err := s.Channel(ctx, ws, channelID); err != nil {
 		return nil, 0, err
 	} else if !found {
@@ -323,8 +323,8 @@ func (s *Store) ListMessages(ctx context.Context, ws int64, channelID string, pa
 	if err != nil {
 		return nil, 0, sqlkit.Interpret("list slack messages", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackhandlers.MessageView, error) {
-		var m slackhandlers.MessageView
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackmodel.MessageView, error) {
+		var m slackmodel.MessageView
 		err := r.Scan(&m.TeamID, &m.ChannelID, &m.TS, &m.ThreadTS, &m.UserID, &m.Text, &m.PostedAt, &m.EditedTS, &m.EventID)
 		return m, err
 	})

@@ -16,16 +16,16 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // Store reads the Slack mirror; adapters/slack/slackmirror.Store is one.
 type Store interface {
 	// ListChannels errors: database failures.
-	ListChannels(ctx context.Context, ws int64, page ports.PageRequest) ([]slackhandlers.Channel, int, error)
+	ListChannels(ctx context.Context, ws int64, page ports.PageRequest) ([]slackmodel.Channel, int, error)
 	// ListMessages errors: ports.ErrNotFound for a channel the workspace does not have.
-	ListMessages(ctx context.Context, ws int64, channelID string, page ports.PageRequest) ([]slackhandlers.MessageView, int, error)
+	ListMessages(ctx context.Context, ws int64, channelID string, page ports.PageRequest) ([]slackmodel.MessageView, int, error)
 }
 
 type api struct {
@@ -65,7 +65,7 @@ type channelJSON struct {
 	Consent string `json:"consent"`
 }
 
-func toChannelJSON(ch slackhandlers.Channel) channelJSON {
+func toChannelJSON(ch slackmodel.Channel) channelJSON {
 	return channelJSON{ID: ch.ID, TeamID: ch.TeamID, Name: ch.Name, Consent: ch.Consent.String()}
 }
 
@@ -84,7 +84,7 @@ type messageJSON struct {
 	EditedTS *string `json:"editedTs"`
 }
 
-func toMessageJSON(m slackhandlers.MessageView) messageJSON {
+func toMessageJSON(m slackmodel.MessageView) messageJSON {
 	return messageJSON{
 		TS: m.TS, ThreadTS: optional(m.ThreadTS), UserID: optional(m.UserID), Text: m.Text,
 		PostedAt: timestamp(m.PostedAt), EditedTS: optional(m.EditedTS),
@@ -94,7 +94,7 @@ func toMessageJSON(m slackhandlers.MessageView) messageJSON {
 // messages lists the messages of channel :id; a channel the workspace does not have is 404.
 func (a api) messages(c *gin.Context) {
 	channel := c.Param("id")
-	read := func(ctx context.Context, ws int64, page ports.PageRequest) ([]slackhandlers.MessageView, int, error) {
+	read := func(ctx context.Context, ws int64, page ports.PageRequest) ([]slackmodel.MessageView, int, error) {
 		return a.store.ListMessages(ctx, ws, channel, page)
 	}
 	if err := managementapi.WriteList(c, managementapi.MemberWorkspaceOf(c).ID, read, toMessageJSON); err != nil {

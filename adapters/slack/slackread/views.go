@@ -1,8 +1,8 @@
 package slackread
 
 import (
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 )
 
 var _ slackmirror.Views = Views{}
@@ -11,5 +11,5 @@ var _ slackmirror.Views = Views{}
 // exactly as this API shows it.
 type Views struct{}
 
-func (Views) Message(m slackhandlers.MessageView) any { return toMessageJSON(m) }
-func (Views) Channel(c slackhandlers.Channel) any     { return toChannelJSON(c) }
+func (Views) Message(m slackmodel.MessageView) any { return toMessageJSON(m) }
+func (Views) Channel(c slackmodel.Channel) any     { return toChannelJSON(c) }
