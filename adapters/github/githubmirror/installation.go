@@ -53,25 +53,12 @@ func (s *Store) SetAppConnectionState(ctx context.Context, tx ports.Tx, connecti
 	if err := ptx.QueryRow(ctx, setAppConnectionState, connectionID, st.String()).Scan(&ws); err != nil {
 		return sqlkit.Interpret("set github app connection state", err)
 	}
-	if s.connections == nil {
-		return nil
-	}
-	return s.connections.PublishConnectionState(ctx, tx, ws, connectionID)
-}
-
-// ConnectionStatePublisher publishes connection.state_changed for a connection whose state tx
-// has just changed (the management connection store).
-type ConnectionStatePublisher interface {
-	PublishConnectionState(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error
+	return s.connections.Changed(ctx, tx, ws, connectionID)
 }
 
 // PublishConnectionStates makes SetAppConnectionState publish through p.
-func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
-	if p == nil {
-		return errors.New("github mirror: nil connection state publisher")
-	}
-	s.connections = p
-	return nil
+func (s *Store) PublishConnectionStates(p mirrorkit.ConnectionStatePublisher) error {
+	return s.connections.Set(p)
 }
 
 // RecordInstallation implements githubmodel.InstallationWriter.

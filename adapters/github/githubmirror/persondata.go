@@ -2,20 +2,12 @@ package githubmirror
 
 import (
 	"context"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
-	"github.com/hephaestus-dev/hephaestus/domain/erasure"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
-	"github.com/hephaestus-dev/hephaestus/ports"
 )
-
-var _ ports.PersonDataStore = (*Store)(nil)
 
 // GhostID and GhostLogin are GitHub's own tombstone of a deleted account (the "ghost" user):
 // erasure puts them wherever a shared row referred to the person.
@@ -117,47 +109,11 @@ INSERT INTO github_user (workspace_id, id, login, type, source_updated_at, sourc
 SELECT w, ` + ghostID + `, '` + GhostLogin + `', 'User', '-infinity', 0 FROM unnest(@workspaces::bigint[]) AS w
 ON CONFLICT (workspace_id, id) DO NOTHING`
 
-// Provider implements ports.PersonDataStore.
-func (s *Store) Provider() provider.Provider { return github.Provider }
-
-// personArgs are the parameters of the rules for scope: ids as numbers (GitHub ids are
-// numeric; another id matches nothing), logins and e-mail addresses in lower case (GitHub
-// compares both case-insensitively).
-func personArgs(ctx context.Context, ptx pgx.Tx, workspaces []int64, scope erasure.Scope) (pgx.NamedArgs, error) {
-	var ids []int64
-	var logins, emails []string
-	for _, i := range scope.Identities() {
-		if n, err := strconv.ParseInt(i.ID(), 10, 64); err == nil && n > 0 && n != GhostID {
-			ids = append(ids, n)
-		}
-		if i.Login() != "" && !strings.EqualFold(i.Login(), GhostLogin) {
-			logins = append(logins, strings.ToLower(i.Login()))
-		}
-		if i.Email() != "" {
-			emails = append(emails, strings.ToLower(i.Email()))
-		}
-	}
-	if workspaces == nil {
-		workspaces = []int64{}
-	}
-	if ids == nil {
-		ids = []int64{}
-	}
-	args := pgx.NamedArgs{"workspaces": workspaces, "ids": ids, "logins": nonNil(logins), "emails": nonNil(emails)}
-	if err := ptx.QueryRow(ctx, resolvePersonIDs, args).Scan(&ids); err != nil {
-		return nil, sqlkit.Interpret("resolve github person ids", err)
-	}
-	args["ids"] = ids
-	// The display names the mirror pairs with the person (their commits' author and committer
-	// names), read before the rules clear them: trailer lines name people by name and address.
-	var names []string
-	if err := ptx.QueryRow(ctx, personNames, args).Scan(&names); err != nil {
-		return nil, sqlkit.Interpret("read github person names", err)
-	}
-	args = sqlkit.TextArgs(args, logins, emails, names)
-	args["cursor_re"] = sqlkit.CursorPattern(logins)
-	return args, nil
-}
+// personArgs are the parameters of the rules for scope (mirrorkit.AccountArgs: GitHub ids are
+// numeric, and GitHub compares logins and e-mail addresses case-insensitively), with
+// @cursor_re, the person's logins in a sync job's cursor.
+var personArgs = mirrorkit.AccountArgs("github", "logins", GhostID, GhostLogin, resolvePersonIDs, personNames,
+	func(args pgx.NamedArgs, logins []string) { args["cursor_re"] = sqlkit.CursorPattern(logins) })
 
 // personNames are the author and committer names of the person's commits (authorIs, committerIs).
 const personNames = `
@@ -167,27 +123,8 @@ SELECT coalesce(array_agg(DISTINCT n) FILTER (WHERE n <> ''), '{}') FROM (
 	SELECT CASE WHEN ` + committerIs + ` THEN committer_name END FROM github_commit WHERE workspace_id = ANY(@workspaces)
 ) AS names`
 
-func nonNil(xs []string) []string {
-	if xs == nil {
-		return []string{}
-	}
-	return xs
-}
-
-// githubPersonErasure counts and erases githubPersonData; an erasure that changed a row puts
-// the ghost user.
-var githubPersonErasure = mirrorkit.PersonData{Name: "github", Rules: githubPersonData, Args: personArgs,
-	Erased: func(ctx context.Context, ptx pgx.Tx, args pgx.NamedArgs) error {
-		_, err := ptx.Exec(ctx, putGhost, args)
-		return sqlkit.Interpret("put the github ghost user", err)
-	}}
-
-// CountPerson implements ports.PersonDataStore.
-func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	return githubPersonErasure.Count(ctx, tx, workspaces, scope)
-}
-
-// ErasePerson implements ports.PersonDataStore.
-func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	return githubPersonErasure.Erase(ctx, tx, workspaces, scope)
+// putGhostUser gives the ghost its user row in each workspace after an erasure (putGhost).
+func putGhostUser(ctx context.Context, ptx pgx.Tx, args pgx.NamedArgs) error {
+	_, err := ptx.Exec(ctx, putGhost, args)
+	return sqlkit.Interpret("put the github ghost user", err)
 }

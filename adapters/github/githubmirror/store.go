@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
@@ -32,10 +33,12 @@ var _ githubmodel.Store = (*Store)(nil)
 // Store is the GitHub mirror on a PostgreSQL pool shared with the other adapters. Writes go
 // through the inbox's transaction; the pool serves reads only.
 type Store struct {
+	// PersonData is the personal-data map erasure runs (persondata.go).
+	mirrorkit.PersonData
 	pool *pgxpool.Pool
 	feed mirrorkit.Feed[Views] // the change feed's publisher (changes.go); zero: no publishing
-	// connections publishes connection.state_changed; nil: no publishing.
-	connections ConnectionStatePublisher
+	// connections publishes connection.state_changed; zero: no publishing.
+	connections mirrorkit.ConnectionStates
 }
 
 // New makes the store on pool.
@@ -43,7 +46,7 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("github mirror: nil pool")
 	}
-	return &Store{pool: pool}, nil
+	return &Store{PersonData: mirrorkit.NewPersonData(github.Provider, githubPersonData, personArgs).AfterErase(putGhostUser), pool: pool}, nil
 }
 
 // txOf is the inbox transaction behind tx. Errors: sqlkit.ErrForeignTx.
@@ -82,14 +85,8 @@ func idKey(id int64) string {
 	return s
 }
 
-// at is a version's provider timestamp; a missing one is -infinity, so it never outranks a
-// real timestamp and the event id alone decides between two writes without one.
-func at(v githubmodel.Version) pgtype.Timestamptz {
-	if v.UpdatedAt.IsZero() {
-		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
-	}
-	return pgtype.Timestamptz{Time: v.UpdatedAt, Valid: true}
-}
+// at is a version's provider timestamp as stored (sqlkit.At).
+func at(v githubmodel.Version) pgtype.Timestamptz { return sqlkit.At(v.UpdatedAt) }
 
 // ids is never NULL: the array columns are NOT NULL.
 func ids(xs []int64) []int64 {

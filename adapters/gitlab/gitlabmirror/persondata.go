@@ -1,21 +1,9 @@
 package gitlabmirror
 
 import (
-	"context"
-	"strconv"
-	"strings"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
-	"github.com/hephaestus-dev/hephaestus/domain/erasure"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
-	"github.com/hephaestus-dev/hephaestus/ports"
 )
-
-var _ ports.PersonDataStore = (*Store)(nil)
 
 // gitlabPersonData is the GitLab mirror's personal-data map, in erasure order. GitLab's own
 // tombstone (the "Ghost User") has an id of its own on every instance, so a shared row's
@@ -65,46 +53,6 @@ SELECT coalesce(array_agg(DISTINCT id), '{}') FROM (
 	SELECT user_id FROM gitlab_member WHERE workspace_id = ANY(@workspaces) AND lower(username) = ANY(@usernames)
 ) AS ids`
 
-// Provider implements ports.PersonDataStore.
-func (s *Store) Provider() provider.Provider { return gitlab.Provider }
-
-func personArgs(ctx context.Context, ptx pgx.Tx, workspaces []int64, scope erasure.Scope) (pgx.NamedArgs, error) {
-	ids, usernames, emails := []int64{}, []string{}, []string{}
-	for _, i := range scope.Identities() {
-		if n, err := strconv.ParseInt(i.ID(), 10, 64); err == nil && n > 0 {
-			ids = append(ids, n)
-		}
-		if i.Login() != "" {
-			usernames = append(usernames, strings.ToLower(i.Login()))
-		}
-		if i.Email() != "" {
-			emails = append(emails, strings.ToLower(i.Email()))
-		}
-	}
-	if workspaces == nil {
-		workspaces = []int64{}
-	}
-	args := pgx.NamedArgs{"workspaces": workspaces, "ids": ids, "usernames": usernames, "emails": emails}
-	if err := ptx.QueryRow(ctx, resolvePersonIDs, args).Scan(&ids); err != nil {
-		return nil, sqlkit.Interpret("resolve gitlab person ids", err)
-	}
-	args["ids"] = ids
-	var names []string
-	if err := ptx.QueryRow(ctx, personNames, args).Scan(&names); err != nil {
-		return nil, sqlkit.Interpret("read gitlab person names", err)
-	}
-	return sqlkit.TextArgs(args, usernames, emails, names), nil
-}
-
-// gitlabPersonErasure counts and erases gitlabPersonData.
-var gitlabPersonErasure = mirrorkit.PersonData{Name: "gitlab", Rules: gitlabPersonData, Args: personArgs}
-
-// CountPerson implements ports.PersonDataStore.
-func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	return gitlabPersonErasure.Count(ctx, tx, workspaces, scope)
-}
-
-// ErasePerson implements ports.PersonDataStore.
-func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	return gitlabPersonErasure.Erase(ctx, tx, workspaces, scope)
-}
+// personArgs are the parameters of the rules for scope (mirrorkit.AccountArgs, with the
+// usernames as @usernames).
+var personArgs = mirrorkit.AccountArgs("gitlab", "usernames", 0, "", resolvePersonIDs, personNames, nil)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
@@ -23,8 +24,10 @@ var _ gitlabmodel.Store = (*Store)(nil)
 
 // Store is the GitLab mirror store.
 type Store struct {
+	// PersonData is the personal-data map erasure runs (persondata.go).
+	mirrorkit.PersonData
 	pool *pgxpool.Pool
-	feed mirrorkit.Feed[Views] // the change feed's publisher (changes.go); zero: no publishing
+	feed mirrorkit.Feed[Views] // the change feed's publisher (entitychanges.go); zero: no publishing
 }
 
 // New makes the store; pool serves the reads (writes use the inbox's transactions).
@@ -32,17 +35,11 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("gitlab mirror store needs a database pool")
 	}
-	return &Store{pool: pool}, nil
+	return &Store{PersonData: mirrorkit.NewPersonData(gitlab.Provider, gitlabPersonData, personArgs), pool: pool}, nil
 }
 
-// at is a version's timestamp as stored: '-infinity' when the provider gave none, so any
-// timestamped version is newer.
-func at(v gitlabmodel.Version) pgtype.Timestamptz {
-	if v.UpdatedAt.IsZero() {
-		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
-	}
-	return pgtype.Timestamptz{Time: v.UpdatedAt, Valid: true}
-}
+// at is a version's provider timestamp as stored (sqlkit.At).
+func at(v gitlabmodel.Version) pgtype.Timestamptz { return sqlkit.At(v.UpdatedAt) }
 
 // exec runs one statement in the step's transaction.
 func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {

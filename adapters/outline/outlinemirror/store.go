@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
@@ -75,6 +76,8 @@ ORDER BY source_updated_at DESC, id LIMIT $2 OFFSET $3`
 
 // Store is the Outline mirror store.
 type Store struct {
+	// PersonData is the personal-data map erasure runs (persondata.go).
+	mirrorkit.PersonData
 	pool *pgxpool.Pool
 	feed mirrorkit.Feed[Views] // the change feed's publisher (changes.go); zero: no publishing
 }
@@ -84,14 +87,7 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("outline mirror store needs a database pool")
 	}
-	return &Store{pool: pool}, nil
-}
-
-func at(t time.Time) pgtype.Timestamptz {
-	if t.IsZero() {
-		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
-	}
-	return pgtype.Timestamptz{Time: t, Valid: true}
+	return &Store{PersonData: mirrorkit.NewPersonData(outline.Provider, outlinePersonData, personArgs), pool: pool}, nil
 }
 
 func finite(t pgtype.Timestamptz) time.Time {
@@ -108,12 +104,12 @@ func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
 
 func (s *Store) UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d outlinemodel.Document) error {
 	args := []any{ws, d.ID, d.CollectionID, d.ParentDocumentID, d.Title, d.Text, d.URLID, d.Version.Revision,
-		d.PublishedAt, d.ArchivedAt, d.Deleted, at(d.Version.UpdatedAt), d.Version.EventID}
+		d.PublishedAt, d.ArchivedAt, d.Deleted, sqlkit.At(d.Version.UpdatedAt), d.Version.EventID}
 	return s.feed.Write(ctx, tx, ws, s.documentWrite(ws, args, d.ID))
 }
 
 func (s *Store) UpsertCollection(ctx context.Context, tx ports.Tx, ws int64, c outlinemodel.Collection) error {
-	args := []any{ws, c.ID, c.Name, c.Description, c.URLID, c.Archived, c.Deleted, at(c.UpdatedAt), c.EventID}
+	args := []any{ws, c.ID, c.Name, c.Description, c.URLID, c.Archived, c.Deleted, sqlkit.At(c.UpdatedAt), c.EventID}
 	return s.feed.Write(ctx, tx, ws, s.collectionWrite(ws, args, c.ID))
 }
 

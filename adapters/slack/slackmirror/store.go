@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
@@ -23,10 +24,12 @@ var _ slackmodel.Store = (*Store)(nil)
 
 // Store is the Slack mirror store.
 type Store struct {
+	// PersonData is the personal-data map erasure runs (persondata.go).
+	mirrorkit.PersonData
 	pool *pgxpool.Pool
 	feed mirrorkit.Feed[Views] // the change feed's publisher (changes.go); zero: no publishing
-	// connections publishes connection.state_changed; nil: no publishing.
-	connections ConnectionStatePublisher
+	// connections publishes connection.state_changed; zero: no publishing.
+	connections mirrorkit.ConnectionStates
 }
 
 // New makes the store; pool serves the reads.
@@ -34,7 +37,7 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("slack mirror store needs a database pool")
 	}
-	return &Store{pool: pool}, nil
+	return &Store{PersonData: mirrorkit.NewPersonData(slack.Provider, slackPersonData, personArgs), pool: pool}, nil
 }
 
 func txOf(tx ports.Tx) (pgx.Tx, error) { return sqlkit.PgxTx(tx) }
@@ -193,26 +196,15 @@ func (s *Store) SetConnectionState(ctx context.Context, tx ports.Tx, ws, connect
 	if err == nil && n == 0 {
 		return ports.ErrNotFound
 	}
-	if err != nil || s.connections == nil {
+	if err != nil {
 		return err
 	}
-	// The handler sets a state only when the state machine moved it: each call is a change.
-	return s.connections.PublishConnectionState(ctx, tx, ws, connectionID)
-}
-
-// ConnectionStatePublisher publishes connection.state_changed for a connection whose state tx
-// has just changed (the management connection store).
-type ConnectionStatePublisher interface {
-	PublishConnectionState(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error
+	return s.connections.Changed(ctx, tx, ws, connectionID)
 }
 
 // PublishConnectionStates makes SetConnectionState publish through p.
-func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
-	if p == nil {
-		return errors.New("slack mirror: nil connection state publisher")
-	}
-	s.connections = p
-	return nil
+func (s *Store) PublishConnectionStates(p mirrorkit.ConnectionStatePublisher) error {
+	return s.connections.Set(p)
 }
 
 func (s *Store) EraseTeam(ctx context.Context, tx ports.Tx, ws int64, teamID string) error {
