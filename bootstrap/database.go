@@ -16,7 +16,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/internal/pgembedded"
 )
 
@@ -62,13 +62,13 @@ const DefaultConnectTimeout = 5 * time.Second
 
 // ConfigureFailover prepares every pool for losing the database host
 // (docs/operations/database-failover.md): a session whose node stopped accepting writes closes
-// itself (pgutil.CloseOnReadOnly), so the next connection asks the URL's hosts for a
+// itself (sqlkit.CloseOnReadOnly), so the next connection asks the URL's hosts for a
 // read-write one again, and a connection attempt to a silent host gives up after
 // DefaultConnectTimeout unless the URL chose its own connect_timeout. Connections that die with
 // the host are noticed by the pool on their next use (pgxpool pings a connection idle for more
 // than a second before handing it out) and by the store calls' own deadlines.
 func ConfigureFailover(cfg *pgxpool.Config) {
-	pgutil.CloseOnReadOnly(&cfg.ConnConfig.Config)
+	sqlkit.CloseOnReadOnly(&cfg.ConnConfig.Config)
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}

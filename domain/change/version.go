@@ -14,7 +14,7 @@ import (
 // the same version of the entity. A consumer that keeps, per entity, the data with the greatest
 // version (the later one in the feed when equal) ends with the mirror's state whatever order
 // overlapping writers committed in. The adapters build versions in SQL from the stored row
-// after the write (adapters/postgres/pgutil.MirrorVersion), never from the incoming data.
+// after the write (adapters/postgres/sqlkit.MirrorVersion), never from the incoming data.
 
 // VersionKey is the member of a change's data that holds its version.
 const VersionKey = "version"

@@ -204,8 +204,7 @@ func violatedRule(file, imp, modulePath string, providers []string) string {
 // stores (adapters/postgres), or "" when it may. The kit, the HTTP adapters and every package
 // of a provider folder but its mirror store are given ports (providerkit.Deps, the console's
 // session port, credential.Credential), so a provider module cannot reach the engine's stores
-// through them. A mirror store still imports the engine's transaction helpers; the transitive
-// rule StoreReach says how far.
+// through them; a mirror store writes through adapters/sqlkit.
 func engineReach(dir string, providers []string) string {
 	switch {
 	case hasPrefix(dir, "adapters/providerkit"):
@@ -214,8 +213,11 @@ func engineReach(dir string, providers []string) string {
 		return "HTTP adapters reach the stores through ports, never adapters/postgres"
 	}
 	for _, p := range providers {
-		if hasPrefix(dir, "adapters/"+p) && !hasPrefix(dir, "adapters/"+p+"/"+p+"mirror") {
-			return "a provider's packages other than its mirror store (API clients, sync, read API, module) reach the stores through ports, never adapters/postgres"
+		if providerPackage(dir, "mirror") && hasPrefix(dir, "adapters/"+p+"/"+p+"mirror") {
+			return "provider mirror stores write through adapters/sqlkit, never adapters/postgres"
+		}
+		if hasPrefix(dir, "adapters/"+p) {
+			return "a provider's packages (API clients, sync, read API, module, mirror) reach the stores through ports, never adapters/postgres"
 		}
 	}
 	return ""
@@ -229,6 +231,12 @@ func handlerProvider(dir string) (string, bool) {
 		return parts[1], true
 	}
 	return "", false
+}
+
+// providerPackage reports whether dir is adapters/<provider>/<provider><kind> or below it.
+func providerPackage(dir, kind string) bool {
+	parts := strings.Split(dir, "/")
+	return len(parts) >= 3 && parts[0] == "adapters" && parts[2] == parts[1]+kind
 }
 
 // IsStdlib reports whether imp is a standard library path: its first element has no dot

@@ -70,29 +70,23 @@ var _ = Describe("Layer boundaries", func() {
 			Entry("the domain in the sealed credential's leaf package", "ports/credential/c.go",
 				"github.com/hephaestus-dev/hephaestus/domain/connection", "ports/credential imports only the standard library"),
 			Entry("the connection store in a provider API client", "adapters/github/githubapi/client.go",
-				"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore", "a provider's packages other than its mirror store"),
+				"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore", "a provider's packages (API clients"),
 			Entry("the engine's change feed in a provider's root package", "adapters/github/provider.go",
-				"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed", "a provider's packages other than its mirror store"),
+				"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed", "a provider's packages (API clients"),
 			Entry("a PostgreSQL store in providerkit", "adapters/providerkit/kit.go",
 				"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs", "providerkit hands a provider ports"),
+			Entry("the engine's SQL helpers in a provider's mirror store", "adapters/github/githubmirror/store.go",
+				"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil", "provider mirror stores write through adapters/sqlkit"),
 			Entry("the console session store in an HTTP adapter", "adapters/http/console/console.go",
 				"github.com/hephaestus-dev/hephaestus/adapters/postgres/consolesession", "HTTP adapters reach the stores through ports"),
 		)
 
-		It("reports nothing else: the standard library, inner layers, internal/jsonscan in domain/, x/sync, test libraries, application specs, the client's runtime, a mirror store's and the engine's own use of adapters/postgres pass", func() {
-			Expect(violations).To(HaveLen(17), "%v", violations)
+		It("reports nothing else: the standard library, inner layers, internal/jsonscan in domain/, x/sync, test libraries, application specs, the client's runtime, adapters/sqlkit in a mirror store and the engine's own use of adapters/postgres pass", func() {
+			Expect(violations).To(HaveLen(18), "%v", violations)
 		})
 	})
 
 	Describe("provider modules, the kit, HTTP adapters and the engine's stores", func() {
-		// mirrorTxHelpers is the one way a module still reaches adapters/postgres: its mirror
-		// store's import of the engine's transaction helpers (pgutil, and deliveryinbox's
-		// PgxTx/ExecAtCommit), which are moving to a neutral package.
-		mirrorTxHelpers := func(from, to string) bool {
-			parts := strings.Split(from, "/")
-			return len(parts) == 3 && parts[0] == "adapters" && parts[2] == parts[1]+"mirror" &&
-				(to == "adapters/postgres/pgutil" || to == "adapters/postgres/deliveryinbox")
-		}
 		reach := func(root string, skip func(from, to string) bool) []string {
 			reached, err := architecture.StoreReach(root, "github.com/hephaestus-dev/hephaestus", skip)
 			Expect(err).NotTo(HaveOccurred())
@@ -109,14 +103,7 @@ var _ = Describe("Layer boundaries", func() {
 			Expect(err).NotTo(HaveOccurred())
 		})
 
-		It("a provider module, providerkit or an HTTP adapter reaches adapters/postgres, through any chain of imports, only by a mirror store's transaction helpers", func() {
-			Expect(reach(root, mirrorTxHelpers)).To(BeEmpty())
-		})
-
-		// Pending until the mirror stores import the transaction helpers from their neutral
-		// package: today every <provider>mirror imports adapters/postgres/pgutil and
-		// adapters/postgres/deliveryinbox, and nothing else keeps a module from the engine.
-		PIt("a provider module, providerkit or an HTTP adapter reaches no package of adapters/postgres, through any chain of imports", func() {
+		It("a provider module, providerkit or an HTTP adapter reaches no package of adapters/postgres, through any chain of imports", func() {
 			Expect(reach(root, nil)).To(BeEmpty())
 		})
 
@@ -130,8 +117,6 @@ var _ = Describe("Layer boundaries", func() {
 				"adapters/http/console reaches adapters/postgres/consolesession: adapters/http/console → adapters/postgres/consolesession",
 				"adapters/http/signin reaches adapters/postgres/consolesession: adapters/http/signin → adapters/http/console → adapters/postgres/consolesession",
 			))
-			Expect(reach(violating, mirrorTxHelpers)).NotTo(ContainElement(ContainSubstring("reaches adapters/postgres/pgutil")))
-			Expect(reach(violating, mirrorTxHelpers)).To(HaveLen(5))
 		})
 	})
 

@@ -22,6 +22,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
@@ -374,17 +375,17 @@ var _ = Describe("Backfill of a GitLab project", func() {
 			Expect(err).NotTo(HaveOccurred())
 
 			// acme verified project 77: its token reads (the fake has no approvals, so 404).
-			_, err = client.MergeRequestApprovals(ctx, gitlabhandlers.Access{WorkspaceID: acme, ProjectID: 77}, 77, 1)
-			Expect(err).To(MatchError(gitlabhandlers.ErrProviderNotFound))
+			_, err = client.MergeRequestApprovals(ctx, gitlabmodel.Access{WorkspaceID: acme, ProjectID: 77}, 77, 1)
+			Expect(err).To(MatchError(gitlabmodel.ErrProviderNotFound))
 			// globex names acme's project, directly or through a group it holds only REVOKED:
 			// no credential, no request.
-			for _, acc := range []gitlabhandlers.Access{
+			for _, acc := range []gitlabmodel.Access{
 				{WorkspaceID: globex, ProjectID: 77},
 				{WorkspaceID: globex, ProjectID: 77, GroupIDs: []int64{40}},
 			} {
 				_, err = client.MergeRequestApprovals(ctx, acc, 77, 1)
 				Expect(err).To(MatchError(gitlabapi.ErrNoCredential), "%+v", acc)
-				Expect(err).To(MatchError(gitlabhandlers.ErrProviderNotFound), "the handler then decides from the payload")
+				Expect(err).To(MatchError(gitlabmodel.ErrProviderNotFound), "the handler then decides from the payload")
 			}
 			Expect(gl.recorded()).To(Equal([]string{"/projects/77/merge_requests/1/approvals " + gitlabToken}))
 		})

@@ -26,6 +26,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slacksync"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
@@ -765,7 +766,7 @@ func (s slowPages) NextPage(ctx context.Context, job ports.SyncJob, cursor strin
 	p, err := s.SyncSource.NextPage(ctx, job, cursor)
 	if write := p.Write; write != nil {
 		p.Write = func(ctx context.Context, tx ports.Tx) error {
-			ptx, err := deliveryinbox.PgxTx(tx)
+			ptx, err := sqlkit.PgxTx(tx)
 			if err != nil {
 				return err
 			}

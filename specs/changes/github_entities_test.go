@@ -14,6 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
@@ -232,7 +233,7 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 		suite, err := num(p, "check_suite", "id").Int64()
 		Expect(err).NotTo(HaveOccurred())
 		started := time.Date(2024, 7, 1, 10, 0, 0, 0, time.UTC)
-		runs := &suiteRuns{suite: suite, runs: []githubhandlers.CheckRun{{ID: 6001, HeadSHA: at(p, "check_suite", "head_sha").(string),
+		runs := &suiteRuns{suite: suite, runs: []githubmodel.CheckRun{{ID: 6001, HeadSHA: at(p, "check_suite", "head_sha").(string),
 			Name: "build", Status: "queued", StartedAt: &started}}}
 		withReader := consumer.NewRegistry()
 		store, err := githubmirror.New(writerPool)
@@ -283,7 +284,7 @@ var _ = Describe("A pull request's check state in the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		head := at(p, "check_suite", "head_sha").(string)
 		started := time.Date(2024, 7, 1, 10, 0, 0, 0, time.UTC)
-		runs := &suiteRuns{suite: suite, runs: []githubhandlers.CheckRun{{ID: 6002, HeadSHA: head, Name: "build", Status: "queued", StartedAt: &started}}}
+		runs := &suiteRuns{suite: suite, runs: []githubmodel.CheckRun{{ID: 6002, HeadSHA: head, Name: "build", Status: "queued", StartedAt: &started}}}
 		reg := consumer.NewRegistry()
 		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Reader: runs, Log: support.Logger{}})).To(Succeed())
 		deliver := func(event, payload string) {
@@ -328,20 +329,20 @@ func orNull(s *string) string {
 // suiteRuns answers a suite's check runs as GitHub would; nothing else.
 type suiteRuns struct {
 	suite int64
-	runs  []githubhandlers.CheckRun
+	runs  []githubmodel.CheckRun
 }
 
-func (*suiteRuns) CompareCommits(context.Context, githubhandlers.Access, string, string, string) ([]githubhandlers.Commit, error) {
+func (*suiteRuns) CompareCommits(context.Context, githubmodel.Access, string, string, string) ([]githubmodel.Commit, error) {
 	return nil, nil
 }
 
-func (*suiteRuns) CheckRunsForRef(context.Context, githubhandlers.Access, string, string) ([]githubhandlers.CheckRun, error) {
+func (*suiteRuns) CheckRunsForRef(context.Context, githubmodel.Access, string, string) ([]githubmodel.CheckRun, error) {
 	return nil, nil
 }
 
-func (r *suiteRuns) CheckRunsForSuite(_ context.Context, _ githubhandlers.Access, _ string, suite int64) ([]githubhandlers.CheckRun, error) {
+func (r *suiteRuns) CheckRunsForSuite(_ context.Context, _ githubmodel.Access, _ string, suite int64) ([]githubmodel.CheckRun, error) {
 	if suite != r.suite {
 		return nil, nil
 	}
-	return append([]githubhandlers.CheckRun(nil), r.runs...), nil
+	return append([]githubmodel.CheckRun(nil), r.runs...), nil
 }

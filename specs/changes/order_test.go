@@ -14,6 +14,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -126,7 +127,7 @@ var _ = Describe("Following the change feed", func() {
 						// transaction holds its xid while later ones commit around it.
 						delay := float64(rng.IntN(20)) / 1000
 						err := publish(ctx, box, feed, ws, fmt.Sprintf("w%02d-%03d", w, i), func(ctx context.Context, tx ports.Tx) error {
-							ptx, err := deliveryinbox.PgxTx(tx)
+							ptx, err := sqlkit.PgxTx(tx)
 							if err != nil {
 								return err
 							}

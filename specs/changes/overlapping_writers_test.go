@@ -15,6 +15,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
@@ -78,10 +79,10 @@ var _ = Describe("Overlapping writers of one entity", func() {
 
 		By("writer B, a sync page on the other server's pool, takes its transaction id at issue 3000 and pauses")
 		created := time.Date(2024, 2, 1, 0, 0, 0, 0, time.UTC)
-		issue := func(id int64, number int, title string, updated time.Time) githubhandlers.Issue {
-			return githubhandlers.Issue{ID: id, RepositoryID: 4242, Number: number, Title: title, State: "open",
+		issue := func(id int64, number int, title string, updated time.Time) githubmodel.Issue {
+			return githubmodel.Issue{ID: id, RepositoryID: 4242, Number: number, Title: title, State: "open",
 				LabelIDs: []int64{501}, HTMLURL: fmt.Sprintf("https://github.com/acme/app/issues/%d", number), CreatedAt: &created,
-				Version: githubhandlers.Version{UpdatedAt: updated}}
+				Version: githubmodel.Version{UpdatedAt: updated}}
 		}
 		boxB, err := deliveryinbox.New(otherPool)
 		Expect(err).NotTo(HaveOccurred())

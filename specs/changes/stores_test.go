@@ -7,16 +7,16 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -60,13 +60,13 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		store, err := gitlabmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(store.PublishChanges(versionChecked(feed), gitlabread.Views{})).To(Succeed())
-		mr := func(title string, updated time.Time, event int64) gitlabhandlers.MergeRequest {
-			return gitlabhandlers.MergeRequest{ID: 77, ProjectID: 5, IID: 3, Title: title, State: "opened", SourceBranch: "f",
+		mr := func(title string, updated time.Time, event int64) gitlabmodel.MergeRequest {
+			return gitlabmodel.MergeRequest{ID: 77, ProjectID: 5, IID: 3, Title: title, State: "opened", SourceBranch: "f",
 				TargetBranch: "main", HeadSHA: "abc", MergeStatus: "can_be_merged", WebURL: "https://gitlab.example/mr/3",
-				Version: gitlabhandlers.Version{UpdatedAt: updated, EventID: event}}
+				Version: gitlabmodel.Version{UpdatedAt: updated, EventID: event}}
 		}
 		t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-		upsert := func(m gitlabhandlers.MergeRequest) {
+		upsert := func(m gitlabmodel.MergeRequest) {
 			write(ctx, func(ctx context.Context, tx ports.Tx) error { return store.UpsertMergeRequest(ctx, tx, ws, m) })
 		}
 		upsert(mr("First", t0, 1))
@@ -85,14 +85,14 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		Expect(store.PublishChanges(versionChecked(feed), gitlabread.Views{})).To(Succeed())
 		t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 		write(ctx, func(ctx context.Context, tx ports.Tx) error {
-			return store.UpsertMergeRequest(ctx, tx, ws, gitlabhandlers.MergeRequest{ID: 78, ProjectID: 5, IID: 4, Title: "Ready?",
-				State: "opened", Version: gitlabhandlers.Version{UpdatedAt: t0, EventID: 1}})
+			return store.UpsertMergeRequest(ctx, tx, ws, gitlabmodel.MergeRequest{ID: 78, ProjectID: 5, IID: 4, Title: "Ready?",
+				State: "opened", Version: gitlabmodel.Version{UpdatedAt: t0, EventID: 1}})
 		})
 		left := 1
 		ready := func(ok bool, reason string, event int64) {
 			write(ctx, func(ctx context.Context, tx ports.Tx) error {
-				return store.SetReadiness(ctx, tx, ws, gitlabhandlers.Readiness{MergeRequestID: 78, Ready: ok, Reason: reason,
-					ApprovalsLeft: &left, Version: gitlabhandlers.Version{UpdatedAt: t0.Add(time.Duration(event) * time.Minute), EventID: event}})
+				return store.SetReadiness(ctx, tx, ws, gitlabmodel.Readiness{MergeRequestID: 78, Ready: ok, Reason: reason,
+					ApprovalsLeft: &left, Version: gitlabmodel.Version{UpdatedAt: t0.Add(time.Duration(event) * time.Minute), EventID: event}})
 			})
 		}
 		ready(false, "approvals", 2)
@@ -110,8 +110,8 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		store, err := slackmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(store.PublishChanges(versionChecked(feed), slackread.Views{})).To(Succeed())
-		msg := slackhandlers.Message{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000100", UserID: "U1", Text: "hello", EventID: 1}
-		edit := slackhandlers.MessageEdit{ChannelID: "C1", TS: msg.TS, Text: "hello, world", EditedTS: "1700000005.000000", EventID: 2}
+		msg := slackmodel.Message{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000100", UserID: "U1", Text: "hello", EventID: 1}
+		edit := slackmodel.MessageEdit{ChannelID: "C1", TS: msg.TS, Text: "hello, world", EditedTS: "1700000005.000000", EventID: 2}
 		for range 2 { // the second round is a retry of each write: nothing new
 			write(ctx, func(ctx context.Context, tx ports.Tx) error {
 				_, err := store.InsertMessage(ctx, tx, ws, msg)
@@ -135,12 +135,12 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		store, err := slackmirror.New(writerPool)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(store.PublishChanges(versionChecked(feed), slackread.Views{})).To(Succeed())
-		never := slackhandlers.MessageDelete{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000200", EventID: 1}
-		live := slackhandlers.Message{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000300", UserID: "U1", Text: "hi", EventID: 2}
+		never := slackmodel.MessageDelete{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000200", EventID: 1}
+		live := slackmodel.Message{TeamID: "T1", ChannelID: "C1", TS: "1700000000.000300", UserID: "U1", Text: "hi", EventID: 2}
 		write(ctx, func(ctx context.Context, tx ports.Tx) error { return store.TombstoneMessage(ctx, tx, ws, never) })
 		write(ctx, func(ctx context.Context, tx ports.Tx) error {
 			// An older page lists the deleted message: the tombstone stays, nothing is posted.
-			_, err := store.InsertMessage(ctx, tx, ws, slackhandlers.Message{TeamID: "T1", ChannelID: "C1", TS: never.TS,
+			_, err := store.InsertMessage(ctx, tx, ws, slackmodel.Message{TeamID: "T1", ChannelID: "C1", TS: never.TS,
 				UserID: "U1", Text: "back again"})
 			return err
 		})
@@ -150,7 +150,7 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		})
 		for range 2 { // a retry deletes nothing new
 			write(ctx, func(ctx context.Context, tx ports.Tx) error {
-				return store.TombstoneMessage(ctx, tx, ws, slackhandlers.MessageDelete{TeamID: "T1", ChannelID: "C1", TS: live.TS, EventID: 3})
+				return store.TombstoneMessage(ctx, tx, ws, slackmodel.MessageDelete{TeamID: "T1", ChannelID: "C1", TS: live.TS, EventID: 3})
 			})
 		}
 		got := published(ctx)
@@ -164,11 +164,11 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(store.PublishChanges(versionChecked(feed), outlineread.Views{})).To(Succeed())
 		t0 := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
-		doc := func(title string, rev int64, deleted bool, event int64) outlinehandlers.Document {
-			return outlinehandlers.Document{ID: "doc-1", CollectionID: "col-1", Title: title, Text: "text", URLID: "u1", Deleted: deleted,
-				Version: outlinehandlers.Version{UpdatedAt: t0.Add(time.Duration(rev) * time.Minute), Revision: rev, EventID: event}}
+		doc := func(title string, rev int64, deleted bool, event int64) outlinemodel.Document {
+			return outlinemodel.Document{ID: "doc-1", CollectionID: "col-1", Title: title, Text: "text", URLID: "u1", Deleted: deleted,
+				Version: outlinemodel.Version{UpdatedAt: t0.Add(time.Duration(rev) * time.Minute), Revision: rev, EventID: event}}
 		}
-		for _, d := range []outlinehandlers.Document{doc("Plan", 1, false, 1), doc("Plan", 1, false, 2), doc("Plan v2", 2, false, 3), doc("Plan v2", 3, true, 4)} {
+		for _, d := range []outlinemodel.Document{doc("Plan", 1, false, 1), doc("Plan", 1, false, 2), doc("Plan v2", 2, false, 3), doc("Plan v2", 3, true, 4)} {
 			write(ctx, func(ctx context.Context, tx ports.Tx) error { return store.UpsertDocument(ctx, tx, ws, d) })
 		}
 		got := published(ctx)

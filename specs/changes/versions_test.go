@@ -15,7 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -207,7 +207,7 @@ func (f versionCheckedFeed) Publish(ctx context.Context, tx ports.Tx, ws int64, 
 		return f.Store.Publish(ctx, tx, ws, c) // not a mirror version: the feed stamps its clock
 	}
 	Expect(ok).To(BeTrue(), "%s %s carries its entity's version", c.Type(), c.Data())
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	Expect(err).NotTo(HaveOccurred())
 	if want, ok := expectedVersion(ctx, ptx, ws, c.Type().String(), c.Subject(), data); ok {
 		Expect(got).To(Equal(want), "%s %s: the version is the stored row's after the write", c.Type(), c.Data())

@@ -6,7 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -24,7 +24,7 @@ var _ = Describe("A database conflict inside a step", func() {
 		holdLock(ctx, `SELECT id FROM spec_item WHERE id = 'held' FOR UPDATE`)
 		var raw error
 		ran, err := box.Step(dispatchCtx(ctx, eventID, 1), step, func(ctx context.Context, tx ports.Tx) error {
-			ptx, err := deliveryinbox.PgxTx(tx)
+			ptx, err := sqlkit.PgxTx(tx)
 			Expect(err).NotTo(HaveOccurred())
 			_, err = ptx.Exec(ctx, `SET LOCAL lock_timeout = '50ms'`)
 			Expect(err).NotTo(HaveOccurred())

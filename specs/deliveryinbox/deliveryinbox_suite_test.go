@@ -11,6 +11,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
@@ -93,7 +94,7 @@ func nextClaim(ctx context.Context, eventID int64) inbox.Epoch {
 
 // writeItem is a mirror store's upsert, written through the inbox's transaction.
 func writeItem(ctx context.Context, tx ports.Tx, id string) error {
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return err
 	}

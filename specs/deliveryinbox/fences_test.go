@@ -8,8 +8,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -258,7 +258,7 @@ var _ = Describe("A handler step that deletes its own event", func() {
 		if err := writeItem(ctx, tx, "uninstalled"); err != nil {
 			return err
 		}
-		ptx, err := deliveryinbox.PgxTx(tx)
+		ptx, err := sqlkit.PgxTx(tx)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -185,10 +185,10 @@ var _ = Describe("Named steps", func() {
 	Describe("the transaction a mirror store writes through", func() {
 		It("keeps commit and rollback with the inbox", func(ctx SpecContext) {
 			ran, err := box.Step(dispatchCtx(ctx, eventID, 1), step, func(ctx context.Context, tx ports.Tx) error {
-				ptx, err := deliveryinbox.PgxTx(tx)
+				ptx, err := sqlkit.PgxTx(tx)
 				Expect(err).NotTo(HaveOccurred())
-				Expect(ptx.Commit(ctx)).To(MatchError(deliveryinbox.ErrTxOwnedByInbox))
-				Expect(ptx.Rollback(ctx)).To(MatchError(deliveryinbox.ErrTxOwnedByInbox))
+				Expect(ptx.Commit(ctx)).To(MatchError(sqlkit.ErrTxOwnedByInbox))
+				Expect(ptx.Rollback(ctx)).To(MatchError(sqlkit.ErrTxOwnedByInbox))
 				return writeItem(ctx, tx, "mirrored")
 			})
 			Expect(err).NotTo(HaveOccurred())
@@ -197,8 +197,8 @@ var _ = Describe("Named steps", func() {
 		})
 
 		It("is refused for a transaction the inbox did not open", func() {
-			_, err := deliveryinbox.PgxTx(fakeTx{})
-			Expect(err).To(MatchError(deliveryinbox.ErrForeignTx))
+			_, err := sqlkit.PgxTx(fakeTx{})
+			Expect(err).To(MatchError(sqlkit.ErrForeignTx))
 		})
 	})
 })

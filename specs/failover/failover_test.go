@@ -20,6 +20,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/bootstrap"
@@ -164,7 +165,7 @@ func startServer(ctx context.Context, url, name string) *server {
 	Expect(reg.Register(github, "issues", ports.HandlerFunc(func(ctx context.Context, d ports.Dispatch) error {
 		// One fenced step: its effect commits with its step record or not at all.
 		_, err := box.Step(ctx, inbox.MustStep("spec.apply"), func(ctx context.Context, tx ports.Tx) error {
-			ptx, err := deliveryinbox.PgxTx(tx)
+			ptx, err := sqlkit.PgxTx(tx)
 			if err != nil {
 				return err
 			}

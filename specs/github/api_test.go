@@ -15,7 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
@@ -28,7 +28,7 @@ var _ = Describe("GitHub REST reads", func() {
 		DeferCleanup(srv.Close)
 		c, err := githubapi.New(githubapi.Config{
 			BaseURL: srv.URL + "/api/v3/",
-			Token: func(context.Context, githubhandlers.Access) (credential.Credential, error) {
+			Token: func(context.Context, githubmodel.Access) (credential.Credential, error) {
 				return credential.SpecCredential(GinkgoT(), 1, 1, "s3cret"), nil
 			},
 			MaxBodyBytes: maxBody,
@@ -60,7 +60,7 @@ var _ = Describe("GitHub REST reads", func() {
 			}
 			fmt.Fprintf(w, `{"total_count":101,"check_runs":[%s]}`, strings.Join(runs, ","))
 		})
-		runs, err := c.CheckRunsForSuite(ctx, githubhandlers.Access{}, "acme/app", 62)
+		runs, err := c.CheckRunsForSuite(ctx, githubmodel.Access{}, "acme/app", 62)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(runs).To(HaveLen(101))
 		Expect(runs[0].HeadSHA).To(Equal("abc"))
@@ -82,14 +82,14 @@ var _ = Describe("GitHub REST reads", func() {
 				w.WriteHeader(status)
 				fmt.Fprint(w, `{"message":"no"}`)
 			})
-			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
+			_, err := c.CheckRunsForRef(ctx, githubmodel.Access{}, "acme/app", "main")
 			Expect(err).To(HaveOccurred())
 			Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
 			switch want {
 			case "transient":
 				Expect(inbox.Classify(err)).To(Equal(inbox.Retryable))
 			case "not-found":
-				Expect(errors.Is(err, githubhandlers.ErrProviderNotFound)).To(BeTrue())
+				Expect(errors.Is(err, githubmodel.ErrProviderNotFound)).To(BeTrue())
 			case "unknown":
 				var serr *githubapi.StatusError
 				Expect(errors.As(err, &serr)).To(BeTrue())
@@ -108,11 +108,11 @@ var _ = Describe("GitHub REST reads", func() {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		base := srv.URL
 		srv.Close()
-		c, err := githubapi.New(githubapi.Config{BaseURL: base, Token: func(context.Context, githubhandlers.Access) (credential.Credential, error) {
+		c, err := githubapi.New(githubapi.Config{BaseURL: base, Token: func(context.Context, githubmodel.Access) (credential.Credential, error) {
 			return credential.SpecCredential(GinkgoT(), 1, 1, "t"), nil
 		}})
 		Expect(err).NotTo(HaveOccurred())
-		_, err = c.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
+		_, err = c.CheckRunsForRef(ctx, githubmodel.Access{}, "acme/app", "main")
 		Expect(inbox.Classify(err)).To(Equal(inbox.Retryable))
 	})
 
@@ -120,27 +120,27 @@ var _ = Describe("GitHub REST reads", func() {
 		big := serve(64, func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, `{"total_count":0,"check_runs":[],"pad":%q}`, strings.Repeat("x", 200))
 		})
-		_, err := big.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
+		_, err := big.CheckRunsForRef(ctx, githubmodel.Access{}, "acme/app", "main")
 		Expect(errors.Is(err, githubapi.ErrResponseTooLarge)).To(BeTrue())
 		Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
 
 		shapeless := serve(0, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"items":[]}`) })
-		_, err = shapeless.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
+		_, err = shapeless.CheckRunsForRef(ctx, githubmodel.Access{}, "acme/app", "main")
 		Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
 
 		html := serve(0, func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, `<html><body>502 Bad Gateway</body></html>`)
 		})
-		_, err = html.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
+		_, err = html.CheckRunsForRef(ctx, githubmodel.Access{}, "acme/app", "main")
 		Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
 	})
 
 	It("keeps a repository name from the payload that is not owner/name permanent: that is the stored payload", func(ctx SpecContext) {
 		c := serve(0, http.NotFound)
-		_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{}, "not-a-repo", "main")
+		_, err := c.CheckRunsForRef(ctx, githubmodel.Access{}, "not-a-repo", "main")
 		Expect(inbox.Classify(err)).To(Equal(inbox.Permanent))
 	})
 
@@ -157,7 +157,7 @@ var _ = Describe("GitHub REST reads", func() {
 				}
 				w.WriteHeader(status)
 			})
-			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{}, "acme/app", "main")
+			_, err := c.CheckRunsForRef(ctx, githubmodel.Access{}, "acme/app", "main")
 			var perr *inbox.ProviderError
 			Expect(errors.As(err, &perr)).To(BeTrue())
 			Expect(perr.Kind).To(Equal(inbox.ProviderRateLimited))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -352,14 +353,14 @@ var _ = Describe("GitHub App authentication", func() {
 
 		It("uses the installation token for the App's workspace, the verified PAT for a PAT workspace, and nothing else's", func(ctx SpecContext) {
 			c := clientWith(appWith(key, clock.Now))
-			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			_, err := c.CheckRunsForRef(ctx, githubmodel.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
 			Expect(err).NotTo(HaveOccurred())
-			_, err = c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			_, err = c.CheckRunsForRef(ctx, githubmodel.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
 			Expect(err).NotTo(HaveOccurred())
 
 			// A revoked subscription, a workspace with no credential, and a foreign installation:
 			// no read with anyone else's token, and no static fallback while an App key is set.
-			for _, acc := range []githubhandlers.Access{
+			for _, acc := range []githubmodel.Access{
 				{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1002},
 				{WorkspaceID: ini, InstallationID: 4711, RepositoryID: 1001},
 				{WorkspaceID: globex, InstallationID: 9999, RepositoryID: 1003},
@@ -375,12 +376,12 @@ var _ = Describe("GitHub App authentication", func() {
 
 		It("has no instance-wide fallback: without an App key only a verified PAT reads, an App workspace reads nothing", func(ctx SpecContext) {
 			c := clientWith(nil)
-			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			_, err := c.CheckRunsForRef(ctx, githubmodel.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
 			Expect(err).To(MatchError(githubapi.ErrNoCredential))
-			Expect(err).To(MatchError(githubhandlers.ErrProviderNotFound), "a handler then has nothing to read and mirrors the payload")
-			_, err = c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: ini, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			Expect(err).To(MatchError(githubmodel.ErrProviderNotFound), "a handler then has nothing to read and mirrors the payload")
+			_, err = c.CheckRunsForRef(ctx, githubmodel.Access{WorkspaceID: ini, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
 			Expect(err).To(MatchError(githubapi.ErrNoCredential))
-			_, err = c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			_, err = c.CheckRunsForRef(ctx, githubmodel.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(fake.readAuth()).To(Equal([]string{
 				"/api/v3/repos/acme-org/hello/commits/main/check-runs Bearer ghp_globex",
@@ -389,7 +390,7 @@ var _ = Describe("GitHub App authentication", func() {
 
 		It("drops an installation token GitHub answers 401 from the cache and reads once more with a newly minted one", func(ctx SpecContext) {
 			c := clientWith(appWith(key, clock.Now))
-			acc := githubhandlers.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}
+			acc := githubmodel.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}
 			_, err := c.CheckRunsForRef(ctx, acc, "acme-org/hello", "main")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(fake.mintsOf(4711)).To(Equal(1))
@@ -414,7 +415,7 @@ var _ = Describe("GitHub App authentication", func() {
 
 		It("mints again only once: a new token GitHub also answers 401 is a refusal, not a loop", func(ctx SpecContext) {
 			c := clientWith(appWith(key, clock.Now))
-			acc := githubhandlers.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}
+			acc := githubmodel.Access{WorkspaceID: acme, InstallationID: 4711, RepositoryID: 1001}
 			fake.mu.Lock()
 			fake.revoked["ghs_4711_1"], fake.revoked["ghs_4711_2"], fake.revoked["ghs_4711_3"] = true, true, true
 			fake.mu.Unlock()
@@ -432,7 +433,7 @@ var _ = Describe("GitHub App authentication", func() {
 			fake.mu.Lock()
 			fake.revoked["ghp_globex"] = true
 			fake.mu.Unlock()
-			_, err := c.CheckRunsForRef(ctx, githubhandlers.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
+			_, err := c.CheckRunsForRef(ctx, githubmodel.Access{WorkspaceID: globex, InstallationID: 4711, RepositoryID: 1001}, "acme-org/hello", "main")
 			Expect(err).To(HaveOccurred())
 			Expect(fake.readAuth()).To(HaveLen(1))
 			Expect(fake.mintsOf(4711)).To(BeZero())

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -22,17 +23,17 @@ import (
 // and has nothing else to say.
 type stubChecks struct{}
 
-func (stubChecks) CompareCommits(context.Context, githubhandlers.Access, string, string, string) ([]githubhandlers.Commit, error) {
+func (stubChecks) CompareCommits(context.Context, githubmodel.Access, string, string, string) ([]githubmodel.Commit, error) {
 	return nil, nil
 }
 
-func (stubChecks) CheckRunsForRef(_ context.Context, _ githubhandlers.Access, _, ref string) ([]githubhandlers.CheckRun, error) {
+func (stubChecks) CheckRunsForRef(_ context.Context, _ githubmodel.Access, _, ref string) ([]githubmodel.CheckRun, error) {
 	done := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	ok := "success"
-	return []githubhandlers.CheckRun{{ID: 1, HeadSHA: ref, Name: "build", Status: "completed", Conclusion: &ok, CompletedAt: &done}}, nil
+	return []githubmodel.CheckRun{{ID: 1, HeadSHA: ref, Name: "build", Status: "completed", Conclusion: &ok, CompletedAt: &done}}, nil
 }
 
-func (stubChecks) CheckRunsForSuite(context.Context, githubhandlers.Access, string, int64) ([]githubhandlers.CheckRun, error) {
+func (stubChecks) CheckRunsForSuite(context.Context, githubmodel.Access, string, int64) ([]githubmodel.CheckRun, error) {
 	return nil, nil
 }
 

@@ -299,6 +299,8 @@ var _ = Describe("Person erasure of the GitHub mirror", func() {
 				To(Equal(`see C:\nSigned-off-by: Victim <erased@erased.invalid>`), "the mirrored comment likewise")
 			Expect(support.SearchEverywhere(ctx, pool, victim)).To(ConsistOf(hit{Table: "inbox_erasure", Column: "identities", Value: victim}),
 				"nothing names the person but the request's frozen identities")
+			Expect(scalar[int](ctx, `SELECT count(*) FROM github_user WHERE workspace_id = $1 AND id = $2 AND login = 'ghost'`, ws, githubmirror.GhostID)).
+				To(Equal(1), "an erasure that rewrote rows gives the ghost its user row, which the read API shows")
 		})
 	})
 

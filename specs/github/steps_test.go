@@ -15,6 +15,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
@@ -23,14 +24,14 @@ import (
 // failingCommits is the real mirror store except that the first write of one commit fails, the
 // way a database error part way through a push would. It counts every commit write.
 type failingCommits struct {
-	githubhandlers.Store
+	githubmodel.Store
 	failSHA string
 	mu      sync.Mutex
 	failed  bool
 	writes  map[string]int
 }
 
-func (f *failingCommits) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.Commit) error {
+func (f *failingCommits) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubmodel.Commit) error {
 	f.mu.Lock()
 	f.writes[c.SHA]++
 	fail := c.SHA == f.failSHA && !f.failed
@@ -222,7 +223,7 @@ func (f *fakeGitHub) client() *githubapi.Client {
 	GinkgoHelper()
 	c, err := githubapi.New(githubapi.Config{
 		BaseURL: f.srv.URL + "/api/v3",
-		Token: func(context.Context, githubhandlers.Access) (credential.Credential, error) {
+		Token: func(context.Context, githubmodel.Access) (credential.Credential, error) {
 			return credential.SpecCredential(GinkgoT(), 1, 1, "spec-token"), nil
 		},
 	})

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -40,8 +41,8 @@ var _ = Describe("Natural-key upserts at an equal version", func() {
 			write := func(login string) {
 				GinkgoHelper()
 				Expect(box.Write(ctx, func(ctx context.Context, tx ports.Tx) error {
-					return store.UpsertUsers(ctx, tx, ws, []githubhandlers.User{{ID: 8, Login: login, Type: "User",
-						Version: githubhandlers.Version{UpdatedAt: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)}}})
+					return store.UpsertUsers(ctx, tx, ws, []githubmodel.User{{ID: 8, Login: login, Type: "User",
+						Version: githubmodel.Version{UpdatedAt: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)}}})
 				})).To(Succeed())
 			}
 			write("hubot")

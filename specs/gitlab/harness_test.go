@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -15,7 +15,7 @@ import (
 // faultyStore is the real mirror store with injectable failures, and a count of commit writes
 // per SHA so a spec sees a commit written twice even where the table would hide it.
 type faultyStore struct {
-	gitlabhandlers.Store
+	gitlabmodel.Store
 	mu             sync.Mutex
 	failCommit     map[string]error
 	commitCalls    map[string]int
@@ -39,7 +39,7 @@ func (f *faultyStore) failReadinessOnce(err error) {
 	f.failReadiness = err
 }
 
-func (f *faultyStore) SetReadiness(ctx context.Context, tx ports.Tx, ws int64, r gitlabhandlers.Readiness) error {
+func (f *faultyStore) SetReadiness(ctx context.Context, tx ports.Tx, ws int64, r gitlabmodel.Readiness) error {
 	f.mu.Lock()
 	f.readinessCalls++
 	err := f.failReadiness
@@ -57,7 +57,7 @@ func (f *faultyStore) failCommitOnce(sha string, err error) {
 	f.failCommit[sha] = err
 }
 
-func (f *faultyStore) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c gitlabhandlers.Commit) error {
+func (f *faultyStore) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c gitlabmodel.Commit) error {
 	f.mu.Lock()
 	f.commitCalls[c.SHA]++
 	err, fail := f.failCommit[c.SHA]
@@ -130,10 +130,10 @@ type fakeReader struct {
 
 func (r *fakeReader) reset() { r.reads.Store(0); r.approvals.Store(0) }
 
-func (r *fakeReader) MergeRequestApprovals(context.Context, gitlabhandlers.Access, int64, int) (gitlabhandlers.Approvals, error) {
+func (r *fakeReader) MergeRequestApprovals(context.Context, gitlabmodel.Access, int64, int) (gitlabmodel.Approvals, error) {
 	r.reads.Add(1)
 	left := int(r.approvals.Load())
-	return gitlabhandlers.Approvals{Approved: left == 0, ApprovalsLeft: left}, nil
+	return gitlabmodel.Approvals{Approved: left == 0, ApprovalsLeft: left}, nil
 }
 
 var errInjected = errors.New("injected mirror failure")

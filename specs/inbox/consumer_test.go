@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -101,7 +102,7 @@ var _ = Describe("The consumer", func() {
 				srv := startServer(fencedConfig(owner), store, registry(func(ctx context.Context, d ports.Dispatch) error {
 					_, err := box.Step(ctx, inbox.MustStep("spec.uninstall"), func(ctx context.Context, tx ports.Tx) error {
 						tx.DeletesOwnEvent()
-						ptx, err := deliveryinbox.PgxTx(tx)
+						ptx, err := sqlkit.PgxTx(tx)
 						if err != nil {
 							return err
 						}

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -28,7 +28,7 @@ func (l *losingClaimAnswers) Claim(ctx context.Context, owner string, limit int,
 	claimed, err := l.InboxStore.Claim(ctx, owner, limit, lease)
 	if err == nil && len(claimed) > 0 && l.lose.Add(-1) >= 0 {
 		l.lost.Add(int64(len(claimed)))
-		return nil, pgutil.Interpret("claim", fmt.Errorf("receive message: %w", io.ErrUnexpectedEOF))
+		return nil, sqlkit.Interpret("claim", fmt.Errorf("receive message: %w", io.ErrUnexpectedEOF))
 	}
 	return claimed, err
 }
@@ -101,7 +101,7 @@ type unreachableOnce struct {
 
 func (u *unreachableOnce) Claim(ctx context.Context, owner string, limit int, lease time.Duration) ([]ports.Claimed, error) {
 	if u.fail.CompareAndSwap(true, false) {
-		return nil, pgutil.Interpret("claim", fmt.Errorf("read: %w", io.ErrUnexpectedEOF))
+		return nil, sqlkit.Interpret("claim", fmt.Errorf("read: %w", io.ErrUnexpectedEOF))
 	}
 	if u.paused.Load() {
 		u.pausedClaims.Add(1)

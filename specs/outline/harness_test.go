@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -14,7 +14,7 @@ var errInjected = errors.New("injected mirror failure")
 // faultyStore is the real Outline store counting document writes, with an event-record failure
 // injected once after the real write.
 type faultyStore struct {
-	outlinehandlers.Store
+	outlinemodel.Store
 	mu             sync.Mutex
 	failRecord     error
 	documentWrites int
@@ -30,14 +30,14 @@ func (f *faultyStore) failNextRecord(err error) { f.mu.Lock(); f.failRecord = er
 
 func (f *faultyStore) writes() int { f.mu.Lock(); defer f.mu.Unlock(); return f.documentWrites }
 
-func (f *faultyStore) UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d outlinehandlers.Document) error {
+func (f *faultyStore) UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d outlinemodel.Document) error {
 	f.mu.Lock()
 	f.documentWrites++
 	f.mu.Unlock()
 	return f.Store.UpsertDocument(ctx, tx, ws, d)
 }
 
-func (f *faultyStore) RecordEvent(ctx context.Context, tx ports.Tx, ws int64, e outlinehandlers.Event) error {
+func (f *faultyStore) RecordEvent(ctx context.Context, tx ports.Tx, ws int64, e outlinemodel.Event) error {
 	f.mu.Lock()
 	fail := f.failRecord
 	f.failRecord = nil

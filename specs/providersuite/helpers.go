@@ -12,7 +12,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -25,10 +25,10 @@ func Uninstall(ctx context.Context, pool *pgxpool.Pool, conn int64, teardown fun
 	tx, err := pool.Begin(ctx)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	adopted := deliveryinbox.Adopt(tx)
+	adopted := sqlkit.Adopt(tx)
 	gomega.Expect(teardown(ctx, adopted)).To(gomega.Succeed())
 	gomega.Expect(tx.Commit(ctx)).To(gomega.Succeed())
-	deliveryinbox.Committed(adopted)
+	sqlkit.Committed(adopted)
 }
 
 // Connection stores an ACTIVE connection of workspace ws of the provider's kind with source,

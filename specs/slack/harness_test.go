@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -21,7 +21,7 @@ var errInjected = errors.New("injected mirror failure")
 // faultyStore is the real Slack store with failures injected once, after the real write, so a
 // failure proves the rollback of what was written rather than a write that never happened.
 type faultyStore struct {
-	slackhandlers.Store
+	slackmodel.Store
 	mu              sync.Mutex
 	failEditText    error
 	failSetState    error
@@ -48,14 +48,14 @@ func (f *faultyStore) calls() (insert, text, stamp int) {
 	return f.insertCalls, f.editTextCalls, f.editStampCalls
 }
 
-func (f *faultyStore) InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m slackhandlers.Message) (bool, error) {
+func (f *faultyStore) InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m slackmodel.Message) (bool, error) {
 	f.mu.Lock()
 	f.insertCalls++
 	f.mu.Unlock()
 	return f.Store.InsertMessage(ctx, tx, ws, m)
 }
 
-func (f *faultyStore) EditMessageText(ctx context.Context, tx ports.Tx, ws int64, e slackhandlers.MessageEdit) error {
+func (f *faultyStore) EditMessageText(ctx context.Context, tx ports.Tx, ws int64, e slackmodel.MessageEdit) error {
 	f.mu.Lock()
 	f.editTextCalls++
 	fail := f.failEditText
@@ -67,7 +67,7 @@ func (f *faultyStore) EditMessageText(ctx context.Context, tx ports.Tx, ws int64
 	return fail
 }
 
-func (f *faultyStore) EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e slackhandlers.MessageEdit) error {
+func (f *faultyStore) EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e slackmodel.MessageEdit) error {
 	f.mu.Lock()
 	f.editStampCalls++
 	f.mu.Unlock()

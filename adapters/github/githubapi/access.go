@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -51,7 +51,7 @@ type RepositoryAccess struct {
 // NewRepositoryAccess validates cfg.
 func NewRepositoryAccess(cfg AccessConfig) (*RepositoryAccess, error) {
 	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent,
-		Token: func(context.Context, githubhandlers.Access) (credential.Credential, error) {
+		Token: func(context.Context, githubmodel.Access) (credential.Credential, error) {
 			return credential.Credential{}, nil
 		}}
 	c.setDefaults()

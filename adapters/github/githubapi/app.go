@@ -15,7 +15,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -95,7 +95,7 @@ func NewApp(cfg AppConfig) (*App, error) {
 		return nil, errors.New("github app: the App id must be a positive number")
 	}
 	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent,
-		Token: func(context.Context, githubhandlers.Access) (credential.Credential, error) {
+		Token: func(context.Context, githubmodel.Access) (credential.Credential, error) {
 			return credential.Credential{}, nil
 		}}
 	c.setDefaults()
@@ -190,28 +190,28 @@ func (a *App) mintToken(ctx context.Context, id int64) (string, time.Time, error
 	return answer.Token, answer.ExpiresAt, nil
 }
 
-var _ githubhandlers.InstallationVerifier = (*App)(nil)
+var _ githubmodel.InstallationVerifier = (*App)(nil)
 
-// InstallationStatus implements handlers.InstallationVerifier: GET /app/installations/{id}
+// InstallationStatus implements githubmodel.InstallationVerifier: GET /app/installations/{id}
 // with the App JWT. Errors: *inbox.ProviderError (a 404 is no error: Exists false).
-func (a *App) InstallationStatus(ctx context.Context, id int64) (githubhandlers.InstallationStatus, error) {
+func (a *App) InstallationStatus(ctx context.Context, id int64) (githubmodel.InstallationStatus, error) {
 	path := "/app/installations/" + strconv.FormatInt(id, 10)
 	var answer struct {
 		ID          int64      `json:"id"`
 		SuspendedAt *time.Time `json:"suspended_at"`
 	}
 	err := a.call(ctx, http.MethodGet, path, &answer)
-	if errors.Is(err, githubhandlers.ErrProviderNotFound) {
-		return githubhandlers.InstallationStatus{}, nil
+	if errors.Is(err, githubmodel.ErrProviderNotFound) {
+		return githubmodel.InstallationStatus{}, nil
 	}
 	if err != nil {
-		return githubhandlers.InstallationStatus{}, err
+		return githubmodel.InstallationStatus{}, err
 	}
 	if answer.ID != id {
-		return githubhandlers.InstallationStatus{}, failureOf(http.MethodGet, path, inbox.ProviderUnreadable, http.StatusOK,
+		return githubmodel.InstallationStatus{}, failureOf(http.MethodGet, path, inbox.ProviderUnreadable, http.StatusOK,
 			errors.New("installation answer for another id"))
 	}
-	return githubhandlers.InstallationStatus{Exists: true, Suspended: answer.SuspendedAt != nil}, nil
+	return githubmodel.InstallationStatus{Exists: true, Suspended: answer.SuspendedAt != nil}, nil
 }
 
 // AppGet reads path (with query) as the App, decoding a 2xx answer into v, and returns the

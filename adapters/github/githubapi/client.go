@@ -30,13 +30,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
-var _ githubhandlers.ProviderReader = (*Client)(nil)
+var _ githubmodel.ProviderReader = (*Client)(nil)
 
 // DefaultBaseURL is github.com's REST API.
 const DefaultBaseURL = "https://api.github.com"
@@ -57,7 +57,7 @@ type Config struct {
 	// Token returns the credential of a read of acc, a value only a connection lookup can
 	// produce (the zero credential sends no Authorization). Required. A server's is
 	// Credentials.Token: the installation token or PAT of the workspace's own connection.
-	Token func(ctx context.Context, acc githubhandlers.Access) (credential.Credential, error)
+	Token func(ctx context.Context, acc githubmodel.Access) (credential.Credential, error)
 	// Rejected, when set, is told of a credential GitHub answered 401 (Credentials.Rejected
 	// drops a cached installation token); the read is then made once more with a new one.
 	Rejected func(cred credential.Credential)
@@ -147,7 +147,7 @@ func repoPath(repo string) (string, error) {
 // get requests path with query and decodes a 2xx body into v. more reports whether the answer
 // links a next page. An installation token GitHub answers 401 (revoked, or the installation
 // changed) is dropped from the cache and the read is made once more with a newly minted one.
-func (c *Client) get(ctx context.Context, acc githubhandlers.Access, path string, query url.Values, v any) (more bool, err error) {
+func (c *Client) get(ctx context.Context, acc githubmodel.Access, path string, query url.Values, v any) (more bool, err error) {
 	for attempt := 0; ; attempt++ {
 		more, cred, err := c.getOnce(ctx, acc, path, query, v)
 		var pe *inbox.ProviderError
@@ -161,7 +161,7 @@ func (c *Client) get(ctx context.Context, acc githubhandlers.Access, path string
 }
 
 // getOnce is one request of get, with the credential it carried.
-func (c *Client) getOnce(ctx context.Context, acc githubhandlers.Access, path string, query url.Values, v any) (more bool, cred credential.Credential, err error) {
+func (c *Client) getOnce(ctx context.Context, acc githubmodel.Access, path string, query url.Values, v any) (more bool, cred credential.Credential, err error) {
 	// path is already escaped segment by segment, and the base has no query or fragment, so
 	// the URL is their concatenation.
 	target := c.base.String() + path + "?" + query.Encode()
@@ -237,7 +237,7 @@ func classifyCall(resp *http.Response, method, path string) error {
 	case status >= 200 && status < 300:
 		return nil
 	case status == http.StatusNotFound || status == http.StatusGone:
-		return fmt.Errorf("%w: %w", githubhandlers.ErrProviderNotFound, failure(path, inbox.ProviderRefused, status, serr))
+		return fmt.Errorf("%w: %w", githubmodel.ErrProviderNotFound, failure(path, inbox.ProviderRefused, status, serr))
 	case status == http.StatusTooManyRequests,
 		status == http.StatusForbidden && (h.Get("X-RateLimit-Remaining") == "0" || h.Get("Retry-After") != ""):
 		// GitHub answers rate limits (primary and secondary) with 403 or 429.
@@ -289,8 +289,8 @@ type checkRunsPage struct {
 	CheckRuns  []apiCheckRun `json:"check_runs"`
 }
 
-// CheckRunsForRef implements handlers.ProviderReader (GET /repos/{o}/{r}/commits/{ref}/check-runs).
-func (c *Client) CheckRunsForRef(ctx context.Context, acc githubhandlers.Access, repo, ref string) ([]githubhandlers.CheckRun, error) {
+// CheckRunsForRef implements githubmodel.ProviderReader (GET /repos/{o}/{r}/commits/{ref}/check-runs).
+func (c *Client) CheckRunsForRef(ctx context.Context, acc githubmodel.Access, repo, ref string) ([]githubmodel.CheckRun, error) {
 	rp, err := repoPath(repo)
 	if err != nil {
 		return nil, err
@@ -301,9 +301,9 @@ func (c *Client) CheckRunsForRef(ctx context.Context, acc githubhandlers.Access,
 	return c.checkRuns(ctx, acc, rp+"/commits/"+url.PathEscape(ref)+"/check-runs")
 }
 
-// CheckRunsForSuite implements handlers.ProviderReader
+// CheckRunsForSuite implements githubmodel.ProviderReader
 // (GET /repos/{o}/{r}/check-suites/{id}/check-runs).
-func (c *Client) CheckRunsForSuite(ctx context.Context, acc githubhandlers.Access, repo string, suiteID int64) ([]githubhandlers.CheckRun, error) {
+func (c *Client) CheckRunsForSuite(ctx context.Context, acc githubmodel.Access, repo string, suiteID int64) ([]githubmodel.CheckRun, error) {
 	rp, err := repoPath(repo)
 	if err != nil {
 		return nil, err
@@ -314,8 +314,8 @@ func (c *Client) CheckRunsForSuite(ctx context.Context, acc githubhandlers.Acces
 	return c.checkRuns(ctx, acc, rp+"/check-suites/"+strconv.FormatInt(suiteID, 10)+"/check-runs")
 }
 
-func (c *Client) checkRuns(ctx context.Context, acc githubhandlers.Access, path string) ([]githubhandlers.CheckRun, error) {
-	var out []githubhandlers.CheckRun
+func (c *Client) checkRuns(ctx context.Context, acc githubmodel.Access, path string) ([]githubmodel.CheckRun, error) {
+	var out []githubmodel.CheckRun
 	for page := 1; page <= c.cfg.MaxPages; page++ {
 		var p checkRunsPage
 		more, err := c.get(ctx, acc, path, pageQuery(page), &p)
@@ -329,7 +329,7 @@ func (c *Client) checkRuns(ctx context.Context, acc githubhandlers.Access, path 
 			if r.ID <= 0 || r.HeadSHA == "" || r.Name == "" {
 				return nil, unreadable(path, "check run without id, head SHA or name")
 			}
-			run := githubhandlers.CheckRun{
+			run := githubmodel.CheckRun{
 				ID: r.ID, HeadSHA: strings.ToLower(r.HeadSHA), Name: r.Name, Status: r.Status,
 				Conclusion: r.Conclusion, StartedAt: utc(r.StartedAt), CompletedAt: utc(r.CompletedAt),
 			}
@@ -369,8 +369,8 @@ type comparePage struct {
 	Commits []apiCommit `json:"commits"`
 }
 
-// CompareCommits implements handlers.ProviderReader (GET /repos/{o}/{r}/compare/{base}...{head}).
-func (c *Client) CompareCommits(ctx context.Context, acc githubhandlers.Access, repo, base, head string) ([]githubhandlers.Commit, error) {
+// CompareCommits implements githubmodel.ProviderReader (GET /repos/{o}/{r}/compare/{base}...{head}).
+func (c *Client) CompareCommits(ctx context.Context, acc githubmodel.Access, repo, base, head string) ([]githubmodel.Commit, error) {
 	rp, err := repoPath(repo)
 	if err != nil {
 		return nil, err
@@ -379,7 +379,7 @@ func (c *Client) CompareCommits(ctx context.Context, acc githubhandlers.Access, 
 		return nil, inbox.ParsingFailure(errors.New("github api: compare needs a base and a head"))
 	}
 	path := rp + "/compare/" + url.PathEscape(base) + "..." + url.PathEscape(head)
-	var out []githubhandlers.Commit
+	var out []githubmodel.Commit
 	for page := 1; page <= c.cfg.MaxPages; page++ {
 		var p comparePage
 		more, err := c.get(ctx, acc, path, pageQuery(page), &p)
@@ -393,7 +393,7 @@ func (c *Client) CompareCommits(ctx context.Context, acc githubhandlers.Access, 
 			if ac.SHA == "" || ac.Commit == nil {
 				return nil, unreadable(path, "commit without sha")
 			}
-			cm := githubhandlers.Commit{SHA: strings.ToLower(ac.SHA), Message: ac.Commit.Message, HTMLURL: ac.HTMLURL}
+			cm := githubmodel.Commit{SHA: strings.ToLower(ac.SHA), Message: ac.Commit.Message, HTMLURL: ac.HTMLURL}
 			if a := ac.Commit.Author; a != nil {
 				cm.AuthorName, cm.AuthorEmail = a.Name, a.Email
 			}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
@@ -27,9 +27,9 @@ type CredentialStore interface {
 // ErrNoCredential: the workspace has neither the delivery's installation (with App
 // authentication configured) nor a PAT verified for the repository, so no read is made, and
 // certainly none with someone else's credential or an instance-wide token. It wraps
-// githubhandlers.ErrProviderNotFound: a handler then has nothing to read and mirrors what the
+// githubmodel.ErrProviderNotFound: a handler then has nothing to read and mirrors what the
 // payload carries.
-var ErrNoCredential = fmt.Errorf("github api: the workspace has no credential for this read: %w", githubhandlers.ErrProviderNotFound)
+var ErrNoCredential = fmt.Errorf("github api: the workspace has no credential for this read: %w", githubmodel.ErrProviderNotFound)
 
 // Credentials picks the credential of a read (Config.Token), in this order:
 //  1. with App authentication configured, the installation token of the delivery's signed
@@ -46,7 +46,7 @@ type Credentials struct {
 }
 
 // Token implements Config.Token.
-func (c *Credentials) Token(ctx context.Context, acc githubhandlers.Access) (credential.Credential, error) {
+func (c *Credentials) Token(ctx context.Context, acc githubmodel.Access) (credential.Credential, error) {
 	if c.App != nil && acc.InstallationID > 0 {
 		cred, ok, err := c.Store.InstallationCredential(ctx, acc.WorkspaceID, github.KindApp, acc.InstallationID, c.App.InstallationToken)
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 )
 
 // The reads of a backfill (adapters/github/githubsync): a repository and one page of one of its
@@ -16,7 +16,7 @@ import (
 // exists, and its URL is never followed, so the token never leaves BaseURL's host.
 
 // Repository reads GET /repos/{owner}/{name} (repo "owner/name") as GitHub answered it.
-func (c *Client) Repository(ctx context.Context, acc githubhandlers.Access, repo string) (json.RawMessage, error) {
+func (c *Client) Repository(ctx context.Context, acc githubmodel.Access, repo string) (json.RawMessage, error) {
 	rp, err := repoPath(repo)
 	if err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func (c *Client) Repository(ctx context.Context, acc githubhandlers.Access, repo
 }
 
 // RepositoryFullName reads "owner/name" of the repository id (GET /repositories/{id}).
-func (c *Client) RepositoryFullName(ctx context.Context, acc githubhandlers.Access, id int64) (string, error) {
+func (c *Client) RepositoryFullName(ctx context.Context, acc githubmodel.Access, id int64) (string, error) {
 	path := "/repositories/" + strconv.FormatInt(id, 10)
 	var r struct {
 		ID       int64  `json:"id"`
@@ -46,7 +46,7 @@ func (c *Client) RepositoryFullName(ctx context.Context, acc githubhandlers.Acce
 // "labels", "milestones"), 100 per page, every state, oldest first where GitHub sorts by
 // creation (so items created during a long sync are appended, not shifted across pages). more
 // reports a rel="next" link.
-func (c *Client) RepositoryListPage(ctx context.Context, acc githubhandlers.Access, repo, list string, page int) (body json.RawMessage, more bool, err error) {
+func (c *Client) RepositoryListPage(ctx context.Context, acc githubmodel.Access, repo, list string, page int) (body json.RawMessage, more bool, err error) {
 	rp, err := repoPath(repo)
 	if err != nil {
 		return nil, false, err
@@ -67,7 +67,7 @@ func (c *Client) RepositoryListPage(ctx context.Context, acc githubhandlers.Acce
 // OrganizationRepositoriesPage reads page (from 1) of an organization's repositories
 // (GET /orgs/{org}/repos?type=all, 100 per page, oldest first, so repositories created during a
 // long sync are appended). more reports a rel="next" link.
-func (c *Client) OrganizationRepositoriesPage(ctx context.Context, acc githubhandlers.Access, login string, page int) (body json.RawMessage, more bool, err error) {
+func (c *Client) OrganizationRepositoriesPage(ctx context.Context, acc githubmodel.Access, login string, page int) (body json.RawMessage, more bool, err error) {
 	q := pageQuery(page)
 	q.Set("type", "all")
 	q.Set("sort", "created")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -18,23 +19,23 @@ import (
 
 // BackfillWriter is what a backfill page writes through: the handlers' own Store methods.
 type BackfillWriter interface {
-	UserWriter
-	LabelWriter
-	UpsertOrganization(ctx context.Context, tx ports.Tx, workspaceID int64, o Organization) error
-	UpsertRepository(ctx context.Context, tx ports.Tx, workspaceID int64, r Repository) error
-	UpsertMilestone(ctx context.Context, tx ports.Tx, workspaceID int64, m Milestone) error
-	UpsertIssue(ctx context.Context, tx ports.Tx, workspaceID int64, i Issue) error
-	UpsertPullRequest(ctx context.Context, tx ports.Tx, workspaceID int64, pr PullRequest) (PullRequestHead, error)
+	githubmodel.UserWriter
+	githubmodel.LabelWriter
+	UpsertOrganization(ctx context.Context, tx ports.Tx, workspaceID int64, o githubmodel.Organization) error
+	UpsertRepository(ctx context.Context, tx ports.Tx, workspaceID int64, r githubmodel.Repository) error
+	UpsertMilestone(ctx context.Context, tx ports.Tx, workspaceID int64, m githubmodel.Milestone) error
+	UpsertIssue(ctx context.Context, tx ports.Tx, workspaceID int64, i githubmodel.Issue) error
+	UpsertPullRequest(ctx context.Context, tx ports.Tx, workspaceID int64, pr githubmodel.PullRequest) (githubmodel.PullRequestHead, error)
 }
 
 // BackfillPage is one page of a repository's history as mirror writes.
 type BackfillPage struct {
-	Repository   *Repository
-	Users        []User
-	Labels       []Label
-	Milestones   []Milestone
-	Issues       []Issue
-	PullRequests []PullRequest
+	Repository   *githubmodel.Repository
+	Users        []githubmodel.User
+	Labels       []githubmodel.Label
+	Milestones   []githubmodel.Milestone
+	Issues       []githubmodel.Issue
+	PullRequests []githubmodel.PullRequest
 	// Items is how many listed objects the page carried (the progress count): the
 	// repository, or the issues, pull requests, labels or milestones of the list read.
 	Items int
@@ -164,7 +165,7 @@ func (p BackfillPage) Write(ctx context.Context, tx ports.Tx, store BackfillWrit
 	if p.Repository != nil {
 		if p.Repository.OwnerID > 0 && p.Repository.OwnerLogin != "" {
 			// The owner is recorded as a user; an organization is mirrored by its own events.
-			if err := store.UpsertUsers(ctx, tx, ws, []User{{ID: p.Repository.OwnerID, Login: p.Repository.OwnerLogin}}); err != nil {
+			if err := store.UpsertUsers(ctx, tx, ws, []githubmodel.User{{ID: p.Repository.OwnerID, Login: p.Repository.OwnerLogin}}); err != nil {
 				return err
 			}
 		}
@@ -182,22 +183,22 @@ func (p BackfillPage) Write(ctx context.Context, tx ports.Tx, store BackfillWrit
 			return err
 		}
 	}
-	ms := dedupeBy(p.Milestones, func(m Milestone) int64 { return m.ID })
-	slices.SortFunc(ms, func(a, b Milestone) int { return cmp.Compare(a.ID, b.ID) })
+	ms := dedupeBy(p.Milestones, func(m githubmodel.Milestone) int64 { return m.ID })
+	slices.SortFunc(ms, func(a, b githubmodel.Milestone) int { return cmp.Compare(a.ID, b.ID) })
 	for _, m := range ms {
 		if err := store.UpsertMilestone(ctx, tx, ws, m); err != nil {
 			return err
 		}
 	}
 	is := slices.Clone(p.Issues)
-	slices.SortFunc(is, func(a, b Issue) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(is, func(a, b githubmodel.Issue) int { return cmp.Compare(a.ID, b.ID) })
 	for _, i := range is {
 		if err := store.UpsertIssue(ctx, tx, ws, i); err != nil {
 			return err
 		}
 	}
 	prs := slices.Clone(p.PullRequests)
-	slices.SortFunc(prs, func(a, b PullRequest) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(prs, func(a, b githubmodel.PullRequest) int { return cmp.Compare(a.ID, b.ID) })
 	for _, pr := range prs {
 		if _, err := store.UpsertPullRequest(ctx, tx, ws, pr); err != nil {
 			return err

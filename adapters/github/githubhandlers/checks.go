@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -40,7 +41,7 @@ func (b base) status(ctx context.Context, d ports.Dispatch) error {
 	if p.ID <= 0 || !isSHA(sha) || p.State == "" {
 		return malformed(event, "status needs an id, a commit SHA and a state")
 	}
-	st := CommitStatus{
+	st := githubmodel.CommitStatus{
 		ID: p.ID, RepositoryID: repo.ID, SHA: sha, Context: p.Context, State: p.State,
 		Description: p.Description, TargetURL: p.TargetURL, CreatedAt: p.CreatedAt.ptr(),
 		Version: versionOf(p.UpdatedAt.or(p.CreatedAt), eventID),
@@ -58,7 +59,7 @@ func (b base) status(ctx context.Context, d ports.Dispatch) error {
 	if err != nil {
 		return wrap(event, err)
 	}
-	err = b.checkRuns(ctx, d, ws, repo.ID, stepStatusRuns, func(ctx context.Context) ([]CheckRun, error) {
+	err = b.checkRuns(ctx, d, ws, repo.ID, stepStatusRuns, func(ctx context.Context) ([]githubmodel.CheckRun, error) {
 		return b.deps.Reader.CheckRunsForRef(ctx, p.access(ws, repo.ID), repo.FullName, sha)
 	})
 	if err != nil {
@@ -108,7 +109,7 @@ func (b base) checkSuite(ctx context.Context, d ports.Dispatch) error {
 	if cs == nil || cs.ID <= 0 || !isSHA(strings.ToLower(cs.HeadSHA)) {
 		return malformed(event, "check_suite needs an id and a head SHA")
 	}
-	suite := CheckSuite{
+	suite := githubmodel.CheckSuite{
 		ID: cs.ID, RepositoryID: repo.ID, HeadSHA: strings.ToLower(cs.HeadSHA), HeadBranch: cs.HeadBranch,
 		Status: cs.Status, Conclusion: cs.Conclusion, CreatedAt: cs.CreatedAt.ptr(),
 		Version: versionOf(cs.UpdatedAt.or(cs.CreatedAt), eventID),
@@ -125,7 +126,7 @@ func (b base) checkSuite(ctx context.Context, d ports.Dispatch) error {
 	if err != nil {
 		return wrap(event, err)
 	}
-	err = b.checkRuns(ctx, d, ws, repo.ID, stepCheckSuiteRuns, func(ctx context.Context) ([]CheckRun, error) {
+	err = b.checkRuns(ctx, d, ws, repo.ID, stepCheckSuiteRuns, func(ctx context.Context) ([]githubmodel.CheckRun, error) {
 		return b.deps.Reader.CheckRunsForSuite(ctx, p.access(ws, repo.ID), repo.FullName, suite.ID)
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -257,8 +258,8 @@ type envelope struct {
 
 // access is the credential scope of a read for workspace ws of repository repositoryID that
 // this delivery causes.
-func (e envelope) access(ws, repositoryID int64) Access {
-	acc := Access{WorkspaceID: ws, RepositoryID: repositoryID}
+func (e envelope) access(ws, repositoryID int64) githubmodel.Access {
+	acc := githubmodel.Access{WorkspaceID: ws, RepositoryID: repositoryID}
 	if e.Installation != nil {
 		acc.InstallationID = e.Installation.ID
 	}
@@ -267,24 +268,24 @@ func (e envelope) access(ws, repositoryID int64) Access {
 
 // versionOf is the version of an object with the provider timestamp t, written by the
 // delivery eventID.
-func versionOf(t ghTime, eventID int64) Version {
+func versionOf(t ghTime, eventID int64) githubmodel.Version {
 	if !t.valid {
-		return Version{EventID: eventID}
+		return githubmodel.Version{EventID: eventID}
 	}
-	return Version{UpdatedAt: t.t, EventID: eventID}
+	return githubmodel.Version{UpdatedAt: t.t, EventID: eventID}
 }
 
-func toUser(u *ghUser, eventID int64) (User, bool) {
+func toUser(u *ghUser, eventID int64) (githubmodel.User, bool) {
 	if u == nil || u.ID <= 0 || u.Login == "" {
-		return User{}, false
+		return githubmodel.User{}, false
 	}
-	return User{ID: u.ID, Login: u.Login, Type: u.Type, AvatarURL: u.AvatarURL, Version: versionOf(ghTime{}, eventID)}, true
+	return githubmodel.User{ID: u.ID, Login: u.Login, Type: u.Type, AvatarURL: u.AvatarURL, Version: versionOf(ghTime{}, eventID)}, true
 }
 
 // users collects the distinct, usable users among us.
-func users(eventID int64, us ...*ghUser) []User {
+func users(eventID int64, us ...*ghUser) []githubmodel.User {
 	seen := map[int64]bool{}
-	var out []User
+	var out []githubmodel.User
 	for _, u := range us {
 		if mu, ok := toUser(u, eventID); ok && !seen[mu.ID] {
 			seen[mu.ID] = true
@@ -330,13 +331,13 @@ func labelIDs(ls []ghLabel) []int64 {
 	return out
 }
 
-func toLabels(ls []ghLabel, repositoryID, eventID int64) []Label {
-	out := make([]Label, 0, len(ls))
+func toLabels(ls []ghLabel, repositoryID, eventID int64) []githubmodel.Label {
+	out := make([]githubmodel.Label, 0, len(ls))
 	for _, l := range ls {
 		if l.ID <= 0 {
 			continue
 		}
-		out = append(out, Label{
+		out = append(out, githubmodel.Label{
 			ID: l.ID, RepositoryID: repositoryID, Name: l.Name, Color: l.Color,
 			Description: l.Description, Default: l.Default, Version: versionOf(ghTime{}, eventID),
 		})
@@ -347,14 +348,14 @@ func toLabels(ls []ghLabel, repositoryID, eventID int64) []Label {
 var errNoRepository = errors.New("no repository")
 
 // toRepository converts the event's repository; it is required by every repository event.
-func toRepository(event string, r *ghRepository, eventID int64) (Repository, error) {
+func toRepository(event string, r *ghRepository, eventID int64) (githubmodel.Repository, error) {
 	if r == nil {
-		return Repository{}, malformed(event, "%v", errNoRepository)
+		return githubmodel.Repository{}, malformed(event, "%v", errNoRepository)
 	}
 	if r.ID <= 0 || r.Name == "" || r.FullName == "" {
-		return Repository{}, malformed(event, "repository needs an id, a name and a full name")
+		return githubmodel.Repository{}, malformed(event, "repository needs an id, a name and a full name")
 	}
-	repo := Repository{
+	repo := githubmodel.Repository{
 		ID: r.ID, Name: r.Name, FullName: r.FullName, Private: r.Private, Visibility: r.Visibility,
 		DefaultBranch: r.DefaultBranch, Archived: r.Archived, Fork: r.Fork, Description: r.Description,
 		HTMLURL: r.HTMLURL, CreatedAt: r.CreatedAt.ptr(), PushedAt: r.PushedAt.ptr(),
@@ -366,18 +367,18 @@ func toRepository(event string, r *ghRepository, eventID int64) (Repository, err
 	return repo, nil
 }
 
-func toOrganization(o *ghOrganization, eventID int64) (Organization, bool) {
+func toOrganization(o *ghOrganization, eventID int64) (githubmodel.Organization, bool) {
 	if o == nil || o.ID <= 0 || o.Login == "" {
-		return Organization{}, false
+		return githubmodel.Organization{}, false
 	}
-	return Organization{ID: o.ID, Login: o.Login, Description: o.Description, Version: versionOf(ghTime{}, eventID)}, true
+	return githubmodel.Organization{ID: o.ID, Login: o.Login, Description: o.Description, Version: versionOf(ghTime{}, eventID)}, true
 }
 
-func toMilestone(m *ghMilestone, repositoryID, eventID int64) (Milestone, bool) {
+func toMilestone(m *ghMilestone, repositoryID, eventID int64) (githubmodel.Milestone, bool) {
 	if m == nil || m.ID <= 0 {
-		return Milestone{}, false
+		return githubmodel.Milestone{}, false
 	}
-	return Milestone{
+	return githubmodel.Milestone{
 		ID: m.ID, RepositoryID: repositoryID, Number: m.Number, Title: m.Title, Description: m.Description,
 		State: m.State, DueOn: m.DueOn.ptr(), ClosedAt: m.ClosedAt.ptr(), CreatedAt: m.CreatedAt.ptr(),
 		Version: versionOf(m.UpdatedAt, eventID),
@@ -392,11 +393,11 @@ func milestoneID(m *ghMilestone) *int64 {
 	return &id
 }
 
-func toIssue(event string, i *ghIssue, repositoryID, eventID int64) (Issue, error) {
+func toIssue(event string, i *ghIssue, repositoryID, eventID int64) (githubmodel.Issue, error) {
 	if i == nil || i.ID <= 0 || i.Number <= 0 {
-		return Issue{}, malformed(event, "issue needs an id and a number")
+		return githubmodel.Issue{}, malformed(event, "issue needs an id and a number")
 	}
-	return Issue{
+	return githubmodel.Issue{
 		ID: i.ID, RepositoryID: repositoryID, Number: i.Number, Title: i.Title, Body: i.Body,
 		State: i.State, StateReason: i.StateReason, Locked: i.Locked, AuthorID: userID(i.User),
 		MilestoneID: milestoneID(i.Milestone), LabelIDs: labelIDs(i.Labels), AssigneeIDs: userIDs(i.Assignees),
@@ -407,7 +408,7 @@ func toIssue(event string, i *ghIssue, repositoryID, eventID int64) (Issue, erro
 
 // issueUsers are the users an issue names: its author and assignees, and its milestone's
 // creator.
-func issueUsers(i *ghIssue, eventID int64) []User {
+func issueUsers(i *ghIssue, eventID int64) []githubmodel.User {
 	us := append([]*ghUser{i.User}, userPtrs(i.Assignees)...)
 	if i.Milestone != nil {
 		us = append(us, i.Milestone.Creator)
@@ -415,15 +416,15 @@ func issueUsers(i *ghIssue, eventID int64) []User {
 	return users(eventID, us...)
 }
 
-func toPullRequest(event string, p *ghPullRequest, repositoryID, eventID int64) (PullRequest, error) {
+func toPullRequest(event string, p *ghPullRequest, repositoryID, eventID int64) (githubmodel.PullRequest, error) {
 	if p == nil || p.ID <= 0 || p.Number <= 0 {
-		return PullRequest{}, malformed(event, "pull_request needs an id and a number")
+		return githubmodel.PullRequest{}, malformed(event, "pull_request needs an id and a number")
 	}
 	merged := p.MergedAt.valid
 	if p.Merged != nil {
 		merged = *p.Merged
 	}
-	return PullRequest{
+	return githubmodel.PullRequest{
 		ID: p.ID, RepositoryID: repositoryID, Number: p.Number, Title: p.Title, Body: p.Body,
 		State: p.State, Draft: p.Draft, Locked: p.Locked, Merged: merged, AuthorID: userID(p.User),
 		HeadRef: p.Head.Ref, HeadSHA: p.Head.SHA, BaseRef: p.Base.Ref, BaseSHA: p.Base.SHA,
@@ -434,7 +435,7 @@ func toPullRequest(event string, p *ghPullRequest, repositoryID, eventID int64) 
 	}, nil
 }
 
-func pullRequestUsers(p *ghPullRequest, eventID int64) []User {
+func pullRequestUsers(p *ghPullRequest, eventID int64) []githubmodel.User {
 	us := append([]*ghUser{p.User}, userPtrs(p.Assignees)...)
 	us = append(us, userPtrs(p.RequestedReviewers)...)
 	if p.Milestone != nil {
@@ -443,19 +444,19 @@ func pullRequestUsers(p *ghPullRequest, eventID int64) []User {
 	return users(eventID, us...)
 }
 
-func toReviewComment(c ghReviewComment, repositoryID, pullRequestID, eventID int64) ReviewComment {
-	return ReviewComment{
+func toReviewComment(c ghReviewComment, repositoryID, pullRequestID, eventID int64) githubmodel.ReviewComment {
+	return githubmodel.ReviewComment{
 		ID: c.ID, RepositoryID: repositoryID, PullRequestID: pullRequestID, ReviewID: c.ReviewID,
 		InReplyToID: c.InReplyToID, AuthorID: userID(c.User), Path: c.Path, Line: c.Line, Body: c.Body,
 		CommitID: c.CommitID, CreatedAt: c.CreatedAt.ptr(), Version: versionOf(c.UpdatedAt.or(c.CreatedAt), eventID),
 	}
 }
 
-func toTeam(t *ghTeam, organizationID, eventID int64) (Team, bool) {
+func toTeam(t *ghTeam, organizationID, eventID int64) (githubmodel.Team, bool) {
 	if t == nil || t.ID <= 0 {
-		return Team{}, false
+		return githubmodel.Team{}, false
 	}
-	team := Team{
+	team := githubmodel.Team{
 		ID: t.ID, OrganizationID: organizationID, Name: t.Name, Slug: t.Slug, Description: t.Description,
 		Privacy: t.Privacy, Permission: t.Permission, Deleted: t.Deleted, Version: versionOf(ghTime{}, eventID),
 	}

@@ -33,6 +33,7 @@ import (
 	"fmt"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -42,14 +43,14 @@ type Deps struct {
 	// Inbox runs every database write in a fenced, named step (or a fenced Write).
 	Inbox ports.DeliveryInbox
 	// Store is the mirror store.
-	Store Store
+	Store githubmodel.Store
 	// Reader reads GitHub's REST API (check runs, commits a push payload left out). nil: no
 	// provider reads are configured, and the handlers mirror what the payloads carry.
-	Reader ProviderReader
+	Reader githubmodel.ProviderReader
 	// Installations verifies an installation's status with the App (GET
 	// /app/installations/{id} with the App JWT). nil: no App authentication is configured,
 	// and the installation handler trusts the signed event's action.
-	Installations InstallationVerifier
+	Installations githubmodel.InstallationVerifier
 	// Log receives notes that are not failures (an installation with no connection to
 	// repair, a transition the state machine refuses). nil: discarded. Never a payload.
 	Log ports.Logger
@@ -185,7 +186,7 @@ func workspace(event string, d ports.Dispatch) (int64, error) {
 // whose stored version is already equal or newer are left out, and when that is all of them
 // no transaction is opened (a user row is shared by every delivery the person
 // appears in, and a retry finds its own users stored).
-func (b base) writeUsers(ctx context.Context, ws int64, us []User) error {
+func (b base) writeUsers(ctx context.Context, ws int64, us []githubmodel.User) error {
 	us, err := b.deps.Store.UsersToWrite(ctx, ws, dedupeUsers(us))
 	if err != nil || len(us) == 0 {
 		return err
@@ -198,7 +199,7 @@ func (b base) writeUsers(ctx context.Context, ws int64, us []User) error {
 // writeLabels upserts labels in their own fenced transaction, apart from the handler's step,
 // leaving out, as writeUsers does, the labels stored at an equal or newer version (a label row
 // is shared by every issue and pull request that carries it).
-func (b base) writeLabels(ctx context.Context, ws int64, ls []Label) error {
+func (b base) writeLabels(ctx context.Context, ws int64, ls []githubmodel.Label) error {
 	ls, err := b.deps.Store.LabelsToWrite(ctx, ws, dedupeLabels(ls))
 	if err != nil || len(ls) == 0 {
 		return err
@@ -216,7 +217,7 @@ func (b base) step(ctx context.Context, s inbox.Step, fn func(ctx context.Contex
 
 // upsertRepositoryAndOrganization writes the event's repository and, when the event names
 // one, its organization: the shared first writes of the repository events' steps.
-func (b base) upsertRepositoryAndOrganization(ctx context.Context, tx ports.Tx, ws int64, repo Repository, org *Organization) error {
+func (b base) upsertRepositoryAndOrganization(ctx context.Context, tx ports.Tx, ws int64, repo githubmodel.Repository, org *githubmodel.Organization) error {
 	if org != nil {
 		if err := b.deps.Store.UpsertOrganization(ctx, tx, ws, *org); err != nil {
 			return err
@@ -242,7 +243,7 @@ func wrap(event string, err error) error {
 }
 
 // orgOf converts the event's organization, or nil.
-func orgOf(o *ghOrganization, eventID int64) *Organization {
+func orgOf(o *ghOrganization, eventID int64) *githubmodel.Organization {
 	if org, ok := toOrganization(o, eventID); ok {
 		return &org
 	}
@@ -251,13 +252,13 @@ func orgOf(o *ghOrganization, eventID int64) *Organization {
 
 // dedupeUsers keeps the last of each user id: one upsert statement must not name a row twice
 // (ON CONFLICT cannot affect a row a second time in the same command).
-func dedupeUsers(us []User) []User {
-	return dedupeBy(us, func(u User) int64 { return u.ID })
+func dedupeUsers(us []githubmodel.User) []githubmodel.User {
+	return dedupeBy(us, func(u githubmodel.User) int64 { return u.ID })
 }
 
 // dedupeLabels keeps the last of each label id, for the same reason.
-func dedupeLabels(ls []Label) []Label {
-	return dedupeBy(ls, func(l Label) int64 { return l.ID })
+func dedupeLabels(ls []githubmodel.Label) []githubmodel.Label {
+	return dedupeBy(ls, func(l githubmodel.Label) int64 { return l.ID })
 }
 
 func dedupeBy[T any](xs []T, key func(T) int64) []T {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -31,8 +32,8 @@ func (in ghInstallation) state() string {
 	return "ACTIVE"
 }
 
-func (in ghInstallation) record(action string, eventID int64) Installation {
-	r := Installation{
+func (in ghInstallation) record(action string, eventID int64) githubmodel.Installation {
+	r := githubmodel.Installation{
 		ID: in.ID, RepositorySelection: in.RepositorySelection, TargetType: in.TargetType,
 		State: in.state(), LastAction: action, Version: versionOf(in.UpdatedAt, eventID),
 	}
@@ -42,13 +43,13 @@ func (in ghInstallation) record(action string, eventID int64) Installation {
 	return r
 }
 
-func coveredRepositories(installationID int64, repos []ghInstalledRepository, deleted bool, eventID int64) []InstallationRepository {
-	out := make([]InstallationRepository, 0, len(repos))
+func coveredRepositories(installationID int64, repos []ghInstalledRepository, deleted bool, eventID int64) []githubmodel.InstallationRepository {
+	out := make([]githubmodel.InstallationRepository, 0, len(repos))
 	for _, r := range repos {
 		if r.ID <= 0 {
 			continue
 		}
-		out = append(out, InstallationRepository{
+		out = append(out, githubmodel.InstallationRepository{
 			InstallationID: installationID, RepositoryID: r.ID, FullName: r.FullName, Private: r.Private,
 			Deleted: deleted, Version: versionOf(ghTime{}, eventID),
 		})

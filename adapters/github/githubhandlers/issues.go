@@ -3,6 +3,7 @@ package githubhandlers
 import (
 	"context"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -89,13 +90,13 @@ func (b base) issueComment(ctx context.Context, d ports.Dispatch) error {
 		return malformed(event, "comment needs an id")
 	}
 	c := p.Comment
-	comment := IssueComment{
+	comment := githubmodel.IssueComment{
 		ID: c.ID, RepositoryID: repo.ID, IssueID: issue.ID, AuthorID: userID(c.User), Body: c.Body,
 		HTMLURL: c.HTMLURL, CreatedAt: c.CreatedAt.ptr(), Deleted: p.Action == "deleted",
 		Version: versionOf(c.UpdatedAt.or(c.CreatedAt), eventID),
 	}
 	mirrorIssue := !p.Issue.isPullRequest()
-	us := []User{}
+	us := []githubmodel.User{}
 	if mirrorIssue {
 		us = issueUsers(p.Issue, eventID)
 		if err := b.writeLabels(ctx, ws, toLabels(p.Issue.Labels, repo.ID, eventID)); err != nil {
@@ -153,7 +154,7 @@ func (b base) subIssues(ctx context.Context, d ports.Dispatch) error {
 	removed := p.Action == "sub_issue_removed" || p.Action == "parent_issue_removed"
 	return b.linkedIssues(ctx, d, event, stepSubIssue, p.envelope, main, related, relatedRepo,
 		func(ctx context.Context, tx ports.Tx, ws, mainID, relatedID int64) error {
-			l := SubIssue{ParentIssueID: relatedID, SubIssueID: mainID, Deleted: removed, Version: versionOf(ghTime{}, eventID)}
+			l := githubmodel.SubIssue{ParentIssueID: relatedID, SubIssueID: mainID, Deleted: removed, Version: versionOf(ghTime{}, eventID)}
 			if mainIsParent {
 				l.ParentIssueID, l.SubIssueID = mainID, relatedID
 			}
@@ -193,7 +194,7 @@ func (b base) issueDependencies(ctx context.Context, d ports.Dispatch) error {
 	removed := p.Action == "blocked_by_removed" || p.Action == "blocking_removed"
 	return b.linkedIssues(ctx, d, event, stepIssueDependency, p.envelope, main, related, relatedRepo,
 		func(ctx context.Context, tx ports.Tx, ws, mainID, relatedID int64) error {
-			l := IssueDependency{BlockedIssueID: relatedID, BlockingIssueID: mainID, Deleted: removed, Version: versionOf(ghTime{}, eventID)}
+			l := githubmodel.IssueDependency{BlockedIssueID: relatedID, BlockingIssueID: mainID, Deleted: removed, Version: versionOf(ghTime{}, eventID)}
 			if mainIsBlocked {
 				l.BlockedIssueID, l.BlockingIssueID = mainID, relatedID
 			}
@@ -228,7 +229,7 @@ func (b base) linkedIssues(ctx context.Context, d ports.Dispatch, event string, 
 		return malformed(event, "the related issue is missing")
 	}
 	var (
-		otherRepo    Repository
+		otherRepo    githubmodel.Repository
 		relatedKnown bool
 		sameRepo     bool
 	)

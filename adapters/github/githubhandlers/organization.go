@@ -3,6 +3,7 @@ package githubhandlers
 import (
 	"context"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -32,13 +33,13 @@ func (b base) organization(ctx context.Context, d ports.Dispatch) error {
 	}
 	org.Deleted = p.Action == "deleted"
 
-	var member *OrganizationMember
+	var member *githubmodel.OrganizationMember
 	if p.Membership != nil && (p.Action == "member_added" || p.Action == "member_removed") {
 		if u, ok := toUser(p.Membership.User, eventID); ok {
-			if err := b.writeUsers(ctx, ws, []User{u}); err != nil {
+			if err := b.writeUsers(ctx, ws, []githubmodel.User{u}); err != nil {
 				return wrap(event, err)
 			}
-			member = &OrganizationMember{
+			member = &githubmodel.OrganizationMember{
 				OrganizationID: org.ID, UserID: u.ID, Role: p.Membership.Role, State: p.Membership.State,
 				Deleted: p.Action == "member_removed", Version: versionOf(ghTime{}, eventID),
 			}
@@ -108,10 +109,10 @@ func (b base) member(ctx context.Context, d ports.Dispatch) error {
 	if !ok {
 		return malformed(event, "member needs an id and a login")
 	}
-	if err := b.writeUsers(ctx, ws, []User{u}); err != nil {
+	if err := b.writeUsers(ctx, ws, []githubmodel.User{u}); err != nil {
 		return wrap(event, err)
 	}
-	c := Collaborator{RepositoryID: repo.ID, UserID: u.ID, Deleted: p.Action == "removed", Version: versionOf(ghTime{}, eventID)}
+	c := githubmodel.Collaborator{RepositoryID: repo.ID, UserID: u.ID, Deleted: p.Action == "removed", Version: versionOf(ghTime{}, eventID)}
 	if p.Changes.Permission != nil {
 		c.Permission = p.Changes.Permission.To
 	}
@@ -154,10 +155,10 @@ func (b base) membership(ctx context.Context, d ports.Dispatch) error {
 	if !ok {
 		return malformed(event, "member needs an id and a login")
 	}
-	if err := b.writeUsers(ctx, ws, []User{u}); err != nil {
+	if err := b.writeUsers(ctx, ws, []githubmodel.User{u}); err != nil {
 		return wrap(event, err)
 	}
-	m := TeamMember{TeamID: team.ID, UserID: u.ID, Deleted: p.Action == "removed", Version: versionOf(ghTime{}, eventID)}
+	m := githubmodel.TeamMember{TeamID: team.ID, UserID: u.ID, Deleted: p.Action == "removed", Version: versionOf(ghTime{}, eventID)}
 	return wrap(event, b.step(ctx, stepMembership, func(ctx context.Context, tx ports.Tx) error {
 		if org != nil {
 			if err := b.deps.Store.UpsertOrganization(ctx, tx, ws, *org); err != nil {
@@ -198,8 +199,8 @@ func (b base) team(ctx context.Context, d ports.Dispatch) error {
 	}
 	team.Deleted = team.Deleted || p.Action == "deleted"
 	var (
-		repo *Repository
-		link *TeamRepository
+		repo *githubmodel.Repository
+		link *githubmodel.TeamRepository
 	)
 	if p.Action == "added_to_repository" || p.Action == "removed_from_repository" {
 		r, err := toRepository(event, p.Repository, eventID)
@@ -207,7 +208,7 @@ func (b base) team(ctx context.Context, d ports.Dispatch) error {
 			return err
 		}
 		repo = &r
-		link = &TeamRepository{
+		link = &githubmodel.TeamRepository{
 			TeamID: team.ID, RepositoryID: r.ID, Permission: repositoryPermission(d.Payload, team.Permission),
 			Deleted: p.Action == "removed_from_repository", Version: versionOf(ghTime{}, eventID),
 		}
@@ -259,7 +260,7 @@ func (b base) teamAdd(ctx context.Context, d ports.Dispatch) error {
 	if !ok {
 		return malformed(event, "team needs an id")
 	}
-	link := TeamRepository{
+	link := githubmodel.TeamRepository{
 		TeamID: team.ID, RepositoryID: repo.ID, Permission: repositoryPermission(d.Payload, team.Permission),
 		Version: versionOf(ghTime{}, eventID),
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -55,13 +56,13 @@ func (b base) pullRequest(ctx context.Context, d ports.Dispatch) error {
 	}
 	milestone, hasMilestone := toMilestone(p.PullRequest.Milestone, repo.ID, eventID)
 
-	head, err := b.eventWrite(ctx, ws, stepPullRequest, pr, func(ctx context.Context, tx ports.Tx) (PullRequestHead, error) {
+	head, err := b.eventWrite(ctx, ws, stepPullRequest, pr, func(ctx context.Context, tx ports.Tx) (githubmodel.PullRequestHead, error) {
 		if err := b.upsertRepositoryAndOrganization(ctx, tx, ws, repo, orgOf(p.Organization, eventID)); err != nil {
-			return PullRequestHead{}, err
+			return githubmodel.PullRequestHead{}, err
 		}
 		if hasMilestone {
 			if err := b.deps.Store.UpsertMilestone(ctx, tx, ws, milestone); err != nil {
-				return PullRequestHead{}, err
+				return githubmodel.PullRequestHead{}, err
 			}
 		}
 		return b.deps.Store.UpsertPullRequest(ctx, tx, ws, pr)
@@ -70,7 +71,7 @@ func (b base) pullRequest(ctx context.Context, d ports.Dispatch) error {
 		return wrap(event, err)
 	}
 	if head.HeadSHA != "" {
-		err := b.checkRuns(ctx, d, ws, repo.ID, stepPullRequestRuns, func(ctx context.Context) ([]CheckRun, error) {
+		err := b.checkRuns(ctx, d, ws, repo.ID, stepPullRequestRuns, func(ctx context.Context) ([]githubmodel.CheckRun, error) {
 			return b.deps.Reader.CheckRunsForRef(ctx, p.access(ws, repo.ID), repo.FullName, head.HeadSHA)
 		})
 		if err != nil {
@@ -83,22 +84,22 @@ func (b base) pullRequest(ctx context.Context, d ports.Dispatch) error {
 // eventWrite claims the event write of a pull request in its own step and returns the
 // processing context the later steps need. When an earlier attempt committed the step, the
 // step is not run again: the context is reconstructed by reading the mirror.
-func (b base) eventWrite(ctx context.Context, ws int64, step inbox.Step, pr PullRequest,
-	write func(ctx context.Context, tx ports.Tx) (PullRequestHead, error),
-) (PullRequestHead, error) {
+func (b base) eventWrite(ctx context.Context, ws int64, step inbox.Step, pr githubmodel.PullRequest,
+	write func(ctx context.Context, tx ports.Tx) (githubmodel.PullRequestHead, error),
+) (githubmodel.PullRequestHead, error) {
 	done, err := b.deps.Inbox.Completed(ctx, step)
 	if err != nil {
-		return PullRequestHead{}, err
+		return githubmodel.PullRequestHead{}, err
 	}
 	if !done {
-		var head PullRequestHead
+		var head githubmodel.PullRequestHead
 		ran, err := b.deps.Inbox.Step(ctx, step, func(ctx context.Context, tx ports.Tx) error {
 			var err error
 			head, err = write(ctx, tx)
 			return err
 		})
 		if err != nil {
-			return PullRequestHead{}, err
+			return githubmodel.PullRequestHead{}, err
 		}
 		if ran {
 			return head, nil
@@ -107,12 +108,12 @@ func (b base) eventWrite(ctx context.Context, ws int64, step inbox.Step, pr Pull
 	}
 	head, found, err := b.deps.Store.PullRequestHead(ctx, ws, pr.ID)
 	if err != nil {
-		return PullRequestHead{}, err
+		return githubmodel.PullRequestHead{}, err
 	}
 	if !found {
 		// The committed write did not keep the pull request (a tombstone or a newer, deleted
 		// state): refresh against what this delivery said.
-		return PullRequestHead{ID: pr.ID, RepositoryID: pr.RepositoryID, HeadSHA: pr.HeadSHA, State: pr.State}, nil
+		return githubmodel.PullRequestHead{ID: pr.ID, RepositoryID: pr.RepositoryID, HeadSHA: pr.HeadSHA, State: pr.State}, nil
 	}
 	return head, nil
 }
@@ -122,7 +123,7 @@ func (b base) eventWrite(ctx context.Context, ws int64, step inbox.Step, pr Pull
 // configured reader there is nothing to read. A ref or suite that GitHub no longer knows has
 // no check runs.
 func (b base) checkRuns(ctx context.Context, d ports.Dispatch, ws, repositoryID int64, step inbox.Step,
-	read func(ctx context.Context) ([]CheckRun, error),
+	read func(ctx context.Context) ([]githubmodel.CheckRun, error),
 ) error {
 	if b.deps.Reader == nil {
 		return nil
@@ -132,7 +133,7 @@ func (b base) checkRuns(ctx context.Context, d ports.Dispatch, ws, repositoryID 
 		return err
 	}
 	runs, err := read(ctx)
-	if errors.Is(err, ErrProviderNotFound) {
+	if errors.Is(err, githubmodel.ErrProviderNotFound) {
 		runs = nil
 	} else if err != nil {
 		return err
@@ -140,7 +141,7 @@ func (b base) checkRuns(ctx context.Context, d ports.Dispatch, ws, repositoryID 
 	eventID := d.Delivery.ID()
 	for i := range runs {
 		runs[i].RepositoryID = repositoryID
-		v := Version{EventID: eventID}
+		v := githubmodel.Version{EventID: eventID}
 		switch {
 		case runs[i].CompletedAt != nil:
 			v.UpdatedAt = *runs[i].CompletedAt
@@ -210,7 +211,7 @@ func (b base) review(ctx context.Context, d ports.Dispatch) error {
 		return malformed(event, "review needs an id")
 	}
 	r := p.Review
-	review := Review{
+	review := githubmodel.Review{
 		ID: r.ID, RepositoryID: repo.ID, PullRequestID: pr.ID, AuthorID: userID(r.User), State: r.State,
 		Body: r.Body, CommitID: r.CommitID, SubmittedAt: r.SubmittedAt.ptr(), Version: versionOf(r.SubmittedAt, eventID),
 	}
@@ -274,7 +275,7 @@ func (b base) reviewComment(ctx context.Context, d ports.Dispatch) error {
 		if _, err := b.deps.Store.UpsertPullRequest(ctx, tx, ws, pr); err != nil {
 			return err
 		}
-		return b.deps.Store.UpsertReviewComments(ctx, tx, ws, []ReviewComment{c})
+		return b.deps.Store.UpsertReviewComments(ctx, tx, ws, []githubmodel.ReviewComment{c})
 	}))
 }
 
@@ -310,11 +311,11 @@ func (b base) reviewThread(ctx context.Context, d ports.Dispatch) error {
 	if p.Thread == nil || p.Thread.NodeID == "" {
 		return malformed(event, "thread needs a node id")
 	}
-	thread := ReviewThread{
+	thread := githubmodel.ReviewThread{
 		NodeID: p.Thread.NodeID, RepositoryID: repo.ID, PullRequestID: pr.ID, Resolved: p.Action == "resolved",
 		Version: versionOf(ghTime{}, eventID),
 	}
-	comments := make([]ReviewComment, 0, len(p.Thread.Comments))
+	comments := make([]githubmodel.ReviewComment, 0, len(p.Thread.Comments))
 	authors := pullRequestUsers(p.PullRequest, eventID)
 	for _, c := range p.Thread.Comments {
 		if c.ID <= 0 {

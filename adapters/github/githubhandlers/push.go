@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -57,14 +58,14 @@ func (b base) push(ctx context.Context, d ports.Dispatch) error {
 		return malformed(event, "push needs a ref and before and after SHAs")
 	}
 	deleted := p.Deleted || after == zeroSHA
-	ref := Ref{RepositoryID: repo.ID, Ref: p.Ref, SHA: after, Deleted: deleted, Version: versionOf(ghTime{}, eventID)}
-	commits := make([]Commit, 0, len(p.Commits))
+	ref := githubmodel.Ref{RepositoryID: repo.ID, Ref: p.Ref, SHA: after, Deleted: deleted, Version: versionOf(ghTime{}, eventID)}
+	commits := make([]githubmodel.Commit, 0, len(p.Commits))
 	for _, c := range p.Commits {
 		sha := strings.ToLower(c.ID)
 		if !isSHA(sha) {
 			return malformed(event, "commit id %q is not a SHA", c.ID)
 		}
-		commits = append(commits, Commit{
+		commits = append(commits, githubmodel.Commit{
 			RepositoryID: repo.ID, SHA: sha, Message: c.Message,
 			AuthorName: c.Author.Name, AuthorEmail: c.Author.Email, AuthorLogin: c.Author.Username,
 			CommitterName: c.Committer.Name, CommitterEmail: c.Committer.Email,
@@ -87,7 +88,7 @@ func (b base) push(ctx context.Context, d ports.Dispatch) error {
 
 	if b.deps.Reader != nil && before != zeroSHA && leftOut(len(p.Commits), p.Size, p.DistinctSize) {
 		read, err := b.deps.Reader.CompareCommits(ctx, p.access(ws, repo.ID), repo.FullName, before, after)
-		if err != nil && !errors.Is(err, ErrProviderNotFound) {
+		if err != nil && !errors.Is(err, githubmodel.ErrProviderNotFound) {
 			return wrap(event, err)
 		}
 		commits = mergeCommits(commits, read, repo.ID, eventID)
@@ -104,7 +105,7 @@ func (b base) push(ctx context.Context, d ports.Dispatch) error {
 			return wrap(event, err)
 		}
 	}
-	return wrap(event, b.checkRuns(ctx, d, ws, repo.ID, stepPushRuns, func(ctx context.Context) ([]CheckRun, error) {
+	return wrap(event, b.checkRuns(ctx, d, ws, repo.ID, stepPushRuns, func(ctx context.Context) ([]githubmodel.CheckRun, error) {
 		return b.deps.Reader.CheckRunsForRef(ctx, p.access(ws, repo.ID), repo.FullName, after)
 	}))
 }
@@ -123,7 +124,7 @@ func leftOut(listed int, size, distinctSize *int) bool {
 
 // mergeCommits adds the commits GitHub returned that the payload did not list, after the
 // listed ones (both oldest first), each SHA once.
-func mergeCommits(listed, read []Commit, repositoryID, eventID int64) []Commit {
+func mergeCommits(listed, read []githubmodel.Commit, repositoryID, eventID int64) []githubmodel.Commit {
 	seen := make(map[string]bool, len(listed))
 	for _, c := range listed {
 		seen[c.SHA] = true
@@ -136,7 +137,7 @@ func mergeCommits(listed, read []Commit, repositoryID, eventID int64) []Commit {
 		}
 		seen[sha] = true
 		c.SHA, c.RepositoryID = sha, repositoryID
-		c.Version = Version{EventID: eventID}
+		c.Version = githubmodel.Version{EventID: eventID}
 		if c.CommittedAt != nil {
 			c.Version.UpdatedAt = *c.CommittedAt
 		}

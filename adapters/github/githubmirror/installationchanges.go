@@ -6,7 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -37,7 +38,7 @@ type InstallationViews interface {
 	InstallationRepository(InstallationRepositoryRow) any
 }
 
-var setInstallationRepositoryReporting = reporting(`SELECT * FROM github_installation_repository
+var setInstallationRepositoryReporting = mirrorkit.Reporting(`SELECT * FROM github_installation_repository
 	WHERE workspace_id = $1 AND installation_id = $2 AND repository_id = $3`, setInstallationRepository)
 
 const (
@@ -52,23 +53,22 @@ var removeInstallationRepositoriesReporting = `
 WITH prior AS (SELECT repository_id FROM github_installation_repository
 	WHERE workspace_id = $1 AND installation_id = $2 AND NOT deleted)` + removeInstallationRepositories + `
 RETURNING installation_id, repository_id, full_name, private, deleted,
-	repository_id IN (SELECT repository_id FROM prior), ` + pgutil.MirrorVersion("github_installation_repository")
+	repository_id IN (SELECT repository_id FROM prior), ` + sqlkit.MirrorVersion("github_installation_repository")
 
 func installationRepositorySubject(installationID, repositoryID int64) string {
 	return "github:installation_repository:" + strconv.FormatInt(installationID, 10) + ":" + strconv.FormatInt(repositoryID, 10)
 }
 
-func (s *Store) installationRepositoryWrite(ws int64, args []any, installationID, repositoryID int64) entityWrite {
-	return entityWrite{
-		op: "set github installation repositories", sql: setInstallationRepositoryReporting, args: args,
-		subject:  installationRepositorySubject(installationID, repositoryID),
-		upserted: InstallationRepositoryUpserted, deleted: InstallationRepositoryDeleted,
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return readView(ctx, ptx, "read github installation repository", readInstallationRepositoryView,
-				[]any{ws, installationID, repositoryID}, func(row pgx.Row) (InstallationRepositoryRow, error) {
-					var r InstallationRepositoryRow
+func (s *Store) installationRepositoryWrite(ws int64, args []any, installationID, repositoryID int64) mirrorkit.Write {
+	return mirrorkit.Write{
+		Op: "set github installation repositories", Plain: setInstallationRepository, SQL: setInstallationRepositoryReporting, Args: args,
+		Subject:  installationRepositorySubject(installationID, repositoryID),
+		Upserted: InstallationRepositoryUpserted, Deleted: InstallationRepositoryDeleted,
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read github installation repository", readInstallationRepositoryView,
+				[]any{ws, installationID, repositoryID}, func(row pgx.Row, r *InstallationRepositoryRow) error {
 					err := row.Scan(&r.InstallationID, &r.RepositoryID, &r.FullName, &r.Private, &r.Removed)
-					return r, err
+					return err
 				}, s.installationViews().InstallationRepository)
 		},
 	}
@@ -91,18 +91,18 @@ func (s *Store) removeInstallationRepositoriesPublishing(ctx context.Context, tx
 		return r, err
 	})
 	if err != nil {
-		return pgutil.Interpret("remove github installation repositories", err)
+		return sqlkit.Interpret("remove github installation repositories", err)
 	}
 	for _, r := range out {
 		if !r.live {
 			continue // already removed: nothing changed
 		}
 		subject := installationRepositorySubject(r.row.InstallationID, r.row.RepositoryID)
-		if err := s.publish(ctx, tx, ws, InstallationRepositoryDeleted, subject, r.version, s.installationViews().InstallationRepository(r.row)); err != nil {
+		if err := s.feed.Publish(ctx, tx, ws, InstallationRepositoryDeleted, subject, r.version, s.installationViews().InstallationRepository(r.row)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Store) installationViews() InstallationViews { return s.feed.views }
+func (s *Store) installationViews() InstallationViews { return s.feed.Views() }

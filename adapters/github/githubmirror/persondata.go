@@ -2,20 +2,12 @@ package githubmirror
 
 import (
 	"context"
-	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
-	"github.com/hephaestus-dev/hephaestus/domain/erasure"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 )
-
-var _ ports.PersonDataStore = (*Store)(nil)
 
 // GhostID and GhostLogin are GitHub's own tombstone of a deleted account (the "ghost" user):
 // erasure puts them wherever a shared row referred to the person.
@@ -44,8 +36,8 @@ const (
 //
 // Parameters: @workspaces (bigint[]), @ids the person's GitHub ids (bigint[]), @logins their
 // logins, @emails their e-mail addresses (text[], lower case), and the text parameters of
-// pgutil.TextArgs (@names: the display names their commits carry).
-var githubPersonData = []pgutil.PersonRule{
+// sqlkit.TextArgs (@names: the display names their commits carry).
+var githubPersonData = []sqlkit.PersonRule{
 	// The person's own rows.
 	{Table: "github_user", Where: `id = ANY(@ids) OR lower(login) = ANY(@logins)`},
 	{Table: "github_organization_member", Where: `user_id = ANY(@ids)`},
@@ -74,25 +66,25 @@ var githubPersonData = []pgutil.PersonRule{
 		author_login = CASE WHEN ` + authorIs + ` THEN '` + GhostLogin + `' ELSE author_login END,
 		committer_name = CASE WHEN ` + committerIs + ` THEN '' ELSE committer_name END,
 		committer_email = CASE WHEN ` + committerIs + ` THEN '' ELSE committer_email END`},
-	// Free text around the person (pgutil.TextRule): their @mentions in other people's text
+	// Free text around the person (sqlkit.TextRule): their @mentions in other people's text
 	// become @ghost, trailer lines naming them go, and a repository they own keeps its id and
 	// name with the ghost as the owner segment of its full name and of every URL under it.
-	pgutil.TextRule("github_repository", []string{"description"}, []string{"full_name", "html_url"}, GhostLogin),
-	pgutil.TextRule("github_installation_repository", nil, []string{"full_name"}, GhostLogin),
-	pgutil.TextRule("github_issue", []string{"title", "body"}, []string{"html_url"}, GhostLogin),
-	pgutil.TextRule("github_pull_request", []string{"title", "body"}, []string{"html_url"}, GhostLogin),
-	pgutil.TextRule("github_issue_comment", []string{"body"}, []string{"html_url"}, GhostLogin),
-	pgutil.TextRule("github_review", []string{"body"}, nil, GhostLogin),
-	pgutil.TextRule("github_review_comment", []string{"body"}, nil, GhostLogin),
-	pgutil.TextRule("github_commit", []string{"message"}, []string{"html_url"}, GhostLogin),
-	pgutil.TextRule("github_commit_status", []string{"description"}, []string{"target_url"}, GhostLogin),
-	pgutil.TextRule("github_milestone", []string{"title", "description"}, nil, GhostLogin),
-	pgutil.TextRule("github_organization", []string{"description"}, nil, GhostLogin),
-	pgutil.TextRule("github_team", []string{"description"}, nil, GhostLogin),
+	sqlkit.TextRule("github_repository", []string{"description"}, []string{"full_name", "html_url"}, GhostLogin),
+	sqlkit.TextRule("github_installation_repository", nil, []string{"full_name"}, GhostLogin),
+	sqlkit.TextRule("github_issue", []string{"title", "body"}, []string{"html_url"}, GhostLogin),
+	sqlkit.TextRule("github_pull_request", []string{"title", "body"}, []string{"html_url"}, GhostLogin),
+	sqlkit.TextRule("github_issue_comment", []string{"body"}, []string{"html_url"}, GhostLogin),
+	sqlkit.TextRule("github_review", []string{"body"}, nil, GhostLogin),
+	sqlkit.TextRule("github_review_comment", []string{"body"}, nil, GhostLogin),
+	sqlkit.TextRule("github_commit", []string{"message"}, []string{"html_url"}, GhostLogin),
+	sqlkit.TextRule("github_commit_status", []string{"description"}, []string{"target_url"}, GhostLogin),
+	sqlkit.TextRule("github_milestone", []string{"title", "description"}, nil, GhostLogin),
+	sqlkit.TextRule("github_organization", []string{"description"}, nil, GhostLogin),
+	sqlkit.TextRule("github_team", []string{"description"}, nil, GhostLogin),
 	// A repository subscription named by the person's repository keeps its id and loses the
 	// name (the backfill resolves a nameless subscription by id); an organization backfill's
 	// cursor names its current repository by full name.
-	{Table: "connection_subscription", Where: `provider = 'GITHUB' AND resource_type = 'repository' AND ` + pgutil.PathNamesPerson("name"), Set: `name = ''`},
+	{Table: "connection_subscription", Where: `provider = 'GITHUB' AND resource_type = 'repository' AND ` + sqlkit.PathNamesPerson("name"), Set: `name = ''`},
 	{Table: "sync_job", Where: `provider = 'GITHUB' AND cursor ~* @cursor_re`, Set: `cursor = regexp_replace(cursor, @cursor_re, '\1` + GhostLogin + `', 'gi')`},
 	// The installation record of an App installed on the person's own account (instance-wide:
 	// installation rows belong to the App's namespace).
@@ -117,51 +109,11 @@ INSERT INTO github_user (workspace_id, id, login, type, source_updated_at, sourc
 SELECT w, ` + ghostID + `, '` + GhostLogin + `', 'User', '-infinity', 0 FROM unnest(@workspaces::bigint[]) AS w
 ON CONFLICT (workspace_id, id) DO NOTHING`
 
-// Provider implements ports.PersonDataStore.
-func (s *Store) Provider() provider.Provider { return github.Provider }
-
-// personArgs are the parameters of the rules for scope: ids as numbers (GitHub ids are
-// numeric; another id matches nothing), logins and e-mail addresses in lower case (GitHub
-// compares both case-insensitively).
-func personArgs(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (pgx.NamedArgs, error) {
-	var ids []int64
-	var logins, emails []string
-	for _, i := range scope.Identities() {
-		if n, err := strconv.ParseInt(i.ID(), 10, 64); err == nil && n > 0 && n != GhostID {
-			ids = append(ids, n)
-		}
-		if i.Login() != "" && !strings.EqualFold(i.Login(), GhostLogin) {
-			logins = append(logins, strings.ToLower(i.Login()))
-		}
-		if i.Email() != "" {
-			emails = append(emails, strings.ToLower(i.Email()))
-		}
-	}
-	ptx, err := txOf(tx)
-	if err != nil {
-		return nil, err
-	}
-	if workspaces == nil {
-		workspaces = []int64{}
-	}
-	if ids == nil {
-		ids = []int64{}
-	}
-	args := pgx.NamedArgs{"workspaces": workspaces, "ids": ids, "logins": nonNil(logins), "emails": nonNil(emails)}
-	if err := ptx.QueryRow(ctx, resolvePersonIDs, args).Scan(&ids); err != nil {
-		return nil, pgutil.Interpret("resolve github person ids", err)
-	}
-	args["ids"] = ids
-	// The display names the mirror pairs with the person (their commits' author and committer
-	// names), read before the rules clear them: trailer lines name people by name and address.
-	var names []string
-	if err := ptx.QueryRow(ctx, personNames, args).Scan(&names); err != nil {
-		return nil, pgutil.Interpret("read github person names", err)
-	}
-	args = pgutil.TextArgs(args, logins, emails, names)
-	args["cursor_re"] = pgutil.CursorPattern(logins)
-	return args, nil
-}
+// personArgs are the parameters of the rules for scope (mirrorkit.AccountArgs: GitHub ids are
+// numeric, and GitHub compares logins and e-mail addresses case-insensitively), with
+// @cursor_re, the person's logins in a sync job's cursor.
+var personArgs = mirrorkit.AccountArgs("github", "logins", GhostID, GhostLogin, resolvePersonIDs, personNames,
+	func(args pgx.NamedArgs, logins []string) { args["cursor_re"] = sqlkit.CursorPattern(logins) })
 
 // personNames are the author and committer names of the person's commits (authorIs, committerIs).
 const personNames = `
@@ -171,44 +123,8 @@ SELECT coalesce(array_agg(DISTINCT n) FILTER (WHERE n <> ''), '{}') FROM (
 	SELECT CASE WHEN ` + committerIs + ` THEN committer_name END FROM github_commit WHERE workspace_id = ANY(@workspaces)
 ) AS names`
 
-func nonNil(xs []string) []string {
-	if xs == nil {
-		return []string{}
-	}
-	return xs
-}
-
-// CountPerson implements ports.PersonDataStore.
-func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	args, err := personArgs(ctx, tx, workspaces, scope)
-	if err != nil {
-		return 0, err
-	}
-	ptx, err := txOf(tx)
-	if err != nil {
-		return 0, err
-	}
-	return pgutil.CountPerson(ctx, ptx, githubPersonData, args)
-}
-
-// ErasePerson implements ports.PersonDataStore.
-func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	args, err := personArgs(ctx, tx, workspaces, scope)
-	if err != nil {
-		return 0, err
-	}
-	ptx, err := txOf(tx)
-	if err != nil {
-		return 0, err
-	}
-	total, err := pgutil.ErasePerson(ctx, ptx, githubPersonData, args)
-	if err != nil {
-		return 0, fmt.Errorf("erase github person data: %w", err)
-	}
-	if total > 0 {
-		if _, err := ptx.Exec(ctx, putGhost, args); err != nil {
-			return 0, pgutil.Interpret("put the github ghost user", err)
-		}
-	}
-	return total, nil
+// putGhostUser gives the ghost its user row in each workspace after an erasure (putGhost).
+func putGhostUser(ctx context.Context, ptx pgx.Tx, args pgx.NamedArgs) error {
+	_, err := ptx.Exec(ctx, putGhost, args)
+	return sqlkit.Interpret("put the github ghost user", err)
 }

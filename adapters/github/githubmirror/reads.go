@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -141,7 +141,7 @@ func (s *Store) Repositories(ctx context.Context, ws int64, page ports.PageReque
 func (s *Store) RequireRepository(ctx context.Context, ws, repositoryID int64) error {
 	var ok bool
 	if err := s.pool.QueryRow(ctx, repositoryExists, ws, repositoryID).Scan(&ok); err != nil {
-		return pgutil.Interpret("read github repository", err)
+		return sqlkit.Interpret("read github repository", err)
 	}
 	if !ok {
 		return fmt.Errorf("github repository %d: %w", repositoryID, ports.ErrNotFound)
@@ -213,14 +213,14 @@ func (s *Store) Commits(ctx context.Context, ws, repositoryID int64, page ports.
 func pageOf[T any](ctx context.Context, s *Store, op, count, list string, args []any, page ports.PageRequest,
 	scan func(pgx.CollectableRow) (T, error),
 ) (items []T, total int, err error) {
-	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+	err = sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(ctx context.Context, tx pgx.Tx) error {
 			if err := tx.QueryRow(ctx, count, args...).Scan(&total); err != nil {
-				return pgutil.Interpret(op, err)
+				return sqlkit.Interpret(op, err)
 			}
 			rows, _ := tx.Query(ctx, list, append(args, page.Size, page.Offset())...)
 			items, err = pgx.CollectRows(rows, scan)
-			return pgutil.Interpret(op, err)
+			return sqlkit.Interpret(op, err)
 		})
 	return items, total, err
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 )
 
 // Redeliveries is the redelivery reconciler's store (migration 00014).
@@ -63,29 +63,29 @@ func (s *Redeliveries) UnknownGUIDs(ctx context.Context, provider string, guids 
 	}
 	rows, err := s.pool.Query(ctx, unknownGUIDs, provider, guids, again.MaxRequests, again.After.Microseconds())
 	if err != nil {
-		return nil, pgutil.Interpret("unknown guids", err)
+		return nil, sqlkit.Interpret("unknown guids", err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
 		var g string
 		if err := rows.Scan(&g); err != nil {
-			return nil, pgutil.Interpret("unknown guids", err)
+			return nil, sqlkit.Interpret("unknown guids", err)
 		}
 		out = append(out, g)
 	}
-	return out, pgutil.Interpret("unknown guids", rows.Err())
+	return out, sqlkit.Interpret("unknown guids", rows.Err())
 }
 
 // ClaimRedelivery implements githubredelivery.RedeliveryStore. It also forgets records older than any
 // delivery GitHub still lists.
 func (s *Redeliveries) ClaimRedelivery(ctx context.Context, guid string, id int64, again githubredelivery.Again) (bool, error) {
 	if _, err := s.pool.Exec(ctx, forgetOldRedeliveries); err != nil {
-		return false, pgutil.Interpret("forget old redeliveries", err)
+		return false, sqlkit.Interpret("forget old redeliveries", err)
 	}
 	tag, err := s.pool.Exec(ctx, claimRedelivery, guid, id, again.MaxRequests, again.After.Microseconds())
 	if err != nil {
-		return false, pgutil.Interpret("claim redelivery", err)
+		return false, sqlkit.Interpret("claim redelivery", err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -93,5 +93,5 @@ func (s *Redeliveries) ClaimRedelivery(ctx context.Context, guid string, id int6
 // ReleaseRedelivery implements githubredelivery.RedeliveryStore.
 func (s *Redeliveries) ReleaseRedelivery(ctx context.Context, guid string) error {
 	_, err := s.pool.Exec(ctx, releaseRedelivery, guid)
-	return pgutil.Interpret("release redelivery", err)
+	return sqlkit.Interpret("release redelivery", err)
 }

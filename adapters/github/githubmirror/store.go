@@ -1,6 +1,6 @@
 // Package githubmirror is the PostgreSQL mirror store of the GitHub handlers: it writes the
 // mirror tables of migrations/00005_github_mirror.sql through the transaction of the
-// DeliveryInbox step that the handler runs (deliveryinbox.PgxTx), so every write commits with
+// DeliveryInbox step that the handler runs (sqlkit.PgxTx), so every write commits with
 // its step's claim and the inbox's commit-time fence, and reads the mirror for the handlers'
 // context reconstruction and for the read API.
 //
@@ -21,22 +21,24 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
-	"github.com/hephaestus-dev/hephaestus/domain/connection"
+	"github.com/hephaestus-dev/hephaestus/adapters/github"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-var _ githubhandlers.Store = (*Store)(nil)
+var _ githubmodel.Store = (*Store)(nil)
 
 // Store is the GitHub mirror on a PostgreSQL pool shared with the other adapters. Writes go
 // through the inbox's transaction; the pool serves reads only.
 type Store struct {
+	// PersonData is the personal-data map erasure runs (persondata.go).
+	mirrorkit.PersonData
 	pool *pgxpool.Pool
-	feed feed // the change feed's publisher (changes.go); zero: no publishing
-	// connections publishes connection.state_changed; nil: no publishing.
-	connections ConnectionStatePublisher
+	feed mirrorkit.Feed[Views] // the change feed's publisher (changes.go); zero: no publishing
+	// connections publishes connection.state_changed; zero: no publishing.
+	connections mirrorkit.ConnectionStates
 }
 
 // New makes the store on pool.
@@ -44,39 +46,18 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("github mirror: nil pool")
 	}
-	return &Store{pool: pool}, nil
+	return &Store{PersonData: mirrorkit.NewPersonData(github.Provider, githubPersonData, personArgs).AfterErase(putGhostUser), pool: pool}, nil
 }
 
-// txOf is the inbox transaction behind tx. Errors: deliveryinbox.ErrForeignTx.
+// txOf is the inbox transaction behind tx. Errors: sqlkit.ErrForeignTx.
 func txOf(tx ports.Tx) (pgx.Tx, error) {
-	return deliveryinbox.PgxTx(tx)
+	return sqlkit.PgxTx(tx)
 }
 
 // exec runs one statement in the inbox's transaction.
 func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return err
-	}
-	_, err = ptx.Exec(ctx, sql, args...)
-	return pgutil.Interpret(op, err)
-}
-
-// batch runs one statement per row in one round trip, in the order given (callers sort by
-// key, so row locks are taken in key order).
-func batch[T any](ctx context.Context, tx ports.Tx, op, sql string, rows []T, args func(T) []any) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	ptx, err := txOf(tx)
-	if err != nil {
-		return err
-	}
-	b := &pgx.Batch{}
-	for _, r := range rows {
-		b.Queue(sql, args(r)...)
-	}
-	return pgutil.Interpret(op, ptx.SendBatch(ctx, b).Close())
+	_, err := mirrorkit.Exec(ctx, tx, op, sql, args...)
+	return err
 }
 
 // sortedBy returns xs sorted by key (a copy: the caller's slice keeps its order).
@@ -104,14 +85,8 @@ func idKey(id int64) string {
 	return s
 }
 
-// at is a version's provider timestamp; a missing one is -infinity, so it never outranks a
-// real timestamp and the event id alone decides between two writes without one.
-func at(v githubhandlers.Version) pgtype.Timestamptz {
-	if v.UpdatedAt.IsZero() {
-		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
-	}
-	return pgtype.Timestamptz{Time: v.UpdatedAt, Valid: true}
-}
+// at is a version's provider timestamp as stored (sqlkit.At).
+func at(v githubmodel.Version) pgtype.Timestamptz { return sqlkit.At(v.UpdatedAt) }
 
 // ids is never NULL: the array columns are NOT NULL.
 func ids(xs []int64) []int64 {
@@ -121,40 +96,40 @@ func ids(xs []int64) []int64 {
 	return xs
 }
 
-// UpsertUsers implements handlers.UserWriter.
-func (s *Store) UpsertUsers(ctx context.Context, tx ports.Tx, ws int64, users []githubhandlers.User) error {
-	users = sortedBy(users, func(u githubhandlers.User) string { return idKey(u.ID) })
-	args := func(u githubhandlers.User) []any {
+// UpsertUsers implements githubmodel.UserWriter.
+func (s *Store) UpsertUsers(ctx context.Context, tx ports.Tx, ws int64, users []githubmodel.User) error {
+	users = sortedBy(users, func(u githubmodel.User) string { return idKey(u.ID) })
+	args := func(u githubmodel.User) []any {
 		return []any{ws, u.ID, u.Login, u.Type, u.AvatarURL, at(u.Version), u.Version.EventID}
 	}
-	if deliveryinbox.CanExecAtCommit(tx) {
+	if sqlkit.CanExecAtCommit(tx) {
 		// A user row is shared by every delivery the person appears in, across scopes: written
 		// in the round trip that commits, its lock lasts that round trip only. Users
 		// publish no change, so nothing reads the upsert's result.
 		for _, u := range users {
-			deliveryinbox.ExecAtCommit(tx, "upsert github users", upsertUser, args(u)...)
+			sqlkit.ExecAtCommit(tx, "upsert github users", upsertUser, args(u)...)
 		}
 		return nil
 	}
-	return batch(ctx, tx, "upsert github users", upsertUser, users, args)
+	return mirrorkit.Batch(ctx, tx, "upsert github users", users, func(u githubmodel.User) (string, []any) { return upsertUser, args(u) })
 }
 
-// UsersToWrite implements handlers.UserWriter.
-func (s *Store) UsersToWrite(ctx context.Context, ws int64, users []githubhandlers.User) ([]githubhandlers.User, error) {
+// UsersToWrite implements githubmodel.UserWriter.
+func (s *Store) UsersToWrite(ctx context.Context, ws int64, users []githubmodel.User) ([]githubmodel.User, error) {
 	return toWrite(ctx, s.pool, "read github users", usersToWrite, ws, users,
-		func(u githubhandlers.User) (int64, githubhandlers.Version) { return u.ID, u.Version })
+		func(u githubmodel.User) (int64, githubmodel.Version) { return u.ID, u.Version })
 }
 
-// LabelsToWrite implements handlers.LabelWriter.
-func (s *Store) LabelsToWrite(ctx context.Context, ws int64, labels []githubhandlers.Label) ([]githubhandlers.Label, error) {
+// LabelsToWrite implements githubmodel.LabelWriter.
+func (s *Store) LabelsToWrite(ctx context.Context, ws int64, labels []githubmodel.Label) ([]githubmodel.Label, error) {
 	return toWrite(ctx, s.pool, "read github labels", labelsToWrite, ws, labels,
-		func(l githubhandlers.Label) (int64, githubhandlers.Version) { return l.ID, l.Version })
+		func(l githubmodel.Label) (int64, githubmodel.Version) { return l.ID, l.Version })
 }
 
 // toWrite keeps, in their order, the rows that sql (newerThanStored) finds newer than what the
 // workspace's mirror holds. It reads committed rows on the pool, without a lock.
 func toWrite[T any](ctx context.Context, pool *pgxpool.Pool, op, sql string, ws int64, rows []T,
-	key func(T) (int64, githubhandlers.Version),
+	key func(T) (int64, githubmodel.Version),
 ) ([]T, error) {
 	if len(rows) == 0 {
 		return nil, nil
@@ -166,11 +141,11 @@ func toWrite[T any](ctx context.Context, pool *pgxpool.Pool, op, sql string, ws 
 	}
 	found, err := pool.Query(ctx, sql, ws, ids, ats, events)
 	if err != nil {
-		return nil, pgutil.Interpret(op, err)
+		return nil, sqlkit.Interpret(op, err)
 	}
 	newer, err := pgx.CollectRows(found, pgx.RowTo[int64])
 	if err != nil {
-		return nil, pgutil.Interpret(op, err)
+		return nil, sqlkit.Interpret(op, err)
 	}
 	return slices.DeleteFunc(slices.Clone(rows), func(r T) bool {
 		id, _ := key(r)
@@ -178,27 +153,27 @@ func toWrite[T any](ctx context.Context, pool *pgxpool.Pool, op, sql string, ws 
 	}), nil
 }
 
-// UpsertLabels implements handlers.LabelWriter.
-func (s *Store) UpsertLabels(ctx context.Context, tx ports.Tx, ws int64, labels []githubhandlers.Label) error {
-	labels = sortedBy(labels, func(l githubhandlers.Label) string { return idKey(l.ID) })
-	writes := make([]entityWrite, 0, len(labels))
+// UpsertLabels implements githubmodel.LabelWriter.
+func (s *Store) UpsertLabels(ctx context.Context, tx ports.Tx, ws int64, labels []githubmodel.Label) error {
+	labels = sortedBy(labels, func(l githubmodel.Label) string { return idKey(l.ID) })
+	writes := make([]mirrorkit.Write, 0, len(labels))
 	for _, l := range labels {
 		writes = append(writes, s.labelWrite(ws, []any{ws, l.ID, l.RepositoryID, l.Name, l.Color, l.Description, l.Default,
 			l.Deleted, at(l.Version), l.Version.EventID}, l.ID))
 	}
-	return s.writeEntities(ctx, tx, ws, upsertLabel, writes)
+	return s.feed.WriteAll(ctx, tx, ws, writes)
 }
 
-// UpsertOrganization implements handlers.RepositoryWriter.
-func (s *Store) UpsertOrganization(ctx context.Context, tx ports.Tx, ws int64, o githubhandlers.Organization) error {
+// UpsertOrganization implements githubmodel.RepositoryWriter.
+func (s *Store) UpsertOrganization(ctx context.Context, tx ports.Tx, ws int64, o githubmodel.Organization) error {
 	args := []any{ws, o.ID, o.Login, o.Description, o.Deleted, at(o.Version), o.Version.EventID}
-	if s.feed.pub != nil && deliveryinbox.CanExecAtCommit(tx) {
+	if s.feed.On() && sqlkit.CanExecAtCommit(tx) {
 		written, err := s.organizationAtCommit(ctx, tx, args)
 		if err != nil || written {
 			return err
 		}
 	}
-	return s.writeEntity(ctx, tx, ws, upsertOrganization, s.organizationWrite(ws, args, o.ID))
+	return s.feed.Write(ctx, tx, ws, s.organizationWrite(ws, args, o.ID))
 }
 
 // organizationAtCommit writes the organization, a row every delivery of every repository of
@@ -221,39 +196,39 @@ func (s *Store) organizationAtCommit(ctx context.Context, tx ports.Tx, args []an
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, nil
 	case err != nil:
-		return false, pgutil.Interpret("read github organization", err)
+		return false, sqlkit.Interpret("read github organization", err)
 	case stale:
 		return true, nil
 	case !same:
 		return false, nil
 	}
 	const op = "upsert github organization"
-	return deliveryinbox.ExecAtCommit(tx, op, lockOrganizationUnchanged, args...) &&
-		deliveryinbox.ExecAtCommit(tx, op, upsertOrganization, args...), nil
+	return sqlkit.ExecAtCommit(tx, op, lockOrganizationUnchanged, args...) &&
+		sqlkit.ExecAtCommit(tx, op, upsertOrganization, args...), nil
 }
 
-// UpsertRepository implements handlers.RepositoryWriter.
-func (s *Store) UpsertRepository(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Repository) error {
-	return s.writeEntity(ctx, tx, ws, upsertRepository, s.repositoryWrite(ws,
+// UpsertRepository implements githubmodel.RepositoryWriter.
+func (s *Store) UpsertRepository(ctx context.Context, tx ports.Tx, ws int64, r githubmodel.Repository) error {
+	return s.feed.Write(ctx, tx, ws, s.repositoryWrite(ws,
 		[]any{ws, r.ID, r.OwnerID, r.OwnerLogin, r.Name, r.FullName, r.Private, r.Visibility, r.DefaultBranch,
 			r.Archived, r.Fork, r.Description, r.HTMLURL, r.CreatedAt, r.PushedAt, r.Deleted, at(r.Version), r.Version.EventID}, r.ID))
 }
 
-// SetOrganizationMember implements handlers.RepositoryWriter.
-func (s *Store) SetOrganizationMember(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.OrganizationMember) error {
-	return s.writeEntity(ctx, tx, ws, setOrganizationMember, s.memberWrite(ws,
+// SetOrganizationMember implements githubmodel.RepositoryWriter.
+func (s *Store) SetOrganizationMember(ctx context.Context, tx ports.Tx, ws int64, m githubmodel.OrganizationMember) error {
+	return s.feed.Write(ctx, tx, ws, s.memberWrite(ws,
 		[]any{ws, m.OrganizationID, m.UserID, m.Role, m.State, m.Deleted, at(m.Version), m.Version.EventID},
 		m.OrganizationID, m.UserID))
 }
 
-// SetCollaborator implements handlers.RepositoryWriter.
-func (s *Store) SetCollaborator(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.Collaborator) error {
-	return s.writeEntity(ctx, tx, ws, setCollaborator, s.collaboratorWrite(ws,
+// SetCollaborator implements githubmodel.RepositoryWriter.
+func (s *Store) SetCollaborator(ctx context.Context, tx ports.Tx, ws int64, c githubmodel.Collaborator) error {
+	return s.feed.Write(ctx, tx, ws, s.collaboratorWrite(ws,
 		[]any{ws, c.RepositoryID, c.UserID, c.Permission, c.Deleted, at(c.Version), c.Version.EventID},
 		c.RepositoryID, c.UserID))
 }
 
-// Monitors implements handlers.RepositoryWriter.
+// Monitors implements githubmodel.RepositoryWriter.
 func (s *Store) Monitors(ctx context.Context, tx ports.Tx, ws, repositoryID, ownerID int64) (bool, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
@@ -265,289 +240,181 @@ func (s *Store) Monitors(ctx context.Context, tx ports.Tx, ws, repositoryID, own
 	}
 	var ok bool
 	err = ptx.QueryRow(ctx, monitors, ws, strconv.FormatInt(repositoryID, 10), owner).Scan(&ok)
-	return ok, pgutil.Interpret("read github subscriptions", err)
+	return ok, sqlkit.Interpret("read github subscriptions", err)
 }
 
-// UpsertTeam implements handlers.TeamWriter.
-func (s *Store) UpsertTeam(ctx context.Context, tx ports.Tx, ws int64, t githubhandlers.Team) error {
-	return s.writeEntity(ctx, tx, ws, upsertTeam, s.teamWrite(ws,
+// UpsertTeam implements githubmodel.TeamWriter.
+func (s *Store) UpsertTeam(ctx context.Context, tx ports.Tx, ws int64, t githubmodel.Team) error {
+	return s.feed.Write(ctx, tx, ws, s.teamWrite(ws,
 		[]any{ws, t.ID, t.OrganizationID, t.Name, t.Slug, t.Description, t.Privacy, t.Permission, t.ParentID,
 			t.Deleted, at(t.Version), t.Version.EventID}, t.ID))
 }
 
-// SetTeamMember implements handlers.TeamWriter.
-func (s *Store) SetTeamMember(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.TeamMember) error {
-	return s.writeEntity(ctx, tx, ws, setTeamMember, s.teamMemberWrite(ws,
+// SetTeamMember implements githubmodel.TeamWriter.
+func (s *Store) SetTeamMember(ctx context.Context, tx ports.Tx, ws int64, m githubmodel.TeamMember) error {
+	return s.feed.Write(ctx, tx, ws, s.teamMemberWrite(ws,
 		[]any{ws, m.TeamID, m.UserID, m.Deleted, at(m.Version), m.Version.EventID}, m.TeamID, m.UserID))
 }
 
-// SetTeamRepository implements handlers.TeamWriter.
-func (s *Store) SetTeamRepository(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.TeamRepository) error {
-	return s.writeEntity(ctx, tx, ws, setTeamRepository, s.teamRepositoryWrite(ws,
+// SetTeamRepository implements githubmodel.TeamWriter.
+func (s *Store) SetTeamRepository(ctx context.Context, tx ports.Tx, ws int64, r githubmodel.TeamRepository) error {
+	return s.feed.Write(ctx, tx, ws, s.teamRepositoryWrite(ws,
 		[]any{ws, r.TeamID, r.RepositoryID, r.Permission, r.Deleted, at(r.Version), r.Version.EventID},
 		r.TeamID, r.RepositoryID))
 }
 
-// UpsertMilestone implements handlers.IssueWriter.
-func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m githubhandlers.Milestone) error {
-	return s.writeEntity(ctx, tx, ws, upsertMilestone, s.milestoneWrite(ws,
+// UpsertMilestone implements githubmodel.IssueWriter.
+func (s *Store) UpsertMilestone(ctx context.Context, tx ports.Tx, ws int64, m githubmodel.Milestone) error {
+	return s.feed.Write(ctx, tx, ws, s.milestoneWrite(ws,
 		[]any{ws, m.ID, m.RepositoryID, m.Number, m.Title, m.Description, m.State, m.DueOn, m.ClosedAt, m.CreatedAt,
 			m.Deleted, at(m.Version), m.Version.EventID}, m.ID))
 }
 
-// UpsertIssue implements handlers.IssueWriter.
-func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i githubhandlers.Issue) error {
+// UpsertIssue implements githubmodel.IssueWriter.
+func (s *Store) UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i githubmodel.Issue) error {
 	args := []any{ws, i.ID, i.RepositoryID, i.Number, i.Title, i.Body, i.State, i.StateReason, i.Locked, i.AuthorID,
 		i.MilestoneID, ids(i.LabelIDs), ids(i.AssigneeIDs), i.CommentCount, i.HTMLURL, i.CreatedAt, i.ClosedAt,
 		i.Deleted, at(i.Version), i.Version.EventID}
-	if s.feed.pub != nil {
-		return s.upsertIssuePublishing(ctx, tx, ws, args, i.ID)
-	}
-	return exec(ctx, tx, "upsert github issue", upsertIssue, args...)
+	return s.feed.Write(ctx, tx, ws, s.issueWrite(ws, args, i.ID))
 }
 
-// UpsertIssueComment implements handlers.IssueWriter.
-func (s *Store) UpsertIssueComment(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.IssueComment) error {
-	return s.writeEntity(ctx, tx, ws, upsertIssueComment, s.issueCommentWrite(ws,
+// UpsertIssueComment implements githubmodel.IssueWriter.
+func (s *Store) UpsertIssueComment(ctx context.Context, tx ports.Tx, ws int64, c githubmodel.IssueComment) error {
+	return s.feed.Write(ctx, tx, ws, s.issueCommentWrite(ws,
 		[]any{ws, c.ID, c.RepositoryID, c.IssueID, c.AuthorID, c.Body, c.HTMLURL, c.CreatedAt, c.Deleted,
 			at(c.Version), c.Version.EventID}, c.ID))
 }
 
-// SetSubIssue implements handlers.IssueWriter.
-func (s *Store) SetSubIssue(ctx context.Context, tx ports.Tx, ws int64, l githubhandlers.SubIssue) error {
-	return s.writeEntity(ctx, tx, ws, setSubIssue, s.subIssueWrite(ws,
+// SetSubIssue implements githubmodel.IssueWriter.
+func (s *Store) SetSubIssue(ctx context.Context, tx ports.Tx, ws int64, l githubmodel.SubIssue) error {
+	return s.feed.Write(ctx, tx, ws, s.subIssueWrite(ws,
 		[]any{ws, l.ParentIssueID, l.SubIssueID, l.Deleted, at(l.Version), l.Version.EventID}, l.ParentIssueID, l.SubIssueID))
 }
 
-// SetIssueDependency implements handlers.IssueWriter.
-func (s *Store) SetIssueDependency(ctx context.Context, tx ports.Tx, ws int64, l githubhandlers.IssueDependency) error {
-	return s.writeEntity(ctx, tx, ws, setIssueDependency, s.issueDependencyWrite(ws,
+// SetIssueDependency implements githubmodel.IssueWriter.
+func (s *Store) SetIssueDependency(ctx context.Context, tx ports.Tx, ws int64, l githubmodel.IssueDependency) error {
+	return s.feed.Write(ctx, tx, ws, s.issueDependencyWrite(ws,
 		[]any{ws, l.BlockedIssueID, l.BlockingIssueID, l.Deleted, at(l.Version), l.Version.EventID},
 		l.BlockedIssueID, l.BlockingIssueID))
 }
 
-// UpsertPullRequest implements handlers.PullRequestWriter.
-func (s *Store) UpsertPullRequest(ctx context.Context, tx ports.Tx, ws int64, pr githubhandlers.PullRequest) (githubhandlers.PullRequestHead, error) {
+// UpsertPullRequest implements githubmodel.PullRequestWriter.
+func (s *Store) UpsertPullRequest(ctx context.Context, tx ports.Tx, ws int64, pr githubmodel.PullRequest) (githubmodel.PullRequestHead, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
-		return githubhandlers.PullRequestHead{}, err
+		return githubmodel.PullRequestHead{}, err
 	}
 	args := []any{ws, pr.ID, pr.RepositoryID, pr.Number, pr.Title, pr.Body, pr.State, pr.Draft, pr.Locked, pr.Merged,
 		pr.AuthorID, pr.HeadRef, pr.HeadSHA, pr.BaseRef, pr.BaseSHA, pr.MilestoneID, ids(pr.LabelIDs),
 		ids(pr.AssigneeIDs), ids(pr.RequestedReviewerIDs), pr.HTMLURL, pr.CreatedAt, pr.ClosedAt, pr.MergedAt,
 		at(pr.Version), pr.Version.EventID}
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		err = s.upsertPullRequestPublishing(ctx, ptx, tx, ws, args, pr.ID)
 	} else {
 		_, err = ptx.Exec(ctx, upsertPullRequest, args...)
-		err = pgutil.Interpret("upsert github pull request", err)
+		err = sqlkit.Interpret("upsert github pull request", err)
 	}
 	if err != nil {
-		return githubhandlers.PullRequestHead{}, err
+		return githubmodel.PullRequestHead{}, err
 	}
 	head, _, err := scanHead(ptx.QueryRow(ctx, pullRequestHead, ws, pr.ID))
 	return head, err
 }
 
-func scanHead(row pgx.Row) (githubhandlers.PullRequestHead, bool, error) {
-	var h githubhandlers.PullRequestHead
+func scanHead(row pgx.Row) (githubmodel.PullRequestHead, bool, error) {
+	var h githubmodel.PullRequestHead
 	err := row.Scan(&h.ID, &h.RepositoryID, &h.HeadSHA, &h.State)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return githubhandlers.PullRequestHead{}, false, nil
+		return githubmodel.PullRequestHead{}, false, nil
 	}
 	if err != nil {
-		return githubhandlers.PullRequestHead{}, false, pgutil.Interpret("read github pull request", err)
+		return githubmodel.PullRequestHead{}, false, sqlkit.Interpret("read github pull request", err)
 	}
 	return h, true, nil
 }
 
-// PullRequestHead implements handlers.PullRequestReader.
-func (s *Store) PullRequestHead(ctx context.Context, ws, id int64) (githubhandlers.PullRequestHead, bool, error) {
+// PullRequestHead implements githubmodel.PullRequestReader.
+func (s *Store) PullRequestHead(ctx context.Context, ws, id int64) (githubmodel.PullRequestHead, bool, error) {
 	return scanHead(s.pool.QueryRow(ctx, pullRequestHead, ws, id))
 }
 
-// PullRequestsWithHead implements handlers.PullRequestReader.
+// PullRequestsWithHead implements githubmodel.PullRequestReader.
 func (s *Store) PullRequestsWithHead(ctx context.Context, ws, repositoryID int64, sha string) ([]int64, error) {
 	rows, _ := s.pool.Query(ctx, pullRequestsWithHead, ws, repositoryID, sha)
 	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	return out, pgutil.Interpret("read github pull requests of a head", err)
+	return out, sqlkit.Interpret("read github pull requests of a head", err)
 }
 
-// UpsertReview implements handlers.PullRequestWriter.
-func (s *Store) UpsertReview(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Review) error {
-	return s.writeEntity(ctx, tx, ws, upsertReview, s.reviewWrite(ws,
+// UpsertReview implements githubmodel.PullRequestWriter.
+func (s *Store) UpsertReview(ctx context.Context, tx ports.Tx, ws int64, r githubmodel.Review) error {
+	return s.feed.Write(ctx, tx, ws, s.reviewWrite(ws,
 		[]any{ws, r.ID, r.RepositoryID, r.PullRequestID, r.AuthorID, r.State, r.Body, r.CommitID, r.SubmittedAt,
 			at(r.Version), r.Version.EventID}, r.ID))
 }
 
-// UpsertReviewComments implements handlers.PullRequestWriter.
-func (s *Store) UpsertReviewComments(ctx context.Context, tx ports.Tx, ws int64, cs []githubhandlers.ReviewComment) error {
-	cs = sortedBy(cs, func(c githubhandlers.ReviewComment) string { return idKey(c.ID) })
-	writes := make([]entityWrite, 0, len(cs))
+// UpsertReviewComments implements githubmodel.PullRequestWriter.
+func (s *Store) UpsertReviewComments(ctx context.Context, tx ports.Tx, ws int64, cs []githubmodel.ReviewComment) error {
+	cs = sortedBy(cs, func(c githubmodel.ReviewComment) string { return idKey(c.ID) })
+	writes := make([]mirrorkit.Write, 0, len(cs))
 	for _, c := range cs {
 		writes = append(writes, s.reviewCommentWrite(ws, []any{ws, c.ID, c.RepositoryID, c.PullRequestID, c.ReviewID,
 			c.InReplyToID, c.AuthorID, c.Path, c.Line, c.Body, c.CommitID, c.CreatedAt, c.Deleted, at(c.Version),
 			c.Version.EventID}, c.ID))
 	}
-	return s.writeEntities(ctx, tx, ws, upsertReviewComment, writes)
+	return s.feed.WriteAll(ctx, tx, ws, writes)
 }
 
-// UpsertReviewThread implements handlers.PullRequestWriter.
-func (s *Store) UpsertReviewThread(ctx context.Context, tx ports.Tx, ws int64, t githubhandlers.ReviewThread) error {
-	return s.writeEntity(ctx, tx, ws, upsertReviewThread, s.reviewThreadWrite(ws,
+// UpsertReviewThread implements githubmodel.PullRequestWriter.
+func (s *Store) UpsertReviewThread(ctx context.Context, tx ports.Tx, ws int64, t githubmodel.ReviewThread) error {
+	return s.feed.Write(ctx, tx, ws, s.reviewThreadWrite(ws,
 		[]any{ws, t.NodeID, t.RepositoryID, t.PullRequestID, t.Resolved, t.Path, ids(t.CommentIDs), at(t.Version),
 			t.Version.EventID}, t.NodeID))
 }
 
-// UpsertCommitStatus implements handlers.CheckWriter.
-func (s *Store) UpsertCommitStatus(ctx context.Context, tx ports.Tx, ws int64, st githubhandlers.CommitStatus) error {
-	return s.writeEntity(ctx, tx, ws, upsertCommitStatus, s.commitStatusWrite(ws,
+// UpsertCommitStatus implements githubmodel.CheckWriter.
+func (s *Store) UpsertCommitStatus(ctx context.Context, tx ports.Tx, ws int64, st githubmodel.CommitStatus) error {
+	return s.feed.Write(ctx, tx, ws, s.commitStatusWrite(ws,
 		[]any{ws, st.ID, st.RepositoryID, st.SHA, st.Context, st.State, st.Description, st.TargetURL, st.CreatedAt,
 			at(st.Version), st.Version.EventID}, st.ID))
 }
 
-// UpsertCheckSuite implements handlers.CheckWriter.
-func (s *Store) UpsertCheckSuite(ctx context.Context, tx ports.Tx, ws int64, cs githubhandlers.CheckSuite) error {
-	return s.writeEntity(ctx, tx, ws, upsertCheckSuite, s.checkSuiteWrite(ws,
+// UpsertCheckSuite implements githubmodel.CheckWriter.
+func (s *Store) UpsertCheckSuite(ctx context.Context, tx ports.Tx, ws int64, cs githubmodel.CheckSuite) error {
+	return s.feed.Write(ctx, tx, ws, s.checkSuiteWrite(ws,
 		[]any{ws, cs.ID, cs.RepositoryID, cs.HeadSHA, cs.HeadBranch, cs.Status, cs.Conclusion, cs.AppSlug, cs.CreatedAt,
 			at(cs.Version), cs.Version.EventID}, cs.ID))
 }
 
-// UpsertCheckRuns implements handlers.CheckWriter.
-func (s *Store) UpsertCheckRuns(ctx context.Context, tx ports.Tx, ws int64, runs []githubhandlers.CheckRun) error {
-	runs = sortedBy(runs, func(r githubhandlers.CheckRun) string { return idKey(r.ID) })
-	writes := make([]entityWrite, 0, len(runs))
+// UpsertCheckRuns implements githubmodel.CheckWriter.
+func (s *Store) UpsertCheckRuns(ctx context.Context, tx ports.Tx, ws int64, runs []githubmodel.CheckRun) error {
+	runs = sortedBy(runs, func(r githubmodel.CheckRun) string { return idKey(r.ID) })
+	writes := make([]mirrorkit.Write, 0, len(runs))
 	for _, r := range runs {
 		writes = append(writes, s.checkRunWrite(ws, []any{ws, r.ID, r.RepositoryID, r.CheckSuiteID, r.HeadSHA, r.Name,
 			r.Status, r.Conclusion, r.StartedAt, r.CompletedAt, at(r.Version), r.Version.EventID}, r.ID))
 	}
-	return s.writeEntities(ctx, tx, ws, upsertCheckRun, writes)
+	return s.feed.WriteAll(ctx, tx, ws, writes)
 }
 
-// RefreshPullRequestChecks implements handlers.CheckWriter.
+// RefreshPullRequestChecks implements githubmodel.CheckWriter.
 func (s *Store) RefreshPullRequestChecks(ctx context.Context, tx ports.Tx, ws, pullRequestID, eventID int64) error {
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		return s.refreshChecksPublishing(ctx, tx, ws, pullRequestID, eventID)
 	}
 	return exec(ctx, tx, "refresh github pull request checks", refreshPullRequestChecks, ws, pullRequestID, eventID)
 }
 
-// SetRef implements handlers.PushWriter.
-func (s *Store) SetRef(ctx context.Context, tx ports.Tx, ws int64, r githubhandlers.Ref) error {
-	return s.writeEntity(ctx, tx, ws, setRef, s.refWrite(ws,
+// SetRef implements githubmodel.PushWriter.
+func (s *Store) SetRef(ctx context.Context, tx ports.Tx, ws int64, r githubmodel.Ref) error {
+	return s.feed.Write(ctx, tx, ws, s.refWrite(ws,
 		[]any{ws, r.RepositoryID, r.Ref, r.SHA, r.Deleted, at(r.Version), r.Version.EventID}, r.RepositoryID, r.Ref))
 }
 
-// UpsertCommit implements handlers.PushWriter.
-func (s *Store) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubhandlers.Commit) error {
+// UpsertCommit implements githubmodel.PushWriter.
+func (s *Store) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubmodel.Commit) error {
 	args := []any{ws, c.RepositoryID, c.SHA, c.Message, c.AuthorName, c.AuthorEmail, c.AuthorLogin, c.CommitterName,
 		c.CommitterEmail, c.CommittedAt, c.HTMLURL, at(c.Version), c.Version.EventID}
-	if s.feed.pub != nil {
-		return s.upsertCommitPublishing(ctx, tx, ws, args, c.RepositoryID, c.SHA)
-	}
-	return exec(ctx, tx, "upsert github commit", upsertCommit, args...)
-}
-
-// LockAppConnection implements handlers.InstallationWriter.
-func (s *Store) LockAppConnection(ctx context.Context, tx ports.Tx, installationID int64) (githubhandlers.AppConnection, bool, error) {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return githubhandlers.AppConnection{}, false, err
-	}
-	var (
-		c     githubhandlers.AppConnection
-		state string
-	)
-	err = ptx.QueryRow(ctx, lockAppConnection, strconv.FormatInt(installationID, 10)).
-		Scan(&c.ID, &c.WorkspaceID, &state)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return githubhandlers.AppConnection{}, false, nil
-	}
-	if err != nil {
-		return githubhandlers.AppConnection{}, false, pgutil.Interpret("lock github app connection", err)
-	}
-	if c.State, err = connection.ParseState(state); err != nil {
-		return githubhandlers.AppConnection{}, false, err
-	}
-	return c, true, nil
-}
-
-// SetAppConnectionState implements handlers.InstallationWriter.
-// The handler sets a state only when the state machine moved it, so each call is a change: with
-// a connection publisher wired it publishes connection.state_changed in the same transaction.
-func (s *Store) SetAppConnectionState(ctx context.Context, tx ports.Tx, connectionID int64, st connection.State) error {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return err
-	}
-	var ws int64
-	if err := ptx.QueryRow(ctx, setAppConnectionState, connectionID, st.String()).Scan(&ws); err != nil {
-		return pgutil.Interpret("set github app connection state", err)
-	}
-	if s.connections == nil {
-		return nil
-	}
-	return s.connections.PublishConnectionState(ctx, tx, ws, connectionID)
-}
-
-// ConnectionStatePublisher publishes connection.state_changed for a connection whose state tx
-// has just changed (the management connection store).
-type ConnectionStatePublisher interface {
-	PublishConnectionState(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error
-}
-
-// PublishConnectionStates makes SetAppConnectionState publish through p.
-func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
-	if p == nil {
-		return errors.New("github mirror: nil connection state publisher")
-	}
-	s.connections = p
-	return nil
-}
-
-// RecordInstallation implements handlers.InstallationWriter.
-func (s *Store) RecordInstallation(ctx context.Context, tx ports.Tx, in githubhandlers.Installation) (bool, error) {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return false, err
-	}
-	var one int
-	err = ptx.QueryRow(ctx, recordInstallation, in.ID, in.AccountID, in.AccountLogin, in.AccountType, in.TargetType,
-		in.RepositorySelection, in.State, in.LastAction, in.ConnectionID, at(in.Version), in.Version.EventID).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil // the stored record is newer: ON CONFLICT … WHERE returned no row
-	}
-	if err != nil {
-		return false, pgutil.Interpret("record github installation", err)
-	}
-	return true, nil
-}
-
-// RenameInstallationAccount implements handlers.InstallationWriter.
-func (s *Store) RenameInstallationAccount(ctx context.Context, tx ports.Tx, installationID int64, login string, v githubhandlers.Version) error {
-	return exec(ctx, tx, "rename github installation account", renameInstallationAccount, installationID, login, v.EventID)
-}
-
-// SetInstallationRepositories implements handlers.InstallationWriter.
-func (s *Store) SetInstallationRepositories(ctx context.Context, tx ports.Tx, ws int64, repos []githubhandlers.InstallationRepository) error {
-	repos = sortedBy(repos, func(r githubhandlers.InstallationRepository) string {
-		return idKey(r.InstallationID) + idKey(r.RepositoryID)
-	})
-	writes := make([]entityWrite, 0, len(repos))
-	for _, r := range repos {
-		writes = append(writes, s.installationRepositoryWrite(ws, []any{ws, r.InstallationID, r.RepositoryID, r.FullName,
-			r.Private, r.Deleted, at(r.Version), r.Version.EventID}, r.InstallationID, r.RepositoryID))
-	}
-	return s.writeEntities(ctx, tx, ws, setInstallationRepository, writes)
-}
-
-// RemoveInstallationRepositories implements handlers.InstallationWriter.
-func (s *Store) RemoveInstallationRepositories(ctx context.Context, tx ports.Tx, ws, installationID int64, v githubhandlers.Version) error {
-	args := []any{ws, installationID, at(v), v.EventID}
-	if s.feed.pub != nil {
-		return s.removeInstallationRepositoriesPublishing(ctx, tx, ws, args)
-	}
-	return exec(ctx, tx, "remove github installation repositories", removeInstallationRepositories, args...)
+	return s.feed.Write(ctx, tx, ws, s.commitWrite(ws, args, c.RepositoryID, c.SHA))
 }
 
 // timeOf converts a nullable, possibly infinite timestamp for a read model.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 )
 
@@ -65,15 +66,15 @@ type IssueDependencyRow struct {
 }
 
 var (
-	upsertRepositoryReporting = reporting(
+	upsertRepositoryReporting = mirrorkit.Reporting(
 		`SELECT * FROM github_repository WHERE workspace_id = $1 AND id = $2`, upsertRepository)
-	upsertOrganizationReporting = reporting(
+	upsertOrganizationReporting = mirrorkit.Reporting(
 		`SELECT * FROM github_organization WHERE workspace_id = $1 AND id = $2`, upsertOrganization)
-	setRefReporting = reporting(
+	setRefReporting = mirrorkit.Reporting(
 		`SELECT * FROM github_ref WHERE workspace_id = $1 AND repository_id = $2 AND ref = $3`, setRef)
-	setSubIssueReporting = reporting(
+	setSubIssueReporting = mirrorkit.Reporting(
 		`SELECT * FROM github_sub_issue WHERE workspace_id = $1 AND parent_issue_id = $2 AND sub_issue_id = $3`, setSubIssue)
-	setIssueDependencyReporting = reporting(
+	setIssueDependencyReporting = mirrorkit.Reporting(
 		`SELECT * FROM github_issue_dependency WHERE workspace_id = $1 AND blocked_issue_id = $2 AND blocking_issue_id = $3`,
 		setIssueDependency)
 )
@@ -107,80 +108,73 @@ const (
 	readIssueDependencyView = `SELECT blocked_issue_id, blocking_issue_id, deleted FROM github_issue_dependency WHERE workspace_id = $1 AND blocked_issue_id = $2 AND blocking_issue_id = $3`
 )
 
-func (s *Store) structureViews() StructureViews { return s.feed.views }
+func (s *Store) structureViews() StructureViews { return s.feed.Views() }
 
-func (s *Store) repositoryWrite(ws int64, args []any, id int64) entityWrite {
-	return entityWrite{
-		op: "upsert github repository", sql: upsertRepositoryReporting, args: args, subject: idSubject("repository", id),
-		upserted: RepositoryUpserted, deleted: RepositoryDeleted, key: map[string]int64{"id": id},
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return readView(ctx, ptx, "read github repository", readRepositoryView, []any{ws, id}, func(row pgx.Row) (RepositoryRow, error) {
-				var (
-					r  RepositoryRow
-					ts = make(times, 2)
-				)
+func (s *Store) repositoryWrite(ws int64, args []any, id int64) mirrorkit.Write {
+	return mirrorkit.Write{
+		Op: "upsert github repository", Plain: upsertRepository, SQL: upsertRepositoryReporting, Args: args, Subject: idSubject("repository", id),
+		Upserted: RepositoryUpserted, Deleted: RepositoryDeleted, Key: map[string]int64{"id": id},
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read github repository", readRepositoryView, []any{ws, id}, func(row pgx.Row, r *RepositoryRow) error {
+				ts := make(times, 2)
 				err := row.Scan(&r.ID, &r.OwnerLogin, &r.Name, &r.FullName, &r.Private, &r.Visibility, &r.DefaultBranch,
 					&r.Archived, &r.Fork, &r.Description, &r.HTMLURL, &ts[0], &ts[1])
 				ts.set(&r.PushedAt, &r.UpdatedAt)
-				return r, err
+				return err
 			}, s.structureViews().Repository)
 		},
 	}
 }
 
-func (s *Store) organizationWrite(ws int64, args []any, id int64) entityWrite {
-	return entityWrite{
-		op: "upsert github organization", sql: upsertOrganizationReporting, args: args, subject: idSubject("organization", id),
-		upserted: OrganizationUpserted, deleted: OrganizationDeleted, key: map[string]int64{"id": id},
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return readView(ctx, ptx, "read github organization", readOrganizationView, []any{ws, id}, func(row pgx.Row) (OrganizationRow, error) {
-				var o OrganizationRow
+func (s *Store) organizationWrite(ws int64, args []any, id int64) mirrorkit.Write {
+	return mirrorkit.Write{
+		Op: "upsert github organization", Plain: upsertOrganization, SQL: upsertOrganizationReporting, Args: args, Subject: idSubject("organization", id),
+		Upserted: OrganizationUpserted, Deleted: OrganizationDeleted, Key: map[string]int64{"id": id},
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read github organization", readOrganizationView, []any{ws, id}, func(row pgx.Row, o *OrganizationRow) error {
 				err := row.Scan(&o.ID, &o.Login, &o.Description)
-				return o, err
+				return err
 			}, s.structureViews().Organization)
 		},
 	}
 }
 
-func (s *Store) refWrite(ws int64, args []any, repoID int64, ref string) entityWrite {
-	return entityWrite{
-		op: "set github ref", sql: setRefReporting, args: args,
-		subject:  "github:ref:" + strconv.FormatInt(repoID, 10) + ":" + ref,
-		upserted: RefUpserted, deleted: RefDeleted, key: map[string]any{"repositoryId": repoID, "ref": ref},
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return readView(ctx, ptx, "read github ref", readRefView, []any{ws, repoID, ref}, func(row pgx.Row) (RefRow, error) {
-				var r RefRow
+func (s *Store) refWrite(ws int64, args []any, repoID int64, ref string) mirrorkit.Write {
+	return mirrorkit.Write{
+		Op: "set github ref", Plain: setRef, SQL: setRefReporting, Args: args,
+		Subject:  "github:ref:" + strconv.FormatInt(repoID, 10) + ":" + ref,
+		Upserted: RefUpserted, Deleted: RefDeleted, Key: map[string]any{"repositoryId": repoID, "ref": ref},
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read github ref", readRefView, []any{ws, repoID, ref}, func(row pgx.Row, r *RefRow) error {
 				err := row.Scan(&r.RepositoryID, &r.Ref, &r.SHA)
-				return r, err
+				return err
 			}, s.structureViews().Ref)
 		},
 	}
 }
 
-func (s *Store) subIssueWrite(ws int64, args []any, parent, sub int64) entityWrite {
-	return entityWrite{
-		op: "set github sub-issue", sql: setSubIssueReporting, args: args, subject: idSubject("issue", parent),
-		upserted: SubIssueUpserted, deleted: SubIssueDeleted,
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return readView(ctx, ptx, "read github sub-issue", readSubIssueView, []any{ws, parent, sub}, func(row pgx.Row) (SubIssueRow, error) {
-				var l SubIssueRow
+func (s *Store) subIssueWrite(ws int64, args []any, parent, sub int64) mirrorkit.Write {
+	return mirrorkit.Write{
+		Op: "set github sub-issue", Plain: setSubIssue, SQL: setSubIssueReporting, Args: args, Subject: idSubject("issue", parent),
+		Upserted: SubIssueUpserted, Deleted: SubIssueDeleted,
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read github sub-issue", readSubIssueView, []any{ws, parent, sub}, func(row pgx.Row, l *SubIssueRow) error {
 				err := row.Scan(&l.ParentIssueID, &l.SubIssueID, &l.Deleted)
-				return l, err
+				return err
 			}, s.structureViews().SubIssue)
 		},
 	}
 }
 
-func (s *Store) issueDependencyWrite(ws int64, args []any, blocked, blocking int64) entityWrite {
-	return entityWrite{
-		op: "set github issue dependency", sql: setIssueDependencyReporting, args: args, subject: idSubject("issue", blocked),
-		upserted: IssueDependencyUpserted, deleted: IssueDependencyDeleted,
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return readView(ctx, ptx, "read github issue dependency", readIssueDependencyView, []any{ws, blocked, blocking},
-				func(row pgx.Row) (IssueDependencyRow, error) {
-					var l IssueDependencyRow
+func (s *Store) issueDependencyWrite(ws int64, args []any, blocked, blocking int64) mirrorkit.Write {
+	return mirrorkit.Write{
+		Op: "set github issue dependency", Plain: setIssueDependency, SQL: setIssueDependencyReporting, Args: args, Subject: idSubject("issue", blocked),
+		Upserted: IssueDependencyUpserted, Deleted: IssueDependencyDeleted,
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read github issue dependency", readIssueDependencyView, []any{ws, blocked, blocking},
+				func(row pgx.Row, l *IssueDependencyRow) error {
 					err := row.Scan(&l.BlockedIssueID, &l.BlockingIssueID, &l.Deleted)
-					return l, err
+					return err
 				}, s.structureViews().IssueDependency)
 		},
 	}

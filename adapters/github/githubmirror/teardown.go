@@ -7,7 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -50,11 +51,6 @@ WHERE NOT EXISTS (
 	  AND ((s.resource_type = 'repository' AND s.resource_id = m.id::text)
 	       OR (s.resource_type = 'organization' AND s.resource_id = COALESCE(m.owner_id,
 	           (SELECT r.owner_id FROM github_repository r WHERE r.workspace_id = $1 AND r.id = m.id))::text)))`
-
-// otherLiveGitHubConnection: the workspace keeps a live GitHub connection besides $2.
-const otherLiveGitHubConnection = `
-SELECT EXISTS (SELECT 1 FROM connection WHERE workspace_id = $1 AND id <> $2 AND provider = 'GITHUB'
-	AND state <> 'UNINSTALLED')`
 
 // repositoryTeardown deletes a set of repositories ($2) of the workspace ($1), children first.
 var repositoryTeardown = []string{
@@ -101,11 +97,11 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 	}
 	var repos []int64
 	if err := ptx.QueryRow(ctx, tornDownRepositories, workspaceID, connectionID).Scan(&repos); err != nil {
-		return pgutil.Interpret("read torn-down github repositories", err)
+		return sqlkit.Interpret("read torn-down github repositories", err)
 	}
-	var others bool
-	if err := ptx.QueryRow(ctx, otherLiveGitHubConnection, workspaceID, connectionID).Scan(&others); err != nil {
-		return pgutil.Interpret("read live github connections", err)
+	others, err := mirrorkit.OtherLiveConnection(ctx, ptx, github.Provider, workspaceID, connectionID)
+	if err != nil {
+		return err
 	}
 	// The changes of what goes are selected before it goes (an issue's subject names the
 	// issue, whose repository only its row knows).
@@ -113,28 +109,15 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 	if err != nil {
 		return err
 	}
-	b := &pgx.Batch{}
-	if len(repos) > 0 {
-		for _, q := range repositoryTeardown {
-			b.Queue(q, workspaceID, repos)
-		}
-	}
-	if !others {
-		for _, q := range workspaceTeardown {
-			b.Queue(q, workspaceID)
-		}
-	}
-	if b.Len() == 0 {
-		return nil
-	}
-	if err := pgutil.Interpret("tear down github mirror", ptx.SendBatch(ctx, b).Close()); err != nil {
+	sent, err := mirrorkit.Teardown(ctx, ptx, "tear down github mirror", workspaceID, repos, repositoryTeardown, !others, workspaceTeardown)
+	if err != nil || !sent {
 		return err
 	}
 	resources := make([]change.TornDownResource, len(repos))
 	for i, r := range repos {
 		resources[i] = change.TornDownResource{Type: github.ResourceRepository, ID: strconv.FormatInt(r, 10)}
 	}
-	return s.publishTeardown(ctx, tx, workspaceID, connectionID, sel, resources, !others)
+	return s.feed.Teardown(ctx, tx, github.Provider, workspaceID, connectionID, sel, resources, !others)
 }
 
 // tornDownIssues are the subjects of the issues and pull requests of the repositories $2.
@@ -154,7 +137,7 @@ func tornDownChanges(ctx context.Context, ptx pgx.Tx, ws int64, repos []int64, e
 		return sel, nil
 	}
 	if err := ptx.QueryRow(ctx, tornDownIssues, ws, repos).Scan(&sel.Subjects); err != nil {
-		return sel, pgutil.Interpret("read torn-down github subjects", err)
+		return sel, sqlkit.Interpret("read torn-down github subjects", err)
 	}
 	ids := make([]string, len(repos))
 	for i, r := range repos {

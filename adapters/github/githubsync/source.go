@@ -19,6 +19,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
@@ -29,10 +30,10 @@ var _ ports.SyncSource = (*Source)(nil)
 
 // Reader is the REST client's side of a backfill (*api.Client). Errors: *inbox.ProviderError.
 type Reader interface {
-	Repository(ctx context.Context, acc githubhandlers.Access, repo string) (json.RawMessage, error)
-	RepositoryFullName(ctx context.Context, acc githubhandlers.Access, id int64) (string, error)
-	RepositoryListPage(ctx context.Context, acc githubhandlers.Access, repo, list string, page int) (json.RawMessage, bool, error)
-	OrganizationRepositoriesPage(ctx context.Context, acc githubhandlers.Access, login string, page int) (json.RawMessage, bool, error)
+	Repository(ctx context.Context, acc githubmodel.Access, repo string) (json.RawMessage, error)
+	RepositoryFullName(ctx context.Context, acc githubmodel.Access, id int64) (string, error)
+	RepositoryListPage(ctx context.Context, acc githubmodel.Access, repo, list string, page int) (json.RawMessage, bool, error)
+	OrganizationRepositoriesPage(ctx context.Context, acc githubmodel.Access, login string, page int) (json.RawMessage, bool, error)
 }
 
 // Store is the mirror store a page writes through: the handlers' methods, and the teardown.
@@ -77,7 +78,7 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 	if s.reader == nil {
 		return ports.SyncPage{}, &inbox.ProviderError{Provider: "github", Op: "sync", Kind: inbox.ProviderRefused, Err: errNoReader}
 	}
-	acc := githubhandlers.Access{WorkspaceID: job.WorkspaceID}
+	acc := githubmodel.Access{WorkspaceID: job.WorkspaceID}
 	if job.ConnectionKind == github.KindApp.String() {
 		acc.InstallationID, _ = strconv.ParseInt(job.SourceKey, 10, 64)
 	}
@@ -107,7 +108,7 @@ func refused(op, why string) error {
 
 // repositoryPage reads the page of one repository at its cursor: the repository, then its
 // lists; Done after the last list's last page.
-func (s *Source) repositoryPage(ctx context.Context, ws int64, acc githubhandlers.Access, repoID int64, repo, cursor string) (ports.SyncPage, error) {
+func (s *Source) repositoryPage(ctx context.Context, ws int64, acc githubmodel.Access, repoID int64, repo, cursor string) (ports.SyncPage, error) {
 	list, page, err := parseCursor(cursor)
 	if err != nil {
 		return ports.SyncPage{}, err
@@ -156,7 +157,7 @@ func (s *Source) repositoryPage(ctx context.Context, ws int64, acc githubhandler
 // cursor is "org:<repositories page>:<index on it>|<that repository's cursor>"; the
 // repositories page is read again for each page of one of its repositories, so nothing but the
 // cursor is kept between pages. The subscription's name is the organization's login.
-func (s *Source) organizationPage(ctx context.Context, job ports.SyncJob, acc githubhandlers.Access, cursor string) (ports.SyncPage, error) {
+func (s *Source) organizationPage(ctx context.Context, job ports.SyncJob, acc githubmodel.Access, cursor string) (ports.SyncPage, error) {
 	login := job.ResourceName
 	if login == "" || strings.ContainsAny(login, "/ ") {
 		return ports.SyncPage{}, refused("sync organization", "an organization subscription needs its login as name")
@@ -215,7 +216,7 @@ type orgRepository struct {
 }
 
 // organizationRepositories reads a page of the organization's repositories.
-func (s *Source) organizationRepositories(ctx context.Context, acc githubhandlers.Access, login string, page int) ([]orgRepository, bool, error) {
+func (s *Source) organizationRepositories(ctx context.Context, acc githubmodel.Access, login string, page int) ([]orgRepository, bool, error) {
 	body, more, err := s.reader.OrganizationRepositoriesPage(ctx, acc, login, page)
 	if err != nil {
 		return nil, false, err

@@ -15,7 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
@@ -75,7 +75,7 @@ func httpClient() *http.Client {
 func clientFor(cfg gitlabapi.Config) *gitlabapi.Client {
 	GinkgoHelper()
 	if cfg.Token == nil {
-		cfg.Token = func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+		cfg.Token = func(context.Context, gitlabmodel.Access) (credential.Credential, error) {
 			return credential.SpecCredential(GinkgoT(), 1, 1, token), nil
 		}
 	}
@@ -101,9 +101,9 @@ var _ = Describe("GitLab REST reads", func() {
 	Describe("merge request approvals", func() {
 		It("asks the project's merge request by iid under the API root, with the token", func(ctx SpecContext) {
 			gl := newFakeGitLab(answer(http.StatusOK, premiumApprovals))
-			got, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+			got, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(got).To(Equal(gitlabhandlers.Approvals{Approved: false, ApprovalsLeft: 1}))
+			Expect(got).To(Equal(gitlabmodel.Approvals{Approved: false, ApprovalsLeft: 1}))
 			Expect(gl.received()).To(Equal([]request{{
 				Method: http.MethodGet, Path: "/api/v4/projects/42/merge_requests/7/approvals", Token: token, HasToken: true,
 			}}))
@@ -111,25 +111,25 @@ var _ = Describe("GitLab REST reads", func() {
 
 		It("reads an approved merge request with nothing left to approve", func(ctx SpecContext) {
 			gl := newFakeGitLab(answer(http.StatusOK, `{"approved":true,"approvals_required":1,"approvals_left":0}`))
-			got, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+			got, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(got).To(Equal(gitlabhandlers.Approvals{Approved: true, ApprovalsLeft: 0}))
+			Expect(got).To(Equal(gitlabmodel.Approvals{Approved: true, ApprovalsLeft: 0}))
 		})
 
 		It("reads no approvals left where GitLab has no approval rules (Free: no approvals_left)", func(ctx SpecContext) {
 			gl := newFakeGitLab(answer(http.StatusOK,
 				`{"user_has_approved":false,"user_can_approve":true,"approved":true,"approved_by":[{"user":{"id":1}}]}`))
-			got, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+			got, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(got).To(Equal(gitlabhandlers.Approvals{Approved: true, ApprovalsLeft: 0}))
+			Expect(got).To(Equal(gitlabmodel.Approvals{Approved: true, ApprovalsLeft: 0}))
 		})
 
 		It("sends no PRIVATE-TOKEN header when the token is empty", func(ctx SpecContext) {
 			gl := newFakeGitLab(answer(http.StatusOK, premiumApprovals))
-			c := clientFor(gitlabapi.Config{BaseURL: gl.URL, Token: func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+			c := clientFor(gitlabapi.Config{BaseURL: gl.URL, Token: func(context.Context, gitlabmodel.Access) (credential.Credential, error) {
 				return credential.Credential{}, nil
 			}})
-			_, err := c.MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+			_, err := c.MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(gl.received()).To(ConsistOf(HaveField("HasToken", BeFalse())))
 		})
@@ -138,7 +138,7 @@ var _ = Describe("GitLab REST reads", func() {
 			gl := newFakeGitLab(answer(http.StatusOK, premiumApprovals))
 			c := clientOf(gl)
 			for _, ids := range [][2]int{{0, 7}, {42, 0}, {-1, 7}, {42, -3}} {
-				_, err := c.MergeRequestApprovals(ctx, gitlabhandlers.Access{}, int64(ids[0]), ids[1])
+				_, err := c.MergeRequestApprovals(ctx, gitlabmodel.Access{}, int64(ids[0]), ids[1])
 				Expect(inbox.Classify(err)).To(Equal(inbox.Permanent), "ids %v", ids)
 			}
 			Expect(gl.received()).To(BeEmpty())
@@ -148,7 +148,7 @@ var _ = Describe("GitLab REST reads", func() {
 	DescribeTable("classifies GitLab's answers for the inbox",
 		func(ctx SpecContext, status int, want string) {
 			gl := newFakeGitLab(answer(status, `{"message":"no: `+token+`"}`))
-			_, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+			_, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 			Expect(err).To(HaveOccurred())
 			Expect(err.Error()).NotTo(ContainSubstring(token), "neither the token nor the body is in an error")
 			var serr *gitlabapi.StatusError
@@ -158,10 +158,10 @@ var _ = Describe("GitLab REST reads", func() {
 			case "transient":
 				Expect(inbox.Classify(err)).To(Equal(inbox.Retryable))
 			case "nothing to read":
-				Expect(errors.Is(err, gitlabhandlers.ErrProviderNotFound)).To(BeTrue())
+				Expect(errors.Is(err, gitlabmodel.ErrProviderNotFound)).To(BeTrue())
 				Expect(inbox.Classify(err)).To(Equal(inbox.Unknown), "the handler decides; nothing here claims transience")
 			case "unknown":
-				Expect(errors.Is(err, gitlabhandlers.ErrProviderNotFound)).To(BeFalse())
+				Expect(errors.Is(err, gitlabmodel.ErrProviderNotFound)).To(BeFalse())
 				Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 			}
 		},
@@ -181,7 +181,7 @@ var _ = Describe("GitLab REST reads", func() {
 			w.Header().Set("Retry-After", "120")
 			w.WriteHeader(http.StatusTooManyRequests)
 		})
-		_, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+		_, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 		var perr *inbox.ProviderError
 		Expect(errors.As(err, &perr)).To(BeTrue())
 		Expect(perr.Kind).To(Equal(inbox.ProviderRateLimited))
@@ -195,7 +195,7 @@ var _ = Describe("GitLab REST reads", func() {
 			w.Header().Set("RateLimit-Reset", strconv.FormatInt(reset, 10))
 			w.WriteHeader(http.StatusTooManyRequests)
 		})
-		_, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+		_, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 		var perr *inbox.ProviderError
 		Expect(errors.As(err, &perr)).To(BeTrue())
 		Expect(perr.RetryAfter).To(BeNumerically("~", 10*time.Minute, 5*time.Second))
@@ -205,17 +205,17 @@ var _ = Describe("GitLab REST reads", func() {
 		gl := newFakeGitLab(answer(http.StatusOK, premiumApprovals))
 		c := clientOf(gl)
 		gl.Close()
-		_, err := c.MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+		_, err := c.MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 		Expect(inbox.Classify(err)).To(Equal(inbox.Retryable))
 		Expect(err.Error()).NotTo(ContainSubstring(token))
 	})
 
 	It("uses the unknown budget, not transience, when the token source fails", func(ctx SpecContext) {
 		gl := newFakeGitLab(answer(http.StatusOK, premiumApprovals))
-		c := clientFor(gitlabapi.Config{BaseURL: gl.URL, Token: func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+		c := clientFor(gitlabapi.Config{BaseURL: gl.URL, Token: func(context.Context, gitlabmodel.Access) (credential.Credential, error) {
 			return credential.Credential{}, errors.New("vault sealed")
 		}})
-		_, err := c.MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+		_, err := c.MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 		Expect(err).To(MatchError(ContainSubstring("vault sealed")))
 		Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 		Expect(gl.received()).To(BeEmpty())
@@ -224,7 +224,7 @@ var _ = Describe("GitLab REST reads", func() {
 	DescribeTable("refuses an answer without the documented shape as an unknown failure, never as permanent",
 		func(ctx SpecContext, body string) {
 			gl := newFakeGitLab(answer(http.StatusOK, body))
-			_, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+			_, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 			Expect(inbox.Classify(err)).To(Equal(inbox.Unknown), "what GitLab answered says nothing about the stored payload")
 			Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
 			Expect(err.Error()).NotTo(ContainSubstring(token))
@@ -244,7 +244,7 @@ var _ = Describe("GitLab REST reads", func() {
 		It("reads a body of exactly MaxBodyBytes", func(ctx SpecContext) {
 			gl := newFakeGitLab(answer(http.StatusOK, body))
 			c := clientFor(gitlabapi.Config{BaseURL: gl.URL, MaxBodyBytes: int64(len(body))})
-			got, err := c.MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+			got, err := c.MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(got.Approved).To(BeTrue())
 		})
@@ -252,7 +252,7 @@ var _ = Describe("GitLab REST reads", func() {
 		It("refuses a larger body as an unreadable answer, which uses the budget and is never permanent", func(ctx SpecContext) {
 			gl := newFakeGitLab(answer(http.StatusOK, body+" "))
 			c := clientFor(gitlabapi.Config{BaseURL: gl.URL, MaxBodyBytes: int64(len(body))})
-			_, err := c.MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+			_, err := c.MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 			Expect(errors.Is(err, gitlabapi.ErrResponseTooLarge)).To(BeTrue())
 			Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 			Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
@@ -260,7 +260,7 @@ var _ = Describe("GitLab REST reads", func() {
 
 		It("bounds a large body by default", func(ctx SpecContext) {
 			gl := newFakeGitLab(answer(http.StatusOK, `{"approved":true,"pad":"`+strings.Repeat("x", 2<<20)+`"}`))
-			_, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+			_, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 			Expect(errors.Is(err, gitlabapi.ErrResponseTooLarge)).To(BeTrue())
 		})
 	})
@@ -274,7 +274,7 @@ var _ = Describe("GitLab REST reads", func() {
 				}
 				answer(http.StatusOK, premiumApprovals)(w, r)
 			})
-			got, err := clientFor(gitlabapi.Config{BaseURL: gl.URL + "/old"}).MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+			got, err := clientFor(gitlabapi.Config{BaseURL: gl.URL + "/old"}).MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(got.ApprovalsLeft).To(Equal(1))
 			Expect(gl.received()).To(HaveEach(HaveField("Token", token)))
@@ -285,7 +285,7 @@ var _ = Describe("GitLab REST reads", func() {
 			gl := newFakeGitLab(func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusFound)
 			})
-			_, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabhandlers.Access{}, 42, 7)
+			_, err := clientOf(gl).MergeRequestApprovals(ctx, gitlabmodel.Access{}, 42, 7)
 			var serr *gitlabapi.StatusError
 			Expect(errors.As(err, &serr)).To(BeTrue())
 			Expect(serr.Status).To(Equal(http.StatusFound))
@@ -307,22 +307,22 @@ var _ = Describe("GitLab REST reads", func() {
 			Expect(err).To(MatchError(ContainSubstring(message)))
 			Expect(err.Error()).NotTo(ContainSubstring("hunter2"))
 		},
-		Entry("no base URL", gitlabapi.Config{Token: func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+		Entry("no base URL", gitlabapi.Config{Token: func(context.Context, gitlabmodel.Access) (credential.Credential, error) {
 			return credential.SpecCredential(GinkgoT(), 1, 1, token), nil
 		}},
 			"BaseURL is required"),
 		Entry("no token function", gitlabapi.Config{BaseURL: "https://gitlab.example/api/v4"},
 			"a token function is required"),
 		Entry("a relative base URL", gitlabapi.Config{BaseURL: "gitlab.example/api/v4",
-			Token: func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+			Token: func(context.Context, gitlabmodel.Access) (credential.Credential, error) {
 				return credential.SpecCredential(GinkgoT(), 1, 1, token), nil
 			}}, "absolute http(s) URL"),
 		Entry("a base URL with credentials", gitlabapi.Config{BaseURL: "https://root:hunter2@gitlab.example/api/v4",
-			Token: func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+			Token: func(context.Context, gitlabmodel.Access) (credential.Credential, error) {
 				return credential.SpecCredential(GinkgoT(), 1, 1, token), nil
 			}}, "no credentials"),
 		Entry("a negative body bound", gitlabapi.Config{BaseURL: "https://gitlab.example/api/v4", MaxBodyBytes: -1,
-			Token: func(context.Context, gitlabhandlers.Access) (credential.Credential, error) {
+			Token: func(context.Context, gitlabmodel.Access) (credential.Credential, error) {
 				return credential.SpecCredential(GinkgoT(), 1, 1, token), nil
 			}}, "must not be negative"),
 	)

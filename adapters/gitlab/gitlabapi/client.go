@@ -36,13 +36,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
-var _ gitlabhandlers.ProviderReader = (*Client)(nil)
+var _ gitlabmodel.ProviderReader = (*Client)(nil)
 
 const (
 	// An approvals answer is a few KiB even with many approvers.
@@ -58,7 +58,7 @@ type Config struct {
 	// Token returns the credential of a read of acc, sent as PRIVATE-TOKEN (a personal,
 	// project or group access token with read_api of the workspace's own connection).
 	// Required; a credential with an empty secret sends no header.
-	Token func(ctx context.Context, acc gitlabhandlers.Access) (credential.Credential, error)
+	Token func(ctx context.Context, acc gitlabmodel.Access) (credential.Credential, error)
 	// HTTPClient sends the requests (default: a client with a 30 s timeout). The client uses a
 	// copy whose redirect policy keeps the token on BaseURL's host.
 	HTTPClient *http.Client
@@ -136,13 +136,13 @@ func (e *StatusError) Error() string {
 var ErrResponseTooLarge = errors.New("gitlab api response larger than the configured bound")
 
 // get requests path (already escaped) and decodes a 2xx body into v.
-func (c *Client) get(ctx context.Context, acc gitlabhandlers.Access, path string, v any) error {
+func (c *Client) get(ctx context.Context, acc gitlabmodel.Access, path string, v any) error {
 	_, err := c.getWithHeader(ctx, acc, path, v)
 	return err
 }
 
 // getWithHeader is get that also answers the 2xx answer's headers (pagination).
-func (c *Client) getWithHeader(ctx context.Context, acc gitlabhandlers.Access, path string, v any) (http.Header, error) {
+func (c *Client) getWithHeader(ctx context.Context, acc gitlabmodel.Access, path string, v any) (http.Header, error) {
 	// The base has no query or fragment, so the URL is the concatenation.
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+path, nil)
 	if err != nil {
@@ -194,7 +194,7 @@ func classify(status int, h http.Header, path string) error {
 	case status >= 200 && status < 300:
 		return nil
 	case status == http.StatusNotFound || status == http.StatusGone:
-		return fmt.Errorf("%w: %w", gitlabhandlers.ErrProviderNotFound, failure(path, inbox.ProviderRefused, status, serr))
+		return fmt.Errorf("%w: %w", gitlabmodel.ErrProviderNotFound, failure(path, inbox.ProviderRefused, status, serr))
 	case status == http.StatusTooManyRequests:
 		kind = inbox.ProviderRateLimited
 	case status >= 500:
@@ -219,27 +219,27 @@ type approvalsAnswer struct {
 	ApprovalsLeft *int  `json:"approvals_left"`
 }
 
-// MergeRequestApprovals implements handlers.ProviderReader
+// MergeRequestApprovals implements gitlabmodel.ProviderReader
 // (GET /projects/{id}/merge_requests/{iid}/approvals).
-func (c *Client) MergeRequestApprovals(ctx context.Context, acc gitlabhandlers.Access, projectID int64, iid int) (gitlabhandlers.Approvals, error) {
+func (c *Client) MergeRequestApprovals(ctx context.Context, acc gitlabmodel.Access, projectID int64, iid int) (gitlabmodel.Approvals, error) {
 	if projectID <= 0 || iid <= 0 {
 		// Both came from a payload.
-		return gitlabhandlers.Approvals{}, inbox.ParsingFailure(fmt.Errorf("gitlab api: project %d, merge request iid %d", projectID, iid))
+		return gitlabmodel.Approvals{}, inbox.ParsingFailure(fmt.Errorf("gitlab api: project %d, merge request iid %d", projectID, iid))
 	}
 	path := "/projects/" + strconv.FormatInt(projectID, 10) + "/merge_requests/" + strconv.Itoa(iid) + "/approvals"
 	var a approvalsAnswer
 	if err := c.get(ctx, acc, path, &a); err != nil {
-		return gitlabhandlers.Approvals{}, err
+		return gitlabmodel.Approvals{}, err
 	}
 	if a.Approved == nil {
-		return gitlabhandlers.Approvals{}, failure(path, inbox.ProviderUnreadable, http.StatusOK, errors.New("no approved field"))
+		return gitlabmodel.Approvals{}, failure(path, inbox.ProviderUnreadable, http.StatusOK, errors.New("no approved field"))
 	}
 	left := 0
 	if a.ApprovalsLeft != nil {
 		left = *a.ApprovalsLeft
 	}
 	if left < 0 {
-		return gitlabhandlers.Approvals{}, failure(path, inbox.ProviderUnreadable, http.StatusOK, errors.New("negative approvals_left"))
+		return gitlabmodel.Approvals{}, failure(path, inbox.ProviderUnreadable, http.StatusOK, errors.New("negative approvals_left"))
 	}
-	return gitlabhandlers.Approvals{Approved: *a.Approved, ApprovalsLeft: left}, nil
+	return gitlabmodel.Approvals{Approved: *a.Approved, ApprovalsLeft: left}, nil
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
@@ -26,9 +26,9 @@ type CredentialStore interface {
 // ErrNoCredential: the workspace's connection has no API token (a sync job's), or the workspace
 // has no live GitLab connection with an API token whose subscription of the project or its
 // group is VERIFIED (a handler's read). Nothing is read, with no other token: a handler then
-// has nothing to read (it wraps gitlabhandlers.ErrProviderNotFound), a backfill is refused.
+// has nothing to read (it wraps gitlabmodel.ErrProviderNotFound), a backfill is refused.
 var ErrNoCredential = &inbox.ProviderError{Provider: "gitlab", Op: "credential", Kind: inbox.ProviderRefused,
-	Err: fmt.Errorf("the workspace's connection has no GitLab API token for this read: %w", gitlabhandlers.ErrProviderNotFound)}
+	Err: fmt.Errorf("the workspace's connection has no GitLab API token for this read: %w", gitlabmodel.ErrProviderNotFound)}
 
 // Credentials picks the credential of a read (Config.Token): the job's connection's API token
 // for a sync job (Access.ConnectionID), else the API token of the workspace's live GITLAB
@@ -39,7 +39,7 @@ type Credentials struct {
 }
 
 // Token implements Config.Token.
-func (c *Credentials) Token(ctx context.Context, acc gitlabhandlers.Access) (credential.Credential, error) {
+func (c *Credentials) Token(ctx context.Context, acc gitlabmodel.Access) (credential.Credential, error) {
 	if acc.ConnectionID > 0 {
 		cred, _, found, err := c.Store.APICredential(ctx, acc.WorkspaceID, acc.ConnectionID)
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
@@ -35,7 +35,7 @@ var errForeignLink = errors.New("next link is not the same list under the API ro
 // state, oldest first (items created during a long sync are appended, not shifted across
 // pages), for a backfill. next is the page after it, more false on the last page. The page is
 // read alone into memory (at most MaxBodyBytes) and returned raw.
-func (c *Client) ProjectListPage(ctx context.Context, acc gitlabhandlers.Access, projectID int64, list string, at Page) (body json.RawMessage, next Page, more bool, err error) {
+func (c *Client) ProjectListPage(ctx context.Context, acc gitlabmodel.Access, projectID int64, list string, at Page) (body json.RawMessage, next Page, more bool, err error) {
 	q := url.Values{"per_page": {"100"}, "scope": {"all"}, "state": {"all"},
 		"order_by": {"created_at"}, "sort": {"asc"}}
 	if list == "merge_requests" {
@@ -47,7 +47,7 @@ func (c *Client) ProjectListPage(ctx context.Context, acc gitlabhandlers.Access,
 // GroupProjectsPage reads a page of a group's projects, its subgroups' included and projects
 // only shared with it left out, 100 per page in id order (the order GitLab's keyset pages of
 // projects support), for a group subscription's backfill; as ProjectListPage.
-func (c *Client) GroupProjectsPage(ctx context.Context, acc gitlabhandlers.Access, groupID int64, at Page) (body json.RawMessage, next Page, more bool, err error) {
+func (c *Client) GroupProjectsPage(ctx context.Context, acc gitlabmodel.Access, groupID int64, at Page) (body json.RawMessage, next Page, more bool, err error) {
 	q := url.Values{"per_page": {"100"}, "include_subgroups": {"true"}, "with_shared": {"false"},
 		"order_by": {"id"}, "sort": {"asc"}}
 	return c.listPage(ctx, acc, "/groups/"+strconv.FormatInt(groupID, 10)+"/projects", q, at)
@@ -59,7 +59,7 @@ func (c *Client) GroupProjectsPage(ctx context.Context, acc gitlabhandlers.Acces
 // so the list goes on in offset pages. The page after a keyset request is the answer's
 // rel="next" link; an answer without one but with X-Next-Page (a server that ignored
 // pagination=keyset) goes on in offset pages. After an offset page, X-Next-Page names the next.
-func (c *Client) listPage(ctx context.Context, acc gitlabhandlers.Access, path string, q url.Values, at Page) (body json.RawMessage, next Page, more bool, err error) {
+func (c *Client) listPage(ctx context.Context, acc gitlabmodel.Access, path string, q url.Values, at Page) (body json.RawMessage, next Page, more bool, err error) {
 	var query string
 	switch {
 	case at.Offset > 0:

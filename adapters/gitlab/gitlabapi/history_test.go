@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -36,7 +36,7 @@ var _ = Describe("GitLab backfill list pages", func() {
 			return `<` + gl.URL + `/api/v4/projects/42/issues?id_after=9&pagination=keyset&per_page=100>; rel="next", <` +
 				gl.URL + `/api/v4/projects/42/issues?pagination=keyset>; rel="first"`
 		}, &qs)
-		body, next, more, err := clientOf(gl).ProjectListPage(ctx, gitlabhandlers.Access{}, 42, "issues", gitlabapi.Page{})
+		body, next, more, err := clientOf(gl).ProjectListPage(ctx, gitlabmodel.Access{}, 42, "issues", gitlabapi.Page{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(body)).To(Equal(`[{"id":1}]`))
 		Expect(more).To(BeTrue())
@@ -45,7 +45,7 @@ var _ = Describe("GitLab backfill list pages", func() {
 		Expect(qs[0].Get("per_page")).To(Equal("100"))
 		Expect(qs[0].Has("page")).To(BeFalse())
 
-		_, next, more, err = clientOf(gl).ProjectListPage(ctx, gitlabhandlers.Access{}, 42, "issues", next)
+		_, next, more, err = clientOf(gl).ProjectListPage(ctx, gitlabmodel.Access{}, 42, "issues", next)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(more).To(BeFalse())
 		Expect(next).To(BeZero())
@@ -59,7 +59,7 @@ var _ = Describe("GitLab backfill list pages", func() {
 		gl := serve(func(gl *fakeGitLab, q url.Values) string {
 			return `<` + gl.URL + `/api/v4/groups/7/projects>; rel="first"`
 		}, &qs)
-		_, next, more, err := clientOf(gl).GroupProjectsPage(ctx, gitlabhandlers.Access{}, 7, gitlabapi.Page{Keyset: "id_after=3&pagination=keyset"})
+		_, next, more, err := clientOf(gl).GroupProjectsPage(ctx, gitlabmodel.Access{}, 7, gitlabapi.Page{Keyset: "id_after=3&pagination=keyset"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(more).To(BeFalse())
 		Expect(next).To(BeZero())
@@ -68,7 +68,7 @@ var _ = Describe("GitLab backfill list pages", func() {
 	It("asks a group's projects with its subgroups, without shared projects, in id order", func(ctx SpecContext) {
 		var qs []url.Values
 		gl := serve(func(*fakeGitLab, url.Values) string { return "" }, &qs)
-		_, _, _, err := clientOf(gl).GroupProjectsPage(ctx, gitlabhandlers.Access{}, 7, gitlabapi.Page{})
+		_, _, _, err := clientOf(gl).GroupProjectsPage(ctx, gitlabmodel.Access{}, 7, gitlabapi.Page{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(gl.received()[0].Path).To(Equal("/api/v4/groups/7/projects"))
 		Expect(qs[0]).To(Equal(url.Values{"include_subgroups": {"true"}, "with_shared": {"false"}, "order_by": {"id"},
@@ -79,7 +79,7 @@ var _ = Describe("GitLab backfill list pages", func() {
 		func(ctx SpecContext, link func(base string) string) {
 			var qs []url.Values
 			gl := serve(func(gl *fakeGitLab, q url.Values) string { return `<` + link(gl.URL) + `>; rel="next"` }, &qs)
-			_, _, _, err := clientOf(gl).ProjectListPage(ctx, gitlabhandlers.Access{}, 42, "issues", gitlabapi.Page{})
+			_, _, _, err := clientOf(gl).ProjectListPage(ctx, gitlabmodel.Access{}, 42, "issues", gitlabapi.Page{})
 			Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderUnreadable))
 			Expect(inbox.Classify(err)).To(Equal(inbox.Unknown))
 			Expect(gl.received()).To(HaveLen(1))
@@ -114,7 +114,7 @@ var _ = Describe("GitLab backfill list pages", func() {
 			w.Header().Set("X-Next-Page", "2")
 			answer(http.StatusOK, `[]`)(w, r)
 		})
-		_, next, more, err := clientOf(gl).ProjectListPage(ctx, gitlabhandlers.Access{}, 42, "merge_requests", gitlabapi.Page{})
+		_, next, more, err := clientOf(gl).ProjectListPage(ctx, gitlabmodel.Access{}, 42, "merge_requests", gitlabapi.Page{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(more).To(BeTrue())
 		Expect(next).To(Equal(gitlabapi.Page{Offset: 2}))
@@ -126,7 +126,7 @@ var _ = Describe("GitLab backfill list pages", func() {
 
 	It("refuses a 405 to a later keyset page rather than starting the list again", func(ctx SpecContext) {
 		gl := newFakeGitLab(answer(http.StatusMethodNotAllowed, `{}`))
-		_, _, _, err := clientOf(gl).ProjectListPage(ctx, gitlabhandlers.Access{}, 42, "issues", gitlabapi.Page{Keyset: "id_after=9&pagination=keyset"})
+		_, _, _, err := clientOf(gl).ProjectListPage(ctx, gitlabmodel.Access{}, 42, "issues", gitlabapi.Page{Keyset: "id_after=9&pagination=keyset"})
 		Expect(inbox.CauseOf(err)).To(Equal(inbox.CauseProviderRefused))
 		Expect(gl.received()).To(HaveLen(1))
 	})
@@ -136,7 +136,7 @@ var _ = Describe("GitLab backfill list pages", func() {
 			w.Header().Set("X-Next-Page", "2")
 			answer(http.StatusOK, `[]`)(w, r)
 		})
-		_, next, more, err := clientOf(gl).ProjectListPage(ctx, gitlabhandlers.Access{}, 42, "issues", gitlabapi.Page{})
+		_, next, more, err := clientOf(gl).ProjectListPage(ctx, gitlabmodel.Access{}, 42, "issues", gitlabapi.Page{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(more).To(BeTrue())
 		Expect(next).To(Equal(gitlabapi.Page{Offset: 2}))
@@ -145,7 +145,7 @@ var _ = Describe("GitLab backfill list pages", func() {
 			w.Header().Set("X-Next-Page", "")
 			answer(http.StatusOK, `[]`)(w, r)
 		})
-		_, next, more, err = clientOf(gl).ProjectListPage(ctx, gitlabhandlers.Access{}, 42, "issues", gitlabapi.Page{Offset: 3})
+		_, next, more, err = clientOf(gl).ProjectListPage(ctx, gitlabmodel.Access{}, 42, "issues", gitlabapi.Page{Offset: 3})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(more).To(BeFalse())
 		Expect(next).To(BeZero())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -15,15 +16,15 @@ import (
 
 // BackfillWriter is what a backfill page writes through.
 type BackfillWriter interface {
-	UpsertProject(ctx context.Context, tx ports.Tx, ws int64, p Project) error
-	UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i Issue) error
-	UpsertMergeRequest(ctx context.Context, tx ports.Tx, ws int64, mr MergeRequest) error
+	UpsertProject(ctx context.Context, tx ports.Tx, ws int64, p gitlabmodel.Project) error
+	UpsertIssue(ctx context.Context, tx ports.Tx, ws int64, i gitlabmodel.Issue) error
+	UpsertMergeRequest(ctx context.Context, tx ports.Tx, ws int64, mr gitlabmodel.MergeRequest) error
 }
 
 // BackfillPage is one page of a project's issues or merge requests.
 type BackfillPage struct {
-	Issues        []Issue
-	MergeRequests []MergeRequest
+	Issues        []gitlabmodel.Issue
+	MergeRequests []gitlabmodel.MergeRequest
 }
 
 // Items is how many objects the page writes.
@@ -94,17 +95,17 @@ const backfillEvent = "backfill"
 // fields written, so the version is the zero one (no timestamp, event id 0): a project row a
 // webhook discovered keeps the webhook's fields, and every later webhook replaces the page's.
 // Errors: a parsing failure.
-func DecodeBackfillProjects(body []byte) ([]Project, error) {
+func DecodeBackfillProjects(body []byte) ([]gitlabmodel.Project, error) {
 	var list []restProject
 	if err := decode(backfillEvent, body, &list); err != nil {
 		return nil, err
 	}
-	out := make([]Project, 0, len(list))
+	out := make([]gitlabmodel.Project, 0, len(list))
 	for _, a := range list {
 		if a.ID <= 0 {
 			return nil, malformed(backfillEvent, "project needs an id")
 		}
-		out = append(out, Project{
+		out = append(out, gitlabmodel.Project{
 			ID: int64(a.ID), NamespaceID: refID(a.Namespace), Name: a.Name, PathWithNamespace: a.PathWithNamespace,
 			WebURL: a.WebURL, DefaultBranch: a.DefaultBranch, Visibility: a.Visibility,
 		})
@@ -127,7 +128,7 @@ func DecodeBackfillIssues(body []byte, projectID int64) (BackfillPage, error) {
 		if labels == nil {
 			labels = []string{}
 		}
-		p.Issues = append(p.Issues, Issue{
+		p.Issues = append(p.Issues, gitlabmodel.Issue{
 			ID: int64(a.ID), ProjectID: projectID, IID: a.IID, Title: a.Title, Description: a.Description,
 			State: a.State, AuthorID: refID(a.Author), MilestoneID: refID(a.Milestone), Labels: labels,
 			WebURL: a.WebURL, CreatedAt: a.CreatedAt.ptr(), ClosedAt: a.ClosedAt.ptr(),
@@ -148,7 +149,7 @@ func DecodeBackfillMergeRequests(body []byte, projectID int64) (BackfillPage, er
 		if a.ID <= 0 || a.IID <= 0 {
 			return BackfillPage{}, malformed(backfillEvent, "merge request needs an id and an iid")
 		}
-		p.MergeRequests = append(p.MergeRequests, MergeRequest{
+		p.MergeRequests = append(p.MergeRequests, gitlabmodel.MergeRequest{
 			ID: int64(a.ID), ProjectID: projectID, IID: a.IID, Title: a.Title, Description: a.Description,
 			State: a.State, Draft: a.Draft || a.WIP, SourceBranch: a.SourceBranch, TargetBranch: a.TargetBranch,
 			HeadSHA: a.SHA, MergeStatus: a.MergeStatus, AuthorID: refID(a.Author), WebURL: a.WebURL,
@@ -162,14 +163,14 @@ func DecodeBackfillMergeRequests(body []byte, projectID int64) (BackfillPage, er
 // Write writes the page in tx for workspace ws, each kind in id order.
 func (p BackfillPage) Write(ctx context.Context, tx ports.Tx, store BackfillWriter, ws int64) error {
 	is := slices.Clone(p.Issues)
-	slices.SortFunc(is, func(a, b Issue) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(is, func(a, b gitlabmodel.Issue) int { return cmp.Compare(a.ID, b.ID) })
 	for _, i := range is {
 		if err := store.UpsertIssue(ctx, tx, ws, i); err != nil {
 			return err
 		}
 	}
 	mrs := slices.Clone(p.MergeRequests)
-	slices.SortFunc(mrs, func(a, b MergeRequest) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(mrs, func(a, b gitlabmodel.MergeRequest) int { return cmp.Compare(a.ID, b.ID) })
 	for _, mr := range mrs {
 		if err := store.UpsertMergeRequest(ctx, tx, ws, mr); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -80,11 +81,11 @@ func (g glTime) or(other glTime) glTime {
 }
 
 // versionOf is the version of an object with GitLab timestamp t written by delivery eventID.
-func versionOf(t glTime, eventID int64) Version {
+func versionOf(t glTime, eventID int64) gitlabmodel.Version {
 	if !t.valid {
-		return Version{EventID: eventID}
+		return gitlabmodel.Version{EventID: eventID}
 	}
-	return Version{UpdatedAt: t.t, EventID: eventID}
+	return gitlabmodel.Version{UpdatedAt: t.t, EventID: eventID}
 }
 
 // glID is a GitLab id: a JSON number or a decimal string (some hooks quote ids); null is 0.
@@ -134,15 +135,15 @@ type workEnvelope struct {
 }
 
 // projectOf is the event's project for discovery, or false when the payload names none.
-func (e workEnvelope) projectOf(eventID int64) (Project, bool) {
+func (e workEnvelope) projectOf(eventID int64) (gitlabmodel.Project, bool) {
 	if e.Project == nil || e.Project.ID <= 0 {
-		return Project{}, false
+		return gitlabmodel.Project{}, false
 	}
 	p := e.Project
-	return Project{
+	return gitlabmodel.Project{
 		ID: int64(p.ID), NamespaceID: p.NamespaceID.ptr(), Name: p.Name, PathWithNamespace: p.PathWithNamespace,
 		WebURL: p.WebURL, DefaultBranch: p.DefaultBranch, Visibility: visibility(p.VisibilityLevel),
-		Version: Version{EventID: eventID},
+		Version: gitlabmodel.Version{EventID: eventID},
 	}, true
 }
 

@@ -29,6 +29,7 @@ import (
 	"fmt"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -38,10 +39,10 @@ type Deps struct {
 	// Inbox runs every database write in a fenced, named step.
 	Inbox ports.DeliveryInbox
 	// Store is the mirror store.
-	Store Store
+	Store gitlabmodel.Store
 	// Reader reads GitLab's REST API (merge request approvals). nil: no provider reads are
 	// configured and readiness is decided from what the payload carries.
-	Reader ProviderReader
+	Reader gitlabmodel.ProviderReader
 }
 
 func (d Deps) validate() error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -76,7 +77,7 @@ func (b base) mergeRequest(ctx context.Context, d ports.Dispatch) error {
 	}
 	eventID := d.Delivery.ID()
 	v := versionOf(a.UpdatedAt.or(a.CreatedAt), eventID)
-	mr := MergeRequest{
+	mr := gitlabmodel.MergeRequest{
 		ID: int64(a.ID), ProjectID: projectID, IID: a.IID, Title: a.Title, Description: a.Description,
 		State: a.State, Draft: a.draft(), SourceBranch: a.SourceBranch, TargetBranch: a.TargetBranch,
 		MergeStatus: a.MergeStatus, AuthorID: a.AuthorID.ptr(), WebURL: a.URL,
@@ -100,7 +101,7 @@ func (b base) mergeRequest(ctx context.Context, d ports.Dispatch) error {
 	if err != nil || done {
 		return wrap(event, err)
 	}
-	acc := Access{WorkspaceID: ws, ProjectID: projectID}
+	acc := gitlabmodel.Access{WorkspaceID: ws, ProjectID: projectID}
 	if p.Project != nil {
 		if ns := p.Project.NamespaceID.ptr(); ns != nil && *ns > 0 {
 			acc.GroupIDs = []int64{*ns}
@@ -119,12 +120,12 @@ func (b base) mergeRequest(ctx context.Context, d ports.Dispatch) error {
 
 // approvals reads the approval state of an open merge request from GitLab. Without a reader, for
 // a merge request that is not open, or when GitLab no longer knows it, there is nothing to read.
-func (b base) approvals(ctx context.Context, acc Access, projectID int64, a mergeRequestAttrs) (*Approvals, error) {
+func (b base) approvals(ctx context.Context, acc gitlabmodel.Access, projectID int64, a mergeRequestAttrs) (*gitlabmodel.Approvals, error) {
 	if b.deps.Reader == nil || a.State != "opened" {
 		return nil, nil
 	}
 	got, err := b.deps.Reader.MergeRequestApprovals(ctx, acc, projectID, a.IID)
-	if errors.Is(err, ErrProviderNotFound) {
+	if errors.Is(err, gitlabmodel.ErrProviderNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -135,8 +136,8 @@ func (b base) approvals(ctx context.Context, acc Access, projectID int64, a merg
 
 // readiness decides whether the merge request can be merged, first reason wins: not open, a
 // draft, unresolved blocking discussions, approvals still required, GitLab's own merge status.
-func readiness(a mergeRequestAttrs, approvals *Approvals) Readiness {
-	r := Readiness{}
+func readiness(a mergeRequestAttrs, approvals *gitlabmodel.Approvals) gitlabmodel.Readiness {
+	r := gitlabmodel.Readiness{}
 	if approvals != nil {
 		left := approvals.ApprovalsLeft
 		r.ApprovalsLeft = &left
@@ -206,7 +207,7 @@ func (b base) pipeline(ctx context.Context, d ports.Dispatch) error {
 		return malformed(event, "no project id")
 	}
 	eventID := d.Delivery.ID()
-	pl := Pipeline{
+	pl := gitlabmodel.Pipeline{
 		ID: int64(a.ID), ProjectID: projectID, Ref: a.Ref, SHA: a.SHA, Status: a.Status, Source: a.Source,
 		CreatedAt: a.CreatedAt.ptr(), FinishedAt: a.FinishedAt.ptr(),
 		// A pipeline has no updated_at: it finishes after it was created, and the running

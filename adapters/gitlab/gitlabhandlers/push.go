@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -53,7 +54,7 @@ func (b base) push(ctx context.Context, d ports.Dispatch) error {
 
 	type commitStep struct {
 		step   inbox.Step
-		commit Commit
+		commit gitlabmodel.Commit
 	}
 	var commits []commitStep
 	seen := map[string]bool{}
@@ -71,7 +72,7 @@ func (b base) push(ctx context.Context, d ports.Dispatch) error {
 		if title == "" {
 			title, _, _ = strings.Cut(c.Message, "\n")
 		}
-		commits = append(commits, commitStep{step: step, commit: Commit{
+		commits = append(commits, commitStep{step: step, commit: gitlabmodel.Commit{
 			ProjectID: projectID, SHA: sha, Title: title, Message: c.Message, AuthorName: c.Author.Name,
 			AuthorEmail: c.Author.Email, AuthoredAt: c.Timestamp.ptr(), URL: c.URL, EventID: eventID,
 		}})
@@ -80,7 +81,7 @@ func (b base) push(ctx context.Context, d ports.Dispatch) error {
 	if total < len(commits) {
 		total = len(commits)
 	}
-	pushed := Push{
+	pushed := gitlabmodel.Push{
 		ProjectID: projectID, Ref: p.Ref, BeforeSHA: p.Before, AfterSHA: p.After, UserID: p.UserID.ptr(),
 		CommitCount: total, EventID: eventID,
 	}

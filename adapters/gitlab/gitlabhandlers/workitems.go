@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -54,7 +55,7 @@ func (b base) issue(ctx context.Context, d ports.Dispatch) error {
 	if len(labels) == 0 {
 		labels = a.Labels
 	}
-	issue := Issue{
+	issue := gitlabmodel.Issue{
 		ID: int64(a.ID), ProjectID: projectID, IID: a.IID, Title: a.Title, Description: a.Description,
 		State: a.State, AuthorID: a.AuthorID.ptr(), MilestoneID: a.MilestoneID.ptr(), Labels: labelTitles(labels),
 		WebURL: a.URL, CreatedAt: a.CreatedAt.ptr(), ClosedAt: a.ClosedAt.ptr(), Deleted: a.Action == "delete",
@@ -112,7 +113,7 @@ func (b base) note(ctx context.Context, d ports.Dispatch) error {
 	if a.CommitID != nil && *a.CommitID != "" {
 		commit = a.CommitID
 	}
-	n := Note{
+	n := gitlabmodel.Note{
 		ID: int64(a.ID), ProjectID: projectID, NoteableType: a.NoteableType, NoteableID: a.NoteableID.ptr(),
 		CommitSHA: commit, AuthorID: a.AuthorID.ptr(), Body: a.Note, System: a.System, WebURL: a.URL,
 		CreatedAt: a.CreatedAt.ptr(), Deleted: a.Action == "delete",
@@ -163,7 +164,7 @@ func (b base) milestone(ctx context.Context, d ports.Dispatch) error {
 	if action == "" {
 		action = a.Action
 	}
-	m := Milestone{
+	m := gitlabmodel.Milestone{
 		ID: int64(a.ID), ProjectID: a.ProjectID.ptr(), GroupID: a.GroupID.ptr(), IID: a.IID, Title: a.Title,
 		Description: a.Description, State: a.State, DueDate: a.DueDate.ptr(), Deleted: action == "delete",
 		Version: versionOf(a.UpdatedAt.or(a.CreatedAt), eventID),
@@ -218,12 +219,12 @@ func (b base) member(ctx context.Context, d ports.Dispatch) error {
 	}
 	eventID := d.Delivery.ID()
 	v := versionOf(p.UpdatedAt.or(p.CreatedAt), eventID)
-	m := Member{
+	m := gitlabmodel.Member{
 		SourceType: "group", SourceID: int64(p.GroupID), UserID: int64(p.UserID), Username: p.UserUsername,
 		AccessLevel: p.GroupAccess, ExpiresAt: p.ExpiresAt.ptr(), Deleted: removed, Version: v,
 	}
-	g := Group{ID: int64(p.GroupID), Name: p.GroupName, Path: p.GroupPath, FullPath: p.GroupPath,
-		Version: Version{EventID: eventID}}
+	g := gitlabmodel.Group{ID: int64(p.GroupID), Name: p.GroupName, Path: p.GroupPath, FullPath: p.GroupPath,
+		Version: gitlabmodel.Version{EventID: eventID}}
 	return wrap(event, b.step(ctx, StepMember, func(ctx context.Context, tx ports.Tx) error {
 		if err := b.deps.Store.UpsertGroup(ctx, tx, ws, g); err != nil {
 			return err
@@ -260,14 +261,14 @@ func (b base) subgroup(ctx context.Context, d ports.Dispatch) error {
 		return malformed(event, "a subgroup event needs a group id")
 	}
 	eventID := d.Delivery.ID()
-	g := Group{
+	g := gitlabmodel.Group{
 		ID: int64(p.GroupID), ParentID: p.ParentGroupID.ptr(), Name: p.Name, Path: p.Path, FullPath: p.FullPath,
 		Deleted: p.EventName == "subgroup_destroy", Version: versionOf(p.UpdatedAt.or(p.CreatedAt), eventID),
 	}
 	return wrap(event, b.step(ctx, StepSubgroup, func(ctx context.Context, tx ports.Tx) error {
 		if p.ParentGroupID > 0 {
-			parent := Group{ID: int64(p.ParentGroupID), Name: p.ParentName, Path: p.ParentPath,
-				FullPath: p.ParentFullPath, Version: Version{EventID: eventID}}
+			parent := gitlabmodel.Group{ID: int64(p.ParentGroupID), Name: p.ParentName, Path: p.ParentPath,
+				FullPath: p.ParentFullPath, Version: gitlabmodel.Version{EventID: eventID}}
 			if err := b.deps.Store.UpsertGroup(ctx, tx, ws, parent); err != nil {
 				return err
 			}
@@ -307,7 +308,7 @@ func (b base) project(ctx context.Context, d ports.Dispatch) error {
 	v := versionOf(p.UpdatedAt.or(p.CreatedAt), eventID)
 	destroyed := p.EventName == "project_destroy"
 	if !destroyed {
-		discovered := Project{
+		discovered := gitlabmodel.Project{
 			ID: int64(p.ProjectID), Name: p.Name, PathWithNamespace: p.PathWithNamespace,
 			Visibility: p.Visibility, Version: v,
 		}
@@ -318,7 +319,7 @@ func (b base) project(ctx context.Context, d ports.Dispatch) error {
 			return wrap(event, err)
 		}
 	}
-	m := ProjectMonitor{
+	m := gitlabmodel.ProjectMonitor{
 		ProjectID: int64(p.ProjectID), Monitored: !destroyed, Deleted: destroyed,
 		PathWithNamespace: p.PathWithNamespace, Name: p.Name, Version: v,
 	}

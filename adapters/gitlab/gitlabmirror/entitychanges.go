@@ -2,21 +2,20 @@ package gitlabmirror
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// The change feed for the GitLab entities beside merge requests, by the same rule (changes.go):
+// The change feed for the GitLab entities beside merge requests, by the rule of merge requests:
 // each upsert reports whether the version rule let it write and whether it wrote anything but
 // its event id; only then is the change published, in the write's transaction. Projects
 // compare what the read API shows of them (a discovery write that only moves the version
@@ -46,58 +45,48 @@ var (
 
 // EntityViews shapes the other GitLab entities for the change feed (gitlabread.Views).
 type EntityViews interface {
-	Group(gitlabhandlers.Group) any
-	Project(gitlabhandlers.ProjectView) any
-	Member(gitlabhandlers.Member) any
-	Milestone(gitlabhandlers.Milestone) any
-	Issue(gitlabhandlers.Issue) any
-	Note(gitlabhandlers.Note) any
-	Pipeline(gitlabhandlers.Pipeline) any
-	Commit(gitlabhandlers.Commit) any
+	Group(gitlabmodel.Group) any
+	Project(gitlabmodel.ProjectView) any
+	Member(gitlabmodel.Member) any
+	Milestone(gitlabmodel.Milestone) any
+	Issue(gitlabmodel.Issue) any
+	Note(gitlabmodel.Note) any
+	Pipeline(gitlabmodel.Pipeline) any
+	Commit(gitlabmodel.Commit) any
 }
-
-// changedRow returns whether the write changed the row, whether the row is a tombstone and the
-// row's version (the change's version, pgutil.MirrorVersion).
-var changedRow = `
-RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` + pgutil.MirrorVersion("t")
 
 // A merge request and a project are versioned in two parts, each with its own rule (the merge
 // request's metadata and its readiness; the project's metadata and its monitor state). Their
 // version is both parts, the metadata's first: the writes of one row commit one after the
 // other, each part only moves forward, so versions in commit order never decrease.
 var (
-	mergeRequestVersion = pgutil.VersionOf(pgutil.MirrorVersion("t"),
-		pgutil.VersionTime("t.readiness_updated_at"), pgutil.VersionNumber("t.readiness_event_id"))
-	projectVersion = pgutil.VersionOf(pgutil.MirrorVersion("t"),
-		pgutil.VersionTime("t.monitor_updated_at"), pgutil.VersionNumber("t.monitor_event_id"))
+	mergeRequestVersion = sqlkit.VersionOf(sqlkit.MirrorVersion("t"),
+		sqlkit.VersionTime("t.readiness_updated_at"), sqlkit.VersionNumber("t.readiness_event_id"))
+	projectVersion = sqlkit.VersionOf(sqlkit.MirrorVersion("t"),
+		sqlkit.VersionTime("t.monitor_updated_at"), sqlkit.VersionNumber("t.monitor_event_id"))
 )
-
-func reporting(prior, upsert string) string {
-	return "\nWITH prior AS (" + prior + ")" + upsert + changedRow
-}
 
 // projectShown is what the read API shows of a project, and its tombstone.
 const projectShown = `namespace_id, name, path_with_namespace, web_url, default_branch, visibility, monitored, deleted`
 
 var (
-	upsertGroupReporting  = reporting(`SELECT * FROM gitlab_group WHERE workspace_id = $1 AND id = $2`, upsertGroup)
-	upsertMemberReporting = reporting(`SELECT * FROM gitlab_member
+	upsertGroupReporting  = mirrorkit.Reporting(`SELECT * FROM gitlab_group WHERE workspace_id = $1 AND id = $2`, upsertGroup)
+	upsertMemberReporting = mirrorkit.Reporting(`SELECT * FROM gitlab_member
 		WHERE workspace_id = $1 AND source_type = $2 AND source_id = $3 AND user_id = $4`, upsertMember)
-	upsertMilestoneReporting = reporting(`SELECT * FROM gitlab_milestone WHERE workspace_id = $1 AND id = $2`, upsertMilestone)
-	upsertIssueReporting     = reporting(`SELECT * FROM gitlab_issue WHERE workspace_id = $1 AND id = $2`, upsertIssue)
-	upsertNoteReporting      = reporting(`SELECT * FROM gitlab_note WHERE workspace_id = $1 AND id = $2`, upsertNote)
+	upsertMilestoneReporting = mirrorkit.Reporting(`SELECT * FROM gitlab_milestone WHERE workspace_id = $1 AND id = $2`, upsertMilestone)
+	upsertIssueReporting     = mirrorkit.Reporting(`SELECT * FROM gitlab_issue WHERE workspace_id = $1 AND id = $2`, upsertIssue)
+	upsertNoteReporting      = mirrorkit.Reporting(`SELECT * FROM gitlab_note WHERE workspace_id = $1 AND id = $2`, upsertNote)
 	upsertPipelineReporting  = `
 WITH prior AS (SELECT * FROM gitlab_pipeline WHERE workspace_id = $1 AND id = $2)` + upsertPipeline + `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), false, ` + pgutil.MirrorVersion("t")
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), false, ` + sqlkit.MirrorVersion("t")
 
 	projectReturning = `
 RETURNING NOT EXISTS (SELECT 1 FROM prior p WHERE (p.` + strings.ReplaceAll(projectShown, ", ", ", p.") + `)
 	IS NOT DISTINCT FROM (t.` + strings.ReplaceAll(projectShown, ", ", ", t.") + `)), t.deleted, ` + projectVersion
 	projectPrior            = `SELECT * FROM gitlab_project WHERE workspace_id = $1 AND id = $2`
-	upsertProjectReporting  = "\nWITH prior AS (" + projectPrior + ")" + upsertProject + projectReturning
-	setProjectMonitorReport = "\nWITH prior AS (" + projectPrior + ")" + setProjectMonitor + projectReturning
+	upsertProjectReporting  = mirrorkit.ReportingAs(projectPrior, upsertProject, projectReturning)
+	setProjectMonitorReport = mirrorkit.ReportingAs(projectPrior, setProjectMonitor, projectReturning)
 
 	setReadinessReporting = "\nWITH prior AS (SELECT ready, readiness_reason, approvals_left FROM gitlab_merge_request WHERE workspace_id = $1 AND id = $2)" +
 		strings.Replace(setReadiness, "UPDATE gitlab_merge_request SET", "UPDATE gitlab_merge_request AS t SET", 1) + `
@@ -107,7 +96,7 @@ RETURNING NOT EXISTS (SELECT 1 FROM prior p
 
 	// A commit is written once (a later write of it changes nothing): its version is the
 	// event that wrote it.
-	insertCommitReporting = insertCommit + ` RETURNING true, false, ` + pgutil.VersionNumber("source_event_id")
+	insertCommitReporting = insertCommit + ` RETURNING true, false, ` + sqlkit.VersionNumber("source_event_id")
 )
 
 const (
@@ -132,73 +121,19 @@ const (
 		FROM gitlab_commit WHERE workspace_id = $1 AND project_id = $2 AND sha = $3`
 )
 
-// entityWrite is one reporting write and the change it publishes when it changed the row.
-type entityWrite struct {
-	op, plain, sql    string // plain: the write without reporting (no publisher)
-	args              []any
-	subject           string
-	upserted, deleted change.Type // deleted zero: never a tombstone
-	key               any         // a deletion's data; nil: the view
-	view              func(ctx context.Context, ptx pgx.Tx) (any, error)
-}
-
-func (s *Store) writeEntity(ctx context.Context, tx ports.Tx, ws int64, w entityWrite) error {
-	if s.feed.pub == nil {
-		return exec(ctx, tx, w.op, w.plain, w.args...)
-	}
-	ptx, err := deliveryinbox.PgxTx(tx)
-	if err != nil {
-		return err
-	}
-	var (
-		changed, deleted bool
-		version          string
-	)
-	err = ptx.QueryRow(ctx, w.sql, w.args...).Scan(&changed, &deleted, &version)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !changed) {
-		return nil // refused by the version rule, or nothing shown changed
-	}
-	if err != nil {
-		return pgutil.Interpret(w.op, err)
-	}
-	t, data := w.upserted, w.key
-	if deleted && !w.deleted.IsZero() {
-		t = w.deleted
-	}
-	if t == w.upserted || data == nil {
-		if data, err = w.view(ctx, ptx); err != nil {
-			return err
-		}
-	}
-	c, err := change.NewVersioned(t, w.subject, version, data)
-	if err != nil {
-		return err
-	}
-	return s.feed.pub.Publish(ctx, tx, ws, c)
-}
-
 func subject(entity string, id int64) string {
 	return "gitlab:" + entity + ":" + strconv.FormatInt(id, 10)
 }
 
 func idKey(id int64) map[string]int64 { return map[string]int64{"id": id} }
 
-// read scans one view row in the write's transaction and shapes it.
-func read[R any](ctx context.Context, ptx pgx.Tx, op, sql string, args []any, scan func(pgx.Row, *R) error, shape func(R) any) (any, error) {
-	var r R
-	if err := scan(ptx.QueryRow(ctx, sql, args...), &r); err != nil {
-		return nil, pgutil.Interpret(op, err)
-	}
-	return shape(r), nil
-}
+func (s *Store) views() EntityViews { return s.feed.Views() }
 
-func (s *Store) views() EntityViews { return s.feed.views }
-
-func (s *Store) groupWrite(ws int64, args []any, id int64) entityWrite {
-	return entityWrite{op: "upsert gitlab group", plain: upsertGroup, sql: upsertGroupReporting, args: args,
-		subject: subject("group", id), upserted: GroupUpserted, deleted: GroupDeleted, key: idKey(id),
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return read(ctx, ptx, "read gitlab group", readGroupView, []any{ws, id}, func(row pgx.Row, g *gitlabhandlers.Group) error {
+func (s *Store) groupWrite(ws int64, args []any, id int64) mirrorkit.Write {
+	return mirrorkit.Write{Op: "upsert gitlab group", Plain: upsertGroup, SQL: upsertGroupReporting, Args: args,
+		Subject: subject("group", id), Upserted: GroupUpserted, Deleted: GroupDeleted, Key: idKey(id),
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read gitlab group", readGroupView, []any{ws, id}, func(row pgx.Row, g *gitlabmodel.Group) error {
 				var updated pgtype.Timestamptz
 				err := row.Scan(&g.ID, &g.ParentID, &g.Name, &g.Path, &g.FullPath, &updated)
 				g.Version.UpdatedAt = finite(updated)
@@ -207,23 +142,23 @@ func (s *Store) groupWrite(ws int64, args []any, id int64) entityWrite {
 		}}
 }
 
-func (s *Store) projectWrite(ws int64, op, plain, sql string, args []any, id int64) entityWrite {
-	return entityWrite{op: op, plain: plain, sql: sql, args: args,
-		subject: subject("project", id), upserted: ProjectUpserted, deleted: ProjectDeleted, key: idKey(id),
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return read(ctx, ptx, "read gitlab project", readProjectView, []any{ws, id}, func(row pgx.Row, p *gitlabhandlers.ProjectView) error {
+func (s *Store) projectWrite(ws int64, op, plain, sql string, args []any, id int64) mirrorkit.Write {
+	return mirrorkit.Write{Op: op, Plain: plain, SQL: sql, Args: args,
+		Subject: subject("project", id), Upserted: ProjectUpserted, Deleted: ProjectDeleted, Key: idKey(id),
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read gitlab project", readProjectView, []any{ws, id}, func(row pgx.Row, p *gitlabmodel.ProjectView) error {
 				return row.Scan(&p.ID, &p.NamespaceID, &p.Name, &p.PathWithNamespace, &p.WebURL, &p.DefaultBranch,
 					&p.Visibility, &p.Monitored)
 			}, s.views().Project)
 		}}
 }
 
-func (s *Store) memberWrite(ws int64, args []any, m gitlabhandlers.Member) entityWrite {
-	return entityWrite{op: "upsert gitlab member", plain: upsertMember, sql: upsertMemberReporting, args: args,
-		subject: subject(m.SourceType, m.SourceID), upserted: MemberUpserted, deleted: MemberDeleted,
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return read(ctx, ptx, "read gitlab member", readMemberView, []any{ws, m.SourceType, m.SourceID, m.UserID},
-				func(row pgx.Row, r *gitlabhandlers.Member) error {
+func (s *Store) memberWrite(ws int64, args []any, m gitlabmodel.Member) mirrorkit.Write {
+	return mirrorkit.Write{Op: "upsert gitlab member", Plain: upsertMember, SQL: upsertMemberReporting, Args: args,
+		Subject: subject(m.SourceType, m.SourceID), Upserted: MemberUpserted, Deleted: MemberDeleted,
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read gitlab member", readMemberView, []any{ws, m.SourceType, m.SourceID, m.UserID},
+				func(row pgx.Row, r *gitlabmodel.Member) error {
 					var updated pgtype.Timestamptz
 					err := row.Scan(&r.SourceType, &r.SourceID, &r.UserID, &r.Username, &r.AccessLevel, &r.ExpiresAt, &updated)
 					r.Version.UpdatedAt = finite(updated)
@@ -232,11 +167,11 @@ func (s *Store) memberWrite(ws int64, args []any, m gitlabhandlers.Member) entit
 		}}
 }
 
-func (s *Store) milestoneWrite(ws int64, args []any, id int64) entityWrite {
-	return entityWrite{op: "upsert gitlab milestone", plain: upsertMilestone, sql: upsertMilestoneReporting, args: args,
-		subject: subject("milestone", id), upserted: MilestoneUpserted, deleted: MilestoneDeleted, key: idKey(id),
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return read(ctx, ptx, "read gitlab milestone", readMilestoneView, []any{ws, id}, func(row pgx.Row, m *gitlabhandlers.Milestone) error {
+func (s *Store) milestoneWrite(ws int64, args []any, id int64) mirrorkit.Write {
+	return mirrorkit.Write{Op: "upsert gitlab milestone", Plain: upsertMilestone, SQL: upsertMilestoneReporting, Args: args,
+		Subject: subject("milestone", id), Upserted: MilestoneUpserted, Deleted: MilestoneDeleted, Key: idKey(id),
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read gitlab milestone", readMilestoneView, []any{ws, id}, func(row pgx.Row, m *gitlabmodel.Milestone) error {
 				var updated pgtype.Timestamptz
 				err := row.Scan(&m.ID, &m.ProjectID, &m.GroupID, &m.IID, &m.Title, &m.Description, &m.State, &m.DueDate, &updated)
 				m.Version.UpdatedAt = finite(updated)
@@ -245,11 +180,11 @@ func (s *Store) milestoneWrite(ws int64, args []any, id int64) entityWrite {
 		}}
 }
 
-func (s *Store) issueWrite(ws int64, args []any, id int64) entityWrite {
-	return entityWrite{op: "upsert gitlab issue", plain: upsertIssue, sql: upsertIssueReporting, args: args,
-		subject: subject("issue", id), upserted: IssueUpserted, deleted: IssueDeleted, key: idKey(id),
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return read(ctx, ptx, "read gitlab issue", readIssueView, []any{ws, id}, func(row pgx.Row, i *gitlabhandlers.Issue) error {
+func (s *Store) issueWrite(ws int64, args []any, id int64) mirrorkit.Write {
+	return mirrorkit.Write{Op: "upsert gitlab issue", Plain: upsertIssue, SQL: upsertIssueReporting, Args: args,
+		Subject: subject("issue", id), Upserted: IssueUpserted, Deleted: IssueDeleted, Key: idKey(id),
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read gitlab issue", readIssueView, []any{ws, id}, func(row pgx.Row, i *gitlabmodel.Issue) error {
 				var updated pgtype.Timestamptz
 				err := row.Scan(&i.ID, &i.ProjectID, &i.IID, &i.Title, &i.Description, &i.State, &i.AuthorID, &i.MilestoneID,
 					&i.Labels, &i.WebURL, &i.CreatedAt, &i.ClosedAt, &updated)
@@ -262,11 +197,11 @@ func (s *Store) issueWrite(ws int64, args []any, id int64) entityWrite {
 		}}
 }
 
-func (s *Store) noteWrite(ws int64, args []any, id int64) entityWrite {
-	return entityWrite{op: "upsert gitlab note", plain: upsertNote, sql: upsertNoteReporting, args: args,
-		subject: subject("note", id), upserted: NoteUpserted, deleted: NoteDeleted, key: idKey(id),
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return read(ctx, ptx, "read gitlab note", readNoteView, []any{ws, id}, func(row pgx.Row, n *gitlabhandlers.Note) error {
+func (s *Store) noteWrite(ws int64, args []any, id int64) mirrorkit.Write {
+	return mirrorkit.Write{Op: "upsert gitlab note", Plain: upsertNote, SQL: upsertNoteReporting, Args: args,
+		Subject: subject("note", id), Upserted: NoteUpserted, Deleted: NoteDeleted, Key: idKey(id),
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read gitlab note", readNoteView, []any{ws, id}, func(row pgx.Row, n *gitlabmodel.Note) error {
 				var updated pgtype.Timestamptz
 				err := row.Scan(&n.ID, &n.ProjectID, &n.NoteableType, &n.NoteableID, &n.CommitSHA, &n.AuthorID, &n.Body,
 					&n.System, &n.WebURL, &n.CreatedAt, &updated)
@@ -276,11 +211,11 @@ func (s *Store) noteWrite(ws int64, args []any, id int64) entityWrite {
 		}}
 }
 
-func (s *Store) pipelineWrite(ws int64, args []any, id int64) entityWrite {
-	return entityWrite{op: "upsert gitlab pipeline", plain: upsertPipeline, sql: upsertPipelineReporting, args: args,
-		subject: subject("pipeline", id), upserted: PipelineUpserted,
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return read(ctx, ptx, "read gitlab pipeline", readPipelineView, []any{ws, id}, func(row pgx.Row, p *gitlabhandlers.Pipeline) error {
+func (s *Store) pipelineWrite(ws int64, args []any, id int64) mirrorkit.Write {
+	return mirrorkit.Write{Op: "upsert gitlab pipeline", Plain: upsertPipeline, SQL: upsertPipelineReporting, Args: args,
+		Subject: subject("pipeline", id), Upserted: PipelineUpserted,
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read gitlab pipeline", readPipelineView, []any{ws, id}, func(row pgx.Row, p *gitlabmodel.Pipeline) error {
 				var updated pgtype.Timestamptz
 				err := row.Scan(&p.ID, &p.ProjectID, &p.Ref, &p.SHA, &p.Status, &p.Source, &p.MergeRequestID, &p.CreatedAt,
 					&p.FinishedAt, &updated)
@@ -290,11 +225,11 @@ func (s *Store) pipelineWrite(ws int64, args []any, id int64) entityWrite {
 		}}
 }
 
-func (s *Store) commitWrite(ws int64, args []any, projectID int64, sha string) entityWrite {
-	return entityWrite{op: "insert gitlab commit", plain: insertCommit, sql: insertCommitReporting, args: args,
-		subject: subject("commit", projectID) + ":" + sha, upserted: CommitUpserted,
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) {
-			return read(ctx, ptx, "read gitlab commit", readCommitView, []any{ws, projectID, sha}, func(row pgx.Row, c *gitlabhandlers.Commit) error {
+func (s *Store) commitWrite(ws int64, args []any, projectID int64, sha string) mirrorkit.Write {
+	return mirrorkit.Write{Op: "insert gitlab commit", Plain: insertCommit, SQL: insertCommitReporting, Args: args,
+		Subject: subject("commit", projectID) + ":" + sha, Upserted: CommitUpserted,
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read gitlab commit", readCommitView, []any{ws, projectID, sha}, func(row pgx.Row, c *gitlabmodel.Commit) error {
 				return row.Scan(&c.ProjectID, &c.SHA, &c.Title, &c.Message, &c.AuthorName, &c.AuthoredAt, &c.URL)
 			}, s.views().Commit)
 		}}
@@ -302,8 +237,64 @@ func (s *Store) commitWrite(ws int64, args []any, projectID int64, sha string) e
 
 // readinessWrite publishes the merge request, as the read API shows it, when its readiness
 // changed.
-func (s *Store) readinessWrite(ws int64, args []any, id int64) entityWrite {
-	return entityWrite{op: "set gitlab merge request readiness", plain: setReadiness, sql: setReadinessReporting, args: args,
-		subject: "gitlab:merge_request:" + strconv.FormatInt(id, 10), upserted: MergeRequestUpserted,
-		view: func(ctx context.Context, ptx pgx.Tx) (any, error) { return s.mergeRequestView(ctx, ptx, ws, id) }}
+func (s *Store) readinessWrite(ws int64, args []any, id int64) mirrorkit.Write {
+	return mirrorkit.Write{Op: "set gitlab merge request readiness", Plain: setReadiness, SQL: setReadinessReporting, Args: args,
+		Subject: "gitlab:merge_request:" + strconv.FormatInt(id, 10), Upserted: MergeRequestUpserted,
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) { return s.mergeRequestView(ctx, ptx, ws, id) }}
+}
+
+// Publishing to the change feed, as the GitHub mirror does (see githubmirror/changes.go): the
+// merge request upsert reports whether the version rule let it write and whether it wrote
+// anything but a new event id; only then is gitlab.merge_request.upserted published, in the
+// write's transaction, with the merge request as the read API shows it.
+
+// MergeRequestUpserted is the change type of a merge request write.
+var MergeRequestUpserted = change.MustType("gitlab.merge_request.upserted")
+
+// Views shapes mirrored rows as the read API shows them (gitlabread.Views).
+type Views interface {
+	MergeRequest(gitlabmodel.MergeRequestView) any
+	EntityViews
+}
+
+// PublishChanges makes the store publish its changes through pub, shaped by views. Call it
+// once, before the store is used.
+func (s *Store) PublishChanges(pub ports.ChangePublisher, views Views) error {
+	return s.feed.Set("gitlab", pub, views)
+}
+
+var upsertMergeRequestReporting = mirrorkit.ReportingAs(
+	`SELECT * FROM gitlab_merge_request WHERE workspace_id = $1 AND id = $2`, upsertMergeRequest,
+	mirrorkit.Returning(mergeRequestVersion))
+
+const (
+	// readMergeRequestView is the read API's list row for one merge request.
+	readMergeRequestView = `
+SELECT id, project_id, iid, title, state, draft, source_branch, target_branch, head_sha, merge_status,
+       author_id, web_url, created_at, merged_at, closed_at, source_updated_at, ready, readiness_reason,
+       approvals_left
+FROM gitlab_merge_request
+WHERE workspace_id = $1 AND id = $2`
+)
+
+func (s *Store) mergeRequestWrite(ws int64, args []any, id int64) mirrorkit.Write {
+	return mirrorkit.Write{Op: "upsert gitlab merge request", Plain: upsertMergeRequest, SQL: upsertMergeRequestReporting,
+		Args: args, Subject: subject("merge_request", id), Upserted: MergeRequestUpserted,
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) { return s.mergeRequestView(ctx, ptx, ws, id) }}
+}
+
+// mergeRequestView reads the merge request in ptx and shapes it as the read API shows it.
+func (s *Store) mergeRequestView(ctx context.Context, ptx pgx.Tx, ws, id int64) (any, error) {
+	var (
+		m       gitlabmodel.MergeRequestView
+		updated pgtype.Timestamptz
+	)
+	err := ptx.QueryRow(ctx, readMergeRequestView, ws, id).Scan(&m.ID, &m.ProjectID, &m.IID, &m.Title, &m.State, &m.Draft,
+		&m.SourceBranch, &m.TargetBranch, &m.HeadSHA, &m.MergeStatus, &m.AuthorID, &m.WebURL, &m.CreatedAt, &m.MergedAt,
+		&m.ClosedAt, &updated, &m.Ready, &m.ReadinessReason, &m.ApprovalsLeft)
+	if err != nil {
+		return nil, sqlkit.Interpret("read gitlab merge request", err)
+	}
+	m.Version.UpdatedAt = finite(updated)
+	return s.feed.Views().MergeRequest(m), nil
 }

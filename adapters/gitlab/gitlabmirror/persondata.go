@@ -1,29 +1,16 @@
 package gitlabmirror
 
 import (
-	"context"
-	"fmt"
-	"strconv"
-	"strings"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
-	"github.com/hephaestus-dev/hephaestus/domain/erasure"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 )
-
-var _ ports.PersonDataStore = (*Store)(nil)
 
 // gitlabPersonData is the GitLab mirror's personal-data map, in erasure order. GitLab's own
 // tombstone (the "Ghost User") has an id of its own on every instance, so a shared row's
 // reference to the person is removed (NULL), which the read API shows as no author.
 // Parameters: @workspaces (bigint[]), @ids the person's GitLab ids (bigint[]), @usernames and
-// @emails (text[], lower case), and the text parameters of pgutil.TextArgs.
-var gitlabPersonData = []pgutil.PersonRule{
+// @emails (text[], lower case), and the text parameters of sqlkit.TextArgs.
+var gitlabPersonData = []sqlkit.PersonRule{
 	// The person's own rows.
 	{Table: "gitlab_member", Where: `user_id = ANY(@ids) OR lower(username) = ANY(@usernames)`},
 	// What they wrote alone.
@@ -34,18 +21,18 @@ var gitlabPersonData = []pgutil.PersonRule{
 	{Table: "gitlab_push", Where: `user_id = ANY(@ids)`, Set: `user_id = NULL`},
 	// Commits keep SHA, title, message and time; GitLab names their authors by name and e-mail.
 	{Table: "gitlab_commit", Where: `lower(author_email) = ANY(@emails)`, Set: `author_name = '', author_email = ''`},
-	// Free text around the person (pgutil.TextRule): their @mentions become @ghost (the
+	// Free text around the person (sqlkit.TextRule): their @mentions become @ghost (the
 	// username of GitLab's Ghost User), trailer lines naming them go, and a project in their
 	// user namespace keeps its id and name with ghost as the namespace of its path and URLs.
-	pgutil.TextRule("gitlab_project", nil, []string{"path_with_namespace", "web_url"}, GhostUsername),
-	pgutil.TextRule("gitlab_issue", []string{"title", "description"}, []string{"web_url"}, GhostUsername),
-	pgutil.TextRule("gitlab_merge_request", []string{"title", "description"}, []string{"web_url"}, GhostUsername),
-	pgutil.TextRule("gitlab_note", []string{"body"}, []string{"web_url"}, GhostUsername),
-	pgutil.TextRule("gitlab_commit", []string{"title", "message"}, []string{"url"}, GhostUsername),
-	pgutil.TextRule("gitlab_milestone", []string{"title", "description"}, nil, GhostUsername),
+	sqlkit.TextRule("gitlab_project", nil, []string{"path_with_namespace", "web_url"}, GhostUsername),
+	sqlkit.TextRule("gitlab_issue", []string{"title", "description"}, []string{"web_url"}, GhostUsername),
+	sqlkit.TextRule("gitlab_merge_request", []string{"title", "description"}, []string{"web_url"}, GhostUsername),
+	sqlkit.TextRule("gitlab_note", []string{"body"}, []string{"web_url"}, GhostUsername),
+	sqlkit.TextRule("gitlab_commit", []string{"title", "message"}, []string{"url"}, GhostUsername),
+	sqlkit.TextRule("gitlab_milestone", []string{"title", "description"}, nil, GhostUsername),
 	// A project subscription named by a project of the person's namespace keeps its id and
 	// loses the name (the backfill reads projects by id).
-	{Table: "connection_subscription", Where: `provider = 'GITLAB' AND resource_type = 'project' AND ` + pgutil.PathNamesPerson("name"), Set: `name = ''`},
+	{Table: "connection_subscription", Where: `provider = 'GITLAB' AND resource_type = 'project' AND ` + sqlkit.PathNamesPerson("name"), Set: `name = ''`},
 }
 
 // GhostUsername is the username of GitLab's Ghost User, the tombstone of the person's
@@ -66,63 +53,6 @@ SELECT coalesce(array_agg(DISTINCT id), '{}') FROM (
 	SELECT user_id FROM gitlab_member WHERE workspace_id = ANY(@workspaces) AND lower(username) = ANY(@usernames)
 ) AS ids`
 
-// Provider implements ports.PersonDataStore.
-func (s *Store) Provider() provider.Provider { return gitlab.Provider }
-
-func personArgs(ctx context.Context, ptx pgx.Tx, workspaces []int64, scope erasure.Scope) (pgx.NamedArgs, error) {
-	ids, usernames, emails := []int64{}, []string{}, []string{}
-	for _, i := range scope.Identities() {
-		if n, err := strconv.ParseInt(i.ID(), 10, 64); err == nil && n > 0 {
-			ids = append(ids, n)
-		}
-		if i.Login() != "" {
-			usernames = append(usernames, strings.ToLower(i.Login()))
-		}
-		if i.Email() != "" {
-			emails = append(emails, strings.ToLower(i.Email()))
-		}
-	}
-	if workspaces == nil {
-		workspaces = []int64{}
-	}
-	args := pgx.NamedArgs{"workspaces": workspaces, "ids": ids, "usernames": usernames, "emails": emails}
-	if err := ptx.QueryRow(ctx, resolvePersonIDs, args).Scan(&ids); err != nil {
-		return nil, pgutil.Interpret("resolve gitlab person ids", err)
-	}
-	args["ids"] = ids
-	var names []string
-	if err := ptx.QueryRow(ctx, personNames, args).Scan(&names); err != nil {
-		return nil, pgutil.Interpret("read gitlab person names", err)
-	}
-	return pgutil.TextArgs(args, usernames, emails, names), nil
-}
-
-// CountPerson implements ports.PersonDataStore.
-func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	ptx, err := deliveryinbox.PgxTx(tx)
-	if err != nil {
-		return 0, err
-	}
-	args, err := personArgs(ctx, ptx, workspaces, scope)
-	if err != nil {
-		return 0, err
-	}
-	return pgutil.CountPerson(ctx, ptx, gitlabPersonData, args)
-}
-
-// ErasePerson implements ports.PersonDataStore.
-func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	ptx, err := deliveryinbox.PgxTx(tx)
-	if err != nil {
-		return 0, err
-	}
-	args, err := personArgs(ctx, ptx, workspaces, scope)
-	if err != nil {
-		return 0, err
-	}
-	n, err := pgutil.ErasePerson(ctx, ptx, gitlabPersonData, args)
-	if err != nil {
-		return 0, fmt.Errorf("erase gitlab person data: %w", err)
-	}
-	return n, nil
-}
+// personArgs are the parameters of the rules for scope (mirrorkit.AccountArgs, with the
+// usernames as @usernames).
+var personArgs = mirrorkit.AccountArgs("gitlab", "usernames", 0, "", resolvePersonIDs, personNames, nil)

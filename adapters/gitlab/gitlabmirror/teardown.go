@@ -4,11 +4,9 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -51,10 +49,6 @@ WHERE NOT EXISTS (
 	           SELECT 1 FROM gitlab_group_project g
 	           WHERE g.workspace_id = $1 AND g.group_id::text = s.resource_id AND g.project_id = m.id))))`
 
-const otherLiveGitLabConnection = `
-SELECT EXISTS (SELECT 1 FROM connection WHERE workspace_id = $1 AND id <> $2 AND provider = 'GITLAB'
-	AND state <> 'UNINSTALLED')`
-
 var projectTeardown = []string{
 	`DELETE FROM gitlab_note WHERE workspace_id = $1 AND project_id = ANY ($2)`,
 	`DELETE FROM gitlab_issue WHERE workspace_id = $1 AND project_id = ANY ($2)`,
@@ -84,29 +78,18 @@ var workspaceTeardown = []string{
 
 // TeardownConnection implements gitlabsync.Store.
 func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error {
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return err
 	}
-	var others bool
-	if err := ptx.QueryRow(ctx, otherLiveGitLabConnection, workspaceID, connectionID).Scan(&others); err != nil {
-		return pgutil.Interpret("read live gitlab connections", err)
+	others, err := mirrorkit.OtherLiveConnection(ctx, ptx, gitlab.Provider, workspaceID, connectionID)
+	if err != nil {
+		return err
 	}
-	b := &pgx.Batch{}
 	var projects []int64
-	if !others {
-		for _, q := range workspaceTeardown {
-			b.Queue(q, workspaceID)
-		}
-	} else {
+	if others {
 		if err := ptx.QueryRow(ctx, tornDownProjects, workspaceID, connectionID).Scan(&projects); err != nil {
-			return pgutil.Interpret("read torn-down gitlab projects", err)
-		}
-		if len(projects) == 0 {
-			return nil
-		}
-		for _, q := range projectTeardown {
-			b.Queue(q, workspaceID, projects)
+			return sqlkit.Interpret("read torn-down gitlab projects", err)
 		}
 	}
 	// The changes of what goes: every GitLab change when everything goes, else the projects'
@@ -123,10 +106,11 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 	if len(ids) > 0 {
 		sel.DataMembers = map[string][]string{"projectId": ids}
 	}
-	if err := pgutil.Interpret("tear down gitlab mirror", ptx.SendBatch(ctx, b).Close()); err != nil {
+	sent, err := mirrorkit.Teardown(ctx, ptx, "tear down gitlab mirror", workspaceID, projects, projectTeardown, !others, workspaceTeardown)
+	if err != nil || !sent {
 		return err
 	}
-	return s.publishTeardown(ctx, tx, workspaceID, connectionID, sel, resources, !others)
+	return s.feed.Teardown(ctx, tx, gitlab.Provider, workspaceID, connectionID, sel, resources, !others)
 }
 
 // addGroupProject records a project found under a subscribed group (migration 00029).

@@ -3,7 +3,7 @@ package gitlabread
 import (
 	"time"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 )
 
@@ -19,12 +19,12 @@ type groupJSON struct {
 	UpdatedAt *string `json:"updatedAt"`
 }
 
-func (Views) Group(g gitlabhandlers.Group) any {
+func (Views) Group(g gitlabmodel.Group) any {
 	return groupJSON{ID: g.ID, ParentID: g.ParentID, Name: g.Name, Path: g.Path, FullPath: g.FullPath,
 		UpdatedAt: readkit.Updated(g.Version.UpdatedAt)}
 }
 
-func (Views) Project(p gitlabhandlers.ProjectView) any { return toProjectJSON(p) }
+func (Views) Project(p gitlabmodel.ProjectView) any { return toProjectJSON(p) }
 
 type memberJSON struct {
 	SourceType  string  `json:"sourceType"`
@@ -36,7 +36,7 @@ type memberJSON struct {
 	UpdatedAt   *string `json:"updatedAt"`
 }
 
-func (Views) Member(m gitlabhandlers.Member) any {
+func (Views) Member(m gitlabmodel.Member) any {
 	return memberJSON{SourceType: m.SourceType, SourceID: m.SourceID, UserID: m.UserID, Username: m.Username,
 		AccessLevel: m.AccessLevel, ExpiresAt: readkit.Timestamp(m.ExpiresAt), UpdatedAt: readkit.Updated(m.Version.UpdatedAt)}
 }
@@ -53,7 +53,7 @@ type milestoneJSON struct {
 	UpdatedAt   *string `json:"updatedAt"`
 }
 
-func (Views) Milestone(m gitlabhandlers.Milestone) any {
+func (Views) Milestone(m gitlabmodel.Milestone) any {
 	var due *string
 	if m.DueDate != nil {
 		d := m.DueDate.UTC().Format(time.DateOnly)
@@ -78,7 +78,7 @@ type issueJSON struct {
 	ClosedAt    *string  `json:"closedAt"`
 }
 
-func (Views) Issue(i gitlabhandlers.Issue) any {
+func (Views) Issue(i gitlabmodel.Issue) any {
 	return issueJSON{ID: i.ID, ProjectID: i.ProjectID, IID: i.IID, Title: i.Title, State: i.State, AuthorID: i.AuthorID,
 		MilestoneID: i.MilestoneID, Labels: i.Labels, WebURL: i.WebURL, CreatedAt: readkit.Timestamp(i.CreatedAt),
 		UpdatedAt: readkit.Updated(i.Version.UpdatedAt), ClosedAt: readkit.Timestamp(i.ClosedAt)}
@@ -98,7 +98,7 @@ type noteJSON struct {
 	UpdatedAt    *string `json:"updatedAt"`
 }
 
-func (Views) Note(n gitlabhandlers.Note) any {
+func (Views) Note(n gitlabmodel.Note) any {
 	return noteJSON{ID: n.ID, ProjectID: n.ProjectID, NoteableType: n.NoteableType, NoteableID: n.NoteableID,
 		CommitSHA: n.CommitSHA, AuthorID: n.AuthorID, Body: n.Body, System: n.System, WebURL: n.WebURL,
 		CreatedAt: readkit.Timestamp(n.CreatedAt), UpdatedAt: readkit.Updated(n.Version.UpdatedAt)}
@@ -117,7 +117,7 @@ type pipelineJSON struct {
 	UpdatedAt      *string `json:"updatedAt"`
 }
 
-func (Views) Pipeline(p gitlabhandlers.Pipeline) any {
+func (Views) Pipeline(p gitlabmodel.Pipeline) any {
 	return pipelineJSON{ID: p.ID, ProjectID: p.ProjectID, Ref: p.Ref, SHA: p.SHA, Status: p.Status, Source: p.Source,
 		MergeRequestID: p.MergeRequestID, CreatedAt: readkit.Timestamp(p.CreatedAt), FinishedAt: readkit.Timestamp(p.FinishedAt),
 		UpdatedAt: readkit.Updated(p.Version.UpdatedAt)}
@@ -134,7 +134,7 @@ type commitJSON struct {
 	URL        string  `json:"url"`
 }
 
-func (Views) Commit(c gitlabhandlers.Commit) any {
+func (Views) Commit(c gitlabmodel.Commit) any {
 	return commitJSON{ProjectID: c.ProjectID, SHA: c.SHA, Title: c.Title, Message: c.Message, AuthorName: c.AuthorName,
 		AuthoredAt: readkit.Timestamp(c.AuthoredAt), URL: c.URL}
 }

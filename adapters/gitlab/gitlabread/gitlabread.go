@@ -13,7 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -21,9 +21,9 @@ import (
 // Store reads the GitLab mirror; adapters/gitlab/gitlabmirror.Store is one.
 type Store interface {
 	// ListProjects errors: database failures.
-	ListProjects(ctx context.Context, ws int64, page ports.PageRequest) ([]gitlabhandlers.ProjectView, int, error)
+	ListProjects(ctx context.Context, ws int64, page ports.PageRequest) ([]gitlabmodel.ProjectView, int, error)
 	// ListMergeRequests errors: ports.ErrNotFound for a project the workspace does not have.
-	ListMergeRequests(ctx context.Context, ws, projectID int64, page ports.PageRequest) ([]gitlabhandlers.MergeRequestView, int, error)
+	ListMergeRequests(ctx context.Context, ws, projectID int64, page ports.PageRequest) ([]gitlabmodel.MergeRequestView, int, error)
 }
 
 // Config is what the routes need.
@@ -49,7 +49,7 @@ type projectJSON struct {
 	Monitored         bool   `json:"monitored"`
 }
 
-func toProjectJSON(p gitlabhandlers.ProjectView) projectJSON {
+func toProjectJSON(p gitlabmodel.ProjectView) projectJSON {
 	return projectJSON{
 		ID: p.ID, NamespaceID: p.NamespaceID, Name: p.Name, PathWithNamespace: p.PathWithNamespace,
 		WebURL: p.WebURL, DefaultBranch: p.DefaultBranch, Visibility: p.Visibility, Monitored: p.Monitored,
@@ -78,7 +78,7 @@ type mergeRequestJSON struct {
 	ApprovalsLeft   *int    `json:"approvalsLeft"`
 }
 
-func toMergeRequestJSON(m gitlabhandlers.MergeRequestView) mergeRequestJSON {
+func toMergeRequestJSON(m gitlabmodel.MergeRequestView) mergeRequestJSON {
 	return mergeRequestJSON{
 		ID: m.ID, ProjectID: m.ProjectID, IID: m.IID, Title: m.Title, State: m.State, Draft: m.Draft,
 		SourceBranch: m.SourceBranch, TargetBranch: m.TargetBranch, HeadSHA: m.HeadSHA,

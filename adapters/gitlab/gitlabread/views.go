@@ -2,8 +2,8 @@ package gitlabread
 
 import (
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -14,7 +14,7 @@ var _ gitlabmirror.Views = Views{}
 // request exactly as this API shows it.
 type Views struct{}
 
-func (Views) MergeRequest(m gitlabhandlers.MergeRequestView) any { return toMergeRequestJSON(m) }
+func (Views) MergeRequest(m gitlabmodel.MergeRequestView) any { return toMergeRequestJSON(m) }
 
 // PersonFields is GitLab's person-data declaration (gitlab.PersonFields) with the members of
 // every view this read API answers with and publishes (readkit.PersonFields). Errors: a

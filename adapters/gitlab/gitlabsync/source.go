@@ -28,6 +28,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
@@ -39,8 +40,8 @@ var _ ports.SyncSource = (*Source)(nil)
 // Reader is the REST client's side of a backfill (*gitlabapi.Client). more is false on a
 // list's last page. Errors: *inbox.ProviderError.
 type Reader interface {
-	ProjectListPage(ctx context.Context, acc gitlabhandlers.Access, projectID int64, list string, at gitlabapi.Page) (body json.RawMessage, next gitlabapi.Page, more bool, err error)
-	GroupProjectsPage(ctx context.Context, acc gitlabhandlers.Access, groupID int64, at gitlabapi.Page) (body json.RawMessage, next gitlabapi.Page, more bool, err error)
+	ProjectListPage(ctx context.Context, acc gitlabmodel.Access, projectID int64, list string, at gitlabapi.Page) (body json.RawMessage, next gitlabapi.Page, more bool, err error)
+	GroupProjectsPage(ctx context.Context, acc gitlabmodel.Access, groupID int64, at gitlabapi.Page) (body json.RawMessage, next gitlabapi.Page, more bool, err error)
 }
 
 // Store is the mirror store a page writes through, and the teardown.
@@ -62,7 +63,7 @@ type Source struct {
 }
 
 // New makes the source; reader may be nil when no GitLab API root is configured. The reader
-// reads with the job's connection's own API token (gitlabhandlers.Access.ConnectionID).
+// reads with the job's connection's own API token (gitlabmodel.Access.ConnectionID).
 func New(reader Reader, store Store) (*Source, error) {
 	if store == nil {
 		return nil, errors.New("gitlab sync: a mirror store is required")
@@ -104,7 +105,7 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 		return ports.SyncPage{}, refused("sync "+job.ResourceType, job.ResourceType+" id is not a positive integer")
 	}
 	// Every read of the job carries its own connection's API token, never another's.
-	acc := gitlabhandlers.Access{WorkspaceID: job.WorkspaceID, ConnectionID: job.ConnectionID}
+	acc := gitlabmodel.Access{WorkspaceID: job.WorkspaceID, ConnectionID: job.ConnectionID}
 	if job.ResourceType == gitlab.ResourceGroup {
 		return s.groupPage(ctx, acc, id, cursor)
 	}
@@ -113,7 +114,7 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 
 // projectPage reads the page of one project at its cursor: its issues, then its merge
 // requests; Done after the last page of the merge requests.
-func (s *Source) projectPage(ctx context.Context, acc gitlabhandlers.Access, projectID int64, cursor string) (ports.SyncPage, error) {
+func (s *Source) projectPage(ctx context.Context, acc gitlabmodel.Access, projectID int64, cursor string) (ports.SyncPage, error) {
 	ws := acc.WorkspaceID
 	list, at, err := parseCursor(cursor)
 	if err != nil {
@@ -154,7 +155,7 @@ func (s *Source) projectPage(ctx context.Context, acc gitlabhandlers.Access, pro
 // project's later pages name it by the cursor's id alone, so they cost no extra call); a
 // project that left the group meanwhile is passed over, one that came in with a greater id is
 // backfilled on its page.
-func (s *Source) groupPage(ctx context.Context, acc gitlabhandlers.Access, groupID int64, cursor string) (ports.SyncPage, error) {
+func (s *Source) groupPage(ctx context.Context, acc gitlabmodel.Access, groupID int64, cursor string) (ports.SyncPage, error) {
 	ws := acc.WorkspaceID
 	after, at, inner, err := parseGroupCursor(cursor)
 	if err != nil {
@@ -209,7 +210,7 @@ func (s *Source) groupPage(ctx context.Context, acc gitlabhandlers.Access, group
 
 // afterProject is the last page of project id, which was read without the group's projects
 // page: that page is read now to decide what comes next.
-func (s *Source) afterProject(ctx context.Context, acc gitlabhandlers.Access, groupID, id int64, at gitlabapi.Page, page ports.SyncPage) (ports.SyncPage, error) {
+func (s *Source) afterProject(ctx context.Context, acc gitlabmodel.Access, groupID, id int64, at gitlabapi.Page, page ports.SyncPage) (ports.SyncPage, error) {
 	projects, next, more, err := s.groupProjects(ctx, acc, groupID, at)
 	if err != nil {
 		return ports.SyncPage{}, err
@@ -218,7 +219,7 @@ func (s *Source) afterProject(ctx context.Context, acc gitlabhandlers.Access, gr
 }
 
 // groupProjects reads a page of the group's projects.
-func (s *Source) groupProjects(ctx context.Context, acc gitlabhandlers.Access, groupID int64, at gitlabapi.Page) ([]gitlabhandlers.Project, gitlabapi.Page, bool, error) {
+func (s *Source) groupProjects(ctx context.Context, acc gitlabmodel.Access, groupID int64, at gitlabapi.Page) ([]gitlabmodel.Project, gitlabapi.Page, bool, error) {
 	body, next, more, err := s.reader.GroupProjectsPage(ctx, acc, groupID, at)
 	if err != nil {
 		return nil, gitlabapi.Page{}, false, err
@@ -232,7 +233,7 @@ func (s *Source) groupProjects(ctx context.Context, acc gitlabhandlers.Access, g
 
 // nextProject points the last page of project id at what follows it: the next project of the
 // same projects page, the next projects page, or the job's end.
-func nextProject(page ports.SyncPage, projects []gitlabhandlers.Project, id int64, at, next gitlabapi.Page, more bool) ports.SyncPage {
+func nextProject(page ports.SyncPage, projects []gitlabmodel.Project, id int64, at, next gitlabapi.Page, more bool) ports.SyncPage {
 	page.Done = false
 	switch _, later := least(projects, id+1); {
 	case later:
@@ -246,9 +247,9 @@ func nextProject(page ports.SyncPage, projects []gitlabhandlers.Project, id int6
 }
 
 // least is the project of the least id not below after.
-func least(projects []gitlabhandlers.Project, after int64) (gitlabhandlers.Project, bool) {
+func least(projects []gitlabmodel.Project, after int64) (gitlabmodel.Project, bool) {
 	var (
-		best  gitlabhandlers.Project
+		best  gitlabmodel.Project
 		found bool
 	)
 	for _, p := range projects {

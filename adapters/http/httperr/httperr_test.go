@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/httperr"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -41,7 +41,7 @@ var _ = Describe("The error to status map", func() {
 		Expect(body).To(Equal("retry"))
 	})
 	It("answers a statement the database cancelled (a statement timeout) with 503 retry", func() {
-		status, body := httperr.Status(pgutil.Interpret("list deliveries", &pgconn.PgError{Code: "57014", Message: "canceling statement due to statement timeout"}))
+		status, body := httperr.Status(sqlkit.Interpret("list deliveries", &pgconn.PgError{Code: "57014", Message: "canceling statement due to statement timeout"}))
 		Expect(status).To(Equal(http.StatusServiceUnavailable))
 		Expect(body).To(Equal("retry"))
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -19,35 +20,35 @@ import (
 // BackfillWriter is the mirror store's side of a backfill page.
 type BackfillWriter interface {
 	// UpsertDocument writes a document when its version is not older than the stored one.
-	UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d Document) error
+	UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d outlinemodel.Document) error
 	// UpsertCollection writes a collection under the same rule.
-	UpsertCollection(ctx context.Context, tx ports.Tx, ws int64, c Collection) error
+	UpsertCollection(ctx context.Context, tx ports.Tx, ws int64, c outlinemodel.Collection) error
 }
 
 // BackfillPage is one decoded page of a collection's documents, and on the first page the
 // collection.
 type BackfillPage struct {
-	collection *Collection
-	documents  []Document
+	collection *outlinemodel.Collection
+	documents  []outlinemodel.Document
 }
 
 // DecodeBackfillCollection reads collections.info's data (the collection object) of
 // collectionID. Errors: an answer without that shape, or about another collection.
-func DecodeBackfillCollection(data json.RawMessage, collectionID string) (Collection, error) {
+func DecodeBackfillCollection(data json.RawMessage, collectionID string) (outlinemodel.Collection, error) {
 	var m collectionModel
 	if err := json.Unmarshal(data, &m); err != nil {
-		return Collection{}, fmt.Errorf("outline collection: %w", err)
+		return outlinemodel.Collection{}, fmt.Errorf("outline collection: %w", err)
 	}
 	c := m.collection(collectionID, 0)
 	if c.ID != collectionID {
-		return Collection{}, errors.New("outline collection: the answer is about another collection")
+		return outlinemodel.Collection{}, errors.New("outline collection: the answer is about another collection")
 	}
 	c.Deleted = m.DeletedAt.valid
 	return c, nil
 }
 
 // WithCollection is the page that also writes c, before its documents.
-func (p BackfillPage) WithCollection(c Collection) BackfillPage {
+func (p BackfillPage) WithCollection(c outlinemodel.Collection) BackfillPage {
 	p.collection = &c
 	return p
 }
@@ -56,7 +57,9 @@ func (p BackfillPage) WithCollection(c Collection) BackfillPage {
 func (p BackfillPage) Items() int { return len(p.documents) }
 
 // Documents are the page's documents, in the order Outline listed them.
-func (p BackfillPage) Documents() []Document { return append([]Document(nil), p.documents...) }
+func (p BackfillPage) Documents() []outlinemodel.Document {
+	return append([]outlinemodel.Document(nil), p.documents...)
+}
 
 // DecodeBackfillDocuments reads a documents.list page's data (a JSON array of documents) of
 // collectionID. A document without an id, or of another collection, makes the page
@@ -67,7 +70,7 @@ func DecodeBackfillDocuments(data json.RawMessage, collectionID string) (Backfil
 	if err := json.Unmarshal(data, &models); err != nil {
 		return BackfillPage{}, fmt.Errorf("outline documents page: %w", err)
 	}
-	page := BackfillPage{documents: make([]Document, 0, len(models))}
+	page := BackfillPage{documents: make([]outlinemodel.Document, 0, len(models))}
 	for _, m := range models {
 		d := m.document("", m.DeletedAt.valid, 0)
 		if d.ID == "" {

@@ -3,6 +3,7 @@ package outlinehandlers
 import (
 	"context"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -54,7 +55,7 @@ func (b base) document(ctx context.Context, d ports.Dispatch) error {
 	if err != nil {
 		return wrap(event, err)
 	}
-	if !(found && stored.Deleted == deleted && stored.Version.sameAs(doc.Version)) {
+	if !(found && stored.Deleted == deleted && stored.Version.SameAs(doc.Version)) {
 		err := b.step(ctx, StepDocumentMirror, func(ctx context.Context, tx ports.Tx) error {
 			return b.deps.Store.UpsertDocument(ctx, tx, ws, doc)
 		})
@@ -87,11 +88,11 @@ type documentModel struct {
 // document is the mirror row of m, the one conversion of webhooks and backfill pages: its id
 // (fallbackID when the model has none), collection, and version (the later of updatedAt and
 // deletedAt, the revision, and eventID, 0 outside dispatch).
-func (m documentModel) document(fallbackID string, deleted bool, eventID int64) Document {
-	doc := Document{
+func (m documentModel) document(fallbackID string, deleted bool, eventID int64) outlinemodel.Document {
+	doc := outlinemodel.Document{
 		ID: m.ID, CollectionID: m.CollectionID, ParentDocumentID: m.ParentDocumentID, Title: m.Title, Text: m.Text,
 		URLID: m.URLID, PublishedAt: m.PublishedAt.ptr(), ArchivedAt: m.ArchivedAt.ptr(), Deleted: deleted,
-		Version: Version{EventID: eventID},
+		Version: outlinemodel.Version{EventID: eventID},
 	}
 	if doc.ID == "" {
 		doc.ID = fallbackID
@@ -129,7 +130,7 @@ func (b base) collection(ctx context.Context, d ports.Dispatch) error {
 	if p.ID == "" || p.Payload == nil {
 		return malformed(event, "a collection event needs an id and a payload")
 	}
-	c := Collection{ID: p.Payload.ID, EventID: d.Delivery.ID()}
+	c := outlinemodel.Collection{ID: p.Payload.ID, EventID: d.Delivery.ID()}
 	if m := p.Payload.Model; m != nil {
 		c = m.collection(p.Payload.ID, d.Delivery.ID())
 	}
@@ -168,8 +169,8 @@ type collectionModel struct {
 // collection is the mirror row of m, the one conversion of webhooks and backfills: its id
 // (fallbackID when the model has none) and version (the later of updatedAt and deletedAt, and
 // eventID, 0 outside dispatch).
-func (m collectionModel) collection(fallbackID string, eventID int64) Collection {
-	c := Collection{ID: m.ID, Name: m.Name, Description: m.Description, URLID: m.URLID, Archived: m.ArchivedAt.valid,
+func (m collectionModel) collection(fallbackID string, eventID int64) outlinemodel.Collection {
+	c := outlinemodel.Collection{ID: m.ID, Name: m.Name, Description: m.Description, URLID: m.URLID, Archived: m.ArchivedAt.valid,
 		EventID: eventID}
 	if c.ID == "" {
 		c.ID = fallbackID

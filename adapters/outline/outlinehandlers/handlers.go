@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -28,7 +29,7 @@ import (
 // Deps are what the handlers need.
 type Deps struct {
 	Inbox ports.DeliveryInbox
-	Store Store
+	Store outlinemodel.Store
 }
 
 // Event types, as Outline names them in the envelope's "event".
@@ -135,8 +136,8 @@ func (o olTime) later(other olTime) olTime {
 }
 
 // record builds the event record of an envelope.
-func record(env envelope, modelID string, eventID int64) Event {
-	return Event{
+func record(env envelope, modelID string, eventID int64) outlinemodel.Event {
+	return outlinemodel.Event{
 		DeliveryID: env.ID, Event: env.Event, ModelID: modelID, ActorID: env.ActorID,
 		OccurredAt: env.CreatedAt.ptr(), EventID: eventID,
 	}
@@ -155,7 +156,7 @@ func (b base) step(ctx context.Context, s inbox.Step, fn func(ctx context.Contex
 }
 
 // recordEvent writes the event record in its own step.
-func (b base) recordEvent(ctx context.Context, ws int64, e Event) error {
+func (b base) recordEvent(ctx context.Context, ws int64, e outlinemodel.Event) error {
 	return b.step(ctx, StepEventRecord, func(ctx context.Context, tx ports.Tx) error {
 		return b.deps.Store.RecordEvent(ctx, tx, ws, e)
 	})

@@ -2,15 +2,13 @@ package outlinemirror
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/outline"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -28,38 +26,22 @@ var (
 
 // Views shapes mirrored rows as the read API shows them (outlineread.Views).
 type Views interface {
-	Document(outlinehandlers.Document) any
+	Document(outlinemodel.Document) any
 	CollectionViews
 }
 
-type feed struct {
-	pub     ports.ChangePublisher
-	remover ports.ChangeRemover
-	views   Views
-}
-
-// PublishChanges makes the store publish its document changes through pub, shaped by views.
-// Call it once, before the store is used.
+// PublishChanges makes the store publish its changes through pub, shaped by views. Call it
+// once, before the store is used.
 func (s *Store) PublishChanges(pub ports.ChangePublisher, views Views) error {
-	if pub == nil || views == nil {
-		return errors.New("outline mirror: a publisher and the read API's views are required")
-	}
-	remover, ok := pub.(ports.ChangeRemover)
-	if !ok {
-		return errors.New("outline mirror: the publisher must also remove torn-down changes (ports.ChangeRemover)")
-	}
-	s.feed = feed{pub: pub, remover: remover, views: views}
-	return nil
+	return s.feed.Set("outline", pub, views)
 }
 
-// upsertDocumentReportingChange returns whether the write changed the row, whether it is a
+// upsertDocumentReporting returns whether the write changed the row, whether it is a
 // tombstone and its version: the document's rule compares (source_updated_at, revision,
 // source_event_id).
-var upsertDocumentReportingChange = `
-WITH prior AS (SELECT * FROM outline_document WHERE workspace_id = $1 AND id = $2)` + upsertDocument + `
-RETURNING NOT EXISTS (SELECT 1 FROM prior p
-	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id'), t.deleted, ` +
-	pgutil.VersionOf(pgutil.VersionTime("t.source_updated_at"), pgutil.VersionNumber("t.revision"), pgutil.VersionNumber("t.source_event_id"))
+var upsertDocumentReporting = mirrorkit.ReportingAs(
+	`SELECT * FROM outline_document WHERE workspace_id = $1 AND id = $2`, upsertDocument, mirrorkit.Returning(
+		sqlkit.VersionOf(sqlkit.VersionTime("t.source_updated_at"), sqlkit.VersionNumber("t.revision"), sqlkit.VersionNumber("t.source_event_id"))))
 
 const (
 	// readDocumentView is the read API's list row for one document.
@@ -69,54 +51,53 @@ SELECT id, coalesce(collection_id, ''), coalesce(parent_document_id, ''), title,
 FROM outline_document WHERE workspace_id = $1 AND id = $2`
 )
 
-func (s *Store) upsertDocumentPublishing(ctx context.Context, tx ports.Tx, ws int64, args []any, id string) error {
-	ptx, err := deliveryinbox.PgxTx(tx)
-	if err != nil {
-		return err
-	}
-	var (
-		changed, deleted bool
-		version          string
-	)
-	err = ptx.QueryRow(ctx, upsertDocumentReportingChange, args...).Scan(&changed, &deleted, &version)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !changed) {
-		return nil // refused by the version rule, or nothing but the event id changed
-	}
-	if err != nil {
-		return pgutil.Interpret("upsert outline document", err)
-	}
-	subject := "outline:document:" + id
-	if deleted {
-		c, err := change.NewVersioned(DocumentDeleted, subject, version, map[string]string{"id": id})
-		if err != nil {
-			return err
-		}
-		return s.feed.pub.Publish(ctx, tx, ws, c)
-	}
-	var (
-		d       outlinehandlers.Document
-		updated pgtype.Timestamptz
-	)
-	err = ptx.QueryRow(ctx, readDocumentView, ws, id).Scan(&d.ID, &d.CollectionID, &d.ParentDocumentID, &d.Title,
-		&d.URLID, &d.Version.Revision, &d.PublishedAt, &d.ArchivedAt, &updated)
-	if err != nil {
-		return pgutil.Interpret("read outline document", err)
-	}
-	d.Version.UpdatedAt = finite(updated)
-	c, err := change.NewVersioned(DocumentUpdated, subject, version, s.feed.views.Document(d))
-	if err != nil {
-		return err
-	}
-	return s.feed.pub.Publish(ctx, tx, ws, c)
+func (s *Store) documentWrite(ws int64, args []any, id string) mirrorkit.Write {
+	return mirrorkit.Write{Op: "upsert outline document", Plain: upsertDocument, SQL: upsertDocumentReporting, Args: args,
+		Subject: "outline:document:" + id, Upserted: DocumentUpdated, Deleted: DocumentDeleted, Key: map[string]string{"id": id},
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read outline document", readDocumentView, []any{ws, id}, func(row pgx.Row, d *outlinemodel.Document) error {
+				var updated pgtype.Timestamptz
+				err := row.Scan(&d.ID, &d.CollectionID, &d.ParentDocumentID, &d.Title, &d.URLID, &d.Version.Revision,
+					&d.PublishedAt, &d.ArchivedAt, &updated)
+				d.Version.UpdatedAt = finite(updated)
+				return err
+			}, s.feed.Views().Document)
+		}}
 }
 
-// publishTeardown removes the data of the torn-down changes sel selects and publishes
-// connection.torn_down with what went, in the teardown's transaction.
-func (s *Store) publishTeardown(ctx context.Context, tx ports.Tx, ws, conn int64, sel ports.ChangeSelection,
-	resources []change.TornDownResource, everything bool) error {
-	if s.feed.pub == nil {
-		return nil
-	}
-	return ports.PublishTeardown(ctx, tx, s.feed.pub, s.feed.remover, ws, sel, change.TornDown{
-		ConnectionID: conn, Provider: outline.Provider.String(), Resources: resources, Everything: everything})
+// Collections publish as documents do (above): outline.collection.updated with the
+// collection shaped like its mirror row when the upsert changed the row in anything but the
+// event id, outline.collection.deleted when it made it a tombstone; nothing otherwise.
+
+// The collection change types.
+var (
+	CollectionUpdated = change.MustType("outline.collection.updated")
+	CollectionDeleted = change.MustType("outline.collection.deleted")
+)
+
+// CollectionViews shapes a collection for the change feed (outlineread.Views).
+type CollectionViews interface {
+	Collection(outlinemodel.Collection) any
+}
+
+var upsertCollectionReporting = mirrorkit.Reporting(
+	`SELECT * FROM outline_collection WHERE workspace_id = $1 AND id = $2`, upsertCollection)
+
+const (
+	readCollectionView = `
+SELECT id, name, description, url_id, archived, source_updated_at
+FROM outline_collection WHERE workspace_id = $1 AND id = $2`
+)
+
+func (s *Store) collectionWrite(ws int64, args []any, id string) mirrorkit.Write {
+	return mirrorkit.Write{Op: "upsert outline collection", Plain: upsertCollection, SQL: upsertCollectionReporting, Args: args,
+		Subject: "outline:collection:" + id, Upserted: CollectionUpdated, Deleted: CollectionDeleted, Key: map[string]string{"id": id},
+		View: func(ctx context.Context, ptx pgx.Tx) (any, error) {
+			return mirrorkit.Read(ctx, ptx, "read outline collection", readCollectionView, []any{ws, id}, func(row pgx.Row, c *outlinemodel.Collection) error {
+				var updated pgtype.Timestamptz
+				err := row.Scan(&c.ID, &c.Name, &c.Description, &c.URLID, &c.Archived, &updated)
+				c.UpdatedAt = finite(updated)
+				return err
+			}, s.feed.Views().Collection)
+		}}
 }

@@ -1,28 +1,15 @@
 package outlinemirror
 
 import (
-	"context"
-	"fmt"
-	"regexp"
-	"strings"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/hephaestus-dev/hephaestus/adapters/outline"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
-	"github.com/hephaestus-dev/hephaestus/domain/erasure"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 )
-
-var _ ports.PersonDataStore = (*Store)(nil)
 
 // outlinePersonData is the Outline mirror's personal-data map. Documents and collections are
 // shared items and the mirror keeps no author of them; the event record names who acted, a
 // reference that erasure removes (NULL) while the record, its time and model stay.
 // Parameters: @workspaces (bigint[]), @ids the person's Outline user ids (text[], exact).
-var outlinePersonData = []pgutil.PersonRule{
+var outlinePersonData = []sqlkit.PersonRule{
 	{Table: "outline_event", Where: `actor_id = ANY(@ids)`, Set: `actor_id = NULL`},
 	// A mention of the person in a document ("@[Name](mention://<id>/user/<user id>)", the
 	// markdown Outline writes) becomes a mention of TombstoneUser without the name; any other
@@ -40,42 +27,7 @@ const (
 
 // personArgs are PersonIDArgs and the patterns of the person's mentions (@mention_re) and ids
 // (@id_re) in document text.
-func personArgs(workspaces []int64, scope erasure.Scope) pgx.NamedArgs {
-	args := pgutil.PersonIDArgs(workspaces, scope)
-	var alts []string
-	for _, id := range args["ids"].([]string) {
-		alts = append(alts, regexp.QuoteMeta(strings.ToLower(id)))
-	}
-	args["mention_re"], args["id_re"] = `(?!)`, `(?!)`
-	if len(alts) > 0 {
-		ids := `(` + strings.Join(alts, "|") + `)`
-		args["mention_re"] = `@\[[^]]*\]\(mention://([^)/]*)/user/` + ids + `\)`
-		args["id_re"] = `(^|[^a-z0-9-])` + ids + `(?![a-z0-9-])`
-	}
-	return args
-}
-
-// Provider implements ports.PersonDataStore.
-func (s *Store) Provider() provider.Provider { return outline.Provider }
-
-// CountPerson implements ports.PersonDataStore.
-func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	ptx, err := deliveryinbox.PgxTx(tx)
-	if err != nil {
-		return 0, err
-	}
-	return pgutil.CountPerson(ctx, ptx, outlinePersonData, personArgs(workspaces, scope))
-}
-
-// ErasePerson implements ports.PersonDataStore.
-func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	ptx, err := deliveryinbox.PgxTx(tx)
-	if err != nil {
-		return 0, err
-	}
-	n, err := pgutil.ErasePerson(ctx, ptx, outlinePersonData, personArgs(workspaces, scope))
-	if err != nil {
-		return 0, fmt.Errorf("erase outline person data: %w", err)
-	}
-	return n, nil
-}
+var personArgs = mirrorkit.IDArgs(true, map[string]func(string) string{
+	"mention_re": func(ids string) string { return `@\[[^]]*\]\(mention://([^)/]*)/user/` + ids + `\)` },
+	"id_re":      func(ids string) string { return `(^|[^a-z0-9-])` + ids + `(?![a-z0-9-])` },
+})

@@ -1,6 +1,6 @@
 // Package outlinemirror is the PostgreSQL store of the Outline mirror (migration 00006):
 // documents, collections and event records. Writes run on the transaction of the DeliveryInbox
-// step that claims them (deliveryinbox.PgxTx); the fast path's version read and the read API
+// step that claims them (sqlkit.PgxTx); the fast path's version read and the read API
 // use the store's pool. Every statement binds the workspace.
 package outlinemirror
 
@@ -13,13 +13,14 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-var _ outlinehandlers.Store = (*Store)(nil)
+var _ outlinemodel.Store = (*Store)(nil)
 
 // A document's version is (source_updated_at, revision, source_event_id): an older one never
 // overwrites a newer one, and a version without an Outline timestamp is '-infinity'.
@@ -75,8 +76,10 @@ ORDER BY source_updated_at DESC, id LIMIT $2 OFFSET $3`
 
 // Store is the Outline mirror store.
 type Store struct {
+	// PersonData is the personal-data map erasure runs (persondata.go).
+	mirrorkit.PersonData
 	pool *pgxpool.Pool
-	feed feed // the change feed's publisher (changes.go); zero: no publishing
+	feed mirrorkit.Feed[Views] // the change feed's publisher (changes.go); zero: no publishing
 }
 
 // New makes the store; pool serves the reads.
@@ -84,14 +87,7 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("outline mirror store needs a database pool")
 	}
-	return &Store{pool: pool}, nil
-}
-
-func at(t time.Time) pgtype.Timestamptz {
-	if t.IsZero() {
-		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
-	}
-	return pgtype.Timestamptz{Time: t, Valid: true}
+	return &Store{PersonData: mirrorkit.NewPersonData(outline.Provider, outlinePersonData, personArgs), pool: pool}, nil
 }
 
 func finite(t pgtype.Timestamptz) time.Time {
@@ -102,50 +98,38 @@ func finite(t pgtype.Timestamptz) time.Time {
 }
 
 func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) error {
-	ptx, err := deliveryinbox.PgxTx(tx)
-	if err != nil {
-		return err
-	}
-	if _, err := ptx.Exec(ctx, sql, args...); err != nil {
-		return pgutil.Interpret(op, err)
-	}
-	return nil
+	_, err := mirrorkit.Exec(ctx, tx, op, sql, args...)
+	return err
 }
 
-func (s *Store) UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d outlinehandlers.Document) error {
+func (s *Store) UpsertDocument(ctx context.Context, tx ports.Tx, ws int64, d outlinemodel.Document) error {
 	args := []any{ws, d.ID, d.CollectionID, d.ParentDocumentID, d.Title, d.Text, d.URLID, d.Version.Revision,
-		d.PublishedAt, d.ArchivedAt, d.Deleted, at(d.Version.UpdatedAt), d.Version.EventID}
-	if s.feed.pub != nil {
-		return s.upsertDocumentPublishing(ctx, tx, ws, args, d.ID)
-	}
-	return exec(ctx, tx, "upsert outline document", upsertDocument, args...)
+		d.PublishedAt, d.ArchivedAt, d.Deleted, sqlkit.At(d.Version.UpdatedAt), d.Version.EventID}
+	return s.feed.Write(ctx, tx, ws, s.documentWrite(ws, args, d.ID))
 }
 
-func (s *Store) UpsertCollection(ctx context.Context, tx ports.Tx, ws int64, c outlinehandlers.Collection) error {
-	args := []any{ws, c.ID, c.Name, c.Description, c.URLID, c.Archived, c.Deleted, at(c.UpdatedAt), c.EventID}
-	if s.feed.pub != nil {
-		return s.upsertCollectionPublishing(ctx, tx, ws, args, c.ID)
-	}
-	return exec(ctx, tx, "upsert outline collection", upsertCollection, args...)
+func (s *Store) UpsertCollection(ctx context.Context, tx ports.Tx, ws int64, c outlinemodel.Collection) error {
+	args := []any{ws, c.ID, c.Name, c.Description, c.URLID, c.Archived, c.Deleted, sqlkit.At(c.UpdatedAt), c.EventID}
+	return s.feed.Write(ctx, tx, ws, s.collectionWrite(ws, args, c.ID))
 }
 
-func (s *Store) RecordEvent(ctx context.Context, tx ports.Tx, ws int64, e outlinehandlers.Event) error {
+func (s *Store) RecordEvent(ctx context.Context, tx ports.Tx, ws int64, e outlinemodel.Event) error {
 	return exec(ctx, tx, "record outline event", recordEvent,
 		ws, e.DeliveryID, e.Event, e.ModelID, e.ActorID, e.OccurredAt, e.EventID)
 }
 
 // DocumentVersion reads the stored version without a lock. Errors: database failures.
-func (s *Store) DocumentVersion(ctx context.Context, ws int64, id string) (outlinehandlers.StoredVersion, bool, error) {
+func (s *Store) DocumentVersion(ctx context.Context, ws int64, id string) (outlinemodel.StoredVersion, bool, error) {
 	var (
-		v       outlinehandlers.StoredVersion
+		v       outlinemodel.StoredVersion
 		updated pgtype.Timestamptz
 	)
 	err := s.pool.QueryRow(ctx, documentVersion, ws, id).Scan(&updated, &v.Version.Revision, &v.Version.EventID, &v.Deleted)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return outlinehandlers.StoredVersion{}, false, nil
+		return outlinemodel.StoredVersion{}, false, nil
 	}
 	if err != nil {
-		return outlinehandlers.StoredVersion{}, false, pgutil.Interpret("read outline document version", err)
+		return outlinemodel.StoredVersion{}, false, sqlkit.Interpret("read outline document version", err)
 	}
 	v.Version.UpdatedAt = finite(updated)
 	return v, true, nil
@@ -153,18 +137,18 @@ func (s *Store) DocumentVersion(ctx context.Context, ws int64, id string) (outli
 
 // ListDocuments pages the workspace's documents, most recently updated first, without deleted
 // ones and without their text. Errors: database failures.
-func (s *Store) ListDocuments(ctx context.Context, ws int64, page ports.PageRequest) ([]outlinehandlers.Document, int, error) {
+func (s *Store) ListDocuments(ctx context.Context, ws int64, page ports.PageRequest) ([]outlinemodel.Document, int, error) {
 	var total int
 	if err := s.pool.QueryRow(ctx, countDocuments, ws).Scan(&total); err != nil {
-		return nil, 0, pgutil.Interpret("count outline documents", err)
+		return nil, 0, sqlkit.Interpret("count outline documents", err)
 	}
 	rows, err := s.pool.Query(ctx, listDocuments, ws, page.Size, page.Offset())
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list outline documents", err)
+		return nil, 0, sqlkit.Interpret("list outline documents", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outlinehandlers.Document, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outlinemodel.Document, error) {
 		var (
-			d       outlinehandlers.Document
+			d       outlinemodel.Document
 			updated pgtype.Timestamptz
 		)
 		err := r.Scan(&d.ID, &d.CollectionID, &d.ParentDocumentID, &d.Title, &d.URLID, &d.Version.Revision,
@@ -173,7 +157,7 @@ func (s *Store) ListDocuments(ctx context.Context, ws int64, page ports.PageRequ
 		return d, err
 	})
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list outline documents", err)
+		return nil, 0, sqlkit.Interpret("list outline documents", err)
 	}
 	return out, total, nil
 }

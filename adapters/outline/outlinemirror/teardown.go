@@ -3,11 +3,9 @@ package outlinemirror
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -30,10 +28,6 @@ WHERE s.connection_id = $2 AND s.workspace_id = $1 AND s.resource_type = 'collec
 	WHERE o.workspace_id = $1 AND k.workspace_id = $1 AND k.id <> $2 AND k.provider = 'OUTLINE'
 	  AND k.state <> 'UNINSTALLED' AND o.resource_type = 'collection' AND o.resource_id = s.resource_id)`
 
-const otherLiveOutlineConnection = `
-SELECT EXISTS (SELECT 1 FROM connection WHERE workspace_id = $1 AND id <> $2 AND provider = 'OUTLINE'
-	AND state <> 'UNINSTALLED')`
-
 // collectionTeardown runs in order: the event records first, while the documents they name
 // are still there to be found.
 var collectionTeardown = []string{
@@ -51,29 +45,18 @@ var workspaceTeardown = []string{
 
 // TeardownConnection implements outlinesync.Store.
 func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error {
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return err
 	}
-	var others bool
-	if err := ptx.QueryRow(ctx, otherLiveOutlineConnection, workspaceID, connectionID).Scan(&others); err != nil {
-		return pgutil.Interpret("read live outline connections", err)
+	others, err := mirrorkit.OtherLiveConnection(ctx, ptx, outline.Provider, workspaceID, connectionID)
+	if err != nil {
+		return err
 	}
-	b := &pgx.Batch{}
 	var collections []string
-	if !others {
-		for _, q := range workspaceTeardown {
-			b.Queue(q, workspaceID)
-		}
-	} else {
+	if others {
 		if err := ptx.QueryRow(ctx, tornDownCollections, workspaceID, connectionID).Scan(&collections); err != nil {
-			return pgutil.Interpret("read torn-down outline collections", err)
-		}
-		if len(collections) == 0 {
-			return nil
-		}
-		for _, q := range collectionTeardown {
-			b.Queue(q, workspaceID, collections)
+			return sqlkit.Interpret("read torn-down outline collections", err)
 		}
 	}
 	// The changes of what goes: every Outline change when everything goes, else the
@@ -87,8 +70,9 @@ func (s *Store) TeardownConnection(ctx context.Context, tx ports.Tx, workspaceID
 	if len(collections) > 0 {
 		sel.DataMembers = map[string][]string{"collectionId": collections}
 	}
-	if err := pgutil.Interpret("tear down outline mirror", ptx.SendBatch(ctx, b).Close()); err != nil {
+	sent, err := mirrorkit.Teardown(ctx, ptx, "tear down outline mirror", workspaceID, collections, collectionTeardown, !others, workspaceTeardown)
+	if err != nil || !sent {
 		return err
 	}
-	return s.publishTeardown(ctx, tx, workspaceID, connectionID, sel, resources, !others)
+	return s.feed.Teardown(ctx, tx, outline.Provider, workspaceID, connectionID, sel, resources, !others)
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -20,7 +20,7 @@ import (
 // Store reads the Outline mirror; adapters/outline/outlinemirror.Store is one.
 type Store interface {
 	// ListDocuments errors: database failures.
-	ListDocuments(ctx context.Context, ws int64, page ports.PageRequest) ([]outlinehandlers.Document, int, error)
+	ListDocuments(ctx context.Context, ws int64, page ports.PageRequest) ([]outlinemodel.Document, int, error)
 }
 
 // Config is what the routes need.
@@ -45,7 +45,7 @@ type documentJSON struct {
 	UpdatedAt        *string `json:"updatedAt"`
 }
 
-func toDocumentJSON(d outlinehandlers.Document) documentJSON {
+func toDocumentJSON(d outlinemodel.Document) documentJSON {
 	return documentJSON{
 		ID: d.ID, CollectionID: readkit.Optional(d.CollectionID), ParentDocumentID: readkit.Optional(d.ParentDocumentID),
 		Title: d.Title, URLID: d.URLID, Revision: d.Version.Revision, PublishedAt: readkit.Timestamp(d.PublishedAt),

@@ -2,8 +2,8 @@ package outlineread
 
 import (
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -14,7 +14,7 @@ var _ outlinemirror.Views = Views{}
 // exactly as this API shows it.
 type Views struct{}
 
-func (Views) Document(d outlinehandlers.Document) any { return toDocumentJSON(d) }
+func (Views) Document(d outlinemodel.Document) any { return toDocumentJSON(d) }
 
 // collectionJSON is a collection for the change feed (this API lists none): shaped like its
 // mirror row.
@@ -27,7 +27,7 @@ type collectionJSON struct {
 	UpdatedAt   *string `json:"updatedAt"`
 }
 
-func (Views) Collection(c outlinehandlers.Collection) any {
+func (Views) Collection(c outlinemodel.Collection) any {
 	return collectionJSON{ID: c.ID, Name: c.Name, Description: c.Description, URLID: c.URLID, Archived: c.Archived,
 		UpdatedAt: readkit.Updated(c.UpdatedAt)}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
@@ -113,7 +114,7 @@ func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string)
 	}
 	// The first page also mirrors the collection itself (its name for the read API, and a row
 	// the teardown removes with it).
-	var collection *outlinehandlers.Collection
+	var collection *outlinemodel.Collection
 	if offset == 0 {
 		data, err := s.reader.CollectionInfo(ctx, token, job.ResourceID)
 		if err != nil {

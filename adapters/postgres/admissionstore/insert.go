@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -147,12 +147,12 @@ func (t *admissionTx) insertAndCommit(ctx context.Context, op string,
 	}
 	t.ended = true // the Sync ended the transaction, committed or not
 	var pgErr *pgconn.PgError
-	if t.readEpoch != nil && errors.As(err, &pgErr) && pgErr.Code == pgutil.SerializationFailure {
+	if t.readEpoch != nil && errors.As(err, &pgErr) && pgErr.Code == sqlkit.SerializationFailure {
 		t.routesMoved = true // route_epoch_moved: under READ COMMITTED nothing else raises it here
 		return errRoutesMoved
 	}
 	if err != nil {
-		return pgutil.Interpret(op, err)
+		return sqlkit.Interpret(op, err)
 	}
 	return nil
 }

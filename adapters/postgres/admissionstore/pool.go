@@ -21,7 +21,7 @@ const (
 	planCache      = "force_generic_plan"
 	// lockTimeoutParam ends a wait for a lifecycle lock (a workspace deletion or a suspension
 	// holding a connection row): the statement fails with 55P03, which is contention
-	// (pgutil.Interpret), so the delivery is answered 503 retry and the provider delivers it
+	// (sqlkit.Interpret), so the delivery is answered 503 retry and the provider delivers it
 	// again, instead of every provider's admission stalling behind one long transaction.
 	lockTimeoutParam = "lock_timeout"
 )

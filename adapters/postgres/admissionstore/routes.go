@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -83,7 +83,7 @@ func (t *admissionTx) Routes(ctx context.Context, spec ports.RouteSpec, provider
 		return nil
 	})
 	if err != nil {
-		return nil, pgutil.Interpret("read routes", err)
+		return nil, sqlkit.Interpret("read routes", err)
 	}
 	if len(routes) > 0 {
 		t.readEpoch = &epoch // the insert stores only while it holds (insertAndCommit)
@@ -133,7 +133,7 @@ func (t *admissionTx) lock(ctx context.Context, ids []int64) ([]ports.LockedConn
 		return nil
 	})
 	if err != nil {
-		return nil, pgutil.Interpret("lock connections", err)
+		return nil, sqlkit.Interpret("lock connections", err)
 	}
 	out := make([]ports.LockedConnection, len(ids))
 	for i, id := range ids {

@@ -29,7 +29,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -80,12 +80,12 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 func (s *Store) acquire(ctx context.Context) (*admissionTx, func(), error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, nil, pgutil.Interpret("acquire connection", err)
+		return nil, nil, sqlkit.Interpret("acquire connection", err)
 	}
 	t := &admissionTx{conn: c.Conn(), memory: &s.routes}
 	if err := t.prepare(ctx); err != nil {
 		c.Release()
-		return nil, nil, pgutil.Interpret("prepare admission statements", err)
+		return nil, nil, sqlkit.Interpret("prepare admission statements", err)
 	}
 	return t, c.Release, nil
 }
@@ -119,7 +119,7 @@ func (s *Store) acquire(ctx context.Context) (*admissionTx, func(), error) {
 // stored and fn runs again on routes read anew, up to routeReads transactions.
 //
 // A transaction on routes read first waits for one of the slots, within ctx. Errors: fn's
-// error; a database failure translated by pgutil (*inbox.TransientError, …).
+// error; a database failure translated by sqlkit (*inbox.TransientError, …).
 func (s *Store) Admit(ctx context.Context, fn func(ctx context.Context, tx ports.AdmissionTx) error) error {
 	ctx, span := telemetry.Tracer().Start(ctx, "admission.transaction", trace.WithSpanKind(trace.SpanKindClient))
 	if !span.IsRecording() {
@@ -178,7 +178,7 @@ func (t *admissionTx) connect(ctx context.Context) error {
 	select {
 	case t.store.slots <- struct{}{}:
 	case <-ctx.Done():
-		return pgutil.Interpret("acquire connection", ctx.Err())
+		return sqlkit.Interpret("acquire connection", ctx.Err())
 	}
 	c, release, err := t.store.acquire(ctx)
 	if err != nil {
@@ -219,7 +219,7 @@ func (t *admissionTx) run(ctx context.Context, fn func(ctx context.Context, tx p
 	if endErr := t.end(); err == nil && endErr != nil {
 		// fn succeeded without inserting: its reads and locks end here; a failure to end them
 		// is the database's, and what fn decided was not stored.
-		return pgutil.Interpret("end transaction", endErr)
+		return sqlkit.Interpret("end transaction", endErr)
 	}
 	return err
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -40,7 +40,7 @@ func (s *Store) latest(ctx context.Context, workspaceID int64, r *ports.FeedRead
 	out, state, err := s.readSettled(ctx, r, func(ctx context.Context, tx pgx.Tx, watermark string) ([]change.Stored, error) {
 		rows, _ := tx.Query(ctx, readSettledLatest, workspaceID, limit, watermark)
 		out, err := pgx.CollectRows(rows, scanChange)
-		return out, pgutil.Interpret("read latest changes", err)
+		return out, sqlkit.Interpret("read latest changes", err)
 	})
 	if err != nil {
 		return nil, state, err

@@ -1,6 +1,6 @@
 package changefeed
 
-import "github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+import "github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 
 // publishChange inserts one change of the current transaction; xid defaults to
 // pg_current_xact_id(), the id of the writing transaction. A change whose data has no version
@@ -10,7 +10,7 @@ import "github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 var publishChange = `
 INSERT INTO workspace_change (workspace_id, type, subject, data)
 VALUES ($1, $2, $3, CASE WHEN $4::jsonb ? 'version' THEN $4::jsonb
-                         ELSE $4::jsonb || jsonb_build_object('version', ` + pgutil.VersionTime("clock_timestamp()") + `) END)`
+                         ELSE $4::jsonb || jsonb_build_object('version', ` + sqlkit.VersionTime("clock_timestamp()") + `) END)`
 
 // readFeedHorizon reads the highest cursor retention deleted in the workspace (none: no row).
 const readFeedHorizon = `

@@ -7,8 +7,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -30,18 +29,18 @@ WHERE c.workspace_id = $1 AND starts_with(c.type, $2)
   AND ($3 OR c.subject = ANY($4::text[])
        OR EXISTS (SELECT 1 FROM unnest($5::text[]) AS p(x) WHERE starts_with(c.subject, p.x))`
 
-// RemoveChanges implements ports.ChangeRemover. Errors: deliveryinbox.ErrForeignTx, a data
+// RemoveChanges implements ports.ChangeRemover. Errors: sqlkit.ErrForeignTx, a data
 // member that is not a plain name, an empty type prefix.
 func (s *Store) RemoveChanges(ctx context.Context, tx ports.Tx, workspaceID int64, sel ports.ChangeSelection) (int64, error) {
 	if sel.TypePrefix == "" {
 		return 0, errors.New("change feed: a removal without a type prefix")
 	}
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return 0, err
 	}
 	// Changes this transaction published are removed too: they are written first.
-	if err := deliveryinbox.FlushAtCommit(ctx, tx); err != nil {
+	if err := sqlkit.FlushAtCommit(ctx, tx); err != nil {
 		return 0, err
 	}
 	sql := removeChangesHead
@@ -63,7 +62,7 @@ func (s *Store) RemoveChanges(ctx context.Context, tx ports.Tx, workspaceID int6
 	sql += `)`
 	tag, err := ptx.Exec(ctx, sql, args...)
 	if err != nil {
-		return 0, pgutil.Interpret("remove torn-down changes", err)
+		return 0, sqlkit.Interpret("remove torn-down changes", err)
 	}
 	return tag.RowsAffected(), nil
 }

@@ -35,8 +35,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/domain/workspace"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -64,7 +63,7 @@ func New(pool *pgxpool.Pool, committed func()) (*Store, error) {
 	return &Store{pool: pool, committed: committed}, nil
 }
 
-// Publish implements ports.ChangePublisher. Errors: deliveryinbox.ErrForeignTx.
+// Publish implements ports.ChangePublisher. Errors: sqlkit.ErrForeignTx.
 func (s *Store) Publish(ctx context.Context, tx ports.Tx, workspaceID int64, c change.Change) error {
 	if c.Type().IsZero() {
 		return fmt.Errorf("publish change: %w", change.ErrInvalidChange)
@@ -72,8 +71,8 @@ func (s *Store) Publish(ctx context.Context, tx ports.Tx, workspaceID int64, c c
 	// In a fenced transaction of the inbox the insert travels with the COMMIT: a
 	// step's publications cost no round trip of their own. Nothing in the transaction reads
 	// workspace_change after publishing.
-	if !deliveryinbox.ExecAtCommit(tx, "publish change", publishChange, workspaceID, c.Type().String(), c.Subject(), c.Data()) {
-		ptx, err := deliveryinbox.PgxTx(tx)
+	if !sqlkit.ExecAtCommit(tx, "publish change", publishChange, workspaceID, c.Type().String(), c.Subject(), c.Data()) {
+		ptx, err := sqlkit.PgxTx(tx)
 		if err != nil {
 			return err
 		}
@@ -82,7 +81,7 @@ func (s *Store) Publish(ctx context.Context, tx ports.Tx, workspaceID int64, c c
 		}
 	}
 	if s.committed != nil {
-		return deliveryinbox.AfterCommit(tx, s.committed)
+		return sqlkit.AfterCommit(tx, s.committed)
 	}
 	return nil
 }
@@ -94,7 +93,7 @@ func (s *Store) PublishInTx(ctx context.Context, tx pgx.Tx, workspaceID int64, c
 		return fmt.Errorf("publish change: %w", change.ErrInvalidChange)
 	}
 	if _, err := tx.Exec(ctx, publishChange, workspaceID, c.Type().String(), c.Subject(), c.Data()); err != nil {
-		return pgutil.Interpret("publish change", err)
+		return sqlkit.Interpret("publish change", err)
 	}
 	return nil
 }
@@ -144,7 +143,7 @@ func (s *Store) changes(ctx context.Context, workspaceID int64, r *ports.FeedRea
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 		case err != nil:
-			return nil, pgutil.Interpret("read change horizon", err)
+			return nil, sqlkit.Interpret("read change horizon", err)
 		default:
 			hxid, perr := strconv.ParseUint(hx, 10, 64)
 			if perr != nil {
@@ -157,7 +156,7 @@ func (s *Store) changes(ctx context.Context, workspaceID int64, r *ports.FeedRea
 		}
 		rows, _ := tx.Query(ctx, readSettledChangesAfter, workspaceID, strconv.FormatUint(after.Xid(), 10), after.ID(), limit, watermark)
 		out, err := pgx.CollectRows(rows, scanChange)
-		return out, pgutil.Interpret("read changes", err)
+		return out, sqlkit.Interpret("read changes", err)
 	})
 }
 
@@ -170,13 +169,13 @@ func (s *Store) readSettled(ctx context.Context, r *ports.FeedReader,
 ) ([]change.Stored, ports.FeedReaderState, error) {
 	var watermark string
 	if err := s.pool.QueryRow(ctx, readSettledWatermark).Scan(&watermark); err != nil {
-		return nil, ports.FeedReaderState{}, pgutil.Interpret("read change watermark", err)
+		return nil, ports.FeedReaderState{}, sqlkit.Interpret("read change watermark", err)
 	}
 	var (
 		out   []change.Stored
 		state ports.FeedReaderState
 	)
-	err := pgutil.WithTx(ctx, s.pool, readOnlySnapshot, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, s.pool, readOnlySnapshot, func(ctx context.Context, tx pgx.Tx) error {
 		if r != nil {
 			var err error
 			if state, err = readReader(ctx, tx, *r); err != nil {
@@ -200,7 +199,7 @@ func readReader(ctx context.Context, tx pgx.Tx, r ports.FeedReader) (ports.FeedR
 	err := tx.QueryRow(ctx, readFeedReader, r.WorkspaceID, p.AccountID, p.TokenID, p.IsAdminToken(), p.InstanceAdmin).
 		Scan(&st.Authenticated, &st.WorkspaceExists, &role)
 	if err != nil {
-		return st, pgutil.Interpret("read change feed reader", err)
+		return st, sqlkit.Interpret("read change feed reader", err)
 	}
 	if role != "" {
 		if st.Role, err = workspace.ParseRole(role); err != nil {
@@ -214,14 +213,14 @@ func readReader(ctx context.Context, tx pgx.Tx, r ports.FeedReader) (ports.FeedR
 func (s *Store) DeleteChangesBefore(ctx context.Context, cutoff time.Time, batch int) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, deleteChangesBefore, cutoff, batch).Scan(&n)
-	return n, pgutil.Interpret("delete expired changes", err)
+	return n, sqlkit.Interpret("delete expired changes", err)
 }
 
 // CountChanges implements ports.ChangeRetentionStore.
 func (s *Store) CountChanges(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.pool.QueryRow(ctx, countChanges).Scan(&n)
-	return n, pgutil.Interpret("count changes", err)
+	return n, sqlkit.Interpret("count changes", err)
 }
 
 // scanChange reads one change row as the feed's reads select it: id, transaction id (as

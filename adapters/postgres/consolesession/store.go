@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -75,7 +75,7 @@ func (s *Store) Create(ctx context.Context, id string, p ports.Principal, adminT
 	}
 	interval := fmt.Sprintf("%d milliseconds", ttl.Milliseconds())
 	if _, err := s.pool.Exec(ctx, createSession, hashID(id), account, token, adminTokenHash, csrf, interval); err != nil {
-		return pgutil.Interpret("create console session", err)
+		return sqlkit.Interpret("create console session", err)
 	}
 	return nil
 }
@@ -93,7 +93,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (ports.ConsoleSession, er
 		return ports.ConsoleSession{}, fmt.Errorf("console session: %w", ports.ErrNotFound)
 	}
 	if err != nil {
-		return ports.ConsoleSession{}, pgutil.Interpret("console session", err)
+		return ports.ConsoleSession{}, sqlkit.Interpret("console session", err)
 	}
 	if account == nil {
 		out.Principal = ports.Principal{AccountID: ports.InstanceAdminAccountID, InstanceAdmin: true}
@@ -106,7 +106,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (ports.ConsoleSession, er
 // Delete ends the session id (sign-out); an unknown id is no error.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if _, err := s.pool.Exec(ctx, deleteSession, hashID(id)); err != nil {
-		return pgutil.Interpret("delete console session", err)
+		return sqlkit.Interpret("delete console session", err)
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -177,17 +177,17 @@ func (r *Reader) ExplainDeliveries(ctx context.Context, workspaceID int64, filte
 	if analyze {
 		options = "ANALYZE, BUFFERS, " + options
 	}
-	err = pgutil.WithTx(ctx, r.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, r.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, browserPlan(filter)); err != nil {
-			return pgutil.Interpret("explain deliveries", err)
+			return sqlkit.Interpret("explain deliveries", err)
 		}
 		explain := func(sql string, args []any) (string, error) {
 			rows, err := tx.Query(ctx, "EXPLAIN ("+options+") "+sql, args...)
 			if err != nil {
-				return "", pgutil.Interpret("explain deliveries", err)
+				return "", sqlkit.Interpret("explain deliveries", err)
 			}
 			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			return strings.Join(lines, "\n"), pgutil.Interpret("explain deliveries", err)
+			return strings.Join(lines, "\n"), sqlkit.Interpret("explain deliveries", err)
 		}
 		lq := browserFilter(workspaceID, filter)
 		if list, err = explain(listDeliveriesSQL(lq, page), lq.args); err != nil {
@@ -212,18 +212,18 @@ func (r *Reader) ListDeliveries(ctx context.Context, workspaceID int64, filter p
 		items []ports.DeliveryItem
 		total int
 	)
-	err := pgutil.WithTx(ctx, r.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, r.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, browserPlan(filter)); err != nil {
-			return pgutil.Interpret("list deliveries", err)
+			return sqlkit.Interpret("list deliveries", err)
 		}
 		cq := browserFilter(workspaceID, filter)
 		if err := tx.QueryRow(ctx, countDeliveriesSQL(cq), cq.args...).Scan(&total); err != nil {
-			return pgutil.Interpret("count deliveries", err)
+			return sqlkit.Interpret("count deliveries", err)
 		}
 		lq := browserFilter(workspaceID, filter)
 		rows, err := tx.Query(ctx, listDeliveriesSQL(lq, page), lq.args...)
 		if err != nil {
-			return pgutil.Interpret("list deliveries", err)
+			return sqlkit.Interpret("list deliveries", err)
 		}
 		items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ports.DeliveryItem, error) {
 			var b browserRow
@@ -232,7 +232,7 @@ func (r *Reader) ListDeliveries(ctx context.Context, workspaceID int64, filter p
 			}
 			return b.item()
 		})
-		return pgutil.Interpret("list deliveries", err)
+		return sqlkit.Interpret("list deliveries", err)
 	})
 	if err != nil {
 		return nil, 0, false, err
@@ -261,7 +261,7 @@ func (r *Reader) Delivery(ctx context.Context, workspaceID, id int64) (ports.Del
 		return ports.Delivery{}, fmt.Errorf("delivery: %w", ports.ErrNotFound)
 	}
 	var out ports.Delivery
-	err := pgutil.WithTx(ctx, r.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, r.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
 		var (
 			b       browserRow
 			payload []byte
@@ -275,7 +275,7 @@ func (r *Reader) Delivery(ctx context.Context, workspaceID, id int64) (ports.Del
 			row = tx.QueryRow(ctx, deliveryOfWorkspace, id, workspaceID)
 		}
 		if err := row.Scan(append(b.targets(), &payload, &headers, &parent)...); err != nil {
-			return pgutil.Interpret(fmt.Sprintf("delivery %d", id), err)
+			return sqlkit.Interpret(fmt.Sprintf("delivery %d", id), err)
 		}
 		item, err := b.item()
 		if err != nil {
@@ -291,7 +291,7 @@ func (r *Reader) Delivery(ctx context.Context, workspaceID, id int64) (ports.Del
 		}
 		rows, err := tx.Query(ctx, stepsOfDelivery, id)
 		if err != nil {
-			return pgutil.Interpret("delivery steps", err)
+			return sqlkit.Interpret("delivery steps", err)
 		}
 		steps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ports.DeliveryStep, error) {
 			var s ports.DeliveryStep
@@ -299,12 +299,12 @@ func (r *Reader) Delivery(ctx context.Context, workspaceID, id int64) (ports.Del
 			return s, err
 		})
 		if err != nil {
-			return pgutil.Interpret("delivery steps", err)
+			return sqlkit.Interpret("delivery steps", err)
 		}
 		out.Steps = append(out.Steps, steps...)
 		rows, err = tx.Query(ctx, attemptsOfDelivery, id)
 		if err != nil {
-			return pgutil.Interpret("delivery attempts", err)
+			return sqlkit.Interpret("delivery attempts", err)
 		}
 		attempts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ports.DeliveryAttempt, error) {
 			var (
@@ -330,7 +330,7 @@ func (r *Reader) Delivery(ctx context.Context, workspaceID, id int64) (ports.Del
 			return a, nil
 		})
 		if err != nil {
-			return pgutil.Interpret("delivery attempts", err)
+			return sqlkit.Interpret("delivery attempts", err)
 		}
 		out.Attempts = append(out.Attempts, attempts...)
 		return nil

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -48,7 +48,7 @@ func (r *Reader) ListDead(ctx context.Context, workspaceID int64, filter ports.D
 		items []inbox.Delivery
 		total int
 	)
-	err := pgutil.WithTx(ctx, r.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, r.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
 		var (
 			rows pgx.Rows
 			err  error
@@ -59,7 +59,7 @@ func (r *Reader) ListDead(ctx context.Context, workspaceID int64, filter ports.D
 			err = tx.QueryRow(ctx, countDeadOfWorkspace, workspaceID, filter.Provider, filter.EventType, filter.ErrorClass).Scan(&total)
 		}
 		if err != nil {
-			return pgutil.Interpret("count dead letters", err)
+			return sqlkit.Interpret("count dead letters", err)
 		}
 		if workspaceID == 0 {
 			rows, err = tx.Query(ctx, listDeadOfInstallation, page.Size, page.Offset(), filter.Provider, filter.EventType, filter.ErrorClass)
@@ -67,7 +67,7 @@ func (r *Reader) ListDead(ctx context.Context, workspaceID int64, filter ports.D
 			rows, err = tx.Query(ctx, listDeadOfWorkspace, workspaceID, page.Size, page.Offset(), filter.Provider, filter.EventType, filter.ErrorClass)
 		}
 		if err != nil {
-			return pgutil.Interpret("list dead letters", err)
+			return sqlkit.Interpret("list dead letters", err)
 		}
 		items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (inbox.Delivery, error) {
 			var d deadRow
@@ -76,7 +76,7 @@ func (r *Reader) ListDead(ctx context.Context, workspaceID int64, filter ports.D
 			}
 			return d.delivery(), nil
 		})
-		return pgutil.Interpret("list dead letters", err)
+		return sqlkit.Interpret("list dead letters", err)
 	})
 	if err != nil {
 		return nil, 0, err
@@ -101,7 +101,7 @@ func (r *Reader) DeadLetter(ctx context.Context, workspaceID, id int64) (ports.D
 		row = r.pool.QueryRow(ctx, deadLetterOfWorkspace, id, workspaceID)
 	}
 	if err := row.Scan(append(d.targets(), &payload, &headers)...); err != nil {
-		return ports.DeadLetter{}, pgutil.Interpret(fmt.Sprintf("dead letter %d", id), err)
+		return ports.DeadLetter{}, sqlkit.Interpret(fmt.Sprintf("dead letter %d", id), err)
 	}
 	if headers == nil {
 		headers = map[string]string{}
@@ -123,13 +123,13 @@ func (r *Reader) Overview(ctx context.Context, workspaceID int64, busiest int) (
 		estimate = estimateDoneOfInstallation
 	}
 	o := ports.InboxOverview{Counts: make(map[inbox.State]int64, 4), BusiestScopes: []ports.ScopeBacklog{}}
-	err := pgutil.WithTx(ctx, r.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, r.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, pinOverviewPlan); err != nil {
-			return pgutil.Interpret("count inbox rows", err)
+			return sqlkit.Interpret("count inbox rows", err)
 		}
 		var queued, leased, dead, done int64
 		if err := tx.QueryRow(ctx, q[0], append(args, DoneCountedUpTo)...).Scan(&queued, &leased, &dead, &done); err != nil {
-			return pgutil.Interpret("count inbox rows", err)
+			return sqlkit.Interpret("count inbox rows", err)
 		}
 		if done > DoneCountedUpTo {
 			estimated, err := plannedRows(ctx, tx, estimate)
@@ -143,7 +143,7 @@ func (r *Reader) Overview(ctx context.Context, workspaceID int64, busiest int) (
 
 		var age float64
 		if err := tx.QueryRow(ctx, q[1], args...).Scan(&age); err != nil {
-			return pgutil.Interpret("oldest queued row", err)
+			return sqlkit.Interpret("oldest queued row", err)
 		}
 		if age > 0 && age < math.MaxInt64/float64(time.Second) {
 			o.OldestQueuedAge = time.Duration(age * float64(time.Second))
@@ -151,7 +151,7 @@ func (r *Reader) Overview(ctx context.Context, workspaceID int64, busiest int) (
 
 		rows, err := tx.Query(ctx, q[2], append(args, busiest)...)
 		if err != nil {
-			return pgutil.Interpret("busiest scopes", err)
+			return sqlkit.Interpret("busiest scopes", err)
 		}
 		scopes, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ports.ScopeBacklog, error) {
 			var b ports.ScopeBacklog
@@ -159,7 +159,7 @@ func (r *Reader) Overview(ctx context.Context, workspaceID int64, busiest int) (
 			return b, err
 		})
 		if err != nil {
-			return pgutil.Interpret("busiest scopes", err)
+			return sqlkit.Interpret("busiest scopes", err)
 		}
 		o.BusiestScopes = append(o.BusiestScopes, scopes...)
 		return nil
@@ -183,7 +183,7 @@ func plannedRows(ctx context.Context, tx pgx.Tx, query string) (int64, error) {
 		} `json:"Plan"`
 	}
 	if err := tx.QueryRow(ctx, query).Scan(&plan); err != nil {
-		return 0, pgutil.Interpret("estimate done rows", err)
+		return 0, sqlkit.Interpret("estimate done rows", err)
 	}
 	if len(plan) == 0 {
 		return 0, errors.New("estimate done rows: no plan")
@@ -241,7 +241,7 @@ func (r *Reader) Activity(ctx context.Context, workspaceID int64, limit int) (po
 	}
 	rows, err := r.pool.Query(ctx, activityOfWorkspace, workspaceID, limit)
 	if err != nil {
-		return ports.Activity{}, pgutil.Interpret("inbox activity", err)
+		return ports.Activity{}, sqlkit.Interpret("inbox activity", err)
 	}
 	var (
 		out   ports.Activity
@@ -254,7 +254,7 @@ func (r *Reader) Activity(ctx context.Context, workspaceID int64, limit int) (po
 		return m, err
 	})
 	if err != nil {
-		return ports.Activity{}, pgutil.Interpret("inbox activity", err)
+		return ports.Activity{}, sqlkit.Interpret("inbox activity", err)
 	}
 	out.Capped = total >= int64(limit)
 	return out, nil

@@ -42,7 +42,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -151,7 +151,7 @@ func (in *Inbox) Completed(ctx context.Context, step inbox.Step) (bool, error) {
 	}
 	var done bool
 	if err := in.pool.QueryRow(ctx, stepCommitted, f.EventID(), step.String()).Scan(&done); err != nil {
-		return false, pgutil.Interpret("read committed step", err)
+		return false, sqlkit.Interpret("read committed step", err)
 	}
 	return done, nil
 }
@@ -159,13 +159,13 @@ func (in *Inbox) Completed(ctx context.Context, step inbox.Step) (bool, error) {
 // plain runs fn in an unfenced transaction: a sync job or a test has no event to claim, and
 // its writes follow their natural-key and version rules.
 func (in *Inbox) plain(ctx context.Context, fn func(ctx context.Context, tx ports.Tx) error) error {
-	var tx *Tx
-	err := pgutil.WithTx(ctx, in.pool, readCommitted, func(ctx context.Context, ptx pgx.Tx) error {
-		tx = &Tx{tx: ptx}
+	var tx ports.Tx
+	err := sqlkit.WithTx(ctx, in.pool, readCommitted, func(ctx context.Context, ptx pgx.Tx) error {
+		tx = sqlkit.Adopt(ptx)
 		return fn(ctx, tx)
 	})
 	if err == nil && tx != nil {
-		tx.committed()
+		sqlkit.Committed(tx)
 	}
 	return err
 }
@@ -185,7 +185,7 @@ func (in *Inbox) fenced(ctx context.Context, f erasure.Fence, step inbox.Step, f
 	}
 	conn, err := in.pool.Acquire(ctx)
 	if err != nil {
-		return pgutil.Interpret("begin", err)
+		return sqlkit.Interpret("begin", err)
 	}
 	defer conn.Release()
 	defer func() {
@@ -214,25 +214,25 @@ func (in *Inbox) fenced(ctx context.Context, f erasure.Fence, step inbox.Step, f
 			err := conn.QueryRow(ctx, claimStep, f.EventID(), step.String()).Scan(&one)
 			claimed = err == nil
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return wrap(pgutil.Interpret("claim step", err))
+				return wrap(sqlkit.Interpret("claim step", err))
 			}
 		}
 		if !claimed {
 			return errStepCommitted
 		}
 	}
-	tx := &Tx{tx: connTx{conn: conn.Conn()}, fenced: true}
+	tx := sqlkit.FencedTx(connTx{conn: conn.Conn()})
 	if err := fn(ctx, tx); err != nil {
 		return fnError(err)
 	}
 	if err := commitFenced(ctx, conn.Conn(), f, tx); err != nil {
 		return wrap(err)
 	}
-	if tx.deletesOwnEvent {
+	if tx.OwnEventDeleted() {
 		// The consumer then counts a row it finds gone as handled, not as erased.
 		ports.RecordOwnDeletion(ctx)
 	}
-	tx.committed()
+	sqlkit.Committed(tx)
 	return nil
 }
 
@@ -250,11 +250,11 @@ func openFence(ctx context.Context, conn *pgx.Conn, f erasure.Fence, step inbox.
 	br := conn.SendBatch(ctx, b)
 	defer func() {
 		if cerr := br.Close(); err == nil && cerr != nil {
-			err = pgutil.Interpret("take fences", cerr)
+			err = sqlkit.Interpret("take fences", cerr)
 		}
 	}()
 	if _, err := br.Exec(); err != nil {
-		return obs, false, false, pgutil.Interpret("begin", err)
+		return obs, false, false, sqlkit.Interpret("begin", err)
 	}
 	var (
 		state *string
@@ -269,7 +269,7 @@ func openFence(ctx context.Context, conn *pgx.Conn, f erasure.Fence, step inbox.
 		return obs, false, false, errors.New("the inbox_erasure_fence row 'inbox' is missing; run the migrations")
 	}
 	if err != nil {
-		return obs, false, false, pgutil.Interpret("take fences", err)
+		return obs, false, false, sqlkit.Interpret("take fences", err)
 	}
 	if state != nil && epoch != nil {
 		if obs.State, err = inbox.ParseState(*state); err != nil {
@@ -284,29 +284,29 @@ func openFence(ctx context.Context, conn *pgx.Conn, f erasure.Fence, step inbox.
 // in one round trip. A recheck that does not find the event LEASED under the fence's epoch
 // raises, so COMMIT never runs; its SQLSTATE is turned back into the observation Fence.Check
 // judges. A handler that deleted its own event on purpose commits.
-func commitFenced(ctx context.Context, conn *pgx.Conn, f erasure.Fence, tx *Tx) (err error) {
+func commitFenced(ctx context.Context, conn *pgx.Conn, f erasure.Fence, tx *sqlkit.Tx) (err error) {
 	b := &pgx.Batch{}
-	for _, d := range tx.atCommit {
-		b.Queue(d.sql, d.args...)
+	for _, d := range tx.AtCommit() {
+		b.Queue(d.SQL, d.Args...)
 	}
-	b.Queue(recheckFenceSQL, f.EventID(), int64(f.Epoch()), tx.deletesOwnEvent)
+	b.Queue(recheckFenceSQL, f.EventID(), int64(f.Epoch()), tx.OwnEventDeleted())
 	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, b)
 	defer func() {
 		if cerr := br.Close(); err == nil && cerr != nil {
-			err = pgutil.Interpret("commit", cerr)
+			err = sqlkit.Interpret("commit", cerr)
 		}
 	}()
-	for _, d := range tx.atCommit {
+	for _, d := range tx.AtCommit() {
 		if _, err := br.Exec(); err != nil {
-			return fnError(pgutil.Interpret(d.op, err))
+			return fnError(sqlkit.Interpret(d.Op, err))
 		}
 	}
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("commit-time recheck: %w", recheckVerdict(f, err))
 	}
 	if _, err := br.Exec(); err != nil {
-		return pgutil.Interpret("commit", err)
+		return sqlkit.Interpret("commit", err)
 	}
 	return nil
 }
@@ -316,7 +316,7 @@ func commitFenced(ctx context.Context, conn *pgx.Conn, f erasure.Fence, tx *Tx) 
 func recheckVerdict(f erasure.Fence, err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
-		return pgutil.Interpret("recheck event", err)
+		return sqlkit.Interpret("recheck event", err)
 	}
 	var obs erasure.Observation
 	switch pgErr.Code {
@@ -338,7 +338,7 @@ func recheckVerdict(f erasure.Fence, err error) error {
 	case recheckGone:
 		obs = erasure.Observation{}
 	default:
-		return pgutil.Interpret("recheck event", err)
+		return sqlkit.Interpret("recheck event", err)
 	}
 	if verdict := f.Check(obs); verdict != nil {
 		return verdict
@@ -349,7 +349,7 @@ func recheckVerdict(f erasure.Fence, err error) error {
 // fnError is what a fenced transaction returns for fn's error: fn's own error, unchanged, so
 // the handler and Classify see what it said, except that a database error a mirror store
 // returned uninterpreted (a deadlock, a serialization failure, a lock timeout, a lost
-// connection) is wrapped in the transient class pgutil gives it. The wrap keeps fn's error in
+// connection) is wrapped in the transient class sqlkit gives it. The wrap keeps fn's error in
 // the chain.
 func fnError(err error) error {
 	var (
@@ -357,10 +357,10 @@ func fnError(err error) error {
 		pgErr     *pgconn.PgError
 	)
 	if errors.As(err, &transient) || inbox.IsFenceRejection(err) ||
-		(!errors.As(err, &pgErr) && !pgutil.IsConnectionError(err)) {
+		(!errors.As(err, &pgErr) && !sqlkit.IsConnectionError(err)) {
 		return err
 	}
-	if interpreted := pgutil.Interpret("inbox write", err); errors.As(interpreted, &transient) {
+	if interpreted := sqlkit.Interpret("inbox write", err); errors.As(interpreted, &transient) {
 		return interpreted
 	}
 	return err

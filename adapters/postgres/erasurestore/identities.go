@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 )
@@ -47,7 +47,7 @@ func grow(ctx context.Context, q querier, m matcher, scope erasure.Scope) (erasu
 		}
 		rows, err := q.Query(ctx, m.discover, scope.Provider().String(), scope.SourceServerURL(), ids)
 		if err != nil {
-			return erasure.Scope{}, pgutil.Interpret("find identity pairs", err)
+			return erasure.Scope{}, sqlkit.Interpret("find identity pairs", err)
 		}
 		pairs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (erasure.Identity, error) {
 			var id, login string
@@ -55,7 +55,7 @@ func grow(ctx context.Context, q querier, m matcher, scope erasure.Scope) (erasu
 			return erasure.RestoreIdentity(id, login, ""), err
 		})
 		if err != nil {
-			return erasure.Scope{}, pgutil.Interpret("find identity pairs", err)
+			return erasure.Scope{}, sqlkit.Interpret("find identity pairs", err)
 		}
 		grown, grew, err := scope.WithPairs(pairs)
 		if err != nil {

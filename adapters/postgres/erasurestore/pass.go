@@ -8,8 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 )
 
@@ -33,14 +32,14 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 	// for the next pass. (A mirror store records it too: the deliveries stored when it ran.)
 	rc = erasure.Receipt{Store: store, Pass: pass}
 	if err := s.pool.QueryRow(ctx, passBoundary).Scan(&rc.Boundary); err != nil {
-		return erasure.Receipt{}, pgutil.Interpret("read erasure boundary", err)
+		return erasure.Receipt{}, sqlkit.Interpret("read erasure boundary", err)
 	}
 
 	// (a) Raise the flag in a transaction of its own, so fenced writes see it at once. For a
 	// later store of the pass it is raised already (a no-op write of the same values); after a
 	// restart mid-pass this raises it again before the pass goes on.
 	if _, err := s.pool.Exec(ctx, raiseFence, erasureID); err != nil {
-		return erasure.Receipt{}, pgutil.Interpret("raise erasure fence", err)
+		return erasure.Receipt{}, sqlkit.Interpret("raise erasure fence", err)
 	}
 	defer func() {
 		if err != nil {
@@ -55,17 +54,17 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 
 	// (b) Wait for the steps that began before the flag, erase, record (and lower, at the
 	// end of the pass): one commit.
-	err = pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		var inProgress bool
 		if err := tx.QueryRow(ctx, lockFence).Scan(&inProgress); err != nil {
-			return pgutil.Interpret("lock erasure fence", err)
+			return sqlkit.Interpret("lock erasure fence", err)
 		}
 		// From here on the pass waits only for short row locks (a claim, a renewal, an outcome);
 		// a table lock queued in between (a migration's ALTER, a TRUNCATE) would otherwise wait
 		// for this runner's held request while the pass waits for it, a cycle PostgreSQL cannot
 		// see because it runs through this process. The pass fails instead and ends FAILED.
 		if _, err := tx.Exec(ctx, setPassLockTimeout); err != nil {
-			return pgutil.Interpret("bound erasure lock waits", err)
+			return sqlkit.Interpret("bound erasure lock waits", err)
 		}
 		n, failed, err := s.erase(ctx, tx, erasureID, store, rc.Boundary)
 		if err != nil {
@@ -76,13 +75,13 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 			failed = []int64{}
 		}
 		if err := tx.QueryRow(ctx, insertReceipt, erasureID, store.String(), pass, rc.Deleted, rc.Boundary, failed).Scan(&rc.At); err != nil {
-			return pgutil.Interpret("record erasure receipt", err)
+			return sqlkit.Interpret("record erasure receipt", err)
 		}
 		if !last {
 			return nil
 		}
 		_, err = tx.Exec(ctx, lowerFence, erasureID)
-		return pgutil.Interpret("lower erasure fence", err)
+		return sqlkit.Interpret("lower erasure fence", err)
 	})
 	if err != nil {
 		return erasure.Receipt{}, err
@@ -95,7 +94,7 @@ func (s *Store) Pass(ctx context.Context, erasureID int64, store erasure.Store, 
 func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store erasure.Store, boundary int64) (int64, []int64, error) {
 	scope, err := scanScope(tx.QueryRow(ctx, selectScope, erasureID))
 	if err != nil {
-		return 0, nil, pgutil.Interpret(fmt.Sprintf("read scope of erasure %d", erasureID), err)
+		return 0, nil, sqlkit.Interpret(fmt.Sprintf("read scope of erasure %d", erasureID), err)
 	}
 	if store.IsInbox() {
 		m, err := s.matcherOf(scope.Provider())
@@ -108,7 +107,7 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store era
 		}
 		tag, err := tx.Exec(ctx, deleteSQL, erasureID, boundary)
 		if err != nil {
-			return 0, nil, pgutil.Interpret("delete matching deliveries", err)
+			return 0, nil, sqlkit.Interpret("delete matching deliveries", err)
 		}
 		rw, err := newPayloadRewrite(s.fields[scope.Provider().String()].Text, scope)
 		if err != nil {
@@ -134,13 +133,13 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store era
 		}
 		tag, err := tx.Exec(ctx, m.scrubFeed, erasureID, ws, feedTypePrefix(scope.Provider()))
 		if err != nil {
-			return 0, nil, pgutil.Interpret("scrub the change feed", err)
+			return 0, nil, sqlkit.Interpret("scrub the change feed", err)
 		}
 		return tag.RowsAffected(), nil, nil
 	}
 	var n int64
 	for _, mirror := range s.mirrors[scope.Provider().String()] {
-		c, err := mirror.ErasePerson(ctx, deliveryinbox.Adopt(tx), ws, scope)
+		c, err := mirror.ErasePerson(ctx, sqlkit.Adopt(tx), ws, scope)
 		if err != nil {
 			return 0, nil, fmt.Errorf("erase %s: %w", store, err)
 		}
@@ -153,7 +152,7 @@ func (s *Store) erase(ctx context.Context, tx pgx.Tx, erasureID int64, store era
 func (s *Store) LowerStaleFence(ctx context.Context) (bool, error) {
 	tag, err := s.pool.Exec(ctx, lowerStaleFence)
 	if err != nil {
-		return false, pgutil.Interpret("lower stale erasure fence", err)
+		return false, sqlkit.Interpret("lower stale erasure fence", err)
 	}
 	return tag.RowsAffected() > 0, nil
 }

@@ -8,8 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -23,7 +22,7 @@ func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.Erasu
 		return nil, err
 	}
 	var out []ports.ErasureMatches
-	err = pgutil.WithTx(ctx, s.pool, readSnapshot,
+	err = sqlkit.WithTx(ctx, s.pool, readSnapshot,
 		func(ctx context.Context, tx pgx.Tx) error {
 			if err := s.checkNamespace(ctx, tx, scope); err != nil {
 				return err
@@ -39,7 +38,7 @@ func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.Erasu
 			if mirrors := s.mirrors[scope.Provider().String()]; len(mirrors) > 0 {
 				var n int64
 				for _, mirror := range mirrors {
-					c, err := mirror.CountPerson(ctx, deliveryinbox.Adopt(tx), ws, grown)
+					c, err := mirror.CountPerson(ctx, sqlkit.Adopt(tx), ws, grown)
 					if err != nil {
 						return fmt.Errorf("count %s: %w", erasure.MirrorStore(scope.Provider()), err)
 					}
@@ -53,13 +52,13 @@ func (s *Store) Preview(ctx context.Context, scope erasure.Scope) ([]ports.Erasu
 			}
 			var feedRows int64
 			if err := tx.QueryRow(ctx, m.countFeed, ws, feedTypePrefix(grown.Provider()), ids, grown.Provider().String(), grown.SourceServerURL()).Scan(&feedRows); err != nil {
-				return pgutil.Interpret("count erasure matches in the change feed", err)
+				return sqlkit.Interpret("count erasure matches in the change feed", err)
 			}
 			out = append(out, ports.ErasureMatches{Store: erasure.ChangeFeed, Matches: feedRows})
 			var wsRows, instRows int64
 			err = tx.QueryRow(ctx, m.preview, grown.Provider().String(), grown.SourceServerURL(), ids).Scan(&wsRows, &instRows)
 			if err != nil {
-				return pgutil.Interpret("count erasure matches", err)
+				return sqlkit.Interpret("count erasure matches", err)
 			}
 			// The deliveries of others whose strings the inbox steps rewrite count too.
 			f := s.fields[grown.Provider().String()]
@@ -93,7 +92,7 @@ func (s *Store) Start(ctx context.Context, scope erasure.Scope, requestedBy int6
 		return erasure.Request{}, err
 	}
 	var req erasure.Request
-	err = pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		if err := s.checkNamespace(ctx, tx, scope); err != nil {
 			return err
 		}
@@ -114,10 +113,10 @@ func (s *Store) Start(ctx context.Context, scope erasure.Scope, requestedBy int6
 		)
 		if err := tx.QueryRow(ctx, insertErasure, grown.Provider().String(), grown.SourceServerURL(), ids, requestedBy).
 			Scan(&id, &state, &passes, &retries, &createdAt); err != nil {
-			return pgutil.Interpret("store erasure request", err)
+			return sqlkit.Interpret("store erasure request", err)
 		}
 		if _, err := tx.Exec(ctx, m.freeze, id); err != nil {
-			return pgutil.Interpret("freeze erasure keys", err)
+			return sqlkit.Interpret("freeze erasure keys", err)
 		}
 		st, err := erasure.ParseState(state)
 		if err != nil {
@@ -140,11 +139,11 @@ func (s *Store) Erasure(ctx context.Context, id int64) (erasure.Request, []erasu
 		req      erasure.Request
 		receipts []erasure.Receipt
 	)
-	err := pgutil.WithTx(ctx, s.pool, readSnapshot,
+	err := sqlkit.WithTx(ctx, s.pool, readSnapshot,
 		func(ctx context.Context, tx pgx.Tx) error {
 			var err error
 			if req, err = scanRequest(tx.QueryRow(ctx, selectErasure, id)); err != nil {
-				return pgutil.Interpret(fmt.Sprintf("read erasure %d", id), err)
+				return sqlkit.Interpret(fmt.Sprintf("read erasure %d", id), err)
 			}
 			receipts, err = readReceipts(ctx, tx, id)
 			return err
@@ -158,14 +157,14 @@ func (s *Store) Erasure(ctx context.Context, id int64) (erasure.Request, []erasu
 // Resume implements ports.ErasureStore.
 func (s *Store) Resume(ctx context.Context, id int64) (erasure.Request, error) {
 	var req erasure.Request
-	err := pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		if req, err = scanRequest(tx.QueryRow(ctx, lockErasureForResume, id)); err != nil {
-			return pgutil.Interpret(fmt.Sprintf("resume erasure %d", id), err)
+			return sqlkit.Interpret(fmt.Sprintf("resume erasure %d", id), err)
 		}
 		req.Resume()
 		_, err = tx.Exec(ctx, writeResume, id, req.Passes(), req.State().String(), req.Retries())
-		return pgutil.Interpret(fmt.Sprintf("resume erasure %d", id), err)
+		return sqlkit.Interpret(fmt.Sprintf("resume erasure %d", id), err)
 	})
 	if err != nil {
 		return erasure.Request{}, err
@@ -179,13 +178,13 @@ var errNoneFree = errors.New("no free running erasure")
 // Hold implements ports.ErasureStore. The hold is a row lock of a READ COMMITTED transaction
 // that stays open while work runs its passes on other connections.
 func (s *Store) Hold(ctx context.Context, work func(ctx context.Context, r erasure.Request, receipts []erasure.Receipt) (erasure.Request, error)) (bool, error) {
-	err := pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		req, err := scanRequest(tx.QueryRow(ctx, holdRunningErasure))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoneFree
 		}
 		if err != nil {
-			return pgutil.Interpret("hold running erasure", err)
+			return sqlkit.Interpret("hold running erasure", err)
 		}
 		receipts, err := readReceipts(ctx, tx, req.ID())
 		if err != nil {
@@ -197,7 +196,7 @@ func (s *Store) Hold(ctx context.Context, work func(ctx context.Context, r erasu
 		}
 		_, err = tx.Exec(ctx, writeErasureState, req.ID(), settled.State().String(), settled.Passes(), settled.Retries(),
 			settled.RetryDelay().Milliseconds())
-		return pgutil.Interpret(fmt.Sprintf("store state of erasure %d", req.ID()), err)
+		return sqlkit.Interpret(fmt.Sprintf("store state of erasure %d", req.ID()), err)
 	})
 	if errors.Is(err, errNoneFree) {
 		return false, nil
@@ -232,7 +231,7 @@ func scanRequest(row pgx.Row) (erasure.Request, error) {
 func readReceipts(ctx context.Context, tx pgx.Tx, id int64) ([]erasure.Receipt, error) {
 	rows, err := tx.Query(ctx, selectReceipts, id)
 	if err != nil {
-		return nil, pgutil.Interpret("read erasure receipts", err)
+		return nil, sqlkit.Interpret("read erasure receipts", err)
 	}
 	receipts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (erasure.Receipt, error) {
 		var (
@@ -254,7 +253,7 @@ func readReceipts(ctx context.Context, tx pgx.Tx, id int64) ([]erasure.Receipt, 
 		return rc, nil
 	})
 	if err != nil {
-		return nil, pgutil.Interpret("read erasure receipts", err)
+		return nil, sqlkit.Interpret("read erasure receipts", err)
 	}
 	return receipts, nil
 }

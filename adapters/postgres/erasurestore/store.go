@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -110,7 +110,7 @@ func (s *Store) checkNamespace(ctx context.Context, q pgx.Tx, scope erasure.Scop
 	var known bool
 	if err := q.QueryRow(ctx, knownNamespace, scope.Provider().String(), scope.SourceServerURL(),
 		s.installations[scope.Provider().String()]).Scan(&known); err != nil {
-		return pgutil.Interpret("check erasure namespace", err)
+		return sqlkit.Interpret("check erasure namespace", err)
 	}
 	if !known {
 		return fmt.Errorf("%w: no connection of the provider has this source", erasure.ErrUnknownSource)
@@ -122,7 +122,7 @@ func (s *Store) checkNamespace(ctx context.Context, q pgx.Tx, scope erasure.Scop
 func workspacesOf(ctx context.Context, q pgx.Tx, scope erasure.Scope) ([]int64, error) {
 	var ws []int64
 	err := q.QueryRow(ctx, namespaceWorkspaces, scope.Provider().String(), scope.SourceServerURL()).Scan(&ws)
-	return ws, pgutil.Interpret("list erasure workspaces", err)
+	return ws, sqlkit.Interpret("list erasure workspaces", err)
 }
 
 // The isolation of the store's transactions: readCommitted for what writes, readSnapshot for

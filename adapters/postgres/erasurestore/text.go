@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -116,7 +116,7 @@ func storeFilter(store erasure.Store) string {
 func countRewrites(ctx context.Context, tx pgx.Tx, f ports.PersonFields, rw payloadRewrite, scope erasure.Scope, ids []byte) (ws, inst int64, err error) {
 	rows, err := tx.Query(ctx, previewRewrites(f), scope.Provider().String(), scope.SourceServerURL(), rw.needles, ids)
 	if err != nil {
-		return 0, 0, pgutil.Interpret("count erasure text matches", err)
+		return 0, 0, sqlkit.Interpret("count erasure text matches", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -125,7 +125,7 @@ func countRewrites(ctx context.Context, tx pgx.Tx, f ports.PersonFields, rw payl
 			payload      string
 		)
 		if err := rows.Scan(&installation, &payload); err != nil {
-			return 0, 0, pgutil.Interpret("count erasure text matches", err)
+			return 0, 0, sqlkit.Interpret("count erasure text matches", err)
 		}
 		// A payload the rewrite cannot do counts too: the pass will try it.
 		if _, changed, err := rw.Payload([]byte(payload)); changed || err != nil {
@@ -136,7 +136,7 @@ func countRewrites(ctx context.Context, tx pgx.Tx, f ports.PersonFields, rw payl
 			}
 		}
 	}
-	return ws, inst, pgutil.Interpret("count erasure text matches", rows.Err())
+	return ws, inst, sqlkit.Interpret("count erasure text matches", rows.Err())
 }
 
 // rewritePass is one inbox step's rewrite of the payloads of other people's deliveries.
@@ -164,7 +164,7 @@ func rewrite(ctx context.Context, tx pgx.Tx, rw payloadRewrite, erasureID int64,
 	for {
 		rows, err := tx.Query(ctx, candidates, erasureID, boundary, after, rw.needles, rewriteBatchRows)
 		if err != nil {
-			return 0, nil, pgutil.Interpret("find payloads to rewrite", err)
+			return 0, nil, sqlkit.Interpret("find payloads to rewrite", err)
 		}
 		type candidate struct{ id, size int64 }
 		batch, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
@@ -172,7 +172,7 @@ func rewrite(ctx context.Context, tx pgx.Tx, rw payloadRewrite, erasureID int64,
 			return c, row.Scan(&c.id, &c.size)
 		})
 		if err != nil {
-			return 0, nil, pgutil.Interpret("find payloads to rewrite", err)
+			return 0, nil, sqlkit.Interpret("find payloads to rewrite", err)
 		}
 		if len(batch) == 0 {
 			return p.rewritten, p.failed, nil
@@ -247,7 +247,7 @@ func rowError(ctx context.Context, err error) bool {
 func (p *rewritePass) inSavepoint(ctx context.Context, ids []int64) (int64, []int64, error) {
 	sp, err := p.tx.Begin(ctx)
 	if err != nil {
-		return 0, nil, pgutil.Interpret("begin payload rewrite savepoint", err)
+		return 0, nil, sqlkit.Interpret("begin payload rewrite savepoint", err)
 	}
 	n, refused, err := p.rows(ctx, sp, ids)
 	if err == nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -37,11 +37,11 @@ func (s *Store) reap(ctx context.Context, limit int, expire func(d *inbox.Delive
 		return nil, nil
 	}
 	var reaped []ports.Reaped
-	err := pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		reaped = reaped[:0]
 		rows, err := tx.Query(ctx, selectExpiredLeases, limit, s.now())
 		if err != nil {
-			return pgutil.Interpret("select expired leases", err)
+			return sqlkit.Interpret("select expired leases", err)
 		}
 		type expired struct {
 			d   inbox.Delivery
@@ -55,7 +55,7 @@ func (s *Store) reap(ctx context.Context, limit int, expire func(d *inbox.Delive
 			)
 			if err := rows.Scan(append(r.targets(), &now)...); err != nil {
 				rows.Close()
-				return pgutil.Interpret("select expired leases", err)
+				return sqlkit.Interpret("select expired leases", err)
 			}
 			d, err := r.delivery()
 			if err != nil {
@@ -65,7 +65,7 @@ func (s *Store) reap(ctx context.Context, limit int, expire func(d *inbox.Delive
 			found = append(found, expired{d: d, now: now})
 		}
 		if err := rows.Err(); err != nil {
-			return pgutil.Interpret("select expired leases", err)
+			return sqlkit.Interpret("select expired leases", err)
 		}
 		if len(found) == 0 {
 			return nil
@@ -95,7 +95,7 @@ func (s *Store) reap(ctx context.Context, limit int, expire func(d *inbox.Delive
 			reaped = append(reaped, ports.Reaped{Delivery: d, Decision: dec})
 		}
 		if _, err := tx.Exec(ctx, writeExpiredLeases, ids, epochs, states, attempts, budgets, dueAts, endedAts, classes, judgedAts, attempts); err != nil {
-			return pgutil.Interpret("write expired leases", err)
+			return sqlkit.Interpret("write expired leases", err)
 		}
 		return nil
 	})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -18,7 +18,7 @@ import (
 // twice.
 func (s *Store) Replay(ctx context.Context, workspaceID, id, accountID int64) (inbox.Delivery, error) {
 	var replayed inbox.Delivery
-	err := pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		var (
 			r   deliveryRow
 			now time.Time
@@ -30,7 +30,7 @@ func (s *Store) Replay(ctx context.Context, workspaceID, id, accountID int64) (i
 			row = tx.QueryRow(ctx, lockWorkspaceRowForReplay, id, workspaceID, s.now())
 		}
 		if err := row.Scan(append(r.targets(), &now)...); err != nil {
-			return pgutil.Interpret(fmt.Sprintf("replay delivery %d", id), err)
+			return sqlkit.Interpret(fmt.Sprintf("replay delivery %d", id), err)
 		}
 		d, err := replayLocked(ctx, tx, r, accountID, now)
 		if err != nil {
@@ -38,7 +38,7 @@ func (s *Store) Replay(ctx context.Context, workspaceID, id, accountID int64) (i
 		}
 		if d.IsInstallation() {
 			if _, err := tx.Exec(ctx, insertReplayAudit, id, accountID, d.ReplayedAt()); err != nil {
-				return pgutil.Interpret(fmt.Sprintf("audit replay of delivery %d", id), err)
+				return sqlkit.Interpret(fmt.Sprintf("audit replay of delivery %d", id), err)
 			}
 		}
 		replayed = d
@@ -69,7 +69,7 @@ func replayLocked(ctx context.Context, tx pgx.Tx, r deliveryRow, accountID int64
 	}
 	tag, err := tx.Exec(ctx, writeReplay, r.id, d.Attempt(), d.UnknownFailures(), d.DueAt(), d.ReplayedBy(), d.ReplayedAt())
 	if err != nil {
-		return inbox.Delivery{}, pgutil.Interpret(fmt.Sprintf("replay delivery %d", r.id), err)
+		return inbox.Delivery{}, sqlkit.Interpret(fmt.Sprintf("replay delivery %d", r.id), err)
 	}
 	if tag.RowsAffected() != 1 {
 		return inbox.Delivery{}, fmt.Errorf("replay delivery %d: row changed under its lock", r.id)
@@ -91,7 +91,7 @@ func ReplayDeadRows(ctx context.Context, tx pgx.Tx, workspaceID int64, ids []int
 	}
 	rows, err := tx.Query(ctx, lockDeadRowsOfWorkspaceForReplay, ids, workspaceID, now)
 	if err != nil {
-		return 0, pgutil.Interpret("lock rows for replay", err)
+		return 0, sqlkit.Interpret("lock rows for replay", err)
 	}
 	type locked struct {
 		row deliveryRow
@@ -103,7 +103,7 @@ func ReplayDeadRows(ctx context.Context, tx pgx.Tx, workspaceID int64, ids []int
 		return l, err
 	})
 	if err != nil {
-		return 0, pgutil.Interpret("lock rows for replay", err)
+		return 0, sqlkit.Interpret("lock rows for replay", err)
 	}
 	for _, l := range found {
 		if _, err := replayLocked(ctx, tx, l.row, accountID, l.now); err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -69,7 +69,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 
 // now is the "now" parameter of the statements: nil (SQL NULL, so the database clock) unless
 // a Clock is configured.
-func (s *Store) now() *time.Time { return pgutil.NowParam(s.cfg.Clock) }
+func (s *Store) now() *time.Time { return sqlkit.NowParam(s.cfg.Clock) }
 
 // Claim implements ports.InboxStore. A statement that loses a race at the leased-scope index is
 // contention, not an error: it is run again, and after ClaimAttempts the claim returns no rows.
@@ -86,7 +86,7 @@ func (s *Store) Claim(ctx context.Context, owner string, limit int, lease time.D
 			return claimed, nil
 		}
 		if !isLeasedScopeViolation(err) {
-			return nil, pgutil.Interpret("claim deliveries", err)
+			return nil, sqlkit.Interpret("claim deliveries", err)
 		}
 		if attempt >= s.cfg.ClaimAttempts {
 			return nil, nil
@@ -155,27 +155,27 @@ func (s *Store) ExplainClaim(ctx context.Context, limit int, analyze bool) (stri
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return "", pgutil.Interpret("explain claim", err)
+		return "", sqlkit.Interpret("explain claim", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, pinClaimPlan); err != nil {
-		return "", pgutil.Interpret("explain claim", err)
+		return "", sqlkit.Interpret("explain claim", err)
 	}
 	rows, err := tx.Query(ctx, "EXPLAIN ("+options+") "+claimOldestDueInFreeScope,
 		limit, time.Minute.Microseconds(), "explain", s.now())
 	if err != nil {
-		return "", pgutil.Interpret("explain claim", err)
+		return "", sqlkit.Interpret("explain claim", err)
 	}
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return "", pgutil.Interpret("explain claim", err)
+		return "", sqlkit.Interpret("explain claim", err)
 	}
 	return strings.Join(lines, "\n"), nil
 }
 
 func isLeasedScopeViolation(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == pgutil.UniqueViolation && pgErr.ConstraintName == leasedScopeIndex
+	return errors.As(err, &pgErr) && pgErr.Code == sqlkit.UniqueViolation && pgErr.ConstraintName == leasedScopeIndex
 }
 
 // Record implements ports.InboxStore: one statement for the whole batch.
@@ -223,7 +223,7 @@ func (s *Store) Record(ctx context.Context, results []ports.Result) ([]ports.Rec
 	}
 	rows, err := s.pool.Query(ctx, recordOutcomes, ids, epochs, states, dueAts, errorClasses, attemptDelta, budgetDelta, s.now(), outcomes, causes)
 	if err != nil {
-		return nil, pgutil.Interpret("record outcomes", err)
+		return nil, sqlkit.Interpret("record outcomes", err)
 	}
 	type written struct {
 		ID      int64
@@ -232,7 +232,7 @@ func (s *Store) Record(ctx context.Context, results []ports.Result) ([]ports.Rec
 	}
 	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[written])
 	if err != nil {
-		return nil, pgutil.Interpret("record outcomes", err)
+		return nil, sqlkit.Interpret("record outcomes", err)
 	}
 	byID := make(map[int64]ports.RecordStatus, len(got))
 	for _, w := range got {
@@ -302,11 +302,11 @@ func (s *Store) Renew(ctx context.Context, acks []ports.Ack, lease time.Duration
 	ids, epochs := ackArrays(acks)
 	rows, err := s.pool.Query(ctx, renewHeldLeases, ids, epochs, lease.Microseconds(), s.now())
 	if err != nil {
-		return nil, pgutil.Interpret("renew leases", err)
+		return nil, sqlkit.Interpret("renew leases", err)
 	}
 	renewed, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return nil, pgutil.Interpret("renew leases", err)
+		return nil, sqlkit.Interpret("renew leases", err)
 	}
 	return appliedFlags(ids, renewed), nil
 }
@@ -320,7 +320,7 @@ func (s *Store) Release(ctx context.Context, acks []ports.Ack) (int, error) {
 	ids, epochs := ackArrays(acks)
 	tag, err := s.pool.Exec(ctx, releaseHeldLeases, ids, epochs, s.now())
 	if err != nil {
-		return 0, pgutil.Interpret("release leases", err)
+		return 0, sqlkit.Interpret("release leases", err)
 	}
 	return int(tag.RowsAffected()), nil
 }
@@ -332,7 +332,7 @@ func (s *Store) ReleaseUnheld(ctx context.Context, owner string, held []int64) (
 	}
 	tag, err := s.pool.Exec(ctx, releaseUnheldLeases, owner, held, s.now())
 	if err != nil {
-		return 0, pgutil.Interpret("release unheld leases", err)
+		return 0, sqlkit.Interpret("release unheld leases", err)
 	}
 	return int(tag.RowsAffected()), nil
 }
@@ -345,12 +345,12 @@ func (s *Store) DeleteEnded(ctx context.Context, doneBefore, deadBefore time.Tim
 	}
 	tag, err := s.pool.Exec(ctx, deleteEndedRows, doneBefore, deadBefore, limit)
 	if err != nil {
-		return 0, pgutil.Interpret("delete ended deliveries", err)
+		return 0, sqlkit.Interpret("delete ended deliveries", err)
 	}
 	if tag.RowsAffected() < int64(limit) {
 		// The last batch of a retention run also repairs the scope heads a busy latch left.
 		if _, err := s.pool.Exec(ctx, sweepScopeHeads); err != nil {
-			return 0, pgutil.Interpret("sweep scope heads", err)
+			return 0, sqlkit.Interpret("sweep scope heads", err)
 		}
 	}
 	return tag.RowsAffected(), nil
@@ -369,7 +369,7 @@ func (s *Store) Stats(ctx context.Context) (ports.InboxStats, error) {
 	)
 	err := s.pool.QueryRow(ctx, inboxStats, DoneCountedUpTo, s.now()).Scan(&queued, &overdue, &leased, &dead, &done, &tableRows)
 	if err != nil {
-		return ports.InboxStats{}, pgutil.Interpret("count deliveries", err)
+		return ports.InboxStats{}, sqlkit.Interpret("count deliveries", err)
 	}
 	stats := ports.InboxStats{
 		Counts:          map[inbox.State]int64{inbox.Queued: queued, inbox.Leased: leased, inbox.Dead: dead, inbox.Done: done},
@@ -393,7 +393,7 @@ func (s *Store) AcquireSingleton(ctx context.Context, name, holder string, lease
 		return false, nil
 	}
 	if err != nil {
-		return false, pgutil.Interpret("acquire singleton "+name, err)
+		return false, sqlkit.Interpret("acquire singleton "+name, err)
 	}
 	return got == holder, nil
 }
@@ -401,7 +401,7 @@ func (s *Store) AcquireSingleton(ctx context.Context, name, holder string, lease
 // ReleaseSingleton implements ports.InboxStore.
 func (s *Store) ReleaseSingleton(ctx context.Context, name, holder string) error {
 	if _, err := s.pool.Exec(ctx, releaseSingleton, name, holder); err != nil {
-		return pgutil.Interpret("release singleton "+name, err)
+		return sqlkit.Interpret("release singleton "+name, err)
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -71,14 +71,14 @@ func (s *Connections) DueAccessChecks(ctx context.Context, kinds, ownCredential 
 		c.Access, err = connection.ParseAccess(access)
 		return c, err
 	})
-	return out, pgutil.Interpret("due access checks", err)
+	return out, sqlkit.Interpret("due access checks", err)
 }
 
 // RecordAccess implements ports.AccessRecheckStore. READ COMMITTED, like every lifecycle
 // change: the connection's FOR UPDATE waits for the admissions holding it FOR SHARE, so a
 // revocation commits either before an admission reads the route or after its insert.
 func (s *Connections) RecordAccess(ctx context.Context, workspaceID, connectionID int64, verdicts []ports.AccessVerdict) (changed int, err error) {
-	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		changed = 0
 		if _, err := s.lock(ctx, tx, workspaceID, connectionID); err != nil {
 			return err
@@ -91,14 +91,14 @@ func (s *Connections) RecordAccess(ctx context.Context, workspaceID, connectionI
 			case errors.Is(err, pgx.ErrNoRows):
 				continue // removed or set again since it was read: its newer state stands
 			case err != nil:
-				return pgutil.Interpret("record access", err)
+				return sqlkit.Interpret("record access", err)
 			case moved:
 				changed++
 			}
 		}
 		if changed > 0 {
 			if _, err := tx.Exec(ctx, bumpConfigVersion, workspaceID, connectionID); err != nil {
-				return pgutil.Interpret("bump config version", err)
+				return sqlkit.Interpret("bump config version", err)
 			}
 		}
 		return nil

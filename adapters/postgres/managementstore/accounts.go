@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -85,14 +85,14 @@ func (w *Workspaces) CreateAccount(ctx context.Context, login string, instanceAd
 	var a ports.Account
 	err := w.pool.QueryRow(ctx, createAccount, login, instanceAdmin, tokenHash).
 		Scan(&a.ID, &a.Login, &a.InstanceAdmin, &a.CreatedAt)
-	return a, pgutil.Interpret("create account", err)
+	return a, sqlkit.Interpret("create account", err)
 }
 
 // Account implements ports.AccountStore.
 func (w *Workspaces) Account(ctx context.Context, id int64) (ports.Account, error) {
 	var a ports.Account
 	err := w.pool.QueryRow(ctx, enabledAccount, id).Scan(&a.ID, &a.Login, &a.InstanceAdmin, &a.CreatedAt)
-	return a, pgutil.Interpret(fmt.Sprintf("account %d", id), err)
+	return a, sqlkit.Interpret(fmt.Sprintf("account %d", id), err)
 }
 
 // LiveToken implements ports.AccountStore.
@@ -100,7 +100,7 @@ func (w *Workspaces) LiveToken(ctx context.Context, accountID, tokenID int64) (p
 	var o ports.TokenOwner
 	err := w.pool.QueryRow(ctx, liveToken, accountID, tokenID).
 		Scan(&o.TokenID, &o.Account.ID, &o.Account.Login, &o.Account.InstanceAdmin, &o.Account.CreatedAt)
-	return o, pgutil.Interpret(fmt.Sprintf("token %d of account %d", tokenID, accountID), err)
+	return o, sqlkit.Interpret(fmt.Sprintf("token %d of account %d", tokenID, accountID), err)
 }
 
 // TokenOwner implements ports.AccountStore.
@@ -108,7 +108,7 @@ func (w *Workspaces) TokenOwner(ctx context.Context, tokenHash []byte) (ports.To
 	var o ports.TokenOwner
 	err := w.pool.QueryRow(ctx, tokenOwner, tokenHash).
 		Scan(&o.TokenID, &o.Account.ID, &o.Account.Login, &o.Account.InstanceAdmin, &o.Account.CreatedAt)
-	return o, pgutil.Interpret("token owner", err)
+	return o, sqlkit.Interpret("token owner", err)
 }
 
 func scanToken(row pgx.CollectableRow) (ports.Token, error) {
@@ -122,7 +122,7 @@ func scanToken(row pgx.CollectableRow) (ports.Token, error) {
 func lockEnabledAccount(ctx context.Context, tx pgx.Tx, accountID int64) error {
 	var disabled bool
 	if err := tx.QueryRow(ctx, lockAccount, accountID).Scan(&disabled); err != nil {
-		return pgutil.Interpret(fmt.Sprintf("account %d", accountID), err)
+		return sqlkit.Interpret(fmt.Sprintf("account %d", accountID), err)
 	}
 	if disabled {
 		return ports.Reject(ports.ErrConflict, "account-disabled", "")
@@ -132,7 +132,7 @@ func lockEnabledAccount(ctx context.Context, tx pgx.Tx, accountID int64) error {
 
 // IssueToken implements ports.AccountStore.
 func (w *Workspaces) IssueToken(ctx context.Context, accountID int64, tokenHash []byte, expiresAt *time.Time) (out ports.Token, err error) {
-	err = pgutil.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		if err := lockEnabledAccount(ctx, tx, accountID); err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func (w *Workspaces) IssueToken(ctx context.Context, accountID int64, tokenHash 
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ports.Reject(ports.ErrMalformed, "invalid-expires-at", "not in the future")
 		}
-		return pgutil.Interpret("issue token", err)
+		return sqlkit.Interpret("issue token", err)
 	})
 	return out, err
 }
@@ -149,17 +149,17 @@ func (w *Workspaces) IssueToken(ctx context.Context, accountID int64, tokenHash 
 // ListTokens implements ports.AccountStore.
 // The count and the page come from one snapshot.
 func (w *Workspaces) ListTokens(ctx context.Context, accountID int64, page ports.PageRequest) (out []ports.Token, total int, err error) {
-	err = pgutil.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(ctx context.Context, tx pgx.Tx) error {
 		var ok bool
 		if err := tx.QueryRow(ctx, accountExists, accountID).Scan(&ok); err != nil {
-			return pgutil.Interpret(fmt.Sprintf("account %d", accountID), err)
+			return sqlkit.Interpret(fmt.Sprintf("account %d", accountID), err)
 		}
 		if err := tx.QueryRow(ctx, countTokens, accountID).Scan(&total); err != nil {
-			return pgutil.Interpret("count tokens", err)
+			return sqlkit.Interpret("count tokens", err)
 		}
 		rows, _ := tx.Query(ctx, listTokens, accountID, page.Size, page.Offset())
 		out, err = pgx.CollectRows(rows, scanToken)
-		return pgutil.Interpret("list tokens", err)
+		return sqlkit.Interpret("list tokens", err)
 	})
 	if err == nil && out == nil {
 		out = []ports.Token{}
@@ -171,7 +171,7 @@ func (w *Workspaces) ListTokens(ctx context.Context, accountID int64, page ports
 func (w *Workspaces) RevokeToken(ctx context.Context, accountID, tokenID int64) error {
 	tag, err := w.pool.Exec(ctx, revokeToken, accountID, tokenID)
 	if err != nil {
-		return pgutil.Interpret("revoke token", err)
+		return sqlkit.Interpret("revoke token", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("token %d of account %d: %w", tokenID, accountID, ports.ErrNotFound)
@@ -181,33 +181,33 @@ func (w *Workspaces) RevokeToken(ctx context.Context, accountID, tokenID int64) 
 
 // ReplaceToken implements ports.AccountStore.
 func (w *Workspaces) ReplaceToken(ctx context.Context, accountID, tokenID int64, newHash []byte) (out ports.Token, err error) {
-	err = pgutil.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		if err := lockEnabledAccount(ctx, tx, accountID); err != nil {
 			return err
 		}
 		var expiresAt *time.Time
 		if err := tx.QueryRow(ctx, takeToken, accountID, tokenID).Scan(&expiresAt); err != nil {
-			return pgutil.Interpret(fmt.Sprintf("token %d of account %d", tokenID, accountID), err)
+			return sqlkit.Interpret(fmt.Sprintf("token %d of account %d", tokenID, accountID), err)
 		}
 		rows, _ := tx.Query(ctx, insertToken, accountID, newHash, expiresAt)
 		out, err = pgx.CollectExactlyOneRow(rows, scanToken)
-		return pgutil.Interpret("insert rotated token", err)
+		return sqlkit.Interpret("insert rotated token", err)
 	})
 	return out, err
 }
 
 // DisableAccount implements ports.AccountStore.
 func (w *Workspaces) DisableAccount(ctx context.Context, accountID int64) error {
-	return pgutil.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	return sqlkit.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, disableAccount, accountID)
 		if err != nil {
-			return pgutil.Interpret("disable account", err)
+			return sqlkit.Interpret("disable account", err)
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("account %d: %w", accountID, ports.ErrNotFound)
 		}
 		if _, err := tx.Exec(ctx, deleteTokens, accountID); err != nil {
-			return pgutil.Interpret("delete tokens of disabled account", err)
+			return sqlkit.Interpret("delete tokens of disabled account", err)
 		}
 		return nil
 	})

@@ -8,8 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -48,19 +47,19 @@ func (s *Connections) publishState(ctx context.Context, tx pgx.Tx, c ports.Store
 
 // PublishConnectionState publishes connection.state_changed for the workspace's connection
 // as it stands in tx, an inbox step transaction that has just changed its state (the GitHub
-// and Slack lifecycle handlers). No feed wired: nothing. Errors: deliveryinbox.ErrForeignTx.
+// and Slack lifecycle handlers). No feed wired: nothing. Errors: sqlkit.ErrForeignTx.
 func (s *Connections) PublishConnectionState(ctx context.Context, tx ports.Tx, workspaceID, id int64) error {
 	if s.feed.pub == nil {
 		return nil
 	}
-	ptx, err := deliveryinbox.PgxTx(tx)
+	ptx, err := sqlkit.PgxTx(tx)
 	if err != nil {
 		return err
 	}
 	rows, _ := ptx.Query(ctx, connectionOfWorkspace, workspaceID, id)
 	c, err := pgx.CollectExactlyOneRow(rows, s.scan)
 	if err != nil {
-		return pgutil.Interpret("read changed connection", err)
+		return sqlkit.Interpret("read changed connection", err)
 	}
 	ch, err := s.stateChanged(c)
 	if err != nil {
@@ -74,7 +73,7 @@ func (s *Connections) PublishConnectionState(ctx context.Context, tx ports.Tx, w
 // wakes the feed's readers. Every creation publishes: the management API's and the install
 // flows' (CreateVerifiedInstallConnection goes through the same CreateConnection).
 func (s *Connections) createPublishing(ctx context.Context, args []any) (c ports.StoredConnection, err error) {
-	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, createConnection, args...)
 		if c, err = pgx.CollectExactlyOneRow(rows, s.scan); err != nil {
 			return err

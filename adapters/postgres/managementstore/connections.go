@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -150,7 +150,7 @@ func (s *Connections) CreateConnection(ctx context.Context, nc ports.NewConnecti
 	if nc.SealSecret != nil || nc.SealAPIToken != nil {
 		var next int64
 		if err := s.pool.QueryRow(ctx, nextConnectionID).Scan(&next); err != nil {
-			return ports.StoredConnection{}, pgutil.Interpret("reserve connection id", err)
+			return ports.StoredConnection{}, sqlkit.Interpret("reserve connection id", err)
 		}
 		id = &next
 	}
@@ -187,7 +187,7 @@ func (s *Connections) CreateConnection(ctx context.Context, nc ports.NewConnecti
 	case isForeignKeyViolation(err):
 		return ports.StoredConnection{}, fmt.Errorf("create connection: workspace %d: %w", nc.WorkspaceID, ports.ErrNotFound)
 	}
-	return c, pgutil.Interpret("create connection", err)
+	return c, sqlkit.Interpret("create connection", err)
 }
 
 // ListConnections implements ports.ConnectionStore.
@@ -200,14 +200,14 @@ func (s *Connections) ListConnections(ctx context.Context, workspaceID int64, pa
 func (s *Connections) Connection(ctx context.Context, workspaceID, id int64) (ports.StoredConnection, error) {
 	rows, _ := s.pool.Query(ctx, connectionOfWorkspace, workspaceID, id)
 	c, err := pgx.CollectExactlyOneRow(rows, s.scan)
-	return c, pgutil.Interpret("connection", err)
+	return c, sqlkit.Interpret("connection", err)
 }
 
 // lock takes the lifecycle lock of the workspace's connection in tx and reads it.
 func (s *Connections) lock(ctx context.Context, tx pgx.Tx, workspaceID, id int64) (ports.StoredConnection, error) {
 	rows, _ := tx.Query(ctx, lockConnection, workspaceID, id)
 	c, err := pgx.CollectExactlyOneRow(rows, s.scan)
-	return c, pgutil.Interpret("lock connection", err)
+	return c, sqlkit.Interpret("lock connection", err)
 }
 
 // Transition implements ports.ConnectionStore. READ COMMITTED: after waiting for the lock,
@@ -216,7 +216,7 @@ func (s *Connections) Transition(ctx context.Context, workspaceID, id int64,
 	next func(current connection.State) (connection.State, error),
 ) (out ports.StoredConnection, err error) {
 	var published bool
-	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		c, err := s.lock(ctx, tx, workspaceID, id)
 		if err != nil {
 			return err
@@ -231,7 +231,7 @@ func (s *Connections) Transition(ctx context.Context, workspaceID, id int64,
 			return conflict
 		}
 		if err != nil {
-			return pgutil.Interpret("set connection state", err)
+			return sqlkit.Interpret("set connection state", err)
 		}
 		published = s.feed.pub != nil && out.State != c.State
 		if published {
@@ -260,22 +260,22 @@ func (s *Connections) ReplaceSubscriptions(ctx context.Context, workspaceID, id 
 			access[i] = r.Access.String()
 		}
 	}
-	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		c, err := s.lock(ctx, tx, workspaceID, id)
 		if err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, deleteSubscriptions, id, workspaceID); err != nil {
-			return pgutil.Interpret("delete subscriptions", err)
+			return sqlkit.Interpret("delete subscriptions", err)
 		}
 		if len(resources) > 0 {
 			if _, err := tx.Exec(ctx, insertSubscriptions, id, workspaceID, c.Kind.Provider().String(),
 				types, ids, names, access, reasons, checked); err != nil {
-				return pgutil.Interpret("insert subscriptions", err)
+				return sqlkit.Interpret("insert subscriptions", err)
 			}
 		}
 		if _, err := tx.Exec(ctx, bumpConfigVersion, workspaceID, id); err != nil {
-			return pgutil.Interpret("bump config version", err)
+			return sqlkit.Interpret("bump config version", err)
 		}
 		set, err = readSubscriptions(ctx, tx, workspaceID, id)
 		return err
@@ -306,7 +306,7 @@ func readSubscriptions(ctx context.Context, q querier, workspaceID, id int64) ([
 		return r, err
 	})
 	if err != nil {
-		return nil, pgutil.Interpret("read subscriptions", err)
+		return nil, sqlkit.Interpret("read subscriptions", err)
 	}
 	if set == nil {
 		set = []ports.SubscribedResource{}
@@ -327,7 +327,7 @@ func (s *Connections) SealedSecret(ctx context.Context, workspaceID, id int64) (
 	var sealed []byte
 	err := s.pool.QueryRow(ctx, sealedSecretOf, workspaceID, id).Scan(&sealed)
 	if err != nil {
-		return nil, pgutil.Interpret("connection secret", err)
+		return nil, sqlkit.Interpret("connection secret", err)
 	}
 	return sealed, nil
 }
@@ -337,7 +337,7 @@ func (s *Connections) SealedAPIToken(ctx context.Context, workspaceID, id int64)
 	var sealed []byte
 	err := s.pool.QueryRow(ctx, sealedAPITokenOf, workspaceID, id).Scan(&sealed)
 	if err != nil {
-		return nil, pgutil.Interpret("connection api token", err)
+		return nil, sqlkit.Interpret("connection api token", err)
 	}
 	return sealed, nil
 }
@@ -353,7 +353,7 @@ func setAccess(ctx context.Context, tx pgx.Tx, workspaceID, id int64, access []p
 		types[i], ids[i], states[i], reasons[i], checked[i] = r.Type, r.ID, r.Access.String(), r.AccessReason, r.AccessCheckedAt
 	}
 	if _, err := tx.Exec(ctx, setCheckedAccess, id, workspaceID, types, ids, states, reasons, unchecked, checked); err != nil {
-		return pgutil.Interpret("set checked access", err)
+		return sqlkit.Interpret("set checked access", err)
 	}
 	return nil
 }
@@ -362,7 +362,7 @@ func setAccess(ctx context.Context, tx pgx.Tx, workspaceID, id int64, access []p
 func (s *Connections) ReplaceSecret(ctx context.Context, workspaceID, id int64, sealed []byte,
 	access []ports.SubscribedResource, unchecked string,
 ) (out ports.StoredConnection, err error) {
-	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := s.lock(ctx, tx, workspaceID, id); err != nil {
 			return err
 		}
@@ -373,7 +373,7 @@ func (s *Connections) ReplaceSecret(ctx context.Context, workspaceID, id int64, 
 		}
 		rows, _ := tx.Query(ctx, replaceSecret, workspaceID, id, sealed)
 		out, err = pgx.CollectExactlyOneRow(rows, s.scan)
-		return pgutil.Interpret("replace secret", err)
+		return sqlkit.Interpret("replace secret", err)
 	})
 	if err != nil {
 		return ports.StoredConnection{}, err
@@ -388,7 +388,7 @@ func (s *Connections) ReplaceSecret(ctx context.Context, workspaceID, id int64, 
 func (s *Connections) ReplaceAPIToken(ctx context.Context, workspaceID, id int64, sealed []byte,
 	access []ports.SubscribedResource, unchecked string,
 ) (out ports.StoredConnection, err error) {
-	err = pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := s.lock(ctx, tx, workspaceID, id); err != nil {
 			return err
 		}
@@ -397,12 +397,12 @@ func (s *Connections) ReplaceAPIToken(ctx context.Context, workspaceID, id int64
 				return err
 			}
 			if _, err := tx.Exec(ctx, bumpConfigVersion, workspaceID, id); err != nil {
-				return pgutil.Interpret("bump config version", err)
+				return sqlkit.Interpret("bump config version", err)
 			}
 		}
 		rows, _ := tx.Query(ctx, replaceAPIToken, workspaceID, id, sealed)
 		out, err = pgx.CollectExactlyOneRow(rows, s.scan)
-		return pgutil.Interpret("replace api token", err)
+		return sqlkit.Interpret("replace api token", err)
 	})
 	if err != nil {
 		return ports.StoredConnection{}, err

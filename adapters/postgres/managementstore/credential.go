@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
@@ -42,7 +42,7 @@ func (s *LiveSecrets) InstallationCredential(ctx context.Context, workspaceID in
 		return credential.Credential{}, false, nil
 	}
 	if err != nil {
-		return credential.Credential{}, false, pgutil.Interpret("live installation connection", err)
+		return credential.Credential{}, false, sqlkit.Interpret("live installation connection", err)
 	}
 	token, err := mint(ctx, installationID)
 	if err != nil {
@@ -69,7 +69,7 @@ func (s *LiveSecrets) ConnectionInstallationCredential(ctx context.Context, work
 		return credential.Credential{}, false, nil
 	}
 	if err != nil {
-		return credential.Credential{}, false, pgutil.Interpret("connection installation", err)
+		return credential.Credential{}, false, sqlkit.Interpret("connection installation", err)
 	}
 	installation, err := strconv.ParseInt(key, 10, 64)
 	if err != nil || installation <= 0 {
@@ -96,7 +96,7 @@ func (s *LiveSecrets) VerifiedSubscriberCredential(ctx context.Context, workspac
 		return credential.Credential{}, false, nil
 	}
 	if err != nil {
-		return credential.Credential{}, false, pgutil.Interpret("verified subscriber secret", err)
+		return credential.Credential{}, false, sqlkit.Interpret("verified subscriber secret", err)
 	}
 	opened, err := s.secrets.Open(id, sealed)
 	if err != nil {
@@ -135,7 +135,7 @@ func (s *LiveSecrets) VerifiedSubscriberAPIToken(ctx context.Context, workspaceI
 		return credential.Credential{}, false, nil
 	}
 	if err != nil {
-		return credential.Credential{}, false, pgutil.Interpret("verified subscriber api token", err)
+		return credential.Credential{}, false, sqlkit.Interpret("verified subscriber api token", err)
 	}
 	opened, err := s.secrets.Open(id, sealed)
 	if err != nil {

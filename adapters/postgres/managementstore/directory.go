@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -50,7 +50,7 @@ func (d *SourceDirectory) SourceConnection(ctx context.Context, id int64) (*port
 	err := d.pool.QueryRow(ctx, sourceConnection, id).Scan(&c.ID, &c.WorkspaceID, &kind, &provider, &state,
 		&c.SourceServerURL, &c.Config, &sealed, &c.ConfigVersion)
 	if err != nil {
-		return nil, pgutil.Interpret(fmt.Sprintf("source connection %d", id), err)
+		return nil, sqlkit.Interpret(fmt.Sprintf("source connection %d", id), err)
 	}
 	if c.Kind, err = d.kinds.restore(kind, provider); err != nil {
 		return nil, err

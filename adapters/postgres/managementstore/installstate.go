@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -39,11 +39,11 @@ const (
 // UseInstallState implements ports.InstallStateStore.
 func (s *InstallStates) UseInstallState(ctx context.Context, nonce string, expiresAt time.Time) error {
 	if _, err := s.pool.Exec(ctx, forgetExpiredStates); err != nil {
-		return pgutil.Interpret("forget expired install states", err)
+		return sqlkit.Interpret("forget expired install states", err)
 	}
 	tag, err := s.pool.Exec(ctx, useInstallState, nonce, expiresAt)
 	if err != nil {
-		return pgutil.Interpret("use install state", err)
+		return sqlkit.Interpret("use install state", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("install state: %w", ports.Reject(ports.ErrConflict, "state-used", ""))

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/workspace"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -74,7 +74,7 @@ func (w *Workspaces) Invite(ctx context.Context, workspaceID int64, login string
 	if isForeignKeyViolation(err) {
 		return fmt.Errorf("invite to workspace %d: %w", workspaceID, ports.ErrNotFound)
 	}
-	return pgutil.Interpret("invite", err)
+	return sqlkit.Interpret("invite", err)
 }
 
 func scanInvitation(row pgx.CollectableRow) (ports.Invitation, error) {
@@ -101,12 +101,12 @@ func (w *Workspaces) PendingInvitations(ctx context.Context, accountID int64, pa
 // AcceptInvitation implements ports.WorkspaceStore: the invitation is marked accepted and the
 // membership written in one transaction, so neither happens without the other.
 func (w *Workspaces) AcceptInvitation(ctx context.Context, accountID, invitationID int64) (out ports.Joined, err error) {
-	err = pgutil.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		var invited, stored string
 		ws := &out.Workspace
 		if err := tx.QueryRow(ctx, acceptInvitation, invitationID, accountID).
 			Scan(&ws.ID, &ws.Slug, &ws.Name, &ws.State, &ws.CreatedAt, &invited); err != nil {
-			return pgutil.Interpret(fmt.Sprintf("accept invitation %d", invitationID), err)
+			return sqlkit.Interpret(fmt.Sprintf("accept invitation %d", invitationID), err)
 		}
 		err := tx.QueryRow(ctx, joinWorkspace, ws.ID, accountID, invited).Scan(&stored)
 		if isForeignKeyViolation(err) {
@@ -114,7 +114,7 @@ func (w *Workspaces) AcceptInvitation(ctx context.Context, accountID, invitation
 			return fmt.Errorf("join workspace %d: %w", ws.ID, ports.ErrNotFound)
 		}
 		if err != nil {
-			return pgutil.Interpret("join workspace", err)
+			return sqlkit.Interpret("join workspace", err)
 		}
 		role, err := restoreRole(stored)
 		out.Membership = ports.Membership{WorkspaceID: ws.ID, AccountID: accountID, Role: role}

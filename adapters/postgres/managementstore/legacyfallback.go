@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 )
 
 // LegacyFallback is whether connection secrets sealed before key ids still open (migration
@@ -67,7 +67,7 @@ func (f *LegacyFallback) Opens() bool {
 // Errors: a database error.
 func (f *LegacyFallback) Close(ctx context.Context) error {
 	if _, err := f.pool.Exec(ctx, closeLegacyFallback); err != nil {
-		return pgutil.Interpret("close legacy credentials fallback", err)
+		return sqlkit.Interpret("close legacy credentials fallback", err)
 	}
 	f.closed.Store(true)
 	return nil

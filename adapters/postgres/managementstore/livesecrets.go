@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -52,7 +52,7 @@ func (s *LiveSecrets) LiveSecret(ctx context.Context, workspaceID int64, kind co
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, pgutil.Interpret("live connection secret", err)
+		return nil, false, sqlkit.Interpret("live connection secret", err)
 	}
 	if sealed == nil {
 		return nil, false, nil
@@ -74,7 +74,7 @@ const liveConnectionExists = `
 func (s *LiveSecrets) HasLiveConnection(ctx context.Context, workspaceID int64, kind connection.Kind, sourceKey string) (bool, error) {
 	var ok bool
 	if err := s.pool.QueryRow(ctx, liveConnectionExists, workspaceID, kind.String(), sourceKey).Scan(&ok); err != nil {
-		return false, pgutil.Interpret("live connection", err)
+		return false, sqlkit.Interpret("live connection", err)
 	}
 	return ok, nil
 }
@@ -104,7 +104,7 @@ func (s *LiveSecrets) VerifiedSubscriberSecret(ctx context.Context, workspaceID 
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, pgutil.Interpret("verified subscriber secret", err)
+		return nil, false, sqlkit.Interpret("verified subscriber secret", err)
 	}
 	opened, err := s.secrets.Open(id, sealed)
 	if err != nil {
@@ -129,7 +129,7 @@ func (s *LiveSecrets) APIToken(ctx context.Context, workspaceID, connectionID in
 		return nil, "", false, nil
 	}
 	if err != nil {
-		return nil, "", false, pgutil.Interpret("connection api token", err)
+		return nil, "", false, sqlkit.Interpret("connection api token", err)
 	}
 	if sealed == nil {
 		return nil, sourceServerURL, false, nil

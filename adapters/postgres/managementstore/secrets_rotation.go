@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 )
 
 // Resealing connection secrets and provider API tokens (`hephaestus rotate-credentials`, and
@@ -68,7 +68,7 @@ func ResealSecrets(ctx context.Context, pool *pgxpool.Pool, box *secrets.AESGCM,
 		rows, _ := pool.Query(ctx, connectionsWithSecrets, last, 500)
 		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil {
-			return res, pgutil.Interpret("list connections with secrets", err)
+			return res, sqlkit.Interpret("list connections with secrets", err)
 		}
 		if len(ids) == 0 {
 			return res, errors.Join(errs...)
@@ -110,14 +110,14 @@ func RotateSecrets(ctx context.Context, pool *pgxpool.Pool, box *secrets.AESGCM,
 // resealOne re-seals the connection's secret and API token in one transaction: both or
 // neither are written, so a value no key opens leaves the other as it was too.
 func resealOne(ctx context.Context, pool *pgxpool.Pool, box *secrets.AESGCM, scope ResealScope, id int64) (res ResealResult, err error) {
-	err = pgutil.WithTx(ctx, pool, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, pool, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
 		res = ResealResult{}
 		var secret, token []byte
 		if err := tx.QueryRow(ctx, lockConnectionSecret, id).Scan(&secret, &token); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil // deleted meanwhile
 			}
-			return pgutil.Interpret(fmt.Sprintf("lock secret of connection %d", id), err)
+			return sqlkit.Interpret(fmt.Sprintf("lock secret of connection %d", id), err)
 		}
 		values := []*[]byte{&secret, &token}
 		for i, v := range values {
@@ -141,7 +141,7 @@ func resealOne(ctx context.Context, pool *pgxpool.Pool, box *secrets.AESGCM, sco
 			return nil
 		}
 		if _, err := tx.Exec(ctx, storeConnectionSecret, id, secret, token); err != nil {
-			return pgutil.Interpret(fmt.Sprintf("store secret of connection %d", id), err)
+			return sqlkit.Interpret(fmt.Sprintf("store secret of connection %d", id), err)
 		}
 		return nil
 	})

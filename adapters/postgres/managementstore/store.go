@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 )
@@ -60,12 +60,12 @@ const liveSourceIndexPrefix = "uq_connection_"
 
 func isLiveSourceViolation(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == pgutil.UniqueViolation && strings.HasPrefix(pgErr.ConstraintName, liveSourceIndexPrefix)
+	return errors.As(err, &pgErr) && pgErr.Code == sqlkit.UniqueViolation && strings.HasPrefix(pgErr.ConstraintName, liveSourceIndexPrefix)
 }
 
 func isForeignKeyViolation(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == pgutil.ForeignKeyViolation
+	return errors.As(err, &pgErr) && pgErr.Code == sqlkit.ForeignKeyViolation
 }
 
 // pageOf runs countSQL and listSQL (whose last two parameters are LIMIT and OFFSET) and scans
@@ -75,16 +75,16 @@ func pageOf[T any](ctx context.Context, pool *pgxpool.Pool, op, countSQL, listSQ
 	limit, offset int, scan func(pgx.CollectableRow) (T, error),
 ) (items []T, total int, err error) {
 	snapshot := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	err = pgutil.WithTx(ctx, pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, countSQL, args...).Scan(&total); err != nil {
-			return pgutil.Interpret(op+": count", err)
+			return sqlkit.Interpret(op+": count", err)
 		}
 		rows, err := tx.Query(ctx, listSQL, append(append([]any{}, args...), limit, offset)...)
 		if err != nil {
-			return pgutil.Interpret(op, err)
+			return sqlkit.Interpret(op, err)
 		}
 		items, err = pgx.CollectRows(rows, scan)
-		return pgutil.Interpret(op, err)
+		return sqlkit.Interpret(op, err)
 	})
 	if err != nil {
 		return nil, 0, err

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/workspace"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -86,7 +86,7 @@ func scanWorkspace(row pgx.CollectableRow) (ports.Workspace, error) {
 func (w *Workspaces) CreateWorkspace(ctx context.Context, slug, name string) (ports.Workspace, error) {
 	rows, _ := w.pool.Query(ctx, createWorkspace, slug, name)
 	ws, err := pgx.CollectExactlyOneRow(rows, scanWorkspace)
-	return ws, pgutil.Interpret("create workspace", err)
+	return ws, sqlkit.Interpret("create workspace", err)
 }
 
 // DeleteInboxBatch is how many inbox rows one transaction of a workspace deletion deletes.
@@ -103,16 +103,16 @@ const DeleteInboxBatch = 1000
 //
 // A deletion that fails after step 1 leaves a suspended workspace; deleting it again finishes.
 func (w *Workspaces) DeleteWorkspace(ctx context.Context, id int64) error {
-	err := pgutil.WithTx(ctx, w.pool, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, w.pool, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, suspendWorkspace, id)
 		if err != nil {
-			return pgutil.Interpret("suspend workspace", err)
+			return sqlkit.Interpret("suspend workspace", err)
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("delete workspace %d: %w", id, ports.ErrNotFound)
 		}
 		if _, err := tx.Exec(ctx, suspendWorkspaceConnections, id); err != nil {
-			return pgutil.Interpret("suspend workspace connections", err)
+			return sqlkit.Interpret("suspend workspace connections", err)
 		}
 		return nil
 	})
@@ -122,7 +122,7 @@ func (w *Workspaces) DeleteWorkspace(ctx context.Context, id int64) error {
 	for {
 		tag, err := w.pool.Exec(ctx, deleteWorkspaceInboxBatch, id, DeleteInboxBatch)
 		if err != nil {
-			return pgutil.Interpret("delete workspace inbox", err)
+			return sqlkit.Interpret("delete workspace inbox", err)
 		}
 		if tag.RowsAffected() < DeleteInboxBatch {
 			break
@@ -130,7 +130,7 @@ func (w *Workspaces) DeleteWorkspace(ctx context.Context, id int64) error {
 	}
 	tag, err := w.pool.Exec(ctx, deleteWorkspace, id)
 	if err != nil {
-		return pgutil.Interpret("delete workspace", err)
+		return sqlkit.Interpret("delete workspace", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("delete workspace %d: %w", id, ports.ErrNotFound)
@@ -142,7 +142,7 @@ func (w *Workspaces) DeleteWorkspace(ctx context.Context, id int64) error {
 func (w *Workspaces) WorkspaceBySlug(ctx context.Context, slug string) (ports.Workspace, error) {
 	rows, _ := w.pool.Query(ctx, workspaceBySlug, slug)
 	ws, err := pgx.CollectExactlyOneRow(rows, scanWorkspace)
-	return ws, pgutil.Interpret("workspace by slug", err)
+	return ws, sqlkit.Interpret("workspace by slug", err)
 }
 
 // ListWorkspaces implements ports.WorkspaceStore.
@@ -161,7 +161,7 @@ func (w *Workspaces) MemberWorkspaces(ctx context.Context, accountID int64, page
 func (w *Workspaces) MemberRole(ctx context.Context, workspaceID, accountID int64) (workspace.Role, error) {
 	var role string
 	if err := w.pool.QueryRow(ctx, memberRole, workspaceID, accountID).Scan(&role); err != nil {
-		return workspace.Role{}, pgutil.Interpret("member role", err)
+		return workspace.Role{}, sqlkit.Interpret("member role", err)
 	}
 	return restoreRole(role)
 }
@@ -184,12 +184,12 @@ func (w *Workspaces) ChangeMemberRole(ctx context.Context, workspaceID, accountI
 // returning the stored role) after the last-ADMIN check.
 func (w *Workspaces) writeRole(ctx context.Context, stmt string, workspaceID, accountID int64, role workspace.Role) (ports.Membership, error) {
 	var stored string
-	err := pgutil.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		if role != workspace.Admin {
 			rows, _ := tx.Query(ctx, lockAdmins, workspaceID)
 			admins, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 			if err != nil {
-				return pgutil.Interpret("lock workspace admins", err)
+				return sqlkit.Interpret("lock workspace admins", err)
 			}
 			if len(admins) == 1 && admins[0] == accountID {
 				return ports.Reject(ports.ErrConflict, "last-admin", "")
@@ -200,7 +200,7 @@ func (w *Workspaces) writeRole(ctx context.Context, stmt string, workspaceID, ac
 			return fmt.Errorf("set member role: %w", ports.ErrNotFound)
 		}
 		if err != nil {
-			return pgutil.Interpret("set member role", err)
+			return sqlkit.Interpret("set member role", err)
 		}
 		return nil
 	})
@@ -228,18 +228,18 @@ const (
 
 // RemoveMember implements ports.WorkspaceStore.
 func (w *Workspaces) RemoveMember(ctx context.Context, workspaceID, accountID int64) error {
-	return pgutil.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	return sqlkit.WithTx(ctx, w.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, lockAdmins, workspaceID)
 		admins, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil {
-			return pgutil.Interpret("lock workspace admins", err)
+			return sqlkit.Interpret("lock workspace admins", err)
 		}
 		if len(admins) == 1 && admins[0] == accountID {
 			return ports.Reject(ports.ErrConflict, "last-admin", "")
 		}
 		tag, err := tx.Exec(ctx, removeMember, workspaceID, accountID)
 		if err != nil {
-			return pgutil.Interpret("remove member", err)
+			return sqlkit.Interpret("remove member", err)
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("member %d of workspace %d: %w", accountID, workspaceID, ports.ErrNotFound)

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -62,17 +62,17 @@ func (s *Store) AddRejections(ctx context.Context, counts []ports.RejectionCount
 	for i, c := range counts {
 		minutes[i], providers[i], conns[i], reasons[i], ns[i] = c.Minute, c.Provider, c.ConnectionID, c.Reason, c.Count
 	}
-	return pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	return sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		if n > 0 {
 			if _, err := tx.Exec(ctx, addCounts, minutes, providers, conns, reasons, ns); err != nil {
-				return pgutil.Interpret("add rejections", err)
+				return sqlkit.Interpret("add rejections", err)
 			}
 		}
 		if deleteBefore.IsZero() {
 			return nil
 		}
 		if _, err := tx.Exec(ctx, deleteOld, deleteBefore); err != nil {
-			return pgutil.Interpret("delete old rejections", err)
+			return sqlkit.Interpret("delete old rejections", err)
 		}
 		return nil
 	})
@@ -84,7 +84,7 @@ func (s *Store) ListRejections(ctx context.Context, workspaceID int64, page port
 		items []ports.RejectionCount
 		total int
 	)
-	err := pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(ctx context.Context, tx pgx.Tx) error {
 		var (
 			rows pgx.Rows
 			err  error
@@ -95,7 +95,7 @@ func (s *Store) ListRejections(ctx context.Context, workspaceID int64, page port
 			err = tx.QueryRow(ctx, countOfWorkspace, workspaceID).Scan(&total)
 		}
 		if err != nil {
-			return pgutil.Interpret("count rejections", err)
+			return sqlkit.Interpret("count rejections", err)
 		}
 		if workspaceID == 0 {
 			rows, err = tx.Query(ctx, listAll, page.Size, page.Offset())
@@ -103,14 +103,14 @@ func (s *Store) ListRejections(ctx context.Context, workspaceID int64, page port
 			rows, err = tx.Query(ctx, listOfWorkspace, workspaceID, page.Size, page.Offset())
 		}
 		if err != nil {
-			return pgutil.Interpret("list rejections", err)
+			return sqlkit.Interpret("list rejections", err)
 		}
 		items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ports.RejectionCount, error) {
 			var c ports.RejectionCount
 			err := row.Scan(&c.Minute, &c.Provider, &c.ConnectionID, &c.Reason, &c.Count)
 			return c, err
 		})
-		return pgutil.Interpret("list rejections", err)
+		return sqlkit.Interpret("list rejections", err)
 	})
 	if err != nil {
 		return nil, 0, err

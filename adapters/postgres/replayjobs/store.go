@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/replayjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -50,7 +50,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	return &Store{pool: pool, cfg: cfg}, nil
 }
 
-func (s *Store) now() *time.Time { return pgutil.NowParam(s.cfg.Clock) }
+func (s *Store) now() *time.Time { return sqlkit.NowParam(s.cfg.Clock) }
 
 var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 
@@ -106,7 +106,7 @@ func (s *Store) CountReplayable(ctx context.Context, workspaceID int64, filter r
 	}
 	var n int64
 	if err := s.pool.QueryRow(ctx, countMatchingDeadRows, append([]any{workspaceID}, filterArgs(filter)...)...).Scan(&n); err != nil {
-		return 0, pgutil.Interpret("count replayable rows", err)
+		return 0, sqlkit.Interpret("count replayable rows", err)
 	}
 	return n, nil
 }
@@ -125,36 +125,36 @@ func (s *Store) StartReplay(ctx context.Context, workspaceID int64, filter repla
 	// matchDeadRows' $1..$8; clipped, so each statement's further arguments append to a copy.
 	match := slices.Clip(append([]any{workspaceID}, filterArgs(filter)...))
 	var job ports.ReplayJob
-	err = pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	err = sqlkit.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, lockReplayStarts, workspaceID); err != nil {
-			return pgutil.Interpret("lock replay starts", err)
+			return sqlkit.Interpret("lock replay starts", err)
 		}
 		var running, matched int64
 		if err := tx.QueryRow(ctx, countRunningReplayJobs, workspaceID).Scan(&running); err != nil {
-			return pgutil.Interpret("count running replay jobs", err)
+			return sqlkit.Interpret("count running replay jobs", err)
 		}
 		if err := limits.AdmitRunning(running); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, countMatchingDeadRowsUpTo, append(match, limits.MaxRows()+1)...).Scan(&matched); err != nil {
-			return pgutil.Interpret("count replayable rows", err)
+			return sqlkit.Interpret("count replayable rows", err)
 		}
 		if err := limits.AdmitRows(matched); err != nil {
 			return err
 		}
 		var id int64
 		if err := tx.QueryRow(ctx, insertReplayJob, workspaceID, stored, accountID, s.now()).Scan(&id); err != nil {
-			return pgutil.Interpret("start replay", err)
+			return sqlkit.Interpret("start replay", err)
 		}
 		tag, err := tx.Exec(ctx, insertReplayJobRows, append(match, id, limits.MaxRows()+1)...)
 		if err != nil {
-			return pgutil.Interpret("fix the rows of replay", err)
+			return sqlkit.Interpret("fix the rows of replay", err)
 		}
 		if err := limits.AdmitRows(tag.RowsAffected()); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, setReplayJobMatched, id, tag.RowsAffected()); err != nil {
-			return pgutil.Interpret("start replay", err)
+			return sqlkit.Interpret("start replay", err)
 		}
 		job, err = readJob(tx.QueryRow(ctx, replayJobOfWorkspace, id, workspaceID))
 		return err
@@ -175,7 +175,7 @@ func readJob(row pgx.Row) (ports.ReplayJob, error) {
 	)
 	if err := row.Scan(&j.ID, &j.WorkspaceID, &state, &filter, &j.Progress.Matched, &j.Progress.Replayed, &j.Progress.Skipped,
 		&j.RequestedBy, &j.StartedAt, &finished); err != nil {
-		return ports.ReplayJob{}, pgutil.Interpret("read replay job", err)
+		return ports.ReplayJob{}, sqlkit.Interpret("read replay job", err)
 	}
 	st, err := replayjob.ParseState(state)
 	if err != nil {
@@ -204,13 +204,13 @@ func (s *Store) ListReplayJobs(ctx context.Context, workspaceID int64, page port
 		total int
 	)
 	snapshot := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	err := pgutil.WithTx(ctx, s.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, s.pool, snapshot, func(ctx context.Context, tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, countReplayJobsOfWorkspace, workspaceID).Scan(&total); err != nil {
-			return pgutil.Interpret("count replay jobs", err)
+			return sqlkit.Interpret("count replay jobs", err)
 		}
 		rows, err := tx.Query(ctx, listReplayJobsOfWorkspace, workspaceID, page.Size, page.Offset())
 		if err != nil {
-			return pgutil.Interpret("list replay jobs", err)
+			return sqlkit.Interpret("list replay jobs", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
@@ -220,7 +220,7 @@ func (s *Store) ListReplayJobs(ctx context.Context, workspaceID int64, page port
 			}
 			jobs = append(jobs, j)
 		}
-		return pgutil.Interpret("list replay jobs", rows.Err())
+		return sqlkit.Interpret("list replay jobs", rows.Err())
 	})
 	if err != nil {
 		return nil, 0, err
@@ -231,7 +231,7 @@ func (s *Store) ListReplayJobs(ctx context.Context, workspaceID int64, page port
 // CancelReplay implements ports.ReplayJobStore.
 func (s *Store) CancelReplay(ctx context.Context, workspaceID, id int64) (ports.ReplayJob, error) {
 	var job ports.ReplayJob
-	err := pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		var cancelled int64
 		err := tx.QueryRow(ctx, cancelReplayJob, id, workspaceID, s.now()).Scan(&cancelled)
 		switch {
@@ -241,10 +241,10 @@ func (s *Store) CancelReplay(ctx context.Context, workspaceID, id int64) (ports.
 			}
 			return ports.Reject(ports.ErrConflict, ReasonNotRunning, "")
 		case err != nil:
-			return pgutil.Interpret("cancel replay", err)
+			return sqlkit.Interpret("cancel replay", err)
 		}
 		if _, err := tx.Exec(ctx, deleteReplayJobRows, id); err != nil {
-			return pgutil.Interpret("cancel replay", err)
+			return sqlkit.Interpret("cancel replay", err)
 		}
 		job, err = readJob(tx.QueryRow(ctx, replayJobOfWorkspace, id, workspaceID))
 		return err
@@ -268,7 +268,7 @@ func (s *Store) ClaimReplayJob(ctx context.Context, owner string, lease time.Dur
 		return ports.ReplayLease{}, false, nil
 	}
 	if err != nil {
-		return ports.ReplayLease{}, false, pgutil.Interpret("claim replay job", err)
+		return ports.ReplayLease{}, false, sqlkit.Interpret("claim replay job", err)
 	}
 	return l, true, nil
 }
@@ -283,7 +283,7 @@ func (s *Store) ReplayBatch(ctx context.Context, l ports.ReplayLease, size int, 
 		replayed int
 		more     bool
 	)
-	err := pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		var (
 			workspaceID, cursor, accountID int64
 			p                              replayjob.Progress
@@ -294,15 +294,15 @@ func (s *Store) ReplayBatch(ctx context.Context, l ports.ReplayLease, size int, 
 			return inbox.ErrLeaseLost
 		}
 		if err != nil {
-			return pgutil.Interpret("fence replay batch", err)
+			return sqlkit.Interpret("fence replay batch", err)
 		}
 		rows, err := tx.Query(ctx, nextReplayJobRows, l.JobID, cursor, size+1)
 		if err != nil {
-			return pgutil.Interpret("next replay rows", err)
+			return sqlkit.Interpret("next replay rows", err)
 		}
 		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil {
-			return pgutil.Interpret("next replay rows", err)
+			return sqlkit.Interpret("next replay rows", err)
 		}
 		if more = len(ids) > size; more {
 			ids = ids[:size]
@@ -317,11 +317,11 @@ func (s *Store) ReplayBatch(ctx context.Context, l ports.ReplayLease, size int, 
 			cursor = ids[len(ids)-1]
 		}
 		if _, err := tx.Exec(ctx, commitReplayBatch, l.JobID, cursor, p.Replayed, p.Skipped, !more, micros(lease), s.now()); err != nil {
-			return pgutil.Interpret("commit replay batch", err)
+			return sqlkit.Interpret("commit replay batch", err)
 		}
 		if !more {
 			if _, err := tx.Exec(ctx, deleteReplayJobRows, l.JobID); err != nil {
-				return pgutil.Interpret("end replay job", err)
+				return sqlkit.Interpret("end replay job", err)
 			}
 		}
 		return nil
@@ -340,29 +340,29 @@ func (s *Store) YieldReplayJob(ctx context.Context, l ports.ReplayLease) (bool, 
 		return false, nil
 	}
 	if err != nil {
-		return false, pgutil.Interpret("yield replay job", err)
+		return false, sqlkit.Interpret("yield replay job", err)
 	}
 	return true, nil
 }
 
 // FailReplay implements ports.ReplayJobStore.
 func (s *Store) FailReplay(ctx context.Context, l ports.ReplayLease) error {
-	return pgutil.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	return sqlkit.WithTx(ctx, s.pool, readCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		var id int64
 		err := tx.QueryRow(ctx, failReplayJob, l.JobID, l.Owner, l.Epoch, s.now()).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return inbox.ErrLeaseLost
 		}
 		if err != nil {
-			return pgutil.Interpret("fail replay job", err)
+			return sqlkit.Interpret("fail replay job", err)
 		}
 		_, err = tx.Exec(ctx, deleteReplayJobRows, l.JobID)
-		return pgutil.Interpret("fail replay job", err)
+		return sqlkit.Interpret("fail replay job", err)
 	})
 }
 
 // ReleaseReplay implements ports.ReplayJobStore.
 func (s *Store) ReleaseReplay(ctx context.Context, l ports.ReplayLease) error {
 	_, err := s.pool.Exec(ctx, releaseReplayJob, l.JobID, l.Owner, l.Epoch)
-	return pgutil.Interpret("release replay job", err)
+	return sqlkit.Interpret("release replay job", err)
 }

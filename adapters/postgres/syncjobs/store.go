@@ -2,7 +2,7 @@
 // claim, lease and page commit of application/backfill's runner, and the progress and restart
 // of the sync API. A page commits in one transaction with its cursor and counters, after a
 // fence on the job's row (the lease's owner and epoch), through the provider's mirror store,
-// which receives the transaction as a ports.Tx (deliveryinbox.Adopt) exactly as it receives a
+// which receives the transaction as a ports.Tx (sqlkit.Adopt) exactly as it receives a
 // handler step's.
 package syncjobs
 
@@ -15,8 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -54,7 +53,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 }
 
 // now is the "now" parameter: nil (SQL NULL, the database clock) unless a Clock is set.
-func (s *Store) now() *time.Time { return pgutil.NowParam(s.cfg.Clock) }
+func (s *Store) now() *time.Time { return sqlkit.NowParam(s.cfg.Clock) }
 
 func micros(d time.Duration) int64 { return d.Microseconds() }
 
@@ -72,7 +71,7 @@ func (s *Store) ClaimSyncJob(ctx context.Context, providers []string, owner stri
 		return ports.SyncJob{}, ports.SyncLease{}, false, nil
 	}
 	if err != nil {
-		return ports.SyncJob{}, ports.SyncLease{}, false, pgutil.Interpret("claim sync job", err)
+		return ports.SyncJob{}, ports.SyncLease{}, false, sqlkit.Interpret("claim sync job", err)
 	}
 	j.Provider = provider.Restore(prov)
 	if j.Kind, err = syncjob.ParseKind(kind); err != nil {
@@ -93,7 +92,7 @@ func held(row pgx.Row, op string) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%s: %w", op, inbox.ErrLeaseLost)
 	}
-	return pgutil.Interpret(op, err)
+	return sqlkit.Interpret(op, err)
 }
 
 // CommitSyncPage implements ports.SyncJobStore. The fence comes first (after the source's own
@@ -103,13 +102,13 @@ func held(row pgx.Row, op string) error {
 // server's at the commit.
 func (s *Store) CommitSyncPage(ctx context.Context, l ports.SyncLease, p ports.SyncPage, lease time.Duration) error {
 	var adopted ports.Tx
-	err := pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	err := sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		if p.Lock != nil || p.Write != nil {
-			adopted = deliveryinbox.Adopt(tx)
+			adopted = sqlkit.Adopt(tx)
 		}
 		if p.Lock != nil {
 			if err := p.Lock(ctx, adopted); err != nil {
-				return fmt.Errorf("lock sync page: %w", pgutil.Interpret("lock sync page", err))
+				return fmt.Errorf("lock sync page: %w", sqlkit.Interpret("lock sync page", err))
 			}
 		}
 		if err := held(tx.QueryRow(ctx, lockHeldSyncJob, l.JobID, l.Owner, l.Epoch), "fence sync page"); err != nil {
@@ -120,14 +119,14 @@ func (s *Store) CommitSyncPage(ctx context.Context, l ports.SyncLease, p ports.S
 		}
 		if p.Write != nil {
 			if err := p.Write(ctx, adopted); err != nil {
-				return fmt.Errorf("write sync page: %w", pgutil.Interpret("write sync page", err))
+				return fmt.Errorf("write sync page: %w", sqlkit.Interpret("write sync page", err))
 			}
 		}
 		_, err := tx.Exec(ctx, commitSyncPage, l.JobID, p.Next, p.Items, p.Done, micros(lease), s.now())
-		return pgutil.Interpret("commit sync page", err)
+		return sqlkit.Interpret("commit sync page", err)
 	})
 	if err == nil && adopted != nil {
-		deliveryinbox.Committed(adopted)
+		sqlkit.Committed(adopted)
 	}
 	return err
 }
@@ -141,7 +140,7 @@ func copyFence(ctx context.Context, tx pgx.Tx) error {
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && inProgress) {
 		return fmt.Errorf("sync page during person erasure: %w", inbox.ErrBusy)
 	}
-	return pgutil.Interpret("take erasure copy fence", err)
+	return sqlkit.Interpret("take erasure copy fence", err)
 }
 
 // FailSyncPage implements ports.SyncJobStore.
@@ -157,30 +156,30 @@ func (s *Store) FailSyncPage(ctx context.Context, l ports.SyncLease, d syncjob.D
 // ReleaseSyncLease implements ports.SyncJobStore.
 func (s *Store) ReleaseSyncLease(ctx context.Context, l ports.SyncLease) error {
 	_, err := s.pool.Exec(ctx, releaseSyncLease, l.JobID, l.Owner, l.Epoch, s.now())
-	return pgutil.Interpret("release sync lease", err)
+	return sqlkit.Interpret("release sync lease", err)
 }
 
 // YieldSyncJob implements ports.SyncJobStore.
 func (s *Store) YieldSyncJob(ctx context.Context, l ports.SyncLease) (bool, error) {
 	tag, err := s.pool.Exec(ctx, yieldSyncJob, l.JobID, l.Owner, l.Epoch, s.now())
 	if err != nil {
-		return false, pgutil.Interpret("yield sync job", err)
+		return false, sqlkit.Interpret("yield sync job", err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
 
 // RestartSync implements ports.SyncProgressStore.
 func (s *Store) RestartSync(ctx context.Context, workspaceID, connectionID int64) error {
-	return pgutil.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
+	return sqlkit.WithTx(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(ctx context.Context, tx pgx.Tx) error {
 		var state string
 		if err := tx.QueryRow(ctx, lockConnectionForRestart, connectionID, workspaceID).Scan(&state); err != nil {
-			return pgutil.Interpret("lock connection", err)
+			return sqlkit.Interpret("lock connection", err)
 		}
 		if state != connection.Active.String() {
 			return ports.Reject(ports.ErrConflict, ReasonConnectionNotActive, state)
 		}
 		_, err := tx.Exec(ctx, restartSync, connectionID)
-		return pgutil.Interpret("restart sync", err)
+		return sqlkit.Interpret("restart sync", err)
 	})
 }
 
@@ -188,7 +187,7 @@ func (s *Store) RestartSync(ctx context.Context, workspaceID, connectionID int64
 func (s *Store) SyncProgress(ctx context.Context, workspaceID, connectionID int64) ([]ports.SyncResourceProgress, error) {
 	var exists bool
 	if err := s.pool.QueryRow(ctx, connectionExists, connectionID, workspaceID).Scan(&exists); err != nil {
-		return nil, pgutil.Interpret("read connection", err)
+		return nil, sqlkit.Interpret("read connection", err)
 	}
 	if !exists {
 		return nil, fmt.Errorf("connection %d: %w", connectionID, ports.ErrNotFound)
@@ -207,7 +206,7 @@ func (s *Store) SyncProgress(ctx context.Context, workspaceID, connectionID int6
 		return r, err
 	})
 	if err != nil {
-		return nil, pgutil.Interpret("read sync progress", err)
+		return nil, sqlkit.Interpret("read sync progress", err)
 	}
 	if out == nil {
 		out = []ports.SyncResourceProgress{}
@@ -236,7 +235,7 @@ func (s *Store) WorkspaceSyncs(ctx context.Context, workspaceID int64) ([]ports.
 		return c, nil
 	})
 	if err != nil {
-		return nil, pgutil.Interpret("read workspace syncs", err)
+		return nil, sqlkit.Interpret("read workspace syncs", err)
 	}
 	return out, nil
 }

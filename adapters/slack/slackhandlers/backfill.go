@@ -5,16 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // HistoryWriter is what a backfill page of channel history writes through: the same consent
 // check and message methods the message handlers use.
 type HistoryWriter interface {
-	ChannelConsent(ctx context.Context, tx ports.Tx, ws int64, channelID string) (Channel, bool, error)
-	InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m Message) (bool, error)
-	EditMessageText(ctx context.Context, tx ports.Tx, ws int64, e MessageEdit) error
-	EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e MessageEdit) error
+	ChannelConsent(ctx context.Context, tx ports.Tx, ws int64, channelID string) (slackmodel.Channel, bool, error)
+	InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m slackmodel.Message) (bool, error)
+	EditMessageText(ctx context.Context, tx ports.Tx, ws int64, e slackmodel.MessageEdit) error
+	EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e slackmodel.MessageEdit) error
 }
 
 // HistoryPage is one page of a channel's history (conversations.history) or of one thread's
@@ -23,8 +24,8 @@ type HistoryWriter interface {
 // a history page, the threads it lists.
 type HistoryPage struct {
 	channel  string
-	messages []Message
-	edits    []MessageEdit
+	messages []slackmodel.Message
+	edits    []slackmodel.MessageEdit
 	// Threads are the ts of the page's thread parents that have replies, in page order (a
 	// history page only; a deleted parent, which history lists as a tombstone, included).
 	Threads []string
@@ -89,7 +90,7 @@ func decodePage(team, channel, parent string, body json.RawMessage) (HistoryPage
 		// Sync writes carry no event (event id 0).
 		p.messages = append(p.messages, m.channelMessage(team, channel, 0))
 		if m.Edited != nil && validTS(m.Edited.TS) {
-			p.edits = append(p.edits, MessageEdit{ChannelID: channel, TS: m.TS, Text: m.Text, EditedTS: m.Edited.TS})
+			p.edits = append(p.edits, slackmodel.MessageEdit{ChannelID: channel, TS: m.TS, Text: m.Text, EditedTS: m.Edited.TS})
 		}
 	}
 	return p, nil

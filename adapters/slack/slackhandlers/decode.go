@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
@@ -97,8 +98,8 @@ type message struct {
 
 // channelMessage is the mirror's row of a channel message of team's channel, written by the
 // message handlers and the backfill alike (a thread reply keeps its thread_ts).
-func (m message) channelMessage(team, channel string, eventID int64) Message {
-	return Message{
+func (m message) channelMessage(team, channel string, eventID int64) slackmodel.Message {
+	return slackmodel.Message{
 		TeamID: team, ChannelID: channel, TS: m.TS, ThreadTS: m.ThreadTS, UserID: m.User, Text: m.Text,
 		PostedAt: tsTime(m.TS), EventID: eventID,
 	}

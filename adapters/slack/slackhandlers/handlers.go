@@ -35,6 +35,7 @@ import (
 	"fmt"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -44,9 +45,9 @@ type Deps struct {
 	// Inbox runs every database write in a fenced, named step.
 	Inbox ports.DeliveryInbox
 	// Store is the Slack mirror store.
-	Store Store
+	Store slackmodel.Store
 	// Notifier sends the join notice and publishes App Home. nil: no external effects.
-	Notifier Notifier
+	Notifier slackmodel.Notifier
 	// Log receives notes that are not failures (a DM refused by an inactive connection). nil:
 	// discarded. Never a message text or a channel id of a direct message.
 	Log ports.Logger
@@ -85,12 +86,12 @@ func Register(reg ports.HandlerRegistrar, deps Deps) error {
 	b := base{deps: deps}
 	hs := map[string]ports.Handler{
 		EventMessage:             ports.HandlerFunc(b.message),
-		EventChannelCreated:      b.lifecycle(ActionRegister),
-		EventChannelRename:       b.lifecycle(ActionRename),
-		EventChannelArchive:      b.lifecycle(ActionPause),
-		EventChannelUnarchive:    b.lifecycle(ActionResume),
-		EventChannelDeleted:      b.lifecycle(ActionRevoke),
-		EventChannelLeft:         b.lifecycle(ActionRevoke),
+		EventChannelCreated:      b.lifecycle(slackmodel.ActionRegister),
+		EventChannelRename:       b.lifecycle(slackmodel.ActionRename),
+		EventChannelArchive:      b.lifecycle(slackmodel.ActionPause),
+		EventChannelUnarchive:    b.lifecycle(slackmodel.ActionResume),
+		EventChannelDeleted:      b.lifecycle(slackmodel.ActionRevoke),
+		EventChannelLeft:         b.lifecycle(slackmodel.ActionRevoke),
 		EventMemberJoinedChannel: ports.HandlerFunc(b.memberJoined),
 		EventAppUninstalled:      ports.HandlerFunc(b.uninstall),
 		EventTokensRevoked:       ports.HandlerFunc(b.uninstall),
@@ -128,13 +129,13 @@ var (
 	StepTurnDelete           = slack.MustStep("slack.mentor.turn.delete")
 	StepSessionStop          = slack.MustStep("slack.mentor.session.stop")
 
-	channelSteps = map[ChannelAction]inbox.Step{
-		ActionRegister: inbox.MustStep("slack.channel.register"),
-		ActionGrant:    inbox.MustStep("slack.channel.grant"),
-		ActionPause:    inbox.MustStep("slack.channel.pause"),
-		ActionResume:   inbox.MustStep("slack.channel.resume"),
-		ActionRevoke:   inbox.MustStep("slack.channel.revoke"),
-		ActionRename:   inbox.MustStep("slack.channel.rename"),
+	channelSteps = map[slackmodel.ChannelAction]inbox.Step{
+		slackmodel.ActionRegister: inbox.MustStep("slack.channel.register"),
+		slackmodel.ActionGrant:    inbox.MustStep("slack.channel.grant"),
+		slackmodel.ActionPause:    inbox.MustStep("slack.channel.pause"),
+		slackmodel.ActionResume:   inbox.MustStep("slack.channel.resume"),
+		slackmodel.ActionRevoke:   inbox.MustStep("slack.channel.revoke"),
+		slackmodel.ActionRename:   inbox.MustStep("slack.channel.rename"),
 	}
 )
 

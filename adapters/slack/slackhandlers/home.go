@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -45,7 +46,7 @@ func (b base) appHome(ctx context.Context, d ports.Dispatch) error {
 }
 
 // homeView is the Block Kit Home tab of a summary.
-func homeView(s HomeSummary) (json.RawMessage, error) {
+func homeView(s slackmodel.HomeSummary) (json.RawMessage, error) {
 	text := fmt.Sprintf("*Hephaestus*\nMirrored channels: %d\nYour open mentor turns: %d", s.MirroredChannels, s.OpenTurns)
 	return json.Marshal(map[string]any{
 		"type": "home",

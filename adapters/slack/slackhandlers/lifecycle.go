@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -24,7 +25,7 @@ type channelEvent struct {
 // lifecycle handles a channel lifecycle event: one claimed step that changes the registry's
 // consent state (or name) and appends the audit row in the same transaction. A revoke erases
 // the channel's mirrored messages in that transaction too.
-func (b base) lifecycle(action ChannelAction) ports.Handler {
+func (b base) lifecycle(action slackmodel.ChannelAction) ports.Handler {
 	return ports.HandlerFunc(func(ctx context.Context, d ports.Dispatch) error {
 		event := d.Delivery.EventType()
 		ws, err := workspace(event, d)
@@ -43,25 +44,25 @@ func (b base) lifecycle(action ChannelAction) ports.Handler {
 }
 
 // changeChannel runs one registry change in its claimed step.
-func (b base) changeChannel(ctx context.Context, ws int64, team string, ch channelRef, action ChannelAction, eventID int64) error {
+func (b base) changeChannel(ctx context.Context, ws int64, team string, ch channelRef, action slackmodel.ChannelAction, eventID int64) error {
 	return b.step(ctx, channelSteps[action], func(ctx context.Context, tx ports.Tx) error {
 		current, found, err := b.deps.Store.LockChannel(ctx, tx, ws, ch.ID)
 		if err != nil {
 			return err
 		}
 		if !found {
-			if action != ActionRegister && action != ActionGrant && action != ActionRename {
+			if action != slackmodel.ActionRegister && action != slackmodel.ActionGrant && action != slackmodel.ActionRename {
 				return nil // nothing to pause, resume or revoke in a channel never registered
 			}
-			current = Channel{TeamID: team, ID: ch.ID}
+			current = slackmodel.Channel{TeamID: team, ID: ch.ID}
 		}
 		renamed := ch.Name != "" && ch.Name != current.Name
-		next, changed := current.Consent.next(action)
-		if action == ActionRename {
+		next, changed := current.Consent.Next(action)
+		if action == slackmodel.ActionRename {
 			// A rename of a channel the registry never saw registers it under its new name.
 			next, changed = current.Consent, renamed
 			if !found {
-				next = ConsentPending
+				next = slackmodel.ConsentPending
 			}
 		}
 		if !changed && !renamed {
@@ -74,12 +75,12 @@ func (b base) changeChannel(ctx context.Context, ws int64, team string, ch chann
 		if err := b.deps.Store.SaveChannel(ctx, tx, ws, current, eventID); err != nil {
 			return err
 		}
-		if next == ConsentRevoked && changed {
+		if next == slackmodel.ConsentRevoked && changed {
 			if _, err := b.deps.Store.EraseChannelMessages(ctx, tx, ws, ch.ID); err != nil {
 				return err
 			}
 		}
-		return b.deps.Store.AppendAudit(ctx, tx, ws, ChannelAudit{
+		return b.deps.Store.AppendAudit(ctx, tx, ws, slackmodel.ChannelAudit{
 			TeamID: team, ChannelID: ch.ID, Action: action, Consent: next, EventID: eventID,
 		})
 	})
@@ -105,7 +106,7 @@ func (b base) memberJoined(ctx context.Context, d ports.Dispatch) error {
 		return malformed(event, "member_joined_channel needs a team, a channel and a user")
 	}
 	if p.isAppBot(p.Event.User) {
-		return wrap(event, b.changeChannel(ctx, ws, p.TeamID, p.Event.Channel, ActionGrant, d.Delivery.ID()))
+		return wrap(event, b.changeChannel(ctx, ws, p.TeamID, p.Event.Channel, slackmodel.ActionGrant, d.Delivery.ID()))
 	}
 	if b.deps.Notifier == nil {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -29,7 +30,7 @@ func (b base) mentorMessage(ctx context.Context, d ports.Dispatch, ws int64, tea
 		if changed.Edited != nil && validTS(changed.Edited.TS) {
 			edited = changed.Edited.TS
 		}
-		e := TurnEdit{TeamID: team, RequestID: changed.requestID(), Text: changed.Text, EditedTS: edited, EventID: eventID}
+		e := slackmodel.TurnEdit{TeamID: team, RequestID: changed.requestID(), Text: changed.Text, EditedTS: edited, EventID: eventID}
 		return b.activeStep(ctx, ws, team, StepTurnEdit, func(ctx context.Context, tx ports.Tx) error {
 			return b.deps.Store.EditTurn(ctx, tx, ws, e)
 		})
@@ -58,7 +59,7 @@ func (b base) mentorMessage(ctx context.Context, d ports.Dispatch, ws int64, tea
 	if !validTS(m.TS) {
 		return malformed(EventMessage, "a message needs a ts")
 	}
-	t := Turn{
+	t := slackmodel.Turn{
 		TeamID: team, RequestID: m.requestID(), ChannelID: m.Channel, UserID: m.User, TS: m.TS,
 		ThreadTS: m.ThreadTS, Text: m.Text, EventID: eventID,
 	}
@@ -93,7 +94,7 @@ func (b base) sessionStopped(ctx context.Context, d ports.Dispatch) error {
 	if p.Event == nil || p.TeamID == "" {
 		return malformed(event, "a session-stopped event needs a team")
 	}
-	stop := SessionStop{TeamID: p.TeamID, ChannelID: p.Event.Channel, ThreadTS: p.Event.ThreadTS, EventID: d.Delivery.ID()}
+	stop := slackmodel.SessionStop{TeamID: p.TeamID, ChannelID: p.Event.Channel, ThreadTS: p.Event.ThreadTS, EventID: d.Delivery.ID()}
 	if t := p.Event.AssistantThread; t != nil {
 		stop.ChannelID, stop.ThreadTS = t.ChannelID, t.ThreadTS
 	}

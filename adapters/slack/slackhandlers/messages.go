@@ -3,6 +3,7 @@ package slackhandlers
 import (
 	"context"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -36,7 +37,7 @@ func (b base) channelMessage(ctx context.Context, d ports.Dispatch, ws int64, te
 				return err
 			}
 			if ok {
-				return b.deps.Store.TombstoneMessage(ctx, tx, ws, MessageDelete{
+				return b.deps.Store.TombstoneMessage(ctx, tx, ws, slackmodel.MessageDelete{
 					TeamID: team, ChannelID: m.Channel, TS: ts, PostedAt: tsTime(ts), EventID: eventID,
 				})
 			}
@@ -57,9 +58,9 @@ func (b base) channelMessage(ctx context.Context, d ports.Dispatch, ws int64, te
 	if err != nil {
 		return err
 	}
-	if found && c.Consent == ConsentRevoked {
+	if found && c.Consent == slackmodel.ConsentRevoked {
 		return b.step(ctx, StepChannelErase, func(ctx context.Context, tx ports.Tx) error {
-			if _, state, err := b.consent(ctx, tx, ws, m.Channel); err != nil || state != ConsentRevoked {
+			if _, state, err := b.consent(ctx, tx, ws, m.Channel); err != nil || state != slackmodel.ConsentRevoked {
 				return err
 			}
 			_, err := b.deps.Store.EraseChannelMessages(ctx, tx, ws, m.Channel)
@@ -77,10 +78,10 @@ func (b base) channelMessage(ctx context.Context, d ports.Dispatch, ws int64, te
 
 // consent reports whether the channel stores messages now, holding the registry row's shared
 // lock until the step commits; it also returns the state it found.
-func (b base) consent(ctx context.Context, tx ports.Tx, ws int64, channel string) (bool, ConsentState, error) {
+func (b base) consent(ctx context.Context, tx ports.Tx, ws int64, channel string) (bool, slackmodel.ConsentState, error) {
 	c, found, err := b.deps.Store.ChannelConsent(ctx, tx, ws, channel)
 	if err != nil || !found {
-		return false, ConsentState{}, err
+		return false, slackmodel.ConsentState{}, err
 	}
 	return c.Consent.StoresMessages(), c.Consent, nil
 }
@@ -111,11 +112,11 @@ func (b base) editMessage(ctx context.Context, ws int64, team string, m message,
 	if m.PreviousMessage != nil && m.PreviousMessage.TS == changed.TS {
 		baseText = m.PreviousMessage.Text
 	}
-	original := Message{
+	original := slackmodel.Message{
 		TeamID: team, ChannelID: m.Channel, TS: changed.TS, ThreadTS: changed.ThreadTS, UserID: changed.User,
 		Text: baseText, PostedAt: tsTime(changed.TS), EventID: eventID,
 	}
-	edit := MessageEdit{ChannelID: m.Channel, TS: changed.TS, Text: changed.Text, EditedTS: edited, EventID: eventID}
+	edit := slackmodel.MessageEdit{ChannelID: m.Channel, TS: changed.TS, Text: changed.Text, EditedTS: edited, EventID: eventID}
 
 	err := b.step(ctx, StepMessageInsert, func(ctx context.Context, tx ports.Tx) error {
 		if ok, _, err := b.consent(ctx, tx, ws, m.Channel); err != nil || !ok {

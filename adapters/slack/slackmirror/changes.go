@@ -2,10 +2,11 @@ package slackmirror
 
 import (
 	"context"
-	"errors"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -26,28 +27,14 @@ var (
 
 // Views shapes mirrored rows as the read API shows them (slackread.Views).
 type Views interface {
-	Message(slackhandlers.MessageView) any
+	Message(slackmodel.MessageView) any
 	ChannelViews
 }
 
-type feed struct {
-	pub     ports.ChangePublisher
-	remover ports.ChangeRemover
-	views   Views
-}
-
-// PublishChanges makes the store publish its message changes through pub, shaped by views.
-// Call it once, before the store is used.
+// PublishChanges makes the store publish its changes through pub, shaped by views. Call it
+// once, before the store is used.
 func (s *Store) PublishChanges(pub ports.ChangePublisher, views Views) error {
-	if pub == nil || views == nil {
-		return errors.New("slack mirror: a publisher and the read API's views are required")
-	}
-	remover, ok := pub.(ports.ChangeRemover)
-	if !ok {
-		return errors.New("slack mirror: the publisher must also remove erased changes (ports.ChangeRemover)")
-	}
-	s.feed = feed{pub: pub, remover: remover, views: views}
-	return nil
+	return s.feed.Set("slack", pub, views)
 }
 
 // removeMessageChanges removes the data of the feed's message changes of channels (their
@@ -61,7 +48,7 @@ func (s *Store) removeMessageChanges(ctx context.Context, tx ports.Tx, ws int64,
 	for _, c := range channels {
 		sel.SubjectPrefixes = append(sel.SubjectPrefixes, "slack:message:"+c+":")
 	}
-	_, err := s.feed.remover.RemoveChanges(ctx, tx, ws, sel)
+	_, err := s.feed.Remove(ctx, tx, ws, sel)
 	return err
 }
 
@@ -99,19 +86,15 @@ func (s *Store) publishMessage(ctx context.Context, tx ports.Tx, ws int64, t cha
 		return err
 	}
 	var (
-		m       slackhandlers.MessageView
+		m       slackmodel.MessageView
 		version string
 	)
 	err = ptx.QueryRow(ctx, readMessageView, ws, channelID, ts).Scan(&m.TeamID, &m.ChannelID, &m.TS, &m.ThreadTS,
 		&m.UserID, &m.Text, &m.PostedAt, &m.EditedTS, &m.EventID, &version)
 	if err != nil {
-		return pgutil.Interpret("read slack message", err)
+		return sqlkit.Interpret("read slack message", err)
 	}
-	c, err := change.NewVersioned(t, subjectOf(channelID, ts), version, s.feed.views.Message(m))
-	if err != nil {
-		return err
-	}
-	return s.feed.pub.Publish(ctx, tx, ws, c)
+	return s.feed.Publish(ctx, tx, ws, t, subjectOf(channelID, ts), version, s.feed.Views().Message(m))
 }
 
 // tombstoneMessageReportingChange is tombstoneMessage telling whether the message was live (a
@@ -121,7 +104,7 @@ WITH prior AS (SELECT deleted FROM slack_message WHERE workspace_id = $1 AND cha
 	tombstoneMessage + `
 RETURNING NOT coalesce((SELECT deleted FROM prior), true), ` + messageVersion("m")
 
-func (s *Store) tombstoneMessagePublishing(ctx context.Context, tx ports.Tx, ws int64, d slackhandlers.MessageDelete, args []any) error {
+func (s *Store) tombstoneMessagePublishing(ctx context.Context, tx ports.Tx, ws int64, d slackmodel.MessageDelete, args []any) error {
 	ptx, err := txOf(tx)
 	if err != nil {
 		return err
@@ -131,16 +114,12 @@ func (s *Store) tombstoneMessagePublishing(ctx context.Context, tx ports.Tx, ws 
 		version string
 	)
 	if err := ptx.QueryRow(ctx, tombstoneMessageReportingChange, args...).Scan(&wasLive, &version); err != nil {
-		return pgutil.Interpret("tombstone slack message", err)
+		return sqlkit.Interpret("tombstone slack message", err)
 	}
 	if !wasLive {
 		return nil
 	}
-	c, err := change.NewVersioned(MessageDeleted, subjectOf(d.ChannelID, d.TS), version, map[string]string{"channelId": d.ChannelID, "ts": d.TS})
-	if err != nil {
-		return err
-	}
-	return s.feed.pub.Publish(ctx, tx, ws, c)
+	return s.feed.Publish(ctx, tx, ws, MessageDeleted, subjectOf(d.ChannelID, d.TS), version, map[string]string{"channelId": d.ChannelID, "ts": d.TS})
 }
 
 func (s *Store) deleteMessagePublishing(ctx context.Context, tx ports.Tx, ws int64, channelID, ts string, eventID int64) error {
@@ -150,7 +129,7 @@ func (s *Store) deleteMessagePublishing(ctx context.Context, tx ports.Tx, ws int
 	}
 	rows, err := ptx.Query(ctx, deleteMessageReportingChange, ws, channelID, ts, eventID)
 	if err != nil {
-		return pgutil.Interpret("delete slack message", err)
+		return sqlkit.Interpret("delete slack message", err)
 	}
 	var (
 		wasLive bool
@@ -160,19 +139,100 @@ func (s *Store) deleteMessagePublishing(ctx context.Context, tx ports.Tx, ws int
 		var live *bool
 		if err := rows.Scan(&live, &version); err != nil {
 			rows.Close()
-			return pgutil.Interpret("delete slack message", err)
+			return sqlkit.Interpret("delete slack message", err)
 		}
 		wasLive = live != nil && *live
 	}
 	if err := rows.Err(); err != nil {
-		return pgutil.Interpret("delete slack message", err)
+		return sqlkit.Interpret("delete slack message", err)
 	}
 	if !wasLive {
 		return nil
 	}
-	c, err := change.NewVersioned(MessageDeleted, subjectOf(channelID, ts), version, map[string]string{"channelId": channelID, "ts": ts})
+	return s.feed.Publish(ctx, tx, ws, MessageDeleted, subjectOf(channelID, ts), version, map[string]string{"channelId": channelID, "ts": ts})
+}
+
+// Publishing the channel registry to the change feed, as the messages are (above): a
+// channel save publishes slack.channel.upserted (the channel as the read API lists it) only
+// when it changed the row in anything but the event id (a registration, a rename, a consent
+// change); an erasure of a channel's messages publishes one slack.channel.messages_erased with
+// their count; the uninstall's erasure of a team publishes slack.channel.deleted per channel.
+// Nothing is published for a write that changed nothing.
+
+// The channel change types.
+var (
+	ChannelUpserted       = change.MustType("slack.channel.upserted")
+	ChannelMessagesErased = change.MustType("slack.channel.messages_erased")
+	ChannelDeleted        = change.MustType("slack.channel.deleted")
+)
+
+// ChannelViews shapes a channel as the read API lists it (slackread.Views).
+type ChannelViews interface {
+	Channel(slackmodel.Channel) any
+}
+
+const (
+	saveChannelReportingChange = `
+WITH prior AS (SELECT * FROM slack_channel WHERE workspace_id = $1 AND id = $3)` + saveChannel + `
+RETURNING NOT EXISTS (SELECT 1 FROM prior p
+	WHERE to_jsonb(p) - 'source_event_id' = to_jsonb(t) - 'source_event_id')`
+
+	readChannelView = `SELECT team_id, id, name, consent_state FROM slack_channel WHERE workspace_id = $1 AND id = $2`
+
+	eraseTeamChannelsReporting = eraseTeamChannels + ` RETURNING id`
+)
+
+func channelSubject(id string) string { return "slack:channel:" + id }
+
+func (s *Store) publishChannel(ctx context.Context, tx ports.Tx, ws int64, t change.Type, channelID string, data any) error {
+	return s.feed.PublishUnversioned(ctx, tx, ws, t, channelSubject(channelID), data)
+}
+
+func (s *Store) saveChannelPublishing(ctx context.Context, tx ports.Tx, ws int64, c slackmodel.Channel, eventID int64) error {
+	ptx, err := txOf(tx)
 	if err != nil {
 		return err
 	}
-	return s.feed.pub.Publish(ctx, tx, ws, c)
+	var changed bool
+	err = ptx.QueryRow(ctx, saveChannelReportingChange, ws, c.TeamID, c.ID, c.Name, c.Consent.String(), eventID).Scan(&changed)
+	if err != nil || !changed {
+		return sqlkit.Interpret("save slack channel", err)
+	}
+	saved, ok, err := scanChannel(ctx, ptx, "read slack channel", readChannelView, ws, c.ID)
+	if err != nil || !ok {
+		return err
+	}
+	return s.publishChannel(ctx, tx, ws, ChannelUpserted, c.ID, s.channels().Channel(saved))
 }
+
+func (s *Store) eraseChannelMessagesPublishing(ctx context.Context, tx ports.Tx, ws int64, channelID string) (int64, error) {
+	n, err := exec(ctx, tx, "erase slack channel messages", eraseChannelMessages, ws, channelID)
+	if err != nil || n == 0 {
+		return n, err
+	}
+	if err := s.removeMessageChanges(ctx, tx, ws, []string{channelID}); err != nil {
+		return 0, err
+	}
+	return n, s.publishChannel(ctx, tx, ws, ChannelMessagesErased, channelID, map[string]any{"id": channelID, "messages": n})
+}
+
+func (s *Store) eraseTeamChannelsPublishing(ctx context.Context, tx ports.Tx, ws int64, teamID string) error {
+	ptx, err := txOf(tx)
+	if err != nil {
+		return err
+	}
+	rows, _ := ptx.Query(ctx, eraseTeamChannelsReporting, ws, teamID)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return sqlkit.Interpret("erase slack team channels", err)
+	}
+	for _, id := range ids {
+		if err := s.publishChannel(ctx, tx, ws, ChannelDeleted, id, map[string]string{"id": id, "teamId": teamID}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// channels is the views' channel shaping.
+func (s *Store) channels() ChannelViews { return s.feed.Views() }

@@ -1,27 +1,15 @@
 package slackmirror
 
 import (
-	"context"
-	"fmt"
-	"regexp"
-	"strings"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack"
-	"github.com/hephaestus-dev/hephaestus/domain/erasure"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 )
-
-var _ ports.PersonDataStore = (*Store)(nil)
 
 // slackPersonData is the Slack mirror's personal-data map: everything the person wrote is
 // theirs alone (channel messages, mentor DMs), so it is deleted; the channel registry and its
 // audit name no person. Parameters: @workspaces (bigint[]), @ids the person's Slack member ids
 // (text[], matched exactly).
-var slackPersonData = []pgutil.PersonRule{
+var slackPersonData = []sqlkit.PersonRule{
 	{Table: "slack_message", Where: `user_id = ANY(@ids)`},
 	{Table: "slack_mentor_turn", Where: `user_id = ANY(@ids)`},
 	// A mention of the person in someone else's message ("<@U024BE7LH>", with or without
@@ -34,40 +22,6 @@ var slackPersonData = []pgutil.PersonRule{
 const TombstoneMember = "U00000000"
 
 // personArgs are PersonIDArgs and @mention_re, the person's mentions in message text.
-func personArgs(workspaces []int64, scope erasure.Scope) pgx.NamedArgs {
-	args := pgutil.PersonIDArgs(workspaces, scope)
-	var alts []string
-	for _, id := range args["ids"].([]string) {
-		alts = append(alts, regexp.QuoteMeta(id))
-	}
-	args["mention_re"] = `(?!)`
-	if len(alts) > 0 {
-		args["mention_re"] = `<@(` + strings.Join(alts, "|") + `)(\|[^>]*)?>`
-	}
-	return args
-}
-
-// Provider implements ports.PersonDataStore.
-func (s *Store) Provider() provider.Provider { return slack.Provider }
-
-// CountPerson implements ports.PersonDataStore.
-func (s *Store) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return 0, err
-	}
-	return pgutil.CountPerson(ctx, ptx, slackPersonData, personArgs(workspaces, scope))
-}
-
-// ErasePerson implements ports.PersonDataStore.
-func (s *Store) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return 0, err
-	}
-	n, err := pgutil.ErasePerson(ctx, ptx, slackPersonData, personArgs(workspaces, scope))
-	if err != nil {
-		return 0, fmt.Errorf("erase slack person data: %w", err)
-	}
-	return n, nil
-}
+var personArgs = mirrorkit.IDArgs(false, map[string]func(string) string{
+	"mention_re": func(ids string) string { return `<@` + ids + `(\|[^>]*)?>` },
+})

@@ -1,7 +1,7 @@
 // Package slackmirror is the PostgreSQL store of the Slack mirror (migration 00006): the channel
 // registry and its audit, channel messages, mentor turns, and the team's connection transition
 // and erasure. Writes run on the transaction of the DeliveryInbox step that claims them
-// (deliveryinbox.PgxTx); reads of App Home and the read API use the store's pool. Every
+// (sqlkit.PgxTx); reads of App Home and the read API use the store's pool. Every
 // statement binds the workspace.
 package slackmirror
 
@@ -12,21 +12,24 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/mirrorkit"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-var _ slackhandlers.Store = (*Store)(nil)
+var _ slackmodel.Store = (*Store)(nil)
 
 // Store is the Slack mirror store.
 type Store struct {
+	// PersonData is the personal-data map erasure runs (persondata.go).
+	mirrorkit.PersonData
 	pool *pgxpool.Pool
-	feed feed // the change feed's publisher (changes.go); zero: no publishing
-	// connections publishes connection.state_changed; nil: no publishing.
-	connections ConnectionStatePublisher
+	feed mirrorkit.Feed[Views] // the change feed's publisher (changes.go); zero: no publishing
+	// connections publishes connection.state_changed; zero: no publishing.
+	connections mirrorkit.ConnectionStates
 }
 
 // New makes the store; pool serves the reads.
@@ -34,109 +37,100 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("slack mirror store needs a database pool")
 	}
-	return &Store{pool: pool}, nil
+	return &Store{PersonData: mirrorkit.NewPersonData(slack.Provider, slackPersonData, personArgs), pool: pool}, nil
 }
 
-func txOf(tx ports.Tx) (pgx.Tx, error) { return deliveryinbox.PgxTx(tx) }
+func txOf(tx ports.Tx) (pgx.Tx, error) { return sqlkit.PgxTx(tx) }
 
-func exec(ctx context.Context, tx ports.Tx, op, sql string, args ...any) (int64, error) {
-	ptx, err := txOf(tx)
-	if err != nil {
-		return 0, err
-	}
-	tag, err := ptx.Exec(ctx, sql, args...)
-	if err != nil {
-		return 0, pgutil.Interpret(op, err)
-	}
-	return tag.RowsAffected(), nil
-}
+// exec runs one statement in the step's transaction and returns how many rows it affected.
+var exec = mirrorkit.Exec
 
 // queryRow is a querier's QueryRow: a transaction's or the pool's.
 type queryRow interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-func scanChannel(ctx context.Context, q queryRow, op, sql string, ws int64, id string) (slackhandlers.Channel, bool, error) {
+func scanChannel(ctx context.Context, q queryRow, op, sql string, ws int64, id string) (slackmodel.Channel, bool, error) {
 	var (
-		c     slackhandlers.Channel
+		c     slackmodel.Channel
 		state string
 	)
 	err := q.QueryRow(ctx, sql, ws, id).Scan(&c.TeamID, &c.ID, &c.Name, &state)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return slackhandlers.Channel{}, false, nil
+		return slackmodel.Channel{}, false, nil
 	}
 	if err != nil {
-		return slackhandlers.Channel{}, false, pgutil.Interpret(op, err)
+		return slackmodel.Channel{}, false, sqlkit.Interpret(op, err)
 	}
-	if c.Consent, err = slackhandlers.ParseConsentState(state); err != nil {
-		return slackhandlers.Channel{}, false, err
+	if c.Consent, err = slackmodel.ParseConsentState(state); err != nil {
+		return slackmodel.Channel{}, false, err
 	}
 	return c, true, nil
 }
 
-func (s *Store) ChannelConsent(ctx context.Context, tx ports.Tx, ws int64, channelID string) (slackhandlers.Channel, bool, error) {
+func (s *Store) ChannelConsent(ctx context.Context, tx ports.Tx, ws int64, channelID string) (slackmodel.Channel, bool, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
-		return slackhandlers.Channel{}, false, err
+		return slackmodel.Channel{}, false, err
 	}
 	return scanChannel(ctx, ptx, "read slack channel consent", channelConsent, ws, channelID)
 }
 
-func (s *Store) LockChannel(ctx context.Context, tx ports.Tx, ws int64, channelID string) (slackhandlers.Channel, bool, error) {
+func (s *Store) LockChannel(ctx context.Context, tx ports.Tx, ws int64, channelID string) (slackmodel.Channel, bool, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
-		return slackhandlers.Channel{}, false, err
+		return slackmodel.Channel{}, false, err
 	}
 	return scanChannel(ctx, ptx, "lock slack channel", lockChannel, ws, channelID)
 }
 
-func (s *Store) SaveChannel(ctx context.Context, tx ports.Tx, ws int64, c slackhandlers.Channel, eventID int64) error {
-	if s.feed.pub != nil {
+func (s *Store) SaveChannel(ctx context.Context, tx ports.Tx, ws int64, c slackmodel.Channel, eventID int64) error {
+	if s.feed.On() {
 		return s.saveChannelPublishing(ctx, tx, ws, c, eventID)
 	}
 	_, err := exec(ctx, tx, "save slack channel", saveChannel, ws, c.TeamID, c.ID, c.Name, c.Consent.String(), eventID)
 	return err
 }
 
-func (s *Store) AppendAudit(ctx context.Context, tx ports.Tx, ws int64, a slackhandlers.ChannelAudit) error {
+func (s *Store) AppendAudit(ctx context.Context, tx ports.Tx, ws int64, a slackmodel.ChannelAudit) error {
 	_, err := exec(ctx, tx, "append slack channel audit", appendAudit,
 		ws, a.TeamID, a.ChannelID, string(a.Action), a.Consent.String(), a.EventID)
 	return err
 }
 
-func (s *Store) InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m slackhandlers.Message) (bool, error) {
+func (s *Store) InsertMessage(ctx context.Context, tx ports.Tx, ws int64, m slackmodel.Message) (bool, error) {
 	n, err := exec(ctx, tx, "insert slack message", insertMessage,
 		ws, m.TeamID, m.ChannelID, m.TS, m.ThreadTS, m.UserID, m.Text, m.PostedAt, m.EventID)
-	if err == nil && n == 1 && s.feed.pub != nil {
+	if err == nil && n == 1 && s.feed.On() {
 		err = s.publishMessage(ctx, tx, ws, MessagePosted, m.ChannelID, m.TS)
 	}
 	return n == 1, err
 }
 
-func (s *Store) EditMessageText(ctx context.Context, tx ports.Tx, ws int64, e slackhandlers.MessageEdit) error {
+func (s *Store) EditMessageText(ctx context.Context, tx ports.Tx, ws int64, e slackmodel.MessageEdit) error {
 	_, err := exec(ctx, tx, "edit slack message text", editMessageText, ws, e.ChannelID, e.TS, e.Text, e.EditedTS, e.EventID)
 	return err
 }
 
-func (s *Store) EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e slackhandlers.MessageEdit) error {
+func (s *Store) EditMessageTimestamp(ctx context.Context, tx ports.Tx, ws int64, e slackmodel.MessageEdit) error {
 	n, err := exec(ctx, tx, "edit slack message timestamp", editMessageTimestamp, ws, e.ChannelID, e.TS, e.EditedTS, e.EventID)
-	if err == nil && n == 1 && s.feed.pub != nil {
+	if err == nil && n == 1 && s.feed.On() {
 		err = s.publishMessage(ctx, tx, ws, MessageEdited, e.ChannelID, e.TS)
 	}
 	return err
 }
 
 func (s *Store) DeleteMessage(ctx context.Context, tx ports.Tx, ws int64, channelID, ts string, eventID int64) error {
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		return s.deleteMessagePublishing(ctx, tx, ws, channelID, ts, eventID)
 	}
 	_, err := exec(ctx, tx, "delete slack message", deleteMessage, ws, channelID, ts, eventID)
 	return err
 }
 
-func (s *Store) TombstoneMessage(ctx context.Context, tx ports.Tx, ws int64, d slackhandlers.MessageDelete) error {
+func (s *Store) TombstoneMessage(ctx context.Context, tx ports.Tx, ws int64, d slackmodel.MessageDelete) error {
 	args := []any{ws, d.TeamID, d.ChannelID, d.TS, d.PostedAt, d.EventID}
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		return s.tombstoneMessagePublishing(ctx, tx, ws, d, args)
 	}
 	_, err := exec(ctx, tx, "tombstone slack message", tombstoneMessage, args...)
@@ -144,24 +138,24 @@ func (s *Store) TombstoneMessage(ctx context.Context, tx ports.Tx, ws int64, d s
 }
 
 func (s *Store) EraseChannelMessages(ctx context.Context, tx ports.Tx, ws int64, channelID string) (int64, error) {
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		return s.eraseChannelMessagesPublishing(ctx, tx, ws, channelID)
 	}
 	return exec(ctx, tx, "erase slack channel messages", eraseChannelMessages, ws, channelID)
 }
 
-func (s *Store) LockTeamConnections(ctx context.Context, tx ports.Tx, ws int64, teamID string) ([]slackhandlers.TeamConnection, error) {
+func (s *Store) LockTeamConnections(ctx context.Context, tx ports.Tx, ws int64, teamID string) ([]slackmodel.TeamConnection, error) {
 	ptx, err := txOf(tx)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := ptx.Query(ctx, lockTeamConnections, ws, teamID)
 	if err != nil {
-		return nil, pgutil.Interpret("lock slack connections", err)
+		return nil, sqlkit.Interpret("lock slack connections", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackhandlers.TeamConnection, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackmodel.TeamConnection, error) {
 		var (
-			c     slackhandlers.TeamConnection
+			c     slackmodel.TeamConnection
 			state string
 		)
 		if err := r.Scan(&c.ID, &state); err != nil {
@@ -171,7 +165,7 @@ func (s *Store) LockTeamConnections(ctx context.Context, tx ports.Tx, ws int64, 
 		return c, err
 	})
 	if err != nil {
-		return nil, pgutil.Interpret("lock slack connections", err)
+		return nil, sqlkit.Interpret("lock slack connections", err)
 	}
 	return out, nil
 }
@@ -183,11 +177,11 @@ func (s *Store) TeamConnectionActive(ctx context.Context, tx ports.Tx, ws int64,
 	}
 	rows, err := ptx.Query(ctx, teamConnectionStates, ws, teamID)
 	if err != nil {
-		return false, pgutil.Interpret("read slack connection state", err)
+		return false, sqlkit.Interpret("read slack connection state", err)
 	}
 	states, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return false, pgutil.Interpret("read slack connection state", err)
+		return false, sqlkit.Interpret("read slack connection state", err)
 	}
 	for _, st := range states {
 		if st == connection.Active.String() {
@@ -202,32 +196,21 @@ func (s *Store) SetConnectionState(ctx context.Context, tx ports.Tx, ws, connect
 	if err == nil && n == 0 {
 		return ports.ErrNotFound
 	}
-	if err != nil || s.connections == nil {
+	if err != nil {
 		return err
 	}
-	// The handler sets a state only when the state machine moved it: each call is a change.
-	return s.connections.PublishConnectionState(ctx, tx, ws, connectionID)
-}
-
-// ConnectionStatePublisher publishes connection.state_changed for a connection whose state tx
-// has just changed (the management connection store).
-type ConnectionStatePublisher interface {
-	PublishConnectionState(ctx context.Context, tx ports.Tx, workspaceID, connectionID int64) error
+	return s.connections.Changed(ctx, tx, ws, connectionID)
 }
 
 // PublishConnectionStates makes SetConnectionState publish through p.
-func (s *Store) PublishConnectionStates(p ConnectionStatePublisher) error {
-	if p == nil {
-		return errors.New("slack mirror: nil connection state publisher")
-	}
-	s.connections = p
-	return nil
+func (s *Store) PublishConnectionStates(p mirrorkit.ConnectionStatePublisher) error {
+	return s.connections.Set(p)
 }
 
 func (s *Store) EraseTeam(ctx context.Context, tx ports.Tx, ws int64, teamID string) error {
 	// The registry rows first: a message step and a backfill page lock the channel's row before
 	// its messages (and a page before its job), so erasing in that order cannot deadlock them.
-	if s.feed.pub != nil {
+	if s.feed.On() {
 		if err := s.eraseTeamChannelsPublishing(ctx, tx, ws, teamID); err != nil {
 			return err
 		}
@@ -239,7 +222,7 @@ func (s *Store) EraseTeam(ctx context.Context, tx ports.Tx, ws int64, teamID str
 		rows, _ := ptx.Query(ctx, teamMessageChannels, ws, teamID)
 		channels, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
-			return pgutil.Interpret("read slack team channels", err)
+			return sqlkit.Interpret("read slack team channels", err)
 		}
 		if err := s.removeMessageChanges(ctx, tx, ws, channels); err != nil {
 			return err
@@ -255,13 +238,13 @@ func (s *Store) EraseTeam(ctx context.Context, tx ports.Tx, ws int64, teamID str
 	return nil
 }
 
-func (s *Store) SubmitTurn(ctx context.Context, tx ports.Tx, ws int64, t slackhandlers.Turn) (bool, error) {
+func (s *Store) SubmitTurn(ctx context.Context, tx ports.Tx, ws int64, t slackmodel.Turn) (bool, error) {
 	n, err := exec(ctx, tx, "submit slack mentor turn", submitTurn,
 		ws, t.TeamID, t.RequestID, t.ChannelID, t.UserID, t.TS, t.ThreadTS, t.Text, t.EventID)
 	return n == 1, err
 }
 
-func (s *Store) EditTurn(ctx context.Context, tx ports.Tx, ws int64, e slackhandlers.TurnEdit) error {
+func (s *Store) EditTurn(ctx context.Context, tx ports.Tx, ws int64, e slackmodel.TurnEdit) error {
 	_, err := exec(ctx, tx, "edit slack mentor turn", editTurn, ws, e.TeamID, e.RequestID, e.Text, e.EditedTS, e.EventID)
 	return err
 }
@@ -271,54 +254,54 @@ func (s *Store) DeleteTurn(ctx context.Context, tx ports.Tx, ws int64, teamID, r
 	return err
 }
 
-func (s *Store) StopSession(ctx context.Context, tx ports.Tx, ws int64, st slackhandlers.SessionStop) (int64, error) {
+func (s *Store) StopSession(ctx context.Context, tx ports.Tx, ws int64, st slackmodel.SessionStop) (int64, error) {
 	return exec(ctx, tx, "stop slack mentor session", stopSession, ws, st.TeamID, st.ChannelID, st.ThreadTS, st.EventID)
 }
 
 // Channel reads a registry row without a lock. Errors: database failures.
-func (s *Store) Channel(ctx context.Context, ws int64, channelID string) (slackhandlers.Channel, bool, error) {
+func (s *Store) Channel(ctx context.Context, ws int64, channelID string) (slackmodel.Channel, bool, error) {
 	return scanChannel(ctx, s.pool, "read slack channel", readChannel, ws, channelID)
 }
 
 // Home summarises the team's mirror for one user. Errors: database failures.
-func (s *Store) Home(ctx context.Context, ws int64, teamID, userID string) (slackhandlers.HomeSummary, error) {
-	var h slackhandlers.HomeSummary
+func (s *Store) Home(ctx context.Context, ws int64, teamID, userID string) (slackmodel.HomeSummary, error) {
+	var h slackmodel.HomeSummary
 	if err := s.pool.QueryRow(ctx, homeSummary, ws, teamID, userID).Scan(&h.MirroredChannels, &h.OpenTurns); err != nil {
-		return h, pgutil.Interpret("read slack home", err)
+		return h, sqlkit.Interpret("read slack home", err)
 	}
 	return h, nil
 }
 
 // ListChannels pages the workspace's channel registry by name. Errors: database failures.
-func (s *Store) ListChannels(ctx context.Context, ws int64, page ports.PageRequest) ([]slackhandlers.Channel, int, error) {
+func (s *Store) ListChannels(ctx context.Context, ws int64, page ports.PageRequest) ([]slackmodel.Channel, int, error) {
 	var total int
 	if err := s.pool.QueryRow(ctx, countChannels, ws).Scan(&total); err != nil {
-		return nil, 0, pgutil.Interpret("count slack channels", err)
+		return nil, 0, sqlkit.Interpret("count slack channels", err)
 	}
 	rows, err := s.pool.Query(ctx, listChannels, ws, page.Size, page.Offset())
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list slack channels", err)
+		return nil, 0, sqlkit.Interpret("list slack channels", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackhandlers.Channel, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackmodel.Channel, error) {
 		var (
-			c     slackhandlers.Channel
+			c     slackmodel.Channel
 			state string
 		)
 		if err := r.Scan(&c.TeamID, &c.ID, &c.Name, &state); err != nil {
 			return c, err
 		}
-		c.Consent, err = slackhandlers.ParseConsentState(state)
+		c.Consent, err = slackmodel.ParseConsentState(state)
 		return c, err
 	})
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list slack channels", err)
+		return nil, 0, sqlkit.Interpret("list slack channels", err)
 	}
 	return out, total, nil
 }
 
 // ListMessages pages a registered channel's messages, newest first, without tombstones.
 // Errors: ports.ErrNotFound when the workspace has no such channel; database failures.
-func (s *Store) ListMessages(ctx context.Context, ws int64, channelID string, page ports.PageRequest) ([]slackhandlers.MessageView, int, error) {
+func (s *Store) ListMessages(ctx context.Context, ws int64, channelID string, page ports.PageRequest) ([]slackmodel.MessageView, int, error) {
 	if _, found, err := s.Channel(ctx, ws, channelID); err != nil {
 		return nil, 0, err
 	} else if !found {
@@ -326,19 +309,19 @@ func (s *Store) ListMessages(ctx context.Context, ws int64, channelID string, pa
 	}
 	var total int
 	if err := s.pool.QueryRow(ctx, countMessages, ws, channelID).Scan(&total); err != nil {
-		return nil, 0, pgutil.Interpret("count slack messages", err)
+		return nil, 0, sqlkit.Interpret("count slack messages", err)
 	}
 	rows, err := s.pool.Query(ctx, listMessages, ws, channelID, page.Size, page.Offset())
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list slack messages", err)
+		return nil, 0, sqlkit.Interpret("list slack messages", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackhandlers.MessageView, error) {
-		var m slackhandlers.MessageView
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (slackmodel.MessageView, error) {
+		var m slackmodel.MessageView
 		err := r.Scan(&m.TeamID, &m.ChannelID, &m.TS, &m.ThreadTS, &m.UserID, &m.Text, &m.PostedAt, &m.EditedTS, &m.EventID)
 		return m, err
 	})
 	if err != nil {
-		return nil, 0, pgutil.Interpret("list slack messages", err)
+		return nil, 0, sqlkit.Interpret("list slack messages", err)
 	}
 	return out, total, nil
 }

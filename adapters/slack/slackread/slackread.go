@@ -14,16 +14,16 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // Store reads the Slack mirror; adapters/slack/slackmirror.Store is one.
 type Store interface {
 	// ListChannels errors: database failures.
-	ListChannels(ctx context.Context, ws int64, page ports.PageRequest) ([]slackhandlers.Channel, int, error)
+	ListChannels(ctx context.Context, ws int64, page ports.PageRequest) ([]slackmodel.Channel, int, error)
 	// ListMessages errors: ports.ErrNotFound for a channel the workspace does not have.
-	ListMessages(ctx context.Context, ws int64, channelID string, page ports.PageRequest) ([]slackhandlers.MessageView, int, error)
+	ListMessages(ctx context.Context, ws int64, channelID string, page ports.PageRequest) ([]slackmodel.MessageView, int, error)
 }
 
 // Config is what the routes need.
@@ -45,7 +45,7 @@ type channelJSON struct {
 	Consent string `json:"consent"`
 }
 
-func toChannelJSON(ch slackhandlers.Channel) channelJSON {
+func toChannelJSON(ch slackmodel.Channel) channelJSON {
 	return channelJSON{ID: ch.ID, TeamID: ch.TeamID, Name: ch.Name, Consent: ch.Consent.String()}
 }
 
@@ -58,7 +58,7 @@ type messageJSON struct {
 	EditedTS *string `json:"editedTs"`
 }
 
-func toMessageJSON(m slackhandlers.MessageView) messageJSON {
+func toMessageJSON(m slackmodel.MessageView) messageJSON {
 	return messageJSON{
 		TS: m.TS, ThreadTS: readkit.Optional(m.ThreadTS), UserID: readkit.Optional(m.UserID), Text: m.Text,
 		PostedAt: readkit.Timestamp(m.PostedAt), EditedTS: readkit.Optional(m.EditedTS),

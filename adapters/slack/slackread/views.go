@@ -3,8 +3,8 @@ package slackread
 import (
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -14,8 +14,8 @@ var _ slackmirror.Views = Views{}
 // exactly as this API shows it.
 type Views struct{}
 
-func (Views) Message(m slackhandlers.MessageView) any { return toMessageJSON(m) }
-func (Views) Channel(c slackhandlers.Channel) any     { return toChannelJSON(c) }
+func (Views) Message(m slackmodel.MessageView) any { return toMessageJSON(m) }
+func (Views) Channel(c slackmodel.Channel) any     { return toChannelJSON(c) }
 
 // PersonFields is Slack's person-data declaration (slack.PersonFields) with the members of
 // every view this read API answers with and publishes (readkit.PersonFields). Errors: a

@@ -31,6 +31,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -54,7 +55,7 @@ type Reader interface {
 // without consent before anything is read from Slack.
 type Store interface {
 	slackhandlers.HistoryWriter
-	Channel(ctx context.Context, ws int64, channelID string) (slackhandlers.Channel, bool, error)
+	Channel(ctx context.Context, ws int64, channelID string) (slackmodel.Channel, bool, error)
 }
 
 // Source reads Slack channel history for sync jobs.

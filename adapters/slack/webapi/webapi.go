@@ -25,11 +25,11 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
 
-var _ slackhandlers.Notifier = (*Client)(nil)
+var _ slackmodel.Notifier = (*Client)(nil)
 
 // DefaultBaseURL is Slack's Web API.
 const DefaultBaseURL = "https://slack.com/api/"

@@ -1,6 +1,6 @@
 package githubmirror
 
-// A mirror store may still use the engine's transaction helpers.
+// A mirror store writes through adapters/sqlkit; the engine's stores are not its to import.
 import "github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
 
 type Store struct{}

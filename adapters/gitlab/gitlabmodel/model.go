@@ -1,4 +1,10 @@
-package gitlabhandlers
+// Package gitlabmodel is the GitLab provider's model: the entities its handlers write (each with the
+// Version rule that orders writes of one row), the views the read API and the change feed show
+// of projects and merge requests, the mirror store interfaces the handlers write through (Store
+// and its parts) and the GitLab API reader they call. The API client (gitlabapi), the mirror
+// store (gitlabmirror) and the read API (gitlabread) import this package, not the handlers
+// (gitlabhandlers).
+package gitlabmodel
 
 import (
 	"context"
@@ -183,8 +189,9 @@ type Commit struct {
 	EventID     int64
 }
 
-// The mirror store's ports, shaped by the handlers that use them. Every write takes the
-// opaque ports.Tx of the step that claims it, so it commits with the step row or not at all.
+// The mirror store's ports, shaped by the handlers (gitlabhandlers) that use them. Every write
+// takes the opaque ports.Tx of the step that claims it, so it commits with the step row or not
+// at all.
 // Errors: a store wraps database failures so that inbox.Classify sees them (fence rejections,
 // inbox.ErrBusy, *inbox.TransientError); anything else uses the unknown-failure budget.
 

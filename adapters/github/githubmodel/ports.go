@@ -1,4 +1,4 @@
-package githubhandlers
+package githubmodel
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
-// The mirror store's interfaces are defined here, by their consumer: each is what the handlers
-// need, no more. Every write takes the opaque ports.Tx of the DeliveryInbox step (or Write) it
+// The mirror store's interfaces are what their consumer, the handlers (githubhandlers), need, no
+// more. Every write takes the opaque ports.Tx of the DeliveryInbox step (or Write) it
 // runs in, so it commits with that step's claim or not at all; a store never opens, commits or
 // rolls back a transaction itself. Every write binds the workspace of the dispatched row and
 // applies the Version rule (see Version). Errors are the store's translation of database

@@ -1,4 +1,10 @@
-package slackhandlers
+// Package slackmodel is the Slack provider's model: the channel registry and its consent states
+// (with the rule of their transitions, ConsentState.Next), messages, mentor turns and the team's
+// connection as the handlers write them, the views the read API and the change feed show, and
+// the mirror store and notifier interfaces the handlers use (Store, Notifier). The mirror store
+// (slackmirror), the read API (slackread) and the Web API client (webapi) import this package,
+// not the handlers (slackhandlers).
+package slackmodel
 
 import (
 	"context"
@@ -54,11 +60,11 @@ const (
 	ActionRename   ChannelAction = "rename"
 )
 
-// next is the consent state after action from c (c zero: the channel is not registered), and
+// Next is the consent state after action from c (c zero: the channel is not registered), and
 // whether anything changes. Registration never lowers a state it finds; a grant (the app was
 // added) consents again even after a revoke; pause and resume move only between Granted and
 // Paused; a revoke ends every state.
-func (c ConsentState) next(a ChannelAction) (ConsentState, bool) {
+func (c ConsentState) Next(a ChannelAction) (ConsentState, bool) {
 	switch a {
 	case ActionRegister:
 		if c.IsZero() {

@@ -1,6 +1,11 @@
-// Package pgutil is shared by the PostgreSQL adapters: transactions as closures and the one
-// translation of pgx errors into the domain's and the ports' errors.
-package pgutil
+// Package sqlkit is what the PostgreSQL code shares, the core's stores (adapters/postgres/…) and
+// the providers' mirror stores (adapters/<provider>/<provider>mirror) alike, so that a mirror
+// store needs no package of adapters/postgres: transactions as closures, the one translation of
+// pgx errors into the domain's and the ports' errors (Interpret), the step transaction the
+// delivery inbox opens and a mirror store writes through (Tx, PgxTx, ExecAtCommit,
+// AfterCommit), change versions in SQL (MirrorVersion, VersionOf) and the person-data rules
+// erasure runs (PersonRule, TextRule).
+package sqlkit
 
 import (
 	"context"

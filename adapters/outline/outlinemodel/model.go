@@ -1,4 +1,8 @@
-package outlinehandlers
+// Package outlinemodel is the Outline provider's model: documents (with the Version rule that
+// orders their writes), collections and event records as the handlers write them, and the
+// mirror store interface the handlers write through (Store). The mirror store (outlinemirror)
+// and the read API (outlineread) import this package, not the handlers (outlinehandlers).
+package outlinemodel
 
 import (
 	"context"
@@ -16,9 +20,9 @@ type Version struct {
 	EventID   int64
 }
 
-// sameAs reports whether two versions name the same document state (the fast path's test);
+// SameAs reports whether two versions name the same document state (the fast path's test);
 // the delivery that wrote it does not matter.
-func (v Version) sameAs(o Version) bool {
+func (v Version) SameAs(o Version) bool {
 	return v.UpdatedAt.Equal(o.UpdatedAt) && v.Revision == o.Revision
 }
 
@@ -64,8 +68,8 @@ type Event struct {
 	EventID    int64
 }
 
-// Store is the Outline mirror store, shaped by the handlers. Writes take the opaque ports.Tx of
-// the step that claims them, so they commit with the step row or not at all.
+// Store is the Outline mirror store, shaped by the handlers (outlinehandlers). Writes take the
+// opaque ports.Tx of the step that claims them, so they commit with the step row or not at all.
 type Store interface {
 	// DocumentVersion reads the stored version of a document without a lock (the fast path's
 	// read, outside any transaction). false: not mirrored.

@@ -1,4 +1,4 @@
-package pgutil
+package sqlkit
 
 import (
 	"context"

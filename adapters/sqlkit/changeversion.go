@@ -1,6 +1,11 @@
-package pgutil
+package sqlkit
 
-import "strings"
+import (
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
 
 // The change feed's entity versions in SQL (domain/change "Versions"). A mirror row's version
 // is the tuple its upsert compares, (source_updated_at, source_event_id) for most tables; its
@@ -25,4 +30,14 @@ func VersionOf(parts ...string) string { return "(" + strings.Join(parts, " || '
 // source_event_id), the tuple of the mirror's version rule (migrations 00005, 00006).
 func MirrorVersion(alias string) string {
 	return VersionOf(VersionTime(alias+".source_updated_at"), VersionNumber(alias+".source_event_id"))
+}
+
+// At is a version's provider timestamp as a mirror row stores it: a missing one (zero) is
+// '-infinity', so it never outranks a real timestamp and the event id alone decides between two
+// writes without one.
+func At(t time.Time) pgtype.Timestamptz {
+	if t.IsZero() {
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	}
+	return pgtype.Timestamptz{Time: t, Valid: true}
 }

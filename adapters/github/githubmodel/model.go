@@ -1,4 +1,9 @@
-package githubhandlers
+// Package githubmodel is the GitHub provider's model: the entities its handlers write (each with the
+// Version rule that orders writes of one row), the mirror store interfaces the handlers write
+// through (Store and its parts, ports.go) and the GitHub API reader and installation verifier
+// they call. The API client (githubapi) and the mirror store (githubmirror) import this
+// package, not the handlers (githubhandlers).
+package githubmodel
 
 import (
 	"time"

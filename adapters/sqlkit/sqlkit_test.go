@@ -1,4 +1,4 @@
-package pgutil_test
+package sqlkit_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/pgutil"
+	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 )
@@ -51,14 +51,14 @@ func expectTransport(t *testing.T, what string, err error) {
 	if err == nil {
 		t.Fatalf("%s: no error", what)
 	}
-	if !pgutil.IsConnectionError(err) {
+	if !sqlkit.IsConnectionError(err) {
 		t.Errorf("%s: IsConnectionError(%T %v) = false, want true", what, err, err)
 	}
 	var transient *inbox.TransientError
-	if got := pgutil.Interpret("op", err); !errors.As(got, &transient) || transient.Conflict {
+	if got := sqlkit.Interpret("op", err); !errors.As(got, &transient) || transient.Conflict {
 		t.Errorf("%s: Interpret(%v) = %v, want a database transport failure", what, err, got)
 	}
-	if !errors.Is(pgutil.Interpret("op", err), err) {
+	if !errors.Is(sqlkit.Interpret("op", err), err) {
 		t.Errorf("%s: Interpret dropped the original error from the chain", what)
 	}
 }
@@ -94,7 +94,7 @@ func TestAnAdminShutdownMidStatementAndTheClosedConnectionAfterItAreTransportFai
 	}
 	err := <-errc
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != pgutil.AdminShutdown {
+	if !errors.As(err, &pgErr) || pgErr.Code != sqlkit.AdminShutdown {
 		t.Fatalf("terminated statement: got %v, want SQLSTATE 57P01", err)
 	}
 	expectTransport(t, "admin shutdown (57P01)", err)
@@ -235,7 +235,7 @@ func TestAWriteOnANodeThatBecameReadOnlyIsATransportFailureAndClosesTheConnectio
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgutil.CloseOnReadOnly(&cfg.Config)
+	sqlkit.CloseOnReadOnly(&cfg.Config)
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestAWriteOnANodeThatBecameReadOnlyIsATransportFailureAndClosesTheConnectio
 	}
 	_, err = conn.Exec(ctx, "CREATE TABLE hx_pgutil_read_only (id int)")
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != pgutil.ReadOnlyTransaction {
+	if !errors.As(err, &pgErr) || pgErr.Code != sqlkit.ReadOnlyTransaction {
 		t.Fatalf("got %v, want SQLSTATE 25006", err)
 	}
 	expectTransport(t, "read-only transaction (25006)", err)
@@ -272,7 +272,7 @@ func TestAWriteOnANodeThatBecameReadOnlyIsATransportFailureAndClosesTheConnectio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = keep.Close(context.Background()) })
-	if _, err := keep.Exec(ctx, "SELEC 1"); err == nil || pgutil.IsConnectionError(err) {
+	if _, err := keep.Exec(ctx, "SELEC 1"); err == nil || sqlkit.IsConnectionError(err) {
 		t.Fatalf("a syntax error: got %v, want a statement error that is no connection error", err)
 	}
 	if keep.IsClosed() {
@@ -317,26 +317,26 @@ func TestATimedOutStatementIsATransportFailureForThePredicate(t *testing.T) {
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	_, err := conn.Exec(tctx, "SELECT pg_sleep(10)")
-	if !pgutil.IsConnectionError(err) {
+	if !sqlkit.IsConnectionError(err) {
 		t.Fatalf("IsConnectionError(%v) = false for a statement cut off by its deadline", err)
 	}
 	// Interpret leaves the caller's own deadline to the caller (the loops back off on it).
-	if got := pgutil.Interpret("op", err); !errors.Is(got, context.DeadlineExceeded) {
+	if got := sqlkit.Interpret("op", err); !errors.Is(got, context.DeadlineExceeded) {
 		t.Fatalf("Interpret(%v) = %v, want the deadline unchanged", err, got)
 	}
 }
 
 func TestTheServersShutdownCodesAreTransportFailuresAndStatementErrorsAreNot(t *testing.T) {
-	for _, code := range []string{pgutil.AdminShutdown, pgutil.CrashShutdown, pgutil.CannotConnectNow,
-		pgutil.ReadOnlyTransaction, "08006", "08001"} {
+	for _, code := range []string{sqlkit.AdminShutdown, sqlkit.CrashShutdown, sqlkit.CannotConnectNow,
+		sqlkit.ReadOnlyTransaction, "08006", "08001"} {
 		expectTransport(t, code, &pgconn.PgError{Severity: "FATAL", Code: code})
 	}
-	for _, code := range []string{"42601", pgutil.UniqueViolation, "22P02", "25P02"} {
-		if pgutil.IsConnectionError(&pgconn.PgError{Severity: "ERROR", Code: code}) {
+	for _, code := range []string{"42601", sqlkit.UniqueViolation, "22P02", "25P02"} {
+		if sqlkit.IsConnectionError(&pgconn.PgError{Severity: "ERROR", Code: code}) {
 			t.Errorf("IsConnectionError(%s) = true, want false", code)
 		}
 	}
-	if pgutil.IsConnectionError(errors.New("something else")) || pgutil.IsConnectionError(nil) {
+	if sqlkit.IsConnectionError(errors.New("something else")) || sqlkit.IsConnectionError(nil) {
 		t.Error("IsConnectionError is true for an error that is no connection failure")
 	}
 }
