@@ -170,7 +170,7 @@ type Config struct {
 	// with the loaders adapters/providers lists. A harness may add one of its own (a toy
 	// provider in a spec) before InitializeApp, or replace the list: the server builds,
 	// routes, counts and tears down exactly these. The list needs one module whose provider
-	// is a ports.InstallationSource (admission's namespace of installation events).
+	// is a contract.InstallationSource (admission's namespace of installation events).
 	Modules []providerkit.Module
 
 	// AccessRecheckInterval is the period of the PAT access recheck.

@@ -14,6 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // installFlowSet is the providers' install flows and their routes.
@@ -33,13 +34,13 @@ func installStateKey(credentialsKey []byte) []byte {
 	return mac.Sum(nil)
 }
 
-// provideInstallFlows runs the flows the provider modules bring (ports.InstallFlows).
+// provideInstallFlows runs the flows the provider modules bring (contract.InstallFlows).
 func provideInstallFlows(s instanceSecrets, mgmt *management.Service, states ports.InstallStateStore,
-	providers []ports.Provider, clock ports.Clock, log ports.Logger,
+	providers []contract.Provider, clock ports.Clock, log ports.Logger,
 ) (*installflow.Service, error) {
-	var flows []ports.InstallFlow
+	var flows []contract.InstallFlow
 	for _, p := range providers {
-		if f, ok := p.(ports.InstallFlows); ok {
+		if f, ok := p.(contract.InstallFlows); ok {
 			flows = append(flows, f.InstallFlows()...)
 		}
 	}

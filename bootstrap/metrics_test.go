@@ -14,7 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // scrape reads /metrics into series ("name{label="value",…}", labels sorted by name, as the
@@ -89,7 +89,7 @@ var _ = Describe("Metrics of a fresh server", func() {
 			for _, r := range inbox.DropReasons() {
 				zero("integration_message_dropped_total", "provider", p, "reason", r)
 			}
-			reasoner, ok := m.(ports.RejectionReasoner)
+			reasoner, ok := m.(contract.RejectionReasoner)
 			Expect(ok).To(BeTrue(), "%s declares its refusal reasons", p)
 			reasons := append(append(admission.Reasons(), inbox.PayloadReasons()...), reasoner.RejectionReasons()...)
 			for _, r := range reasons {

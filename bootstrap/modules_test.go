@@ -12,7 +12,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // runApp runs an App of cfg until the spec ends and answers its base URL once it is ready.
@@ -35,7 +35,7 @@ type harnessModule struct {
 	builds *atomic.Int32
 }
 
-func (m harnessModule) Build(deps providerkit.Deps) (ports.Provider, error) {
+func (m harnessModule) Build(deps providerkit.Deps) (contract.Provider, error) {
 	m.builds.Add(1)
 	return m.Module.Build(deps)
 }
@@ -51,7 +51,7 @@ var _ = Describe("The provider modules of a server", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(len(cfg.Modules)).To(BeNumerically(">", 1))
 		// The first module stays: admission needs the namespace of installation events
-		// (ports.InstallationSource) that only it has.
+		// (contract.InstallationSource) that only it has.
 		kept, left := cfg.Modules[0], cfg.Modules[1]
 		builds := new(atomic.Int32)
 		cfg.Modules = []providerkit.Module{harnessModule{Module: kept, builds: builds}}

@@ -20,6 +20,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/replays"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // operatorSet is the dead-letter API, the deliveries browser, the inbox overview and person
@@ -49,12 +50,12 @@ func provideOperatorReader(pool operatorReadPool) (*deadletterstore.Reader, erro
 
 // provideErasureConfig collects the providers' person-data declarations; installation rows
 // carry admission's default source.
-func provideErasureConfig(providers []ports.Provider, adm admission.Config) erasurestore.Config {
+func provideErasureConfig(providers []contract.Provider, adm admission.Config) erasurestore.Config {
 	cfg := erasurestore.Config{InstallationNamespaces: map[string]string{}}
 	for _, p := range providers {
 		cfg.Fields = append(cfg.Fields, p.PersonFields())
 		cfg.Mirrors = append(cfg.Mirrors, p.PersonData())
-		if _, ok := p.(ports.InstallationSource); ok {
+		if _, ok := p.(contract.InstallationSource); ok {
 			cfg.InstallationNamespaces[p.Provider().String()] = adm.SourceServerURLOfInstallations()
 		}
 	}
@@ -69,7 +70,7 @@ func provideReadLimit(cfg Config) (*operatorapi.ReadLimit, error) {
 
 // provideProviderSet is the providers this server runs: what the operators' read filters may
 // name (any other provider is 400 invalid-filter).
-func provideProviderSet(providers []ports.Provider) provider.Set {
+func provideProviderSet(providers []contract.Provider) provider.Set {
 	names := make([]provider.Provider, 0, len(providers))
 	for _, p := range providers {
 		names = append(names, p.Provider())

@@ -36,6 +36,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Provider sets, one per part of the service. buildServices (wire.go) composes them. The
@@ -176,13 +177,13 @@ func provideConsumer(cfg Config, store ports.InboxStore, handlers ports.HandlerR
 // provideRunners lists the background loops App.Run starts and waits for: the consumer
 // (claimers, renewer, reaper, retention), the person-erasure runner, the access recheck, the
 // change feed (its Run ends the open feed streams when the server stops) and its retention, and
-// the backfill runner, the bulk replay runner, and the providers' own loops (ports.BackgroundWork).
+// the backfill runner, the bulk replay runner, and the providers' own loops (contract.BackgroundWork).
 func provideRunners(c *consumer.Consumer, e *personerasure.Runner, a *accessrecheck.Recheck, cf *changes.Feed, cr *changes.Retention,
-	sy *backfill.Runner, rl *rejections.Log, rp *replays.Runner, providers []ports.Provider,
+	sy *backfill.Runner, rl *rejections.Log, rp *replays.Runner, providers []contract.Provider,
 ) []Runner {
 	runners := []Runner{c, e, a, cf, cr, sy, rl, rp}
 	for _, p := range providers {
-		if w, ok := p.(ports.BackgroundWork); ok {
+		if w, ok := p.(contract.BackgroundWork); ok {
 			for _, r := range w.Runners() {
 				runners = append(runners, r)
 			}
@@ -191,12 +192,12 @@ func provideRunners(c *consumer.Consumer, e *personerasure.Runner, a *accessrech
 	return runners
 }
 
-// provideAccessCheckers lists the providers' access checkers (ports.AccessChecking): the kinds
+// provideAccessCheckers lists the providers' access checkers (contract.AccessChecking): the kinds
 // whose subscriptions are checked with the connection's own credential.
-func provideAccessCheckers(providers []ports.Provider) []ports.ResourceAccessChecker {
-	var checkers []ports.ResourceAccessChecker
+func provideAccessCheckers(providers []contract.Provider) []contract.ResourceAccessChecker {
+	var checkers []contract.ResourceAccessChecker
 	for _, p := range providers {
-		if a, ok := p.(ports.AccessChecking); ok {
+		if a, ok := p.(contract.AccessChecking); ok {
 			checkers = append(checkers, a.AccessCheckers()...)
 		}
 	}
@@ -206,7 +207,7 @@ func provideAccessCheckers(providers []ports.Provider) []ports.ResourceAccessChe
 // provideAccessRecheck is the periodic recheck of those subscriptions, on the one server
 // holding its singleton lease (taken like retention's, through the inbox store).
 func provideAccessRecheck(cfg Config, store *managementstore.Connections, lease *inboxstore.Store, box ports.SecretBox,
-	checkers []ports.ResourceAccessChecker, log ports.Logger, clock ports.Clock,
+	checkers []contract.ResourceAccessChecker, log ports.Logger, clock ports.Clock,
 ) (*accessrecheck.Recheck, error) {
 	return accessrecheck.New(accessrecheck.Config{Owner: cfg.ServerID, Interval: cfg.AccessRecheckInterval},
 		store, lease, box, checkers, log, clock)
@@ -214,7 +215,7 @@ func provideAccessRecheck(cfg Config, store *managementstore.Connections, lease 
 
 // provideHandlerRegistry is the consumer's handler registry with every provider's handlers. A
 // delivery of an event type without a handler is completed and counted, not failed.
-func provideHandlerRegistry(providers []ports.Provider) (*consumer.Registry, error) {
+func provideHandlerRegistry(providers []contract.Provider) (*consumer.Registry, error) {
 	reg := consumer.NewRegistry()
 	for _, p := range providers {
 		if err := p.RegisterHandlers(reg); err != nil {
@@ -258,7 +259,7 @@ func gatedSecretBox(s instanceSecrets, fallback *managementstore.LegacyFallback)
 }
 
 // provideStoreConfig gives the management stores the connection kinds the modules declare.
-func provideStoreConfig(modules []ports.ProviderModule) managementstore.Config {
+func provideStoreConfig(modules []contract.ProviderModule) managementstore.Config {
 	var kinds []connection.Kind
 	for _, m := range modules {
 		kinds = append(kinds, m.Kinds()...)
@@ -267,8 +268,8 @@ func provideStoreConfig(modules []ports.ProviderModule) managementstore.Config {
 }
 
 func provideManagement(s instanceSecrets, accounts ports.AccountStore, workspaces ports.WorkspaceStore,
-	connections ports.ConnectionStore, box ports.SecretBox, modules []ports.ProviderModule,
-	checkers []ports.ResourceAccessChecker, store *managementstore.Connections, feed *changefeed.Store,
+	connections ports.ConnectionStore, box ports.SecretBox, modules []contract.ProviderModule,
+	checkers []contract.ResourceAccessChecker, store *managementstore.Connections, feed *changefeed.Store,
 ) (*management.Service, error) {
 	svc, err := management.New(management.Config{AdminToken: s.AdminToken, AccessCheckers: checkers},
 		accounts, workspaces, connections, box, modules)
@@ -280,7 +281,7 @@ func provideManagement(s instanceSecrets, accounts ports.AccountStore, workspace
 }
 
 // provideWebhooks lists the providers' receiving sides.
-func provideWebhooks(providers []ports.Provider) webhookapi.Hooks {
+func provideWebhooks(providers []contract.Provider) webhookapi.Hooks {
 	hooks := make(webhookapi.Hooks, 0, len(providers))
 	for _, p := range providers {
 		hooks = append(hooks, p.Webhook())
@@ -290,7 +291,7 @@ func provideWebhooks(providers []ports.Provider) webhookapi.Hooks {
 
 // provideMetrics makes the metrics with every label value the service can record exported at
 // 0 from start: the providers of provideModules, each with admission's refusal reasons, the
-// payload rule's and its own (ports.RejectionReasoner).
+// payload rule's and its own (contract.RejectionReasoner).
 func provideMetrics(cfg Config) *telemetry.Metrics {
 	m := telemetry.NewMetrics()
 	m.Declare(metricLabels(provideModules(providerModules(cfg))))
@@ -298,17 +299,17 @@ func provideMetrics(cfg Config) *telemetry.Metrics {
 }
 
 // metricLabels collects the label values the modules and the core declare.
-func metricLabels(modules []ports.ProviderModule) telemetry.Labels {
+func metricLabels(modules []contract.ProviderModule) telemetry.Labels {
 	l := telemetry.Labels{RejectReasons: map[string][]string{}}
 	for _, mod := range modules {
 		p := mod.Provider().Label()
 		l.Providers = append(l.Providers, p)
 		reasons := append(admission.Reasons(), inbox.PayloadReasons()...)
-		if r, ok := mod.(ports.RejectionReasoner); ok {
+		if r, ok := mod.(contract.RejectionReasoner); ok {
 			reasons = append(reasons, r.RejectionReasons()...)
 		}
 		l.RejectReasons[p] = reasons
-		if c, ok := mod.(ports.CounterDeclarer); ok {
+		if c, ok := mod.(contract.CounterDeclarer); ok {
 			l.Counters = append(l.Counters, c.Counters()...)
 		}
 	}
@@ -317,8 +318,8 @@ func metricLabels(modules []ports.ProviderModule) telemetry.Labels {
 
 // provideModules is the providers' static parts (connection kinds, config validation,
 // resource types), known before the database is up.
-func provideModules(providers []providerkit.Module) []ports.ProviderModule {
-	var modules []ports.ProviderModule
+func provideModules(providers []providerkit.Module) []contract.ProviderModule {
+	var modules []contract.ProviderModule
 	for _, m := range providers {
 		modules = append(modules, m)
 	}
@@ -329,10 +330,10 @@ func provideModules(providers []providerkit.Module) []ports.ProviderModule {
 func provideProviders(cfg Config, modules []providerkit.Module, pool *pgxpool.Pool, inbox ports.DeliveryInbox, changes ports.ChangePublisher,
 	connections *managementstore.Connections, secrets *managementstore.LiveSecrets,
 	lease *inboxstore.Store, metrics *telemetry.Metrics, log ports.Logger,
-) ([]ports.Provider, error) {
+) ([]contract.Provider, error) {
 	deps := providerkit.Deps{Owner: cfg.ServerID, Pool: pool, Inbox: inbox, Changes: changes, Connections: connections,
 		Secrets: secrets, Lease: lease, Counter: metrics.Counter, Log: log}
-	var providers []ports.Provider
+	var providers []contract.Provider
 	for _, m := range modules {
 		p, err := m.Build(deps)
 		if err != nil {
@@ -344,12 +345,12 @@ func provideProviders(cfg Config, modules []providerkit.Module, pool *pgxpool.Po
 }
 
 // provideAdmissionConfig stores the namespace of the provider whose installations are control
-// events (ports.InstallationSource) on installation rows no connection names yet.
+// events (contract.InstallationSource) on installation rows no connection names yet.
 // Every refusal is also counted in the rejection log.
-func provideAdmissionConfig(providers []ports.Provider, rejected *rejections.Log) admission.Config {
+func provideAdmissionConfig(providers []contract.Provider, rejected *rejections.Log) admission.Config {
 	cfg := admission.Config{Rejections: rejected}
 	for _, p := range providers {
-		if s, ok := p.(ports.InstallationSource); ok {
+		if s, ok := p.(contract.InstallationSource); ok {
 			cfg.DefaultSourceServerURL = s.DefaultSourceServerURL()
 		}
 	}
@@ -359,7 +360,7 @@ func provideAdmissionConfig(providers []ports.Provider, rejected *rejections.Log
 // provideRegistrars mounts the webhook receiver and the management API.
 func provideRegistrars(cfg Config, admit *admission.Service, hooks webhookapi.Hooks, manage *management.Service,
 	members ports.WorkspaceStore, log ports.Logger,
-	ops operatorRoutes, cons consoleRoutes, install installRoutes, ch changesRoutes, sy syncRoutes, providers []ports.Provider,
+	ops operatorRoutes, cons consoleRoutes, install installRoutes, ch changesRoutes, sy syncRoutes, providers []contract.Provider,
 ) []server.Registrar {
 	registrars := []server.Registrar{
 		server.Registrar(ops), server.Registrar(cons), server.Registrar(install), server.Registrar(ch), server.Registrar(sy),

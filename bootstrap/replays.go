@@ -11,6 +11,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/replays"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // replaySet is bulk replay: the job store, its runner (one of the App's background loops, which
@@ -34,7 +35,7 @@ func provideReplayRunner(cfg Config, store ports.ReplayJobStore, wake *consumer.
 	return replays.NewRunner(replays.RunnerConfig{Owner: cfg.ServerID}, store, wake, log)
 }
 
-func provideReplays(cfg Config, modules []ports.ProviderModule, store ports.ReplayJobStore, runner *replays.Runner) (*replays.Service, error) {
+func provideReplays(cfg Config, modules []contract.ProviderModule, store ports.ReplayJobStore, runner *replays.Runner) (*replays.Service, error) {
 	providers := make([]provider.Provider, len(modules))
 	for i, m := range modules {
 		providers[i] = m.Provider()

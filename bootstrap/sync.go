@@ -13,6 +13,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // syncSet is backfill and teardown (CONTRACT.md "Sync and teardown"): the job store, each
@@ -29,18 +30,18 @@ func provideSyncJobs(pool *pgxpool.Pool) (*syncjobs.Store, error) {
 	return syncjobs.New(pool, syncjobs.Config{})
 }
 
-// provideSyncSources lists the providers' sync sources (ports.Syncing).
-func provideSyncSources(providers []ports.Provider) []ports.SyncSource {
-	var sources []ports.SyncSource
+// provideSyncSources lists the providers' sync sources (contract.Syncing).
+func provideSyncSources(providers []contract.Provider) []contract.SyncSource {
+	var sources []contract.SyncSource
 	for _, p := range providers {
-		if s, ok := p.(ports.Syncing); ok {
+		if s, ok := p.(contract.Syncing); ok {
 			sources = append(sources, s.SyncSources()...)
 		}
 	}
 	return sources
 }
 
-func provideSyncRunner(cfg Config, store *syncjobs.Store, sources []ports.SyncSource, metrics *telemetry.Metrics,
+func provideSyncRunner(cfg Config, store *syncjobs.Store, sources []contract.SyncSource, metrics *telemetry.Metrics,
 	log ports.Logger, clock ports.Clock,
 ) (*backfill.Runner, error) {
 	return backfill.New(backfill.Config{Owner: cfg.ServerID, Tracer: telemetry.DeliveryTracer{Server: cfg.ServerID}},

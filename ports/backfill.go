@@ -57,16 +57,6 @@ type SyncPage struct {
 	Write func(ctx context.Context, tx Tx) error
 }
 
-// SyncSource is a provider's side of sync jobs (adapters/<provider>/…sync): it reads one page
-// of a job's resource from the provider, outside any transaction, and maps it to mirror
-// writes. A teardown job's one page deletes what only the connection brought into the
-// workspace. Errors: *inbox.ProviderError (classified by the inbox's failure table), or a
-// database error of a read.
-type SyncSource interface {
-	Provider() provider.Provider
-	NextPage(ctx context.Context, job SyncJob, cursor string) (SyncPage, error)
-}
-
 // SyncJobStore is the durable job queue (adapters/postgres/syncjobs). Errors are the store's
 // translation of database errors (*inbox.TransientError); inbox.ErrLeaseLost where named.
 type SyncJobStore interface {

@@ -12,7 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // corpusDir finds GitHub's documented example payloads beside the checkout (as in CI) or where
@@ -102,7 +102,7 @@ func withInstallation(path string) ([]byte, map[string]any) {
 }
 
 // judge says what is wrong with the outcome for one example payload, or "".
-func judge(event string, payload map[string]any, deliveryID string, env ports.Envelope, err error) string {
+func judge(event string, payload map[string]any, deliveryID string, env contract.Envelope, err error) string {
 	if err != nil {
 		return fmt.Sprintf("unexplained error: %v", err)
 	}

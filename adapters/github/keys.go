@@ -7,6 +7,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // SubjectKeyDeriver owns GitHub's delivery key (X-GitHub-Delivery, the same on every
@@ -15,16 +16,16 @@ import (
 // action or delivery id, so every event of a repository is ordered in one scope.
 type SubjectKeyDeriver struct{}
 
-var _ ports.SubjectKeyDeriver = SubjectKeyDeriver{}
+var _ contract.SubjectKeyDeriver = SubjectKeyDeriver{}
 
 // DeliveryKey is X-GitHub-Delivery. Errors: ErrMalformed (missing-delivery-id, invalid-delivery-id).
 func (SubjectKeyDeriver) DeliveryKey(req ports.Request, _ map[string]any) (string, error) {
 	key := strings.TrimSpace(deliveryHeader.get(req.Headers))
 	if key == "" {
-		return "", ports.Reject(ports.ErrMalformed, ports.ReasonMissingDeliveryID, headerDelivery+" is missing")
+		return "", ports.Reject(ports.ErrMalformed, contract.ReasonMissingDeliveryID, headerDelivery+" is missing")
 	}
 	if !webhookjson.ValidDeliveryID(key) {
-		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidDeliveryID, headerDelivery+" is not a printable token of at most 200 bytes")
+		return "", ports.Reject(ports.ErrMalformed, contract.ReasonInvalidDeliveryID, headerDelivery+" is not a printable token of at most 200 bytes")
 	}
 	return key, nil
 }
@@ -56,7 +57,7 @@ func (SubjectKeyDeriver) subject(eventType string, o nestedIDs) (inbox.Subject, 
 			continue
 		}
 		if !ok {
-			return inbox.Subject{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, kind+".id is not a positive integer")
+			return inbox.Subject{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, kind+".id is not a positive integer")
 		}
 		return subject(kind, id)
 	}
@@ -66,7 +67,7 @@ func (SubjectKeyDeriver) subject(eventType string, o nestedIDs) (inbox.Subject, 
 func subject(kind, id string) (inbox.Subject, error) {
 	s, err := inbox.NewSubject(Provider.Label(), kind, id)
 	if err != nil {
-		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, fmt.Sprintf("subject: %v", err))
+		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, fmt.Sprintf("subject: %v", err))
 	}
 	return s, nil
 }

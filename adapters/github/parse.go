@@ -7,6 +7,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Events GitHub sends about the App's installations. Their handlers create and repair
@@ -50,26 +51,26 @@ var (
 // Parse reads a verified GitHub delivery. conn is ignored (GitHub is not per connection).
 // Errors: *ports.RejectedError of kind ErrMalformed, or ErrUnauthenticated (wrong-app) for a
 // control body of another App.
-func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Envelope, error) {
+func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (contract.Envelope, error) {
 	event := eventHeader.get(req.Headers)
 	if event == "" {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingEventType, headerEvent+" is missing")
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonMissingEventType, headerEvent+" is missing")
 	}
 	if !webhookjson.ValidEventType(event) {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidEventType, headerEvent+" is not a printable token")
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidEventType, headerEvent+" is not a printable token")
 	}
 	body, err := decodeBody(req.Body)
 	if err != nil {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, err.Error())
 	}
-	env := ports.Envelope{EventType: event, Headers: keptHeaders(req.Headers, keptHeaderNames)}
+	env := contract.Envelope{EventType: event, Headers: keptHeaders(req.Headers, keptHeaderNames)}
 	if event == eventPing {
-		env.Immediate = &ports.Immediate{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"status":"pong"}`)}
+		env.Immediate = &contract.Immediate{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"status":"pong"}`)}
 		return env, nil
 	}
 	keys := SubjectKeyDeriver{}
 	if env.DeliveryKey, err = keys.DeliveryKey(req, nil); err != nil { // the key is a header
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	if action, ok := body.str("action"); ok && webhookjson.ValidEventType(action) {
 		env.Action = action
@@ -80,13 +81,13 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 	return parseWork(env, body, keys)
 }
 
-func (w *Webhook) parseControl(env ports.Envelope, body jsonObject, keys SubjectKeyDeriver) (ports.Envelope, error) {
+func (w *Webhook) parseControl(env contract.Envelope, body jsonObject, keys SubjectKeyDeriver) (contract.Envelope, error) {
 	installationID, err := w.validateControl(env.EventType, body)
 	if err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	if env.Subject, err = keys.subject(env.EventType, body); err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	env.Control = true
 	env.Route = ports.RouteSpec{SourceKind: KindApp.String(), SourceKey: installationID}
@@ -147,7 +148,7 @@ func (w *Webhook) validateControl(event string, body jsonObject) (string, error)
 // its recipients are the subscriptions to its repository or organization through the source,
 // and, for an event type any reader of the repository sees (ReaderVisible), through any GitHub
 // connection (PAT workspaces receive through the App source).
-func parseWork(env ports.Envelope, body jsonObject, keys SubjectKeyDeriver) (ports.Envelope, error) {
+func parseWork(env contract.Envelope, body jsonObject, keys SubjectKeyDeriver) (contract.Envelope, error) {
 	installationID, present, ok := body.nestedID("installation")
 	if !present {
 		// Never fall back to a header: X-GitHub-Hook-Installation-Target-ID is not signed.
@@ -155,7 +156,7 @@ func parseWork(env ports.Envelope, body jsonObject, keys SubjectKeyDeriver) (por
 		return env, nil
 	}
 	if !ok {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "installation.id is not a positive integer")
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, "installation.id is not a positive integer")
 	}
 	env.Route = ports.RouteSpec{SourceKind: KindApp.String(), SourceKey: installationID,
 		RecipientsAnyConnection: ReaderVisible(env.EventType)}
@@ -165,7 +166,7 @@ func parseWork(env ports.Envelope, body jsonObject, keys SubjectKeyDeriver) (por
 			continue
 		}
 		if !ok {
-			return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, kind+".id is not a positive integer")
+			return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, kind+".id is not a positive integer")
 		}
 		env.Route.Resources = append(env.Route.Resources, ports.Resource{Type: kind, ID: id})
 	}
@@ -176,7 +177,7 @@ func parseWork(env ports.Envelope, body jsonObject, keys SubjectKeyDeriver) (por
 	}
 	var err error
 	if env.Subject, err = keys.subject(env.EventType, body); err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	return env, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 const (
@@ -26,7 +27,7 @@ var _ = Describe("Parsing a GitHub delivery", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	parse := func(event, body string, extra ...string) (ports.Envelope, error) {
+	parse := func(event, body string, extra ...string) (contract.Envelope, error) {
 		return hook.Parse(delivery(event, "72d3162e-cc78-11e3-81ab-4c9367dc0958", body, extra...), nil)
 	}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Provider is GitHub.
@@ -46,8 +47,8 @@ var loginPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9]|-[A-Za-z0-9]){
 type Module struct{}
 
 var (
-	_ ports.ProviderModule    = Module{}
-	_ ports.ResourceValidator = Module{}
+	_ contract.ProviderModule    = Module{}
+	_ contract.ResourceValidator = Module{}
 )
 
 func (Module) Provider() provider.Provider { return Provider }
@@ -94,7 +95,7 @@ func (Module) ValidateResource(r ports.Resource) error {
 const RedeliveriesRequested = "github_redeliveries_requested_total"
 
 // Counters declares GitHub's own counters, exported at 0 from start.
-func (Module) Counters() []ports.CounterSpec {
-	return []ports.CounterSpec{{Name: RedeliveriesRequested,
+func (Module) Counters() []contract.CounterSpec {
+	return []contract.CounterSpec{{Name: RedeliveriesRequested,
 		Help: "Redeliveries of failed GitHub App deliveries the reconciler asked GitHub for."}}
 }

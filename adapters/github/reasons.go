@@ -1,8 +1,8 @@
 package github
 
-import "github.com/hephaestus-dev/hephaestus/ports"
+import "github.com/hephaestus-dev/hephaestus/ports/contract"
 
-var _ ports.RejectionReasoner = Module{}
+var _ contract.RejectionReasoner = Module{}
 
 // reasonWrongApp refuses a delivery or an installation of another GitHub App.
 const reasonWrongApp = "wrong-app"
@@ -12,10 +12,10 @@ const reasonWrongApp = "wrong-app"
 // reason the package's verifier and parser use is listed here.
 func (Module) RejectionReasons() []string {
 	return []string{
-		ports.ReasonNotConfigured, ports.ReasonMissingSignature, ports.ReasonMalformedSignature,
-		ports.ReasonBadSignature, reasonWrongApp,
-		ports.ReasonMissingEventType, ports.ReasonInvalidEventType, ports.ReasonInvalidPayload,
-		ports.ReasonMissingDeliveryID, ports.ReasonInvalidDeliveryID, reasonInvalidEventRoute,
+		contract.ReasonNotConfigured, contract.ReasonMissingSignature, contract.ReasonMalformedSignature,
+		contract.ReasonBadSignature, reasonWrongApp,
+		contract.ReasonMissingEventType, contract.ReasonInvalidEventType, contract.ReasonInvalidPayload,
+		contract.ReasonMissingDeliveryID, contract.ReasonInvalidDeliveryID, reasonInvalidEventRoute,
 		DropWithoutSource, DropNoRepositoryOrOrg,
 	}
 }

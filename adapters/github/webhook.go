@@ -11,6 +11,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Header names GitHub sends.
@@ -59,8 +60,8 @@ type Webhook struct {
 }
 
 var (
-	_ ports.Webhook        = (*Webhook)(nil)
-	_ ports.HeaderVerifier = (*Webhook)(nil)
+	_ contract.Webhook        = (*Webhook)(nil)
+	_ contract.HeaderVerifier = (*Webhook)(nil)
 )
 
 // NewWebhook validates cfg. The secret is copied so the caller cannot change it afterwards.
@@ -81,24 +82,24 @@ func (w *Webhook) PerConnection() bool { return false }
 // Errors: *ports.RejectedError of kind ErrUnauthenticated.
 func (w *Webhook) Verify(req ports.Request, _ *ports.SourceConnection) error {
 	if len(w.secret) == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, "the GitHub App webhook secret is not set")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonNotConfigured, "the GitHub App webhook secret is not set")
 	}
 	header := req.Headers.Get(headerSignature)
 	if header == "" {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingSignature, headerSignature+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMissingSignature, headerSignature+" is missing")
 	}
 	hexSig, ok := strings.CutPrefix(header, signaturePrefix)
 	if !ok {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "signature is not sha256=<hex>")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedSignature, "signature is not sha256=<hex>")
 	}
 	got, err := hex.DecodeString(hexSig)
 	if err != nil || len(got) != sha256.Size {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "signature is not sha256=<hex>")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedSignature, "signature is not sha256=<hex>")
 	}
 	mac := hmac.New(sha256.New, w.secret)
 	mac.Write(req.Body)
 	if !hmac.Equal(got, mac.Sum(nil)) {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonBadSignature, "signature does not match the body")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonBadSignature, "signature does not match the body")
 	}
 	// The target headers are not signed, so they can only ever refuse, never route: a
 	// delivery that says it is another App's is not ours even if the secrets happen to match.
@@ -110,8 +111,8 @@ func (w *Webhook) Verify(req ports.Request, _ *ports.SourceConnection) error {
 	return nil
 }
 
-// VerifyHeaders implements ports.HeaderVerifier: every check of Verify but the body's
+// VerifyHeaders implements contract.HeaderVerifier: every check of Verify but the body's
 // signature runs on the headers, before the body is read.
 func (w *Webhook) VerifyHeaders(headers http.Header, conn *ports.SourceConnection) error {
-	return ports.VerifyHeadersOnly(w, headers, conn)
+	return contract.VerifyHeadersOnly(w, headers, conn)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // SubjectKeyDeriver owns GitLab's delivery key and subjects. The key is Idempotency-Key, else
@@ -17,7 +18,7 @@ import (
 // id, never its path, so a rename or transfer keeps the scope.
 type SubjectKeyDeriver struct{}
 
-var _ ports.SubjectKeyDeriver = SubjectKeyDeriver{}
+var _ contract.SubjectKeyDeriver = SubjectKeyDeriver{}
 
 // DeliveryKey errors: ErrMalformed (invalid-delivery-id for a header that cannot be a key).
 func (SubjectKeyDeriver) DeliveryKey(req ports.Request, _ map[string]any) (string, error) {
@@ -27,7 +28,7 @@ func (SubjectKeyDeriver) DeliveryKey(req ports.Request, _ map[string]any) (strin
 			continue
 		}
 		if !webhookjson.ValidDeliveryID(key) {
-			return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidDeliveryID, name+" is not a printable token of at most 200 bytes")
+			return "", ports.Reject(ports.ErrMalformed, contract.ReasonInvalidDeliveryID, name+" is not a printable token of at most 200 bytes")
 		}
 		return key, nil
 	}
@@ -50,7 +51,7 @@ func (SubjectKeyDeriver) Subject(_ string, body map[string]any) (inbox.Subject, 
 	}
 	s, err := inbox.NewSubject(Provider.Label(), kind, id)
 	if err != nil {
-		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, fmt.Sprintf("subject: %v", err))
+		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, fmt.Sprintf("subject: %v", err))
 	}
 	return s, nil
 }

@@ -3,6 +3,7 @@ package gitlab
 import (
 	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // DropNoProjectOrGroup: a verified delivery that names neither a project nor a group has no
@@ -12,22 +13,22 @@ const DropNoProjectOrGroup = "no-project-or-group"
 // Parse reads a verified GitLab delivery of conn (the URL's connection). The event type is
 // X-Gitlab-Event as sent ("Merge Request Hook"); object_kind in the body is not cross-checked,
 // since its spelling differs per hook. Errors: *ports.RejectedError of kind ErrMalformed.
-func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.Envelope, error) {
+func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (contract.Envelope, error) {
 	event := req.Headers.Get(headerEvent)
 	if event == "" {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingEventType, headerEvent+" is missing")
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonMissingEventType, headerEvent+" is missing")
 	}
 	if !webhookjson.ValidEventType(event) {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidEventType, headerEvent+" is not a printable token")
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidEventType, headerEvent+" is not a printable token")
 	}
 	body, err := webhookjson.Decode(req.Body)
 	if err != nil {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, err.Error())
 	}
 	keys := SubjectKeyDeriver{}
-	env := ports.Envelope{EventType: event, Headers: webhookjson.KeptHeaders(req.Headers, keptHeaderNames)}
+	env := contract.Envelope{EventType: event, Headers: webhookjson.KeptHeaders(req.Headers, keptHeaderNames)}
 	if env.DeliveryKey, err = keys.DeliveryKey(req, body); err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	env.Action = action(body)
 
@@ -51,7 +52,7 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 		env.Route.Resources = append(env.Route.Resources, ports.Resource{Type: ResourceGroup, ID: g})
 	}
 	if env.Subject, err = keys.Subject(event, body); err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	return env, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 const (
@@ -33,7 +34,7 @@ var _ = Describe("Parsing a GitLab delivery", func() {
 		connection = conn(plainToken, map[string]any{"groupId": float64(42)})
 	})
 
-	parse := func(event, body string, headers ...string) (ports.Envelope, error) {
+	parse := func(event, body string, headers ...string) (contract.Envelope, error) {
 		return hook.Parse(request(body, append([]string{"X-Gitlab-Event", event}, headers...)...), connection)
 	}
 

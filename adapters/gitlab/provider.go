@@ -12,6 +12,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Provider is GitLab.
@@ -34,8 +35,8 @@ const configGroupID = "groupId"
 type Module struct{}
 
 var (
-	_ ports.ProviderModule    = Module{}
-	_ ports.ResourceValidator = Module{}
+	_ contract.ProviderModule    = Module{}
+	_ contract.ResourceValidator = Module{}
 )
 
 func (Module) Provider() provider.Provider { return Provider }

@@ -1,8 +1,8 @@
 package gitlab
 
-import "github.com/hephaestus-dev/hephaestus/ports"
+import "github.com/hephaestus-dev/hephaestus/ports/contract"
 
-var _ ports.RejectionReasoner = Module{}
+var _ contract.RejectionReasoner = Module{}
 
 // GitLab's own refusal reasons.
 const (
@@ -16,10 +16,10 @@ const (
 // reason the package's verifier and parser use is listed here.
 func (Module) RejectionReasons() []string {
 	return []string{
-		ports.ReasonMissingConnection, ports.ReasonNotConfigured, reasonWrongInstance,
-		reasonMissingToken, reasonBadToken, ports.ReasonMalformedSignature, ports.ReasonMissingTimestamp,
-		ports.ReasonMalformedTimestamp, ports.ReasonStaleTimestamp, ports.ReasonBadSignature,
-		ports.ReasonMissingEventType, ports.ReasonInvalidEventType, ports.ReasonInvalidPayload,
-		ports.ReasonInvalidDeliveryID, DropNoProjectOrGroup,
+		contract.ReasonMissingConnection, contract.ReasonNotConfigured, reasonWrongInstance,
+		reasonMissingToken, reasonBadToken, contract.ReasonMalformedSignature, contract.ReasonMissingTimestamp,
+		contract.ReasonMalformedTimestamp, contract.ReasonStaleTimestamp, contract.ReasonBadSignature,
+		contract.ReasonMissingEventType, contract.ReasonInvalidEventType, contract.ReasonInvalidPayload,
+		contract.ReasonInvalidDeliveryID, DropNoProjectOrGroup,
 	}
 }

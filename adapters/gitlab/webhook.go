@@ -13,6 +13,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Header names GitLab sends. Standard Webhooks headers are lower-case in GitLab's requests;
@@ -47,8 +48,8 @@ type Webhook struct {
 }
 
 var (
-	_ ports.Webhook        = (*Webhook)(nil)
-	_ ports.HeaderVerifier = (*Webhook)(nil)
+	_ contract.Webhook        = (*Webhook)(nil)
+	_ contract.HeaderVerifier = (*Webhook)(nil)
 )
 
 // NewWebhook is the webhook of cfg. It returns an error only to keep the constructors of the
@@ -120,18 +121,18 @@ func verifyToken(req ports.Request, secret []byte) error {
 func (w *Webhook) verifySignature(req ports.Request, secret []byte) error {
 	key, err := signingKey(secret)
 	if err != nil {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, err.Error())
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonNotConfigured, err.Error())
 	}
 	id, ts := req.Headers.Get(headerSWID), req.Headers.Get(headerSWTimestamp)
 	if id == "" {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, headerSWID+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedSignature, headerSWID+" is missing")
 	}
 	if ts == "" {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingTimestamp, headerSWTimestamp+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMissingTimestamp, headerSWTimestamp+" is missing")
 	}
 	seconds, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedTimestamp, headerSWTimestamp+" is not whole seconds")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedTimestamp, headerSWTimestamp+" is not whole seconds")
 	}
 	if err := w.now.CheckFresh(time.Unix(seconds, 0)); err != nil {
 		return err
@@ -156,9 +157,9 @@ func (w *Webhook) verifySignature(req ports.Request, secret []byte) error {
 		}
 	}
 	if candidates == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "no v1,<base64> signature")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedSignature, "no v1,<base64> signature")
 	}
-	return ports.Reject(ports.ErrUnauthenticated, ports.ReasonBadSignature, "no signature matches the body")
+	return ports.Reject(ports.ErrUnauthenticated, contract.ReasonBadSignature, "no signature matches the body")
 }
 
 func signingKey(secret []byte) ([]byte, error) {
@@ -173,8 +174,8 @@ func signingKey(secret []byte) ([]byte, error) {
 	return key, nil
 }
 
-// VerifyHeaders implements ports.HeaderVerifier: every check of Verify but the body's
+// VerifyHeaders implements contract.HeaderVerifier: every check of Verify but the body's
 // signature runs on the headers, before the body is read.
 func (w *Webhook) VerifyHeaders(headers http.Header, conn *ports.SourceConnection) error {
-	return ports.VerifyHeadersOnly(w, headers, conn)
+	return contract.VerifyHeadersOnly(w, headers, conn)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Subject kinds.
@@ -27,16 +28,16 @@ type SubjectKeyDeriver struct {
 	ConnectionID int64
 }
 
-var _ ports.SubjectKeyDeriver = SubjectKeyDeriver{}
+var _ contract.SubjectKeyDeriver = SubjectKeyDeriver{}
 
 // DeliveryKey is the envelope's id. Errors: ErrMalformed (missing-delivery-id, invalid-delivery-id).
 func (SubjectKeyDeriver) DeliveryKey(_ ports.Request, body map[string]any) (string, error) {
 	id, ok := webhookjson.Object(body).Str("id")
 	if !ok || id == "" {
-		return "", ports.Reject(ports.ErrMalformed, ports.ReasonMissingDeliveryID, "envelope without id")
+		return "", ports.Reject(ports.ErrMalformed, contract.ReasonMissingDeliveryID, "envelope without id")
 	}
 	if !webhookjson.ValidDeliveryID(id) {
-		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidDeliveryID, "envelope id is not a printable token of at most 200 bytes")
+		return "", ports.Reject(ports.ErrMalformed, contract.ReasonInvalidDeliveryID, "envelope id is not a printable token of at most 200 bytes")
 	}
 	return id, nil
 }
@@ -61,7 +62,7 @@ func (k SubjectKeyDeriver) Subject(eventType string, body map[string]any) (inbox
 		return subject(kind, id)
 	}
 	if k.ConnectionID <= 0 {
-		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingConnection, "a connection-wide event needs its connection")
+		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, contract.ReasonMissingConnection, "a connection-wide event needs its connection")
 	}
 	return subject(subjectConnection, strconv.FormatInt(k.ConnectionID, 10))
 }
@@ -89,7 +90,7 @@ func firstID(lookups []lookup) (id string, found bool, err error) {
 		}
 		id, ok := v.(string)
 		if !ok || !webhookjson.ValidID(id) {
-			return "", false, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, l.field+" is not an Outline id")
+			return "", false, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, l.field+" is not an Outline id")
 		}
 		return id, true, nil
 	}
@@ -99,7 +100,7 @@ func firstID(lookups []lookup) (id string, found bool, err error) {
 func subject(kind, id string) (inbox.Subject, error) {
 	s, err := inbox.NewSubject(Provider.Label(), kind, id)
 	if err != nil {
-		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, fmt.Sprintf("subject: %v", err))
+		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, fmt.Sprintf("subject: %v", err))
 	}
 	return s, nil
 }

@@ -5,30 +5,31 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Parse reads a verified Outline delivery of conn (the URL's connection):
 // {"id", "actorId", "webhookSubscriptionId", "createdAt", "event", "payload": {"id", "model"}}.
 // Errors: *ports.RejectedError of kind ErrMalformed.
-func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.Envelope, error) {
+func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (contract.Envelope, error) {
 	body, err := webhookjson.Decode(req.Body)
 	if err != nil {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, err.Error())
 	}
 	keys := SubjectKeyDeriver{}
 	if conn != nil {
 		keys.ConnectionID = conn.ID
 	}
-	env := ports.Envelope{Headers: webhookjson.KeptHeaders(req.Headers, keptHeaderNames)}
+	env := contract.Envelope{Headers: webhookjson.KeptHeaders(req.Headers, keptHeaderNames)}
 	if env.DeliveryKey, err = keys.DeliveryKey(req, body); err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	event, _ := body.Str("event")
 	if event == "" {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingEventType, "envelope without event")
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonMissingEventType, "envelope without event")
 	}
 	if !webhookjson.ValidEventType(event) {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidEventType, "event is not a printable token")
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidEventType, "event is not a printable token")
 	}
 	env.EventType = event
 	if _, verb, ok := strings.Cut(event, "."); ok {
@@ -37,7 +38,7 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 
 	collection, err := collectionOf(event, body)
 	if err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	if collection != "" {
 		env.Route.Resources = []ports.Resource{{Type: ResourceCollection, ID: collection}}
@@ -46,7 +47,7 @@ func (w *Webhook) Parse(req ports.Request, conn *ports.SourceConnection) (ports.
 		env.Route.ConnectionWide = true
 	}
 	if env.Subject, err = keys.Subject(event, body); err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	return env, nil
 }

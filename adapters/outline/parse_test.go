@@ -8,6 +8,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 const (
@@ -29,7 +30,7 @@ var _ = Describe("Parsing an Outline delivery", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	parse := func(body string, extra ...string) (ports.Envelope, error) {
+	parse := func(body string, extra ...string) (contract.Envelope, error) {
 		return hook.Parse(request(body, extra...), conn(secret))
 	}
 

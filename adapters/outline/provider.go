@@ -10,6 +10,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Provider is Outline.
@@ -26,7 +27,7 @@ const ResourceCollection = "collection"
 // Module is Outline's contribution besides its webhook.
 type Module struct{}
 
-var _ ports.ProviderModule = Module{}
+var _ contract.ProviderModule = Module{}
 
 func (Module) Provider() provider.Provider { return Provider }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 const (
@@ -35,8 +36,8 @@ type Webhook struct {
 }
 
 var (
-	_ ports.Webhook        = (*Webhook)(nil)
-	_ ports.HeaderVerifier = (*Webhook)(nil)
+	_ contract.Webhook        = (*Webhook)(nil)
+	_ contract.HeaderVerifier = (*Webhook)(nil)
 )
 
 // NewWebhook is the webhook of cfg. It returns an error only to keep the constructors of the
@@ -61,7 +62,7 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 	}
 	header := req.Headers.Get(headerSignature)
 	if header == "" {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingSignature, headerSignature+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMissingSignature, headerSignature+" is missing")
 	}
 	var ts string
 	var signatures []string
@@ -70,7 +71,7 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 		switch key {
 		case "t":
 			if ts != "" {
-				return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "more than one t=")
+				return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedSignature, "more than one t=")
 			}
 			ts = value
 		case "s":
@@ -78,11 +79,11 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 		}
 	}
 	if ts == "" {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingTimestamp, "signature without t=")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMissingTimestamp, "signature without t=")
 	}
 	millis, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedTimestamp, "t= is not whole milliseconds")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedTimestamp, "t= is not whole milliseconds")
 	}
 	if err := w.now.CheckFresh(time.UnixMilli(millis)); err != nil {
 		return err
@@ -103,13 +104,13 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 		}
 	}
 	if candidates == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "no s=<hex> signature")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedSignature, "no s=<hex> signature")
 	}
-	return ports.Reject(ports.ErrUnauthenticated, ports.ReasonBadSignature, "signature does not match the body")
+	return ports.Reject(ports.ErrUnauthenticated, contract.ReasonBadSignature, "signature does not match the body")
 }
 
-// VerifyHeaders implements ports.HeaderVerifier: every check of Verify but the body's
+// VerifyHeaders implements contract.HeaderVerifier: every check of Verify but the body's
 // signature runs on the headers, before the body is read.
 func (w *Webhook) VerifyHeaders(headers http.Header, conn *ports.SourceConnection) error {
-	return ports.VerifyHeadersOnly(w, headers, conn)
+	return contract.VerifyHeadersOnly(w, headers, conn)
 }

@@ -1,5 +1,5 @@
 // Package providerkit is what bootstrap hands a provider module and what a module hands back
-// besides its ports.Provider description: the shared dependencies a provider's adapters are
+// besides its contract.Provider description: the shared dependencies a provider's adapters are
 // built from (Deps) and the HTTP routes of its read API (Routes), and how a module is made
 // from its own environment variables (Env, Loader, config.go). What a provider needs of the
 // engine's stores it gets as ports (Secrets, ConnectionStates): the kit imports no package of
@@ -18,18 +18,19 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 // Module is one provider as bootstrap lists it: its static description (connection kinds,
 // config validation, resource types, and its refusal reasons when it implements
-// ports.RejectionReasoner), known before the database is up, and Build, which makes the rest
+// contract.RejectionReasoner), known before the database is up, and Build, which makes the rest
 // once it is.
 type Module interface {
-	ports.ProviderModule
+	contract.ProviderModule
 	// Build makes the provider's webhook, handlers, mirror store, read API and optional parts
 	// from deps. Errors: a configuration the provider cannot run with.
-	Build(deps Deps) (ports.Provider, error)
+	Build(deps Deps) (contract.Provider, error)
 }
 
 // Deps are the shared dependencies of every provider's adapters.
@@ -48,7 +49,7 @@ type Deps struct {
 	Secrets Secrets
 	// Lease is the singleton lease a provider's periodic loop runs under (one server at a time).
 	Lease ports.SingletonLease
-	// Counter is the increment of a counter the module declared (ports.CounterDeclarer).
+	// Counter is the increment of a counter the module declared (contract.CounterDeclarer).
 	Counter func(name string) (func(), error)
 	// Log receives the provider's log lines; never a secret.
 	Log ports.Logger
@@ -111,43 +112,43 @@ type Routes interface {
 // the optional interfaces Built does not have. A provider without sync sources, access checkers
 // or install flows leaves that list empty.
 type Built struct {
-	ports.ProviderModule
-	Hook     ports.Webhook
-	Register func(reg ports.HandlerRegistrar) error
-	Fields   ports.PersonFields
-	Mirror   ports.PersonDataStore
+	contract.ProviderModule
+	Hook     contract.Webhook
+	Register func(reg contract.HandlerRegistrar) error
+	Fields   contract.PersonFields
+	Mirror   contract.PersonDataStore
 	// ReadAPI mounts the read API (readkit.ReadAPI); nil: the provider has none.
 	ReadAPI func(r gin.IRouter, g Guard) error
-	// Sync are the backfill sources (ports.Syncing).
-	Sync []ports.SyncSource
+	// Sync are the backfill sources (contract.Syncing).
+	Sync []contract.SyncSource
 	// Access are the checkers of subscriptions with the connection's own credential
-	// (ports.AccessChecking).
-	Access []ports.ResourceAccessChecker
-	// Installs are the install flows (ports.InstallFlows).
-	Installs []ports.InstallFlow
+	// (contract.AccessChecking).
+	Access []contract.ResourceAccessChecker
+	// Installs are the install flows (contract.InstallFlows).
+	Installs []contract.InstallFlow
 }
 
 var (
-	_ ports.Provider       = Built{}
-	_ Routes               = Built{}
-	_ ports.Syncing        = Built{}
-	_ ports.AccessChecking = Built{}
-	_ ports.InstallFlows   = Built{}
+	_ contract.Provider       = Built{}
+	_ Routes                  = Built{}
+	_ contract.Syncing        = Built{}
+	_ contract.AccessChecking = Built{}
+	_ contract.InstallFlows   = Built{}
 )
 
-// SyncSources implements ports.Syncing.
-func (b Built) SyncSources() []ports.SyncSource { return b.Sync }
+// SyncSources implements contract.Syncing.
+func (b Built) SyncSources() []contract.SyncSource { return b.Sync }
 
-// AccessCheckers implements ports.AccessChecking.
-func (b Built) AccessCheckers() []ports.ResourceAccessChecker { return b.Access }
+// AccessCheckers implements contract.AccessChecking.
+func (b Built) AccessCheckers() []contract.ResourceAccessChecker { return b.Access }
 
-// InstallFlows implements ports.InstallFlows.
-func (b Built) InstallFlows() []ports.InstallFlow { return b.Installs }
+// InstallFlows implements contract.InstallFlows.
+func (b Built) InstallFlows() []contract.InstallFlow { return b.Installs }
 
-func (b Built) Webhook() ports.Webhook                            { return b.Hook }
-func (b Built) RegisterHandlers(reg ports.HandlerRegistrar) error { return b.Register(reg) }
-func (b Built) PersonFields() ports.PersonFields                  { return b.Fields }
-func (b Built) PersonData() ports.PersonDataStore                 { return b.Mirror }
+func (b Built) Webhook() contract.Webhook                            { return b.Hook }
+func (b Built) RegisterHandlers(reg contract.HandlerRegistrar) error { return b.Register(reg) }
+func (b Built) PersonFields() contract.PersonFields                  { return b.Fields }
+func (b Built) PersonData() contract.PersonDataStore                 { return b.Mirror }
 
 // Mount implements Routes.
 func (b Built) Mount(r gin.IRouter, g Guard) error {

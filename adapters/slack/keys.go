@@ -7,6 +7,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Subject kinds.
@@ -22,17 +23,17 @@ const (
 // kept out of scope keys as it is kept out of step names.
 type SubjectKeyDeriver struct{}
 
-var _ ports.SubjectKeyDeriver = SubjectKeyDeriver{}
+var _ contract.SubjectKeyDeriver = SubjectKeyDeriver{}
 
 // DeliveryKey is the event_id of an event_callback.
 // Errors: ErrMalformed (missing-delivery-id, invalid-delivery-id).
 func (SubjectKeyDeriver) DeliveryKey(_ ports.Request, body map[string]any) (string, error) {
 	id, ok := webhookjson.Object(body).Str("event_id")
 	if !ok || id == "" {
-		return "", ports.Reject(ports.ErrMalformed, ports.ReasonMissingDeliveryID, "event_callback without event_id")
+		return "", ports.Reject(ports.ErrMalformed, contract.ReasonMissingDeliveryID, "event_callback without event_id")
 	}
 	if !webhookjson.ValidDeliveryID(id) {
-		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidDeliveryID, "event_id is not a printable token of at most 200 bytes")
+		return "", ports.Reject(ports.ErrMalformed, contract.ReasonInvalidDeliveryID, "event_id is not a printable token of at most 200 bytes")
 	}
 	return id, nil
 }
@@ -61,7 +62,7 @@ func teamOf(body webhookjson.Object) (string, error) {
 		return "", ports.Reject(ports.ErrMalformed, reasonMissingTeam, "event_callback without team_id")
 	}
 	if !webhookjson.ValidID(team) {
-		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "team_id is not a Slack id")
+		return "", ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, "team_id is not a Slack id")
 	}
 	return team, nil
 }
@@ -86,7 +87,7 @@ func channelOf(event webhookjson.Object) (string, error) {
 	}
 	id, ok := raw.(string)
 	if !ok || !webhookjson.ValidID(id) {
-		return "", ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "the event's channel is not a Slack channel id")
+		return "", ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, "the event's channel is not a Slack channel id")
 	}
 	return id, nil
 }
@@ -101,7 +102,7 @@ func isDirect(event webhookjson.Object, channel string) bool {
 func subject(kind, id string) (inbox.Subject, error) {
 	s, err := inbox.NewSubject(Provider.Label(), kind, id)
 	if err != nil {
-		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, fmt.Sprintf("subject: %v", err))
+		return inbox.Subject{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, fmt.Sprintf("subject: %v", err))
 	}
 	return s, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/internal/jsonscan"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Outer envelope types of the Events API.
@@ -22,12 +23,12 @@ const DropUnsupportedType = "unsupported-type"
 
 // Parse reads a verified Slack delivery. conn is ignored (Slack is not per connection).
 // Errors: *ports.RejectedError of kind ErrMalformed.
-func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Envelope, error) {
+func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (contract.Envelope, error) {
 	body, err := webhookjson.Decode(req.Body)
 	if err != nil {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, err.Error())
 	}
-	env := ports.Envelope{Headers: webhookjson.KeptHeaders(req.Headers, keptHeaderNames)}
+	env := contract.Envelope{Headers: webhookjson.KeptHeaders(req.Headers, keptHeaderNames)}
 	outer, _ := body.Str("type")
 	if webhookjson.ValidEventType(outer) {
 		env.EventType = outer
@@ -43,22 +44,22 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 
 	keys := SubjectKeyDeriver{}
 	if env.DeliveryKey, err = keys.DeliveryKey(req, body); err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	team, err := teamOf(body)
 	if err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	event, ok := body.Object("event")
 	if !ok {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "event_callback without an event object")
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, "event_callback without an event object")
 	}
 	eventType, _ := event.Str("type")
 	if eventType == "" {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonMissingEventType, "event without type")
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonMissingEventType, "event without type")
 	}
 	if !webhookjson.ValidEventType(eventType) {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidEventType, "event type is not a printable token")
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidEventType, "event type is not a printable token")
 	}
 	// A message keeps EventType "message" whatever its subtype, so one handler sees edits and
 	// deletions in order with the message itself; the subtype is only for logs.
@@ -69,7 +70,7 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 
 	channel, err := channelOf(event)
 	if err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	env.Route = ports.RouteSpec{SourceKind: Kind.String(), SourceKey: team}
 	if channel == "" || isDirect(event, channel) {
@@ -79,10 +80,10 @@ func (w *Webhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Env
 		env.Route.Resources = []ports.Resource{{Type: ResourceChannel, ID: channel}}
 	}
 	if env.Subject, err = keys.Subject(eventType, body); err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	if env.Payload, err = withoutCredentials(req.Body, body); err != nil {
-		return ports.Envelope{}, err
+		return contract.Envelope{}, err
 	}
 	return env, nil
 }
@@ -103,22 +104,22 @@ func withoutCredentials(raw []byte, body webhookjson.Object) ([]byte, error) {
 	}
 	o, err := jsonscan.ParseObject(raw)
 	if err != nil {
-		return nil, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
+		return nil, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, err.Error())
 	}
 	stripped, _ := o.Without(credentialMembers...)
 	return stripped, nil
 }
 
 // urlVerification answers Slack's endpoint check with its challenge; nothing is stored.
-func urlVerification(env ports.Envelope, body webhookjson.Object) (ports.Envelope, error) {
+func urlVerification(env contract.Envelope, body webhookjson.Object) (contract.Envelope, error) {
 	challenge, ok := body.Str("challenge")
 	if !ok || challenge == "" {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, "url_verification without challenge")
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, "url_verification without challenge")
 	}
 	answer, err := json.Marshal(map[string]string{"challenge": challenge})
 	if err != nil {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, ports.ReasonInvalidPayload, err.Error())
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, contract.ReasonInvalidPayload, err.Error())
 	}
-	env.Immediate = &ports.Immediate{Status: http.StatusOK, ContentType: "application/json", Body: answer}
+	env.Immediate = &contract.Immediate{Status: http.StatusOK, ContentType: "application/json", Body: answer}
 	return env, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // callback wraps an event as Slack's event_callback envelope of team T1.
@@ -25,7 +26,7 @@ var _ = Describe("Parsing a Slack delivery", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	parse := func(body string, extra ...string) (ports.Envelope, error) {
+	parse := func(body string, extra ...string) (contract.Envelope, error) {
 		return hook.Parse(signed(signingSecret, clockNow, body, extra...), nil)
 	}
 

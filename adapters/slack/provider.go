@@ -10,6 +10,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Provider is Slack.
@@ -25,7 +26,7 @@ const ResourceChannel = "channel"
 // Module is Slack's contribution besides its webhook.
 type Module struct{}
 
-var _ ports.ProviderModule = Module{}
+var _ contract.ProviderModule = Module{}
 
 func (Module) Provider() provider.Provider { return Provider }
 

@@ -1,8 +1,8 @@
 package slack
 
-import "github.com/hephaestus-dev/hephaestus/ports"
+import "github.com/hephaestus-dev/hephaestus/ports/contract"
 
-var _ ports.RejectionReasoner = Module{}
+var _ contract.RejectionReasoner = Module{}
 
 // reasonMissingTeam refuses an event_callback without team_id (nothing to route by).
 const reasonMissingTeam = "missing-team"
@@ -12,10 +12,10 @@ const reasonMissingTeam = "missing-team"
 // reason the package's verifier and parser use is listed here.
 func (Module) RejectionReasons() []string {
 	return []string{
-		ports.ReasonNotConfigured, ports.ReasonMissingSignature, ports.ReasonMissingTimestamp,
-		ports.ReasonMalformedTimestamp, ports.ReasonStaleTimestamp, ports.ReasonMalformedSignature,
-		ports.ReasonBadSignature, ports.ReasonInvalidPayload, ports.ReasonMissingEventType,
-		ports.ReasonInvalidEventType, ports.ReasonMissingDeliveryID, ports.ReasonInvalidDeliveryID,
+		contract.ReasonNotConfigured, contract.ReasonMissingSignature, contract.ReasonMissingTimestamp,
+		contract.ReasonMalformedTimestamp, contract.ReasonStaleTimestamp, contract.ReasonMalformedSignature,
+		contract.ReasonBadSignature, contract.ReasonInvalidPayload, contract.ReasonMissingEventType,
+		contract.ReasonInvalidEventType, contract.ReasonMissingDeliveryID, contract.ReasonInvalidDeliveryID,
 		reasonMissingTeam, DropUnsupportedType,
 	}
 }

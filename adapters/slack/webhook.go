@@ -12,6 +12,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Header names Slack sends.
@@ -44,8 +45,8 @@ type Webhook struct {
 }
 
 var (
-	_ ports.Webhook        = (*Webhook)(nil)
-	_ ports.HeaderVerifier = (*Webhook)(nil)
+	_ contract.Webhook        = (*Webhook)(nil)
+	_ contract.HeaderVerifier = (*Webhook)(nil)
 )
 
 // NewWebhook is the webhook of cfg; the secret is copied so the caller cannot change it. It
@@ -65,42 +66,42 @@ func (w *Webhook) PerConnection() bool { return false }
 // conn is ignored. Errors: *ports.RejectedError of kind ErrUnauthenticated.
 func (w *Webhook) Verify(req ports.Request, _ *ports.SourceConnection) error {
 	if len(w.secret) == 0 {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, "the Slack signing secret is not set")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonNotConfigured, "the Slack signing secret is not set")
 	}
 	header := req.Headers.Get(headerSignature)
 	if header == "" {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingSignature, headerSignature+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMissingSignature, headerSignature+" is missing")
 	}
 	ts := req.Headers.Get(headerTimestamp)
 	if ts == "" {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingTimestamp, headerTimestamp+" is missing")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMissingTimestamp, headerTimestamp+" is missing")
 	}
 	seconds, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedTimestamp, headerTimestamp+" is not whole seconds")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedTimestamp, headerTimestamp+" is not whole seconds")
 	}
 	if err := w.now.CheckFresh(time.Unix(seconds, 0)); err != nil {
 		return err
 	}
 	hexSig, ok := strings.CutPrefix(header, signatureVersion+"=")
 	if !ok {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "signature is not v0=<hex>")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedSignature, "signature is not v0=<hex>")
 	}
 	got, err := hex.DecodeString(hexSig)
 	if err != nil || len(got) != sha256.Size {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonMalformedSignature, "signature is not v0=<hex>")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedSignature, "signature is not v0=<hex>")
 	}
 	mac := hmac.New(sha256.New, w.secret)
 	mac.Write([]byte(signatureVersion + ":" + ts + ":"))
 	mac.Write(req.Body)
 	if !hmac.Equal(got, mac.Sum(nil)) {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonBadSignature, "signature does not match the body")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonBadSignature, "signature does not match the body")
 	}
 	return nil
 }
 
-// VerifyHeaders implements ports.HeaderVerifier: every check of Verify but the body's
+// VerifyHeaders implements contract.HeaderVerifier: every check of Verify but the body's
 // signature runs on the headers, before the body is read.
 func (w *Webhook) VerifyHeaders(headers http.Header, conn *ports.SourceConnection) error {
-	return ports.VerifyHeadersOnly(w, headers, conn)
+	return contract.VerifyHeadersOnly(w, headers, conn)
 }

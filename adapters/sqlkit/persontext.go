@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Free text the provider itself structures around a person, rewritten by person erasure
@@ -29,7 +29,7 @@ import (
 
 // ErasedEmail is the address that replaces the person's in free text, as in the inbox
 // payloads' rewrites.
-const ErasedEmail = ports.ErasedEmail
+const ErasedEmail = contract.ErasedEmail
 
 // noMatch is a regular expression that matches nothing (a person without a login).
 const noMatch = `(?!)`

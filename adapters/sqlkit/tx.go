@@ -128,7 +128,7 @@ func PgxTx(tx ports.Tx) (pgx.Tx, error) {
 }
 
 // Adopt lends tx, a transaction another PostgreSQL adapter owns, to a mirror store as a
-// ports.Tx: person erasure runs each provider's declared erasure (ports.PersonDataStore) in
+// ports.Tx: person erasure runs each provider's declared erasure (contract.PersonDataStore) in
 // its own pass transaction, which holds the copy fence; the inbox's unfenced transactions are
 // adopted too. The owner commits or rolls back tx.
 func Adopt(tx pgx.Tx) ports.Tx { return &Tx{tx: tx} }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 var (
@@ -31,7 +32,7 @@ type Metrics struct {
 	retried           *prometheus.CounterVec
 	dropped           *prometheus.CounterVec
 	retentionFailures prometheus.Counter
-	// counters are the providers' own unlabelled counters (ports.CounterDeclarer), by name.
+	// counters are the providers' own unlabelled counters (contract.CounterDeclarer), by name.
 	counters        map[string]prometheus.Counter
 	handlerSeconds  *prometheus.HistogramVec
 	inboxRows       *prometheus.GaugeVec
@@ -113,7 +114,7 @@ type Labels struct {
 	// and the payload rule's included).
 	RejectReasons map[string][]string
 	// Counters are the providers' own unlabelled counters.
-	Counters []ports.CounterSpec
+	Counters []contract.CounterSpec
 }
 
 // Declare exports every labelled counter at 0 for each provider and each outcome, retry cause

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // TimestampWindow is how far from now, either way, a signed timestamp may be: a captured request
@@ -21,7 +22,7 @@ func (c Clock) CheckFresh(signed time.Time) error {
 		now = time.Now
 	}
 	if age := now().Sub(signed); age > TimestampWindow || age < -TimestampWindow {
-		return ports.Reject(ports.ErrUnauthenticated, ports.ReasonStaleTimestamp, "timestamp is more than 5 minutes from now")
+		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonStaleTimestamp, "timestamp is more than 5 minutes from now")
 	}
 	return nil
 }
@@ -31,10 +32,10 @@ func (c Clock) CheckFresh(signed time.Time) error {
 // ErrUnauthenticated: missing-connection without conn, not-configured when it has no secret.
 func ConnectionSecret(conn *ports.SourceConnection, provider string) ([]byte, error) {
 	if conn == nil {
-		return nil, ports.Reject(ports.ErrUnauthenticated, ports.ReasonMissingConnection, provider+" deliveries are verified with their connection's secret")
+		return nil, ports.Reject(ports.ErrUnauthenticated, contract.ReasonMissingConnection, provider+" deliveries are verified with their connection's secret")
 	}
 	if len(conn.Secret) == 0 {
-		return nil, ports.Reject(ports.ErrUnauthenticated, ports.ReasonNotConfigured, "the connection has no secret")
+		return nil, ports.Reject(ports.ErrUnauthenticated, contract.ReasonNotConfigured, "the connection has no secret")
 	}
 	return conn.Secret, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/periodic"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Singleton is the singleton_lease row that picks the one server running the recheck.
@@ -60,9 +61,9 @@ type Recheck struct {
 	store    ports.AccessRecheckStore
 	lease    ports.SingletonLease
 	secrets  ports.SecretBox
-	checkers map[string]ports.ResourceAccessChecker
+	checkers map[string]contract.ResourceAccessChecker
 	kinds    []string
-	own      []string // kinds whose checkers find their own credential (ports.OwnCredential)
+	own      []string // kinds whose checkers find their own credential (contract.OwnCredential)
 	log      ports.Logger
 	clock    ports.Clock
 }
@@ -70,7 +71,7 @@ type Recheck struct {
 // New validates cfg and builds the recheck; every dependency is required, checkers may be
 // empty (then a pass checks nothing).
 func New(cfg Config, store ports.AccessRecheckStore, lease ports.SingletonLease, secrets ports.SecretBox,
-	checkers []ports.ResourceAccessChecker, log ports.Logger, clock ports.Clock,
+	checkers []contract.ResourceAccessChecker, log ports.Logger, clock ports.Clock,
 ) (*Recheck, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
@@ -80,14 +81,14 @@ func New(cfg Config, store ports.AccessRecheckStore, lease ports.SingletonLease,
 		return nil, errors.New("access recheck: store, lease, secret box, logger and clock are required")
 	}
 	r := &Recheck{cfg: cfg, store: store, lease: lease, secrets: secrets, log: log, clock: clock,
-		checkers: make(map[string]ports.ResourceAccessChecker, len(checkers))}
+		checkers: make(map[string]contract.ResourceAccessChecker, len(checkers))}
 	for _, c := range checkers {
 		if c == nil {
 			return nil, errors.New("access recheck: nil checker")
 		}
 		r.checkers[c.Kind().String()] = c
 		r.kinds = append(r.kinds, c.Kind().String())
-		if _, own := c.(ports.OwnCredential); own {
+		if _, own := c.(contract.OwnCredential); own {
 			r.own = append(r.own, c.Kind().String())
 		}
 	}
@@ -169,7 +170,7 @@ func (r *Recheck) connection(ctx context.Context, checks []ports.AccessCheck, st
 		return nil
 	}
 	var credential []byte
-	if _, own := checker.(ports.OwnCredential); !own {
+	if _, own := checker.(contract.OwnCredential); !own {
 		opened, err := r.secrets.Open(first.ConnectionID, first.SealedSecret)
 		if err != nil {
 			// The credentials key changed or the row was tampered with: an operator's problem;
@@ -181,7 +182,7 @@ func (r *Recheck) connection(ctx context.Context, checks []ports.AccessCheck, st
 		credential = opened
 		defer clear(credential)
 	}
-	target := ports.AccessTarget{WorkspaceID: first.WorkspaceID, ConnectionID: first.ConnectionID, Credential: credential}
+	target := contract.AccessTarget{WorkspaceID: first.WorkspaceID, ConnectionID: first.ConnectionID, Credential: credential}
 	var verdicts []ports.AccessVerdict
 	for _, c := range checks {
 		cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckTimeout)
@@ -194,7 +195,7 @@ func (r *Recheck) connection(ctx context.Context, checks []ports.AccessCheck, st
 		var rej *ports.RejectedError
 		switch {
 		case err == nil:
-		case errors.Is(err, ports.ErrUnverifiable):
+		case errors.Is(err, contract.ErrUnverifiable):
 			// This server cannot ask (no API root or App key): no verdict, as for no answer.
 			st.Unavailable++
 			continue

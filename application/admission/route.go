@@ -11,6 +11,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // target is one row to store: its workspace (0 for an installation control row), the
@@ -24,7 +25,7 @@ type target struct {
 // route reads the routes, takes the lifecycle locks and decides which rows to store. An empty
 // result with d.dropReason set drops the delivery.
 func (s *Service) route(ctx context.Context, tx ports.AdmissionTx, p provider.Provider, urlConnID int64,
-	conn *ports.SourceConnection, env ports.Envelope, d *decision,
+	conn *ports.SourceConnection, env contract.Envelope, d *decision,
 ) ([]target, error) {
 	routes, err := tx.Routes(ctx, env.Route, p.String(), urlConnID)
 	if err != nil {
@@ -146,7 +147,7 @@ func (s *Service) controlTarget(routes []ports.Route) target {
 	return t
 }
 
-func newRows(p provider.Provider, req ports.Request, env ports.Envelope, targets []target) ([]ports.NewRow, error) {
+func newRows(p provider.Provider, req ports.Request, env contract.Envelope, targets []target) ([]ports.NewRow, error) {
 	payload := storedPayload(req, env)
 	rows := make([]ports.NewRow, 0, len(targets))
 	for _, t := range targets {
@@ -167,7 +168,7 @@ func newRows(p provider.Provider, req ports.Request, env ports.Envelope, targets
 
 // storedPayload is the body the rows store: the adapter's payload less its credentials when it
 // removed some (ReceiveFrom held it to the payload rule), else the body as received.
-func storedPayload(req ports.Request, env ports.Envelope) []byte {
+func storedPayload(req ports.Request, env contract.Envelope) []byte {
 	if env.Payload == nil {
 		return req.Body
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // HeaderSourceServerURL is stored with every row: the exact source URL of the connection the
@@ -42,7 +43,7 @@ const (
 )
 
 // Reasons lists every refusal reason admission itself decides, beside the providers' own
-// (ports.RejectionReasoner) and the payload rule's (inbox.PayloadReasons): the label values of
+// (contract.RejectionReasoner) and the payload rule's (inbox.PayloadReasons): the label values of
 // webhook_rejected_total{reason} exported at 0 from start.
 func Reasons() []string {
 	return []string{
@@ -67,10 +68,10 @@ const (
 // Result is a verified delivery's outcome. Refusals with an HTTP error status are errors.
 type Result struct {
 	Outcome    Outcome
-	Stored     int              // Accepted: rows stored now
-	Duplicates int              // Accepted: rows that a redelivery found already stored
-	Reason     string           // Dropped
-	Immediate  *ports.Immediate // Answered
+	Stored     int                 // Accepted: rows stored now
+	Duplicates int                 // Accepted: rows that a redelivery found already stored
+	Reason     string              // Dropped
+	Immediate  *contract.Immediate // Answered
 	// DeliveryKey is the provider's delivery id (X-GitHub-Delivery, GitLab's Idempotency-Key
 	// or event UUID, Slack's event_id, Outline's envelope id) once the payload parsed: set
 	// with every outcome and also beside an error of the admission transaction, so the
@@ -83,7 +84,7 @@ type Config struct {
 	// DefaultSourceServerURL is stored as Hephaestus-Source-Server-Url on an installation
 	// control row that no source connection names yet (its handler creates the connection).
 	// The provider module whose installations are control events declares it
-	// (ports.InstallationSource); required.
+	// (contract.InstallationSource); required.
 	DefaultSourceServerURL string
 	// Rejections, when set, counts every refusal for the rejection log (in memory; see
 	// application/rejections). Nil counts nothing there.
@@ -141,7 +142,7 @@ func New(cfg Config, store ports.AdmissionStore, directory ports.ConnectionDirec
 // ErrUnauthenticated (verification failed), ErrMalformed (payload or envelope refused),
 // ErrUnavailable (database failure, or reason route-changed: nothing stored, the provider
 // retries against the current route); other errors are unexpected (context cancellation).
-func (s *Service) Receive(ctx context.Context, w ports.Webhook, req ports.Request) (Result, error) {
+func (s *Service) Receive(ctx context.Context, w contract.Webhook, req ports.Request) (Result, error) {
 	src, err := s.Open(ctx, w, req.ConnectionID, req.Headers)
 	if err != nil {
 		return Result{}, err
@@ -159,18 +160,18 @@ type Source struct {
 // Open decides what it can before the request's body is read, so that a request admission
 // would refuse anyway holds no body bytes: the URL's connection of a per-connection provider
 // must exist (404 otherwise), and a provider that can judge the headers alone
-// (ports.HeaderVerifier: its secret is configured, the signature headers are present and well
+// (contract.HeaderVerifier: its secret is configured, the signature headers are present and well
 // formed, GitLab's plain token matches) must not refuse them. A refusal is counted and logged
 // like every refusal. Errors: *ports.RejectedError of kind ErrNotFound or ErrUnauthenticated;
 // ErrUnavailable for a database failure.
-func (s *Service) Open(ctx context.Context, w ports.Webhook, connectionID int64, headers http.Header) (Source, error) {
+func (s *Service) Open(ctx context.Context, w contract.Webhook, connectionID int64, headers http.Header) (Source, error) {
 	p := w.Provider()
 	conn, err := s.sourceConnection(ctx, w, connectionID)
 	if err != nil {
 		s.metrics.Received(p.Label())
 		return Source{}, s.refuse(ctx, p, connectionID, "", err)
 	}
-	if hv, ok := w.(ports.HeaderVerifier); ok {
+	if hv, ok := w.(contract.HeaderVerifier); ok {
 		if err := hv.VerifyHeaders(headers, conn); err != nil {
 			s.metrics.Received(p.Label())
 			return Source{}, s.refuse(ctx, p, connectionID, "", rejected(err, ports.ErrUnauthenticated, ReasonUnverified))
@@ -181,7 +182,7 @@ func (s *Service) Open(ctx context.Context, w ports.Webhook, connectionID int64,
 
 // ReceiveFrom admits one raw delivery whose request Open let through (src), as Receive does.
 // Errors: Receive's.
-func (s *Service) ReceiveFrom(ctx context.Context, w ports.Webhook, src Source, req ports.Request) (Result, error) {
+func (s *Service) ReceiveFrom(ctx context.Context, w contract.Webhook, src Source, req ports.Request) (Result, error) {
 	p := w.Provider()
 	s.metrics.Received(p.Label())
 	if req.ReceivedAt.IsZero() {
@@ -222,7 +223,7 @@ func (s *Service) ReceiveFrom(ctx context.Context, w ports.Webhook, src Source, 
 // RefuseBody refuses a delivery whose body the receiver could not read under the size limit
 // (ports.ErrTooLarge with ReasonTooLarge, or ports.ErrMalformed with ReasonUnreadable): it is
 // counted and logged like every refusal, and rej is returned for the response.
-func (s *Service) RefuseBody(ctx context.Context, w ports.Webhook, connectionID int64, rej error) error {
+func (s *Service) RefuseBody(ctx context.Context, w contract.Webhook, connectionID int64, rej error) error {
 	p := w.Provider()
 	s.metrics.Received(p.Label())
 	return s.refuse(ctx, p, connectionID, "", rejected(rej, ports.ErrMalformed, ReasonUnreadable))
@@ -231,7 +232,7 @@ func (s *Service) RefuseBody(ctx context.Context, w ports.Webhook, connectionID 
 // sourceConnection finds the URL's connection of a per-connection provider. A connection of
 // another provider, or of a kind that receives no webhooks of its own, is as unknown as a
 // missing one: the URL must not tell them apart.
-func (s *Service) sourceConnection(ctx context.Context, w ports.Webhook, id int64) (*ports.SourceConnection, error) {
+func (s *Service) sourceConnection(ctx context.Context, w contract.Webhook, id int64) (*ports.SourceConnection, error) {
 	if !w.PerConnection() {
 		return nil, nil
 	}
@@ -265,7 +266,7 @@ type refusal struct {
 }
 
 func (s *Service) admit(ctx context.Context, p provider.Provider, req ports.Request,
-	conn *ports.SourceConnection, env ports.Envelope,
+	conn *ports.SourceConnection, env contract.Envelope,
 ) (Result, error) {
 	var d decision
 	err := s.store.Admit(ctx, func(ctx context.Context, tx ports.AdmissionTx) error {

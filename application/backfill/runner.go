@@ -1,7 +1,7 @@
 // Package backfill runs sync jobs (CONTRACT.md "Sync and teardown"): durable rows that a server
 // leases like inbox rows, reads page by page from the provider's source, and commits page by
 // page through the provider's mirror store, each page in one transaction with the job's cursor
-// and counters and the lease check. It knows no provider: each provider's ports.SyncSource
+// and counters and the lease check. It knows no provider: each provider's contract.SyncSource
 // reads and maps its pages, so a page goes through the same mirror store methods and version
 // rules as the provider's webhook handlers.
 package backfill
@@ -16,6 +16,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Config tunes the runner; zero values take the defaults.
@@ -59,7 +60,7 @@ func (c *Config) setDefaults() {
 type Runner struct {
 	cfg       Config
 	store     ports.SyncJobStore
-	sources   map[string]ports.SyncSource
+	sources   map[string]contract.SyncSource
 	providers []string
 	metrics   ports.SyncMetrics
 	log       ports.Logger
@@ -69,7 +70,7 @@ type Runner struct {
 
 // New validates cfg and makes the runner; every dependency is required, and at most one
 // source per provider.
-func New(cfg Config, store ports.SyncJobStore, sources []ports.SyncSource, metrics ports.SyncMetrics,
+func New(cfg Config, store ports.SyncJobStore, sources []contract.SyncSource, metrics ports.SyncMetrics,
 	log ports.Logger, clock ports.Clock,
 ) (*Runner, error) {
 	cfg.setDefaults()
@@ -83,7 +84,7 @@ func New(cfg Config, store ports.SyncJobStore, sources []ports.SyncSource, metri
 	case store == nil || metrics == nil || log == nil || clock == nil:
 		return nil, errors.New("backfill: store, metrics, logger and clock are required")
 	}
-	r := &Runner{cfg: cfg, store: store, sources: map[string]ports.SyncSource{}, metrics: metrics, log: log,
+	r := &Runner{cfg: cfg, store: store, sources: map[string]contract.SyncSource{}, metrics: metrics, log: log,
 		clock: clock, wake: make(chan struct{}, 1)}
 	for _, s := range sources {
 		p := s.Provider().String()
@@ -236,7 +237,7 @@ func (r *Runner) runJob(ctx context.Context, job ports.SyncJob, lease ports.Sync
 }
 
 // read asks the source for the page at the job's cursor, bounded by CallTimeout.
-func (r *Runner) read(ctx context.Context, src ports.SyncSource, job ports.SyncJob) (ports.SyncPage, error) {
+func (r *Runner) read(ctx context.Context, src contract.SyncSource, job ports.SyncJob) (ports.SyncPage, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
 	return src.NextPage(ctx, job, job.Cursor)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
@@ -102,7 +103,7 @@ func (r *run) dispatch(ctx context.Context, h ports.Handler, c ports.Claimed, ac
 	// A fence rejection the handler caught still reaches the outcome: a nil after a rejected
 	// write is judged as that rejection (retried, or dropped as erased or lease-lost), never DONE
 	// with a step unfinished.
-	memory := ports.FenceRejectionsFrom(hctx)
+	memory := dispatch.FenceRejectionsFrom(hctx)
 	return memory.DeletedOwnEvent(), memory.Verdict(err)
 }
 

@@ -4,7 +4,7 @@
 // into its DispatchContext seam; the DeliveryInbox is the only reader of the identity.
 //
 // The identity stays on the dispatch goroutine. Work that leaves it (a goroutine, a queued job,
-// an after-commit callback) starts from ports.Detach(ctx): it is not fenced by the delivery and
+// an after-commit callback) starts from Detach(ctx): it is not fenced by the delivery and
 // cannot write its steps, so it owns its idempotency (natural keys, state transitions).
 package dispatch
 
@@ -20,7 +20,7 @@ import (
 // BindDispatch returns ctx carrying the fence of c: its event id and the epoch of the lease
 // this claimer holds, so every write transaction of the handler is fenced by that lease. It
 // also binds a fresh memory of the fence rejections the handler meets
-// (ports.FenceRejectionsFrom): the consumer judges the handler's result with it, so a handler
+// (FenceRejectionsFrom): the consumer judges the handler's result with it, so a handler
 // that catches a rejected write and returns nil is treated as if it had returned the rejection.
 //
 // It panics when c has no id or no lease: the consumer dispatches only what it claimed, and a
@@ -31,5 +31,5 @@ func BindDispatch(ctx context.Context, c ports.Claimed) context.Context {
 	if err != nil {
 		panic(fmt.Sprintf("dispatch: bind a delivery that was not claimed: %v", err))
 	}
-	return ports.WithFenceRejections(ports.WithDispatch(ctx, f), &inbox.FenceRejections{})
+	return WithFenceRejections(WithDispatch(ctx, f), &inbox.FenceRejections{})
 }

@@ -2,7 +2,7 @@
 // workspace ADMIN asks for an install link (and gets a browser cookie that binds it), the
 // provider sends the person back with a code and the signed state, the person confirms the
 // workspace the page names (a form with a CSRF token), and the connection is created only when
-// the provider itself vouches for it (each provider's ports.InstallFlow asks it, e.g. whether
+// the provider itself vouches for it (each provider's contract.InstallFlow asks it, e.g. whether
 // the person's user token lists the installation and administers its account, or what an OAuth
 // exchange completed). The state is HMAC-signed, bound to the flow, the workspace and the
 // principal, expires after an hour and is single-use on every server (its nonce is recorded in
@@ -24,6 +24,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // DefaultStateTTL is how long an install link stays valid.
@@ -55,13 +56,13 @@ type Service struct {
 	cfg    Config
 	mgmt   *management.Service
 	states ports.InstallStateStore
-	flows  []ports.InstallFlow
+	flows  []contract.InstallFlow
 	clock  ports.Clock
 	log    ports.Logger
 }
 
 // New builds the service with the providers' flows (names unique).
-func New(cfg Config, mgmt *management.Service, states ports.InstallStateStore, flows []ports.InstallFlow,
+func New(cfg Config, mgmt *management.Service, states ports.InstallStateStore, flows []contract.InstallFlow,
 	clock ports.Clock, log ports.Logger,
 ) (*Service, error) {
 	cfg.setDefaults()
@@ -82,7 +83,7 @@ func New(cfg Config, mgmt *management.Service, states ports.InstallStateStore, f
 }
 
 // Flows are the providers' flows, for the routes.
-func (s *Service) Flows() []ports.InstallFlow { return s.flows }
+func (s *Service) Flows() []contract.InstallFlow { return s.flows }
 
 func notConfigured() error {
 	return ports.Reject(ports.ErrConflict, "install-flow-not-configured", "")
@@ -103,7 +104,7 @@ func CookieName(flow string) string { return "hx_install_" + flow }
 // Start is flow's install link for the managed workspace (its ADMIN or the instance
 // administrator), with the browser binding. Errors: ports.ErrConflict
 // "install-flow-not-configured".
-func (s *Service) Start(_ context.Context, flow ports.InstallFlow, m management.Managed) (Started, error) {
+func (s *Service) Start(_ context.Context, flow contract.InstallFlow, m management.Managed) (Started, error) {
 	if !flow.Configured() {
 		return Started{}, notConfigured()
 	}
@@ -139,21 +140,21 @@ func (s *Service) Start(_ context.Context, flow ports.InstallFlow, m management.
 }
 
 // Result is how a callback ended; the HTTP adapter turns it into a page.
-type Result = ports.InstallResult
+type Result = contract.InstallResult
 
-// The results of a callback (ports.InstallResult).
+// The results of a callback (contract.InstallResult).
 const (
-	Confirm          = ports.InstallConfirm
-	Connected        = ports.InstallConnected
-	InvalidLink      = ports.InstallInvalidLink
-	OtherBrowser     = ports.InstallOtherBrowser
-	NotListed        = ports.InstallNotListed
-	NotAdmin         = ports.InstallNotAdmin
-	AlreadyConnected = ports.InstallAlreadyConnected
-	Retry            = ports.InstallRetry
-	Requested        = ports.InstallRequested
-	Declined         = ports.InstallDeclined
-	TokenRevoked     = ports.InstallTokenRevoked
+	Confirm          = contract.InstallConfirm
+	Connected        = contract.InstallConnected
+	InvalidLink      = contract.InstallInvalidLink
+	OtherBrowser     = contract.InstallOtherBrowser
+	NotListed        = contract.InstallNotListed
+	NotAdmin         = contract.InstallNotAdmin
+	AlreadyConnected = contract.InstallAlreadyConnected
+	Retry            = contract.InstallRetry
+	Requested        = contract.InstallRequested
+	Declined         = contract.InstallDeclined
+	TokenRevoked     = contract.InstallTokenRevoked
 )
 
 // Outcome is a callback's result: with Confirm, the workspace to confirm and the form's
@@ -250,7 +251,7 @@ func (s *Service) refuseErr(flow, reason string, st state, err error) Outcome {
 }
 
 // precheck runs the provider's precheck of the callback's parameters.
-func (s *Service) precheck(flow ports.InstallFlow, params url.Values) *Outcome {
+func (s *Service) precheck(flow contract.InstallFlow, params url.Values) *Outcome {
 	if !flow.Configured() {
 		o := s.refuse(flow.Name(), InvalidLink, "flow-not-configured", state{}, nil)
 		return &o
@@ -270,7 +271,7 @@ func (s *Service) precheck(flow ports.InstallFlow, params url.Values) *Outcome {
 // the browser binding, then the person's right to manage the workspace, and then a
 // confirmation naming the workspace (Confirm, with the form to post). Nothing is used,
 // exchanged with the provider or created here.
-func (s *Service) Review(ctx context.Context, flow ports.InstallFlow, query url.Values, cookie string) Outcome {
+func (s *Service) Review(ctx context.Context, flow contract.InstallFlow, query url.Values, cookie string) Outcome {
 	if o := s.precheck(flow, query); o != nil {
 		return *o
 	}
@@ -291,7 +292,7 @@ func (s *Service) Review(ctx context.Context, flow ports.InstallFlow, query url.
 // the CSRF token (a refused form uses nothing), the provider's precheck, then the state is used
 // (once, on every server), the provider is asked what was installed, and only then the
 // connection is created.
-func (s *Service) Finish(ctx context.Context, flow ports.InstallFlow, form url.Values, cookie string) Outcome {
+func (s *Service) Finish(ctx context.Context, flow contract.InstallFlow, form url.Values, cookie string) Outcome {
 	if o := s.precheck(flow, form); o != nil {
 		return *o
 	}

@@ -7,12 +7,13 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // checkCredential is the stored credential checker checks c's subscriptions with: nil for a
-// checker that finds its own (ports.OwnCredential), else storedCredential's.
-func (s *Service) checkCredential(ctx context.Context, m Managed, c ports.StoredConnection, checker ports.ResourceAccessChecker) ([]byte, error) {
-	if _, own := checker.(ports.OwnCredential); own {
+// checker that finds its own (contract.OwnCredential), else storedCredential's.
+func (s *Service) checkCredential(ctx context.Context, m Managed, c ports.StoredConnection, checker contract.ResourceAccessChecker) ([]byte, error) {
+	if _, own := checker.(contract.OwnCredential); own {
 		return nil, nil
 	}
 	return s.storedCredential(ctx, m, c)
@@ -38,13 +39,13 @@ func (s *Service) storedCredential(ctx context.Context, m Managed, c ports.Store
 	}
 	switch {
 	case sealed == nil && c.Kind.AcceptsAPIToken():
-		return nil, fmt.Errorf("%w: %w", ports.ErrUnverifiable, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
+		return nil, fmt.Errorf("%w: %w", contract.ErrUnverifiable, ports.Reject(ports.ErrForbidden, contract.ReasonResourceNotAccessible,
 			ReasonAPITokenMissing+": "+c.Kind.String()+" has no API token to verify access with; set it with PUT …/api-token first"))
 	case sealed == nil && c.Kind.RequiresSecret():
 		return nil, ports.Reject(ports.ErrMalformed, "secret-required", c.Kind.String()+" has no token to check access with")
 	case sealed == nil:
 		// A SLACK connection the instance administrator created without a bot token.
-		return nil, fmt.Errorf("%w: %w", ports.ErrUnverifiable, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
+		return nil, fmt.Errorf("%w: %w", contract.ErrUnverifiable, ports.Reject(ports.ErrForbidden, contract.ReasonResourceNotAccessible,
 			ReasonTokenMissing+": "+c.Kind.String()+" has no token to verify access with"))
 	}
 	credential, err := s.secrets.Open(c.ID, sealed)
@@ -62,7 +63,7 @@ func (s *Service) ConnectionAccess(c ports.StoredConnection) (access connection.
 	if !checked {
 		return connection.Access{}, ""
 	}
-	if _, own := checker.(ports.OwnCredential); own {
+	if _, own := checker.(contract.OwnCredential); own {
 		// Its credential is minted for its installation, not stored: nothing to show.
 		return connection.Access{}, ""
 	}
@@ -107,20 +108,20 @@ func (s *Service) ReplaceSecret(ctx context.Context, m Managed, id int64, secret
 // outside any transaction, and returns the verdicts to store with it: VERIFIED, or REVOKED
 // with the provider's cause. Errors: ports.ErrUnavailable ("provider-unavailable": no answer,
 // nothing is stored); the context's error.
-func (s *Service) recheckWith(ctx context.Context, m Managed, id int64, checker ports.ResourceAccessChecker, credential []byte) ([]ports.SubscribedResource, error) {
+func (s *Service) recheckWith(ctx context.Context, m Managed, id int64, checker contract.ResourceAccessChecker, credential []byte) ([]ports.SubscribedResource, error) {
 	set, err := s.connections.Subscriptions(ctx, m.ws.ID, id)
 	if err != nil {
 		return nil, fmt.Errorf("subscriptions of connection %d: %w", id, err)
 	}
 	access := make([]ports.SubscribedResource, 0, len(set))
-	_, errs := checkEach(ctx, checker, ports.AccessTarget{WorkspaceID: m.ws.ID, ConnectionID: id, Credential: credential}, set)
+	_, errs := checkEach(ctx, checker, contract.AccessTarget{WorkspaceID: m.ws.ID, ConnectionID: id, Credential: credential}, set)
 	checkedAt := s.now().UTC()
 	for i, r := range set {
 		v := ports.SubscribedResource{Type: r.Type, ID: r.ID, Access: connection.Verified, AccessCheckedAt: &checkedAt}
 		var rej *ports.RejectedError
 		switch err := errs[i]; {
 		case err == nil:
-		case errors.Is(err, ports.ErrUnverifiable):
+		case errors.Is(err, contract.ErrUnverifiable):
 			// The server cannot ask: the subscription keeps the access it had.
 			v.Access, v.AccessReason, v.AccessCheckedAt = r.Access, r.AccessReason, r.AccessCheckedAt
 		case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):

@@ -15,6 +15,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // MinAdminTokenLength is the shortest instance administrator token accepted, so a guessable
@@ -30,7 +31,7 @@ type Config struct {
 	// AccessCheckers check, with a connection's own credential, each resource a connection of
 	// their kind subscribes to before the subscription commits (GitHub PAT). At most one per
 	// kind; a kind without one subscribes unchecked (its source vouches at admission).
-	AccessCheckers []ports.ResourceAccessChecker
+	AccessCheckers []contract.ResourceAccessChecker
 	// Now is the clock of access checks (default time.Now).
 	Now func() time.Time
 }
@@ -45,7 +46,7 @@ func (c Config) validate() error {
 // kindEntry is a connection kind with the module that declared it.
 type kindEntry struct {
 	kind   connection.Kind
-	module ports.ProviderModule
+	module contract.ProviderModule
 }
 
 // Service runs the management use cases.
@@ -56,14 +57,14 @@ type Service struct {
 	connections ports.ConnectionStore
 	secrets     ports.SecretBox
 	kinds       map[string]kindEntry
-	checkers    map[string]ports.ResourceAccessChecker // by connection kind
+	checkers    map[string]contract.ResourceAccessChecker // by connection kind
 	now         func() time.Time
 }
 
 // New builds the service. modules are the provider modules wired at startup; their kinds are
 // the only kinds a connection can have.
 func New(cfg Config, accounts ports.AccountStore, workspaces ports.WorkspaceStore,
-	connections ports.ConnectionStore, secrets ports.SecretBox, modules []ports.ProviderModule,
+	connections ports.ConnectionStore, secrets ports.SecretBox, modules []contract.ProviderModule,
 ) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -75,7 +76,7 @@ func New(cfg Config, accounts ports.AccountStore, workspaces ports.WorkspaceStor
 	if err != nil {
 		return nil, err
 	}
-	checkers := make(map[string]ports.ResourceAccessChecker, len(cfg.AccessCheckers))
+	checkers := make(map[string]contract.ResourceAccessChecker, len(cfg.AccessCheckers))
 	for _, c := range cfg.AccessCheckers {
 		if c == nil {
 			return nil, errors.New("management: nil access checker")
@@ -103,7 +104,7 @@ func New(cfg Config, accounts ports.AccountStore, workspaces ports.WorkspaceStor
 	}, nil
 }
 
-func indexKinds(modules []ports.ProviderModule) (map[string]kindEntry, error) {
+func indexKinds(modules []contract.ProviderModule) (map[string]kindEntry, error) {
 	kinds := make(map[string]kindEntry)
 	providers := make(map[provider.Provider]bool)
 	for _, m := range modules {

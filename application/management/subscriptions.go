@@ -11,6 +11,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // SetSubscriptions replaces the resources the managed workspace monitors through a connection.
@@ -47,7 +48,7 @@ func (s *Service) SetSubscriptions(ctx context.Context, m Managed, id int64, res
 			!utf8.ValidString(r.ID) || !utf8.ValidString(r.Name) {
 			return nil, ports.Reject(ports.ErrMalformed, "invalid-resource", r.Type)
 		}
-		if v, ok := entry.module.(ports.ResourceValidator); ok {
+		if v, ok := entry.module.(contract.ResourceValidator); ok {
 			if err := v.ValidateResource(ports.Resource{Type: r.Type, ID: r.ID}); err != nil {
 				return nil, ports.Reject(ports.ErrMalformed, "invalid-resource", err.Error())
 			}
@@ -92,7 +93,7 @@ func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredCon
 		return out, nil
 	}
 	credential, err := s.checkCredential(ctx, m, c, checker)
-	if errors.Is(err, ports.ErrUnverifiable) && m.by.InstanceAdmin {
+	if errors.Is(err, contract.ErrUnverifiable) && m.by.InstanceAdmin {
 		return vouched(out), nil
 	}
 	if err != nil {
@@ -100,7 +101,7 @@ func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredCon
 	}
 	defer clear(credential)
 
-	infos, errs := checkEach(ctx, checker, ports.AccessTarget{WorkspaceID: m.ws.ID, ConnectionID: c.ID, Credential: credential}, out)
+	infos, errs := checkEach(ctx, checker, contract.AccessTarget{WorkspaceID: m.ws.ID, ConnectionID: c.ID, Credential: credential}, out)
 	checkedAt := s.now().UTC()
 	for i, err := range errs {
 		var rej *ports.RejectedError
@@ -110,12 +111,12 @@ func (s *Service) verifyAccess(ctx context.Context, m Managed, c ports.StoredCon
 			if err := resolveName(&out[i], infos[i]); err != nil {
 				return nil, err
 			}
-		case errors.Is(err, ports.ErrUnverifiable) && m.by.InstanceAdmin:
+		case errors.Is(err, contract.ErrUnverifiable) && m.by.InstanceAdmin:
 			// The server cannot ask (no API root or App key): the instance administrator
 			// vouches, a workspace ADMIN never can.
 			return vouched(out), nil
 		case errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden):
-			return nil, ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible,
+			return nil, ports.Reject(ports.ErrForbidden, contract.ReasonResourceNotAccessible,
 				fmt.Sprintf("%s %s: %s", out[i].Type, out[i].ID, rej.Detail))
 		case errors.Is(err, ports.ErrMalformed):
 			return nil, ports.Reject(ports.ErrMalformed, "invalid-resource", err.Error())
@@ -137,7 +138,7 @@ const ReasonNameMismatch = "name-mismatch"
 // resolveName sets r's name to the provider's (info), refusing a given name that differs from
 // it (case-insensitively: GitHub and Slack names are). An empty given name takes the
 // provider's.
-func resolveName(r *ports.SubscribedResource, info ports.ResourceInfo) error {
+func resolveName(r *ports.SubscribedResource, info contract.ResourceInfo) error {
 	if info.Name == "" {
 		return nil
 	}
@@ -176,8 +177,8 @@ func (s *Service) Subscriptions(ctx context.Context, m Managed, id int64) ([]por
 
 // checkEach checks every resource for target, at most maxConcurrentAccessChecks at once, and
 // returns each check's answer and error.
-func checkEach(ctx context.Context, checker ports.ResourceAccessChecker, target ports.AccessTarget, resources []ports.SubscribedResource) ([]ports.ResourceInfo, []error) {
-	infos, errs := make([]ports.ResourceInfo, len(resources)), make([]error, len(resources))
+func checkEach(ctx context.Context, checker contract.ResourceAccessChecker, target contract.AccessTarget, resources []ports.SubscribedResource) ([]contract.ResourceInfo, []error) {
+	infos, errs := make([]contract.ResourceInfo, len(resources)), make([]error, len(resources))
 	sem := make(chan struct{}, maxConcurrentAccessChecks)
 	var wg sync.WaitGroup
 	for i := range resources {

@@ -190,7 +190,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, r.workspaceID, row.provider, row.event
 				hctx := dispatch.BindDispatch(r.ctx, c)
 				herr := handler.Handle(hctx, ports.Dispatch{Delivery: c.Delivery, WorkspaceID: c.Delivery.WorkspaceID(),
 					Payload: c.Payload, Headers: c.Headers})
-				if herr = ports.FenceRejectionsFrom(hctx).Verdict(herr); herr != nil {
+				if herr = dispatch.FenceRejectionsFrom(hctx).Verdict(herr); herr != nil {
 					return herr
 				}
 			}

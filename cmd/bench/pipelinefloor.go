@@ -153,7 +153,7 @@ ON CONFLICT DO NOTHING`, workspaceID, row.provider, row.eventType, fmt.Sprintf("
 						hctx := dispatch.BindDispatch(ctx, c)
 						herr = handler.Handle(hctx, ports.Dispatch{Delivery: c.Delivery, WorkspaceID: c.Delivery.WorkspaceID(),
 							Payload: c.Payload, Headers: c.Headers})
-						if herr = ports.FenceRejectionsFrom(hctx).Verdict(herr); !errors.Is(herr, inbox.ErrBusy) {
+						if herr = dispatch.FenceRejectionsFrom(hctx).Verdict(herr); !errors.Is(herr, inbox.ErrBusy) {
 							break
 						}
 						busy.Add(1)

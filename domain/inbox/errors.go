@@ -230,7 +230,7 @@ type PanicError struct {
 func (e *PanicError) Error() string { return "handler panicked with " + e.ValueType }
 
 // RecursionLimitError is recursive handler code that went deeper than Limit levels
-// (ports.Descend). A Go stack overflow is a fatal error that no recover catches: it ends the
+// (dispatch.Descend). A Go stack overflow is a fatal error that no recover catches: it ends the
 // whole process. Recursion that must stop before the stack does descends through the guard, and
 // its error, like a panic, uses the unknown-failure budget (the seed's stack overflow).
 type RecursionLimitError struct {

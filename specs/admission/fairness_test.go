@@ -25,7 +25,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // fairEdge is a receiving server as `hephaestus serve` runs it (real listener and timeouts)
@@ -195,4 +195,4 @@ var _ = Describe("The webhook body budget under attack", func() {
 	})
 })
 
-var _ ports.HeaderVerifier = (*github.Webhook)(nil)
+var _ contract.HeaderVerifier = (*github.Webhook)(nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Two fake providers stand in for the real adapters, so these specs pin admission alone:
@@ -60,7 +61,7 @@ type fakeWebhook struct {
 	perConnection bool
 }
 
-var _ ports.Webhook = (*fakeWebhook)(nil)
+var _ contract.Webhook = (*fakeWebhook)(nil)
 
 func (w *fakeWebhook) Provider() provider.Provider { return w.p }
 func (w *fakeWebhook) PerConnection() bool         { return w.perConnection }
@@ -77,21 +78,21 @@ func (w *fakeWebhook) Verify(req ports.Request, conn *ports.SourceConnection) er
 	return nil
 }
 
-func (w *fakeWebhook) Parse(req ports.Request, _ *ports.SourceConnection) (ports.Envelope, error) {
+func (w *fakeWebhook) Parse(req ports.Request, _ *ports.SourceConnection) (contract.Envelope, error) {
 	var b hubBody
 	if err := json.Unmarshal(req.Body, &b); err != nil {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", err.Error())
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-payload", err.Error())
 	}
 	if b.Relabeled {
-		return ports.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-event-route", "work payload labeled as control")
+		return contract.Envelope{}, ports.Reject(ports.ErrMalformed, "invalid-event-route", "work payload labeled as control")
 	}
-	env := ports.Envelope{EventType: b.Event, DeliveryKey: req.Headers.Get(headerDelivery), Headers: map[string]string{}}
+	env := contract.Envelope{EventType: b.Event, DeliveryKey: req.Headers.Get(headerDelivery), Headers: map[string]string{}}
 	for name := range req.Headers {
 		env.Headers[name] = req.Headers.Get(name)
 	}
 	switch {
 	case b.Ping:
-		env.Immediate = &ports.Immediate{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"pong":true}`)}
+		env.Immediate = &contract.Immediate{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"pong":true}`)}
 		return env, nil
 	case b.Drop != "":
 		env.DropReason = b.Drop

@@ -15,7 +15,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/specs/architecture"
 )
 
-// expr renders an expression as written ("ports.ReasonBadSignature", `"bad-signature"`).
+// expr renders an expression as written ("contract.ReasonBadSignature", `"bad-signature"`).
 func expr(fset *token.FileSet, e ast.Expr) string {
 	var b strings.Builder
 	Expect(printer.Fprint(&b, fset, e)).To(Succeed())
@@ -89,12 +89,12 @@ var _ = Describe("Provider refusal reasons", func() {
 	It("would catch a reason the declaration misses", func() {
 		dir := GinkgoT().TempDir()
 		Expect(os.WriteFile(filepath.Join(dir, "x.go"), []byte(`package x
-func (Module) RejectionReasons() []string { return []string{ports.ReasonBadSignature} }
+func (Module) RejectionReasons() []string { return []string{contract.ReasonBadSignature} }
 func verify() error { return ports.Reject(ports.ErrUnauthenticated, reasonForgotten, "") }
 func parse(env *Envelope) { env.DropReason = "literal" }
 `), 0o600)).To(Succeed())
 		used, declared := providerReasons(dir)
-		Expect(declared).To(Equal(map[string]bool{"ports.ReasonBadSignature": true}))
+		Expect(declared).To(Equal(map[string]bool{"contract.ReasonBadSignature": true}))
 		Expect(used).To(HaveLen(2))
 		Expect(declared).NotTo(HaveKey(used[0].reason))
 		Expect(used[1].reason).To(Equal(`"literal"`))

@@ -26,6 +26,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -201,10 +202,10 @@ func declaredMetrics(providers ...string) *telemetry.Metrics {
 
 // newRunner is the backfill runner of server owner over jobs and src, with the specs' lease
 // time, call timeout and retry policy.
-func newRunner(owner string, jobs ports.SyncJobStore, metrics ports.SyncMetrics, src ports.SyncSource) *backfill.Runner {
+func newRunner(owner string, jobs ports.SyncJobStore, metrics ports.SyncMetrics, src contract.SyncSource) *backfill.Runner {
 	GinkgoHelper()
 	r, err := backfill.New(backfill.Config{Owner: owner, LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
-		Retry: testRetry}, jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
+		Retry: testRetry}, jobs, []contract.SyncSource{src}, metrics, support.Logger{}, clock{})
 	Expect(err).NotTo(HaveOccurred())
 	return r
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -464,7 +465,7 @@ var _ = Describe("The runner as a server runs it", func() {
 		var err error
 		r, err = backfill.New(backfill.Config{Owner: "server-a", Workers: 2, PollInterval: time.Hour,
 			LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second, Retry: testRetry},
-			jobs, []ports.SyncSource{src}, telemetry.NewMetrics(), support.Logger{}, clock{})
+			jobs, []contract.SyncSource{src}, telemetry.NewMetrics(), support.Logger{}, clock{})
 		Expect(err).NotTo(HaveOccurred())
 	})
 
@@ -502,7 +503,7 @@ var _ = Describe("The runner as a server runs it", func() {
 		runCtx, stop := context.WithCancel(ctx)
 		late := &stoppingClaims{SyncJobStore: jobs, stop: stop}
 		lr, err := backfill.New(backfill.Config{Owner: "server-a", LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second,
-			Retry: testRetry}, late, []ports.SyncSource{githubSource(gh)}, telemetry.NewMetrics(), support.Logger{}, clock{})
+			Retry: testRetry}, late, []contract.SyncSource{githubSource(gh)}, telemetry.NewMetrics(), support.Logger{}, clock{})
 		Expect(err).NotTo(HaveOccurred())
 		claimed, err := lr.RunOne(runCtx)
 		Expect(err).NotTo(HaveOccurred())
@@ -557,7 +558,7 @@ func (s *stoppingClaims) ClaimSyncJob(ctx context.Context, providers []string, o
 }
 
 // githubSource is a GitHub sync source of the fake, reading with the connection's stored PAT.
-func githubSource(gh *fakeGitHub) ports.SyncSource {
+func githubSource(gh *fakeGitHub) contract.SyncSource {
 	GinkgoHelper()
 	liveSecrets, err := managementstore.NewLiveSecrets(pool, box)
 	Expect(err).NotTo(HaveOccurred())

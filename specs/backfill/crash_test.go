@@ -23,6 +23,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -61,7 +62,7 @@ func githubRunner(owner string, p *pgxpool.Pool, store *syncjobs.Store, ghURL st
 	metrics := declaredMetrics("github")
 	r, err := backfill.New(backfill.Config{Owner: owner, Workers: 1, PollInterval: 20 * time.Millisecond,
 		LeaseDuration: lease, CallTimeout: 5 * time.Second, Retry: testRetry},
-		store, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
+		store, []contract.SyncSource{src}, metrics, support.Logger{}, clock{})
 	return r, metrics, err
 }
 

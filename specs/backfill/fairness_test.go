@@ -13,6 +13,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -79,7 +80,7 @@ var _ = Describe("Backfill jobs shared between workspaces", func() {
 		metrics := declaredMetrics("github")
 		r, err := backfill.New(backfill.Config{Owner: "server-a", Workers: workers, PollInterval: 20 * time.Millisecond,
 			LeaseDuration: specLeaseTime, CallTimeout: 5 * time.Second, Retry: testRetry},
-			jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
+			jobs, []contract.SyncSource{src}, metrics, support.Logger{}, clock{})
 		Expect(err).NotTo(HaveOccurred())
 		runCtx, stop := context.WithCancel(context.Background())
 		ran := make(chan error, 1)

@@ -31,6 +31,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -758,7 +759,7 @@ func slackClient(ctx context.Context, sl *fakeSlack, p *pgxpool.Pool) *webapi.Cl
 // the page's transaction, after the job's fence: the job row is held while the page has not
 // reached its writes yet.
 type slowPages struct {
-	ports.SyncSource
+	contract.SyncSource
 	window chan struct{}
 }
 

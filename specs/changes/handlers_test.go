@@ -24,6 +24,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -39,7 +40,7 @@ type handled struct {
 
 // registerer builds a provider's mirror store publishing through pub (the version-checked
 // feed) and registers its handlers on box in reg, as bootstrap composes them.
-type registerer func(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg *consumer.Registry) ports.PersonDataStore
+type registerer func(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg *consumer.Registry) contract.PersonDataStore
 
 // withHandlers declares the BeforeEach of a container whose specs deliver to a provider's
 // handlers: connect (nil: none) stores the workspace's connection, then register builds the
@@ -90,7 +91,7 @@ func (h *handled) published(ctx context.Context) []string {
 	return out
 }
 
-func githubPublishing(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg *consumer.Registry) ports.PersonDataStore {
+func githubPublishing(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg *consumer.Registry) contract.PersonDataStore {
 	GinkgoHelper()
 	store, err := githubmirror.New(writerPool)
 	Expect(err).NotTo(HaveOccurred())
@@ -101,7 +102,7 @@ func githubPublishing(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg *
 	return store
 }
 
-func gitlabPublishing(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg *consumer.Registry) ports.PersonDataStore {
+func gitlabPublishing(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg *consumer.Registry) contract.PersonDataStore {
 	GinkgoHelper()
 	store, err := gitlabmirror.New(writerPool)
 	Expect(err).NotTo(HaveOccurred())
@@ -110,7 +111,7 @@ func gitlabPublishing(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg *
 	return store
 }
 
-func outlinePublishing(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg *consumer.Registry) ports.PersonDataStore {
+func outlinePublishing(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg *consumer.Registry) contract.PersonDataStore {
 	GinkgoHelper()
 	store, err := outlinemirror.New(writerPool)
 	Expect(err).NotTo(HaveOccurred())
@@ -119,7 +120,7 @@ func outlinePublishing(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg 
 	return store
 }
 
-func slackPublishing(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg *consumer.Registry) ports.PersonDataStore {
+func slackPublishing(pub ports.ChangePublisher, box *deliveryinbox.Inbox, reg *consumer.Registry) contract.PersonDataStore {
 	GinkgoHelper()
 	mirror, err := slackmirror.New(writerPool)
 	Expect(err).NotTo(HaveOccurred())

@@ -42,6 +42,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -115,7 +116,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	slackClient, err := slackoauth.New(slackoauth.Config{ClientID: "111.222", ClientSecret: "console-spec-slack-secret"})
 	Expect(err).NotTo(HaveOccurred())
 	installs, err := installflow.New(installflow.Config{StateKey: []byte("console-spec-install-state-key-0123456789")}, svc, states,
-		[]ports.InstallFlow{slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: "111.222"}, slackClient)}, &support.Clock{}, support.Logger{})
+		[]contract.InstallFlow{slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: "111.222"}, slackClient)}, &support.Clock{}, support.Logger{})
 	Expect(err).NotTo(HaveOccurred())
 
 	replayStore, err = replayjobs.New(pool, replayjobs.Config{})

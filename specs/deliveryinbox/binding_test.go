@@ -15,14 +15,14 @@ import (
 var _ = Describe("Binding the dispatch identity", func() {
 	It("binds the claimed event and its lease epoch for the handler call only", func(ctx SpecContext) {
 		hctx := dispatchCtx(ctx, 42, 7)
-		f, ok := ports.DispatchFrom(hctx)
+		f, ok := dispatch.DispatchFrom(hctx)
 		Expect(ok).To(BeTrue())
 		Expect(f.EventID()).To(Equal(int64(42)))
 		Expect(f.Epoch()).To(Equal(inbox.Epoch(7)))
 
-		_, ok = ports.DispatchFrom(ports.Detach(hctx))
+		_, ok = dispatch.DispatchFrom(dispatch.Detach(hctx))
 		Expect(ok).To(BeFalse())
-		_, ok = ports.DispatchFrom(ctx)
+		_, ok = dispatch.DispatchFrom(ctx)
 		Expect(ok).To(BeFalse())
 	})
 

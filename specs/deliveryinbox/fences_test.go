@@ -10,6 +10,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
+	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -95,7 +96,7 @@ var _ = Describe("The lease fence", func() {
 			hctx := dispatchCtx(ctx, eventID, 1)
 			Expect(takeOver(ctx, eventID)).To(Equal(inbox.Epoch(2))) // this claimer's lease is gone
 
-			Expect(box.Write(ports.Detach(hctx), func(ctx context.Context, tx ports.Tx) error {
+			Expect(box.Write(dispatch.Detach(hctx), func(ctx context.Context, tx ports.Tx) error {
 				return writeItem(ctx, tx, "detached")
 			})).To(Succeed())
 			Expect(box.Write(hctx, func(ctx context.Context, tx ports.Tx) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/providersuite"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -52,7 +53,7 @@ var _ = providersuite.Run(providersuite.Fixture{
 		return providersuite.Connection(ctx, pool, ws, "GITHUB", "GITHUB_PAT", "https://github.com", "", `{"login":"spec"}`,
 			"repository", "4242")
 	},
-	Handlers: func(pool *pgxpool.Pool, inbox ports.DeliveryInbox, reg *consumer.Registry, pub ports.ChangePublisher) ports.PersonDataStore {
+	Handlers: func(pool *pgxpool.Pool, inbox ports.DeliveryInbox, reg *consumer.Registry, pub ports.ChangePublisher) contract.PersonDataStore {
 		var err error
 		conformanceMirror, err = githubmirror.New(pool)
 		Expect(err).NotTo(HaveOccurred())

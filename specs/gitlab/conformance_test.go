@@ -16,6 +16,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/providersuite"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -47,7 +48,7 @@ var _ = providersuite.Run(providersuite.Fixture{
 		return providersuite.Connection(ctx, pool, ws, "GITLAB", "GITLAB", gitlabSource, "", `{"groupId":42}`,
 			"group", "42", "project", "101")
 	},
-	Handlers: func(pool *pgxpool.Pool, inbox ports.DeliveryInbox, reg *consumer.Registry, pub ports.ChangePublisher) ports.PersonDataStore {
+	Handlers: func(pool *pgxpool.Pool, inbox ports.DeliveryInbox, reg *consumer.Registry, pub ports.ChangePublisher) contract.PersonDataStore {
 		var err error
 		conformanceMirror, err = gitlabmirror.New(pool)
 		Expect(err).NotTo(HaveOccurred())

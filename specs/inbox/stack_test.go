@@ -17,6 +17,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
+	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -51,7 +52,7 @@ func ancestors(parents map[string]string, item string) int {
 
 // guardedAncestors is the same walk through the depth guard.
 func guardedAncestors(ctx context.Context, parents map[string]string, item string) (int, error) {
-	ctx, err := ports.Descend(ctx)
+	ctx, err := dispatch.Descend(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -31,7 +31,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -89,7 +89,7 @@ func start(ctx context.Context, db *pgtest.Database) server {
 func startWith(ctx context.Context, db *pgtest.Database, admin string) server {
 	GinkgoHelper()
 	p := support.Pool(ctx, db, 8)
-	modules := []ports.ProviderModule{github.Module{}, slack.Module{}}
+	modules := []contract.ProviderModule{github.Module{}, slack.Module{}}
 	var kinds []connection.Kind
 	for _, m := range modules {
 		kinds = append(kinds, m.Kinds()...)
@@ -109,7 +109,7 @@ func startWith(ctx context.Context, db *pgtest.Database, admin string) server {
 	Expect(err).NotTo(HaveOccurred())
 	sl, err := slackoauth.New(slackoauth.Config{APIURL: fakeSl.URL + "/api/", ClientID: slackClientID, ClientSecret: slackSecret})
 	Expect(err).NotTo(HaveOccurred())
-	flows, err := installflow.New(installflow.Config{StateKey: stateKey}, svc, states, []ports.InstallFlow{
+	flows, err := installflow.New(installflow.Config{StateKey: stateKey}, svc, states, []contract.InstallFlow{
 		githuboauth.NewFlow(githuboauth.FlowConfig{WebURL: fakeGH.URL, AppSlug: appSlug}, gh),
 		slackoauth.NewFlow(slackoauth.FlowConfig{ClientID: slackClientID, PublicURL: publicURL}, sl),
 	}, clock, logs)

@@ -24,6 +24,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -80,7 +81,7 @@ type fakeModule struct {
 	sourceOf      map[string]string // kind -> config field that is its routing key (source_key)
 }
 
-var _ ports.ProviderModule = (*fakeModule)(nil)
+var _ contract.ProviderModule = (*fakeModule)(nil)
 
 func (m *fakeModule) Provider() provider.Provider { return m.provider }
 func (m *fakeModule) Kinds() []connection.Kind    { return m.kinds }
@@ -106,10 +107,10 @@ func (m *fakeModule) ValidateConfig(kind connection.Kind, config map[string]any)
 	return "", fmt.Errorf("%s.%s has the wrong type: %w", kind, field, ports.ErrMalformed)
 }
 
-func fakeModules() []ports.ProviderModule {
+func fakeModules() []contract.ProviderModule {
 	github, gitlab := provider.MustNew("GITHUB"), provider.MustNew("GITLAB")
 	slack, outline := provider.MustNew("SLACK"), provider.MustNew("OUTLINE")
-	return []ports.ProviderModule{
+	return []contract.ProviderModule{
 		&fakeModule{
 			provider: github,
 			kinds: []connection.Kind{

@@ -19,6 +19,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -242,7 +243,7 @@ var _ = Describe("Person erasure of the inbox stores", func() {
 		conns, err := managementstore.NewConnections(pool, managementstore.Config{Kinds: github.Module{}.Kinds()})
 		Expect(err).NotTo(HaveOccurred())
 		withGitHub, err := management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, conns,
-			support.SecretBox(), []ports.ProviderModule{github.Module{}})
+			support.SecretBox(), []contract.ProviderModule{github.Module{}})
 		Expect(err).NotTo(HaveOccurred())
 		m, err := withGitHub.Manage(ctx, support.InstanceAdmin, acme.Slug)
 		Expect(err).NotTo(HaveOccurred())

@@ -16,6 +16,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/providersuite"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -46,7 +47,7 @@ var _ = providersuite.Run(providersuite.Fixture{
 	Connect: func(ctx context.Context, pool *pgxpool.Pool, ws int64) int64 {
 		return providersuite.Connection(ctx, pool, ws, "OUTLINE", "OUTLINE", outlineSource, "", `{}`, "collection", collectionID)
 	},
-	Handlers: func(pool *pgxpool.Pool, inbox ports.DeliveryInbox, reg *consumer.Registry, pub ports.ChangePublisher) ports.PersonDataStore {
+	Handlers: func(pool *pgxpool.Pool, inbox ports.DeliveryInbox, reg *consumer.Registry, pub ports.ChangePublisher) contract.PersonDataStore {
 		var err error
 		conformanceMirror, err = outlinemirror.New(pool)
 		Expect(err).NotTo(HaveOccurred())

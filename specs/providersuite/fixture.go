@@ -32,6 +32,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -49,8 +50,8 @@ type Fixture struct {
 
 	// Webhook is the provider's receiving side, and Reasons its module's declaration of every
 	// reason that webhook refuses or drops a delivery with.
-	Webhook ports.Webhook
-	Reasons ports.RejectionReasoner
+	Webhook contract.Webhook
+	Reasons contract.RejectionReasoner
 	// Connection is the connection a delivery is verified with (nil for a provider whose
 	// secret is app-level configuration).
 	Connection *ports.SourceConnection
@@ -69,9 +70,9 @@ type Fixture struct {
 	// Handlers registers the provider's handlers in reg on inbox and its mirror store, with the
 	// store publishing its changes through pub, as bootstrap composes them; it returns the
 	// mirror store, which person erasure runs.
-	Handlers func(pool *pgxpool.Pool, inbox ports.DeliveryInbox, reg *consumer.Registry, pub ports.ChangePublisher) ports.PersonDataStore
+	Handlers func(pool *pgxpool.Pool, inbox ports.DeliveryInbox, reg *consumer.Registry, pub ports.ChangePublisher) contract.PersonDataStore
 	// PersonFields is the read API's declaration of where payloads and views name a person.
-	PersonFields func() (ports.PersonFields, error)
+	PersonFields func() (contract.PersonFields, error)
 	// InstallationNamespace is the source admission stores on installation rows that name no
 	// connection yet ("" when the provider has none).
 	InstallationNamespace string

@@ -14,7 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/erasurestore"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -34,7 +34,7 @@ func (f Fixture) build() *world {
 	mirror := f.Handlers(pool, f.Harness.Inbox, w.registry, feed)
 	fields, err := f.PersonFields()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	cfg := erasurestore.Config{Fields: []ports.PersonFields{fields}, Mirrors: []ports.PersonDataStore{mirror}}
+	cfg := erasurestore.Config{Fields: []contract.PersonFields{fields}, Mirrors: []contract.PersonDataStore{mirror}}
 	if f.InstallationNamespace != "" {
 		cfg.InstallationNamespaces = map[string]string{f.Webhook.Provider().String(): f.InstallationNamespace}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/providersuite"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -48,7 +49,7 @@ var _ = providersuite.Run(providersuite.Fixture{
 		registeredChannel(ctx, ws, teamOf(ws), channel, "general", "GRANTED")
 		return id
 	},
-	Handlers: func(pool *pgxpool.Pool, inbox ports.DeliveryInbox, reg *consumer.Registry, pub ports.ChangePublisher) ports.PersonDataStore {
+	Handlers: func(pool *pgxpool.Pool, inbox ports.DeliveryInbox, reg *consumer.Registry, pub ports.ChangePublisher) contract.PersonDataStore {
 		mirror, err := slackmirror.New(pool)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(mirror.PublishChanges(pub, slackread.Views{})).To(Succeed())

@@ -22,7 +22,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // ErasureStore is the person-erasure store on pool as bootstrap composes it: every provider's
@@ -36,15 +36,15 @@ func ErasureStore(pool *pgxpool.Pool) *erasurestore.Store {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ol, err := outlinemirror.New(pool)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	var fields []ports.PersonFields
-	for _, declared := range []func() (ports.PersonFields, error){githubread.PersonFields, gitlabread.PersonFields, slackread.PersonFields, outlineread.PersonFields} {
+	var fields []contract.PersonFields
+	for _, declared := range []func() (contract.PersonFields, error){githubread.PersonFields, gitlabread.PersonFields, slackread.PersonFields, outlineread.PersonFields} {
 		f, err := declared()
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		fields = append(fields, f)
 	}
 	s, err := erasurestore.New(pool, erasurestore.Config{
 		Fields:                 fields,
-		Mirrors:                []ports.PersonDataStore{gh, gl, sl, ol},
+		Mirrors:                []contract.PersonDataStore{gh, gl, sl, ol},
 		InstallationNamespaces: map[string]string{github.Provider.String(): "https://github.com"},
 	})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())

@@ -12,6 +12,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 
+	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -67,7 +68,7 @@ func (d Delivery) Dispatch(ctx context.Context) (context.Context, ports.Dispatch
 		Scan(&epoch, &attempt)).To(gomega.Succeed())
 	fence, err := erasure.NewFence(d.ID, inbox.Epoch(epoch))
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	return ports.WithDispatch(ctx, fence), ports.Dispatch{
+	return dispatch.WithDispatch(ctx, fence), ports.Dispatch{
 		Delivery: inbox.RestoreDelivery(inbox.Stored{
 			ID: d.ID, WorkspaceID: d.Workspace, Provider: d.Provider, EventType: d.EventType,
 			State: inbox.Leased, Attempt: attempt, LeaseEpoch: inbox.Epoch(epoch), LeasedUntil: time.Now().Add(2 * time.Minute),

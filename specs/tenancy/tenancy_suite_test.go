@@ -42,7 +42,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -89,7 +89,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	gitlabChecker, err = gitlabapi.NewResourceAccess(fakeGitLab.server.URL+"/api/v4", &http.Client{Timeout: 2 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
 
-	modules := []ports.ProviderModule{github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{}}
+	modules := []contract.ProviderModule{github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{}}
 	var kinds []connection.Kind
 	for _, m := range modules {
 		kinds = append(kinds, m.Kinds()...)
@@ -101,7 +101,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	directory, err := managementstore.NewSourceDirectory(pool, box, cfg)
 	Expect(err).NotTo(HaveOccurred())
-	svc, err := management.New(management.Config{AdminToken: adminToken, AccessCheckers: []ports.ResourceAccessChecker{checker, gitlabChecker}},
+	svc, err := management.New(management.Config{AdminToken: adminToken, AccessCheckers: []contract.ResourceAccessChecker{checker, gitlabChecker}},
 		workspaces, workspaces, connections, box, modules)
 	Expect(err).NotTo(HaveOccurred())
 
@@ -213,7 +213,7 @@ func recheckServer(ctx context.Context, owner string) *accessrecheck.Recheck {
 }
 
 // recheckServerOf is recheckServer with the given checkers.
-func recheckServerOf(ctx context.Context, owner string, checkers ...ports.ResourceAccessChecker) *accessrecheck.Recheck {
+func recheckServerOf(ctx context.Context, owner string, checkers ...contract.ResourceAccessChecker) *accessrecheck.Recheck {
 	GinkgoHelper()
 	p := support.Pool(ctx, db, 2)
 	connections, err := managementstore.NewConnections(p, managementstore.Config{Kinds: []connection.Kind{github.KindApp, github.KindPAT, gitlab.Kind}})

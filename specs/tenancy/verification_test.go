@@ -30,7 +30,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -199,7 +199,7 @@ func verifyingServer(f *providerFakes, withApp bool) func(method, path, token st
 	outlineClient, err := outlineapi.New(outlineapi.Config{BaseURL: f.server.URL + "/outline"})
 	Expect(err).NotTo(HaveOccurred())
 
-	modules := []ports.ProviderModule{github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{}}
+	modules := []contract.ProviderModule{github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{}}
 	var kinds []connection.Kind
 	for _, m := range modules {
 		kinds = append(kinds, m.Kinds()...)
@@ -208,7 +208,7 @@ func verifyingServer(f *providerFakes, withApp bool) func(method, path, token st
 	Expect(err).NotTo(HaveOccurred())
 	connections, err := managementstore.NewConnections(pool, managementstore.Config{Kinds: kinds})
 	Expect(err).NotTo(HaveOccurred())
-	svc, err := management.New(management.Config{AdminToken: adminToken, AccessCheckers: []ports.ResourceAccessChecker{
+	svc, err := management.New(management.Config{AdminToken: adminToken, AccessCheckers: []contract.ResourceAccessChecker{
 		appAccess, slackAccess, outlineapi.NewCollectionAccess(outlineClient)}}, workspaces, workspaces, connections, box, modules)
 	Expect(err).NotTo(HaveOccurred())
 	engine := gin.New()

@@ -16,10 +16,11 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
-var _ ports.ResourceAccessChecker = (*RepositoryAccess)(nil)
+var _ contract.ResourceAccessChecker = (*RepositoryAccess)(nil)
 
 // Causes of a refused access check, stored as a REVOKED subscription's reason.
 const (
@@ -62,23 +63,23 @@ func NewRepositoryAccess(cfg AccessConfig) (*RepositoryAccess, error) {
 	return &RepositoryAccess{base: base, http: c.HTTPClient, userAgent: c.UserAgent}, nil
 }
 
-// Kind implements ports.ResourceAccessChecker: PAT connections.
+// Kind implements contract.ResourceAccessChecker: PAT connections.
 func (a *RepositoryAccess) Kind() connection.Kind { return github.KindPAT }
 
-// ResourceTypes implements ports.ResourceAccessChecker: a PAT subscribes to repositories only
+// ResourceTypes implements contract.ResourceAccessChecker: a PAT subscribes to repositories only
 // (an organization's events would reach repositories the token cannot read).
 func (a *RepositoryAccess) ResourceTypes() []string { return []string{github.ResourceRepository} }
 
-// CheckAccess implements ports.ResourceAccessChecker. 200 with the same id admits; 401, 403
+// CheckAccess implements contract.ResourceAccessChecker. 200 with the same id admits; 401, 403
 // (not a rate limit) and 404 refuse; a transport failure, a rate limit or any other answer is
 // an *inbox.TransientError (no verdict: retried).
-func (a *RepositoryAccess) CheckAccess(ctx context.Context, target ports.AccessTarget, r ports.Resource) (ports.ResourceInfo, error) {
+func (a *RepositoryAccess) CheckAccess(ctx context.Context, target contract.AccessTarget, r ports.Resource) (contract.ResourceInfo, error) {
 	id, err := strconv.ParseInt(r.ID, 10, 64)
 	if r.Type != github.ResourceRepository || err != nil || id <= 0 {
-		return ports.ResourceInfo{}, fmt.Errorf("github access: %s %q is not a repository id: %w", r.Type, r.ID, ports.ErrMalformed)
+		return contract.ResourceInfo{}, fmt.Errorf("github access: %s %q is not a repository id: %w", r.Type, r.ID, ports.ErrMalformed)
 	}
 	if len(target.Credential) == 0 {
-		return ports.ResourceInfo{}, refused(CauseTokenRejected)
+		return contract.ResourceInfo{}, refused(CauseTokenRejected)
 	}
 	return checkByID(ctx, a.http, a.base, a.userAgent, string(target.Credential), "/repositories/", id, CauseRepositoryNotFound)
 }
@@ -87,8 +88,8 @@ func (a *RepositoryAccess) CheckAccess(ctx context.Context, target ports.AccessT
 // full_name, or its login, is the resource's name); 401, 403 (not a rate limit) and 404
 // refuse; a transport failure, a rate limit or any other answer is an *inbox.TransientError.
 // The token goes only to base's host and into no error.
-func checkByID(ctx context.Context, hc *http.Client, base *url.URL, userAgent, token, prefix string, id int64, notFound string) (ports.ResourceInfo, error) {
-	var none ports.ResourceInfo
+func checkByID(ctx context.Context, hc *http.Client, base *url.URL, userAgent, token, prefix string, id int64, notFound string) (contract.ResourceInfo, error) {
+	var none contract.ResourceInfo
 	if token == "" {
 		return none, refused(CauseTokenRejected)
 	}
@@ -146,9 +147,9 @@ func checkByID(ctx context.Context, hc *http.Client, base *url.URL, userAgent, t
 	if name == "" {
 		name = repo.Login
 	}
-	return ports.ResourceInfo{Name: name}, nil
+	return contract.ResourceInfo{Name: name}, nil
 }
 
 func refused(cause string) error {
-	return ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible, cause)
+	return ports.Reject(ports.ErrForbidden, contract.ReasonResourceNotAccessible, cause)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // answer is a transport that answers every request with one status, header and body, and
@@ -45,7 +46,7 @@ func FuzzRepositoryAccess(f *testing.F) {
 			t.Fatal(err)
 		}
 		id := strconv.FormatInt(repo, 10)
-		_, err = a.CheckAccess(context.Background(), ports.AccessTarget{WorkspaceID: 1, ConnectionID: 1, Credential: []byte(token)}, ports.Resource{Type: "repository", ID: id})
+		_, err = a.CheckAccess(context.Background(), contract.AccessTarget{WorkspaceID: 1, ConnectionID: 1, Credential: []byte(token)}, ports.Resource{Type: "repository", ID: id})
 		if tr.seen == nil || tr.seen.URL.Path != "/repositories/"+id || tr.seen.Header.Get("Authorization") != "Bearer "+token {
 			t.Fatalf("request %v", tr.seen)
 		}
@@ -53,7 +54,7 @@ func FuzzRepositoryAccess(f *testing.F) {
 			t.Fatalf("the token leaked into %q", err)
 		}
 		var rej *ports.RejectedError
-		refused := errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden) && rej.Reason == ports.ReasonResourceNotAccessible
+		refused := errors.As(err, &rej) && errors.Is(err, ports.ErrForbidden) && rej.Reason == contract.ReasonResourceNotAccessible
 		switch {
 		case status == 401 || status == 404 || (status == 403 && remaining != "0"):
 			if !refused {

@@ -12,12 +12,13 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 var (
-	_ ports.ResourceAccessChecker = (*AppResourceAccess)(nil)
-	_ ports.OwnCredential         = (*AppResourceAccess)(nil)
+	_ contract.ResourceAccessChecker = (*AppResourceAccess)(nil)
+	_ contract.OwnCredential         = (*AppResourceAccess)(nil)
 )
 
 // Causes of a refused App subscription check.
@@ -44,7 +45,7 @@ type InstallationCredentials interface {
 //     reads a public organization.
 //
 // The name is the one GitHub gives for the id (full_name, login). Without App authentication
-// nothing can be verified (ports.ErrUnverifiable). A token GitHub answers 401 is dropped from
+// nothing can be verified (contract.ErrUnverifiable). A token GitHub answers 401 is dropped from
 // the cache and the check is made once more with a newly minted one.
 type AppResourceAccess struct {
 	app   *App // nil: no App authentication configured
@@ -67,21 +68,21 @@ func NewAppResourceAccess(cfg AccessConfig, app *App, store InstallationCredenti
 	return &AppResourceAccess{app: app, store: store, base: a.base, http: a.http, agent: a.userAgent}, nil
 }
 
-// Kind implements ports.ResourceAccessChecker: App connections.
+// Kind implements contract.ResourceAccessChecker: App connections.
 func (a *AppResourceAccess) Kind() connection.Kind { return github.KindApp }
 
-// ResourceTypes implements ports.ResourceAccessChecker.
+// ResourceTypes implements contract.ResourceAccessChecker.
 func (a *AppResourceAccess) ResourceTypes() []string {
 	return []string{github.ResourceOrganization, github.ResourceRepository}
 }
 
-// OwnCredential implements ports.OwnCredential: the token is minted for the connection's own
+// OwnCredential implements contract.OwnCredential: the token is minted for the connection's own
 // installation, not read from a stored secret.
 func (a *AppResourceAccess) OwnCredential() {}
 
-// CheckAccess implements ports.ResourceAccessChecker.
-func (a *AppResourceAccess) CheckAccess(ctx context.Context, target ports.AccessTarget, r ports.Resource) (ports.ResourceInfo, error) {
-	var none ports.ResourceInfo
+// CheckAccess implements contract.ResourceAccessChecker.
+func (a *AppResourceAccess) CheckAccess(ctx context.Context, target contract.AccessTarget, r ports.Resource) (contract.ResourceInfo, error) {
+	var none contract.ResourceInfo
 	id, err := strconv.ParseInt(r.ID, 10, 64)
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != r.ID {
 		return none, fmt.Errorf("github app access: %s %q is not a positive integer id: %w", r.Type, r.ID, ports.ErrMalformed)
@@ -95,9 +96,9 @@ func (a *AppResourceAccess) CheckAccess(ctx context.Context, target ports.Access
 		return none, fmt.Errorf("github app access: unknown resource type %q: %w", r.Type, ports.ErrMalformed)
 	}
 	if a.app == nil {
-		return none, fmt.Errorf("%w: %w", ports.ErrUnverifiable, refused(CauseAppNotConfigured))
+		return none, fmt.Errorf("%w: %w", contract.ErrUnverifiable, refused(CauseAppNotConfigured))
 	}
-	var info ports.ResourceInfo
+	var info contract.ResourceInfo
 	for attempt := 0; attempt < 2; attempt++ {
 		cred, found, err := a.store.ConnectionInstallationCredential(ctx, target.WorkspaceID, target.ConnectionID, github.KindApp, a.app.InstallationToken)
 		if err != nil {

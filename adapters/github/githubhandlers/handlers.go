@@ -36,6 +36,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Deps are what the handlers need.
@@ -91,7 +92,7 @@ const (
 
 // Register wires every GitHub handler into reg. Errors: invalid deps, or the registry's
 // refusal (a second handler for an event type).
-func Register(reg ports.HandlerRegistrar, deps Deps) error {
+func Register(reg contract.HandlerRegistrar, deps Deps) error {
 	if err := deps.validate(); err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Module is GitHub as adapters/providers lists it.
@@ -49,8 +50,8 @@ func (b built) Runners() []ports.Runner        { return b.runners }
 func (b built) DefaultSourceServerURL() string { return b.webURL }
 
 var (
-	_ ports.BackgroundWork     = built{}
-	_ ports.InstallationSource = built{}
+	_ contract.BackgroundWork     = built{}
+	_ contract.InstallationSource = built{}
 )
 
 // Build makes GitHub's parts.
@@ -62,7 +63,7 @@ var (
 // for an App workspace, the verified PAT for a PAT workspace; a workspace with neither reads
 // nothing. No instance-wide token exists. With App authentication the installation handler verifies the installation's
 // status with the App, and the redelivery reconciler runs.
-func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+func (m Module) Build(deps providerkit.Deps) (contract.Provider, error) {
 	providerkit.WarnIgnored(deps.Log, m.cfg.IgnoredVariables)
 	// The payload fields and the read API's view members: one declaration for the inbox,
 	// the mirror's views and the change feed.
@@ -130,15 +131,15 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	return built{runners: runners, webURL: m.cfg.WebURL, Built: providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
-		Register:       func(reg ports.HandlerRegistrar) error { return githubhandlers.Register(reg, handlers) },
+		Register:       func(reg contract.HandlerRegistrar) error { return githubhandlers.Register(reg, handlers) },
 		Fields:         fields,
 		Mirror:         store,
 		ReadAPI: func(r gin.IRouter, g providerkit.Guard) error {
 			return githubread.Register(r, githubread.Config{Auth: g.Auth, Members: g.Members, Reader: store, Log: g.Log})
 		},
-		Sync:     []ports.SyncSource{source},
-		Access:   []ports.ResourceAccessChecker{access, appAccess},
-		Installs: []ports.InstallFlow{install},
+		Sync:     []contract.SyncSource{source},
+		Access:   []contract.ResourceAccessChecker{access, appAccess},
+		Installs: []contract.InstallFlow{install},
 	}}, nil
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // FlowConfig configures the GitHub App install flow (CONTRACT.md "Install flows").
@@ -32,7 +32,7 @@ type Flow struct {
 	sourceServerURL string
 }
 
-var _ ports.InstallFlow = (*Flow)(nil)
+var _ contract.InstallFlow = (*Flow)(nil)
 
 // NewFlow is the flow; client nil turns it off.
 func NewFlow(cfg FlowConfig, client *Client) *Flow {
@@ -60,15 +60,15 @@ func (f *Flow) AuthorizeURL(state string) string {
 
 // Precheck: a requested installation waits for an owner's approval; the installation id and
 // the code must be present and well-formed.
-func (f *Flow) Precheck(q url.Values) *ports.InstallRefusal {
+func (f *Flow) Precheck(q url.Values) *contract.InstallRefusal {
 	if q.Get("setup_action") == "request" {
-		return &ports.InstallRefusal{Result: ports.InstallRequested, Reason: "installation-requested"}
+		return &contract.InstallRefusal{Result: contract.InstallRequested, Reason: "installation-requested"}
 	}
 	if id, err := strconv.ParseInt(q.Get("installation_id"), 10, 64); err != nil || id <= 0 {
-		return &ports.InstallRefusal{Result: ports.InstallInvalidLink, Reason: "installation-id-invalid"}
+		return &contract.InstallRefusal{Result: contract.InstallInvalidLink, Reason: "installation-id-invalid"}
 	}
 	if q.Get("code") == "" {
-		return &ports.InstallRefusal{Result: ports.InstallInvalidLink, Reason: "code-missing"}
+		return &contract.InstallRefusal{Result: contract.InstallInvalidLink, Reason: "code-missing"}
 	}
 	return nil
 }
@@ -79,26 +79,26 @@ func (f *Flow) Carried() []string { return []string{"installation_id", "setup_ac
 // Complete exchanges the code, finds the installation among the person's installations and
 // checks that the person administers its account (an organization's active admin, or the user
 // account itself): a member or a collaborator, who sees the installation listed too, is refused.
-func (f *Flow) Complete(ctx context.Context, q url.Values) (ports.InstallConnection, *ports.InstallRefusal) {
+func (f *Flow) Complete(ctx context.Context, q url.Values) (contract.InstallConnection, *contract.InstallRefusal) {
 	installationID, _ := strconv.ParseInt(q.Get("installation_id"), 10, 64) // checked by Precheck
 	token, err := f.client.ExchangeCode(ctx, q.Get("code"))
 	if err != nil {
-		return ports.InstallConnection{}, &ports.InstallRefusal{Result: ports.InstallRetry, Reason: "code-exchange-failed", Err: err}
+		return contract.InstallConnection{}, &contract.InstallRefusal{Result: contract.InstallRetry, Reason: "code-exchange-failed", Err: err}
 	}
 	account, listed, err := f.client.UserInstallation(ctx, token, installationID)
 	if err != nil {
-		return ports.InstallConnection{}, &ports.InstallRefusal{Result: ports.InstallRetry, Reason: "installations-unavailable", Err: err}
+		return contract.InstallConnection{}, &contract.InstallRefusal{Result: contract.InstallRetry, Reason: "installations-unavailable", Err: err}
 	}
 	if !listed {
-		return ports.InstallConnection{}, &ports.InstallRefusal{Result: ports.InstallNotListed, Reason: "installation-not-listed"}
+		return contract.InstallConnection{}, &contract.InstallRefusal{Result: contract.InstallNotListed, Reason: "installation-not-listed"}
 	}
 	admin, err := f.client.AdministersAccount(ctx, token, account)
 	if err != nil {
-		return ports.InstallConnection{}, &ports.InstallRefusal{Result: ports.InstallRetry, Reason: "account-admin-unavailable", Err: err}
+		return contract.InstallConnection{}, &contract.InstallRefusal{Result: contract.InstallRetry, Reason: "account-admin-unavailable", Err: err}
 	}
 	if !admin {
-		return ports.InstallConnection{}, &ports.InstallRefusal{Result: ports.InstallNotAdmin, Reason: "not-account-admin"}
+		return contract.InstallConnection{}, &contract.InstallRefusal{Result: contract.InstallNotAdmin, Reason: "not-account-admin"}
 	}
-	return ports.InstallConnection{Kind: github.KindApp.String(), SourceServerURL: f.sourceServerURL,
+	return contract.InstallConnection{Kind: github.KindApp.String(), SourceServerURL: f.sourceServerURL,
 		Config: map[string]any{"installationId": installationID}}, nil
 }

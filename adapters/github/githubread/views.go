@@ -4,7 +4,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 var _ githubmirror.Views = Views{}
@@ -20,7 +20,7 @@ func (Views) Commit(r githubmirror.CommitRow) any           { return toCommitJSO
 // PersonFields is GitHub's person-data declaration (github.PersonFields) with the members of
 // every view this read API answers with and publishes (readkit.PersonFields). Errors: a
 // malformed person tag.
-func PersonFields() (ports.PersonFields, error) {
+func PersonFields() (contract.PersonFields, error) {
 	return readkit.PersonFields(github.PersonFields(), repositoryJSON{}, issueJSON{}, pullJSON{}, commitJSON{}, labelJSON{},
 		milestoneJSON{}, issueCommentJSON{}, reviewJSON{}, reviewCommentJSON{}, reviewThreadJSON{}, commitStatusJSON{},
 		checkSuiteJSON{}, checkRunJSON{}, memberJSON{}, collaboratorJSON{}, teamJSON{}, teamMemberJSON{},

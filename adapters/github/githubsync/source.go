@@ -1,4 +1,4 @@
-// Package githubsync is GitHub's sync source (ports.SyncSource, run by application/backfill):
+// Package githubsync is GitHub's sync source (contract.SyncSource, run by application/backfill):
 // a repository subscription's backfill reads the repository, then its labels, milestones,
 // issues (GET /repos/{owner}/{repo}/issues?state=all&per_page=100, without the pull requests'
 // issue sides) and pull requests, one page of 100 at a time following Link: rel="next", with
@@ -24,9 +24,10 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
-var _ ports.SyncSource = (*Source)(nil)
+var _ contract.SyncSource = (*Source)(nil)
 
 // Reader is the REST client's side of a backfill (*api.Client). Errors: *inbox.ProviderError.
 type Reader interface {
@@ -59,7 +60,7 @@ func New(reader Reader, store Store) (*Source, error) {
 	return &Source{reader: reader, store: store}, nil
 }
 
-// Provider implements ports.SyncSource.
+// Provider implements contract.SyncSource.
 func (s *Source) Provider() provider.Provider { return github.Provider }
 
 // lists are the backfill's phases, in order; the repository itself comes first.
@@ -68,7 +69,7 @@ var lists = []string{"repository", "labels", "milestones", "issues", "pulls"}
 // errNoReader: GitHub API access is not configured, so nothing can be read.
 var errNoReader = errors.New("github sync: no GitHub API access configured")
 
-// NextPage implements ports.SyncSource.
+// NextPage implements contract.SyncSource.
 func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string) (ports.SyncPage, error) {
 	if job.Kind == syncjob.Teardown {
 		return ports.SyncPage{Done: true, Write: func(ctx context.Context, tx ports.Tx) error {

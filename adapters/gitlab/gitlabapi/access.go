@@ -14,9 +14,10 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
-var _ ports.ResourceAccessChecker = (*ResourceAccess)(nil)
+var _ contract.ResourceAccessChecker = (*ResourceAccess)(nil)
 
 // Causes of a refused access check, stored as a REVOKED subscription's reason and shown in a
 // 403's detail.
@@ -62,24 +63,24 @@ func NewResourceAccess(baseURL string, hc *http.Client) (*ResourceAccess, error)
 	return a, nil
 }
 
-// Kind implements ports.ResourceAccessChecker: GITLAB connections.
+// Kind implements contract.ResourceAccessChecker: GITLAB connections.
 func (a *ResourceAccess) Kind() connection.Kind { return gitlab.Kind }
 
-// ResourceTypes implements ports.ResourceAccessChecker.
+// ResourceTypes implements contract.ResourceAccessChecker.
 func (a *ResourceAccess) ResourceTypes() []string {
 	return []string{gitlab.ResourceGroup, gitlab.ResourceProject}
 }
 
-// CheckAccess implements ports.ResourceAccessChecker. 200 with the same id admits; 401, 403 and
+// CheckAccess implements contract.ResourceAccessChecker. 200 with the same id admits; 401, 403 and
 // 404 refuse (GitLab answers 404 for a project the token cannot see); a transport failure, a
 // 429, a 5xx or any other answer is an *inbox.TransientError (no verdict).
-func (a *ResourceAccess) CheckAccess(ctx context.Context, target ports.AccessTarget, r ports.Resource) (ports.ResourceInfo, error) {
+func (a *ResourceAccess) CheckAccess(ctx context.Context, target contract.AccessTarget, r ports.Resource) (contract.ResourceInfo, error) {
 	info, err := a.check(ctx, target.Credential, r)
 	return info, err
 }
 
-func (a *ResourceAccess) check(ctx context.Context, token []byte, r ports.Resource) (ports.ResourceInfo, error) {
-	var none ports.ResourceInfo
+func (a *ResourceAccess) check(ctx context.Context, token []byte, r ports.Resource) (contract.ResourceInfo, error) {
+	var none contract.ResourceInfo
 	id, err := strconv.ParseInt(r.ID, 10, 64)
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != r.ID {
 		return none, fmt.Errorf("gitlab access: %s %q is not a positive integer id: %w", r.Type, r.ID, ports.ErrMalformed)
@@ -93,10 +94,10 @@ func (a *ResourceAccess) check(ctx context.Context, token []byte, r ports.Resour
 		return none, fmt.Errorf("gitlab access: unknown resource type %q: %w", r.Type, ports.ErrMalformed)
 	}
 	if a.base == nil {
-		return none, fmt.Errorf("%w: %w", ports.ErrUnverifiable, refused(CauseAPIRootNotConfigured))
+		return none, fmt.Errorf("%w: %w", contract.ErrUnverifiable, refused(CauseAPIRootNotConfigured))
 	}
 	if len(token) == 0 {
-		return none, fmt.Errorf("%w: %w", ports.ErrUnverifiable, refused(CauseTokenRejected))
+		return none, fmt.Errorf("%w: %w", contract.ErrUnverifiable, refused(CauseTokenRejected))
 	}
 	path += strconv.FormatInt(id, 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base.String()+path, nil)
@@ -147,9 +148,9 @@ func (a *ResourceAccess) check(ctx context.Context, token []byte, r ports.Resour
 	if r.Type == gitlab.ResourceGroup {
 		name = answer.FullPath
 	}
-	return ports.ResourceInfo{Name: name}, nil
+	return contract.ResourceInfo{Name: name}, nil
 }
 
 func refused(cause string) error {
-	return ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible, cause)
+	return ports.Reject(ports.ErrForbidden, contract.ReasonResourceNotAccessible, cause)
 }

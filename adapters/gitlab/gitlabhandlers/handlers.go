@@ -32,6 +32,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Deps are what the handlers need.
@@ -72,7 +73,7 @@ const stepOperationCommit = "push.commit"
 
 // Register wires every GitLab handler into reg. Errors: invalid deps, or the registry's refusal
 // (a second handler for an event type).
-func Register(reg ports.HandlerRegistrar, deps Deps) error {
+func Register(reg contract.HandlerRegistrar, deps Deps) error {
 	if err := deps.validate(); err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Module is GitLab as adapters/providers lists it.
@@ -40,7 +40,7 @@ func New(cfg Config) Module { return Module{cfg: cfg} }
 // One API base for the whole server: each GitLab connection may belong to a different GitLab
 // instance, and project ids are only unique within an instance. Configure it only when every
 // GitLab connection is on that one instance.
-func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+func (m Module) Build(deps providerkit.Deps) (contract.Provider, error) {
 	providerkit.WarnIgnored(deps.Log, m.cfg.IgnoredVariables)
 	// The payload fields and the read API's view members: one declaration for the inbox,
 	// the mirror's views and the change feed.
@@ -86,12 +86,12 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	return providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
-		Register:       func(reg ports.HandlerRegistrar) error { return gitlabhandlers.Register(reg, handlers) },
+		Register:       func(reg contract.HandlerRegistrar) error { return gitlabhandlers.Register(reg, handlers) },
 		Fields:         fields,
 		Mirror:         store,
 		ReadAPI:        readkit.ReadAPI(gitlabread.Register, gitlabread.Store(store)),
-		Sync:           []ports.SyncSource{source},
-		Access:         []ports.ResourceAccessChecker{access},
+		Sync:           []contract.SyncSource{source},
+		Access:         []contract.ResourceAccessChecker{access},
 	}, nil
 }
 

@@ -5,7 +5,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 var _ gitlabmirror.Views = Views{}
@@ -19,7 +19,7 @@ func (Views) MergeRequest(m gitlabmodel.MergeRequestView) any { return toMergeRe
 // PersonFields is GitLab's person-data declaration (gitlab.PersonFields) with the members of
 // every view this read API answers with and publishes (readkit.PersonFields). Errors: a
 // malformed person tag.
-func PersonFields() (ports.PersonFields, error) {
+func PersonFields() (contract.PersonFields, error) {
 	return readkit.PersonFields(gitlab.PersonFields(), projectJSON{}, mergeRequestJSON{}, groupJSON{}, memberJSON{},
 		milestoneJSON{}, issueJSON{}, noteJSON{}, pipelineJSON{}, commitJSON{})
 }

@@ -1,4 +1,4 @@
-// Package gitlabsync is GitLab's sync source (ports.SyncSource, run by application/backfill):
+// Package gitlabsync is GitLab's sync source (contract.SyncSource, run by application/backfill):
 // a project subscription's backfill reads its issues (GET /projects/{id}/issues) and merge
 // requests (…/merge_requests), 100 per page, oldest first, with the job's connection's own API
 // token (never an instance-wide one), and
@@ -33,9 +33,10 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
-var _ ports.SyncSource = (*Source)(nil)
+var _ contract.SyncSource = (*Source)(nil)
 
 // Reader is the REST client's side of a backfill (*gitlabapi.Client). more is false on a
 // list's last page. Errors: *inbox.ProviderError.
@@ -71,7 +72,7 @@ func New(reader Reader, store Store) (*Source, error) {
 	return &Source{reader: reader, store: store}, nil
 }
 
-// Provider implements ports.SyncSource.
+// Provider implements contract.SyncSource.
 func (s *Source) Provider() provider.Provider { return gitlab.Provider }
 
 var lists = []string{"issues", "merge_requests"}
@@ -87,7 +88,7 @@ func unreadable(op string) error {
 		Err: errors.New("page does not have the documented shape")}
 }
 
-// NextPage implements ports.SyncSource.
+// NextPage implements contract.SyncSource.
 func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string) (ports.SyncPage, error) {
 	if job.Kind == syncjob.Teardown {
 		return ports.SyncPage{Done: true, Write: func(ctx context.Context, tx ports.Tx) error {

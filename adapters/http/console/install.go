@@ -7,6 +7,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/installapi"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // installView is the install page: the configured flows, or the link of the one just started.
@@ -20,7 +21,7 @@ type installView struct {
 
 type installFlowView struct{ Name, Title string }
 
-func (c *console) flow(name string) (ports.InstallFlow, bool) {
+func (c *console) flow(name string) (contract.InstallFlow, bool) {
 	if c.cfg.Installs == nil {
 		return nil, false
 	}

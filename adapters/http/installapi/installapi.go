@@ -1,7 +1,7 @@
 // Package installapi serves the install flows of CONTRACT.md ("Install flows"):
 //
 //   - POST /api/workspaces/{ws}/connections/{flow}/install, one per provider flow
-//     (ports.InstallFlow.Name): bearer token of the workspace's ADMIN or the instance
+//     (contract.InstallFlow.Name): bearer token of the workspace's ADMIN or the instance
 //     administrator (managementapi.RequireAuth and RequireManager: 401 without a valid token,
 //     403 for a MEMBER or a non-member, 404 for no such workspace) → 200 {"installUrl": …}, and
 //     Set-Cookie of the flow's browser binding (installflow.CookieName; HttpOnly,
@@ -39,7 +39,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // maxFormBytes bounds the confirmation form (a state, a code, a CSRF token and a few ids).
@@ -74,7 +74,7 @@ func Register(r gin.IRouter, flows *installflow.Service, mgmt *management.Servic
 
 // SetCookie sets flow's browser binding on the answer (also for the console's start); secure
 // marks it Secure whatever the request's transport (Config.SecureCookies).
-func SetCookie(c *gin.Context, flow ports.InstallFlow, s installflow.Started, secure bool) {
+func SetCookie(c *gin.Context, flow contract.InstallFlow, s installflow.Started, secure bool) {
 	http.SetCookie(c.Writer, &http.Cookie{
 		Name: installflow.CookieName(flow.Name()), Value: s.Cookie, Path: CookiePath,
 		Expires: s.Expires, MaxAge: max(1, int(time.Until(s.Expires).Seconds())),
@@ -82,7 +82,7 @@ func SetCookie(c *gin.Context, flow ports.InstallFlow, s installflow.Started, se
 	})
 }
 
-func (h handlers) start(flow ports.InstallFlow) gin.HandlerFunc {
+func (h handlers) start(flow contract.InstallFlow) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		s, err := h.flows.Start(c.Request.Context(), flow, managementapi.ManagedOf(c))
 		if err != nil {
@@ -96,7 +96,7 @@ func (h handlers) start(flow ports.InstallFlow) gin.HandlerFunc {
 	}
 }
 
-func cookieOf(c *gin.Context, flow ports.InstallFlow) string {
+func cookieOf(c *gin.Context, flow contract.InstallFlow) string {
 	v, err := c.Cookie(installflow.CookieName(flow.Name()))
 	if err != nil {
 		return ""
@@ -105,14 +105,14 @@ func cookieOf(c *gin.Context, flow ports.InstallFlow) string {
 }
 
 // review answers the provider's redirect with the confirmation page (or why not).
-func (h handlers) review(flow ports.InstallFlow) gin.HandlerFunc {
+func (h handlers) review(flow contract.InstallFlow) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		page(c, flow, h.flows.Review(c.Request.Context(), flow, c.Request.URL.Query(), cookieOf(c, flow)))
 	}
 }
 
 // confirm creates the connection from the confirmation form.
-func (h handlers) confirm(flow ports.InstallFlow) gin.HandlerFunc {
+func (h handlers) confirm(flow contract.InstallFlow) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 		if err != nil || mt != "application/x-www-form-urlencoded" {
@@ -160,7 +160,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 
 type field struct{ Name, Value string }
 
-func page(c *gin.Context, flow ports.InstallFlow, o installflow.Outcome) {
+func page(c *gin.Context, flow contract.InstallFlow, o installflow.Outcome) {
 	p, ok := pages[o.Result]
 	if !ok {
 		p = pages[installflow.Retry]

@@ -20,6 +20,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // DefaultMaxBytes is HEPHAESTUS_WEBHOOK_MAX_BYTES's default (CONTRACT.md).
@@ -58,7 +59,7 @@ func (c Config) validate() error {
 
 // Hooks are the providers' receiving sides. Each gets its route from its own provider label
 // and PerConnection, so adding a provider adds one element here and no code.
-type Hooks []ports.Webhook
+type Hooks []contract.Webhook
 
 // Register adds one POST route per hook under /webhooks.
 // Errors: an invalid cfg, a missing service or hook, two hooks of one provider.
@@ -99,7 +100,7 @@ func Register(r gin.IRouter, svc *admission.Service, hooks Hooks, cfg Config) er
 
 type handler struct {
 	svc      *admission.Service
-	hook     ports.Webhook
+	hook     contract.Webhook
 	maxBytes int64
 	budget   *Budget // shared by every hook of the server
 	route    string  // the gin route, http.route of the request span
@@ -203,7 +204,7 @@ func (h *handler) receive(c *gin.Context) {
 // tracedHook is the request's hook while its span records: verification is a child span
 // ("webhook.verify"), whose only attribute beside the provider is whether it passed.
 type tracedHook struct {
-	ports.Webhook
+	contract.Webhook
 	ctx context.Context
 }
 

@@ -11,9 +11,10 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
-var _ ports.ResourceAccessChecker = (*CollectionAccess)(nil)
+var _ contract.ResourceAccessChecker = (*CollectionAccess)(nil)
 
 // Causes of a refused collection check.
 const (
@@ -33,24 +34,24 @@ type CollectionAccess struct {
 // NewCollectionAccess builds the checker; client may be nil.
 func NewCollectionAccess(client *Client) *CollectionAccess { return &CollectionAccess{client: client} }
 
-// Kind implements ports.ResourceAccessChecker: Outline connections.
+// Kind implements contract.ResourceAccessChecker: Outline connections.
 func (a *CollectionAccess) Kind() connection.Kind { return outline.Kind }
 
-// ResourceTypes implements ports.ResourceAccessChecker.
+// ResourceTypes implements contract.ResourceAccessChecker.
 func (a *CollectionAccess) ResourceTypes() []string { return []string{outline.ResourceCollection} }
 
-// CheckAccess implements ports.ResourceAccessChecker. ok with the same id admits; 401, 403 and
+// CheckAccess implements contract.ResourceAccessChecker. ok with the same id admits; 401, 403 and
 // 404 refuse; 429, 5xx and no answer give no verdict.
-func (a *CollectionAccess) CheckAccess(ctx context.Context, target ports.AccessTarget, r ports.Resource) (ports.ResourceInfo, error) {
-	var none ports.ResourceInfo
+func (a *CollectionAccess) CheckAccess(ctx context.Context, target contract.AccessTarget, r ports.Resource) (contract.ResourceInfo, error) {
+	var none contract.ResourceInfo
 	if r.Type != outline.ResourceCollection || r.ID == "" {
 		return none, fmt.Errorf("outline access: %s %q is not a collection id: %w", r.Type, r.ID, ports.ErrMalformed)
 	}
 	if a.client == nil {
-		return none, fmt.Errorf("%w: %w", ports.ErrUnverifiable, refused(CauseAPIRootNotConfigured))
+		return none, fmt.Errorf("%w: %w", contract.ErrUnverifiable, refused(CauseAPIRootNotConfigured))
 	}
 	if len(target.Credential) == 0 {
-		return none, fmt.Errorf("%w: %w", ports.ErrUnverifiable, refused(CauseTokenRejected))
+		return none, fmt.Errorf("%w: %w", contract.ErrUnverifiable, refused(CauseTokenRejected))
 	}
 	raw, err := a.client.CollectionInfo(ctx, string(target.Credential), r.ID)
 	var pe *inbox.ProviderError
@@ -75,9 +76,9 @@ func (a *CollectionAccess) CheckAccess(ctx context.Context, target ports.AccessT
 	if c.ID != r.ID {
 		return none, refused("collection-id-mismatch")
 	}
-	return ports.ResourceInfo{Name: c.Name}, nil
+	return contract.ResourceInfo{Name: c.Name}, nil
 }
 
 func refused(cause string) error {
-	return ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible, cause)
+	return ports.Reject(ports.ErrForbidden, contract.ReasonResourceNotAccessible, cause)
 }

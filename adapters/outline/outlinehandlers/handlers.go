@@ -24,6 +24,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Deps are what the handlers need.
@@ -65,7 +66,7 @@ func CollectionStep(purpose, collectionID string) (inbox.Step, error) {
 }
 
 // Register wires every Outline handler into reg. Errors: invalid deps, or the registry's refusal.
-func Register(reg ports.HandlerRegistrar, deps Deps) error {
+func Register(reg contract.HandlerRegistrar, deps Deps) error {
 	if deps.Inbox == nil || deps.Store == nil {
 		return errors.New("outline handlers: an inbox and a mirror store are required")
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinesync"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Module is Outline as adapters/providers lists it.
@@ -29,7 +29,7 @@ var _ providerkit.Module = Module{}
 func New(cfg Config) Module { return Module{cfg: cfg} }
 
 // Build makes Outline's parts. Errors: a missing dependency, an invalid API URL.
-func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+func (m Module) Build(deps providerkit.Deps) (contract.Provider, error) {
 	// The payload fields and the read API's view members: one declaration for the inbox,
 	// the mirror's views and the change feed.
 	fields, err := outlineread.PersonFields()
@@ -71,11 +71,11 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	return providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
-		Register:       func(reg ports.HandlerRegistrar) error { return outlinehandlers.Register(reg, handlers) },
+		Register:       func(reg contract.HandlerRegistrar) error { return outlinehandlers.Register(reg, handlers) },
 		Fields:         fields,
 		Mirror:         store,
 		ReadAPI:        readkit.ReadAPI(outlineread.Register, outlineread.Store(store)),
-		Sync:           []ports.SyncSource{source},
-		Access:         []ports.ResourceAccessChecker{access},
+		Sync:           []contract.SyncSource{source},
+		Access:         []contract.ResourceAccessChecker{access},
 	}, nil
 }

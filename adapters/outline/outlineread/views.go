@@ -5,7 +5,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 var _ outlinemirror.Views = Views{}
@@ -35,6 +35,6 @@ func (Views) Collection(c outlinemodel.Collection) any {
 // PersonFields is Outline's person-data declaration (outline.PersonFields) with the members of
 // every view this read API answers with and publishes (readkit.PersonFields). Errors: a
 // malformed person tag.
-func PersonFields() (ports.PersonFields, error) {
+func PersonFields() (contract.PersonFields, error) {
 	return readkit.PersonFields(outline.PersonFields(), documentJSON{}, collectionJSON{})
 }

@@ -1,4 +1,4 @@
-// Package outlinesync is Outline's sync source (ports.SyncSource, run by application/backfill):
+// Package outlinesync is Outline's sync source (contract.SyncSource, run by application/backfill):
 // a collection subscription's backfill reads the collection (POST collections.info, with the
 // first page) and its documents (POST documents.list), 100 per page by offset, oldest created
 // first, with the connection's own API token, and
@@ -28,12 +28,13 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 var (
-	_ ports.SyncSource = (*Source)(nil)
-	_ Reader           = (*outlineapi.Client)(nil)
+	_ contract.SyncSource = (*Source)(nil)
+	_ Reader              = (*outlineapi.Client)(nil)
 )
 
 // PageSize is how many documents one page asks for (documents.list's largest limit).
@@ -77,14 +78,14 @@ func New(reader Reader, tokens Tokens, store Store) (*Source, error) {
 	return &Source{reader: reader, tokens: tokens, store: store}, nil
 }
 
-// Provider implements ports.SyncSource.
+// Provider implements contract.SyncSource.
 func (s *Source) Provider() provider.Provider { return outline.Provider }
 
 func refused(op, why string) error {
 	return &inbox.ProviderError{Provider: "outline", Op: op, Kind: inbox.ProviderRefused, Err: errors.New(why)}
 }
 
-// NextPage implements ports.SyncSource.
+// NextPage implements contract.SyncSource.
 func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string) (ports.SyncPage, error) {
 	if job.Kind == syncjob.Teardown {
 		return ports.SyncPage{Done: true, Write: func(ctx context.Context, tx ports.Tx) error {

@@ -2,7 +2,7 @@
 // writes in fenced transactions and records named steps in provider_event_step, so a retry or
 // replay of a delivery skips the steps that committed and resumes the unfinished ones.
 //
-// A fenced transaction (ctx carries a dispatch identity, see ports.WithDispatch) is, in order:
+// A fenced transaction (ctx carries a dispatch identity, see dispatch.WithDispatch) is, in order:
 //
 //  1. BEGIN at READ COMMITTED;
 //  2. copy admission: FOR KEY SHARE SKIP LOCKED on the erasure copy fence;
@@ -26,7 +26,7 @@
 // Provider code with a fallback must return a rejected write unchanged before it logs or tries
 // another source (inbox.IsFenceRejection); the consumer classifies it with inbox.Classify. A
 // handler that swallows one anyway does not end its delivery as DONE: every rejection Step and
-// Write return is remembered for the dispatch (ports.RecordFenceRejection), and the consumer
+// Write return is remembered for the dispatch (dispatch.RecordFenceRejection), and the consumer
 // judges the handler's nil as that rejection.
 package deliveryinbox
 
@@ -44,6 +44,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
+	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -112,7 +113,7 @@ func (in *Inbox) step(ctx context.Context, step inbox.Step, fn func(ctx context.
 	if step.IsZero() {
 		return false, fmt.Errorf("inbox step: %w: empty name", inbox.ErrInvalidStepName)
 	}
-	f, fenced := ports.DispatchFrom(ctx)
+	f, fenced := dispatch.DispatchFrom(ctx)
 	if !fenced {
 		err := in.plain(ctx, fn)
 		return err == nil, err
@@ -122,7 +123,7 @@ func (in *Inbox) step(ctx context.Context, step inbox.Step, fn func(ctx context.
 		return false, nil
 	}
 	if err != nil {
-		ports.RecordFenceRejection(ctx, err)
+		dispatch.RecordFenceRejection(ctx, err)
 		return false, err
 	}
 	return true, nil
@@ -133,19 +134,19 @@ func (in *Inbox) step(ctx context.Context, step inbox.Step, fn func(ctx context.
 func (in *Inbox) Write(ctx context.Context, fn func(ctx context.Context, tx ports.Tx) error) (err error) {
 	ctx, span := startStep(ctx, "inbox.write", inbox.Step{})
 	defer func() { endStep(span, err == nil, err) }()
-	f, fenced := ports.DispatchFrom(ctx)
+	f, fenced := dispatch.DispatchFrom(ctx)
 	if !fenced {
 		return in.plain(ctx, fn)
 	}
 	err = in.fenced(ctx, f, inbox.Step{}, fn)
-	ports.RecordFenceRejection(ctx, err)
+	dispatch.RecordFenceRejection(ctx, err)
 	return err
 }
 
 // Completed reports whether step committed for the delivery on ctx; false outside dispatch.
 // Errors: context errors, or *inbox.TransientError when the database is unreachable.
 func (in *Inbox) Completed(ctx context.Context, step inbox.Step) (bool, error) {
-	f, fenced := ports.DispatchFrom(ctx)
+	f, fenced := dispatch.DispatchFrom(ctx)
 	if !fenced || step.IsZero() {
 		return false, nil
 	}
@@ -230,7 +231,7 @@ func (in *Inbox) fenced(ctx context.Context, f erasure.Fence, step inbox.Step, f
 	}
 	if tx.OwnEventDeleted() {
 		// The consumer then counts a row it finds gone as handled, not as erased.
-		ports.RecordOwnDeletion(ctx)
+		dispatch.RecordOwnDeletion(ctx)
 	}
 	sqlkit.Committed(tx)
 	return nil

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // The live predicate of person erasure, built from three fragments so preview, start and every
@@ -16,7 +16,7 @@ import (
 //     never from the request) is the request's registered source namespace, a trailing '/'
 //     ignored on both sides; the same person under another namespace is not matched;
 //   - person: the payload names one of the identities where the provider's own module says its
-//     payloads name a person (ports.PersonFields, declared by adapters/<provider>).
+//     payloads name a person (contract.PersonFields, declared by adapters/<provider>).
 //
 // Identity values reach SQL only as bind parameters or through the request row, never by
 // concatenation; the member names concatenated into the jsonpath and SQL text are the
@@ -57,7 +57,7 @@ func candidates(members []string) string {
 //
 // A JSON null, an absent half of the identity or a member of another type compares as NULL,
 // which is never a match.
-func personCondition(f ports.PersonFields, x, v string) string {
+func personCondition(f contract.PersonFields, x, v string) string {
 	var or []string
 	for _, m := range f.Logins {
 		or = append(or, `lower(`+x+`->>'`+m+`') = lower(`+v+`->>'login')`)
@@ -79,7 +79,7 @@ func personCondition(f ports.PersonFields, x, v string) string {
 }
 
 // members is every member the declaration names, plus id for the user shape.
-func members(f ports.PersonFields) []string {
+func members(f contract.PersonFields) []string {
 	var all []string
 	all = append(all, f.Logins...)
 	all = append(all, f.UserShape...)
@@ -88,7 +88,7 @@ func members(f ports.PersonFields) []string {
 	return all
 }
 
-func validFields(f ports.PersonFields) error {
+func validFields(f contract.PersonFields) error {
 	if f.Provider.IsZero() {
 		return fmt.Errorf("person fields without a provider")
 	}
@@ -110,7 +110,7 @@ func validFields(f ports.PersonFields) error {
 
 // namesPerson is the person fragment for payload expression payload and the identities array
 // expression identities.
-func namesPerson(f ports.PersonFields, payload, identities string) string {
+func namesPerson(f contract.PersonFields, payload, identities string) string {
 	return `EXISTS (SELECT 1
 		FROM jsonb_path_query(` + payload + `, '` + candidates(members(f)) + `') AS o(x)
 		CROSS JOIN jsonb_array_elements(` + identities + `) AS i(v)
@@ -122,7 +122,7 @@ const feedTombstone = `'{"erased":true}'::jsonb`
 
 // feedNamesPerson is the person fragment of the change feed, whose data is the read API's view
 // of an entity rather than a provider payload. It matches by the provider's view declaration
-// (ports.PersonFields.Views, derived from the view types' person tags) and, because views also
+// (contract.PersonFields.Views, derived from the view types' person tags) and, because views also
 // carry text the provider structures around people (a repository's full name and URL, an
 // @mention, a commit trailer), by every string:
 //   - an object with a declared view member naming the identity: an id member equal to its id
@@ -136,7 +136,7 @@ const feedTombstone = `'{"erased":true}'::jsonb`
 //     e-mail address, case-insensitively.
 //
 // Identity values come only from the identities array expression and names.
-func feedNamesPerson(f ports.PersonFields, data, identities, names string) string {
+func feedNamesPerson(f contract.PersonFields, data, identities, names string) string {
 	payload := f
 	payload.UserShape = append(append([]string(nil), f.UserShape...), f.Logins...)
 	var views []string
@@ -178,7 +178,7 @@ func tokenPattern(v string) string {
 }
 
 // viewMembers is every member of a view declaration.
-func viewMembers(v ports.PersonViews) []string {
+func viewMembers(v contract.PersonViews) []string {
 	var all []string
 	all = append(all, v.IDs...)
 	all = append(all, v.Logins...)
@@ -192,7 +192,7 @@ func viewMembers(v ports.PersonViews) []string {
 // the provider's rule (commit authors {"name","email"}, user objects): a view naming the person
 // by display name only (a GitLab commit's authorName) is found by them. The inbox stores are
 // erased after the feed, so the payloads are still there.
-func payloadNames(f ports.PersonFields, prov, url, identities string) string {
+func payloadNames(f contract.PersonFields, prov, url, identities string) string {
 	return `(SELECT coalesce(array_agg(DISTINCT lower(o.x->>'name')), '{}')
 	FROM provider_event e
 	CROSS JOIN LATERAL jsonb_path_query(e.payload, '` + candidates(members(f)) + `') AS o(x)
@@ -215,7 +215,7 @@ func inNamespace(prov, url string) string {
 // newMatcher builds the SQL of one provider's declaration. Parameters of preview and
 // discover: $1 provider, $2 source server URL, $3 identities (jsonb array); of freeze: $1
 // erasure id; of the deletions: $1 erasure id, $2 boundary.
-func newMatcher(f ports.PersonFields) (matcher, error) {
+func newMatcher(f contract.PersonFields) (matcher, error) {
 	if err := validFields(f); err != nil {
 		return matcher{}, err
 	}
@@ -295,7 +295,7 @@ LIMIT 5000`
 // live predicate or the frozen keys match, up to the pass boundary; their steps cascade.
 // $1 erasure id, $2 boundary. The DELETE waits briefly for rows a claim, renewal, outcome or
 // reaper statement holds; it never waits for a step, since the fence lock already did.
-func deleteMatches(f ports.PersonFields, storeFilter string) string {
+func deleteMatches(f contract.PersonFields, storeFilter string) string {
 	return `
 DELETE FROM provider_event e
 USING inbox_erasure r

@@ -11,12 +11,12 @@ import (
 	"strings"
 
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // The inbox keeps the deliveries of other people that mention the person or name a resource
 // by the person's login (a comment "@octocat", an event about the repository octocat/app): the
-// provider's ports.TextRewrite declarations rewrite the decoded strings of their payloads in
+// provider's contract.TextRewrite declarations rewrite the decoded strings of their payloads in
 // the inbox step, after the deletion of the deliveries that name the person. The rewrite
 // decodes the payload, rewrites every string value and object key, and encodes it again, so
 // no content (a backslash before an "n", a quote, a \u escape) can make it cut an escape
@@ -93,7 +93,7 @@ func alternation(values []string) string {
 
 // checkTextRewrites refuses a declaration whose pattern names no placeholder or does not
 // compile.
-func checkTextRewrites(f ports.PersonFields) error {
+func checkTextRewrites(f contract.PersonFields) error {
 	for _, t := range f.Text {
 		p, named := t.Pattern, false
 		for _, ph := range placeholders {
@@ -114,7 +114,7 @@ func checkTextRewrites(f ports.PersonFields) error {
 
 // newPayloadRewrite compiles the rewrites of text for scope: each pattern with the scope's
 // values in place of its placeholders. A rewrite whose placeholder has no value is left out.
-func newPayloadRewrite(text []ports.TextRewrite, scope erasure.Scope) (payloadRewrite, error) {
+func newPayloadRewrite(text []contract.TextRewrite, scope erasure.Scope) (payloadRewrite, error) {
 	values := map[string][]string{}
 	for _, ph := range placeholders {
 		seen := map[string]bool{}

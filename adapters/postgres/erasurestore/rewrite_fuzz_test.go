@@ -14,7 +14,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // The person every declaration is compiled for.
@@ -34,7 +34,7 @@ type rewriteCase struct {
 	names func(s string) bool
 }
 
-func compiled(t testing.TB, f ports.PersonFields, id, login, email string) payloadRewrite {
+func compiled(t testing.TB, f contract.PersonFields, id, login, email string) payloadRewrite {
 	t.Helper()
 	if err := checkTextRewrites(f); err != nil {
 		t.Fatal(err)
@@ -362,12 +362,12 @@ func TestPayloadRewrite(t *testing.T) {
 }
 
 func TestTextRewriteDeclarations(t *testing.T) {
-	for _, f := range []ports.PersonFields{github.PersonFields(), gitlab.PersonFields(), slack.PersonFields(), outline.PersonFields()} {
+	for _, f := range []contract.PersonFields{github.PersonFields(), gitlab.PersonFields(), slack.PersonFields(), outline.PersonFields()} {
 		if err := checkTextRewrites(f); err != nil {
 			t.Error(err)
 		}
 	}
-	bad := ports.PersonFields{Provider: github.Provider, Text: []ports.TextRewrite{{Pattern: `@ghost`}}}
+	bad := contract.PersonFields{Provider: github.Provider, Text: []contract.TextRewrite{{Pattern: `@ghost`}}}
 	if err := checkTextRewrites(bad); err == nil {
 		t.Error("a pattern without a placeholder was accepted")
 	}

@@ -1,5 +1,5 @@
 // Package erasure implements ports.ErasureStore on PostgreSQL: person erasure of the providers'
-// mirror stores (each a ports.PersonDataStore declared by its provider) and then of the two
+// mirror stores (each a contract.PersonDataStore declared by its provider) and then of the two
 // inbox stores (workspace rows and installation rows of provider_event), under the copy fence
 // of migration 00003, with the requests, frozen keys and receipts of migrations 00004 and 00021.
 package erasurestore
@@ -17,6 +17,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Store is the PostgreSQL erasure store. It is safe for concurrent use. A runner's Hold keeps
@@ -24,8 +25,8 @@ import (
 type Store struct {
 	pool          *pgxpool.Pool
 	matchers      map[string]matcher
-	fields        map[string]ports.PersonFields
-	mirrors       map[string][]ports.PersonDataStore
+	fields        map[string]contract.PersonFields
+	mirrors       map[string][]contract.PersonDataStore
 	installations map[string]string
 }
 
@@ -34,9 +35,9 @@ var _ ports.ErasureStore = (*Store)(nil)
 // Config is what the providers declare to person erasure, collected by bootstrap.
 type Config struct {
 	// Fields says, per provider, where its payloads name a person (the inbox stores).
-	Fields []ports.PersonFields
+	Fields []contract.PersonFields
 	// Mirrors are the providers' mirror stores, run in this order before the inbox stores.
-	Mirrors []ports.PersonDataStore
+	Mirrors []contract.PersonDataStore
 	// InstallationNamespaces is, per provider name, the source namespace admission stores on
 	// installation rows that no connection names yet (GitHub: https://github.com).
 	InstallationNamespaces map[string]string
@@ -51,7 +52,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool.Config().MaxConns < 2 {
 		return nil, errors.New("erasure: the pool needs at least two connections (a held request and its pass)")
 	}
-	s := &Store{pool: pool, matchers: map[string]matcher{}, fields: map[string]ports.PersonFields{}, mirrors: map[string][]ports.PersonDataStore{},
+	s := &Store{pool: pool, matchers: map[string]matcher{}, fields: map[string]contract.PersonFields{}, mirrors: map[string][]contract.PersonDataStore{},
 		installations: map[string]string{}}
 	for _, f := range cfg.Fields {
 		if _, dup := s.matchers[f.Provider.String()]; dup {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // How the inbox step rewrites the payloads of other people's deliveries (rewrite.go says
@@ -94,7 +94,7 @@ WHERE e.id = v.id`
 // previewRewrites lists the payloads of the provider and namespace whose text holds a needle
 // and that do not name the person (those are deleted), with their store. $1 provider, $2
 // source server URL, $3 needles (text[]), $4 identities (jsonb array).
-func previewRewrites(f ports.PersonFields) string {
+func previewRewrites(f contract.PersonFields) string {
 	return `
 SELECT e.workspace_id IS NULL, e.payload::text
 FROM provider_event e
@@ -113,7 +113,7 @@ func storeFilter(store erasure.Store) string {
 
 // countRewrites counts, per store, the payloads previewRewrites lists that the rewrite would
 // change (workspace rows, installation rows).
-func countRewrites(ctx context.Context, tx pgx.Tx, f ports.PersonFields, rw payloadRewrite, scope erasure.Scope, ids []byte) (ws, inst int64, err error) {
+func countRewrites(ctx context.Context, tx pgx.Tx, f contract.PersonFields, rw payloadRewrite, scope erasure.Scope, ids []byte) (ws, inst int64, err error) {
 	rows, err := tx.Query(ctx, previewRewrites(f), scope.Provider().String(), scope.SourceServerURL(), rw.needles, ids)
 	if err != nil {
 		return 0, 0, sqlkit.Interpret("count erasure text matches", err)

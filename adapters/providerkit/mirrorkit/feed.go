@@ -9,7 +9,7 @@
 //     the version rule let it write and whether it changed the row in anything but the event
 //     id (Reporting), and only then is the change published, in the write's transaction;
 //   - Exec and Batch, statements in the step's transaction (sqlkit.PgxTx);
-//   - PersonData, a provider's personal-data map as ports.PersonDataStore counts and erases it;
+//   - PersonData, a provider's personal-data map as contract.PersonDataStore counts and erases it;
 //   - Teardown, the batch of deletes of an uninstalled connection.
 //
 // Every write runs in the transaction the delivery inbox (or a sync page, or an erasure pass)

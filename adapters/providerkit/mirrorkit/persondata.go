@@ -13,16 +13,17 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
-var _ ports.PersonDataStore = PersonData{}
+var _ contract.PersonDataStore = PersonData{}
 
 // PersonArgs makes a personal-data map's parameters for the person scope names in workspaces;
 // it may read the mirror in ptx (ids that logins resolve to).
 type PersonArgs func(ctx context.Context, ptx pgx.Tx, workspaces []int64, scope erasure.Scope) (pgx.NamedArgs, error)
 
 // PersonData is a mirror's personal-data map (docs/erasure.md) as person erasure counts and
-// erases it, in the erasure pass's transaction: it implements ports.PersonDataStore, and a
+// erases it, in the erasure pass's transaction: it implements contract.PersonDataStore, and a
 // mirror store embeds it.
 type PersonData struct {
 	provider provider.Provider
@@ -44,10 +45,10 @@ func (d PersonData) AfterErase(fn func(ctx context.Context, ptx pgx.Tx, args pgx
 	return d
 }
 
-// Provider implements ports.PersonDataStore.
+// Provider implements contract.PersonDataStore.
 func (d PersonData) Provider() provider.Provider { return d.provider }
 
-// CountPerson implements ports.PersonDataStore: the rows the rules would delete or rewrite.
+// CountPerson implements contract.PersonDataStore: the rows the rules would delete or rewrite.
 func (d PersonData) CountPerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
 	ptx, args, err := d.prepare(ctx, tx, workspaces, scope)
 	if err != nil {
@@ -56,7 +57,7 @@ func (d PersonData) CountPerson(ctx context.Context, tx ports.Tx, workspaces []i
 	return sqlkit.CountPerson(ctx, ptx, d.rules, args)
 }
 
-// ErasePerson implements ports.PersonDataStore: it deletes or rewrites the rows the rules
+// ErasePerson implements contract.PersonDataStore: it deletes or rewrites the rows the rules
 // select and returns how many.
 func (d PersonData) ErasePerson(ctx context.Context, tx ports.Tx, workspaces []int64, scope erasure.Scope) (int64, error) {
 	ptx, args, err := d.prepare(ctx, tx, workspaces, scope)

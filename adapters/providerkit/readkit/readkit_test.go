@@ -15,6 +15,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/readkit"
 	"github.com/hephaestus-dev/hephaestus/domain/workspace"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // tokens authenticates the tokens it names.
@@ -201,7 +202,7 @@ var _ = Describe("The views' JSON helpers", func() {
 			Author string `json:"author" person:"login"`
 			Title  string `json:"title"`
 		}
-		f, err := readkit.PersonFields(ports.PersonFields{References: []string{"user"}}, view{})
+		f, err := readkit.PersonFields(contract.PersonFields{References: []string{"user"}}, view{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(f.References).To(Equal([]string{"user"}))
 		Expect(f.Views).NotTo(BeNil())

@@ -3,7 +3,7 @@ package readkit
 import (
 	"time"
 
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Timestamp is t as the read APIs and the change feed show a time: RFC 3339 in UTC, or null.
@@ -36,10 +36,10 @@ func Optional(s string) *string {
 // publish. views are every view the read API answers with and publishes to the change feed;
 // their `person` struct tags declare the members that name a person (specs/architecture checks
 // that every member that sounds like one is tagged). Errors: a malformed person tag.
-func PersonFields(payload ports.PersonFields, views ...any) (ports.PersonFields, error) {
-	v, err := ports.PersonViewsOf(views...)
+func PersonFields(payload contract.PersonFields, views ...any) (contract.PersonFields, error) {
+	v, err := contract.PersonViewsOf(views...)
 	if err != nil {
-		return ports.PersonFields{}, err
+		return contract.PersonFields{}, err
 	}
 	payload.Views = &v
 	return payload, nil

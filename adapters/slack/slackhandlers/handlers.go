@@ -38,6 +38,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Deps are what the handlers need.
@@ -79,7 +80,7 @@ const (
 )
 
 // Register wires every Slack handler into reg. Errors: invalid deps, or the registry's refusal.
-func Register(reg ports.HandlerRegistrar, deps Deps) error {
+func Register(reg contract.HandlerRegistrar, deps Deps) error {
 	if err := deps.validate(); err != nil {
 		return err
 	}

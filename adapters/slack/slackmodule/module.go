@@ -18,7 +18,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slacksync"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Module is Slack as adapters/providers lists it.
@@ -42,7 +42,7 @@ func New(cfg Config) Module {
 // with neither gets no Web API call; every database step runs as specified either way. The
 // backfill of a consented channel reads its history with that token (slacksync); a team
 // without one has its backfills refused.
-func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
+func (m Module) Build(deps providerkit.Deps) (contract.Provider, error) {
 	// The payload fields and the read API's view members: one declaration for the inbox,
 	// the mirror's views and the change feed.
 	fields, err := slackread.PersonFields()
@@ -99,12 +99,12 @@ func (m Module) Build(deps providerkit.Deps) (ports.Provider, error) {
 	return providerkit.Built{
 		ProviderModule: m.Module,
 		Hook:           hook,
-		Register:       func(reg ports.HandlerRegistrar) error { return slackhandlers.Register(reg, handlers) },
+		Register:       func(reg contract.HandlerRegistrar) error { return slackhandlers.Register(reg, handlers) },
 		Fields:         fields,
 		Mirror:         store,
 		ReadAPI:        readkit.ReadAPI(slackread.Register, slackread.Store(store)),
-		Sync:           []ports.SyncSource{source},
-		Access:         []ports.ResourceAccessChecker{access},
-		Installs:       []ports.InstallFlow{install},
+		Sync:           []contract.SyncSource{source},
+		Access:         []contract.ResourceAccessChecker{access},
+		Installs:       []contract.InstallFlow{install},
 	}, nil
 }

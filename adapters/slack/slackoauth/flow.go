@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // Install is what Slack's oauth.v2.access answered for a completed installation.
@@ -47,7 +47,7 @@ type Flow struct {
 	client *Client // nil: flow off
 }
 
-var _ ports.InstallFlow = (*Flow)(nil)
+var _ contract.InstallFlow = (*Flow)(nil)
 
 // NewFlow is the flow; client nil turns it off.
 func NewFlow(cfg FlowConfig, client *Client) *Flow {
@@ -84,12 +84,12 @@ func (f *Flow) redirectURI() string {
 
 // Precheck: an error parameter means the person declined on Slack's page; no code is a
 // malformed callback.
-func (f *Flow) Precheck(q url.Values) *ports.InstallRefusal {
+func (f *Flow) Precheck(q url.Values) *contract.InstallRefusal {
 	if q.Get("error") != "" {
-		return &ports.InstallRefusal{Result: ports.InstallDeclined, Reason: "declined"}
+		return &contract.InstallRefusal{Result: contract.InstallDeclined, Reason: "declined"}
 	}
 	if q.Get("code") == "" {
-		return &ports.InstallRefusal{Result: ports.InstallInvalidLink, Reason: "code-missing"}
+		return &contract.InstallRefusal{Result: contract.InstallInvalidLink, Reason: "code-missing"}
 	}
 	return nil
 }
@@ -98,14 +98,14 @@ func (f *Flow) Precheck(q url.Values) *ports.InstallRefusal {
 func (f *Flow) Carried() []string { return []string{"code"} }
 
 // Complete exchanges the code for the installation.
-func (f *Flow) Complete(ctx context.Context, q url.Values) (ports.InstallConnection, *ports.InstallRefusal) {
+func (f *Flow) Complete(ctx context.Context, q url.Values) (contract.InstallConnection, *contract.InstallRefusal) {
 	inst, err := f.client.ExchangeCode(ctx, q.Get("code"), f.redirectURI())
 	if err != nil {
-		return ports.InstallConnection{}, &ports.InstallRefusal{Result: ports.InstallRetry, Reason: "code-exchange-failed", Err: err}
+		return contract.InstallConnection{}, &contract.InstallRefusal{Result: contract.InstallRetry, Reason: "code-exchange-failed", Err: err}
 	}
 	config := map[string]any{"teamId": inst.TeamID}
 	if inst.AppID != "" {
 		config["appId"] = inst.AppID
 	}
-	return ports.InstallConnection{Kind: slack.Kind.String(), SourceServerURL: SourceServerURL, Config: config, Secret: inst.BotToken}, nil
+	return contract.InstallConnection{Kind: slack.Kind.String(), SourceServerURL: SourceServerURL, Config: config, Secret: inst.BotToken}, nil
 }

@@ -5,7 +5,7 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
-	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 var _ slackmirror.Views = Views{}
@@ -20,6 +20,6 @@ func (Views) Channel(c slackmodel.Channel) any     { return toChannelJSON(c) }
 // PersonFields is Slack's person-data declaration (slack.PersonFields) with the members of
 // every view this read API answers with and publishes (readkit.PersonFields). Errors: a
 // malformed person tag.
-func PersonFields() (ports.PersonFields, error) {
+func PersonFields() (contract.PersonFields, error) {
 	return readkit.PersonFields(slack.PersonFields(), channelJSON{}, messageJSON{})
 }

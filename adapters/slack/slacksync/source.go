@@ -1,4 +1,4 @@
-// Package slacksync is Slack's sync source (ports.SyncSource, run by application/backfill): a
+// Package slacksync is Slack's sync source (contract.SyncSource, run by application/backfill): a
 // channel subscription's backfill pages the channel's history (conversations.history, 100
 // messages a page, following response_metadata.next_cursor) and, after each history page, the
 // replies of every thread that page lists (conversations.replies of each parent, following its
@@ -37,9 +37,10 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
-var _ ports.SyncSource = (*Source)(nil)
+var _ contract.SyncSource = (*Source)(nil)
 
 // PageSize is the limit of one conversations.history or conversations.replies call (Slack may
 // answer fewer; the cursor goes on from what it answered).
@@ -72,7 +73,7 @@ func New(reader Reader, store Store) (*Source, error) {
 	return &Source{reader: reader, store: store}, nil
 }
 
-// Provider implements ports.SyncSource.
+// Provider implements contract.SyncSource.
 func (s *Source) Provider() provider.Provider { return slack.Provider }
 
 const (
@@ -92,7 +93,7 @@ func unreadable(method string) error {
 		Err: errors.New("page does not have the documented shape")}
 }
 
-// NextPage implements ports.SyncSource.
+// NextPage implements contract.SyncSource.
 func (s *Source) NextPage(ctx context.Context, job ports.SyncJob, cursor string) (ports.SyncPage, error) {
 	if job.Kind == syncjob.Teardown {
 		// Not started for Slack (its uninstall step erases the team's data); nothing to do.

@@ -12,9 +12,10 @@ import (
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
-var _ ports.ResourceAccessChecker = (*ChannelAccess)(nil)
+var _ contract.ResourceAccessChecker = (*ChannelAccess)(nil)
 
 // Causes of a refused channel check.
 const (
@@ -39,22 +40,22 @@ func NewChannelAccess(client *Client) (*ChannelAccess, error) {
 	return &ChannelAccess{client: client}, nil
 }
 
-// Kind implements ports.ResourceAccessChecker: Slack connections.
+// Kind implements contract.ResourceAccessChecker: Slack connections.
 func (a *ChannelAccess) Kind() connection.Kind { return slack.Kind }
 
-// ResourceTypes implements ports.ResourceAccessChecker.
+// ResourceTypes implements contract.ResourceAccessChecker.
 func (a *ChannelAccess) ResourceTypes() []string { return []string{slack.ResourceChannel} }
 
-// CheckAccess implements ports.ResourceAccessChecker. ok with the same channel id admits; a
+// CheckAccess implements contract.ResourceAccessChecker. ok with the same channel id admits; a
 // refusal code refuses; 429, 5xx, Slack's transient codes and a transport failure give no
 // verdict.
-func (a *ChannelAccess) CheckAccess(ctx context.Context, target ports.AccessTarget, r ports.Resource) (ports.ResourceInfo, error) {
-	var none ports.ResourceInfo
+func (a *ChannelAccess) CheckAccess(ctx context.Context, target contract.AccessTarget, r ports.Resource) (contract.ResourceInfo, error) {
+	var none contract.ResourceInfo
 	if r.Type != slack.ResourceChannel || !channelID(r.ID) {
 		return none, fmt.Errorf("slack access: %s %q is not a channel id: %w", r.Type, r.ID, ports.ErrMalformed)
 	}
 	if len(target.Credential) == 0 {
-		return none, fmt.Errorf("%w: %w", ports.ErrUnverifiable, refused(CauseTokenRejected))
+		return none, fmt.Errorf("%w: %w", contract.ErrUnverifiable, refused(CauseTokenRejected))
 	}
 	raw, err := a.client.do(ctx, string(target.Credential), "conversations.info", "application/x-www-form-urlencoded",
 		[]byte(url.Values{"channel": {r.ID}}.Encode()), maxAnswerBytes)
@@ -85,7 +86,7 @@ func (a *ChannelAccess) CheckAccess(ctx context.Context, target ports.AccessTarg
 	if answer.Channel.ID != r.ID {
 		return none, refused("channel-id-mismatch")
 	}
-	return ports.ResourceInfo{Name: answer.Channel.Name}, nil
+	return contract.ResourceInfo{Name: answer.Channel.Name}, nil
 }
 
 // channelID: Slack's channel ids are upper-case letters and digits starting with C, G or D.
@@ -102,5 +103,5 @@ func channelID(id string) bool {
 }
 
 func refused(cause string) error {
-	return ports.Reject(ports.ErrForbidden, ports.ReasonResourceNotAccessible, cause)
+	return ports.Reject(ports.ErrForbidden, contract.ReasonResourceNotAccessible, cause)
 }

@@ -1,17 +1,17 @@
 // Package dispatchguard is the architecture check that provider handlers start no goroutine
 // with the dispatch context or the raw inbox envelope. The dispatch identity lives in the
-// handler's context (ports.WithDispatch); a goroutine that took that context along would write
+// handler's context (dispatch.WithDispatch); a goroutine that took that context along would write
 // under the delivery's fence from another goroutine, outlive the handler call and could claim
 // its steps after the consumer recorded the outcome. A goroutine handed the envelope itself
 // (the ports.Dispatch value, its Payload or Headers) is the seed's "raw inbox envelope sent to
 // async work": it would redo the delivery's work outside the inbox, with no step and no fence.
-// Work that leaves the dispatch goroutine starts from ports.Detach(ctx), takes the values it
+// Work that leaves the dispatch goroutine starts from dispatch.Detach(ctx), takes the values it
 // needs already parsed, and owns its idempotency.
 //
 // The check is syntactic (go/ast, no type information), so it follows conventions. It reports
 // a go statement in a handler package (adapters/<provider>/<provider>handlers/...)
 //   - whose call passes ctx, or whose function literal captures ctx, unless that ctx is an
-//     argument of ports.Detach or was last assigned from ports.Detach in the enclosing function
+//     argument of dispatch.Detach or was last assigned from dispatch.Detach in the enclosing function
 //     (the dispatch context is the variable named ctx);
 //   - whose call passes, or whose literal captures, an envelope: a parameter of type
 //     ports.Dispatch or *ports.Dispatch, its .Payload or .Headers, a parameter named payload,
@@ -56,9 +56,9 @@ type Finding struct {
 func (f Finding) String() string {
 	if f.What == TakesEnvelope {
 		return fmt.Sprintf("%s: goroutine handed the raw inbox envelope (the dispatch, its payload or headers); "+
-			"hand it parsed values and ports.Detach(ctx)", f.Pos)
+			"hand it parsed values and dispatch.Detach(ctx)", f.Pos)
 	}
-	return fmt.Sprintf("%s: goroutine started with the dispatch context; pass ports.Detach(ctx)", f.Pos)
+	return fmt.Sprintf("%s: goroutine started with the dispatch context; pass dispatch.Detach(ctx)", f.Pos)
 }
 
 // Check inspects the non-test Go files of every handler package under root (the module root):
@@ -155,7 +155,7 @@ func takesCtx(call *ast.CallExpr, ports string) bool {
 	return usesCtx(call.Fun, ports) // a method value on something built from ctx
 }
 
-// usesCtx finds the identifier ctx outside ports.Detach(…) calls.
+// usesCtx finds the identifier ctx outside dispatch.Detach(…) calls.
 func usesCtx(n ast.Node, ports string) bool {
 	found := false
 	ast.Inspect(n, func(n ast.Node) bool {
@@ -200,7 +200,7 @@ func declaresCtx(lit *ast.FuncLit) bool {
 }
 
 // detachedBefore reports whether the last assignment to ctx before pos in body is
-// ctx = ports.Detach(…) (or :=).
+// ctx = dispatch.Detach(…) (or :=).
 func detachedBefore(body *ast.BlockStmt, pos token.Pos, ports string) bool {
 	if body == nil {
 		return false

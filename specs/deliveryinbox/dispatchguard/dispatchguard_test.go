@@ -44,18 +44,18 @@ var _ = Describe("The handler goroutine rule", func() {
 		Entry("handed to a literal's own parameter", "", "\tgo func(ctx context.Context) { h.sync(ctx) }(ctx)"),
 		Entry("wrapped in another context", "", "\tgo h.sync(context.WithoutCancel(ctx))"),
 		Entry("detached once but reassigned", ports,
-			"\tgo h.sync(ctx)\n\tctx = ports.Detach(ctx)"),
+			"\tgo h.sync(ctx)\n\tctx = dispatch.Detach(ctx)"),
 	)
 
 	DescribeTable("accepts goroutines that start from a detached context",
 		func(imports, body string) {
 			Expect(lines(imports, body)).To(BeEmpty())
 		},
-		Entry("detached in the call", ports, "\tgo h.sync(ports.Detach(ctx))"),
+		Entry("detached in the call", ports, "\tgo h.sync(dispatch.Detach(ctx))"),
 		Entry("detached into the literal's parameter", ports,
-			"\tgo func(ctx context.Context) { h.sync(ctx) }(ports.Detach(ctx))"),
-		Entry("detached before, same name", ports, "\tctx = ports.Detach(ctx)\n\tgo h.sync(ctx)"),
-		Entry("detached before, new name", ports, "\tdctx := ports.Detach(ctx)\n\tgo h.sync(dctx)"),
+			"\tgo func(ctx context.Context) { h.sync(ctx) }(dispatch.Detach(ctx))"),
+		Entry("detached before, same name", ports, "\tctx = dispatch.Detach(ctx)\n\tgo h.sync(ctx)"),
+		Entry("detached before, new name", ports, "\tdctx := dispatch.Detach(ctx)\n\tgo h.sync(dctx)"),
 		Entry("detached under an import alias", "\tp \"github.com/hephaestus-dev/hephaestus/ports\"\n",
 			"\tgo h.sync(p.Detach(ctx))"),
 		Entry("a field named ctx", "", "\tgo h.sync(h.ctx)"),

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/hephaestus-dev/hephaestus/application/dispatch"
 	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
@@ -29,7 +30,7 @@ func (h *handler) Handle(ctx context.Context, d ports.Dispatch) error {
 	go h.enqueue(d.Payload)                     // want "raw inbox envelope"
 	go h.enqueue(d.Headers)                     // want "raw inbox envelope"
 	go func() { h.enqueue(d.Payload) }()        // want "raw inbox envelope"
-	go h.replay(ports.Detach(ctx), d)           // want "raw inbox envelope"
+	go h.replay(dispatch.Detach(ctx), d)        // want "raw inbox envelope"
 	go h.replay(ctx, d)                         // want "dispatch context" "raw inbox envelope"
 	go func() { _ = h.write(ctx, d.Payload) }() // want "dispatch context" "raw inbox envelope"
 	raw := d.Payload
@@ -49,7 +50,7 @@ func (h *handler) Handle(ctx context.Context, d ports.Dispatch) error {
 	go h.enqueue(parsed.Title)
 	go h.enqueue(d.WorkspaceID)
 	go h.enqueue(d.Delivery.ID())
-	go h.sync(ports.Detach(ctx))
+	go h.sync(dispatch.Detach(ctx))
 	go h.enqueue(h.payload) // a field named payload, not the envelope
 	go func(d int) { h.enqueue(d) }(1)
 	return h.process(ctx, d.Payload)
