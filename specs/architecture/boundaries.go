@@ -173,6 +173,11 @@ func violatedRule(file, imp, modulePath string, providers []string) string {
 		if !IsStdlib(imp) && !within("domain", "ports") && !within(coreInternal...) {
 			return "ports/ imports only the standard library, domain/, ports/ and " + strings.Join(coreInternal, ", ")
 		}
+		// The provider contract builds on the core's ports (a provider is handed a ports.Tx);
+		// the core's ports never name what a provider implements.
+		if !hasPrefix(dir, "ports/contract") && within("ports/contract") {
+			return "the core's ports never import the provider contract (ports/contract builds on them)"
+		}
 	case "application":
 		if !IsStdlib(imp) && !within("domain", "ports", "application") && !within(coreInternal...) && !hasPrefix(imp, "golang.org/x/sync") {
 			return "application/ imports only the standard library, domain/, ports/, application/, " +

@@ -33,8 +33,11 @@ import (
 	"strings"
 )
 
-// PortsPath is the import path of the package that owns Detach.
+// PortsPath is the import path of the package that owns the Dispatch envelope.
 const PortsPath = "github.com/hephaestus-dev/hephaestus/ports"
+
+// DispatchPath is the import path of the package that owns Detach.
+const DispatchPath = "github.com/hephaestus-dev/hephaestus/application/dispatch"
 
 // dispatchCtx is the conventional name of the dispatch context.
 const dispatchCtx = "ctx"
@@ -104,7 +107,8 @@ func Check(root string) ([]Finding, error) {
 
 // CheckFile inspects one parsed file.
 func CheckFile(fset *token.FileSet, file *ast.File) []Finding {
-	ports := portsName(file)
+	ports := importName(file, PortsPath, "ports")
+	detach := importName(file, DispatchPath, "dispatch")
 	var (
 		findings []Finding
 		stack    []ast.Node
@@ -115,7 +119,7 @@ func CheckFile(fset *token.FileSet, file *ast.File) []Finding {
 			return true
 		}
 		if g, ok := n.(*ast.GoStmt); ok {
-			if takesCtx(g.Call, ports) && !detachedBefore(enclosingBody(stack), g.Pos(), ports) {
+			if takesCtx(g.Call, detach) && !detachedBefore(enclosingBody(stack), g.Pos(), detach) {
 				findings = append(findings, Finding{Pos: fset.Position(g.Pos()), What: TakesContext})
 			}
 			if takesEnvelope(g.Call, envelopeNames(stack, g.Pos(), ports)) {
@@ -128,46 +132,46 @@ func CheckFile(fset *token.FileSet, file *ast.File) []Finding {
 	return findings
 }
 
-// portsName is the name the file uses for the ports package ("" when it does not import it:
-// then nothing can be detached).
-func portsName(file *ast.File) string {
+// importName is the name the file uses for the package at path ("" when it does not import
+// it: then nothing can be detached, or no parameter is an envelope).
+func importName(file *ast.File, path, name string) string {
 	for _, imp := range file.Imports {
-		if path, _ := strconv.Unquote(imp.Path.Value); path == PortsPath {
+		if p, _ := strconv.Unquote(imp.Path.Value); p == path {
 			if imp.Name != nil {
 				return imp.Name.Name
 			}
-			return "ports"
+			return name
 		}
 	}
 	return ""
 }
 
 // takesCtx reports whether the goroutine's call passes ctx or its literal captures it.
-func takesCtx(call *ast.CallExpr, ports string) bool {
+func takesCtx(call *ast.CallExpr, detach string) bool {
 	for _, arg := range call.Args {
-		if usesCtx(arg, ports) {
+		if usesCtx(arg, detach) {
 			return true
 		}
 	}
 	if lit, ok := call.Fun.(*ast.FuncLit); ok {
-		return !declaresCtx(lit) && usesCtx(lit.Body, ports)
+		return !declaresCtx(lit) && usesCtx(lit.Body, detach)
 	}
-	return usesCtx(call.Fun, ports) // a method value on something built from ctx
+	return usesCtx(call.Fun, detach) // a method value on something built from ctx
 }
 
 // usesCtx finds the identifier ctx outside dispatch.Detach(…) calls.
-func usesCtx(n ast.Node, ports string) bool {
+func usesCtx(n ast.Node, detach string) bool {
 	found := false
 	ast.Inspect(n, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.CallExpr:
-			if isDetach(n, ports) {
+			if isDetach(n, detach) {
 				return false
 			}
 		case *ast.SelectorExpr:
 			// x.ctx names a field, not the variable. Only ever set found: a later sibling
 			// without ctx (d.Payload after ctx in one call) must not clear it.
-			if usesCtx(n.X, ports) {
+			if usesCtx(n.X, detach) {
 				found = true
 			}
 			return false
@@ -201,7 +205,7 @@ func declaresCtx(lit *ast.FuncLit) bool {
 
 // detachedBefore reports whether the last assignment to ctx before pos in body is
 // ctx = dispatch.Detach(…) (or :=).
-func detachedBefore(body *ast.BlockStmt, pos token.Pos, ports string) bool {
+func detachedBefore(body *ast.BlockStmt, pos token.Pos, detach string) bool {
 	if body == nil {
 		return false
 	}
@@ -226,7 +230,7 @@ func detachedBefore(body *ast.BlockStmt, pos token.Pos, ports string) bool {
 		return false
 	}
 	call, ok := last.Rhs[i].(*ast.CallExpr)
-	return ok && isDetach(call, ports)
+	return ok && isDetach(call, detach)
 }
 
 // assignsCtx is the index of ctx among the assignment's left-hand sides, or -1.
@@ -239,13 +243,13 @@ func assignsCtx(as *ast.AssignStmt) int {
 	return -1
 }
 
-func isDetach(call *ast.CallExpr, ports string) bool {
+func isDetach(call *ast.CallExpr, detach string) bool {
 	sel, ok := call.Fun.(*ast.SelectorExpr)
-	if !ok || ports == "" || sel.Sel.Name != "Detach" {
+	if !ok || detach == "" || sel.Sel.Name != "Detach" {
 		return false
 	}
 	id, ok := sel.X.(*ast.Ident)
-	return ok && id.Name == ports
+	return ok && id.Name == detach
 }
 
 // enclosingBody is the body of the innermost function on the stack.

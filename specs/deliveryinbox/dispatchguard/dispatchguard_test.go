@@ -33,7 +33,7 @@ var _ = Describe("The handler goroutine rule", func() {
 		}
 		return got
 	}
-	const ports = "\t\"github.com/hephaestus-dev/hephaestus/ports\"\n"
+	const dispatchImport = "\t\"github.com/hephaestus-dev/hephaestus/application/dispatch\"\n"
 
 	DescribeTable("reports goroutines that take the dispatch context along",
 		func(imports, body string) {
@@ -43,7 +43,7 @@ var _ = Describe("The handler goroutine rule", func() {
 		Entry("captured by a function literal", "", "\tgo func() { h.sync(ctx) }()"),
 		Entry("handed to a literal's own parameter", "", "\tgo func(ctx context.Context) { h.sync(ctx) }(ctx)"),
 		Entry("wrapped in another context", "", "\tgo h.sync(context.WithoutCancel(ctx))"),
-		Entry("detached once but reassigned", ports,
+		Entry("detached once but reassigned", dispatchImport,
 			"\tgo h.sync(ctx)\n\tctx = dispatch.Detach(ctx)"),
 	)
 
@@ -51,12 +51,12 @@ var _ = Describe("The handler goroutine rule", func() {
 		func(imports, body string) {
 			Expect(lines(imports, body)).To(BeEmpty())
 		},
-		Entry("detached in the call", ports, "\tgo h.sync(dispatch.Detach(ctx))"),
-		Entry("detached into the literal's parameter", ports,
+		Entry("detached in the call", dispatchImport, "\tgo h.sync(dispatch.Detach(ctx))"),
+		Entry("detached into the literal's parameter", dispatchImport,
 			"\tgo func(ctx context.Context) { h.sync(ctx) }(dispatch.Detach(ctx))"),
-		Entry("detached before, same name", ports, "\tctx = dispatch.Detach(ctx)\n\tgo h.sync(ctx)"),
-		Entry("detached before, new name", ports, "\tdctx := dispatch.Detach(ctx)\n\tgo h.sync(dctx)"),
-		Entry("detached under an import alias", "\tp \"github.com/hephaestus-dev/hephaestus/ports\"\n",
+		Entry("detached before, same name", dispatchImport, "\tctx = dispatch.Detach(ctx)\n\tgo h.sync(ctx)"),
+		Entry("detached before, new name", dispatchImport, "\tdctx := dispatch.Detach(ctx)\n\tgo h.sync(dctx)"),
+		Entry("detached under an import alias", "\tp \"github.com/hephaestus-dev/hephaestus/application/dispatch\"\n",
 			"\tgo h.sync(p.Detach(ctx))"),
 		Entry("a field named ctx", "", "\tgo h.sync(h.ctx)"),
 		Entry("no context at all", "", "\tgo func() {}()"),
