@@ -248,9 +248,13 @@ func ErrorClass(err error) string {
 // LeaseExpiredClass is the error class of a row the reaper ends after its attempts were used.
 const LeaseExpiredClass = "LeaseExpired"
 
-// IsErrorClass reports whether s is shaped as an error class a DEAD row records: a failure
-// class, ':' and its cause (ErrorClass), or LeaseExpiredClass. A read filter naming anything
-// else is refused rather than answered with nothing.
+// IsErrorClass reports whether s is shaped as an error class a row records: the reaper's
+// LeaseExpiredClass, or what ErrorClass writes for a class that records an outcome (PERMANENT,
+// RETRYABLE, CONTENTION, UNKNOWN), ':' and the Go type of the cause
+// ("PERMANENT:*json.SyntaxError", "UNKNOWN:panic(runtime.boundsError)"). LeaseLost and Erased
+// write nothing to the row, so no row carries them. Filters (the deliveries browser, dead
+// letters, bulk replay) match the stored class exactly: one naming anything else is refused
+// rather than answered with nothing, which would hide a typo.
 func IsErrorClass(s string) bool {
 	if s == LeaseExpiredClass {
 		return true
@@ -259,7 +263,7 @@ func IsErrorClass(s string) bool {
 	if !ok || cause == "" {
 		return false
 	}
-	for _, c := range []FailureClass{Permanent, Retryable, Contention, Unknown, LeaseLost, Erased} {
+	for _, c := range []FailureClass{Permanent, Retryable, Contention, Unknown} {
 		if class == c.s {
 			return true
 		}

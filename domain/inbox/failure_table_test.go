@@ -231,11 +231,11 @@ var _ = Describe("Fence rejections a handler met", func() {
 })
 
 var _ = Describe("An error class as a filter value", func() {
-	It("is what a DEAD row records: a failure class, a colon and a cause, or the reaper's class", func() {
+	It("is what a row records: a failure class that writes an outcome, a colon and a cause, or the reaper's class", func() {
 		Expect(inbox.IsErrorClass(inbox.ErrorClass(errors.New("plain")))).To(BeTrue())
 		Expect(inbox.IsErrorClass(inbox.LeaseExpiredClass)).To(BeTrue())
 		Expect(inbox.IsErrorClass("PERMANENT:*json.SyntaxError")).To(BeTrue())
-		for _, s := range []string{"", "PERMANENT", "PERMANENT:", "FATAL:*x", "X", "permanent:*x", ":x"} {
+		for _, s := range []string{"", "PERMANENT", "PERMANENT:", "FATAL:*x", "X", "permanent:*x", ":x", "LEASE_LOST:*inbox.leaseLostError", "ERASED:*x"} {
 			Expect(inbox.IsErrorClass(s)).To(BeFalse(), s)
 		}
 	})

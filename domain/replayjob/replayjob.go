@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -84,7 +83,7 @@ func (e *FieldError) Error() string { return "invalid replay filter field " + e.
 
 // NewFilter validates f against the providers this server runs. Errors: *FieldError naming
 // the field of a closed set given a value outside it (a provider that is not one of providers,
-// an error class no DEAD row can carry: see knownErrorClass), or a text value that is not
+// an error class no row can carry: see inbox.IsErrorClass), or a text value that is not
 // UTF-8 or longer than MaxText. A range that matches nothing is valid: the job it starts ends
 // at once with nothing matched.
 func NewFilter(f FilterFields, providers []provider.Provider) (Filter, error) {
@@ -101,30 +100,10 @@ func NewFilter(f FilterFields, providers []provider.Provider) (Filter, error) {
 			return Filter{}, &FieldError{Field: "provider"}
 		}
 	}
-	if f.ErrorClass != "" && !knownErrorClass(f.ErrorClass) {
+	if f.ErrorClass != "" && !inbox.IsErrorClass(f.ErrorClass) {
 		return Filter{}, &FieldError{Field: "errorClass"}
 	}
 	return out, nil
-}
-
-// knownErrorClass reports whether a DEAD row can carry class: the reaper's
-// inbox.LeaseExpiredClass, or what inbox.ErrorClass writes, a failure class and the Go type of
-// the cause ("PERMANENT:*json.SyntaxError", "UNKNOWN:panic(runtime.boundsError)"). The filter
-// matches the stored class exactly, so any other value would match nothing and hide a typo.
-func knownErrorClass(class string) bool {
-	if class == inbox.LeaseExpiredClass {
-		return true
-	}
-	name, cause, ok := strings.Cut(class, ":")
-	if !ok || cause == "" {
-		return false
-	}
-	for _, c := range []inbox.FailureClass{inbox.Permanent, inbox.Retryable, inbox.Contention, inbox.Unknown} {
-		if name == c.String() {
-			return true
-		}
-	}
-	return false
 }
 
 // RestoreFilter rebuilds a stored filter without the creation-time checks.
