@@ -101,20 +101,3 @@ type ChangeRemover interface {
 	// adapter's error for a transaction it cannot write through, *inbox.TransientError.
 	RemoveChanges(ctx context.Context, tx Tx, workspaceID int64, sel ChangeSelection) (int64, error)
 }
-
-// PublishTeardown is a teardown's feed work in the teardown's own transaction: it removes the
-// data of the changes sel selects (remover) and publishes connection.torn_down (pub) naming
-// what went, with the number of changes removed. Every provider's mirror calls it the same way.
-func PublishTeardown(ctx context.Context, tx Tx, pub ChangePublisher, remover ChangeRemover, workspaceID int64,
-	sel ChangeSelection, torn change.TornDown) error {
-	n, err := remover.RemoveChanges(ctx, tx, workspaceID, sel)
-	if err != nil {
-		return err
-	}
-	torn.RemovedChanges = n
-	c, err := change.NewTornDown(torn)
-	if err != nil {
-		return err
-	}
-	return pub.Publish(ctx, tx, workspaceID, c)
-}

@@ -2,9 +2,6 @@ package contract
 
 import (
 	"context"
-	"fmt"
-	"reflect"
-	"strings"
 
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
@@ -54,7 +51,7 @@ type PersonFields struct {
 	// payloads of other people's deliveries, which it keeps.
 	Text []TextRewrite
 	// Views are the members of the provider's read API and change-feed views that name a
-	// person, derived from the view types (PersonViewsOf); the change feed's erasure matches
+	// person, derived from the view types (readkit.PersonViewsOf); the change feed's erasure matches
 	// by them. Required (nil is refused): a provider with views declares them, also when none
 	// of their members names a person.
 	Views *PersonViews
@@ -79,7 +76,7 @@ type TextRewrite struct {
 const ErasedEmail = "erased@erased.invalid"
 
 // PersonViews declares where a provider's read API and change-feed views name a person: the
-// JSON members of the view types whose fields carry a `person` struct tag (PersonViewsOf). The
+// JSON members of the view types whose fields carry a `person` struct tag (readkit.PersonViewsOf). The
 // change feed's erasure matches a change's data by them, so a view cannot publish a field
 // naming a person that the provider's erasure does not cover.
 type PersonViews struct {
@@ -103,73 +100,3 @@ func (v PersonViews) IsZero() bool {
 // `person:"login"`, `person:"email"`, `person:"name"`, or `person:"-"` for a field whose name
 // sounds like a person's but is not one (authoredAt).
 const PersonTag = "person"
-
-// PersonViewsOf reflects the view types (values or pointers of struct types, walked into their
-// nested structs, pointers and slices) and collects the JSON member names of the fields tagged
-// with PersonTag, each once. Errors: a tag value other than id, login, email, name or -, a
-// tagged field without a JSON name, or a value that is not a struct.
-func PersonViewsOf(views ...any) (PersonViews, error) {
-	var out PersonViews
-	seen := map[string]bool{}
-	add := func(list *[]string, kind, name string) {
-		if !seen[kind+"/"+name] {
-			seen[kind+"/"+name] = true
-			*list = append(*list, name)
-		}
-	}
-	visited := map[reflect.Type]bool{}
-	var walk func(t reflect.Type) error
-	walk = func(t reflect.Type) error {
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct || visited[t] {
-			return nil
-		}
-		visited[t] = true
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if err := walk(f.Type); err != nil {
-				return err
-			}
-			kind, tagged := f.Tag.Lookup(PersonTag)
-			if !tagged || kind == "-" {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "" || name == "-" {
-				return fmt.Errorf("person views: %s.%s is tagged %q but has no JSON name", t.Name(), f.Name, kind)
-			}
-			switch kind {
-			case "id":
-				add(&out.IDs, kind, name)
-			case "login":
-				add(&out.Logins, kind, name)
-			case "email":
-				add(&out.Emails, kind, name)
-			case "name":
-				add(&out.Names, kind, name)
-			default:
-				return fmt.Errorf("person views: %s.%s has the unknown person tag %q", t.Name(), f.Name, kind)
-			}
-		}
-		return nil
-	}
-	for _, v := range views {
-		t := reflect.TypeOf(v)
-		if t == nil {
-			return PersonViews{}, fmt.Errorf("person views: a nil view")
-		}
-		base := t
-		for base.Kind() == reflect.Pointer {
-			base = base.Elem()
-		}
-		if base.Kind() != reflect.Struct {
-			return PersonViews{}, fmt.Errorf("person views: %s is not a struct", t)
-		}
-		if err := walk(t); err != nil {
-			return PersonViews{}, err
-		}
-	}
-	return out, nil
-}

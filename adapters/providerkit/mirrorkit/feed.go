@@ -82,12 +82,21 @@ func (f Feed[V]) Remove(ctx context.Context, tx ports.Tx, ws int64, sel ports.Ch
 
 // Teardown removes, in the teardown's transaction, the data of the torn-down changes sel
 // selects and publishes connection.torn_down with what went (everything: every row of the
-// provider in the workspace). Nothing without a publisher.
+// provider in the workspace) and the number of changes whose data it removed. Nothing without
+// a publisher.
 func (f Feed[V]) Teardown(ctx context.Context, tx ports.Tx, p provider.Provider, ws, conn int64, sel ports.ChangeSelection,
 	resources []change.TornDownResource, everything bool) error {
 	if f.pub == nil {
 		return nil
 	}
-	return ports.PublishTeardown(ctx, tx, f.pub, f.remover, ws, sel, change.TornDown{
-		ConnectionID: conn, Provider: p.String(), Resources: resources, Everything: everything})
+	n, err := f.remover.RemoveChanges(ctx, tx, ws, sel)
+	if err != nil {
+		return err
+	}
+	c, err := change.NewTornDown(change.TornDown{ConnectionID: conn, Provider: p.String(), Resources: resources,
+		Everything: everything, RemovedChanges: n})
+	if err != nil {
+		return err
+	}
+	return f.pub.Publish(ctx, tx, ws, c)
 }

@@ -37,7 +37,7 @@ func Optional(s string) *string {
 // their `person` struct tags declare the members that name a person (specs/architecture checks
 // that every member that sounds like one is tagged). Errors: a malformed person tag.
 func PersonFields(payload contract.PersonFields, views ...any) (contract.PersonFields, error) {
-	v, err := contract.PersonViewsOf(views...)
+	v, err := PersonViewsOf(views...)
 	if err != nil {
 		return contract.PersonFields{}, err
 	}
