@@ -89,4 +89,3 @@ var _ = providersuite.Run(providersuite.Fixture{
 	},
 	ReadPaths: func(slug string) []string { return []string{"/api/workspaces/" + slug + "/beacon/incidents"} },
 })
-
