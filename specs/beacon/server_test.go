@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -117,7 +118,7 @@ var _ = Describe("Beacon deliveries through the running server", Ordered, func()
 		return out
 	}
 
-	It("admits a signed delivery on the connection's hook (202), mirrors it, and shows it to the workspace's members through the read API", func(ctx SpecContext) {
+	It("admits a signed delivery on the connection's hook (202), mirrors it, shows it through the read API, and tears it down when the connection is uninstalled", func(ctx SpecContext) {
 		create(ctx, "/api/admin/workspaces", map[string]string{"slug": "acme", "name": "Acme"})
 		c := create(ctx, "/api/workspaces/acme/connections", map[string]any{
 			"kind": "BEACON", "sourceServerUrl": beaconSource, "config": map[string]any{}, "secret": signingSecret})
@@ -150,5 +151,15 @@ var _ = Describe("Beacon deliveries through the running server", Ordered, func()
 		Expect(list.Items[0]).To(HaveKeyWithValue("id", "inc_42"))
 		Expect(list.Items[0]).To(HaveKeyWithValue("title", "Checkout is"))
 		Expect(list.Items[0]).To(HaveKeyWithValue("authorName", authorName))
+
+		// Uninstalling the connection queues its teardown job, which the running server's job
+		// runner pages through Beacon's teardown source.
+		status, answer = send(ctx, http.MethodPost, "/api/workspaces/acme/connections/"+strconv.FormatInt(int64(c["id"].(float64)), 10)+"/uninstall", adminToken, []byte(`{}`))
+		Expect(status).To(Equal(http.StatusOK), answer)
+		Eventually(func(ctx context.Context) (int, error) {
+			var n int
+			err := srvDB.QueryRow(ctx, `SELECT count(*) FROM beacon_incident`).Scan(&n)
+			return n, err
+		}).WithContext(ctx).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(BeZero(), "the teardown removed the mirror")
 	})
 })

@@ -28,5 +28,19 @@ CREATE TABLE beacon_incident (
 -- The read API's list: most recently updated first.
 CREATE INDEX ix_beacon_incident_list ON beacon_incident (workspace_id, source_updated_at DESC, id);
 
+-- An uninstalled Beacon connection is torn down by a teardown job (TeardownSource): the job
+-- runner asks sync_provider_tears_down which providers have one. The current function is kept
+-- under another name and the new one adds Beacon to its answer, so this migration composes
+-- with any other provider's (as 00031 does for Outline).
+ALTER FUNCTION sync_provider_tears_down(text) RENAME TO sync_provider_tears_down_before_beacon;
+-- +goose StatementBegin
+CREATE FUNCTION sync_provider_tears_down(provider text) RETURNS boolean
+    LANGUAGE sql STABLE AS $$
+    SELECT sync_provider_tears_down_before_beacon(provider) OR provider = 'BEACON'
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP FUNCTION sync_provider_tears_down(text);
+ALTER FUNCTION sync_provider_tears_down_before_beacon(text) RENAME TO sync_provider_tears_down;
 DROP TABLE beacon_incident;

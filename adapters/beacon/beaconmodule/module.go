@@ -1,5 +1,5 @@
 // Package beaconmodule is Beacon, the example provider, as one module: its webhook, handlers,
-// mirror store (publishing to the change feed), read API and person-data rules, built only from
+// mirror store (publishing to the change feed), read API, teardown and person-data rules, built only from
 // the shared dependencies bootstrap hands every provider (providerkit.Deps) and the kit. A
 // server runs it when the module is in its list: for a real provider that is one line in
 // adapters/providers (providerkit.Load(beaconmodule.LoadConfig, beaconmodule.New)); Beacon's
@@ -50,5 +50,6 @@ func (m Module) Build(deps providerkit.Deps) (contract.Provider, error) {
 		Fields:         fields,
 		Mirror:         store,
 		ReadAPI:        readkit.ReadAPI(beaconread.Register, beaconread.Store(store)),
+		Sync:           []contract.SyncSource{beaconmirror.TeardownSource{Store: store}},
 	}, nil
 }
