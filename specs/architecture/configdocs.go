@@ -115,12 +115,59 @@ func ConfigDirs(root string) ([]string, error) {
 	return dirs, nil
 }
 
-// ServerEnvNames is EnvNamesIn of every ConfigDirs folder: the variables the server reads,
-// sorted and without repeats.
-func ServerEnvNames(root string) ([]string, error) {
-	dirs, err := ConfigDirs(root)
+// ListedProviders are the providers the server runs: those Providers finds whose module
+// package the module list (adapters/providers) imports. A provider folder it does not list
+// (Beacon, the example provider, which only its specs run) is checked like every other, but
+// the server reads none of its variables.
+func ListedProviders(root string) ([]string, error) {
+	providers, err := Providers(root)
 	if err != nil {
 		return nil, err
+	}
+	dir := filepath.Join(root, "adapters", "providers")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	imported := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.ImportsOnly)
+		if err != nil {
+			return nil, err
+		}
+		for _, imp := range file.Imports {
+			if path, err := strconv.Unquote(imp.Path.Value); err == nil {
+				imported[path] = true
+			}
+		}
+	}
+	var out []string
+	for _, p := range providers {
+		for path := range imported {
+			if strings.HasSuffix(path, "/adapters/"+p+"/"+p+"module") {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// ServerEnvNames is EnvNamesIn of bootstrap/ and of the module package of every provider the
+// module list names (ListedProviders): the variables the server reads, sorted and without
+// repeats.
+func ServerEnvNames(root string) ([]string, error) {
+	listed, err := ListedProviders(root)
+	if err != nil {
+		return nil, err
+	}
+	dirs := []string{filepath.Join(root, "bootstrap")}
+	for _, p := range listed {
+		dirs = append(dirs, filepath.Join(root, "adapters", p, p+"module"))
 	}
 	set := map[string]bool{}
 	for _, d := range dirs {

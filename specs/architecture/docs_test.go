@@ -85,6 +85,16 @@ var _ = Describe("The documentation", func() {
 				"HEPHAESTUS_OUTLINE_API_URL"), "each provider module's, from its package")
 		})
 
+		It("reads the variables of the providers the module list names, not of a provider folder it does not list", func() {
+			providers, err := architecture.Providers(root)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(providers).To(ContainElement("beacon"), "the example provider's folder is found")
+			listed, err := architecture.ListedProviders(root)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(listed).To(Equal([]string{"github", "gitlab", "outline", "slack"}))
+			Expect(read).NotTo(ContainElement("HEPHAESTUS_BEACON_MAX_TITLE_BYTES"))
+		})
+
 		It("names every variable bootstrap and the provider modules read", func() {
 			Expect(missingFrom(architecture.EnvNamesMentioned(page), read)).To(BeEmpty(), "read by the server, not on docs/configuration.md")
 		})
