@@ -1,6 +1,7 @@
 // Package providerkit is what bootstrap hands a provider module and what a module hands back
 // besides its contract.Provider description: the shared dependencies a provider's adapters are
-// built from (Deps) and the HTTP routes of its read API (Routes), and how a module is made
+// built from (Deps), its mirror store wired to the change feed and the connection store
+// (NewMirror), the HTTP routes of its read API (Routes), and how a module is made
 // from its own environment variables (Env, Loader, config.go). What a provider needs of the
 // engine's stores it gets as ports (Secrets, ConnectionStates): the kit imports no package of
 // adapters/postgres, so a provider module cannot reach the stores through it (the

@@ -11,13 +11,11 @@ import (
 	"strings"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/ports/contract"
-	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 var _ contract.ResourceAccessChecker = (*RepositoryAccess)(nil)
@@ -51,12 +49,8 @@ type RepositoryAccess struct {
 
 // NewRepositoryAccess validates cfg.
 func NewRepositoryAccess(cfg AccessConfig) (*RepositoryAccess, error) {
-	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent,
-		Token: func(context.Context, githubmodel.Access) (credential.Credential, error) {
-			return credential.Credential{}, nil
-		}}
-	c.setDefaults()
-	base, err := c.validate()
+	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent}
+	base, err := c.setup()
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +102,7 @@ func checkByID(ctx context.Context, hc *http.Client, base *url.URL, userAgent, t
 		return none, inbox.Transient("github access GET "+path, err)
 	}
 	defer restkit.Close(resp.Body)
-	serr := &StatusError{Method: http.MethodGet, Path: path, Status: resp.StatusCode}
+	serr := &StatusError{API: "github api", Op: "GET " + path, Status: resp.StatusCode}
 	switch status := resp.StatusCode; {
 	case status == http.StatusOK:
 	case status == http.StatusUnauthorized:

@@ -3,7 +3,6 @@ package githubapi
 import (
 	"context"
 	"crypto/rsa"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -19,7 +18,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubredelivery"
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
-	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
 // GitHub App authentication (CONTRACT.md "Provider access"): the App signs a short JWT with its
@@ -94,12 +92,8 @@ func NewApp(cfg AppConfig) (*App, error) {
 	if id, err := strconv.ParseInt(cfg.AppID, 10, 64); err != nil || id <= 0 {
 		return nil, errors.New("github app: the App id must be a positive number")
 	}
-	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent,
-		Token: func(context.Context, githubmodel.Access) (credential.Credential, error) {
-			return credential.Credential{}, nil
-		}}
-	c.setDefaults()
-	base, err := c.validate()
+	c := Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, UserAgent: cfg.UserAgent}
+	base, err := c.setup()
 	if err != nil {
 		return nil, err
 	}
@@ -248,26 +242,9 @@ func (a *App) callWithLink(ctx context.Context, method, path string, query url.V
 	req.Header.Set("X-GitHub-Api-Version", apiVersion)
 	req.Header.Set("User-Agent", a.cfg.UserAgent)
 	req.Header.Set("Authorization", "Bearer "+signed)
-	resp, err := a.cfg.HTTPClient.Do(req)
+	resp, err := call(method, path, maxAppAnswerBytes).Do(a.cfg.HTTPClient, req, v)
 	if err != nil {
-		return "", failureOf(method, path, inbox.ProviderTransport, 0, err)
-	}
-	defer restkit.Close(resp.Body)
-	if err := classifyCall(resp, method, path); err != nil {
 		return "", err
-	}
-	if v == nil {
-		return resp.Header.Get("Link"), nil
-	}
-	body, tooLarge, err := restkit.ReadAtMost(resp.Body, maxAppAnswerBytes)
-	if err != nil {
-		return "", failureOf(method, path, inbox.ProviderTransport, resp.StatusCode, err)
-	}
-	if tooLarge {
-		return "", failureOf(method, path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return "", failureOf(method, path, inbox.ProviderUnreadable, resp.StatusCode, err)
 	}
 	return resp.Header.Get("Link"), nil
 }

@@ -21,7 +21,6 @@ package githubapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -44,7 +43,6 @@ const DefaultBaseURL = "https://api.github.com"
 const (
 	defaultMaxBodyBytes = 8 << 20
 	defaultMaxPages     = 10
-	defaultTimeout      = 30 * time.Second
 	perPage             = 100
 	apiVersion          = "2022-11-28"
 )
@@ -71,38 +69,6 @@ type Config struct {
 	UserAgent string
 }
 
-func (c *Config) setDefaults() {
-	if c.BaseURL == "" {
-		c.BaseURL = DefaultBaseURL
-	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = restkit.HTTPClient(defaultTimeout)
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = defaultMaxBodyBytes
-	}
-	if c.MaxPages == 0 {
-		c.MaxPages = defaultMaxPages
-	}
-	if c.UserAgent == "" {
-		c.UserAgent = "hephaestus"
-	}
-}
-
-func (c Config) validate() (*url.URL, error) {
-	if c.Token == nil {
-		return nil, errors.New("github api: a token function is required")
-	}
-	if c.MaxBodyBytes < 0 || c.MaxPages < 0 {
-		return nil, errors.New("github api: MaxBodyBytes and MaxPages must not be negative")
-	}
-	u, err := restkit.ParseRoot(c.BaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("github api: BaseURL %w (https://api.github.com)", err)
-	}
-	return u, nil
-}
-
 // Client is a GitHub REST API client. It is safe for concurrent use.
 type Client struct {
 	cfg  Config
@@ -111,25 +77,37 @@ type Client struct {
 
 // New validates cfg and makes the client.
 func New(cfg Config) (*Client, error) {
-	cfg.setDefaults()
-	base, err := cfg.validate()
+	if cfg.Token == nil {
+		return nil, errors.New("github api: a token function is required")
+	}
+	if cfg.MaxPages == 0 {
+		cfg.MaxPages = defaultMaxPages
+	}
+	if cfg.MaxPages < 0 {
+		return nil, errors.New("github api: MaxPages must not be negative")
+	}
+	base, err := cfg.setup()
 	if err != nil {
 		return nil, err
 	}
 	return &Client{cfg: cfg, base: base}, nil
 }
 
-// StatusError is the cause of a ProviderRefused or 404/410 answer (a 400, a 401, a 403 that is
-// not a rate limit, a 422): it uses the unknown-failure budget.
-type StatusError struct {
-	Method string
-	Path   string
-	Status int
+// setup gives the settings every GitHub client shares (BaseURL, HTTPClient, MaxBodyBytes,
+// UserAgent) their defaults and answers the checked API root (restkit.Setup).
+func (c *Config) setup() (*url.URL, error) {
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "hephaestus"
+	}
+	return restkit.Setup("github api", "https://api.github.com", c.BaseURL, &c.HTTPClient, &c.MaxBodyBytes, defaultMaxBodyBytes)
 }
 
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("github api %s %s: status %d", e.Method, e.Path, e.Status)
-}
+// StatusError is the cause of a ProviderRefused or 404/410 answer (a 400, a 401, a 403 that is
+// not a rate limit, a 422): it uses the unknown-failure budget.
+type StatusError = restkit.StatusError
 
 // ErrResponseTooLarge is the cause of a ProviderUnreadable failure for a body over MaxBodyBytes.
 var ErrResponseTooLarge = errors.New("github api response larger than the configured bound")
@@ -181,23 +159,9 @@ func (c *Client) getOnce(ctx context.Context, acc githubmodel.Access, path strin
 	if token := cred.Secret(); token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := c.cfg.HTTPClient.Do(req)
+	resp, err := call(http.MethodGet, path, c.cfg.MaxBodyBytes).Do(c.cfg.HTTPClient, req, v)
 	if err != nil {
-		return false, cred, failure(path, inbox.ProviderTransport, 0, err)
-	}
-	defer restkit.Close(resp.Body)
-	if err := classify(resp, path); err != nil {
 		return false, cred, err
-	}
-	body, tooLarge, err := restkit.ReadAtMost(resp.Body, c.cfg.MaxBodyBytes)
-	if err != nil {
-		return false, cred, failure(path, inbox.ProviderTransport, resp.StatusCode, err)
-	}
-	if tooLarge {
-		return false, cred, failure(path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return false, cred, failure(path, inbox.ProviderUnreadable, resp.StatusCode, err)
 	}
 	return hasNext(resp.Header.Get("Link")), cred, nil
 }
@@ -209,7 +173,7 @@ func failure(path string, kind inbox.ProviderFailure, status int, cause error) *
 
 // failureOf is the *inbox.ProviderError of a call of method to path.
 func failureOf(method, path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
-	return &inbox.ProviderError{Provider: "github", Op: method + " " + path, Kind: kind, Status: status, Err: cause}
+	return call(method, path, 0).Failure(kind, status, cause)
 }
 
 // unreadable is an answer that decoded but lacks what GitHub documents.
@@ -217,39 +181,20 @@ func unreadable(path, what string) error {
 	return failure(path, inbox.ProviderUnreadable, http.StatusOK, errors.New(what))
 }
 
-// classify turns a non-2xx status into the inbox's failure table. A rate limit waits for
-// Retry-After (secondary limits) or, with no requests left, for X-RateLimit-Reset (primary).
-func classify(resp *http.Response, path string) error {
-	return classifyCall(resp, http.MethodGet, path)
-}
-
-// classifyCall is classify for a call of any method.
-func classifyCall(resp *http.Response, method, path string) error {
-	status := resp.StatusCode
-	serr := &StatusError{Method: method, Path: path, Status: status}
-	failure := func(path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
-		return failureOf(method, path, kind, status, cause)
-	}
-	h := resp.Header
-	now := time.Now()
-	wait := max(inbox.ParseRetryAfter(h.Get("Retry-After"), now), rateLimitReset(h, now))
-	switch {
-	case status >= 200 && status < 300:
-		return nil
-	case status == http.StatusNotFound || status == http.StatusGone:
-		return fmt.Errorf("%w: %w", githubmodel.ErrProviderNotFound, failure(path, inbox.ProviderRefused, status, serr))
-	case status == http.StatusTooManyRequests,
-		status == http.StatusForbidden && (h.Get("X-RateLimit-Remaining") == "0" || h.Get("Retry-After") != ""):
-		// GitHub answers rate limits (primary and secondary) with 403 or 429.
-		e := failure(path, inbox.ProviderRateLimited, status, serr)
-		e.RetryAfter = wait
-		return e
-	case status >= 500:
-		e := failure(path, inbox.ProviderServerError, status, serr)
-		e.RetryAfter = wait
-		return e
-	}
-	return failure(path, inbox.ProviderRefused, status, serr)
+// call is a call of method to path whose answer is at most maxBody bytes. GitHub answers rate
+// limits (primary and secondary) with 403 or 429; a rate limit or a 5xx waits for Retry-After
+// (secondary limits) or, with no requests left, for X-RateLimit-Reset (primary).
+func call(method, path string, maxBody int64) restkit.Call {
+	return restkit.Call{Provider: "github", Op: method + " " + path, MaxBodyBytes: maxBody, TooLarge: ErrResponseTooLarge,
+		Table: func(resp *http.Response) restkit.Table {
+			h, now := resp.Header, time.Now()
+			return restkit.Table{
+				NotFound: githubmodel.ErrProviderNotFound,
+				RateLimited: resp.StatusCode == http.StatusForbidden &&
+					(h.Get("X-RateLimit-Remaining") == "0" || h.Get("Retry-After") != ""),
+				Wait: max(inbox.ParseRetryAfter(h.Get("Retry-After"), now), rateLimitReset(h, now)),
+			}
+		}}
 }
 
 // rateLimitReset is the wait until X-RateLimit-Reset when no request is left in the window.

@@ -88,14 +88,8 @@ func (m Module) Build(deps providerkit.Deps) (contract.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("HEPHAESTUS_GITHUB_API_URL: %w", err)
 	}
-	store, err := githubmirror.New(deps.Pool)
+	store, err := providerkit.NewMirror(deps, githubmirror.New, githubmirror.Views(githubread.Views{}))
 	if err != nil {
-		return nil, err
-	}
-	if err := store.PublishConnectionStates(deps.Connections); err != nil {
-		return nil, err
-	}
-	if err := store.PublishChanges(deps.Changes, githubread.Views{}); err != nil {
 		return nil, err
 	}
 	handlers := githubhandlers.Deps{Inbox: deps.Inbox, Store: store, Log: deps.Log}

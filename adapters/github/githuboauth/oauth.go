@@ -11,14 +11,11 @@ package githuboauth
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -42,7 +39,8 @@ type Config struct {
 
 // Client calls GitHub.
 type Client struct {
-	cfg Config
+	cfg   Config
+	oauth restkit.OAuth
 }
 
 // New builds the client. Errors: a missing client id or secret, a root that is not http(s).
@@ -54,42 +52,23 @@ func New(cfg Config) (*Client, error) {
 		cfg.OAuthURL = "https://github.com"
 	}
 	cfg.APIURL, cfg.OAuthURL = strings.TrimSuffix(cfg.APIURL, "/"), strings.TrimSuffix(cfg.OAuthURL, "/")
-	if cfg.ClientID == "" || cfg.ClientSecret == "" {
-		return nil, errors.New("github oauth: client id and client secret are required")
+	o, err := restkit.NewOAuth("github", cfg.ClientID, cfg.ClientSecret, cfg.HTTP, maxAnswerBytes, cfg.APIURL, cfg.OAuthURL)
+	if err != nil {
+		return nil, err
 	}
-	for _, raw := range []string{cfg.APIURL, cfg.OAuthURL} {
-		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("github oauth: %q is not an http(s) URL", raw)
-		}
-	}
-	if cfg.HTTP == nil {
-		cfg.HTTP = restkit.HTTPClient(10 * time.Second)
-	}
-	return &Client{cfg: cfg}, nil
+	return &Client{cfg: cfg, oauth: o}, nil
 }
 
 // unavailable is a failure worth a retry; detail never holds a secret.
 func unavailable(detail string) error {
-	return fmt.Errorf("github: %s: %w", detail, ports.ErrUnavailable)
+	return restkit.OAuth{Provider: "github"}.Unavailable(detail)
 }
 
 // send makes req and reads its answer (bounded). Errors: ports.ErrUnavailable (transport).
 func (c *Client) send(req *http.Request) (*http.Response, []byte, error) {
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "hephaestus")
-	res, err := c.cfg.HTTP.Do(req)
-	if err != nil {
-		// url.Error names the URL, which holds no secret here (codes and tokens go in bodies
-		// and headers).
-		return nil, nil, unavailable("request failed")
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
-	if err != nil {
-		return nil, nil, unavailable("read answer")
-	}
-	return res, body, nil
+	return c.oauth.Send(req)
 }
 
 // decode reads a 2xx answer's JSON into into; 401 is ports.ErrUnauthenticated, any other
@@ -139,7 +118,7 @@ func (c *Client) ExchangeCode(ctx context.Context, code string) (string, error) 
 		return "", err
 	}
 	if answer.Error != "" {
-		return "", fmt.Errorf("github: code exchange refused (%s): %w", safeCode(answer.Error), ports.ErrUnauthenticated)
+		return "", c.oauth.Refused("code exchange", answer.Error)
 	}
 	if answer.AccessToken == "" {
 		return "", unavailable("code exchange answered no access_token")
@@ -293,14 +272,4 @@ func nextLink(header, root string) string {
 		return ""
 	}
 	return m[1]
-}
-
-var codePattern = regexp.MustCompile(`^[a-z_]{1,64}$`)
-
-// safeCode keeps an OAuth error code only when it looks like one.
-func safeCode(code string) string {
-	if codePattern.MatchString(code) {
-		return code
-	}
-	return "unrecognised"
 }

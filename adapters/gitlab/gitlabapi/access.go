@@ -47,7 +47,7 @@ type ResourceAccess struct {
 // client).
 func NewResourceAccess(baseURL string, hc *http.Client) (*ResourceAccess, error) {
 	if hc == nil {
-		hc = restkit.HTTPClient(defaultTimeout)
+		hc = restkit.HTTPClient(restkit.DefaultTimeout)
 	}
 	noRedirect := *hc
 	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -111,7 +111,7 @@ func (a *ResourceAccess) check(ctx context.Context, token []byte, r ports.Resour
 		return none, inbox.Transient("gitlab access GET "+path, err)
 	}
 	defer restkit.Close(resp.Body)
-	serr := &StatusError{Method: http.MethodGet, Path: path, Status: resp.StatusCode}
+	serr := &StatusError{API: "gitlab api", Op: "GET " + path, Status: resp.StatusCode}
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusUnauthorized:

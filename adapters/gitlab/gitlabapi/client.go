@@ -28,7 +28,6 @@ package gitlabapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,7 +46,6 @@ var _ gitlabmodel.ProviderReader = (*Client)(nil)
 const (
 	// An approvals answer is a few KiB even with many approvers.
 	defaultMaxBodyBytes = 1 << 20
-	defaultTimeout      = 30 * time.Second
 	maxRedirects        = 10
 )
 
@@ -66,29 +64,6 @@ type Config struct {
 	MaxBodyBytes int64
 }
 
-func (c *Config) setDefaults() {
-	if c.HTTPClient == nil {
-		c.HTTPClient = restkit.HTTPClient(defaultTimeout)
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = defaultMaxBodyBytes
-	}
-}
-
-func (c Config) validate() (*url.URL, error) {
-	if c.Token == nil {
-		return nil, errors.New("gitlab api: a token function is required")
-	}
-	if c.MaxBodyBytes < 0 {
-		return nil, errors.New("gitlab api: MaxBodyBytes must not be negative")
-	}
-	u, err := restkit.ParseRoot(c.BaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("gitlab api: BaseURL %w (https://<host>/api/v4)", err)
-	}
-	return u, nil
-}
-
 // Client is a GitLab REST API client. It is safe for concurrent use.
 type Client struct {
 	cfg  Config
@@ -98,8 +73,10 @@ type Client struct {
 
 // New validates cfg and makes the client.
 func New(cfg Config) (*Client, error) {
-	cfg.setDefaults()
-	base, err := cfg.validate()
+	if cfg.Token == nil {
+		return nil, errors.New("gitlab api: a token function is required")
+	}
+	base, err := restkit.Setup("gitlab api", "https://<host>/api/v4", cfg.BaseURL, &cfg.HTTPClient, &cfg.MaxBodyBytes, defaultMaxBodyBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -122,15 +99,7 @@ func sameOrigin(base *url.URL) func(*http.Request, []*http.Request) error {
 
 // StatusError is the cause of a ProviderRefused or 404/410 answer (a 400, a 401, a 403, a
 // redirect it does not follow): it uses the unknown-failure budget.
-type StatusError struct {
-	Method string
-	Path   string
-	Status int
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("gitlab api %s %s: status %d", e.Method, e.Path, e.Status)
-}
+type StatusError = restkit.StatusError
 
 // ErrResponseTooLarge is the cause of a ProviderUnreadable failure for a body over MaxBodyBytes.
 var ErrResponseTooLarge = errors.New("gitlab api response larger than the configured bound")
@@ -158,57 +127,29 @@ func (c *Client) getWithHeader(ctx context.Context, acc gitlabmodel.Access, path
 	if token := cred.Secret(); token != "" {
 		req.Header.Set("PRIVATE-TOKEN", token)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.call(path).Do(c.http, req, v)
 	if err != nil {
-		// *url.Error names the URL, which carries no credentials (validate refused them).
-		return nil, failure(path, inbox.ProviderTransport, 0, err)
-	}
-	defer restkit.Close(resp.Body)
-	if err := classify(resp.StatusCode, resp.Header, path); err != nil {
 		return nil, err
-	}
-	body, tooLarge, err := restkit.ReadAtMost(resp.Body, c.cfg.MaxBodyBytes)
-	if err != nil {
-		return nil, failure(path, inbox.ProviderTransport, resp.StatusCode, err)
-	}
-	if tooLarge {
-		return nil, failure(path, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return nil, failure(path, inbox.ProviderUnreadable, resp.StatusCode, err)
 	}
 	return resp.Header, nil
 }
 
-// failure is the *inbox.ProviderError of a GET of path.
-func failure(path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
-	return &inbox.ProviderError{Provider: "gitlab", Op: "GET " + path, Kind: kind, Status: status, Err: cause}
+// call is a GET of path. A 429 or 5xx waits for Retry-After or, failing that, RateLimit-Reset.
+func (c *Client) call(path string) restkit.Call {
+	return restkit.Call{Provider: "gitlab", Op: "GET " + path, MaxBodyBytes: c.cfg.MaxBodyBytes, TooLarge: ErrResponseTooLarge,
+		Table: func(resp *http.Response) restkit.Table {
+			now := time.Now()
+			wait := inbox.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+			if wait == 0 && resp.StatusCode == http.StatusTooManyRequests {
+				wait = inbox.UntilReset(resp.Header.Get("RateLimit-Reset"), now)
+			}
+			return restkit.Table{NotFound: gitlabmodel.ErrProviderNotFound, Wait: wait}
+		}}
 }
 
-// classify turns a non-2xx status into the inbox's failure table. A 429 or 5xx waits for
-// Retry-After or, failing that, RateLimit-Reset.
-func classify(status int, h http.Header, path string) error {
-	serr := &StatusError{Method: http.MethodGet, Path: path, Status: status}
-	var kind inbox.ProviderFailure
-	switch {
-	case status >= 200 && status < 300:
-		return nil
-	case status == http.StatusNotFound || status == http.StatusGone:
-		return fmt.Errorf("%w: %w", gitlabmodel.ErrProviderNotFound, failure(path, inbox.ProviderRefused, status, serr))
-	case status == http.StatusTooManyRequests:
-		kind = inbox.ProviderRateLimited
-	case status >= 500:
-		kind = inbox.ProviderServerError
-	default:
-		return failure(path, inbox.ProviderRefused, status, serr)
-	}
-	e := failure(path, kind, status, serr)
-	now := time.Now()
-	e.RetryAfter = inbox.ParseRetryAfter(h.Get("Retry-After"), now)
-	if e.RetryAfter == 0 && status == http.StatusTooManyRequests {
-		e.RetryAfter = inbox.UntilReset(h.Get("RateLimit-Reset"), now)
-	}
-	return e
+// failure is the *inbox.ProviderError of a GET of path.
+func failure(path string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
+	return restkit.Call{Provider: "gitlab", Op: "GET " + path}.Failure(kind, status, cause)
 }
 
 // approvalsAnswer is the part of GET /projects/:id/merge_requests/:iid/approvals the handlers

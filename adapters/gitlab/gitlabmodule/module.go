@@ -52,11 +52,8 @@ func (m Module) Build(deps providerkit.Deps) (contract.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := gitlabmirror.New(deps.Pool)
+	store, err := providerkit.NewMirror(deps, gitlabmirror.New, gitlabmirror.Views(gitlabread.Views{}))
 	if err != nil {
-		return nil, err
-	}
-	if err := store.PublishChanges(deps.Changes, gitlabread.Views{}); err != nil {
 		return nil, err
 	}
 	handlers := gitlabhandlers.Deps{Inbox: deps.Inbox, Store: store}

@@ -36,7 +36,6 @@ import (
 const (
 	// A page of 100 documents with their Markdown text: 8 MiB holds long documents.
 	defaultMaxBodyBytes = 8 << 20
-	defaultTimeout      = 30 * time.Second
 )
 
 // Config configures the client; zero values take the defaults.
@@ -53,29 +52,6 @@ type Config struct {
 	Now func() time.Time
 }
 
-func (c *Config) setDefaults() {
-	if c.HTTPClient == nil {
-		c.HTTPClient = restkit.HTTPClient(defaultTimeout)
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = defaultMaxBodyBytes
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-}
-
-func (c Config) validate() (*url.URL, error) {
-	if c.MaxBodyBytes < 0 {
-		return nil, errors.New("outline api: MaxBodyBytes must not be negative")
-	}
-	u, err := restkit.ParseRoot(c.BaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("outline api: BaseURL %w (https://<host>/api)", err)
-	}
-	return u, nil
-}
-
 // Client is an Outline API client of one instance. It is safe for concurrent use.
 type Client struct {
 	cfg  Config
@@ -85,8 +61,10 @@ type Client struct {
 
 // New validates cfg and makes the client.
 func New(cfg Config) (*Client, error) {
-	cfg.setDefaults()
-	base, err := cfg.validate()
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	base, err := restkit.Setup("outline api", "https://<host>/api", cfg.BaseURL, &cfg.HTTPClient, &cfg.MaxBodyBytes, defaultMaxBodyBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -117,14 +95,7 @@ func port(u *url.URL) string {
 }
 
 // StatusError is the cause of a ProviderRefused answer (a 400, a 401, a 403, a redirect).
-type StatusError struct {
-	Method string
-	Status int
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("outline api %s: status %d", e.Method, e.Status)
-}
+type StatusError = restkit.StatusError
 
 // ErrResponseTooLarge is the cause of a ProviderUnreadable failure for a body over MaxBodyBytes.
 var ErrResponseTooLarge = errors.New("outline api response larger than the configured bound")
@@ -158,25 +129,10 @@ func (c *Client) call(ctx context.Context, method, token string, body any) (enve
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		// *url.Error names the URL, which carries no credentials (validate refused them).
-		return envelope{}, failure(op, inbox.ProviderTransport, 0, err)
-	}
-	defer restkit.Close(resp.Body)
-	if err := c.classify(op, resp.StatusCode, resp.Header); err != nil {
-		return envelope{}, err
-	}
-	answer, tooLarge, err := restkit.ReadAtMost(resp.Body, c.cfg.MaxBodyBytes)
-	if err != nil {
-		return envelope{}, failure(op, inbox.ProviderTransport, resp.StatusCode, err)
-	}
-	if tooLarge {
-		return envelope{}, failure(op, inbox.ProviderUnreadable, resp.StatusCode, ErrResponseTooLarge)
-	}
 	var env envelope
-	if err := json.Unmarshal(answer, &env); err != nil {
-		return envelope{}, failure(op, inbox.ProviderUnreadable, resp.StatusCode, err)
+	resp, err := c.rest(op).Do(c.http, req, &env)
+	if err != nil {
+		return envelope{}, err
 	}
 	if !env.OK || len(env.Data) == 0 {
 		return envelope{}, failure(op, inbox.ProviderUnreadable, resp.StatusCode, errors.New("answer is not ok or has no data"))
@@ -186,31 +142,20 @@ func (c *Client) call(ctx context.Context, method, token string, body any) (enve
 
 // failure is the *inbox.ProviderError of a call.
 func failure(op string, kind inbox.ProviderFailure, status int, cause error) *inbox.ProviderError {
-	return &inbox.ProviderError{Provider: "outline", Op: op, Kind: kind, Status: status, Err: cause}
+	return restkit.Call{Provider: "outline", Op: op}.Failure(kind, status, cause)
 }
 
-// classify turns a non-2xx status into the inbox's failure table. A 429 or 5xx waits for
-// Retry-After or, failing that, RateLimit-Reset.
-func (c *Client) classify(op string, status int, h http.Header) error {
-	serr := &StatusError{Method: op, Status: status}
-	var kind inbox.ProviderFailure
-	switch {
-	case status >= 200 && status < 300:
-		return nil
-	case status == http.StatusTooManyRequests:
-		kind = inbox.ProviderRateLimited
-	case status >= 500:
-		kind = inbox.ProviderServerError
-	default:
-		return failure(op, inbox.ProviderRefused, status, serr)
-	}
-	e := failure(op, kind, status, serr)
-	now := c.cfg.Now()
-	e.RetryAfter = retryAfter(h.Get("Retry-After"), now)
-	if e.RetryAfter == 0 && status == http.StatusTooManyRequests {
-		e.RetryAfter = untilReset(h.Get("RateLimit-Reset"), now)
-	}
-	return e
+// rest is a call of op. A 429 or 5xx waits for Retry-After or, failing that, RateLimit-Reset.
+func (c *Client) rest(op string) restkit.Call {
+	return restkit.Call{Provider: "outline", Op: op, MaxBodyBytes: c.cfg.MaxBodyBytes, TooLarge: ErrResponseTooLarge,
+		Table: func(resp *http.Response) restkit.Table {
+			now := c.cfg.Now()
+			wait := retryAfter(resp.Header.Get("Retry-After"), now)
+			if wait == 0 && resp.StatusCode == http.StatusTooManyRequests {
+				wait = untilReset(resp.Header.Get("RateLimit-Reset"), now)
+			}
+			return restkit.Table{Wait: wait}
+		}}
 }
 
 // retryAfter reads Retry-After. Outline writes the seconds left as a JavaScript number, which

@@ -40,11 +40,8 @@ func (m Module) Build(deps providerkit.Deps) (contract.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := outlinemirror.New(deps.Pool)
+	store, err := providerkit.NewMirror(deps, outlinemirror.New, outlinemirror.Views(outlineread.Views{}))
 	if err != nil {
-		return nil, err
-	}
-	if err := store.PublishChanges(deps.Changes, outlineread.Views{}); err != nil {
 		return nil, err
 	}
 	handlers := outlinehandlers.Deps{Inbox: deps.Inbox, Store: store}

@@ -53,14 +53,8 @@ func (m Module) Build(deps providerkit.Deps) (contract.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := slackmirror.New(deps.Pool)
+	store, err := providerkit.NewMirror(deps, slackmirror.New, slackmirror.Views(slackread.Views{}))
 	if err != nil {
-		return nil, err
-	}
-	if err := store.PublishConnectionStates(deps.Connections); err != nil {
-		return nil, err
-	}
-	if err := store.PublishChanges(deps.Changes, slackread.Views{}); err != nil {
 		return nil, err
 	}
 	stored := func(ctx context.Context, workspaceID int64, teamID string) (string, bool, error) {

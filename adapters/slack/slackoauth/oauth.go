@@ -7,17 +7,13 @@ package slackoauth
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/restkit"
-	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 const maxAnswerBytes = 1 << 20
@@ -32,7 +28,8 @@ type Config struct {
 
 // Client calls Slack.
 type Client struct {
-	cfg Config
+	cfg   Config
+	oauth restkit.OAuth
 }
 
 // New builds the client. Errors: a missing client id or secret, a root that is not http(s).
@@ -43,27 +40,16 @@ func New(cfg Config) (*Client, error) {
 	if !strings.HasSuffix(cfg.APIURL, "/") {
 		cfg.APIURL += "/"
 	}
-	if cfg.ClientID == "" || cfg.ClientSecret == "" {
-		return nil, errors.New("slack oauth: client id and client secret are required")
+	o, err := restkit.NewOAuth("slack", cfg.ClientID, cfg.ClientSecret, cfg.HTTP, maxAnswerBytes, cfg.APIURL)
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(cfg.APIURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("slack oauth: %q is not an http(s) URL", cfg.APIURL)
-	}
-	if cfg.HTTP == nil {
-		cfg.HTTP = restkit.HTTPClient(10 * time.Second)
-	}
-	return &Client{cfg: cfg}, nil
-}
-
-func unavailable(detail string) error {
-	return fmt.Errorf("slack: %s: %w", detail, ports.ErrUnavailable)
+	return &Client{cfg: cfg, oauth: o}, nil
 }
 
 var (
-	errorPattern = regexp.MustCompile(`^[a-z_]{1,64}$`)
-	teamPattern  = regexp.MustCompile(`^[TE][A-Z0-9]{2,30}$`)
-	appPattern   = regexp.MustCompile(`^A[A-Z0-9]{2,30}$`)
+	teamPattern = regexp.MustCompile(`^[TE][A-Z0-9]{2,30}$`)
+	appPattern  = regexp.MustCompile(`^A[A-Z0-9]{2,30}$`)
 )
 
 // ExchangeCode trades the callback's code (issued for redirectURI, "" when none was sent) for
@@ -78,22 +64,17 @@ func (c *Client) ExchangeCode(ctx context.Context, code, redirectURI string) (In
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.APIURL+"oauth.v2.access", strings.NewReader(form.Encode()))
 	if err != nil {
-		return Install{}, unavailable("build request")
+		return Install{}, c.oauth.Unavailable("build request")
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	// Slack's preferred way to send the client credentials (its docs): HTTP Basic.
 	req.SetBasicAuth(c.cfg.ClientID, c.cfg.ClientSecret)
-	res, err := c.cfg.HTTP.Do(req)
+	res, body, err := c.oauth.Send(req)
 	if err != nil {
-		return Install{}, unavailable("request failed")
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
-	if err != nil {
-		return Install{}, unavailable("read answer")
+		return Install{}, err
 	}
 	if res.StatusCode != http.StatusOK {
-		return Install{}, unavailable(fmt.Sprintf("oauth.v2.access answered %d", res.StatusCode))
+		return Install{}, c.oauth.Unavailable(fmt.Sprintf("oauth.v2.access answered %d", res.StatusCode))
 	}
 	var answer struct {
 		OK          bool   `json:"ok"`
@@ -106,18 +87,14 @@ func (c *Client) ExchangeCode(ctx context.Context, code, redirectURI string) (In
 		} `json:"team"`
 	}
 	if err := json.Unmarshal(body, &answer); err != nil {
-		return Install{}, unavailable("oauth.v2.access answered no JSON")
+		return Install{}, c.oauth.Unavailable("oauth.v2.access answered no JSON")
 	}
 	if !answer.OK {
-		code := answer.Error
-		if !errorPattern.MatchString(code) {
-			code = "unrecognised"
-		}
-		return Install{}, fmt.Errorf("slack: oauth.v2.access refused (%s): %w", code, ports.ErrUnauthenticated)
+		return Install{}, c.oauth.Refused("oauth.v2.access", answer.Error)
 	}
 	if answer.Team == nil || !teamPattern.MatchString(answer.Team.ID) || answer.AccessToken == "" ||
 		answer.TokenType != "bot" || (answer.AppID != "" && !appPattern.MatchString(answer.AppID)) {
-		return Install{}, unavailable("oauth.v2.access answered no team, bot token or app of the documented shape")
+		return Install{}, c.oauth.Unavailable("oauth.v2.access answered no team, bot token or app of the documented shape")
 	}
 	return Install{TeamID: answer.Team.ID, AppID: answer.AppID, BotToken: answer.AccessToken}, nil
 }
