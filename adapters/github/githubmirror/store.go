@@ -412,9 +412,19 @@ func (s *Store) SetRef(ctx context.Context, tx ports.Tx, ws int64, r githubmodel
 
 // UpsertCommit implements githubmodel.PushWriter.
 func (s *Store) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubmodel.Commit) error {
-	args := []any{ws, c.RepositoryID, c.SHA, c.Message, c.AuthorName, c.AuthorEmail, c.AuthorLogin, c.CommitterName,
-		c.CommitterEmail, c.CommittedAt, c.HTMLURL, at(c.Version), c.Version.EventID}
-	return s.feed.Write(ctx, tx, ws, s.commitWrite(ws, args, c.RepositoryID, c.SHA))
+	return s.UpsertCommits(ctx, tx, ws, []githubmodel.Commit{c})
+}
+
+// UpsertCommits implements githubmodel.PushWriter: without a feed every upsert travels in one
+// round trip; with one, each reports and publishes in turn (mirrorkit.Feed.WriteAll).
+func (s *Store) UpsertCommits(ctx context.Context, tx ports.Tx, ws int64, cs []githubmodel.Commit) error {
+	writes := make([]mirrorkit.Write, len(cs))
+	for i, c := range cs {
+		args := []any{ws, c.RepositoryID, c.SHA, c.Message, c.AuthorName, c.AuthorEmail, c.AuthorLogin, c.CommitterName,
+			c.CommitterEmail, c.CommittedAt, c.HTMLURL, at(c.Version), c.Version.EventID}
+		writes[i] = s.commitWrite(ws, args, c.RepositoryID, c.SHA)
+	}
+	return s.feed.WriteAll(ctx, tx, ws, writes)
 }
 
 // timeOf converts a nullable, possibly infinite timestamp for a read model.
