@@ -415,8 +415,8 @@ func (s *Store) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githu
 	return s.UpsertCommits(ctx, tx, ws, []githubmodel.Commit{c})
 }
 
-// UpsertCommits implements githubmodel.PushWriter: without a feed every upsert travels in one
-// round trip; with one, each reports and publishes in turn (mirrorkit.Feed.WriteAll).
+// UpsertCommits implements githubmodel.PushWriter: every upsert travels in one round trip, then
+// each changed commit's change is published (mirrorkit.Feed.WriteIndependent).
 func (s *Store) UpsertCommits(ctx context.Context, tx ports.Tx, ws int64, cs []githubmodel.Commit) error {
 	writes := make([]mirrorkit.Write, len(cs))
 	for i, c := range cs {
@@ -424,7 +424,7 @@ func (s *Store) UpsertCommits(ctx context.Context, tx ports.Tx, ws int64, cs []g
 			c.CommitterEmail, c.CommittedAt, c.HTMLURL, at(c.Version), c.Version.EventID}
 		writes[i] = s.commitWrite(ws, args, c.RepositoryID, c.SHA)
 	}
-	return s.feed.WriteAll(ctx, tx, ws, writes)
+	return s.feed.WriteIndependent(ctx, tx, ws, writes)
 }
 
 // timeOf converts a nullable, possibly infinite timestamp for a read model.
