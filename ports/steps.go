@@ -30,6 +30,13 @@ type DeliveryInbox interface {
 	// *inbox.TransientError; on any error nothing of the step is committed.
 	Step(ctx context.Context, step inbox.Step, fn func(ctx context.Context, tx Tx) error) (ran bool, err error)
 
+	// Steps runs fn in one transaction together with the claims of steps, made as Step makes
+	// one, all in one statement: claimed[i] is true when steps[i] is this attempt's to write,
+	// false when it committed in an earlier attempt (or repeats an earlier name of steps). When
+	// none is claimed fn is not called. ran is the number claimed, once the transaction
+	// committed. Errors as for Step; on any error nothing of the steps is committed.
+	Steps(ctx context.Context, steps []inbox.Step, fn func(ctx context.Context, tx Tx, claimed []bool) error) (ran int, err error)
+
 	// Write runs fn in one fenced transaction without a step: natural-key upserts that are
 	// idempotent by themselves (user and label upserts). Errors as for Step.
 	Write(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error

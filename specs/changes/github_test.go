@@ -198,4 +198,29 @@ var _ = Describe("GitHub handlers publishing to the change feed", func() {
 			Expect(strings.Contains(string(cs[4].Data), "mona@example.com")).To(BeFalse(), "the read API shows no e-mail")
 		})
 	})
+
+	When("a push's commits are written together", func() {
+		It("publishes one github.commit.upserted per commit, in the push's order, each with its own commit", func(ctx SpecContext) {
+			commit := func(s, msg string) obj {
+				return obj{"id": s, "message": msg, "timestamp": "2024-04-01T12:00:00Z", "url": "https://github.com/c/" + s,
+					"author":    obj{"name": "Mona", "email": "mona@example.com", "username": "mona"},
+					"committer": obj{"name": "Mona", "email": "mona@example.com", "username": "mona"}}
+			}
+			// Not in SHA order: the feed follows the push.
+			deliver(ctx, "push", obj{"ref": "refs/heads/main", "before": sha(1), "after": sha(5), "repository": ghRepo,
+				"commits": []any{commit(sha(9), "first"), commit(sha(4), "second"), commit(sha(5), "third")}})
+
+			cs := all(ctx)
+			Expect(types(cs)).To(Equal([]string{
+				"github.repository.upserted github:repository:4242",
+				"github.ref.upserted github:ref:4242:refs/heads/main",
+				"github.commit.upserted github:commit:4242:" + sha(9),
+				"github.commit.upserted github:commit:4242:" + sha(4),
+				"github.commit.upserted github:commit:4242:" + sha(5),
+			}))
+			for i, msg := range []string{"first", "second", "third"} {
+				Expect(string(cs[2+i].Data)).To(ContainSubstring(`"message": "`+msg+`"`), "change %d", 2+i)
+			}
+		})
+	})
 })

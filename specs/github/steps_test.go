@@ -21,33 +21,116 @@ import (
 	"github.com/hephaestus-dev/hephaestus/ports/credential"
 )
 
-// failingCommits is the real mirror store except that the first write of one commit fails, the
-// way a database error part way through a push would. It counts every commit write.
+// failingCommits is the real mirror store except that the first failures writes of one commit
+// fail, the way a database error part way through a push would. It counts every commit write,
+// also of the commits written together (UpsertCommits).
 type failingCommits struct {
 	githubmodel.Store
-	failSHA string
-	mu      sync.Mutex
-	failed  bool
-	writes  map[string]int
+	failSHA  string
+	failures int
+	mu       sync.Mutex
+	writes   map[string]int
+}
+
+// wrote counts the writes of cs and reports whether one of them fails.
+func (f *failingCommits) wrote(cs ...githubmodel.Commit) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fail := false
+	for _, c := range cs {
+		f.writes[c.SHA]++
+		if c.SHA == f.failSHA && f.failures > 0 {
+			f.failures--
+			fail = true
+		}
+	}
+	return fail
 }
 
 func (f *failingCommits) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubmodel.Commit) error {
-	f.mu.Lock()
-	f.writes[c.SHA]++
-	fail := c.SHA == f.failSHA && !f.failed
-	f.failed = f.failed || fail
-	f.mu.Unlock()
-	if fail {
+	if f.wrote(c) {
 		return errors.New("commit write refused")
 	}
 	return f.Store.UpsertCommit(ctx, tx, ws, c)
 }
 
+func (f *failingCommits) UpsertCommits(ctx context.Context, tx ports.Tx, ws int64, cs []githubmodel.Commit) error {
+	if f.wrote(cs...) {
+		return errors.New("commit write refused")
+	}
+	return f.Store.UpsertCommits(ctx, tx, ws, cs)
+}
+
+// counts copies the writes counted so far.
+func (f *failingCommits) counts() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range f.writes {
+		out[k] = v
+	}
+	return out
+}
+
+// leaseTakenMidPush is the real mirror store whose commit writes, once written, run take (a
+// lease taken back while the push writes its commits). It counts every commit write.
+type leaseTakenMidPush struct {
+	githubmodel.Store
+	take   func(ctx context.Context)
+	writes atomic.Int64
+}
+
+func (l *leaseTakenMidPush) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubmodel.Commit) error {
+	return l.UpsertCommits(ctx, tx, ws, []githubmodel.Commit{c})
+}
+
+func (l *leaseTakenMidPush) UpsertCommits(ctx context.Context, tx ports.Tx, ws int64, cs []githubmodel.Commit) error {
+	l.writes.Add(int64(len(cs)))
+	if err := l.Store.UpsertCommits(ctx, tx, ws, cs); err != nil {
+		return err
+	}
+	l.take(ctx)
+	return nil
+}
+
 var _ = Describe("Push steps", func() {
+	threeCommits := func() []byte {
+		return body(obj{
+			"ref": "refs/heads/main", "before": sha(40), "after": sha(43), "deleted": false,
+			"commits":    []any{pushCommit(sha(41), "one"), pushCommit(sha(42), "two"), pushCommit(sha(43), "three")},
+			"repository": repository(4242, "acme/app", 77),
+		})
+	}
+
+	It("writes a push's commits and their steps in one transaction", func(ctx SpecContext) {
+		ws := newWorkspace(ctx, "acme")
+		d := leased(ctx, ws, "push", threeCommits())
+		Expect(d.handle(ctx, registry(githubhandlers.Deps{}))).To(Succeed())
+		Expect(scalar[int](ctx, `SELECT count(DISTINCT xmin::text)::int FROM github_commit WHERE workspace_id = $1`, ws)).To(Equal(1))
+		Expect(scalar[int](ctx, `SELECT count(*)::int FROM provider_event_step
+			WHERE event_id = $1 AND step_name LIKE 'push.commit/4242/%'
+			  AND xmin = (SELECT xmin FROM github_commit WHERE workspace_id = $2 LIMIT 1)`, d.ID, ws)).
+			To(Equal(3), "each commit's step commits with the commits")
+	})
+
+	When("the lease is taken back while the push writes its commits", func() {
+		It("writes none of them, tries none on its own, and returns the rejection", func(ctx SpecContext) {
+			ws := newWorkspace(ctx, "acme")
+			d := leased(ctx, ws, "push", threeCommits())
+			taking := &leaseTakenMidPush{Store: store, take: func(ctx context.Context) { d.retry(ctx) }}
+			err := d.handle(ctx, registry(githubhandlers.Deps{Store: taking}))
+			Expect(err).To(MatchError(inbox.ErrLeaseLost))
+			Expect(d.steps(ctx)).To(Equal([]string{"push.persist"}))
+			Expect(scalar[int](ctx, `SELECT count(*)::int FROM github_commit WHERE workspace_id = $1`, ws)).To(BeZero())
+			Expect(taking.writes.Load()).To(BeEquivalentTo(3), "no commit is tried again in its own step")
+		})
+	})
+
 	When("a push fails after two of its commit steps committed", func() {
 		It("resumes on retry with the third commit and does not write the first two again", func(ctx SpecContext) {
 			ws := newWorkspace(ctx, "acme")
-			failing := &failingCommits{Store: store, failSHA: sha(13), writes: map[string]int{}}
+			// The third commit fails in the commits' shared transaction and again in its own step.
+			failing := &failingCommits{Store: store, failSHA: sha(13), failures: 2, writes: map[string]int{}}
 			reg := registry(githubhandlers.Deps{Store: failing})
 			d := leased(ctx, ws, "push", body(obj{
 				"ref": "refs/heads/main", "before": sha(10), "after": sha(13), "deleted": false,
@@ -62,11 +145,14 @@ var _ = Describe("Push steps", func() {
 			first := xmin(ctx, "github_commit", "workspace_id = $1 AND sha = $2", ws, sha(11))
 			second := xmin(ctx, "github_commit", "workspace_id = $1 AND sha = $2", ws, sha(12))
 			ref := xmin(ctx, "github_ref", "workspace_id = $1 AND ref = 'refs/heads/main'", ws)
+			// Each commit was written in the shared transaction that rolled back, then the first
+			// two in their own steps, up to the third that failed again.
+			Expect(failing.counts()).To(Equal(map[string]int{sha(11): 2, sha(12): 2, sha(13): 2}))
 
 			d.retry(ctx)
 			Expect(d.handle(ctx, reg)).To(Succeed())
 
-			Expect(failing.writes).To(Equal(map[string]int{sha(11): 1, sha(12): 1, sha(13): 2}))
+			Expect(failing.counts()).To(Equal(map[string]int{sha(11): 2, sha(12): 2, sha(13): 3}))
 			Expect(xmin(ctx, "github_commit", "workspace_id = $1 AND sha = $2", ws, sha(11))).To(Equal(first))
 			Expect(xmin(ctx, "github_commit", "workspace_id = $1 AND sha = $2", ws, sha(12))).To(Equal(second))
 			Expect(xmin(ctx, "github_ref", "workspace_id = $1 AND ref = 'refs/heads/main'", ws)).To(Equal(ref))

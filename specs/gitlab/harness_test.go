@@ -18,6 +18,7 @@ type faultyStore struct {
 	gitlabmodel.Store
 	mu             sync.Mutex
 	failCommit     map[string]error
+	failTimes      map[string]int // writes of the SHA that still fail with failCommit's error
 	commitCalls    map[string]int
 	failReadiness  error
 	readinessCalls int
@@ -28,7 +29,7 @@ type faultyStore struct {
 func (f *faultyStore) reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.failCommit, f.commitCalls = map[string]error{}, map[string]int{}
+	f.failCommit, f.failTimes, f.commitCalls = map[string]error{}, map[string]int{}, map[string]int{}
 	f.afterCommit = map[string]func(context.Context){}
 	f.failReadiness, f.readinessCalls = nil, 0
 }
@@ -51,17 +52,28 @@ func (f *faultyStore) SetReadiness(ctx context.Context, tx ports.Tx, ws int64, r
 	return err
 }
 
-func (f *faultyStore) failCommitOnce(sha string, err error) {
+// failCommitTimes makes the next n writes of sha's commit fail with err.
+func (f *faultyStore) failCommitTimes(sha string, err error, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.failCommit[sha] = err
+	f.failCommit[sha], f.failTimes[sha] = err, n
+}
+
+// consumeFailure counts one failed write of sha; f.mu is held.
+func (f *faultyStore) consumeFailure(sha string) {
+	if f.failTimes[sha]--; f.failTimes[sha] <= 0 {
+		delete(f.failCommit, sha)
+		delete(f.failTimes, sha)
+	}
 }
 
 func (f *faultyStore) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c gitlabmodel.Commit) error {
 	f.mu.Lock()
 	f.commitCalls[c.SHA]++
 	err, fail := f.failCommit[c.SHA]
-	delete(f.failCommit, c.SHA)
+	if fail {
+		f.consumeFailure(c.SHA)
+	}
 	hook := f.afterCommit[c.SHA]
 	delete(f.afterCommit, c.SHA)
 	f.mu.Unlock()
@@ -76,6 +88,36 @@ func (f *faultyStore) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c
 		return err
 	}
 	return nil
+}
+
+// InsertCommits is InsertCommit for the commits written together: each is counted, the batch
+// is written, then the hooks of its commits run and the first failure set for one of them is
+// returned.
+func (f *faultyStore) InsertCommits(ctx context.Context, tx ports.Tx, ws int64, cs []gitlabmodel.Commit) error {
+	var (
+		fail  error
+		hooks []func(context.Context)
+	)
+	f.mu.Lock()
+	for _, c := range cs {
+		f.commitCalls[c.SHA]++
+		if err, ok := f.failCommit[c.SHA]; ok && fail == nil {
+			fail = err
+			f.consumeFailure(c.SHA)
+		}
+		if hook := f.afterCommit[c.SHA]; hook != nil {
+			hooks = append(hooks, hook)
+			delete(f.afterCommit, c.SHA)
+		}
+	}
+	f.mu.Unlock()
+	if werr := f.Store.InsertCommits(ctx, tx, ws, cs); werr != nil {
+		return werr
+	}
+	for _, hook := range hooks {
+		hook(ctx)
+	}
+	return fail
 }
 
 // onCommitOnce runs hook inside the next write transaction of sha's commit, after the write.
@@ -98,6 +140,16 @@ func (c *countingInbox) Step(ctx context.Context, step inbox.Step, fn func(conte
 	c.tried = append(c.tried, step.String())
 	c.mu.Unlock()
 	return c.DeliveryInbox.Step(ctx, step, fn)
+}
+
+// Steps lists each of the steps claimed together, in order.
+func (c *countingInbox) Steps(ctx context.Context, steps []inbox.Step, fn func(context.Context, ports.Tx, []bool) error) (int, error) {
+	c.mu.Lock()
+	for _, s := range steps {
+		c.tried = append(c.tried, s.String())
+	}
+	c.mu.Unlock()
+	return c.DeliveryInbox.Steps(ctx, steps, fn)
 }
 
 func (c *countingInbox) reset() {

@@ -43,7 +43,8 @@ var _ = Describe("GitLab push", func() {
 	When("one commit's write fails", func() {
 		It("rolls back that commit's step, writes the others, and the retry writes the missing commit once", func(ctx SpecContext) {
 			push := harness.Leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB, shaC))
-			faulty.failCommitOnce(shaB, errInjected)
+			// B fails in the commits' shared transaction and again in its own step.
+			faulty.failCommitTimes(shaB, errInjected, 2)
 
 			err := push.Attempt(ctx)
 			Expect(err).To(MatchError(errInjected), "the delivery must fail so that it is retried")
@@ -54,6 +55,8 @@ var _ = Describe("GitLab push", func() {
 			}))
 			Expect(harness.Column(ctx, `SELECT sha FROM gitlab_commit WHERE workspace_id = $1 ORDER BY sha`, ws)).
 				To(Equal([]string{shaA, shaC}))
+			// Each commit was written in the shared transaction that rolled back, then in its own step.
+			Expect(faulty.commitWrites()).To(Equal(map[string]int{shaA: 2, shaB: 2, shaC: 2}))
 
 			push.ReleaseForRetry(ctx)
 			Expect(push.Attempt(ctx)).To(Succeed())
@@ -63,17 +66,17 @@ var _ = Describe("GitLab push", func() {
 			Expect(harness.Column(ctx, `SELECT sha FROM gitlab_commit WHERE workspace_id = $1 ORDER BY sha`, ws)).
 				To(Equal([]string{shaA, shaB, shaC}))
 			// The retry wrote only the missing commit; the committed ones were skipped.
-			Expect(faulty.commitWrites()).To(Equal(map[string]int{shaA: 1, shaB: 2, shaC: 1}))
+			Expect(faulty.commitWrites()).To(Equal(map[string]int{shaA: 2, shaB: 3, shaC: 2}))
 			Expect(harness.Column(ctx, `SELECT ref || ' ' || commit_count FROM gitlab_push WHERE workspace_id = $1`, ws)).
 				To(Equal([]string{"refs/heads/main 3"}))
 		})
 	})
 
-	// The commit loop is the production form of a fallback: it goes on past a commit whose
+	// The per-commit loop is the production form of a fallback: it goes on past a commit whose
 	// write failed. A rejected inbox write is not such a failure: the fence decided this attempt
-	// may write nothing more, so the loop returns it unchanged at once, trying no further commit.
-	When("a commit's write is rejected by the fence (its lease was taken back while it ran)", func() {
-		It("returns the rejection at once and tries no further commit", func(ctx SpecContext) {
+	// may write nothing more, so the push returns it unchanged at once, trying no commit on its own.
+	When("the commits' write is rejected by the fence (the lease was taken back while it ran)", func() {
+		It("returns the rejection at once, writes none of the commits and tries none on its own", func(ctx SpecContext) {
 			push := harness.Leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB, shaC))
 			faulty.onCommitOnce(shaB, func(ctx context.Context) { push.NextLease(ctx) })
 
@@ -82,11 +85,23 @@ var _ = Describe("GitLab push", func() {
 			Expect(inbox.Classify(err)).To(Equal(inbox.LeaseLost))
 			Expect(err.Error()).NotTo(ContainSubstring("commits not written"), "returned unchanged, not as a commit failure")
 			Expect(tried.stepsTried()).To(Equal([]string{
-				"push.persist", "push.commit/101/" + shaA, "push.commit/101/" + shaB,
-			}), "no commit is tried after the rejected one")
-			Expect(push.Steps(ctx)).To(Equal([]string{"push.commit/101/" + shaA, "push.persist"}))
-			Expect(faulty.commitWrites()).To(Equal(map[string]int{shaA: 1, shaB: 1}))
+				"push.persist", "push.commit/101/" + shaA, "push.commit/101/" + shaB, "push.commit/101/" + shaC,
+			}), "the commits were claimed together once, and none was tried again in its own step")
+			Expect(push.Steps(ctx)).To(Equal([]string{"push.persist"}), "a fence rejection mid-push commits no commit step")
+			Expect(harness.Column(ctx, `SELECT sha FROM gitlab_commit WHERE workspace_id = $1 ORDER BY sha`, ws)).To(BeEmpty())
+			Expect(faulty.commitWrites()).To(Equal(map[string]int{shaA: 1, shaB: 1, shaC: 1}))
 		})
+	})
+
+	It("writes a push's commits and their steps in one transaction", func(ctx SpecContext) {
+		push := harness.Leased(ctx, ws, "Push Hook", "gitlab:project:101", pushPayload(101, shaA, shaB, shaC))
+		Expect(push.Attempt(ctx)).To(Succeed())
+		Expect(harness.Column(ctx, `SELECT DISTINCT xmin::text FROM gitlab_commit WHERE workspace_id = $1`, ws)).To(HaveLen(1))
+		Expect(harness.Column(ctx, `SELECT count(*)::text FROM provider_event_step
+			WHERE step_name LIKE 'push.commit/101/%'
+			  AND xmin = (SELECT xmin FROM gitlab_commit WHERE workspace_id = $1 LIMIT 1)`, ws)).
+			To(Equal([]string{"3"}), "the commits' steps commit with them")
+		Expect(faulty.commitWrites()).To(Equal(map[string]int{shaA: 1, shaB: 1, shaC: 1}))
 	})
 
 	It("names each commit step by project id and SHA, whatever the order of the commits", func(ctx SpecContext) {

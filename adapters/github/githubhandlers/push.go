@@ -24,9 +24,12 @@ var zeroSHA = strings.Repeat("0", 40)
 //     now (a deleted ref is a tombstone);
 //  2. commits the payload left out (size above the commits it lists) are read from GitHub,
 //     outside any transaction;
-//  3. each commit is written in its own step named by repository id and SHA
+//  3. each commit has its own step named by repository id and SHA
 //     ("push.commit/<repository>/<sha>"), so a retry skips the commits that committed and
-//     writes the rest, whatever their position;
+//     writes the rest, whatever their position. The steps are claimed together and the
+//     commits written in one fenced transaction; when it fails for any reason but a fence
+//     rejection nothing of it committed, and the commits are written again one step each, in
+//     order, up to the first that fails (the commits before it stay committed);
 //  4. the check runs of the new head are read from GitHub and written in their own step,
 //     "push.check_runs".
 func (b base) push(ctx context.Context, d ports.Dispatch) error {
@@ -93,21 +96,48 @@ func (b base) push(ctx context.Context, d ports.Dispatch) error {
 		}
 		commits = mergeCommits(commits, read, repo.ID, eventID)
 	}
-	for _, c := range commits {
-		step, err := inbox.NewStep("push.commit", strconv.FormatInt(repo.ID, 10), c.SHA)
-		if err != nil {
-			return wrap(event, err)
-		}
-		err = b.step(ctx, step, func(ctx context.Context, tx ports.Tx) error {
-			return b.deps.Store.UpsertCommit(ctx, tx, ws, c)
-		})
-		if err != nil {
-			return wrap(event, err)
-		}
+	if err := b.writeCommits(ctx, ws, repo.ID, commits); err != nil {
+		return wrap(event, err)
 	}
 	return wrap(event, b.checkRuns(ctx, d, ws, repo.ID, stepPushRuns, func(ctx context.Context) ([]githubmodel.CheckRun, error) {
 		return b.deps.Reader.CheckRunsForRef(ctx, p.access(ws, repo.ID), repo.FullName, after)
 	}))
+}
+
+// writeCommits writes a push's commits under their steps (push, step 3): all in one fenced
+// transaction, then, after a failure that is not a fence rejection, one step each.
+func (b base) writeCommits(ctx context.Context, ws, repositoryID int64, commits []githubmodel.Commit) error {
+	steps := make([]inbox.Step, len(commits))
+	for i, c := range commits {
+		step, err := inbox.NewStep("push.commit", strconv.FormatInt(repositoryID, 10), c.SHA)
+		if err != nil {
+			return err
+		}
+		steps[i] = step
+	}
+	if len(commits) > 1 {
+		_, err := b.deps.Inbox.Steps(ctx, steps, func(ctx context.Context, tx ports.Tx, claimed []bool) error {
+			batch := make([]githubmodel.Commit, 0, len(commits))
+			for i, c := range commits {
+				if claimed[i] {
+					batch = append(batch, c)
+				}
+			}
+			return b.deps.Store.UpsertCommits(ctx, tx, ws, batch)
+		})
+		if err == nil || inbox.IsFenceRejection(err) {
+			return err
+		}
+	}
+	for i, c := range commits {
+		err := b.step(ctx, steps[i], func(ctx context.Context, tx ports.Tx) error {
+			return b.deps.Store.UpsertCommit(ctx, tx, ws, c)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // leftOut reports whether a push payload with listed commits left some out: GitHub says how

@@ -412,9 +412,19 @@ func (s *Store) SetRef(ctx context.Context, tx ports.Tx, ws int64, r githubmodel
 
 // UpsertCommit implements githubmodel.PushWriter.
 func (s *Store) UpsertCommit(ctx context.Context, tx ports.Tx, ws int64, c githubmodel.Commit) error {
-	args := []any{ws, c.RepositoryID, c.SHA, c.Message, c.AuthorName, c.AuthorEmail, c.AuthorLogin, c.CommitterName,
-		c.CommitterEmail, c.CommittedAt, c.HTMLURL, at(c.Version), c.Version.EventID}
-	return s.feed.Write(ctx, tx, ws, s.commitWrite(ws, args, c.RepositoryID, c.SHA))
+	return s.UpsertCommits(ctx, tx, ws, []githubmodel.Commit{c})
+}
+
+// UpsertCommits implements githubmodel.PushWriter: every upsert travels in one round trip, then
+// each changed commit's change is published (mirrorkit.Feed.WriteIndependent).
+func (s *Store) UpsertCommits(ctx context.Context, tx ports.Tx, ws int64, cs []githubmodel.Commit) error {
+	writes := make([]mirrorkit.Write, len(cs))
+	for i, c := range cs {
+		args := []any{ws, c.RepositoryID, c.SHA, c.Message, c.AuthorName, c.AuthorEmail, c.AuthorLogin, c.CommitterName,
+			c.CommitterEmail, c.CommittedAt, c.HTMLURL, at(c.Version), c.Version.EventID}
+		writes[i] = s.commitWrite(ws, args, c.RepositoryID, c.SHA)
+	}
+	return s.feed.WriteIndependent(ctx, tx, ws, writes)
 }
 
 // timeOf converts a nullable, possibly infinite timestamp for a read model.

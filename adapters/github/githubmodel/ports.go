@@ -102,6 +102,9 @@ type CheckWriter interface {
 type PushWriter interface {
 	SetRef(ctx context.Context, tx ports.Tx, workspaceID int64, r Ref) error
 	UpsertCommit(ctx context.Context, tx ports.Tx, workspaceID int64, c Commit) error
+	// UpsertCommits upserts commits, as UpsertCommit does each, in one transaction and in the
+	// order given; the change feed gets each changed commit's change in that order.
+	UpsertCommits(ctx context.Context, tx ports.Tx, workspaceID int64, cs []Commit) error
 }
 
 // InstallationWriter is what the installation handlers write, all inside their step's

@@ -11,13 +11,16 @@ import (
 )
 
 // push mirrors a push: webhook persistence (the project and the push itself) in the step
-// "push.persist", then each commit in its own step named by project id and SHA.
+// "push.persist", then the commits, each under its own step named by project id and SHA.
 //
-// A commit whose step fails rolls back that step only. The loop goes on with the other commits,
-// so one bad commit does not hold back the rest, and then the delivery fails with the first
-// failure: the retry skips the committed commits and writes the missing ones. A fence rejection
-// (lease lost, event erased, row busy) ends the loop at once, since no later step could commit
-// under this lease either.
+// The commits' steps are claimed together and written in one fenced transaction (a retry's
+// claim skips the commits that committed). When that transaction fails for any reason but a
+// fence rejection, nothing of it committed, and each commit is written again in its own step:
+// a commit whose step fails rolls back that step only, the loop goes on with the other
+// commits, so one bad commit does not hold back the rest, and then the delivery fails with the
+// first failure: the retry skips the committed commits and writes the missing ones. A fence
+// rejection (lease lost, event erased, row busy) ends the push at once, since no later step
+// could commit under this lease either.
 func (b base) push(ctx context.Context, d ports.Dispatch) error {
 	const event = "push"
 	ws, err := workspace(event, d)
@@ -98,6 +101,24 @@ func (b base) push(ctx context.Context, d ports.Dispatch) error {
 		return wrap(event, err)
 	}
 
+	if len(commits) > 1 {
+		steps := make([]inbox.Step, len(commits))
+		for i, cs := range commits {
+			steps[i] = cs.step
+		}
+		_, err := b.deps.Inbox.Steps(ctx, steps, func(ctx context.Context, tx ports.Tx, claimed []bool) error {
+			batch := make([]gitlabmodel.Commit, 0, len(commits))
+			for i, cs := range commits {
+				if claimed[i] {
+					batch = append(batch, cs.commit)
+				}
+			}
+			return b.deps.Store.InsertCommits(ctx, tx, ws, batch)
+		})
+		if err == nil || inbox.IsFenceRejection(err) {
+			return wrap(event, err)
+		}
+	}
 	var (
 		first  error
 		failed int

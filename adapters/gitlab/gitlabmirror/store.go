@@ -111,8 +111,18 @@ func (s *Store) RecordPush(ctx context.Context, tx ports.Tx, ws int64, p gitlabm
 }
 
 func (s *Store) InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c gitlabmodel.Commit) error {
-	return s.feed.Write(ctx, tx, ws, s.commitWrite(ws, []any{ws, c.ProjectID, c.SHA, c.Title, c.Message, c.AuthorName,
-		c.AuthorEmail, c.AuthoredAt, c.URL, c.EventID}, c.ProjectID, c.SHA))
+	return s.InsertCommits(ctx, tx, ws, []gitlabmodel.Commit{c})
+}
+
+// InsertCommits stores commits in the order given: every insert travels in one round trip, then
+// each new commit's change is published (mirrorkit.Feed.WriteIndependent).
+func (s *Store) InsertCommits(ctx context.Context, tx ports.Tx, ws int64, cs []gitlabmodel.Commit) error {
+	writes := make([]mirrorkit.Write, len(cs))
+	for i, c := range cs {
+		writes[i] = s.commitWrite(ws, []any{ws, c.ProjectID, c.SHA, c.Title, c.Message, c.AuthorName,
+			c.AuthorEmail, c.AuthoredAt, c.URL, c.EventID}, c.ProjectID, c.SHA)
+	}
+	return s.feed.WriteIndependent(ctx, tx, ws, writes)
 }
 
 // ListProjects pages the workspace's projects by path and counts them.

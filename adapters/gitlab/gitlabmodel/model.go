@@ -234,6 +234,9 @@ type PushWriter interface {
 	RecordPush(ctx context.Context, tx ports.Tx, ws int64, p Push) error
 	// InsertCommit stores a commit on its natural key (project, SHA); an existing one stays.
 	InsertCommit(ctx context.Context, tx ports.Tx, ws int64, c Commit) error
+	// InsertCommits stores commits, as InsertCommit does each, in one transaction and in the
+	// order given; the change feed gets each new commit's change in that order.
+	InsertCommits(ctx context.Context, tx ports.Tx, ws int64, cs []Commit) error
 }
 
 // Store is the whole GitLab mirror store the handlers write to.

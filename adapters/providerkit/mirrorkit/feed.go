@@ -7,7 +7,8 @@
 //     changes and connection.torn_down;
 //   - Write, a versioned "reporting upsert, then publish a change": the upsert reports whether
 //     the version rule let it write and whether it changed the row in anything but the event
-//     id (Reporting), and only then is the change published, in the write's transaction;
+//     id (Reporting), and only then is the change published, in the write's transaction
+//     (WriteIndependent sends the writes of distinct rows, a push's commits, in one round trip);
 //   - Exec and Batch, statements in the step's transaction (sqlkit.PgxTx);
 //   - PersonData, a provider's personal-data map as contract.PersonDataStore counts and erases it;
 //   - Teardown, the batch of deletes of an uninstalled connection.

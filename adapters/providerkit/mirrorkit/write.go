@@ -91,20 +91,27 @@ func (f Feed[V]) WriteAll(ctx context.Context, tx ports.Tx, ws int64, writes []W
 		if !changed {
 			continue
 		}
-		t, data := w.Upserted, w.Key
-		if deleted && !w.Deleted.IsZero() {
-			t = w.Deleted
-		}
-		if t == w.Upserted || data == nil {
-			if data, err = w.View(ctx, ptx); err != nil {
-				return err
-			}
-		}
-		if err := f.Publish(ctx, tx, ws, t, w.Subject, version, data); err != nil {
+		if err := f.publishWritten(ctx, tx, ptx, ws, w, deleted, version); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// publishWritten publishes the change of w, which changed its row (a tombstone when deleted)
+// to version.
+func (f Feed[V]) publishWritten(ctx context.Context, tx ports.Tx, ptx pgx.Tx, ws int64, w Write, deleted bool, version string) error {
+	t, data := w.Upserted, w.Key
+	if deleted && !w.Deleted.IsZero() {
+		t = w.Deleted
+	}
+	if t == w.Upserted || data == nil {
+		var err error
+		if data, err = w.View(ctx, ptx); err != nil {
+			return err
+		}
+	}
+	return f.Publish(ctx, tx, ws, t, w.Subject, version, data)
 }
 
 // Read scans one view row of sql in the write's transaction (op names it in errors) and shapes
