@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
+	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 // ghTime is a GitHub timestamp. Webhooks write most as RFC 3339 strings, but some objects (a
@@ -236,6 +237,23 @@ type envelope struct {
 	Installation *struct {
 		ID int64 `json:"id"`
 	} `json:"installation"`
+}
+
+// repository is the event's repository, as the payload names it.
+func (e *envelope) repository() *ghRepository { return e.Repository }
+
+// repositoryEvent reads a repository event's row: its workspace, its payload into p (a struct
+// that embeds envelope) and its repository, which every repository event requires.
+func repositoryEvent(event string, d ports.Dispatch, p interface{ repository() *ghRepository }) (int64, githubmodel.Repository, error) {
+	ws, err := workspace(event, d)
+	if err != nil {
+		return 0, githubmodel.Repository{}, err
+	}
+	if err := decode(event, d.Payload, p); err != nil {
+		return 0, githubmodel.Repository{}, err
+	}
+	repo, err := toRepository(event, p.repository(), d.Delivery.ID())
+	return ws, repo, err
 }
 
 // access is the credential scope of a read for workspace ws of repository repositoryID that

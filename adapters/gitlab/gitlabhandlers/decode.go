@@ -138,6 +138,18 @@ func (e workEnvelope) projectID() int64 {
 	return int64(e.ProjectID)
 }
 
+// requireProject is the project the event names, else fallback (the attributes' own project
+// id; 0 for none). Errors: a permanent parsing failure when neither names a project.
+func (e workEnvelope) requireProject(event string, fallback glID) (int64, error) {
+	if id := e.projectID(); id > 0 {
+		return id, nil
+	}
+	if fallback > 0 {
+		return int64(fallback), nil
+	}
+	return 0, malformed(event, "no project id")
+}
+
 // visibility names GitLab's visibility_level (0 private, 10 internal, 20 public).
 func visibility(level *int) string {
 	if level == nil {

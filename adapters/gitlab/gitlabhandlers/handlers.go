@@ -130,6 +130,15 @@ func (b base) step(ctx context.Context, s inbox.Step, fn func(ctx context.Contex
 	return handlerkit.Step(ctx, b.deps.Inbox, s, fn)
 }
 
+// discoverAndStep is the shape of a project's work event: discover its project, then run write
+// as the event's one named step s. Failures are named by the event.
+func (b base) discoverAndStep(ctx context.Context, event string, ws int64, env workEnvelope, eventID int64, s inbox.Step, write func(ctx context.Context, tx ports.Tx) error) error {
+	if err := b.discover(ctx, ws, env, eventID); err != nil {
+		return wrap(event, err)
+	}
+	return wrap(event, b.step(ctx, s, write))
+}
+
 // discover writes the project (and its namespace group, as far as the payload tells) that a
 // work event names, in its own step: the project becomes listable even when the event's own
 // write fails, and the event's step stays one fixed operation.
