@@ -2,14 +2,12 @@ package github
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
+	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
@@ -55,27 +53,22 @@ func (c Config) validate() error {
 
 // Webhook verifies and parses GitHub App deliveries on POST /webhooks/github.
 type Webhook struct {
+	webhookjson.Receiver
 	secret []byte
 	appID  int64
 }
 
-var (
-	_ contract.Webhook        = (*Webhook)(nil)
-	_ contract.HeaderVerifier = (*Webhook)(nil)
-)
+var _ webhookjson.Webhook = (*Webhook)(nil)
 
 // NewWebhook validates cfg. The secret is copied so the caller cannot change it afterwards.
+// It is not per connection: every installation of the App posts to one URL with one secret.
 func NewWebhook(cfg Config) (*Webhook, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Webhook{secret: append([]byte(nil), cfg.WebhookSecret...), appID: cfg.AppID}, nil
+	return &Webhook{Receiver: webhookjson.NewReceiver(Provider, false, nil),
+		secret: append([]byte(nil), cfg.WebhookSecret...), appID: cfg.AppID}, nil
 }
-
-func (w *Webhook) Provider() provider.Provider { return Provider }
-
-// PerConnection is false: every installation of the App posts to one URL with one secret.
-func (w *Webhook) PerConnection() bool { return false }
 
 // Verify checks X-Hub-Signature-256, the HMAC-SHA256 of the raw body with the App secret,
 // in constant time. conn is ignored (GitHub is not per connection).
@@ -88,17 +81,12 @@ func (w *Webhook) Verify(req ports.Request, _ *ports.SourceConnection) error {
 	if header == "" {
 		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMissingSignature, headerSignature+" is missing")
 	}
-	hexSig, ok := strings.CutPrefix(header, signaturePrefix)
-	if !ok {
+	hexSig, prefixed := strings.CutPrefix(header, signaturePrefix)
+	got, ok := webhookjson.HexDigest(hexSig)
+	if !prefixed || !ok {
 		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedSignature, "signature is not sha256=<hex>")
 	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil || len(got) != sha256.Size {
-		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedSignature, "signature is not sha256=<hex>")
-	}
-	mac := hmac.New(sha256.New, w.secret)
-	mac.Write(req.Body)
-	if !hmac.Equal(got, mac.Sum(nil)) {
+	if !hmac.Equal(got, webhookjson.Sign(w.secret, req.Body)) {
 		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonBadSignature, "signature does not match the body")
 	}
 	// The target headers are not signed, so they can only ever refuse, never route: a
@@ -115,4 +103,22 @@ func (w *Webhook) Verify(req ports.Request, _ *ports.SourceConnection) error {
 // signature runs on the headers, before the body is read.
 func (w *Webhook) VerifyHeaders(headers http.Header, conn *ports.SourceConnection) error {
 	return contract.VerifyHeadersOnly(w, headers, conn)
+}
+
+var _ contract.RejectionReasoner = Module{}
+
+// reasonWrongApp refuses a delivery or an installation of another GitHub App.
+const reasonWrongApp = "wrong-app"
+
+// RejectionReasons lists every reason the GitHub webhook refuses or drops a delivery with
+// (webhook_rejected_total{provider="github",reason}). specs/architecture checks that every
+// reason the package's verifier and parser use is listed here.
+func (Module) RejectionReasons() []string {
+	return []string{
+		contract.ReasonNotConfigured, contract.ReasonMissingSignature, contract.ReasonMalformedSignature,
+		contract.ReasonBadSignature, reasonWrongApp,
+		contract.ReasonMissingEventType, contract.ReasonInvalidEventType, contract.ReasonInvalidPayload,
+		contract.ReasonMissingDeliveryID, contract.ReasonInvalidDeliveryID, reasonInvalidEventRoute,
+		DropWithoutSource, DropNoRepositoryOrOrg,
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -42,26 +41,17 @@ type Config struct {
 	Now webhookjson.Clock
 }
 
-// Webhook verifies and parses deliveries on POST /webhooks/gitlab/{connectionId}.
-type Webhook struct {
-	now webhookjson.Clock
-}
+// Webhook verifies and parses deliveries on POST /webhooks/gitlab/{connectionId}: it is per
+// connection, every connection has its own URL and secret.
+type Webhook struct{ webhookjson.Receiver }
 
-var (
-	_ contract.Webhook        = (*Webhook)(nil)
-	_ contract.HeaderVerifier = (*Webhook)(nil)
-)
+var _ webhookjson.Webhook = (*Webhook)(nil)
 
 // NewWebhook is the webhook of cfg. It returns an error only to keep the constructors of the
 // provider adapters alike; GitLab's Config has nothing that can be invalid.
 func NewWebhook(cfg Config) (*Webhook, error) {
-	return &Webhook{now: cfg.Now}, nil
+	return &Webhook{webhookjson.NewReceiver(Provider, true, cfg.Now)}, nil
 }
-
-func (w *Webhook) Provider() provider.Provider { return Provider }
-
-// PerConnection is true: every connection has its own URL and secret.
-func (w *Webhook) PerConnection() bool { return true }
 
 // Verify authenticates a delivery with conn's secret. A present webhook-signature header is
 // checked as a Standard Webhooks signature and never falls back to X-Gitlab-Token: otherwise a
@@ -127,20 +117,10 @@ func (w *Webhook) verifySignature(req ports.Request, secret []byte) error {
 	if id == "" {
 		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedSignature, headerSWID+" is missing")
 	}
-	if ts == "" {
-		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMissingTimestamp, headerSWTimestamp+" is missing")
-	}
-	seconds, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedTimestamp, headerSWTimestamp+" is not whole seconds")
-	}
-	if err := w.now.CheckFresh(time.Unix(seconds, 0)); err != nil {
+	if err := w.CheckUnix(ts, time.Second, headerSWTimestamp+" is missing", headerSWTimestamp+" is not whole seconds"); err != nil {
 		return err
 	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id + "." + ts + "."))
-	mac.Write(req.Body)
-	want := mac.Sum(nil)
+	want := webhookjson.Sign(key, []byte(id+"."+ts+"."), req.Body)
 	candidates := 0
 	for _, entry := range strings.Fields(strings.Join(req.Headers.Values(headerSWSignature), " ")) {
 		version, encoded, ok := strings.Cut(entry, ",")
@@ -178,4 +158,26 @@ func signingKey(secret []byte) ([]byte, error) {
 // signature runs on the headers, before the body is read.
 func (w *Webhook) VerifyHeaders(headers http.Header, conn *ports.SourceConnection) error {
 	return contract.VerifyHeadersOnly(w, headers, conn)
+}
+
+var _ contract.RejectionReasoner = Module{}
+
+// GitLab's own refusal reasons.
+const (
+	reasonWrongInstance = "wrong-instance" // X-Gitlab-Instance is not the connection's source server
+	reasonMissingToken  = "missing-token"  // no X-Gitlab-Token
+	reasonBadToken      = "bad-token"      // X-Gitlab-Token is not the connection's secret
+)
+
+// RejectionReasons lists every reason the GitLab webhook refuses or drops a delivery with
+// (webhook_rejected_total{provider="gitlab",reason}). specs/architecture checks that every
+// reason the package's verifier and parser use is listed here.
+func (Module) RejectionReasons() []string {
+	return []string{
+		contract.ReasonMissingConnection, contract.ReasonNotConfigured, reasonWrongInstance,
+		reasonMissingToken, reasonBadToken, contract.ReasonMalformedSignature, contract.ReasonMissingTimestamp,
+		contract.ReasonMalformedTimestamp, contract.ReasonStaleTimestamp, contract.ReasonBadSignature,
+		contract.ReasonMissingEventType, contract.ReasonInvalidEventType, contract.ReasonInvalidPayload,
+		contract.ReasonInvalidDeliveryID, DropNoProjectOrGroup,
+	}
 }

@@ -2,15 +2,11 @@ package outline
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/webhookjson"
-	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
@@ -30,26 +26,17 @@ type Config struct {
 	Now webhookjson.Clock
 }
 
-// Webhook verifies and parses deliveries on POST /webhooks/outline/{connectionId}.
-type Webhook struct {
-	now webhookjson.Clock
-}
+// Webhook verifies and parses deliveries on POST /webhooks/outline/{connectionId}: it is per
+// connection, every connection has its own URL and secret.
+type Webhook struct{ webhookjson.Receiver }
 
-var (
-	_ contract.Webhook        = (*Webhook)(nil)
-	_ contract.HeaderVerifier = (*Webhook)(nil)
-)
+var _ webhookjson.Webhook = (*Webhook)(nil)
 
 // NewWebhook is the webhook of cfg. It returns an error only to keep the constructors of the
 // provider adapters alike.
 func NewWebhook(cfg Config) (*Webhook, error) {
-	return &Webhook{now: cfg.Now}, nil
+	return &Webhook{webhookjson.NewReceiver(Provider, true, cfg.Now)}, nil
 }
-
-func (w *Webhook) Provider() provider.Provider { return Provider }
-
-// PerConnection is true: every connection has its own URL and secret.
-func (w *Webhook) PerConnection() bool { return true }
 
 // Verify checks "Outline-Signature: t=<ms>,s=<hex>", the HMAC-SHA256 of "{t}.{body}" with the
 // connection's secret. t is in MILLISECONDS since the epoch; a timestamp in seconds reads as
@@ -78,24 +65,14 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 			signatures = append(signatures, value)
 		}
 	}
-	if ts == "" {
-		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMissingTimestamp, "signature without t=")
-	}
-	millis, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return ports.Reject(ports.ErrUnauthenticated, contract.ReasonMalformedTimestamp, "t= is not whole milliseconds")
-	}
-	if err := w.now.CheckFresh(time.UnixMilli(millis)); err != nil {
+	if err := w.CheckUnix(ts, time.Millisecond, "signature without t=", "t= is not whole milliseconds"); err != nil {
 		return err
 	}
-	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(ts + "."))
-	mac.Write(req.Body)
-	want := mac.Sum(nil)
+	want := webhookjson.Sign(secret, []byte(ts+"."), req.Body)
 	candidates := 0
 	for _, s := range signatures {
-		got, err := hex.DecodeString(s)
-		if err != nil || len(got) != sha256.Size {
+		got, ok := webhookjson.HexDigest(s)
+		if !ok {
 			continue
 		}
 		candidates++
@@ -113,4 +90,19 @@ func (w *Webhook) Verify(req ports.Request, conn *ports.SourceConnection) error 
 // signature runs on the headers, before the body is read.
 func (w *Webhook) VerifyHeaders(headers http.Header, conn *ports.SourceConnection) error {
 	return contract.VerifyHeadersOnly(w, headers, conn)
+}
+
+var _ contract.RejectionReasoner = Module{}
+
+// RejectionReasons lists every reason the Outline webhook refuses a delivery with
+// (webhook_rejected_total{provider="outline",reason}). specs/architecture checks that every
+// reason the package's verifier and parser use is listed here.
+func (Module) RejectionReasons() []string {
+	return []string{
+		contract.ReasonMissingConnection, contract.ReasonNotConfigured, contract.ReasonMissingSignature,
+		contract.ReasonMalformedSignature, contract.ReasonMissingTimestamp, contract.ReasonMalformedTimestamp,
+		contract.ReasonStaleTimestamp, contract.ReasonBadSignature, contract.ReasonInvalidPayload,
+		contract.ReasonMissingEventType, contract.ReasonInvalidEventType, contract.ReasonMissingDeliveryID,
+		contract.ReasonInvalidDeliveryID,
+	}
 }

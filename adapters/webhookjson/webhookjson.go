@@ -1,8 +1,10 @@
 // Package webhookjson holds what the provider webhook adapters (adapters/<provider>/webhook.go,
-// parse.go, keys.go) share besides their signature schemes: the tolerant JSON reading of a
+// parse.go) share besides their signature schemes: the tolerant JSON reading of a
 // body (a verified body can still have any JSON shape, and parsing must never panic on one),
 // the header keeping, the bounds of event types and delivery keys, and the clock and window of
-// a signed timestamp and the connection secret of a per-connection delivery (verify.go).
+// a signed timestamp and the connection secret of a per-connection delivery (verify.go), and the
+// refusals every parser shares: a body that is no JSON object, a missing or unusable event type
+// or delivery key, a subject that cannot be made (delivery.go).
 package webhookjson
 
 import (

@@ -14,10 +14,6 @@ import (
 // and written in their own step ("status.check_runs"), and one refresh step per pull request.
 func (b base) status(ctx context.Context, d ports.Dispatch) error {
 	const event = EventStatus
-	ws, err := workspace(event, d)
-	if err != nil {
-		return err
-	}
 	var p struct {
 		envelope
 		ID          int64   `json:"id"`
@@ -29,14 +25,11 @@ func (b base) status(ctx context.Context, d ports.Dispatch) error {
 		CreatedAt   ghTime  `json:"created_at"`
 		UpdatedAt   ghTime  `json:"updated_at"`
 	}
-	if err := decode(event, d.Payload, &p); err != nil {
-		return err
-	}
-	eventID := d.Delivery.ID()
-	repo, err := toRepository(event, p.Repository, eventID)
+	ws, repo, err := repositoryEvent(event, d, &p)
 	if err != nil {
 		return err
 	}
+	eventID := d.Delivery.ID()
 	sha := strings.ToLower(p.SHA)
 	if p.ID <= 0 || !isSHA(sha) || p.State == "" {
 		return malformed(event, "status needs an id, a commit SHA and a state")
@@ -75,10 +68,6 @@ func (b base) status(ctx context.Context, d ports.Dispatch) error {
 // the suite's head, read again on a retry).
 func (b base) checkSuite(ctx context.Context, d ports.Dispatch) error {
 	const event = EventCheckSuite
-	ws, err := workspace(event, d)
-	if err != nil {
-		return err
-	}
 	var p struct {
 		envelope
 		CheckSuite *struct {
@@ -97,14 +86,11 @@ func (b base) checkSuite(ctx context.Context, d ports.Dispatch) error {
 			} `json:"app"`
 		} `json:"check_suite"`
 	}
-	if err := decode(event, d.Payload, &p); err != nil {
-		return err
-	}
-	eventID := d.Delivery.ID()
-	repo, err := toRepository(event, p.Repository, eventID)
+	ws, repo, err := repositoryEvent(event, d, &p)
 	if err != nil {
 		return err
 	}
+	eventID := d.Delivery.ID()
 	cs := p.CheckSuite
 	if cs == nil || cs.ID <= 0 || !isSHA(strings.ToLower(cs.HeadSHA)) {
 		return malformed(event, "check_suite needs an id and a head SHA")

@@ -1,7 +1,6 @@
 package githubhandlers
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,24 +9,8 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
-	"github.com/hephaestus-dev/hephaestus/domain/inbox"
+	"github.com/hephaestus-dev/hephaestus/ports"
 )
-
-// decode reads a stored payload into v. A payload that does not decode, or lacks what the
-// handler needs, fails the same way on every attempt: it is a permanent parsing failure, and
-// the row becomes DEAD on its first attempt instead of using the retry budget.
-func decode(event string, payload []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	if err := dec.Decode(v); err != nil {
-		return inbox.ParsingFailure(fmt.Errorf("github %s payload: %w", event, err))
-	}
-	return nil
-}
-
-// malformed is a permanent parsing failure for a payload that decoded but misses a field.
-func malformed(event, format string, args ...any) error {
-	return inbox.ParsingFailure(fmt.Errorf("github %s payload: %s", event, fmt.Sprintf(format, args...)))
-}
 
 // ghTime is a GitHub timestamp. Webhooks write most as RFC 3339 strings, but some objects (a
 // push payload's repository, an installation) carry Unix seconds; null is no time.
@@ -254,6 +237,23 @@ type envelope struct {
 	Installation *struct {
 		ID int64 `json:"id"`
 	} `json:"installation"`
+}
+
+// repository is the event's repository, as the payload names it.
+func (e *envelope) repository() *ghRepository { return e.Repository }
+
+// repositoryEvent reads a repository event's row: its workspace, its payload into p (a struct
+// that embeds envelope) and its repository, which every repository event requires.
+func repositoryEvent(event string, d ports.Dispatch, p interface{ repository() *ghRepository }) (int64, githubmodel.Repository, error) {
+	ws, err := workspace(event, d)
+	if err != nil {
+		return 0, githubmodel.Repository{}, err
+	}
+	if err := decode(event, d.Payload, p); err != nil {
+		return 0, githubmodel.Repository{}, err
+	}
+	repo, err := toRepository(event, p.repository(), d.Delivery.ID())
+	return ws, repo, err
 }
 
 // access is the credential scope of a read for workspace ws of repository repositoryID that

@@ -29,11 +29,10 @@ package githubhandlers
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/handlerkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/ports/contract"
@@ -55,13 +54,6 @@ type Deps struct {
 	// Log receives notes that are not failures (an installation with no connection to
 	// repair, a transition the state machine refuses). nil: discarded. Never a payload.
 	Log ports.Logger
-}
-
-func (d Deps) validate() error {
-	if d.Inbox == nil || d.Store == nil {
-		return errors.New("github handlers: an inbox and a mirror store are required")
-	}
-	return nil
 }
 
 // Event types, as GitHub names them in X-GitHub-Event.
@@ -93,7 +85,7 @@ const (
 // Register wires every GitHub handler into reg. Errors: invalid deps, or the registry's
 // refusal (a second handler for an event type).
 func Register(reg contract.HandlerRegistrar, deps Deps) error {
-	if err := deps.validate(); err != nil {
+	if err := handlerkit.Needs(github.Provider, deps.Inbox, deps.Store); err != nil {
 		return err
 	}
 	b := base{deps: deps}
@@ -121,12 +113,7 @@ func Register(reg contract.HandlerRegistrar, deps Deps) error {
 		EventCheckSuite:               ports.HandlerFunc(b.checkSuite),
 		EventPush:                     ports.HandlerFunc(b.push),
 	}
-	for _, event := range EventTypes() {
-		if err := reg.Register(github.Provider, event, hs[event]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return handlerkit.Register(reg, github.Provider, EventTypes(), hs)
 }
 
 // EventTypes lists the event types Register wires, in a stable order.
@@ -174,14 +161,10 @@ var (
 	stepPushRuns         = inbox.MustStep("push.check_runs")
 )
 
-// workspace is the workspace of a work event's row. A work row always has one; a row without
-// it was routed wrongly and must not write into some other workspace's mirror.
-func workspace(event string, d ports.Dispatch) (int64, error) {
-	if d.WorkspaceID <= 0 {
-		return 0, fmt.Errorf("github %s: work event row %d has no workspace", event, d.Delivery.ID())
-	}
-	return d.WorkspaceID, nil
-}
+// The handlers' failures name the provider (handlerkit.Kit).
+var decode, malformed, wrap, workspace = kit.Decode, kit.Malformed, kit.Wrap, kit.Workspace
+
+const kit = handlerkit.Kit("github")
 
 // writeUsers upserts users in their own fenced transaction, apart from the handler's step. Users
 // whose stored version is already equal or newer are left out, and when that is all of them
@@ -212,8 +195,7 @@ func (b base) writeLabels(ctx context.Context, ws int64, ls []githubmodel.Label)
 
 // step runs fn as the named step. A step that committed in an earlier attempt is skipped.
 func (b base) step(ctx context.Context, s inbox.Step, fn func(ctx context.Context, tx ports.Tx) error) error {
-	_, err := b.deps.Inbox.Step(ctx, s, fn)
-	return err
+	return handlerkit.Step(ctx, b.deps.Inbox, s, fn)
 }
 
 // upsertRepositoryAndOrganization writes the event's repository and, when the event names
@@ -232,15 +214,6 @@ func (b base) note(msg string, kv ...any) {
 	if b.deps.Log != nil {
 		b.deps.Log.Infow(msg, kv...)
 	}
-}
-
-// wrap names the event of a failure and keeps err in the chain, so the consumer still
-// classifies fence rejections, transient failures and parsing failures.
-func wrap(event string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("github %s: %w", event, err)
 }
 
 // orgOf converts the event's organization, or nil.

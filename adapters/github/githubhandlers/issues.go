@@ -14,23 +14,16 @@ import (
 // arrives as a new issue of its new repository).
 func (b base) issues(ctx context.Context, d ports.Dispatch) error {
 	const event = EventIssues
-	ws, err := workspace(event, d)
-	if err != nil {
-		return err
-	}
 	var p struct {
 		envelope
 		Issue *ghIssue `json:"issue"`
 		Label *ghLabel `json:"label"`
 	}
-	if err := decode(event, d.Payload, &p); err != nil {
-		return err
-	}
-	eventID := d.Delivery.ID()
-	repo, err := toRepository(event, p.Repository, eventID)
+	ws, repo, err := repositoryEvent(event, d, &p)
 	if err != nil {
 		return err
 	}
+	eventID := d.Delivery.ID()
 	issue, err := toIssue(event, p.Issue, repo.ID, eventID)
 	if err != nil {
 		return err
@@ -65,23 +58,16 @@ func (b base) issues(ctx context.Context, d ports.Dispatch) error {
 // when it is not a pull request's issue side (pull requests are mirrored by their own events).
 func (b base) issueComment(ctx context.Context, d ports.Dispatch) error {
 	const event = EventIssueComment
-	ws, err := workspace(event, d)
-	if err != nil {
-		return err
-	}
 	var p struct {
 		envelope
 		Issue   *ghIssue   `json:"issue"`
 		Comment *ghComment `json:"comment"`
 	}
-	if err := decode(event, d.Payload, &p); err != nil {
-		return err
-	}
-	eventID := d.Delivery.ID()
-	repo, err := toRepository(event, p.Repository, eventID)
+	ws, repo, err := repositoryEvent(event, d, &p)
 	if err != nil {
 		return err
 	}
+	eventID := d.Delivery.ID()
 	issue, err := toIssue(event, p.Issue, repo.ID, eventID)
 	if err != nil {
 		return err
@@ -321,22 +307,15 @@ func (b base) linkedIssues(ctx context.Context, d ports.Dispatch, event string, 
 // One step, "milestone.upsert"; its creator first.
 func (b base) milestone(ctx context.Context, d ports.Dispatch) error {
 	const event = EventMilestone
-	ws, err := workspace(event, d)
-	if err != nil {
-		return err
-	}
 	var p struct {
 		envelope
 		Milestone *ghMilestone `json:"milestone"`
 	}
-	if err := decode(event, d.Payload, &p); err != nil {
-		return err
-	}
-	eventID := d.Delivery.ID()
-	repo, err := toRepository(event, p.Repository, eventID)
+	ws, repo, err := repositoryEvent(event, d, &p)
 	if err != nil {
 		return err
 	}
+	eventID := d.Delivery.ID()
 	m, ok := toMilestone(p.Milestone, repo.ID, eventID)
 	if !ok {
 		return malformed(event, "milestone needs an id")
@@ -357,22 +336,15 @@ func (b base) milestone(ctx context.Context, d ports.Dispatch) error {
 // its natural key like every label upsert; the step "label.upsert" writes its repository.
 func (b base) label(ctx context.Context, d ports.Dispatch) error {
 	const event = EventLabel
-	ws, err := workspace(event, d)
-	if err != nil {
-		return err
-	}
 	var p struct {
 		envelope
 		Label *ghLabel `json:"label"`
 	}
-	if err := decode(event, d.Payload, &p); err != nil {
-		return err
-	}
-	eventID := d.Delivery.ID()
-	repo, err := toRepository(event, p.Repository, eventID)
+	ws, repo, err := repositoryEvent(event, d, &p)
 	if err != nil {
 		return err
 	}
+	eventID := d.Delivery.ID()
 	if p.Label == nil || p.Label.ID <= 0 {
 		return malformed(event, "label needs an id")
 	}

@@ -84,10 +84,6 @@ func (b base) repository(ctx context.Context, d ports.Dispatch) error {
 // "member.upsert"; the member's user first.
 func (b base) member(ctx context.Context, d ports.Dispatch) error {
 	const event = EventMember
-	ws, err := workspace(event, d)
-	if err != nil {
-		return err
-	}
 	var p struct {
 		envelope
 		Member  *ghUser `json:"member"`
@@ -97,14 +93,11 @@ func (b base) member(ctx context.Context, d ports.Dispatch) error {
 			} `json:"permission"`
 		} `json:"changes"`
 	}
-	if err := decode(event, d.Payload, &p); err != nil {
-		return err
-	}
-	eventID := d.Delivery.ID()
-	repo, err := toRepository(event, p.Repository, eventID)
+	ws, repo, err := repositoryEvent(event, d, &p)
 	if err != nil {
 		return err
 	}
+	eventID := d.Delivery.ID()
 	u, ok := toUser(p.Member, eventID)
 	if !ok {
 		return malformed(event, "member needs an id and a login")
@@ -235,22 +228,15 @@ func (b base) team(ctx context.Context, d ports.Dispatch) error {
 // teamAdd mirrors a repository added to a team (team_add). One step, "team_repository.upsert".
 func (b base) teamAdd(ctx context.Context, d ports.Dispatch) error {
 	const event = EventTeamAdd
-	ws, err := workspace(event, d)
-	if err != nil {
-		return err
-	}
 	var p struct {
 		envelope
 		Team *ghTeam `json:"team"`
 	}
-	if err := decode(event, d.Payload, &p); err != nil {
-		return err
-	}
-	eventID := d.Delivery.ID()
-	repo, err := toRepository(event, p.Repository, eventID)
+	ws, repo, err := repositoryEvent(event, d, &p)
 	if err != nil {
 		return err
 	}
+	eventID := d.Delivery.ID()
 	org := orgOf(p.Organization, eventID)
 	var orgID int64
 	if org != nil {

@@ -23,23 +23,16 @@ import (
 //  5. the pull request's check state is refreshed in a step named by its id.
 func (b base) pullRequest(ctx context.Context, d ports.Dispatch) error {
 	const event = EventPullRequest
-	ws, err := workspace(event, d)
-	if err != nil {
-		return err
-	}
 	var p struct {
 		envelope
 		PullRequest *ghPullRequest `json:"pull_request"`
 		Label       *ghLabel       `json:"label"`
 	}
-	if err := decode(event, d.Payload, &p); err != nil {
-		return err
-	}
-	eventID := d.Delivery.ID()
-	repo, err := toRepository(event, p.Repository, eventID)
+	ws, repo, err := repositoryEvent(event, d, &p)
 	if err != nil {
 		return err
 	}
+	eventID := d.Delivery.ID()
 	pr, err := toPullRequest(event, p.PullRequest, repo.ID, eventID)
 	if err != nil {
 		return err
@@ -186,23 +179,16 @@ func (b base) refreshPullRequests(ctx context.Context, d ports.Dispatch, ws int6
 // "review.upsert": repository, pull request and review.
 func (b base) review(ctx context.Context, d ports.Dispatch) error {
 	const event = EventPullRequestReview
-	ws, err := workspace(event, d)
-	if err != nil {
-		return err
-	}
 	var p struct {
 		envelope
 		PullRequest *ghPullRequest `json:"pull_request"`
 		Review      *ghReview      `json:"review"`
 	}
-	if err := decode(event, d.Payload, &p); err != nil {
-		return err
-	}
-	eventID := d.Delivery.ID()
-	repo, err := toRepository(event, p.Repository, eventID)
+	ws, repo, err := repositoryEvent(event, d, &p)
 	if err != nil {
 		return err
 	}
+	eventID := d.Delivery.ID()
 	pr, err := toPullRequest(event, p.PullRequest, repo.ID, eventID)
 	if err != nil {
 		return err
@@ -236,23 +222,16 @@ func (b base) review(ctx context.Context, d ports.Dispatch) error {
 // "review_comment.upsert".
 func (b base) reviewComment(ctx context.Context, d ports.Dispatch) error {
 	const event = EventPullRequestReviewComment
-	ws, err := workspace(event, d)
-	if err != nil {
-		return err
-	}
 	var p struct {
 		envelope
 		PullRequest *ghPullRequest   `json:"pull_request"`
 		Comment     *ghReviewComment `json:"comment"`
 	}
-	if err := decode(event, d.Payload, &p); err != nil {
-		return err
-	}
-	eventID := d.Delivery.ID()
-	repo, err := toRepository(event, p.Repository, eventID)
+	ws, repo, err := repositoryEvent(event, d, &p)
 	if err != nil {
 		return err
 	}
+	eventID := d.Delivery.ID()
 	pr, err := toPullRequest(event, p.PullRequest, repo.ID, eventID)
 	if err != nil {
 		return err
@@ -284,10 +263,6 @@ func (b base) reviewComment(ctx context.Context, d ports.Dispatch) error {
 // the thread.
 func (b base) reviewThread(ctx context.Context, d ports.Dispatch) error {
 	const event = EventPullRequestReviewThread
-	ws, err := workspace(event, d)
-	if err != nil {
-		return err
-	}
 	var p struct {
 		envelope
 		PullRequest *ghPullRequest `json:"pull_request"`
@@ -296,14 +271,11 @@ func (b base) reviewThread(ctx context.Context, d ports.Dispatch) error {
 			Comments []ghReviewComment `json:"comments"`
 		} `json:"thread"`
 	}
-	if err := decode(event, d.Payload, &p); err != nil {
-		return err
-	}
-	eventID := d.Delivery.ID()
-	repo, err := toRepository(event, p.Repository, eventID)
+	ws, repo, err := repositoryEvent(event, d, &p)
 	if err != nil {
 		return err
 	}
+	eventID := d.Delivery.ID()
 	pr, err := toPullRequest(event, p.PullRequest, repo.ID, eventID)
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package gitlabhandlers
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -9,23 +8,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
-	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
-
-// decode reads a stored payload into v. A payload that does not decode, or lacks what the
-// handler needs, fails the same way on every attempt: a permanent parsing failure, so the row
-// becomes DEAD on its first attempt instead of using the retry budget.
-func decode(event string, payload []byte, v any) error {
-	if err := json.NewDecoder(bytes.NewReader(payload)).Decode(v); err != nil {
-		return inbox.ParsingFailure(fmt.Errorf("gitlab %s payload: %w", event, err))
-	}
-	return nil
-}
-
-// malformed is a permanent parsing failure for a payload that decoded but misses a field.
-func malformed(event, format string, args ...any) error {
-	return inbox.ParsingFailure(fmt.Errorf("gitlab %s payload: %s", event, fmt.Sprintf(format, args...)))
-}
 
 // glTime is a GitLab timestamp. Hooks write them in several layouts depending on the event and
 // the GitLab version ("2013-12-03T17:23:34Z", "2013-12-03 17:23:34 UTC",
@@ -153,6 +136,18 @@ func (e workEnvelope) projectID() int64 {
 		return int64(e.Project.ID)
 	}
 	return int64(e.ProjectID)
+}
+
+// requireProject is the project the event names, else fallback (the attributes' own project
+// id; 0 for none). Errors: a permanent parsing failure when neither names a project.
+func (e workEnvelope) requireProject(event string, fallback glID) (int64, error) {
+	if id := e.projectID(); id > 0 {
+		return id, nil
+	}
+	if fallback > 0 {
+		return int64(fallback), nil
+	}
+	return 0, malformed(event, "no project id")
 }
 
 // visibility names GitLab's visibility_level (0 private, 10 internal, 20 public).

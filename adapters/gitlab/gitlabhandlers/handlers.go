@@ -25,11 +25,11 @@ package gitlabhandlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmodel"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/handlerkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/ports/contract"
@@ -44,13 +44,6 @@ type Deps struct {
 	// Reader reads GitLab's REST API (merge request approvals). nil: no provider reads are
 	// configured and readiness is decided from what the payload carries.
 	Reader gitlabmodel.ProviderReader
-}
-
-func (d Deps) validate() error {
-	if d.Inbox == nil || d.Store == nil {
-		return errors.New("gitlab handlers: an inbox and a mirror store are required")
-	}
-	return nil
 }
 
 // Event types, as GitLab sends them in X-Gitlab-Event.
@@ -74,7 +67,7 @@ const stepOperationCommit = "push.commit"
 // Register wires every GitLab handler into reg. Errors: invalid deps, or the registry's refusal
 // (a second handler for an event type).
 func Register(reg contract.HandlerRegistrar, deps Deps) error {
-	if err := deps.validate(); err != nil {
+	if err := handlerkit.Needs(gitlab.Provider, deps.Inbox, deps.Store); err != nil {
 		return err
 	}
 	b := base{deps: deps}
@@ -91,12 +84,7 @@ func Register(reg contract.HandlerRegistrar, deps Deps) error {
 		EventProject:           ports.HandlerFunc(b.project),
 		EventMilestone:         ports.HandlerFunc(b.milestone),
 	}
-	for _, event := range EventTypes() {
-		if err := reg.Register(gitlab.Provider, event, hs[event]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return handlerkit.Register(reg, gitlab.Provider, EventTypes(), hs)
 }
 
 // EventTypes lists the event types Register wires, in a stable order.
@@ -132,19 +120,23 @@ func CommitStep(projectID int64, sha string) (inbox.Step, error) {
 // base holds the dependencies every handler method shares.
 type base struct{ deps Deps }
 
-// workspace is the workspace of a work event's row. A GitLab row always has one; a row without
-// it was routed wrongly and must not write into some other workspace's mirror.
-func workspace(event string, d ports.Dispatch) (int64, error) {
-	if d.WorkspaceID <= 0 {
-		return 0, fmt.Errorf("gitlab %s: row %d has no workspace", event, d.Delivery.ID())
-	}
-	return d.WorkspaceID, nil
-}
+// The handlers' failures name the provider (handlerkit.Kit).
+var decode, malformed, wrap, workspace = kit.Decode, kit.Malformed, kit.Wrap, kit.Workspace
+
+const kit = handlerkit.Kit("gitlab")
 
 // step runs fn as the named step. A step that committed in an earlier attempt is skipped.
 func (b base) step(ctx context.Context, s inbox.Step, fn func(ctx context.Context, tx ports.Tx) error) error {
-	_, err := b.deps.Inbox.Step(ctx, s, fn)
-	return err
+	return handlerkit.Step(ctx, b.deps.Inbox, s, fn)
+}
+
+// discoverAndStep is the shape of a project's work event: discover its project, then run write
+// as the event's one named step s. Failures are named by the event.
+func (b base) discoverAndStep(ctx context.Context, event string, ws int64, env workEnvelope, eventID int64, s inbox.Step, write func(ctx context.Context, tx ports.Tx) error) error {
+	if err := b.discover(ctx, ws, env, eventID); err != nil {
+		return wrap(event, err)
+	}
+	return wrap(event, b.step(ctx, s, write))
 }
 
 // discover writes the project (and its namespace group, as far as the payload tells) that a
@@ -158,13 +150,4 @@ func (b base) discover(ctx context.Context, ws int64, env workEnvelope, eventID 
 	return b.step(ctx, StepProjectDiscover, func(ctx context.Context, tx ports.Tx) error {
 		return b.deps.Store.UpsertProject(ctx, tx, ws, p)
 	})
-}
-
-// wrap names the event of a failure and keeps err in the chain, so the consumer still
-// classifies fence rejections, transient failures and parsing failures.
-func wrap(event string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("gitlab %s: %w", event, err)
 }

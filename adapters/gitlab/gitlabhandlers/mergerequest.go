@@ -68,12 +68,9 @@ func (b base) mergeRequest(ctx context.Context, d ports.Dispatch) error {
 	if a == nil || a.ID <= 0 || a.IID <= 0 {
 		return malformed(event, "object_attributes needs an id and an iid")
 	}
-	projectID := p.projectID()
-	if projectID <= 0 {
-		projectID = int64(a.TargetProjectID)
-	}
-	if projectID <= 0 {
-		return malformed(event, "no project id")
+	projectID, err := p.requireProject(event, a.TargetProjectID)
+	if err != nil {
+		return err
 	}
 	eventID := d.Delivery.ID()
 	v := versionOf(a.UpdatedAt.or(a.CreatedAt), eventID)
@@ -202,9 +199,9 @@ func (b base) pipeline(ctx context.Context, d ports.Dispatch) error {
 	if a == nil || a.ID <= 0 {
 		return malformed(event, "object_attributes needs an id")
 	}
-	projectID := p.projectID()
-	if projectID <= 0 {
-		return malformed(event, "no project id")
+	projectID, err := p.requireProject(event, 0)
+	if err != nil {
+		return err
 	}
 	eventID := d.Delivery.ID()
 	pl := gitlabmodel.Pipeline{
@@ -217,10 +214,7 @@ func (b base) pipeline(ctx context.Context, d ports.Dispatch) error {
 	if p.MergeRequest != nil {
 		pl.MergeRequestID = p.MergeRequest.ID.ptr()
 	}
-	if err := b.discover(ctx, ws, p.workEnvelope, eventID); err != nil {
-		return wrap(event, err)
-	}
-	return wrap(event, b.step(ctx, StepPipeline, func(ctx context.Context, tx ports.Tx) error {
+	return b.discoverAndStep(ctx, event, ws, p.workEnvelope, eventID, StepPipeline, func(ctx context.Context, tx ports.Tx) error {
 		return b.deps.Store.UpsertPipeline(ctx, tx, ws, pl)
-	}))
+	})
 }

@@ -43,12 +43,9 @@ func (b base) issue(ctx context.Context, d ports.Dispatch) error {
 	if a == nil || a.ID <= 0 || a.IID <= 0 {
 		return malformed(event, "object_attributes needs an id and an iid")
 	}
-	projectID := p.projectID()
-	if projectID <= 0 {
-		projectID = int64(a.ProjectID)
-	}
-	if projectID <= 0 {
-		return malformed(event, "no project id")
+	projectID, err := p.requireProject(event, a.ProjectID)
+	if err != nil {
+		return err
 	}
 	eventID := d.Delivery.ID()
 	labels := p.Labels
@@ -61,12 +58,9 @@ func (b base) issue(ctx context.Context, d ports.Dispatch) error {
 		WebURL: a.URL, CreatedAt: a.CreatedAt.ptr(), ClosedAt: a.ClosedAt.ptr(), Deleted: a.Action == "delete",
 		Version: versionOf(a.UpdatedAt.or(a.CreatedAt), eventID),
 	}
-	if err := b.discover(ctx, ws, p.workEnvelope, eventID); err != nil {
-		return wrap(event, err)
-	}
-	return wrap(event, b.step(ctx, StepIssue, func(ctx context.Context, tx ports.Tx) error {
+	return b.discoverAndStep(ctx, event, ws, p.workEnvelope, eventID, StepIssue, func(ctx context.Context, tx ports.Tx) error {
 		return b.deps.Store.UpsertIssue(ctx, tx, ws, issue)
-	}))
+	})
 }
 
 // note mirrors a comment created or updated: project discovery, then one step
@@ -101,12 +95,9 @@ func (b base) note(ctx context.Context, d ports.Dispatch) error {
 	if a == nil || a.ID <= 0 {
 		return malformed(event, "object_attributes needs an id")
 	}
-	projectID := p.projectID()
-	if projectID <= 0 {
-		projectID = int64(a.ProjectID)
-	}
-	if projectID <= 0 {
-		return malformed(event, "no project id")
+	projectID, err := p.requireProject(event, a.ProjectID)
+	if err != nil {
+		return err
 	}
 	eventID := d.Delivery.ID()
 	var commit *string
@@ -119,12 +110,9 @@ func (b base) note(ctx context.Context, d ports.Dispatch) error {
 		CreatedAt: a.CreatedAt.ptr(), Deleted: a.Action == "delete",
 		Version: versionOf(a.UpdatedAt.or(a.CreatedAt), eventID),
 	}
-	if err := b.discover(ctx, ws, p.workEnvelope, eventID); err != nil {
-		return wrap(event, err)
-	}
-	return wrap(event, b.step(ctx, StepNote, func(ctx context.Context, tx ports.Tx) error {
+	return b.discoverAndStep(ctx, event, ws, p.workEnvelope, eventID, StepNote, func(ctx context.Context, tx ports.Tx) error {
 		return b.deps.Store.UpsertNote(ctx, tx, ws, n)
-	}))
+	})
 }
 
 // milestone mirrors a project or group milestone created, closed, reopened or deleted: project
@@ -174,12 +162,9 @@ func (b base) milestone(ctx context.Context, d ports.Dispatch) error {
 			m.ProjectID = &id
 		}
 	}
-	if err := b.discover(ctx, ws, p.workEnvelope, eventID); err != nil {
-		return wrap(event, err)
-	}
-	return wrap(event, b.step(ctx, StepMilestone, func(ctx context.Context, tx ports.Tx) error {
+	return b.discoverAndStep(ctx, event, ws, p.workEnvelope, eventID, StepMilestone, func(ctx context.Context, tx ports.Tx) error {
 		return b.deps.Store.UpsertMilestone(ctx, tx, ws, m)
-	}))
+	})
 }
 
 // member mirrors a user added to, changed in or removed from a group: one step

@@ -12,16 +12,14 @@
 package outlinehandlers
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemodel"
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/handlerkit"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/ports/contract"
@@ -67,21 +65,20 @@ func CollectionStep(purpose, collectionID string) (inbox.Step, error) {
 
 // Register wires every Outline handler into reg. Errors: invalid deps, or the registry's refusal.
 func Register(reg contract.HandlerRegistrar, deps Deps) error {
-	if deps.Inbox == nil || deps.Store == nil {
-		return errors.New("outline handlers: an inbox and a mirror store are required")
+	if err := handlerkit.Needs(outline.Provider, deps.Inbox, deps.Store); err != nil {
+		return err
 	}
 	b := base{deps: deps}
+	hs := map[string]ports.Handler{}
 	for _, group := range []struct {
 		events []string
 		h      ports.HandlerFunc
 	}{{documentEvents, b.document}, {collectionEvents, b.collection}, {recordedEvents, b.recordOnly}} {
 		for _, e := range group.events {
-			if err := reg.Register(outline.Provider, e, group.h); err != nil {
-				return err
-			}
+			hs[e] = group.h
 		}
 	}
-	return nil
+	return handlerkit.Register(reg, outline.Provider, EventTypes(), hs)
 }
 
 // EventTypes lists the event types Register wires.
@@ -144,16 +141,13 @@ func record(env envelope, modelID string, eventID int64) outlinemodel.Event {
 	}
 }
 
-func workspace(event string, d ports.Dispatch) (int64, error) {
-	if d.WorkspaceID <= 0 {
-		return 0, fmt.Errorf("outline %s: row %d has no workspace", event, d.Delivery.ID())
-	}
-	return d.WorkspaceID, nil
-}
+// The handlers' failures name the provider (handlerkit.Kit).
+var decode, malformed, wrap, workspace = kit.Decode, kit.Malformed, kit.Wrap, kit.Workspace
+
+const kit = handlerkit.Kit("outline")
 
 func (b base) step(ctx context.Context, s inbox.Step, fn func(ctx context.Context, tx ports.Tx) error) error {
-	_, err := b.deps.Inbox.Step(ctx, s, fn)
-	return err
+	return handlerkit.Step(ctx, b.deps.Inbox, s, fn)
 }
 
 // recordEvent writes the event record in its own step.
@@ -161,23 +155,4 @@ func (b base) recordEvent(ctx context.Context, ws int64, e outlinemodel.Event) e
 	return b.step(ctx, StepEventRecord, func(ctx context.Context, tx ports.Tx) error {
 		return b.deps.Store.RecordEvent(ctx, tx, ws, e)
 	})
-}
-
-func wrap(event string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("outline %s: %w", event, err)
-}
-
-// decode reads a stored payload into v; one that does not decode is a permanent parsing failure.
-func decode(event string, payload []byte, v any) error {
-	if err := json.NewDecoder(bytes.NewReader(payload)).Decode(v); err != nil {
-		return inbox.ParsingFailure(fmt.Errorf("outline %s payload: %w", event, err))
-	}
-	return nil
-}
-
-func malformed(event, detail string) error {
-	return inbox.ParsingFailure(fmt.Errorf("outline %s payload: %s", event, detail))
 }

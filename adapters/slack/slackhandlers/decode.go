@@ -1,31 +1,13 @@
 package slackhandlers
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
-	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 )
-
-// decode reads a stored payload into v; a payload that does not decode is a permanent parsing
-// failure (DEAD on its first attempt).
-func decode(event string, payload []byte, v any) error {
-	if err := json.NewDecoder(bytes.NewReader(payload)).Decode(v); err != nil {
-		return inbox.ParsingFailure(fmt.Errorf("slack %s payload: %w", event, err))
-	}
-	return nil
-}
-
-// malformed is a permanent parsing failure for a payload that decoded but misses a field. The
-// detail never quotes the payload (a message text is person data).
-func malformed(event, detail string) error {
-	return inbox.ParsingFailure(fmt.Errorf("slack %s payload: %s", event, detail))
-}
 
 // callback is the Events API envelope around one event.
 type callback struct {

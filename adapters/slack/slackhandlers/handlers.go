@@ -31,9 +31,8 @@ package slackhandlers
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
+	"github.com/hephaestus-dev/hephaestus/adapters/providerkit/handlerkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmodel"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
@@ -52,13 +51,6 @@ type Deps struct {
 	// Log receives notes that are not failures (a DM refused by an inactive connection). nil:
 	// discarded. Never a message text or a channel id of a direct message.
 	Log ports.Logger
-}
-
-func (d Deps) validate() error {
-	if d.Inbox == nil || d.Store == nil {
-		return errors.New("slack handlers: an inbox and a mirror store are required")
-	}
-	return nil
 }
 
 // Event types, as the Events API names them in event.type.
@@ -81,7 +73,7 @@ const (
 
 // Register wires every Slack handler into reg. Errors: invalid deps, or the registry's refusal.
 func Register(reg contract.HandlerRegistrar, deps Deps) error {
-	if err := deps.validate(); err != nil {
+	if err := handlerkit.Needs(slack.Provider, deps.Inbox, deps.Store); err != nil {
 		return err
 	}
 	b := base{deps: deps}
@@ -99,12 +91,7 @@ func Register(reg contract.HandlerRegistrar, deps Deps) error {
 		EventAppHomeOpened:       ports.HandlerFunc(b.appHome),
 		EventSessionStopped:      ports.HandlerFunc(b.sessionStopped),
 	}
-	for _, event := range EventTypes() {
-		if err := reg.Register(slack.Provider, event, hs[event]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return handlerkit.Register(reg, slack.Provider, EventTypes(), hs)
 }
 
 // EventTypes lists the event types Register wires, in a stable order.
@@ -143,32 +130,20 @@ var (
 // base holds the dependencies every handler method shares.
 type base struct{ deps Deps }
 
-// workspace is the workspace of the row; every Slack row has one.
-func workspace(event string, d ports.Dispatch) (int64, error) {
-	if d.WorkspaceID <= 0 {
-		return 0, fmt.Errorf("slack %s: row %d has no workspace", event, d.Delivery.ID())
-	}
-	return d.WorkspaceID, nil
-}
+// The handlers' failures name the provider (handlerkit.Kit).
+var decode, malformed, wrap, workspace = kit.Decode, kit.Malformed, kit.Wrap, kit.Workspace
+
+const kit = handlerkit.Kit("slack")
 
 // step runs fn as the named step. A step that committed in an earlier attempt is skipped.
 func (b base) step(ctx context.Context, s inbox.Step, fn func(ctx context.Context, tx ports.Tx) error) error {
-	_, err := b.deps.Inbox.Step(ctx, s, fn)
-	return err
+	return handlerkit.Step(ctx, b.deps.Inbox, s, fn)
 }
 
 func (b base) info(msg string, kv ...any) {
 	if b.deps.Log != nil {
 		b.deps.Log.Infow(msg, kv...)
 	}
-}
-
-// wrap names the event of a failure and keeps err in the chain for classification.
-func wrap(event string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("slack %s: %w", event, err)
 }
 
 // message routes a message event: a direct message is a mentor turn, a group direct message is
