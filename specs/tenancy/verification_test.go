@@ -258,7 +258,7 @@ var _ = Describe("Every subscription is verified with its connection's own crede
 		GinkgoHelper()
 		r := api(http.MethodPost, "/api/workspaces/"+slug+"/connections", token, body)
 		Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-		return r.id()
+		return r.ID("id")
 	}
 	sub := func(slug, token string, id int64, resources ...map[string]any) response {
 		GinkgoHelper()

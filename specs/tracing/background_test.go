@@ -59,7 +59,7 @@ var _ = Describe("Erasure passes and redelivery runs as spans", Ordered, func() 
 			stores = append(stores, r.(map[string]any)["store"].(string))
 		}
 		Eventually(fake.listReads).WithTimeout(60*time.Second).Should(BeNumerically(">=", 1), "the reconciler ran at start")
-		s.stop() // the stop exports what the batcher still holds
+		s.Stop() // the stop exports what the batcher still holds
 		hookJWTs = fake.tokens()
 		spans = exporter.GetSpans()
 	})
