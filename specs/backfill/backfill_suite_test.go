@@ -12,16 +12,25 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubsync"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/syncapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
@@ -207,4 +216,57 @@ func newRunner(owner string, jobs ports.SyncJobStore, metrics ports.SyncMetrics,
 		Retry: testRetry}, jobs, []ports.SyncSource{src}, metrics, support.Logger{}, clock{})
 	Expect(err).NotTo(HaveOccurred())
 	return r
+}
+
+// runUntilHeld starts run (one claim of a runner, as a server's loop makes it) in the
+// background and returns once the fake API holds the page the job reads (held is closed); the
+// channel it returns is closed when run ended, which must succeed.
+func runUntilHeld(ctx context.Context, held chan struct{}, run func(context.Context) (bool, error)) chan struct{} {
+	GinkgoHelper()
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		_, err := run(ctx)
+		Expect(err).NotTo(HaveOccurred())
+	}()
+	Eventually(held).WithContext(ctx).Should(BeClosed())
+	return done
+}
+
+// handlers is a registry with one provider's handlers, registered by register on the real inbox
+// of the suite's pool, as the consumer of a server holds them.
+func handlers(register func(reg *consumer.Registry, box *deliveryinbox.Inbox) error) *consumer.Registry {
+	GinkgoHelper()
+	box, err := deliveryinbox.New(pool)
+	Expect(err).NotTo(HaveOccurred())
+	reg := consumer.NewRegistry()
+	Expect(register(reg, box)).To(Succeed())
+	return reg
+}
+
+// githubHandlers, gitlabHandlers, slackHandlers and outlineHandlers are a registry with the
+// provider's webhook handlers writing to store (handlers).
+func githubHandlers(store *githubmirror.Store) *consumer.Registry {
+	return handlers(func(reg *consumer.Registry, box *deliveryinbox.Inbox) error {
+		return githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store})
+	})
+}
+
+func gitlabHandlers(store *gitlabmirror.Store) *consumer.Registry {
+	return handlers(func(reg *consumer.Registry, box *deliveryinbox.Inbox) error {
+		return gitlabhandlers.Register(reg, gitlabhandlers.Deps{Inbox: box, Store: store})
+	})
+}
+
+func slackHandlers(store *slackmirror.Store) *consumer.Registry {
+	return handlers(func(reg *consumer.Registry, box *deliveryinbox.Inbox) error {
+		return slackhandlers.Register(reg, slackhandlers.Deps{Inbox: box, Store: store})
+	})
+}
+
+func outlineHandlers(store *outlinemirror.Store) *consumer.Registry {
+	return handlers(func(reg *consumer.Registry, box *deliveryinbox.Inbox) error {
+		return outlinehandlers.Register(reg, outlinehandlers.Deps{Inbox: box, Store: store})
+	})
 }

@@ -17,14 +17,11 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubsync"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -176,21 +173,11 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 		It("keeps the webhook's data", func(ctx SpecContext) {
 			subscribe(ctx, acme, conn, appRepoID, "acme/app")
 			gh.holdFirst("/repos/acme/app/issues?page=1")
-			done := make(chan struct{})
-			go func() {
-				defer GinkgoRecover()
-				defer close(done)
-				_, err := a.runner.RunOne(ctx)
-				Expect(err).NotTo(HaveOccurred())
-			}()
-			Eventually(gh.held).WithContext(ctx).Should(BeClosed())
+			done := runUntilHeld(ctx, gh.held, a.runner.RunOne)
 
 			// While the page (issue 1 as of 2024-02-02) is on its way, an "edited" webhook
 			// with a newer timestamp commits.
-			box, err := deliveryinbox.New(pool)
-			Expect(err).NotTo(HaveOccurred())
-			reg := consumer.NewRegistry()
-			Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: mirror})).To(Succeed())
+			reg := githubHandlers(mirror)
 			edited := issue(appRepoBase, appRepoBase+1, 1, "Renamed by a webhook", "2024-05-05T00:00:00Z")
 			payload := fmt.Sprintf(`{"action":"edited","issue":%s,"repository":%s}`, jsonOf(edited),
 				jsonOf(repository(appRepoID, "acme/app", 77)))
@@ -208,10 +195,7 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 		})
 
 		It("lets a page newer than the stored webhook data win", func(ctx SpecContext) {
-			box, err := deliveryinbox.New(pool)
-			Expect(err).NotTo(HaveOccurred())
-			reg := consumer.NewRegistry()
-			Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: mirror})).To(Succeed())
+			reg := githubHandlers(mirror)
 			old := issue(appRepoBase, appRepoBase+3, 3, "Old title", "2024-01-15T00:00:00Z")
 			payload := fmt.Sprintf(`{"action":"opened","issue":%s,"repository":%s}`, jsonOf(old),
 				jsonOf(repository(appRepoID, "acme/app", 77)))
@@ -234,14 +218,7 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 			subscribe(ctx, acme, conn, appRepoID, "acme/app")
 			gh.holdFirst("/repos/acme/app/issues?page=2")
 
-			done := make(chan struct{})
-			go func() {
-				defer GinkgoRecover()
-				defer close(done)
-				_, err := a.runner.RunOne(ctx)
-				Expect(err).NotTo(HaveOccurred())
-			}()
-			Eventually(gh.held).WithContext(ctx).Should(BeClosed())
+			done := runUntilHeld(ctx, gh.held, a.runner.RunOne)
 			Expect(job(ctx, conn, appRepoID).Cursor).To(HaveValue(Equal("issues:2")))
 
 			// Server A stalls inside its page read; on B's clock its lease runs out.
@@ -295,14 +272,7 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 				HaveKeyWithValue("pages", BeEquivalentTo(0)), HaveKeyWithValue("startedAt", BeNil()))))
 
 			gh.holdFirst("/repos/acme/app/issues?page=3")
-			done := make(chan struct{})
-			go func() {
-				defer GinkgoRecover()
-				defer close(done)
-				_, err := a.runner.RunOne(ctx)
-				Expect(err).NotTo(HaveOccurred())
-			}()
-			Eventually(gh.held).WithContext(ctx).Should(BeClosed())
+			done := runUntilHeld(ctx, gh.held, a.runner.RunOne)
 			status, body = client.call(http.MethodGet, url("acme", conn), memberTok)
 			Expect(status).To(Equal(http.StatusOK))
 			Expect(body).To(HaveKeyWithValue("state", "RUNNING"))

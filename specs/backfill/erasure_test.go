@@ -15,26 +15,21 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineread"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinesync"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slacksync"
@@ -193,10 +188,7 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		subscribeChannel(ctx, acme, conn, channel)
 		drainRunner(ctx, r, func() bool { return channelJob(ctx, conn, channel).State == "DONE" })
 
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := slackHandlers(store)
 		message := func(envelope, user, text, ts string) string {
 			return fmt.Sprintf(`{"type":"event_callback","team_id":%q,"event_id":%q,
 				"authorizations":[{"team_id":%q,"user_id":"UBOT","is_bot":true}],
@@ -280,10 +272,7 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		metrics := declaredMetrics("github", "gitlab", "slack", "outline")
 		r := newRunner("server-a", jobs, metrics, src)
 
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(gitlabhandlers.Register(reg, gitlabhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := gitlabHandlers(store)
 		hook := func(event, payload string) {
 			GinkgoHelper()
 			webhookOf(ctx, reg, acme, gitlab.Provider, source, event, "gitlab:project:101", payload)
@@ -380,10 +369,7 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		subscribeCollection(ctx, acme, conn, handbook)
 		drainRunner(ctx, r, func() bool { return collectionJob(ctx, conn, handbook).State == "DONE" })
 
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(outlinehandlers.Register(reg, outlinehandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := outlineHandlers(store)
 		update := func(envelope, actor, actorName, docID, text string) string {
 			return fmt.Sprintf(`{"id":%q,"actorId":%q,"webhookSubscriptionId":"s-1","createdAt":"2024-07-01T10:00:00.000Z",
 				"event":"documents.update","payload":{"id":%q,"model":{"id":%q,"collectionId":%q,"title":"Runbook","text":%q,
@@ -462,10 +448,7 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		store, err := githubmirror.New(pool)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(store.PublishChanges(feed, githubread.Views{})).To(Succeed())
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := githubHandlers(store)
 		hook := func(event string, payload []byte) {
 			GinkgoHelper()
 			webhookOf(ctx, reg, acme, github.Provider, "https://github.com", event, fmt.Sprintf("github:repository:%d", repoID), string(payload))

@@ -16,16 +16,13 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineread"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinesync"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -289,10 +286,7 @@ var _ = Describe("Backfill of an Outline collection", func() {
 	})
 
 	It("lets a newer document webhook win over an older page, and a page win over an older webhook", func(ctx SpecContext) {
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(outlinehandlers.Register(reg, outlinehandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := outlineHandlers(store)
 		webhook := func(envelope, docID, title, updatedAt string, revision int) {
 			GinkgoHelper()
 			payload := fmt.Sprintf(`{"id":%q,"actorId":"u-1","createdAt":%q,"event":"documents.update",

@@ -21,14 +21,12 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slacksync"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -376,10 +374,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		Expect(sl.callLog()).To(BeEmpty())
 
 		// The app's bot joins the channel: the grant step's consent change restarts the job.
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := slackHandlers(store)
 		payload := `{"type":"event_callback","team_id":"` + slackTeam + `","authorizations":[{"team_id":"` + slackTeam +
 			`","user_id":"UBOT","is_bot":true}],"event":{"type":"member_joined_channel","channel":"C0GENERAL","channel_type":"C","user":"UBOT","team":"` +
 			slackTeam + `"}}`
@@ -391,7 +386,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		Expect(messages(ctx, "C0GENERAL")).To(Equal(250))
 
 		// A rename of the consented channel restarts nothing.
-		_, err = pool.Exec(ctx, `UPDATE slack_channel SET name = 'general-2', consent_state = 'GRANTED' WHERE workspace_id = $1 AND id = 'C0GENERAL'`, acme)
+		_, err := pool.Exec(ctx, `UPDATE slack_channel SET name = 'general-2', consent_state = 'GRANTED' WHERE workspace_id = $1 AND id = 'C0GENERAL'`, acme)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(channelJob(ctx, conn, "C0GENERAL").State).To(Equal("DONE"))
 	})
@@ -402,14 +397,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		sl.hold = ""
 		sl.mu.Unlock()
 		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			_, err := r.RunOne(ctx)
-			Expect(err).NotTo(HaveOccurred())
-		}()
-		Eventually(sl.held).WithContext(ctx).Should(BeClosed())
+		done := runUntilHeld(ctx, sl.held, r.RunOne)
 		_, err := pool.Exec(ctx, `UPDATE slack_channel SET consent_state = 'REVOKED' WHERE workspace_id = $1 AND id = 'C0PRIVATE'`, acme)
 		Expect(err).NotTo(HaveOccurred())
 		close(sl.release)
@@ -430,20 +418,10 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		sl.hold = ""
 		sl.mu.Unlock()
 		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			_, err := r.RunOne(ctx)
-			Expect(err).NotTo(HaveOccurred())
-		}()
-		Eventually(sl.held).WithContext(ctx).Should(BeClosed())
+		done := runUntilHeld(ctx, sl.held, r.RunOne)
 
 		// While the page is on its way, a newer edit of message 5 is handled.
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := slackHandlers(store)
 		payload := `{"type":"event_callback","team_id":"` + slackTeam + `","event":{"type":"message","subtype":"message_changed",
 			"channel":"C0PRIVATE","channel_type":"channel","ts":"1700000900.000000","event_ts":"1700000900.000000",
 			"message":{"type":"message","user":"U1","text":"webhook text","ts":"1700000005.000100","edited":{"user":"U1","ts":"1700000900.000000"}},
@@ -520,10 +498,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 	// handle runs one Slack event through the message and lifecycle handlers, as the consumer
 	// would under the row's lease.
 	handle := func(ctx context.Context, eventType, subject, event string) error {
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := slackHandlers(store)
 		payload := `{"type":"event_callback","team_id":"` + slackTeam + `","authorizations":[{"team_id":"` + slackTeam +
 			`","user_id":"UBOT","is_bot":true}],"event":` + event + `}`
 		return support.LeasedEvent(ctx, pool, acme, slack.Provider, eventType, subject, payload).Handle(ctx, reg)
@@ -638,14 +613,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		sl.hold = ""
 		sl.mu.Unlock()
 		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			_, err := r.RunOne(ctx)
-			Expect(err).NotTo(HaveOccurred())
-		}()
-		Eventually(sl.held).WithContext(ctx).Should(BeClosed())
+		done := runUntilHeld(ctx, sl.held, r.RunOne)
 
 		// The page listing message 5 was read; message 5 is deleted before the page commits.
 		Expect(handle(ctx, "message", "slack:team:"+slackTeam, `{"type":"message","subtype":"message_deleted",
@@ -680,10 +648,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		slow := slowPages{SyncSource: src, window: make(chan struct{}, 1)}
 		pages := &deadlockCounting{SyncJobStore: jobs}
 		racer := newRunner("server-a", pages, metrics, slow)
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := slackHandlers(store)
 		event := func(eventType, event string) support.Delivery {
 			return support.LeasedEvent(ctx, pool, acme, slack.Provider, eventType, "slack:channel:C0GENERAL",
 				`{"type":"event_callback","team_id":"`+slackTeam+`","authorizations":[{"team_id":"`+slackTeam+
