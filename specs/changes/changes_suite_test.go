@@ -81,3 +81,23 @@ func entity(data json.RawMessage) json.RawMessage {
 	}
 	return json.RawMessage(versionMember.ReplaceAllString(string(data), ""))
 }
+
+// writer is the inbox and the change feed of the writing servers, on their pool: what a
+// handler's step publishes through.
+func writer() (*deliveryinbox.Inbox, *changefeed.Store) {
+	GinkgoHelper()
+	box, err := deliveryinbox.New(writerPool)
+	Expect(err).NotTo(HaveOccurred())
+	feed, err := changefeed.New(writerPool, nil)
+	Expect(err).NotTo(HaveOccurred())
+	return box, feed
+}
+
+// writerAndReader is writer, and the change feed as the reading server reads it, on its own pool.
+func writerAndReader() (box *deliveryinbox.Inbox, feed, read *changefeed.Store) {
+	GinkgoHelper()
+	box, feed = writer()
+	read, err := changefeed.New(readerPool, nil)
+	Expect(err).NotTo(HaveOccurred())
+	return box, feed, read
+}

@@ -29,13 +29,7 @@ var _ = Describe("Following the change feed", func() {
 	)
 
 	BeforeEach(func(ctx SpecContext) {
-		var err error
-		box, err = deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		feed, err = changefeed.New(writerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
-		read, err = changefeed.New(readerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
+		box, feed, read = writerAndReader()
 		ws = support.Workspace(ctx, writerPool, "acme")
 	})
 
