@@ -2,6 +2,8 @@ package backfill_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -192,11 +194,14 @@ func api() (base string, client *httpClient) {
 	GinkgoHelper()
 	svc, err := backfill.NewService(jobs, nil)
 	Expect(err).NotTo(HaveOccurred())
-	gin.SetMode(gin.TestMode)
-	engine := gin.New()
-	Expect(syncapi.Register(engine, syncapi.Config{Auth: manage, Members: members, Syncs: svc, Log: support.Logger{}})).To(Succeed())
-	Expect(githubread.Register(engine, githubread.Config{Auth: manage, Members: members, Reader: mirror, Log: support.Logger{}})).To(Succeed())
-	srv, c := support.Serve(engine)
+	srv, c := serve(
+		func(e *gin.Engine) error {
+			return syncapi.Register(e, syncapi.Config{Auth: manage, Members: members, Syncs: svc, Log: support.Logger{}})
+		},
+		func(e *gin.Engine) error {
+			return githubread.Register(e, githubread.Config{Auth: manage, Members: members, Reader: mirror, Log: support.Logger{}})
+		},
+	)
 	return srv.URL, &httpClient{c}
 }
 
@@ -269,4 +274,16 @@ func outlineHandlers(store *outlinemirror.Store) *consumer.Registry {
 	return handlers(func(reg *consumer.Registry, box *deliveryinbox.Inbox) error {
 		return outlinehandlers.Register(reg, outlinehandlers.Deps{Inbox: box, Store: store})
 	})
+}
+
+// serve registers routes (the sync API's and read APIs' Register with their Config) on one gin
+// engine in test mode and serves it as support.Serve does.
+func serve(register ...func(engine *gin.Engine) error) (*httptest.Server, *http.Client) {
+	GinkgoHelper()
+	gin.SetMode(gin.TestMode)
+	engine := gin.New()
+	for _, r := range register {
+		Expect(r(engine)).To(Succeed())
+	}
+	return support.Serve(engine)
 }

@@ -200,10 +200,11 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		webhookOf(ctx, reg, acme, slack.Provider, "https://slack.com", "message", "slack:channel:"+channel,
 			message("Ev2", "U2", "ask <@"+person+"> about it", "1700000200.000200"))
 
-		gin.SetMode(gin.TestMode)
-		engine := gin.New()
-		Expect(slackread.Register(engine, slackread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
-		srv, c := support.Serve(engine)
+		srv, c := serve(
+			func(e *gin.Engine) error {
+				return slackread.Register(e, slackread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})
+			},
+		)
 		read := &httpClient{c}
 
 		receipts := prove(ctx, erasureProof{
@@ -302,10 +303,11 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		drainRunner(ctx, r, func() bool { return resourceJob(ctx, conn, "project", "101").State == "DONE" })
 		Expect(count(ctx, `SELECT count(*) FROM gitlab_issue WHERE workspace_id = $1`, acme)).To(Equal(2), "the pages were mirrored")
 
-		gin.SetMode(gin.TestMode)
-		engine := gin.New()
-		Expect(gitlabread.Register(engine, gitlabread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
-		srv, c := support.Serve(engine)
+		srv, c := serve(
+			func(e *gin.Engine) error {
+				return gitlabread.Register(e, gitlabread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})
+			},
+		)
 		read := &httpClient{c}
 
 		prove(ctx, erasureProof{
@@ -383,10 +385,11 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		webhookOf(ctx, reg, acme, outline.Provider, source, "documents.update", "outline:document:rb-2",
 			update("env-2", other, "Bo", "rb-2", "# Oncall\nescalate to "+mention))
 
-		gin.SetMode(gin.TestMode)
-		engine := gin.New()
-		Expect(outlineread.Register(engine, outlineread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
-		srv, c := support.Serve(engine)
+		srv, c := serve(
+			func(e *gin.Engine) error {
+				return outlineread.Register(e, outlineread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})
+			},
+		)
 		read := &httpClient{c}
 
 		prove(ctx, erasureProof{

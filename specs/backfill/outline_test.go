@@ -269,10 +269,11 @@ var _ = Describe("Backfill of an Outline collection", func() {
 			To(Equal(250), "each backfilled document is published as a webhook's would be")
 
 		// The read API lists them, and the sync API shows the progress.
-		gin.SetMode(gin.TestMode)
-		engine := gin.New()
-		Expect(outlineread.Register(engine, outlineread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
-		srv, c := support.Serve(engine)
+		srv, c := serve(
+			func(e *gin.Engine) error {
+				return outlineread.Register(e, outlineread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})
+			},
+		)
 		status, body := (&httpClient{c}).call(http.MethodGet, srv.URL+"/api/workspaces/acme/outline/documents?size=5", adminToken)
 		Expect(status).To(Equal(http.StatusOK))
 		Expect(body["total"]).To(BeEquivalentTo(250))

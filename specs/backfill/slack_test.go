@@ -303,11 +303,14 @@ var _ = Describe("Backfill of a Slack channel", func() {
 
 		svc, err := backfill.NewService(jobs, nil)
 		Expect(err).NotTo(HaveOccurred())
-		gin.SetMode(gin.TestMode)
-		engine := gin.New()
-		Expect(syncapi.Register(engine, syncapi.Config{Auth: manage, Members: members, Syncs: svc, Log: support.Logger{}})).To(Succeed())
-		Expect(slackread.Register(engine, slackread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
-		srv, c := support.Serve(engine)
+		srv, c := serve(
+			func(e *gin.Engine) error {
+				return syncapi.Register(e, syncapi.Config{Auth: manage, Members: members, Syncs: svc, Log: support.Logger{}})
+			},
+			func(e *gin.Engine) error {
+				return slackread.Register(e, slackread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})
+			},
+		)
 		client := &httpClient{c}
 		memberTok := support.NewAccount(ctx, manage, "mo", false, "acme", "MEMBER").Token
 		progress := fmt.Sprintf("%s/api/workspaces/acme/connections/%d/sync", srv.URL, conn)
