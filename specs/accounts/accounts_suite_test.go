@@ -1,8 +1,10 @@
 package accounts_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -86,4 +88,27 @@ func createAccount(login string, instanceAdmin bool, slug, role string) account 
 		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 	}
 	return acc
+}
+
+// atOnceOnBoth sends one request to each server at once, call(0, a) and call(1, b), and returns
+// their statuses in that order.
+func atOnceOnBoth(call func(i int, s server) int) []int {
+	GinkgoHelper()
+	results := make([]int, 2)
+	var wg sync.WaitGroup
+	for i, s := range []server{a, b} {
+		wg.Go(func() {
+			defer GinkgoRecover()
+			results[i] = call(i, s)
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// roleIn is the role of the account in the workspace slug ("none" when it is not a member).
+func roleIn(ctx context.Context, slug string, accountID int64) string {
+	GinkgoHelper()
+	return support.Scalar[string](ctx, pool, `SELECT coalesce((SELECT m.role FROM workspace_member m JOIN workspace w ON w.id = m.workspace_id
+		WHERE w.slug = $1 AND m.account_id = $2), 'none')`, slug, accountID)
 }

@@ -3,7 +3,6 @@ package accounts_test
 import (
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -143,12 +142,6 @@ var _ = Describe("Accepting an invitation", func() {
 		olga = createAccount("olga", false, "globex", "ADMIN")
 	})
 
-	roleIn := func(ctx SpecContext, slug string, accountID int64) string {
-		GinkgoHelper()
-		return support.Scalar[string](ctx, pool, `SELECT coalesce((SELECT m.role FROM workspace_member m JOIN workspace w ON w.id = m.workspace_id
-			WHERE w.slug = $1 AND m.account_id = $2), 'none')`, slug, accountID)
-	}
-
 	It("lists the caller's own pending, unexpired invitations with workspace, role, inviter and times, paged", func(ctx SpecContext) {
 		invite("acme", ana.Token, "olga", "ADMIN")
 		invite("globex", olga.Token, "ana", "MEMBER")
@@ -258,15 +251,7 @@ var _ = Describe("Accepting an invitation", func() {
 			guest := createAccount(login, false, "", "")
 			invite("acme", ana.Token, login, "MEMBER")
 			id := onlyInvitation(guest.Token)
-			results := make([]int, 2)
-			var wg sync.WaitGroup
-			for i, s := range []server{a, b} {
-				wg.Go(func() {
-					defer GinkgoRecover()
-					results[i] = s.Call(http.MethodPost, acceptPath(id), guest.Token, nil).Status
-				})
-			}
-			wg.Wait()
+			results := atOnceOnBoth(func(i int, s server) int { return s.Call(http.MethodPost, acceptPath(id), guest.Token, nil).Status })
 			Expect(results).To(ConsistOf(http.StatusOK, http.StatusNotFound), "round %d", round)
 			Expect(roleIn(ctx, "acme", guest.ID)).To(Equal("MEMBER"))
 		}

@@ -3,7 +3,6 @@ package accounts_test
 import (
 	"fmt"
 	"net/http"
-	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -52,15 +51,9 @@ var _ = Describe("Removing a member", func() {
 			admins := adminsOfAcme()
 			Expect(admins).To(HaveLen(2))
 
-			results := make([]int, 2)
-			var wg sync.WaitGroup
-			for i, s := range []server{a, b} {
-				wg.Go(func() {
-					defer GinkgoRecover()
-					results[i] = s.Call(http.MethodDelete, "/api/workspaces/acme/members/"+admins[i], adminToken, nil).Status
-				})
-			}
-			wg.Wait()
+			results := atOnceOnBoth(func(i int, s server) int {
+				return s.Call(http.MethodDelete, "/api/workspaces/acme/members/"+admins[i], adminToken, nil).Status
+			})
 			Expect(results).To(ConsistOf(http.StatusNoContent, http.StatusConflict), "round %d", round)
 			Expect(adminsOfAcme()).To(HaveLen(1), "round %d", round)
 		}
@@ -127,15 +120,9 @@ var _ = Describe("Demoting a member", func() {
 			admins := adminsOfAcme(ctx)
 			Expect(admins).To(HaveLen(2))
 
-			results := make([]int, 2)
-			var wg sync.WaitGroup
-			for i, s := range []server{a, b} {
-				wg.Go(func() {
-					defer GinkgoRecover()
-					results[i] = s.Call(http.MethodPut, "/api/workspaces/acme/members/"+admins[i], adminToken, map[string]any{"role": "MEMBER"}).Status
-				})
-			}
-			wg.Wait()
+			results := atOnceOnBoth(func(i int, s server) int {
+				return s.Call(http.MethodPut, "/api/workspaces/acme/members/"+admins[i], adminToken, map[string]any{"role": "MEMBER"}).Status
+			})
 			Expect(results).To(ConsistOf(http.StatusOK, http.StatusConflict), "round %d", round)
 			Expect(adminsOfAcme(ctx)).To(HaveLen(1), "round %d", round)
 		}
@@ -147,17 +134,12 @@ var _ = Describe("Demoting a member", func() {
 			admins := adminsOfAcme(ctx)
 			Expect(admins).To(HaveLen(2))
 
-			results := make([]int, 2)
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				defer GinkgoRecover()
-				results[0] = a.Call(http.MethodPut, "/api/workspaces/acme/members/"+admins[0], adminToken, map[string]any{"role": "MEMBER"}).Status
+			results := atOnceOnBoth(func(i int, s server) int {
+				if i == 0 {
+					return s.Call(http.MethodPut, "/api/workspaces/acme/members/"+admins[0], adminToken, map[string]any{"role": "MEMBER"}).Status
+				}
+				return s.Call(http.MethodDelete, "/api/workspaces/acme/members/"+admins[1], adminToken, nil).Status
 			})
-			wg.Go(func() {
-				defer GinkgoRecover()
-				results[1] = b.Call(http.MethodDelete, "/api/workspaces/acme/members/"+admins[1], adminToken, nil).Status
-			})
-			wg.Wait()
 			Expect(results).To(Or(Equal([]int{http.StatusOK, http.StatusConflict}), Equal([]int{http.StatusConflict, http.StatusNoContent})), "round %d", round)
 			Expect(adminsOfAcme(ctx)).To(HaveLen(1), "round %d", round)
 		}
@@ -188,12 +170,6 @@ var _ = Describe("Setting a member's role", func() {
 		mia = createAccount("mia", false, "acme", "MEMBER")
 		olga = createAccount("olga", false, "globex", "ADMIN")
 	})
-
-	roleIn := func(ctx SpecContext, slug string, accountID int64) string {
-		GinkgoHelper()
-		return support.Scalar[string](ctx, pool, `SELECT coalesce((SELECT m.role FROM workspace_member m JOIN workspace w ON w.id = m.workspace_id
-			WHERE w.slug = $1 AND m.account_id = $2), 'none')`, slug, accountID)
-	}
 
 	It("lets the instance administrator add any account with a role", func(ctx SpecContext) {
 		r := a.Call(http.MethodPut, memberPath("acme", olga.ID), adminToken, map[string]any{"role": "MEMBER"})
