@@ -29,7 +29,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackoauth"
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
-	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -86,17 +85,8 @@ func start(ctx context.Context, db *pgtest.Database) server {
 func startWith(ctx context.Context, db *pgtest.Database, admin string) server {
 	GinkgoHelper()
 	p := support.Pool(ctx, db, 8)
-	modules := []ports.ProviderModule{github.Module{}, slack.Module{}}
-	var kinds []connection.Kind
-	for _, m := range modules {
-		kinds = append(kinds, m.Kinds()...)
-	}
-	workspaces, err := managementstore.NewWorkspaces(p)
-	Expect(err).NotTo(HaveOccurred())
-	connections, err := managementstore.NewConnections(p, managementstore.Config{Kinds: kinds})
-	Expect(err).NotTo(HaveOccurred())
-	svc, err := management.New(management.Config{AdminToken: admin}, workspaces, workspaces, connections, box, modules)
-	Expect(err).NotTo(HaveOccurred())
+	m := support.ManagementOf(p, management.Config{AdminToken: admin}, box, github.Module{}, slack.Module{})
+	svc, connections := m.Service, m.Connections
 	feed, err := changefeed.New(p, nil)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(connections.PublishChanges(feed, managementapi.ConnectionView(svc))).To(Succeed())

@@ -43,18 +43,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	box = support.SecretBox()
 
 	modules := fakeModules()
-	var kinds []connection.Kind
-	for _, m := range modules {
-		kinds = append(kinds, m.Kinds()...)
-	}
-	workspaces, err := managementstore.NewWorkspaces(pool)
+	var err error
+	directory, err = managementstore.NewSourceDirectory(pool, box, managementstore.Config{Kinds: support.Kinds(modules...)})
 	Expect(err).NotTo(HaveOccurred())
-	connections, err := managementstore.NewConnections(pool, managementstore.Config{Kinds: kinds})
-	Expect(err).NotTo(HaveOccurred())
-	directory, err = managementstore.NewSourceDirectory(pool, box, managementstore.Config{Kinds: kinds})
-	Expect(err).NotTo(HaveOccurred())
-	svc, err := management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, connections, box, modules)
-	Expect(err).NotTo(HaveOccurred())
+	svc := support.ManagementOf(pool, management.Config{AdminToken: adminToken}, box, modules...).Service
 
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()

@@ -2,6 +2,7 @@ package support
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -73,4 +74,20 @@ func (a Answer) ID(field string) int64 {
 	v, ok := a.JSON[field].(float64)
 	gomega.Expect(ok).To(gomega.BeTrue(), "field %q of %s is not a number", field, a.Raw)
 	return int64(v)
+}
+
+// GitLabHook is a hook delivery as GitLab sends it: body posted to url as JSON with the event
+// (X-Gitlab-Event, e.g. "Issue Hook"), its UUID (also the Idempotency-Key), the sending
+// instance and the hook's secret token.
+func GitLabHook(ctx context.Context, url, event, uuid, instance, token string, body []byte) *http.Request {
+	ginkgo.GinkgoHelper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Gitlab-Event", event)
+	req.Header.Set("X-Gitlab-Event-UUID", uuid)
+	req.Header.Set("Idempotency-Key", uuid)
+	req.Header.Set("X-Gitlab-Instance", instance)
+	req.Header.Set("X-Gitlab-Token", token)
+	return req
 }

@@ -90,20 +90,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 
 	modules := []ports.ProviderModule{github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{}}
-	var kinds []connection.Kind
-	for _, m := range modules {
-		kinds = append(kinds, m.Kinds()...)
-	}
-	cfg := managementstore.Config{Kinds: kinds}
-	workspaces, err := managementstore.NewWorkspaces(pool)
+	directory, err := managementstore.NewSourceDirectory(pool, box, managementstore.Config{Kinds: support.Kinds(modules...)})
 	Expect(err).NotTo(HaveOccurred())
-	connections, err := managementstore.NewConnections(pool, cfg)
-	Expect(err).NotTo(HaveOccurred())
-	directory, err := managementstore.NewSourceDirectory(pool, box, cfg)
-	Expect(err).NotTo(HaveOccurred())
-	svc, err := management.New(management.Config{AdminToken: adminToken, AccessCheckers: []ports.ResourceAccessChecker{checker, gitlabChecker}},
-		workspaces, workspaces, connections, box, modules)
-	Expect(err).NotTo(HaveOccurred())
+	m := support.ManagementOf(pool, management.Config{AdminToken: adminToken, AccessCheckers: []ports.ResourceAccessChecker{checker, gitlabChecker}},
+		box, modules...)
+	svc, workspaces := m.Service, m.Workspaces
 
 	store, err := admissionstore.New(admissionPool)
 	Expect(err).NotTo(HaveOccurred())
