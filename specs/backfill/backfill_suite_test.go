@@ -182,8 +182,14 @@ func count(ctx context.Context, sql string, args ...any) int {
 // its short spec backoff).
 func drainUntil(ctx context.Context, s server, cond func() bool) {
 	GinkgoHelper()
+	drainRunner(ctx, s.runner, cond)
+}
+
+// drainRunner runs r's due jobs until cond holds.
+func drainRunner(ctx context.Context, r *backfill.Runner, cond func() bool) {
+	GinkgoHelper()
 	Eventually(func(g Gomega) bool {
-		g.Expect(s.runner.Drain(ctx)).To(Succeed())
+		g.Expect(r.Drain(ctx)).To(Succeed())
 		return cond()
 	}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
 }
@@ -192,12 +198,8 @@ func drainUntil(ctx context.Context, s server, cond func() bool) {
 // document.
 func api() (base string, client *httpClient) {
 	GinkgoHelper()
-	svc, err := backfill.NewService(jobs, nil)
-	Expect(err).NotTo(HaveOccurred())
 	srv, c := serve(
-		func(e *gin.Engine) error {
-			return syncapi.Register(e, syncapi.Config{Auth: manage, Members: members, Syncs: svc, Log: support.Logger{}})
-		},
+		syncRoutes(),
 		func(e *gin.Engine) error {
 			return githubread.Register(e, githubread.Config{Auth: manage, Members: members, Reader: mirror, Log: support.Logger{}})
 		},
@@ -286,4 +288,14 @@ func serve(register ...func(engine *gin.Engine) error) (*httptest.Server, *http.
 		Expect(r(engine)).To(Succeed())
 	}
 	return support.Serve(engine)
+}
+
+// syncRoutes registers the sync API on the suite's job store (for serve).
+func syncRoutes() func(engine *gin.Engine) error {
+	GinkgoHelper()
+	svc, err := backfill.NewService(jobs, nil)
+	Expect(err).NotTo(HaveOccurred())
+	return func(e *gin.Engine) error {
+		return syncapi.Register(e, syncapi.Config{Auth: manage, Members: members, Syncs: svc, Log: support.Logger{}})
+	}
 }

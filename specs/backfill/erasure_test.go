@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	. "github.com/onsi/ginkgo/v2"
@@ -33,8 +32,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slacksync"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
-	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
@@ -148,14 +145,6 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	drainRunner := func(ctx context.Context, r *backfill.Runner, cond func() bool) {
-		GinkgoHelper()
-		Eventually(func(g Gomega) bool {
-			g.Expect(r.Drain(ctx)).To(Succeed())
-			return cond()
-		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
-	}
-
 	It("in Slack: their messages (pages and webhooks), their mentions in others' messages, the mirror, the inbox, the read API and the feed", func(ctx SpecContext) {
 		const (
 			person  = "U0PERSON1"
@@ -173,15 +162,7 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		store, err := slackmirror.New(pool)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(store.PublishChanges(feed, slackread.Views{})).To(Succeed())
-		secretsStore, err := managementstore.NewLiveSecrets(pool, box)
-		Expect(err).NotTo(HaveOccurred())
-		stored := func(ctx context.Context, ws int64, team string) (string, bool, error) {
-			token, found, err := secretsStore.LiveSecret(ctx, ws, slack.Kind, team)
-			return string(token), found, err
-		}
-		client, err := webapi.New(webapi.Config{BaseURL: sl.server.URL, Token: webapi.StoredTokens(stored, "")})
-		Expect(err).NotTo(HaveOccurred())
-		src, err := slacksync.New(client, store)
+		src, err := slacksync.New(slackClient(ctx, sl, pool), store)
 		Expect(err).NotTo(HaveOccurred())
 		metrics := declaredMetrics("github", "gitlab", "slack", "outline")
 		r := newRunner("server-a", jobs, metrics, src)

@@ -304,10 +304,7 @@ var _ = Describe("Backfill of a GitLab project", func() {
 
 	drain := func(ctx context.Context, cond func() bool) {
 		GinkgoHelper()
-		Eventually(func(g Gomega) bool {
-			g.Expect(r.Drain(ctx)).To(Succeed())
-			return cond()
-		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+		drainRunner(ctx, r, cond)
 	}
 
 	It("reads issues and merge requests page by page following X-Next-Page, with the API token", func(ctx SpecContext) {

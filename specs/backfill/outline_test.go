@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	. "github.com/onsi/ginkgo/v2"
@@ -239,10 +238,7 @@ var _ = Describe("Backfill of an Outline collection", func() {
 
 	drain := func(ctx context.Context, cond func() bool) {
 		GinkgoHelper()
-		Eventually(func(g Gomega) bool {
-			g.Expect(r.Drain(ctx)).To(Succeed())
-			return cond()
-		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+		drainRunner(ctx, r, cond)
 	}
 
 	It("backfills a subscribed collection's documents over offset pages", func(ctx SpecContext) {

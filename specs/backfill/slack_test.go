@@ -17,7 +17,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/http/syncapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
@@ -166,6 +165,13 @@ func (f *fakeSlack) replies(w http.ResponseWriter, thread, cursor string, r *htt
 		"response_metadata": obj{"next_cursor": next}})
 }
 
+// holdFirstPage makes the answer to a history's first page (no cursor) wait for release.
+func (f *fakeSlack) holdFirstPage() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hold = ""
+}
+
 // thread makes the channel's message parent a thread parent with n replies (the first reply
 // edited when edited is not "").
 func (f *fakeSlack) thread(channel, parent string, n int, edited string) {
@@ -271,15 +277,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		var err error
 		store, err = slackmirror.New(pool)
 		Expect(err).NotTo(HaveOccurred())
-		secretsStore, err := managementstore.NewLiveSecrets(pool, box)
-		Expect(err).NotTo(HaveOccurred())
-		stored := func(ctx context.Context, ws int64, team string) (string, bool, error) {
-			token, found, err := secretsStore.LiveSecret(ctx, ws, slack.Kind, team)
-			return string(token), found, err
-		}
-		client, err := webapi.New(webapi.Config{BaseURL: sl.server.URL, Token: webapi.StoredTokens(stored, "")})
-		Expect(err).NotTo(HaveOccurred())
-		src, err := slacksync.New(client, store)
+		src, err := slacksync.New(slackClient(ctx, sl, pool), store)
 		Expect(err).NotTo(HaveOccurred())
 		metrics = declaredMetrics("github", "gitlab", "slack")
 		r = newRunner("server-a", jobs, metrics, src)
@@ -291,22 +289,15 @@ var _ = Describe("Backfill of a Slack channel", func() {
 
 	drain := func(ctx context.Context, cond func() bool) {
 		GinkgoHelper()
-		Eventually(func(g Gomega) bool {
-			g.Expect(r.Drain(ctx)).To(Succeed())
-			return cond()
-		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+		drainRunner(ctx, r, cond)
 	}
 
 	It("pages a consented channel's history by cursor with the bot token, into the mirror and the read API, with progress", func(ctx SpecContext) {
 		registerChannel(ctx, acme, "C0GENERAL", "GRANTED")
 		subscribeChannel(ctx, acme, conn, "C0GENERAL")
 
-		svc, err := backfill.NewService(jobs, nil)
-		Expect(err).NotTo(HaveOccurred())
 		srv, c := serve(
-			func(e *gin.Engine) error {
-				return syncapi.Register(e, syncapi.Config{Auth: manage, Members: members, Syncs: svc, Log: support.Logger{}})
-			},
+			syncRoutes(),
 			func(e *gin.Engine) error {
 				return slackread.Register(e, slackread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})
 			},
@@ -396,9 +387,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 
 	It("writes nothing when the consent is revoked while the page is read", func(ctx SpecContext) {
 		registerChannel(ctx, acme, "C0PRIVATE", "GRANTED")
-		sl.mu.Lock()
-		sl.hold = ""
-		sl.mu.Unlock()
+		sl.holdFirstPage()
 		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
 		done := runUntilHeld(ctx, sl.held, r.RunOne)
 		_, err := pool.Exec(ctx, `UPDATE slack_channel SET consent_state = 'REVOKED' WHERE workspace_id = $1 AND id = 'C0PRIVATE'`, acme)
@@ -612,9 +601,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 
 	It("a message deleted before it was mirrored is not restored by an older page", func(ctx SpecContext) {
 		registerChannel(ctx, acme, "C0PRIVATE", "GRANTED")
-		sl.mu.Lock()
-		sl.hold = ""
-		sl.mu.Unlock()
+		sl.holdFirstPage()
 		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
 		done := runUntilHeld(ctx, sl.held, r.RunOne)
 

@@ -1,7 +1,6 @@
 package gitlab_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -81,15 +80,8 @@ var _ = Describe("GitLab deliveries through the running server", Ordered, func()
 	// deliver posts body to a connection's hook as GitLab does, with the hook's secret token.
 	deliver := func(ctx context.Context, hook, token, key string, body []byte) (int, string) {
 		GinkgoHelper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base.Base+hook, bytes.NewReader(body))
-		Expect(err).NotTo(HaveOccurred())
-		req.Header.Set("Content-Type", "application/json")
+		req := support.GitLabHook(ctx, base.Base+hook, "Issue Hook", key, gitlabURL, token, body)
 		req.Header.Set("User-Agent", "GitLab/17.8.1")
-		req.Header.Set("X-Gitlab-Event", "Issue Hook")
-		req.Header.Set("X-Gitlab-Event-UUID", key)
-		req.Header.Set("Idempotency-Key", key)
-		req.Header.Set("X-Gitlab-Instance", gitlabURL)
-		req.Header.Set("X-Gitlab-Token", token)
 		resp, err := hc.Do(req)
 		Expect(err).NotTo(HaveOccurred())
 		defer resp.Body.Close()

@@ -1,7 +1,6 @@
 package tracing_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -144,14 +143,7 @@ func mergeRequest(iid int) []byte {
 // the sender chose: the server must not make it the delivery's parent.
 func (s *server) deliver(ctx context.Context, t tenant, key string, body []byte) {
 	GinkgoHelper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Base+t.hook, bytes.NewReader(body))
-	Expect(err).NotTo(HaveOccurred())
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Gitlab-Event", "Merge Request Hook")
-	req.Header.Set("X-Gitlab-Event-UUID", key)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("X-Gitlab-Instance", gitlabURL)
-	req.Header.Set("X-Gitlab-Token", hookToken)
+	req := support.GitLabHook(ctx, s.Base+t.hook, "Merge Request Hook", key, gitlabURL, hookToken, body)
 	req.Header.Set("traceparent", senderTraceParent)
 	resp, err := hc.Do(req)
 	Expect(err).NotTo(HaveOccurred())
@@ -252,4 +244,25 @@ func spanAttr(s tracetest.SpanStub, k attribute.Key) attribute.Value {
 		}
 	}
 	return attribute.Value{}
+}
+
+// noSecretIn checks every attribute, event and status of s against values that must not
+// appear in a trace.
+func noSecretIn(s tracetest.SpanStub, forbidden ...string) {
+	GinkgoHelper()
+	values := []string{s.Name, s.Status.Description}
+	for _, kv := range s.Attributes {
+		values = append(values, kv.Value.String())
+	}
+	for _, ev := range s.Events {
+		values = append(values, ev.Name)
+		for _, kv := range ev.Attributes {
+			values = append(values, kv.Value.String())
+		}
+	}
+	for _, v := range values {
+		for _, f := range forbidden {
+			Expect(v).NotTo(ContainSubstring(f), "span %s", s.Name)
+		}
+	}
 }
