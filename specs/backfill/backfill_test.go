@@ -319,26 +319,25 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 		})
 
 		It("refuses callers who may not see or start the sync: 401, 403, 404", func(ctx SpecContext) {
-			status, _ := client.call(http.MethodGet, url("acme", conn), "")
-			Expect(status).To(Equal(http.StatusUnauthorized))
-			status, _ = client.call(http.MethodPost, url("acme", conn), "not-a-token")
-			Expect(status).To(Equal(http.StatusUnauthorized))
-			status, _ = client.call(http.MethodGet, url("acme", conn), outsiderTok)
-			Expect(status).To(Equal(http.StatusForbidden))
-			status, _ = client.call(http.MethodPost, url("acme", conn), memberTok)
-			Expect(status).To(Equal(http.StatusForbidden))
-			status, _ = client.call(http.MethodGet, url("nowhere", conn), memberTok)
-			Expect(status).To(Equal(http.StatusNotFound))
-			// Another workspace's connection is not found in this one, for reading or starting.
-			status, _ = client.call(http.MethodGet, url("acme", otherConn), memberTok)
-			Expect(status).To(Equal(http.StatusNotFound))
-			status, _ = client.call(http.MethodPost, url("acme", otherConn), adminTok)
-			Expect(status).To(Equal(http.StatusNotFound))
-			// The instance administrator reads and starts every workspace's.
-			status, _ = client.call(http.MethodGet, url("acme", conn), adminToken)
-			Expect(status).To(Equal(http.StatusOK))
-			status, _ = client.call(http.MethodPost, url("other", otherConn), adminToken)
-			Expect(status).To(Equal(http.StatusAccepted))
+			for _, c := range []struct {
+				method, path, token string
+				want                int
+			}{
+				{http.MethodGet, url("acme", conn), "", http.StatusUnauthorized},
+				{http.MethodPost, url("acme", conn), "not-a-token", http.StatusUnauthorized},
+				{http.MethodGet, url("acme", conn), outsiderTok, http.StatusForbidden},
+				{http.MethodPost, url("acme", conn), memberTok, http.StatusForbidden},
+				{http.MethodGet, url("nowhere", conn), memberTok, http.StatusNotFound},
+				// Another workspace's connection is not found in this one, for reading or starting.
+				{http.MethodGet, url("acme", otherConn), memberTok, http.StatusNotFound},
+				{http.MethodPost, url("acme", otherConn), adminTok, http.StatusNotFound},
+				// The instance administrator reads and starts every workspace's.
+				{http.MethodGet, url("acme", conn), adminToken, http.StatusOK},
+				{http.MethodPost, url("other", otherConn), adminToken, http.StatusAccepted},
+			} {
+				status, _ := client.call(c.method, c.path, c.token)
+				Expect(status).To(Equal(c.want), "%s %s", c.method, c.path)
+			}
 			Expect(count(ctx, `SELECT count(*) FROM sync_job WHERE state = 'RUNNING'`)).To(BeZero())
 		})
 	})
