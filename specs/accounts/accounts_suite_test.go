@@ -1,12 +1,10 @@
 package accounts_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -29,10 +27,7 @@ const adminToken = "spec-instance-admin-token-0123456789"
 
 // server is one "server" of the service: its own pool, its own service and its own HTTP
 // handler, sharing only the database with the other one, as two processes would.
-type server struct {
-	url    string
-	client *http.Client
-}
+type server struct{ support.API }
 
 var (
 	db   *pgtest.Database
@@ -53,7 +48,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		engine := gin.New()
 		managementapi.Register(engine, svc, support.Logger{})
 		s, c := support.Serve(engine)
-		return server{url: s.URL, client: c}
+		return server{support.API{URL: s.URL, Client: c}}
 	}
 	a, b = start(), start()
 })
@@ -62,58 +57,18 @@ var _ = BeforeEach(func(ctx SpecContext) {
 	Expect(pgtest.Truncate(ctx, pool)).To(Succeed())
 })
 
-type response struct {
-	Status int
-	Header http.Header
-	Raw    string
-	JSON   map[string]any
-}
-
-// call sends body (nil: none; otherwise JSON) to s with token as bearer ("" for none).
-func (s server) call(method, path, token string, body any) response {
-	GinkgoHelper()
-	var reader io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		Expect(err).NotTo(HaveOccurred())
-		reader = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(context.Background(), method, s.url+path, reader)
-	Expect(err).NotTo(HaveOccurred())
-	if reader != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := s.client.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
-	r := response{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
-	if len(raw) > 0 && raw[0] == '{' {
-		Expect(json.Unmarshal(raw, &r.JSON)).To(Succeed())
-	}
-	return r
-}
+// response is one answer of a server.
+type response = support.Answer
 
 // status is the status of a GET of path with token on s.
 func (s server) status(path, token string) int {
 	GinkgoHelper()
-	return s.call(http.MethodGet, path, token, nil).Status
-}
-
-func (r response) id(field string) int64 {
-	GinkgoHelper()
-	v, ok := r.JSON[field].(float64)
-	Expect(ok).To(BeTrue(), "field %q of %s is not a number", field, r.Raw)
-	return int64(v)
+	return s.Call(http.MethodGet, path, token, nil).Status
 }
 
 func createWorkspace(slug string) {
 	GinkgoHelper()
-	r := a.call(http.MethodPost, "/api/admin/workspaces", adminToken, map[string]any{"slug": slug, "name": strings.ToUpper(slug)})
+	r := a.Call(http.MethodPost, "/api/admin/workspaces", adminToken, map[string]any{"slug": slug, "name": strings.ToUpper(slug)})
 	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
 }
 
@@ -125,12 +80,35 @@ type account struct {
 // createAccount creates an account; role ("ADMIN", "MEMBER" or "") makes it a member of slug.
 func createAccount(login string, instanceAdmin bool, slug, role string) account {
 	GinkgoHelper()
-	r := a.call(http.MethodPost, "/api/admin/accounts", adminToken, map[string]any{"login": login, "instanceAdmin": instanceAdmin})
+	r := a.Call(http.MethodPost, "/api/admin/accounts", adminToken, map[string]any{"login": login, "instanceAdmin": instanceAdmin})
 	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-	acc := account{ID: r.id("id"), Token: r.JSON["token"].(string)}
+	acc := account{ID: r.ID("id"), Token: r.JSON["token"].(string)}
 	if role != "" {
-		r := a.call(http.MethodPut, memberPath(slug, acc.ID), adminToken, map[string]any{"role": role})
+		r := a.Call(http.MethodPut, memberPath(slug, acc.ID), adminToken, map[string]any{"role": role})
 		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 	}
 	return acc
+}
+
+// atOnceOnBoth sends one request to each server at once, call(0, a) and call(1, b), and returns
+// their statuses in that order.
+func atOnceOnBoth(call func(i int, s server) int) []int {
+	GinkgoHelper()
+	results := make([]int, 2)
+	var wg sync.WaitGroup
+	for i, s := range []server{a, b} {
+		wg.Go(func() {
+			defer GinkgoRecover()
+			results[i] = call(i, s)
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// roleIn is the role of the account in the workspace slug ("none" when it is not a member).
+func roleIn(ctx context.Context, slug string, accountID int64) string {
+	GinkgoHelper()
+	return support.Scalar[string](ctx, pool, `SELECT coalesce((SELECT m.role FROM workspace_member m JOIN workspace w ON w.id = m.workspace_id
+		WHERE w.slug = $1 AND m.account_id = $2), 'none')`, slug, accountID)
 }

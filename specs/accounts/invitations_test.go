@@ -3,7 +3,6 @@ package accounts_test
 import (
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -21,7 +20,7 @@ func acceptPath(id int64) string { return fmt.Sprintf("/api/me/invitations/%d/ac
 // invite invites login to slug with role as token and expects 202 {}.
 func invite(slug, token, login, role string) response {
 	GinkgoHelper()
-	r := a.call(http.MethodPost, invitationsPath(slug), token, map[string]any{"login": login, "role": role})
+	r := a.Call(http.MethodPost, invitationsPath(slug), token, map[string]any{"login": login, "role": role})
 	Expect(r.Status).To(Equal(http.StatusAccepted), r.Raw)
 	Expect(r.Raw).To(Equal("{}"))
 	return r
@@ -30,7 +29,7 @@ func invite(slug, token, login, role string) response {
 // invitationsOf is the page of token's pending invitations.
 func invitationsOf(token string) []any {
 	GinkgoHelper()
-	r := a.call(http.MethodGet, myInvitations, token, nil)
+	r := a.Call(http.MethodGet, myInvitations, token, nil)
 	Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 	return r.JSON["items"].([]any)
 }
@@ -101,23 +100,23 @@ var _ = Describe("Inviting people by login", func() {
 			map[string]any{"login": "olga", "role": "MEMBER", "accountId": olga.ID},
 			`{"login":`,
 		} {
-			r := a.call(http.MethodPost, invitationsPath("acme"), ana.Token, body)
+			r := a.Call(http.MethodPost, invitationsPath("acme"), ana.Token, body)
 			Expect(r.Status).To(Equal(http.StatusBadRequest), "%v", body)
 			Expect(r.JSON).To(HaveKeyWithValue("error", BeElementOf("invalid-login", "invalid-role", "invalid-json")), "%v", body)
 		}
-		Expect(a.call(http.MethodPost, invitationsPath("acme"), ana.Token, map[string]any{"login": "olga smith", "role": "MEMBER"}).JSON).
+		Expect(a.Call(http.MethodPost, invitationsPath("acme"), ana.Token, map[string]any{"login": "olga smith", "role": "MEMBER"}).JSON).
 			To(Equal(map[string]any{"error": "invalid-login"}))
-		Expect(a.call(http.MethodPost, invitationsPath("acme"), ana.Token, map[string]any{"login": "olga", "role": "OWNER"}).JSON).
+		Expect(a.Call(http.MethodPost, invitationsPath("acme"), ana.Token, map[string]any{"login": "olga", "role": "OWNER"}).JSON).
 			To(Equal(map[string]any{"error": "invalid-role"}))
 		Expect(support.Count(ctx, pool, `SELECT count(*) FROM workspace_invitation`)).To(Equal(0))
 	})
 
 	It("lets the instance administrator invite; answers 401 without a token, 403 to a MEMBER and to another workspace's ADMIN, 404 for an unknown workspace", func(ctx SpecContext) {
 		body := map[string]any{"login": "zed", "role": "ADMIN"}
-		Expect(a.call(http.MethodPost, invitationsPath("acme"), "", body).Status).To(Equal(http.StatusUnauthorized))
-		Expect(a.call(http.MethodPost, invitationsPath("acme"), mia.Token, body).Status).To(Equal(http.StatusForbidden))
-		Expect(a.call(http.MethodPost, invitationsPath("acme"), olga.Token, body).Status).To(Equal(http.StatusForbidden))
-		Expect(a.call(http.MethodPost, invitationsPath("nowhere"), adminToken, body).Status).To(Equal(http.StatusNotFound))
+		Expect(a.Call(http.MethodPost, invitationsPath("acme"), "", body).Status).To(Equal(http.StatusUnauthorized))
+		Expect(a.Call(http.MethodPost, invitationsPath("acme"), mia.Token, body).Status).To(Equal(http.StatusForbidden))
+		Expect(a.Call(http.MethodPost, invitationsPath("acme"), olga.Token, body).Status).To(Equal(http.StatusForbidden))
+		Expect(a.Call(http.MethodPost, invitationsPath("nowhere"), adminToken, body).Status).To(Equal(http.StatusNotFound))
 		Expect(support.Count(ctx, pool, `SELECT count(*) FROM workspace_invitation`)).To(Equal(0))
 
 		invite("acme", adminToken, "zed", "ADMIN")
@@ -127,7 +126,7 @@ var _ = Describe("Inviting people by login", func() {
 	It("goes with its workspace when the workspace is deleted", func(ctx SpecContext) {
 		invite("acme", ana.Token, "olga", "MEMBER")
 		invite("globex", olga.Token, "ana", "MEMBER")
-		Expect(a.call(http.MethodDelete, "/api/admin/workspaces/acme", adminToken, nil).Status).To(Equal(http.StatusNoContent))
+		Expect(a.Call(http.MethodDelete, "/api/admin/workspaces/acme", adminToken, nil).Status).To(Equal(http.StatusNoContent))
 		Expect(support.Column(ctx, pool, `SELECT login FROM workspace_invitation`)).To(Equal([]string{"ana"}))
 		Expect(invitationsOf(olga.Token)).To(BeEmpty())
 	})
@@ -143,12 +142,6 @@ var _ = Describe("Accepting an invitation", func() {
 		olga = createAccount("olga", false, "globex", "ADMIN")
 	})
 
-	roleIn := func(ctx SpecContext, slug string, accountID int64) string {
-		GinkgoHelper()
-		return support.Scalar[string](ctx, pool, `SELECT coalesce((SELECT m.role FROM workspace_member m JOIN workspace w ON w.id = m.workspace_id
-			WHERE w.slug = $1 AND m.account_id = $2), 'none')`, slug, accountID)
-	}
-
 	It("lists the caller's own pending, unexpired invitations with workspace, role, inviter and times, paged", func(ctx SpecContext) {
 		invite("acme", ana.Token, "olga", "ADMIN")
 		invite("globex", olga.Token, "ana", "MEMBER")
@@ -161,7 +154,7 @@ var _ = Describe("Accepting an invitation", func() {
 			FROM workspace w WHERE w.id = i.workspace_id AND w.slug = 'umbrella'`)
 		Expect(err).NotTo(HaveOccurred())
 
-		r := a.call(http.MethodGet, myInvitations+"?page=0&size=1", olga.Token, nil)
+		r := a.Call(http.MethodGet, myInvitations+"?page=0&size=1", olga.Token, nil)
 		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 		Expect(r.JSON).To(And(HaveKeyWithValue("total", 2.0), HaveKeyWithValue("page", 0.0), HaveKeyWithValue("size", 1.0)))
 		first := r.JSON["items"].([]any)[0].(map[string]any)
@@ -176,7 +169,7 @@ var _ = Describe("Accepting an invitation", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(expires.Sub(created)).To(BeNumerically("~", 7*24*time.Hour, time.Second))
 
-		next := b.call(http.MethodGet, myInvitations+"?page=1&size=1", olga.Token, nil)
+		next := b.Call(http.MethodGet, myInvitations+"?page=1&size=1", olga.Token, nil)
 		Expect(next.JSON["items"]).To(ConsistOf(And(
 			HaveKeyWithValue("workspace", HaveKeyWithValue("slug", "initech")), Not(HaveKey("invitedBy")))))
 		Expect(invitationsOf(ana.Token)).To(ConsistOf(HaveKeyWithValue("workspace", HaveKeyWithValue("slug", "globex"))))
@@ -189,7 +182,7 @@ var _ = Describe("Accepting an invitation", func() {
 		invite("acme", ana.Token, "olga", "ADMIN")
 		id := onlyInvitation(olga.Token)
 
-		r := a.call(http.MethodPost, acceptPath(id), olga.Token, nil)
+		r := a.Call(http.MethodPost, acceptPath(id), olga.Token, nil)
 		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 		Expect(r.JSON).To(Equal(map[string]any{"accountId": float64(olga.ID), "role": "ADMIN",
 			"workspace": map[string]any{"slug": "acme", "name": "ACME"}}))
@@ -198,14 +191,14 @@ var _ = Describe("Accepting an invitation", func() {
 		Expect(a.status("/api/workspaces/acme/members", olga.Token)).To(Equal(http.StatusOK))
 		Expect(invitationsOf(olga.Token)).To(BeEmpty())
 
-		again := b.call(http.MethodPost, acceptPath(id), olga.Token, nil)
+		again := b.Call(http.MethodPost, acceptPath(id), olga.Token, nil)
 		Expect(again.Status).To(Equal(http.StatusNotFound), "accepted already")
 	})
 
 	It("lets an account created after the invitation accept it", func(ctx SpecContext) {
 		invite("acme", ana.Token, "newcomer", "MEMBER")
 		newcomer := createAccount("newcomer", false, "", "")
-		r := a.call(http.MethodPost, acceptPath(onlyInvitation(newcomer.Token)), newcomer.Token, nil)
+		r := a.Call(http.MethodPost, acceptPath(onlyInvitation(newcomer.Token)), newcomer.Token, nil)
 		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 		Expect(roleIn(ctx, "acme", newcomer.ID)).To(Equal("MEMBER"))
 	})
@@ -221,31 +214,31 @@ var _ = Describe("Accepting an invitation", func() {
 		_, err := pool.Exec(ctx, `UPDATE workspace_invitation SET created_at = now() - interval '8 days', expires_at = now() - interval '1 second' WHERE id = $1`, expired)
 		Expect(err).NotTo(HaveOccurred())
 
-		someoneElses := a.call(http.MethodPost, acceptPath(olgas), ana.Token, nil)
+		someoneElses := a.Call(http.MethodPost, acceptPath(olgas), ana.Token, nil)
 		Expect(someoneElses.Status).To(Equal(http.StatusNotFound), someoneElses.Raw)
 		Expect(someoneElses.JSON).To(Equal(map[string]any{"error": "not-found"}))
-		sameAnswer(a.call(http.MethodPost, acceptPath(anas), olga.Token, nil), someoneElses)
-		sameAnswer(a.call(http.MethodPost, acceptPath(olgas), adminToken, nil), someoneElses)
-		sameAnswer(a.call(http.MethodPost, acceptPath(expired), mel.Token, nil), someoneElses)
-		sameAnswer(a.call(http.MethodPost, acceptPath(olgas+1000), olga.Token, nil), someoneElses)
-		sameAnswer(a.call(http.MethodPost, "/api/me/invitations/x/accept", olga.Token, nil), someoneElses)
-		Expect(a.call(http.MethodPost, acceptPath(olgas), "", nil).Status).To(Equal(http.StatusUnauthorized))
+		sameAnswer(a.Call(http.MethodPost, acceptPath(anas), olga.Token, nil), someoneElses)
+		sameAnswer(a.Call(http.MethodPost, acceptPath(olgas), adminToken, nil), someoneElses)
+		sameAnswer(a.Call(http.MethodPost, acceptPath(expired), mel.Token, nil), someoneElses)
+		sameAnswer(a.Call(http.MethodPost, acceptPath(olgas+1000), olga.Token, nil), someoneElses)
+		sameAnswer(a.Call(http.MethodPost, "/api/me/invitations/x/accept", olga.Token, nil), someoneElses)
+		Expect(a.Call(http.MethodPost, acceptPath(olgas), "", nil).Status).To(Equal(http.StatusUnauthorized))
 
 		Expect(roleIn(ctx, "acme", olga.ID)).To(Equal("none"))
 		Expect(roleIn(ctx, "globex", ana.ID)).To(Equal("none"))
 		Expect(roleIn(ctx, "acme", mel.ID)).To(Equal("none"))
 		Expect(support.Count(ctx, pool, `SELECT count(*) FROM workspace_invitation WHERE accepted_at IS NOT NULL`)).To(Equal(0))
 
-		Expect(a.call(http.MethodPost, acceptPath(olgas), olga.Token, nil).Status).To(Equal(http.StatusOK))
-		sameAnswer(a.call(http.MethodPost, acceptPath(olgas), olga.Token, nil), someoneElses)
+		Expect(a.Call(http.MethodPost, acceptPath(olgas), olga.Token, nil).Status).To(Equal(http.StatusOK))
+		sameAnswer(a.Call(http.MethodPost, acceptPath(olgas), olga.Token, nil), someoneElses)
 	})
 
 	It("leaves a member's role as it is when the member accepts", func(ctx SpecContext) {
 		invite("acme", ana.Token, "olga", "ADMIN")
 		id := onlyInvitation(olga.Token)
-		Expect(a.call(http.MethodPut, memberPath("acme", olga.ID), adminToken, map[string]any{"role": "MEMBER"}).Status).To(Equal(http.StatusOK))
+		Expect(a.Call(http.MethodPut, memberPath("acme", olga.ID), adminToken, map[string]any{"role": "MEMBER"}).Status).To(Equal(http.StatusOK))
 
-		r := a.call(http.MethodPost, acceptPath(id), olga.Token, nil)
+		r := a.Call(http.MethodPost, acceptPath(id), olga.Token, nil)
 		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 		Expect(r.JSON).To(HaveKeyWithValue("role", "MEMBER"))
 		Expect(roleIn(ctx, "acme", olga.ID)).To(Equal("MEMBER"))
@@ -258,15 +251,7 @@ var _ = Describe("Accepting an invitation", func() {
 			guest := createAccount(login, false, "", "")
 			invite("acme", ana.Token, login, "MEMBER")
 			id := onlyInvitation(guest.Token)
-			results := make([]int, 2)
-			var wg sync.WaitGroup
-			for i, s := range []server{a, b} {
-				wg.Go(func() {
-					defer GinkgoRecover()
-					results[i] = s.call(http.MethodPost, acceptPath(id), guest.Token, nil).Status
-				})
-			}
-			wg.Wait()
+			results := atOnceOnBoth(func(i int, s server) int { return s.Call(http.MethodPost, acceptPath(id), guest.Token, nil).Status })
 			Expect(results).To(ConsistOf(http.StatusOK, http.StatusNotFound), "round %d", round)
 			Expect(roleIn(ctx, "acme", guest.ID)).To(Equal("MEMBER"))
 		}

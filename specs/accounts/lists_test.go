@@ -20,8 +20,8 @@ var _ = Describe("Listing accounts and a workspace's members", func() {
 	})
 
 	It("pages every account for the instance administrator, disabled ones included, never a token", func() {
-		Expect(a.call(http.MethodDelete, fmt.Sprintf("/api/admin/accounts/%d", mel.ID), adminToken, nil).Status).To(Equal(http.StatusNoContent))
-		r := a.call(http.MethodGet, "/api/admin/accounts?page=0&size=2", adminToken, nil)
+		Expect(a.Call(http.MethodDelete, fmt.Sprintf("/api/admin/accounts/%d", mel.ID), adminToken, nil).Status).To(Equal(http.StatusNoContent))
+		r := a.Call(http.MethodGet, "/api/admin/accounts?page=0&size=2", adminToken, nil)
 		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 		Expect(r.JSON).To(HaveKeyWithValue("total", 3.0))
 		Expect(r.JSON).To(HaveKeyWithValue("size", 2.0))
@@ -30,9 +30,9 @@ var _ = Describe("Listing accounts and a workspace's members", func() {
 		Expect(items[0]).To(And(HaveKeyWithValue("login", "ana"), HaveKeyWithValue("disabledAt", BeNil()), HaveKeyWithValue("instanceAdmin", false)))
 		Expect(items[1]).To(And(HaveKeyWithValue("login", "max"), HaveKeyWithValue("disabledAt", Not(BeNil()))))
 		Expect(r.Raw).NotTo(Or(ContainSubstring(ana.Token), ContainSubstring("token")))
-		next := a.call(http.MethodGet, "/api/admin/accounts?page=1&size=2", adminToken, nil)
+		next := a.Call(http.MethodGet, "/api/admin/accounts?page=1&size=2", adminToken, nil)
 		Expect(next.JSON["items"]).To(ConsistOf(HaveKeyWithValue("login", "olga")))
-		Expect(a.call(http.MethodGet, "/api/admin/accounts?size=201", adminToken, nil).Status).To(Equal(http.StatusBadRequest))
+		Expect(a.Call(http.MethodGet, "/api/admin/accounts?size=201", adminToken, nil).Status).To(Equal(http.StatusBadRequest))
 	})
 
 	It("refuses the account list to a workspace ADMIN and a MEMBER, and without a token", func() {
@@ -44,7 +44,7 @@ var _ = Describe("Listing accounts and a workspace's members", func() {
 
 	It("pages a workspace's members with login and role for its ADMIN and the instance administrator", func() {
 		for _, token := range []string{ana.Token, adminToken} {
-			r := a.call(http.MethodGet, "/api/workspaces/acme/members", token, nil)
+			r := a.Call(http.MethodGet, "/api/workspaces/acme/members", token, nil)
 			Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 			Expect(r.JSON).To(HaveKeyWithValue("total", 2.0))
 			Expect(r.JSON["items"]).To(Equal([]any{
@@ -52,7 +52,7 @@ var _ = Describe("Listing accounts and a workspace's members", func() {
 				map[string]any{"accountId": float64(mel.ID), "login": "max", "role": "MEMBER", "disabled": false},
 			}))
 		}
-		r := b.call(http.MethodGet, "/api/workspaces/globex/members?page=0&size=1", adminToken, nil)
+		r := b.Call(http.MethodGet, "/api/workspaces/globex/members?page=0&size=1", adminToken, nil)
 		Expect(r.JSON["items"]).To(ConsistOf(HaveKeyWithValue("login", "olga")))
 	})
 

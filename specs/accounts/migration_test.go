@@ -2,52 +2,34 @@ package accounts_test
 
 import (
 	"context"
-	"database/sql"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/pressly/goose/v3"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/managementapi"
-	"github.com/hephaestus-dev/hephaestus/migrations"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 var _ = Describe("Migrating accounts to several tokens", func() {
 	It("keeps every existing account's token working, with its hash moved into the token table", func(ctx SpecContext) {
-		old := support.Database(ctx)
-		sqlDB, err := sql.Open("pgx", old.URL)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(sqlDB.Close)
-		migrator, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS)
-		Expect(err).NotTo(HaveOccurred())
-		// Back to the schema before migration 00012 (one token_hash per account) ...
-		_, err = migrator.DownTo(ctx, 11)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = sqlDB.ExecContext(ctx, `
+		// Data of the schema before migration 00012 (one token_hash per account), migrated forward.
+		p := support.MigrateFrom(ctx, 11, `
 			INSERT INTO workspace (slug, name) VALUES ('acme', 'Acme');
 			INSERT INTO account (login, token_hash) VALUES ('ana', sha256('hx_token-of-ana-before-the-migration'));
 			INSERT INTO workspace_member (workspace_id, account_id, role) SELECT w.id, a.id, 'ADMIN' FROM workspace w, account a;
 			INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject, payload, state, ended_at, replayed_by, replayed_at)
 			VALUES (NULL, 'GITHUB', 'installation', 'k1', 'system:installation', 's', '{}', 'DONE', now(), 0, now());
-			INSERT INTO provider_event_replay_audit (event_id, account_id, replayed_at) VALUES (1, 0, now()), (1, 1, now());`)
-		Expect(err).NotTo(HaveOccurred())
-
-		// ... and forward again.
-		_, err = migrator.Up(ctx)
-		Expect(err).NotTo(HaveOccurred())
-
-		p := support.Pool(ctx, old, 2)
+			INSERT INTO provider_event_replay_audit (event_id, account_id, replayed_at) VALUES (1, 0, now()), (1, 1, now());`).Pool
 		svc, _ := support.Management(p, adminToken)
 		engine := gin.New()
 		managementapi.Register(engine, svc, support.Logger{})
 		srv, client := support.Serve(engine)
-		s := server{url: srv.URL, client: client}
+		s := server{support.API{URL: srv.URL, Client: client}}
 		Expect(s.status("/api/workspaces/acme/connections", "hx_token-of-ana-before-the-migration")).To(Equal(http.StatusOK))
-		Expect(s.call(http.MethodGet, "/api/admin/accounts/1/tokens", adminToken, nil).JSON["items"]).To(HaveLen(1))
+		Expect(s.Call(http.MethodGet, "/api/admin/accounts/1/tokens", adminToken, nil).JSON["items"]).To(HaveLen(1))
 
 		Expect(support.Column(context.Background(), p, `
 			SELECT principal || coalesce(':' || account_id || ':' || account_login, '') FROM provider_event_replay_audit ORDER BY id`)).

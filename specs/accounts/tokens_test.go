@@ -28,7 +28,7 @@ func memberPath(slug string, accountID int64) string {
 // issue gives the account another token through server s.
 func issue(s server, accountID int64, body any) response {
 	GinkgoHelper()
-	return s.call(http.MethodPost, tokensPath(accountID), adminToken, body)
+	return s.Call(http.MethodPost, tokensPath(accountID), adminToken, body)
 }
 
 // onBothServers expects status for a GET of probe with token on each server, from several
@@ -84,7 +84,7 @@ var _ = Describe("Account tokens", func() {
 		second := r.JSON["token"].(string)
 		Expect(a.status(probe, ana.Token)).To(Equal(http.StatusOK))
 
-		l := b.call(http.MethodGet, tokensPath(ana.ID), adminToken, nil)
+		l := b.Call(http.MethodGet, tokensPath(ana.ID), adminToken, nil)
 		Expect(l.Status).To(Equal(http.StatusOK), l.Raw)
 		Expect(l.Raw).NotTo(ContainSubstring(ana.Token))
 		Expect(l.Raw).NotTo(ContainSubstring(second))
@@ -98,7 +98,7 @@ var _ = Describe("Account tokens", func() {
 		Expect(first).To(HaveKeyWithValue("expiresAt", BeNil()))
 		Expect(other).To(HaveKeyWithValue("lastUsedAt", BeNil()))
 		Expect(other).To(HaveKeyWithValue("expiresAt", expires.Format(time.RFC3339)))
-		Expect(other).To(HaveKeyWithValue("id", BeNumerically("==", r.id("id"))))
+		Expect(other).To(HaveKeyWithValue("id", BeNumerically("==", r.ID("id"))))
 	})
 
 	It("pages the list as every list: ?page=&size=, in id order, with the total", func() {
@@ -106,11 +106,11 @@ var _ = Describe("Account tokens", func() {
 		for range 4 {
 			r := issue(a, ana.ID, map[string]any{})
 			Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-			issued = append(issued, r.id("id"))
+			issued = append(issued, r.ID("id"))
 		}
 		var seen []int64
 		for page := range 3 {
-			l := b.call(http.MethodGet, fmt.Sprintf("%s?page=%d&size=2", tokensPath(ana.ID), page), adminToken, nil)
+			l := b.Call(http.MethodGet, fmt.Sprintf("%s?page=%d&size=2", tokensPath(ana.ID), page), adminToken, nil)
 			Expect(l.Status).To(Equal(http.StatusOK), l.Raw)
 			Expect(l.JSON).To(HaveKeyWithValue("total", BeNumerically("==", 5)))
 			Expect(l.JSON).To(HaveKeyWithValue("page", BeNumerically("==", page)))
@@ -121,7 +121,7 @@ var _ = Describe("Account tokens", func() {
 		}
 		Expect(seen).To(HaveLen(5))
 		Expect(seen[1:]).To(Equal(issued))
-		Expect(b.call(http.MethodGet, tokensPath(ana.ID)+"?size=201", adminToken, nil).Status).To(Equal(http.StatusBadRequest))
+		Expect(b.Call(http.MethodGet, tokensPath(ana.ID)+"?size=201", adminToken, nil).Status).To(Equal(http.StatusBadRequest))
 	})
 
 	It("refuses an expiry that is not in the future or not RFC 3339", func() {
@@ -139,7 +139,7 @@ var _ = Describe("Account tokens", func() {
 		expiring := r.JSON["token"].(string)
 		onBothServers(expiring, http.StatusOK)
 
-		_, err := pool.Exec(ctx, `UPDATE account_token SET expires_at = clock_timestamp() - interval '1 second' WHERE id = $1`, r.id("id"))
+		_, err := pool.Exec(ctx, `UPDATE account_token SET expires_at = clock_timestamp() - interval '1 second' WHERE id = $1`, r.ID("id"))
 		Expect(err).NotTo(HaveOccurred())
 		onBothServers(expiring, http.StatusUnauthorized)
 		onBothServers(ana.Token, http.StatusOK)
@@ -152,22 +152,22 @@ var _ = Describe("Account tokens", func() {
 			second := r.JSON["token"].(string)
 			onBothServers(second, http.StatusOK) // both servers have just accepted it
 
-			Expect(a.call(http.MethodDelete, fmt.Sprintf("%s/%d", tokensPath(ana.ID), r.id("id")), adminToken, nil).Status).
+			Expect(a.Call(http.MethodDelete, fmt.Sprintf("%s/%d", tokensPath(ana.ID), r.ID("id")), adminToken, nil).Status).
 				To(Equal(http.StatusNoContent))
 			// No waiting: the very next request on server B already fails.
 			Expect(b.status(probe, second)).To(Equal(http.StatusUnauthorized))
 			onBothServers(second, http.StatusUnauthorized)
 			onBothServers(ana.Token, http.StatusOK)
 
-			l := b.call(http.MethodGet, tokensPath(ana.ID), adminToken, nil)
+			l := b.Call(http.MethodGet, tokensPath(ana.ID), adminToken, nil)
 			Expect(l.JSON["items"]).To(HaveLen(1))
 		})
 
 		It("revokes only a token of the account named in the path", func() {
 			bob := createAccount("bob", false, "acme", "ADMIN")
-			l := a.call(http.MethodGet, tokensPath(bob.ID), adminToken, nil)
+			l := a.Call(http.MethodGet, tokensPath(bob.ID), adminToken, nil)
 			bobToken := l.JSON["items"].([]any)[0].(map[string]any)["id"].(float64)
-			r := a.call(http.MethodDelete, fmt.Sprintf("%s/%d", tokensPath(ana.ID), int64(bobToken)), adminToken, nil)
+			r := a.Call(http.MethodDelete, fmt.Sprintf("%s/%d", tokensPath(ana.ID), int64(bobToken)), adminToken, nil)
 			Expect(r.Status).To(Equal(http.StatusNotFound), r.Raw)
 			Expect(b.status(probe, bob.Token)).To(Equal(http.StatusOK))
 		})
@@ -177,7 +177,7 @@ var _ = Describe("Account tokens", func() {
 		It("replaces the caller's token: the new one works, the old one fails on every server, other tokens stay", func() {
 			other := issue(a, ana.ID, nil).JSON["token"].(string)
 
-			r := a.call(http.MethodPost, "/api/me/tokens/rotate", ana.Token, nil)
+			r := a.Call(http.MethodPost, "/api/me/tokens/rotate", ana.Token, nil)
 			Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 			Expect(r.Header.Get("Cache-Control")).To(Equal("no-store"))
 			rotated := r.JSON["token"].(string)
@@ -187,13 +187,13 @@ var _ = Describe("Account tokens", func() {
 			onBothServers(ana.Token, http.StatusUnauthorized)
 			onBothServers(rotated, http.StatusOK)
 			onBothServers(other, http.StatusOK)
-			Expect(b.call(http.MethodPost, "/api/me/tokens/rotate", ana.Token, nil).Status).To(Equal(http.StatusUnauthorized))
+			Expect(b.Call(http.MethodPost, "/api/me/tokens/rotate", ana.Token, nil).Status).To(Equal(http.StatusUnauthorized))
 		})
 
 		It("keeps the replaced token's expiry", func(ctx SpecContext) {
 			expires := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
 			expiring := issue(a, ana.ID, map[string]any{"expiresAt": expires}).JSON["token"].(string)
-			r := b.call(http.MethodPost, "/api/me/tokens/rotate", expiring, nil)
+			r := b.Call(http.MethodPost, "/api/me/tokens/rotate", expiring, nil)
 			Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 			Expect(r.JSON).To(HaveKeyWithValue("expiresAt", expires))
 		})
@@ -204,21 +204,21 @@ var _ = Describe("Account tokens", func() {
 			for i, s := range []server{a, b} {
 				wg.Go(func() {
 					defer GinkgoRecover()
-					results[i] = s.call(http.MethodPost, "/api/me/tokens/rotate", ana.Token, nil)
+					results[i] = s.Call(http.MethodPost, "/api/me/tokens/rotate", ana.Token, nil)
 				})
 			}
 			wg.Wait()
 			statuses := []int{results[0].Status, results[1].Status}
 			Expect(statuses).To(ConsistOf(http.StatusOK, http.StatusUnauthorized))
-			l := a.call(http.MethodGet, tokensPath(ana.ID), adminToken, nil)
+			l := a.Call(http.MethodGet, tokensPath(ana.ID), adminToken, nil)
 			Expect(l.JSON["items"]).To(HaveLen(1), "one token replaced the old one, not two")
 		})
 
 		It("refuses the configured administrator token, which is no account's", func() {
-			r := a.call(http.MethodPost, "/api/me/tokens/rotate", adminToken, nil)
+			r := a.Call(http.MethodPost, "/api/me/tokens/rotate", adminToken, nil)
 			Expect(r.Status).To(Equal(http.StatusConflict), r.Raw)
 			Expect(r.JSON).To(HaveKeyWithValue("error", "admin-token-not-rotatable"))
-			Expect(a.call(http.MethodPost, "/api/me/tokens/rotate", "", nil).Status).To(Equal(http.StatusUnauthorized))
+			Expect(a.Call(http.MethodPost, "/api/me/tokens/rotate", "", nil).Status).To(Equal(http.StatusUnauthorized))
 		})
 	})
 
@@ -260,7 +260,7 @@ var _ = Describe("Account tokens", func() {
 			second := issue(a, ana.ID, nil).JSON["token"].(string)
 			onBothServers(second, http.StatusOK)
 
-			Expect(a.call(http.MethodDelete, fmt.Sprintf("/api/admin/accounts/%d", ana.ID), adminToken, nil).Status).
+			Expect(a.Call(http.MethodDelete, fmt.Sprintf("/api/admin/accounts/%d", ana.ID), adminToken, nil).Status).
 				To(Equal(http.StatusNoContent))
 			Expect(b.status(probe, ana.Token)).To(Equal(http.StatusUnauthorized))
 			onBothServers(ana.Token, http.StatusUnauthorized)
@@ -270,15 +270,15 @@ var _ = Describe("Account tokens", func() {
 			Expect(r.Status).To(Equal(http.StatusConflict), r.Raw)
 			Expect(r.JSON).To(HaveKeyWithValue("error", "account-disabled"))
 			Expect(support.Scalar[string](ctx, pool, `SELECT login FROM account WHERE id = $1 AND disabled_at IS NOT NULL`, ana.ID)).To(Equal("ana"))
-			Expect(a.call(http.MethodDelete, fmt.Sprintf("/api/admin/accounts/%d", ana.ID), adminToken, nil).Status).
+			Expect(a.Call(http.MethodDelete, fmt.Sprintf("/api/admin/accounts/%d", ana.ID), adminToken, nil).Status).
 				To(Equal(http.StatusNoContent), "disabling twice changes nothing")
 		})
 
 		It("answers 404 for an unknown account", func() {
-			Expect(a.call(http.MethodDelete, "/api/admin/accounts/999999", adminToken, nil).Status).To(Equal(http.StatusNotFound))
-			Expect(a.call(http.MethodGet, tokensPath(999999), adminToken, nil).Status).To(Equal(http.StatusNotFound))
+			Expect(a.Call(http.MethodDelete, "/api/admin/accounts/999999", adminToken, nil).Status).To(Equal(http.StatusNotFound))
+			Expect(a.Call(http.MethodGet, tokensPath(999999), adminToken, nil).Status).To(Equal(http.StatusNotFound))
 			Expect(issue(a, 999999, nil).Status).To(Equal(http.StatusNotFound))
-			Expect(a.call(http.MethodDelete, tokensPath(ana.ID)+"/999999", adminToken, nil).Status).To(Equal(http.StatusNotFound))
+			Expect(a.Call(http.MethodDelete, tokensPath(ana.ID)+"/999999", adminToken, nil).Status).To(Equal(http.StatusNotFound))
 		})
 	})
 
@@ -287,7 +287,7 @@ var _ = Describe("Account tokens", func() {
 			member := createAccount("mia", false, "acme", "MEMBER")
 			ops := createAccount("ops", true, "", "")
 			victim := createAccount("vic", false, "acme", "MEMBER")
-			victimTokens := a.call(http.MethodGet, tokensPath(victim.ID), adminToken, nil).JSON["items"].([]any)
+			victimTokens := a.Call(http.MethodGet, tokensPath(victim.ID), adminToken, nil).JSON["items"].([]any)
 			victimToken := int64(victimTokens[0].(map[string]any)["id"].(float64))
 
 			routes := []struct{ method, path string }{
@@ -297,20 +297,20 @@ var _ = Describe("Account tokens", func() {
 				{http.MethodDelete, fmt.Sprintf("/api/admin/accounts/%d", victim.ID)},
 			}
 			for _, rt := range routes {
-				Expect(a.call(rt.method, rt.path, "", nil).Status).To(Equal(http.StatusUnauthorized), rt.path)
-				Expect(a.call(rt.method, rt.path, "hx_not-a-token", nil).Status).To(Equal(http.StatusUnauthorized), rt.path)
-				Expect(a.call(rt.method, rt.path, ana.Token, nil).Status).To(Equal(http.StatusForbidden), "workspace ADMIN: %s %s", rt.method, rt.path)
-				Expect(a.call(rt.method, rt.path, member.Token, nil).Status).To(Equal(http.StatusForbidden), "MEMBER: %s %s", rt.method, rt.path)
+				Expect(a.Call(rt.method, rt.path, "", nil).Status).To(Equal(http.StatusUnauthorized), rt.path)
+				Expect(a.Call(rt.method, rt.path, "hx_not-a-token", nil).Status).To(Equal(http.StatusUnauthorized), rt.path)
+				Expect(a.Call(rt.method, rt.path, ana.Token, nil).Status).To(Equal(http.StatusForbidden), "workspace ADMIN: %s %s", rt.method, rt.path)
+				Expect(a.Call(rt.method, rt.path, member.Token, nil).Status).To(Equal(http.StatusForbidden), "MEMBER: %s %s", rt.method, rt.path)
 			}
 			Expect(b.status(probe, victim.Token)).To(Equal(http.StatusForbidden), "the victim still authenticates (a MEMBER may not manage)")
-			Expect(a.call(http.MethodGet, tokensPath(victim.ID), adminToken, nil).JSON["items"]).To(HaveLen(1), "nothing was issued or revoked")
+			Expect(a.Call(http.MethodGet, tokensPath(victim.ID), adminToken, nil).JSON["items"]).To(HaveLen(1), "nothing was issued or revoked")
 
 			// An account with instanceAdmin may.
-			Expect(a.call(http.MethodPost, tokensPath(victim.ID), ops.Token, nil).Status).To(Equal(http.StatusCreated))
-			Expect(a.call(http.MethodGet, tokensPath(victim.ID), ops.Token, nil).Status).To(Equal(http.StatusOK))
-			Expect(a.call(http.MethodDelete, fmt.Sprintf("%s/%d", tokensPath(victim.ID), victimToken), ops.Token, nil).Status).To(Equal(http.StatusNoContent))
-			Expect(a.call(http.MethodDelete, fmt.Sprintf("/api/admin/accounts/%d", victim.ID), ops.Token, nil).Status).To(Equal(http.StatusNoContent))
-			Expect(a.call(http.MethodDelete, fmt.Sprintf("/api/admin/accounts/%d", ops.ID), ops.Token, nil).JSON).
+			Expect(a.Call(http.MethodPost, tokensPath(victim.ID), ops.Token, nil).Status).To(Equal(http.StatusCreated))
+			Expect(a.Call(http.MethodGet, tokensPath(victim.ID), ops.Token, nil).Status).To(Equal(http.StatusOK))
+			Expect(a.Call(http.MethodDelete, fmt.Sprintf("%s/%d", tokensPath(victim.ID), victimToken), ops.Token, nil).Status).To(Equal(http.StatusNoContent))
+			Expect(a.Call(http.MethodDelete, fmt.Sprintf("/api/admin/accounts/%d", victim.ID), ops.Token, nil).Status).To(Equal(http.StatusNoContent))
+			Expect(a.Call(http.MethodDelete, fmt.Sprintf("/api/admin/accounts/%d", ops.ID), ops.Token, nil).JSON).
 				To(HaveKeyWithValue("error", "cannot-disable-self"))
 		})
 	})

@@ -3,7 +3,6 @@ package admission_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,16 +14,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/http/server"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/webhookapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/admissionstore"
-	"github.com/hephaestus-dev/hephaestus/application/admission"
 	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
@@ -33,29 +27,9 @@ import (
 // default shares.
 func fairEdge(budgetBytes int64, githubSecret string) *edge {
 	GinkgoHelper()
-	budget, err := webhookapi.NewBudget(budgetBytes)
-	Expect(err).NotTo(HaveOccurred())
-	store, err := admissionstore.New(admissionPool)
-	Expect(err).NotTo(HaveOccurred())
-	svc, err := admission.New(admission.Config{DefaultSourceServerURL: "https://github.com"}, store, tableDirectory{pool: pool},
-		notifierFunc(func() {}), newMetricsRecorder(), &logRecorder{}, systemClock{})
-	Expect(err).NotTo(HaveOccurred())
 	hook, err := github.NewWebhook(github.Config{WebhookSecret: []byte(githubSecret)})
 	Expect(err).NotTo(HaveOccurred())
-	hooks := webhookapi.Hooks{hook, &fakeWebhook{p: testLab, perConnection: true}}
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", ReadTimeout: time.Minute}, zap.NewNop(),
-		func(context.Context) error { return nil }, http.NotFoundHandler(),
-		func(r gin.IRouter) error {
-			return webhookapi.Register(r, svc, hooks, webhookapi.Config{MaxBytes: 4 << 20, Budget: budget})
-		})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(srv.Start()).To(Succeed())
-	DeferCleanup(func(ctx context.Context) {
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	})
-	return &edge{url: "http://" + srv.Addr(), addr: srv.Addr(), budget: budget}
+	return startEdge(budgetBytes, time.Minute, webhookapi.Hooks{hook, &fakeWebhook{p: testLab, perConnection: true}})
 }
 
 // stalled is an upload from source address from (127.0.0.x: a client of its own) that sends

@@ -33,6 +33,13 @@ type edge struct {
 
 func newEdge(ctx context.Context, budgetBytes int64, readTimeout time.Duration) *edge {
 	GinkgoHelper()
+	return startEdge(budgetBytes, readTimeout, webhookapi.Hooks{&fakeWebhook{p: testHub}})
+}
+
+// startEdge runs the real HTTP server with hooks' webhook routes on admission (the real
+// service and store, the suite's connection table as directory) under a budget of budgetBytes.
+func startEdge(budgetBytes int64, readTimeout time.Duration, hooks webhookapi.Hooks) *edge {
+	GinkgoHelper()
 	budget, err := webhookapi.NewBudget(budgetBytes)
 	Expect(err).NotTo(HaveOccurred())
 	store, err := admissionstore.New(admissionPool)
@@ -40,7 +47,6 @@ func newEdge(ctx context.Context, budgetBytes int64, readTimeout time.Duration) 
 	svc, err := admission.New(admission.Config{DefaultSourceServerURL: "https://github.com"}, store, tableDirectory{pool: pool}, notifierFunc(func() {}),
 		newMetricsRecorder(), &logRecorder{}, systemClock{})
 	Expect(err).NotTo(HaveOccurred())
-	hooks := webhookapi.Hooks{&fakeWebhook{p: testHub}}
 	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", ReadTimeout: readTimeout}, zap.NewNop(),
 		func(context.Context) error { return nil }, http.NotFoundHandler(),
 		func(r gin.IRouter) error {

@@ -22,18 +22,8 @@ import (
 // traceParentOf is the stored traceparent of each row of a delivery key ("" for NULL).
 func traceParentOf(ctx context.Context, deliveryKey string) []string {
 	GinkgoHelper()
-	rows, err := observer.Query(ctx, `SELECT coalesce(trace_parent, '') FROM provider_event
+	return support.Column(ctx, observer, `SELECT coalesce(trace_parent, '') FROM provider_event
 		WHERE delivery_key = $1 ORDER BY workspace_id NULLS FIRST`, deliveryKey)
-	Expect(err).NotTo(HaveOccurred())
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var tp string
-		Expect(rows.Scan(&tp)).To(Succeed())
-		out = append(out, tp)
-	}
-	Expect(rows.Err()).NotTo(HaveOccurred())
-	return out
 }
 
 // The request's trace context is stored with every row it admits, by each of the

@@ -209,34 +209,14 @@ var _ = Describe("Admission from remembered routes", func() {
 
 	It("waits for a suspension that holds the lifecycle lock, then refuses, rather than admitting", func(ctx SpecContext) {
 		tx := openTx(ctx, `UPDATE connection SET state = 'SUSPENDED' WHERE id = $1`, app)
-		answer := make(chan response, 1)
-		go func() {
-			defer GinkgoRecover()
-			answer <- r.deliver("d-1", work)
-		}()
-		support.EventuallyBlockedBy(ctx, observer, support.BackendPID(ctx, tx), 1)
-		Expect(answer).NotTo(Receive())
-		Expect(tx.Commit(ctx)).To(Succeed())
-
-		var res response
-		Eventually(answer).WithTimeout(10 * time.Second).Should(Receive(&res))
+		res := answerBehind(ctx, tx, func() response { return r.deliver("d-1", work) })
 		Expect(res.body).To(Equal(dropped("source-inactive")))
 		Expect(rowsOf(ctx, "d-1")).To(BeEmpty())
 	})
 
 	It("answers 503 for a reconfiguration that commits while it waits for the lock", func(ctx SpecContext) {
 		tx := openTx(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, app)
-		answer := make(chan response, 1)
-		go func() {
-			defer GinkgoRecover()
-			answer <- r.deliver("d-1", work)
-		}()
-		support.EventuallyBlockedBy(ctx, observer, support.BackendPID(ctx, tx), 1)
-		Expect(answer).NotTo(Receive())
-		Expect(tx.Commit(ctx)).To(Succeed())
-
-		var res response
-		Eventually(answer).WithTimeout(10 * time.Second).Should(Receive(&res))
+		res := answerBehind(ctx, tx, func() response { return r.deliver("d-1", work) })
 		Expect(res.status).To(Equal(503))
 		Expect(rowsOf(ctx, "d-1")).To(BeEmpty())
 	})
@@ -284,4 +264,21 @@ func idleAdmissionSessions(ctx context.Context) (bool, error) {
 		WHERE datname = current_database() AND pid <> pg_backend_pid()
 		  AND backend_xid IS NOT NULL`).Scan(&open)
 	return open == 0, err
+}
+
+// answerBehind sends a delivery in the background, waits until it waits for tx's locks (no
+// answer yet), commits tx, and returns the answer that follows.
+func answerBehind(ctx context.Context, tx pgx.Tx, deliver func() response) response {
+	GinkgoHelper()
+	answer := make(chan response, 1)
+	go func() {
+		defer GinkgoRecover()
+		answer <- deliver()
+	}()
+	support.EventuallyBlockedBy(ctx, observer, support.BackendPID(ctx, tx), 1)
+	Expect(answer).NotTo(Receive())
+	Expect(tx.Commit(ctx)).To(Succeed())
+	var res response
+	Eventually(answer).WithTimeout(10 * time.Second).Should(Receive(&res))
+	return res
 }

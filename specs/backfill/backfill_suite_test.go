@@ -2,6 +2,8 @@ package backfill_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -12,16 +14,25 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubsync"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/http/syncapi"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
+	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
+	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
+	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/application/management"
 	"github.com/hephaestus-dev/hephaestus/domain/syncjob"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
@@ -172,8 +183,14 @@ func count(ctx context.Context, sql string, args ...any) int {
 // its short spec backoff).
 func drainUntil(ctx context.Context, s server, cond func() bool) {
 	GinkgoHelper()
+	drainRunner(ctx, s.runner, cond)
+}
+
+// drainRunner runs r's due jobs until cond holds.
+func drainRunner(ctx context.Context, r *backfill.Runner, cond func() bool) {
+	GinkgoHelper()
 	Eventually(func(g Gomega) bool {
-		g.Expect(s.runner.Drain(ctx)).To(Succeed())
+		g.Expect(r.Drain(ctx)).To(Succeed())
 		return cond()
 	}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
 }
@@ -182,13 +199,12 @@ func drainUntil(ctx context.Context, s server, cond func() bool) {
 // document.
 func api() (base string, client *httpClient) {
 	GinkgoHelper()
-	svc, err := backfill.NewService(jobs, nil)
-	Expect(err).NotTo(HaveOccurred())
-	gin.SetMode(gin.TestMode)
-	engine := gin.New()
-	Expect(syncapi.Register(engine, syncapi.Config{Auth: manage, Members: members, Syncs: svc, Log: support.Logger{}})).To(Succeed())
-	Expect(githubread.Register(engine, githubread.Config{Auth: manage, Members: members, Reader: mirror, Log: support.Logger{}})).To(Succeed())
-	srv, c := support.Serve(engine)
+	srv, c := serve(
+		syncRoutes(),
+		func(e *gin.Engine) error {
+			return githubread.Register(e, githubread.Config{Auth: manage, Members: members, Reader: mirror, Log: support.Logger{}})
+		},
+	)
 	return srv.URL, &httpClient{c}
 }
 
@@ -208,4 +224,79 @@ func newRunner(owner string, jobs ports.SyncJobStore, metrics ports.SyncMetrics,
 		Retry: testRetry}, jobs, []contract.SyncSource{src}, metrics, support.Logger{}, clock{})
 	Expect(err).NotTo(HaveOccurred())
 	return r
+}
+
+// runUntilHeld starts run (one claim of a runner, as a server's loop makes it) in the
+// background and returns once the fake API holds the page the job reads (held is closed); the
+// channel it returns is closed when run ended, which must succeed.
+func runUntilHeld(ctx context.Context, held chan struct{}, run func(context.Context) (bool, error)) chan struct{} {
+	GinkgoHelper()
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		_, err := run(ctx)
+		Expect(err).NotTo(HaveOccurred())
+	}()
+	Eventually(held).WithContext(ctx).Should(BeClosed())
+	return done
+}
+
+// handlers is a registry with one provider's handlers, registered by register on the real inbox
+// of the suite's pool, as the consumer of a server holds them.
+func handlers(register func(reg *consumer.Registry, box *deliveryinbox.Inbox) error) *consumer.Registry {
+	GinkgoHelper()
+	box, err := deliveryinbox.New(pool)
+	Expect(err).NotTo(HaveOccurred())
+	reg := consumer.NewRegistry()
+	Expect(register(reg, box)).To(Succeed())
+	return reg
+}
+
+// githubHandlers, gitlabHandlers, slackHandlers and outlineHandlers are a registry with the
+// provider's webhook handlers writing to store (handlers).
+func githubHandlers(store *githubmirror.Store) *consumer.Registry {
+	return handlers(func(reg *consumer.Registry, box *deliveryinbox.Inbox) error {
+		return githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store})
+	})
+}
+
+func gitlabHandlers(store *gitlabmirror.Store) *consumer.Registry {
+	return handlers(func(reg *consumer.Registry, box *deliveryinbox.Inbox) error {
+		return gitlabhandlers.Register(reg, gitlabhandlers.Deps{Inbox: box, Store: store})
+	})
+}
+
+func slackHandlers(store *slackmirror.Store) *consumer.Registry {
+	return handlers(func(reg *consumer.Registry, box *deliveryinbox.Inbox) error {
+		return slackhandlers.Register(reg, slackhandlers.Deps{Inbox: box, Store: store})
+	})
+}
+
+func outlineHandlers(store *outlinemirror.Store) *consumer.Registry {
+	return handlers(func(reg *consumer.Registry, box *deliveryinbox.Inbox) error {
+		return outlinehandlers.Register(reg, outlinehandlers.Deps{Inbox: box, Store: store})
+	})
+}
+
+// serve registers routes (the sync API's and read APIs' Register with their Config) on one gin
+// engine in test mode and serves it as support.Serve does.
+func serve(register ...func(engine *gin.Engine) error) (*httptest.Server, *http.Client) {
+	GinkgoHelper()
+	gin.SetMode(gin.TestMode)
+	engine := gin.New()
+	for _, r := range register {
+		Expect(r(engine)).To(Succeed())
+	}
+	return support.Serve(engine)
+}
+
+// syncRoutes registers the sync API on the suite's job store (for serve).
+func syncRoutes() func(engine *gin.Engine) error {
+	GinkgoHelper()
+	svc, err := backfill.NewService(jobs, nil)
+	Expect(err).NotTo(HaveOccurred())
+	return func(e *gin.Engine) error {
+		return syncapi.Register(e, syncapi.Config{Auth: manage, Members: members, Syncs: svc, Log: support.Logger{}})
+	}
 }

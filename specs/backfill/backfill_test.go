@@ -17,14 +17,11 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubsync"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/syncjobs"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -177,21 +174,11 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 		It("keeps the webhook's data", func(ctx SpecContext) {
 			subscribe(ctx, acme, conn, appRepoID, "acme/app")
 			gh.holdFirst("/repos/acme/app/issues?page=1")
-			done := make(chan struct{})
-			go func() {
-				defer GinkgoRecover()
-				defer close(done)
-				_, err := a.runner.RunOne(ctx)
-				Expect(err).NotTo(HaveOccurred())
-			}()
-			Eventually(gh.held).WithContext(ctx).Should(BeClosed())
+			done := runUntilHeld(ctx, gh.held, a.runner.RunOne)
 
 			// While the page (issue 1 as of 2024-02-02) is on its way, an "edited" webhook
 			// with a newer timestamp commits.
-			box, err := deliveryinbox.New(pool)
-			Expect(err).NotTo(HaveOccurred())
-			reg := consumer.NewRegistry()
-			Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: mirror})).To(Succeed())
+			reg := githubHandlers(mirror)
 			edited := issue(appRepoBase, appRepoBase+1, 1, "Renamed by a webhook", "2024-05-05T00:00:00Z")
 			payload := fmt.Sprintf(`{"action":"edited","issue":%s,"repository":%s}`, jsonOf(edited),
 				jsonOf(repository(appRepoID, "acme/app", 77)))
@@ -209,10 +196,7 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 		})
 
 		It("lets a page newer than the stored webhook data win", func(ctx SpecContext) {
-			box, err := deliveryinbox.New(pool)
-			Expect(err).NotTo(HaveOccurred())
-			reg := consumer.NewRegistry()
-			Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: mirror})).To(Succeed())
+			reg := githubHandlers(mirror)
 			old := issue(appRepoBase, appRepoBase+3, 3, "Old title", "2024-01-15T00:00:00Z")
 			payload := fmt.Sprintf(`{"action":"opened","issue":%s,"repository":%s}`, jsonOf(old),
 				jsonOf(repository(appRepoID, "acme/app", 77)))
@@ -235,14 +219,7 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 			subscribe(ctx, acme, conn, appRepoID, "acme/app")
 			gh.holdFirst("/repos/acme/app/issues?page=2")
 
-			done := make(chan struct{})
-			go func() {
-				defer GinkgoRecover()
-				defer close(done)
-				_, err := a.runner.RunOne(ctx)
-				Expect(err).NotTo(HaveOccurred())
-			}()
-			Eventually(gh.held).WithContext(ctx).Should(BeClosed())
+			done := runUntilHeld(ctx, gh.held, a.runner.RunOne)
 			Expect(job(ctx, conn, appRepoID).Cursor).To(HaveValue(Equal("issues:2")))
 
 			// Server A stalls inside its page read; on B's clock its lease runs out.
@@ -296,14 +273,7 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 				HaveKeyWithValue("pages", BeEquivalentTo(0)), HaveKeyWithValue("startedAt", BeNil()))))
 
 			gh.holdFirst("/repos/acme/app/issues?page=3")
-			done := make(chan struct{})
-			go func() {
-				defer GinkgoRecover()
-				defer close(done)
-				_, err := a.runner.RunOne(ctx)
-				Expect(err).NotTo(HaveOccurred())
-			}()
-			Eventually(gh.held).WithContext(ctx).Should(BeClosed())
+			done := runUntilHeld(ctx, gh.held, a.runner.RunOne)
 			status, body = client.call(http.MethodGet, url("acme", conn), memberTok)
 			Expect(status).To(Equal(http.StatusOK))
 			Expect(body).To(HaveKeyWithValue("state", "RUNNING"))
@@ -350,26 +320,25 @@ var _ = Describe("Backfill of a GitHub repository", func() {
 		})
 
 		It("refuses callers who may not see or start the sync: 401, 403, 404", func(ctx SpecContext) {
-			status, _ := client.call(http.MethodGet, url("acme", conn), "")
-			Expect(status).To(Equal(http.StatusUnauthorized))
-			status, _ = client.call(http.MethodPost, url("acme", conn), "not-a-token")
-			Expect(status).To(Equal(http.StatusUnauthorized))
-			status, _ = client.call(http.MethodGet, url("acme", conn), outsiderTok)
-			Expect(status).To(Equal(http.StatusForbidden))
-			status, _ = client.call(http.MethodPost, url("acme", conn), memberTok)
-			Expect(status).To(Equal(http.StatusForbidden))
-			status, _ = client.call(http.MethodGet, url("nowhere", conn), memberTok)
-			Expect(status).To(Equal(http.StatusNotFound))
-			// Another workspace's connection is not found in this one, for reading or starting.
-			status, _ = client.call(http.MethodGet, url("acme", otherConn), memberTok)
-			Expect(status).To(Equal(http.StatusNotFound))
-			status, _ = client.call(http.MethodPost, url("acme", otherConn), adminTok)
-			Expect(status).To(Equal(http.StatusNotFound))
-			// The instance administrator reads and starts every workspace's.
-			status, _ = client.call(http.MethodGet, url("acme", conn), adminToken)
-			Expect(status).To(Equal(http.StatusOK))
-			status, _ = client.call(http.MethodPost, url("other", otherConn), adminToken)
-			Expect(status).To(Equal(http.StatusAccepted))
+			for _, c := range []struct {
+				method, path, token string
+				want                int
+			}{
+				{http.MethodGet, url("acme", conn), "", http.StatusUnauthorized},
+				{http.MethodPost, url("acme", conn), "not-a-token", http.StatusUnauthorized},
+				{http.MethodGet, url("acme", conn), outsiderTok, http.StatusForbidden},
+				{http.MethodPost, url("acme", conn), memberTok, http.StatusForbidden},
+				{http.MethodGet, url("nowhere", conn), memberTok, http.StatusNotFound},
+				// Another workspace's connection is not found in this one, for reading or starting.
+				{http.MethodGet, url("acme", otherConn), memberTok, http.StatusNotFound},
+				{http.MethodPost, url("acme", otherConn), adminTok, http.StatusNotFound},
+				// The instance administrator reads and starts every workspace's.
+				{http.MethodGet, url("acme", conn), adminToken, http.StatusOK},
+				{http.MethodPost, url("other", otherConn), adminToken, http.StatusAccepted},
+			} {
+				status, _ := client.call(c.method, c.path, c.token)
+				Expect(status).To(Equal(c.want), "%s %s", c.method, c.path)
+			}
 			Expect(count(ctx, `SELECT count(*) FROM sync_job WHERE state = 'RUNNING'`)).To(BeZero())
 		})
 	})

@@ -8,38 +8,30 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabread"
 	"github.com/hephaestus-dev/hephaestus/adapters/gitlab/gitlabsync"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineread"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinesync"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slacksync"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
-	"github.com/hephaestus-dev/hephaestus/application/backfill"
 	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/domain/erasure"
@@ -153,14 +145,6 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	drainRunner := func(ctx context.Context, r *backfill.Runner, cond func() bool) {
-		GinkgoHelper()
-		Eventually(func(g Gomega) bool {
-			g.Expect(r.Drain(ctx)).To(Succeed())
-			return cond()
-		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
-	}
-
 	It("in Slack: their messages (pages and webhooks), their mentions in others' messages, the mirror, the inbox, the read API and the feed", func(ctx SpecContext) {
 		const (
 			person  = "U0PERSON1"
@@ -178,25 +162,14 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		store, err := slackmirror.New(pool)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(store.PublishChanges(feed, slackread.Views{})).To(Succeed())
-		secretsStore, err := managementstore.NewLiveSecrets(pool, box)
-		Expect(err).NotTo(HaveOccurred())
-		stored := func(ctx context.Context, ws int64, team string) (string, bool, error) {
-			token, found, err := secretsStore.LiveSecret(ctx, ws, slack.Kind, team)
-			return string(token), found, err
-		}
-		client, err := webapi.New(webapi.Config{BaseURL: sl.server.URL, Token: webapi.StoredTokens(stored, "")})
-		Expect(err).NotTo(HaveOccurred())
-		src, err := slacksync.New(client, store)
+		src, err := slacksync.New(slackClient(ctx, sl, pool), store)
 		Expect(err).NotTo(HaveOccurred())
 		metrics := declaredMetrics("github", "gitlab", "slack", "outline")
 		r := newRunner("server-a", jobs, metrics, src)
 		subscribeChannel(ctx, acme, conn, channel)
 		drainRunner(ctx, r, func() bool { return channelJob(ctx, conn, channel).State == "DONE" })
 
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := slackHandlers(store)
 		message := func(envelope, user, text, ts string) string {
 			return fmt.Sprintf(`{"type":"event_callback","team_id":%q,"event_id":%q,
 				"authorizations":[{"team_id":%q,"user_id":"UBOT","is_bot":true}],
@@ -208,10 +181,11 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		webhookOf(ctx, reg, acme, slack.Provider, "https://slack.com", "message", "slack:channel:"+channel,
 			message("Ev2", "U2", "ask <@"+person+"> about it", "1700000200.000200"))
 
-		gin.SetMode(gin.TestMode)
-		engine := gin.New()
-		Expect(slackread.Register(engine, slackread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
-		srv, c := support.Serve(engine)
+		srv, c := serve(
+			func(e *gin.Engine) error {
+				return slackread.Register(e, slackread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})
+			},
+		)
 		read := &httpClient{c}
 
 		receipts := prove(ctx, erasureProof{
@@ -280,10 +254,7 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		metrics := declaredMetrics("github", "gitlab", "slack", "outline")
 		r := newRunner("server-a", jobs, metrics, src)
 
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(gitlabhandlers.Register(reg, gitlabhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := gitlabHandlers(store)
 		hook := func(event, payload string) {
 			GinkgoHelper()
 			webhookOf(ctx, reg, acme, gitlab.Provider, source, event, "gitlab:project:101", payload)
@@ -313,10 +284,11 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		drainRunner(ctx, r, func() bool { return resourceJob(ctx, conn, "project", "101").State == "DONE" })
 		Expect(count(ctx, `SELECT count(*) FROM gitlab_issue WHERE workspace_id = $1`, acme)).To(Equal(2), "the pages were mirrored")
 
-		gin.SetMode(gin.TestMode)
-		engine := gin.New()
-		Expect(gitlabread.Register(engine, gitlabread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
-		srv, c := support.Serve(engine)
+		srv, c := serve(
+			func(e *gin.Engine) error {
+				return gitlabread.Register(e, gitlabread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})
+			},
+		)
 		read := &httpClient{c}
 
 		prove(ctx, erasureProof{
@@ -380,10 +352,7 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		subscribeCollection(ctx, acme, conn, handbook)
 		drainRunner(ctx, r, func() bool { return collectionJob(ctx, conn, handbook).State == "DONE" })
 
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(outlinehandlers.Register(reg, outlinehandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := outlineHandlers(store)
 		update := func(envelope, actor, actorName, docID, text string) string {
 			return fmt.Sprintf(`{"id":%q,"actorId":%q,"webhookSubscriptionId":"s-1","createdAt":"2024-07-01T10:00:00.000Z",
 				"event":"documents.update","payload":{"id":%q,"model":{"id":%q,"collectionId":%q,"title":"Runbook","text":%q,
@@ -397,10 +366,11 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		webhookOf(ctx, reg, acme, outline.Provider, source, "documents.update", "outline:document:rb-2",
 			update("env-2", other, "Bo", "rb-2", "# Oncall\nescalate to "+mention))
 
-		gin.SetMode(gin.TestMode)
-		engine := gin.New()
-		Expect(outlineread.Register(engine, outlineread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
-		srv, c := support.Serve(engine)
+		srv, c := serve(
+			func(e *gin.Engine) error {
+				return outlineread.Register(e, outlineread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})
+			},
+		)
 		read := &httpClient{c}
 
 		prove(ctx, erasureProof{
@@ -462,10 +432,7 @@ var _ = Describe("Person erasure leaves nothing of the person", func() {
 		store, err := githubmirror.New(pool)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(store.PublishChanges(feed, githubread.Views{})).To(Succeed())
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := githubHandlers(store)
 		hook := func(event string, payload []byte) {
 			GinkgoHelper()
 			webhookOf(ctx, reg, acme, github.Provider, "https://github.com", event, fmt.Sprintf("github:repository:%d", repoID), string(payload))

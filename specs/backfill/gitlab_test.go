@@ -305,10 +305,7 @@ var _ = Describe("Backfill of a GitLab project", func() {
 
 	drain := func(ctx context.Context, cond func() bool) {
 		GinkgoHelper()
-		Eventually(func(g Gomega) bool {
-			g.Expect(r.Drain(ctx)).To(Succeed())
-			return cond()
-		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+		drainRunner(ctx, r, cond)
 	}
 
 	It("reads issues and merge requests page by page following X-Next-Page, with the API token", func(ctx SpecContext) {
@@ -486,14 +483,7 @@ var _ = Describe("Backfill of a GitLab project", func() {
 			subscribeProject(ctx, acme, conn, 66)
 			gl.holdFirst("/projects/66/issues?id_after=660200")
 
-			done := make(chan struct{})
-			go func() {
-				defer GinkgoRecover()
-				defer close(done)
-				_, err := r.RunOne(ctx)
-				Expect(err).NotTo(HaveOccurred())
-			}()
-			Eventually(gl.held).WithContext(ctx).Should(BeClosed())
+			done := runUntilHeld(ctx, gl.held, r.RunOne)
 			cursor := job(ctx, conn, 66).Cursor
 			Expect(cursor).NotTo(BeNil())
 			Expect(*cursor).To(HavePrefix("issues?"))
@@ -642,14 +632,7 @@ var _ = Describe("Backfill of a GitLab project", func() {
 		It("lets a newer webhook racing an older page win for a group-walked project", func(ctx SpecContext) {
 			subscribeGitLab(ctx, acme, conn, "group", "42")
 			gl.holdFirst("/projects/702/issues?id_after=0")
-			done := make(chan struct{})
-			go func() {
-				defer GinkgoRecover()
-				defer close(done)
-				_, err := r.RunOne(ctx)
-				Expect(err).NotTo(HaveOccurred())
-			}()
-			Eventually(gl.held).WithContext(ctx).Should(BeClosed())
+			done := runUntilHeld(ctx, gl.held, r.RunOne)
 
 			// While the page (issue 1 as of 2024-02-02, the project as the group lists it) is on
 			// its way, an issue webhook with a newer timestamp commits, discovering the project

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	. "github.com/onsi/ginkgo/v2"
@@ -16,16 +15,13 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/outline"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinehandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinemirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlineread"
 	"github.com/hephaestus-dev/hephaestus/adapters/outline/outlinesync"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -242,10 +238,7 @@ var _ = Describe("Backfill of an Outline collection", func() {
 
 	drain := func(ctx context.Context, cond func() bool) {
 		GinkgoHelper()
-		Eventually(func(g Gomega) bool {
-			g.Expect(r.Drain(ctx)).To(Succeed())
-			return cond()
-		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+		drainRunner(ctx, r, cond)
 	}
 
 	It("backfills a subscribed collection's documents over offset pages", func(ctx SpecContext) {
@@ -272,10 +265,11 @@ var _ = Describe("Backfill of an Outline collection", func() {
 			To(Equal(250), "each backfilled document is published as a webhook's would be")
 
 		// The read API lists them, and the sync API shows the progress.
-		gin.SetMode(gin.TestMode)
-		engine := gin.New()
-		Expect(outlineread.Register(engine, outlineread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
-		srv, c := support.Serve(engine)
+		srv, c := serve(
+			func(e *gin.Engine) error {
+				return outlineread.Register(e, outlineread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})
+			},
+		)
 		status, body := (&httpClient{c}).call(http.MethodGet, srv.URL+"/api/workspaces/acme/outline/documents?size=5", adminToken)
 		Expect(status).To(Equal(http.StatusOK))
 		Expect(body["total"]).To(BeEquivalentTo(250))
@@ -289,10 +283,7 @@ var _ = Describe("Backfill of an Outline collection", func() {
 	})
 
 	It("lets a newer document webhook win over an older page, and a page win over an older webhook", func(ctx SpecContext) {
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(outlinehandlers.Register(reg, outlinehandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := outlineHandlers(store)
 		webhook := func(envelope, docID, title, updatedAt string, revision int) {
 			GinkgoHelper()
 			payload := fmt.Sprintf(`{"id":%q,"actorId":"u-1","createdAt":%q,"event":"documents.update",

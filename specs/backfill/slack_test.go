@@ -17,11 +17,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hephaestus-dev/hephaestus/adapters/http/syncapi"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
-	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackread"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slacksync"
@@ -29,7 +26,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/sqlkit"
 	"github.com/hephaestus-dev/hephaestus/adapters/telemetry"
 	"github.com/hephaestus-dev/hephaestus/application/backfill"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -170,6 +166,13 @@ func (f *fakeSlack) replies(w http.ResponseWriter, thread, cursor string, r *htt
 		"response_metadata": obj{"next_cursor": next}})
 }
 
+// holdFirstPage makes the answer to a history's first page (no cursor) wait for release.
+func (f *fakeSlack) holdFirstPage() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hold = ""
+}
+
 // thread makes the channel's message parent a thread parent with n replies (the first reply
 // edited when edited is not "").
 func (f *fakeSlack) thread(channel, parent string, n int, edited string) {
@@ -275,15 +278,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		var err error
 		store, err = slackmirror.New(pool)
 		Expect(err).NotTo(HaveOccurred())
-		secretsStore, err := managementstore.NewLiveSecrets(pool, box)
-		Expect(err).NotTo(HaveOccurred())
-		stored := func(ctx context.Context, ws int64, team string) (string, bool, error) {
-			token, found, err := secretsStore.LiveSecret(ctx, ws, slack.Kind, team)
-			return string(token), found, err
-		}
-		client, err := webapi.New(webapi.Config{BaseURL: sl.server.URL, Token: webapi.StoredTokens(stored, "")})
-		Expect(err).NotTo(HaveOccurred())
-		src, err := slacksync.New(client, store)
+		src, err := slacksync.New(slackClient(ctx, sl, pool), store)
 		Expect(err).NotTo(HaveOccurred())
 		metrics = declaredMetrics("github", "gitlab", "slack")
 		r = newRunner("server-a", jobs, metrics, src)
@@ -295,23 +290,19 @@ var _ = Describe("Backfill of a Slack channel", func() {
 
 	drain := func(ctx context.Context, cond func() bool) {
 		GinkgoHelper()
-		Eventually(func(g Gomega) bool {
-			g.Expect(r.Drain(ctx)).To(Succeed())
-			return cond()
-		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+		drainRunner(ctx, r, cond)
 	}
 
 	It("pages a consented channel's history by cursor with the bot token, into the mirror and the read API, with progress", func(ctx SpecContext) {
 		registerChannel(ctx, acme, "C0GENERAL", "GRANTED")
 		subscribeChannel(ctx, acme, conn, "C0GENERAL")
 
-		svc, err := backfill.NewService(jobs, nil)
-		Expect(err).NotTo(HaveOccurred())
-		gin.SetMode(gin.TestMode)
-		engine := gin.New()
-		Expect(syncapi.Register(engine, syncapi.Config{Auth: manage, Members: members, Syncs: svc, Log: support.Logger{}})).To(Succeed())
-		Expect(slackread.Register(engine, slackread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})).To(Succeed())
-		srv, c := support.Serve(engine)
+		srv, c := serve(
+			syncRoutes(),
+			func(e *gin.Engine) error {
+				return slackread.Register(e, slackread.Config{Auth: manage, Members: members, Store: store, Log: support.Logger{}})
+			},
+		)
 		client := &httpClient{c}
 		memberTok := support.NewAccount(ctx, manage, "mo", false, "acme", "MEMBER").Token
 		progress := fmt.Sprintf("%s/api/workspaces/acme/connections/%d/sync", srv.URL, conn)
@@ -378,10 +369,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		Expect(sl.callLog()).To(BeEmpty())
 
 		// The app's bot joins the channel: the grant step's consent change restarts the job.
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := slackHandlers(store)
 		payload := `{"type":"event_callback","team_id":"` + slackTeam + `","authorizations":[{"team_id":"` + slackTeam +
 			`","user_id":"UBOT","is_bot":true}],"event":{"type":"member_joined_channel","channel":"C0GENERAL","channel_type":"C","user":"UBOT","team":"` +
 			slackTeam + `"}}`
@@ -393,25 +381,16 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		Expect(messages(ctx, "C0GENERAL")).To(Equal(250))
 
 		// A rename of the consented channel restarts nothing.
-		_, err = pool.Exec(ctx, `UPDATE slack_channel SET name = 'general-2', consent_state = 'GRANTED' WHERE workspace_id = $1 AND id = 'C0GENERAL'`, acme)
+		_, err := pool.Exec(ctx, `UPDATE slack_channel SET name = 'general-2', consent_state = 'GRANTED' WHERE workspace_id = $1 AND id = 'C0GENERAL'`, acme)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(channelJob(ctx, conn, "C0GENERAL").State).To(Equal("DONE"))
 	})
 
 	It("writes nothing when the consent is revoked while the page is read", func(ctx SpecContext) {
 		registerChannel(ctx, acme, "C0PRIVATE", "GRANTED")
-		sl.mu.Lock()
-		sl.hold = ""
-		sl.mu.Unlock()
+		sl.holdFirstPage()
 		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			_, err := r.RunOne(ctx)
-			Expect(err).NotTo(HaveOccurred())
-		}()
-		Eventually(sl.held).WithContext(ctx).Should(BeClosed())
+		done := runUntilHeld(ctx, sl.held, r.RunOne)
 		_, err := pool.Exec(ctx, `UPDATE slack_channel SET consent_state = 'REVOKED' WHERE workspace_id = $1 AND id = 'C0PRIVATE'`, acme)
 		Expect(err).NotTo(HaveOccurred())
 		close(sl.release)
@@ -432,20 +411,10 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		sl.hold = ""
 		sl.mu.Unlock()
 		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			_, err := r.RunOne(ctx)
-			Expect(err).NotTo(HaveOccurred())
-		}()
-		Eventually(sl.held).WithContext(ctx).Should(BeClosed())
+		done := runUntilHeld(ctx, sl.held, r.RunOne)
 
 		// While the page is on its way, a newer edit of message 5 is handled.
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := slackHandlers(store)
 		payload := `{"type":"event_callback","team_id":"` + slackTeam + `","event":{"type":"message","subtype":"message_changed",
 			"channel":"C0PRIVATE","channel_type":"channel","ts":"1700000900.000000","event_ts":"1700000900.000000",
 			"message":{"type":"message","user":"U1","text":"webhook text","ts":"1700000005.000100","edited":{"user":"U1","ts":"1700000900.000000"}},
@@ -522,10 +491,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 	// handle runs one Slack event through the message and lifecycle handlers, as the consumer
 	// would under the row's lease.
 	handle := func(ctx context.Context, eventType, subject, event string) error {
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := slackHandlers(store)
 		payload := `{"type":"event_callback","team_id":"` + slackTeam + `","authorizations":[{"team_id":"` + slackTeam +
 			`","user_id":"UBOT","is_bot":true}],"event":` + event + `}`
 		return support.LeasedEvent(ctx, pool, acme, slack.Provider, eventType, subject, payload).Handle(ctx, reg)
@@ -636,18 +602,9 @@ var _ = Describe("Backfill of a Slack channel", func() {
 
 	It("a message deleted before it was mirrored is not restored by an older page", func(ctx SpecContext) {
 		registerChannel(ctx, acme, "C0PRIVATE", "GRANTED")
-		sl.mu.Lock()
-		sl.hold = ""
-		sl.mu.Unlock()
+		sl.holdFirstPage()
 		subscribeChannel(ctx, acme, conn, "C0PRIVATE")
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			_, err := r.RunOne(ctx)
-			Expect(err).NotTo(HaveOccurred())
-		}()
-		Eventually(sl.held).WithContext(ctx).Should(BeClosed())
+		done := runUntilHeld(ctx, sl.held, r.RunOne)
 
 		// The page listing message 5 was read; message 5 is deleted before the page commits.
 		Expect(handle(ctx, "message", "slack:team:"+slackTeam, `{"type":"message","subtype":"message_deleted",
@@ -682,10 +639,7 @@ var _ = Describe("Backfill of a Slack channel", func() {
 		slow := slowPages{SyncSource: src, window: make(chan struct{}, 1)}
 		pages := &deadlockCounting{SyncJobStore: jobs}
 		racer := newRunner("server-a", pages, metrics, slow)
-		inbox, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(slackhandlers.Register(reg, slackhandlers.Deps{Inbox: inbox, Store: store})).To(Succeed())
+		reg := slackHandlers(store)
 		event := func(eventType, event string) support.Delivery {
 			return support.LeasedEvent(ctx, pool, acme, slack.Provider, eventType, "slack:channel:C0GENERAL",
 				`{"type":"event_callback","team_id":"`+slackTeam+`","authorizations":[{"team_id":"`+slackTeam+

@@ -7,8 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
 	"github.com/hephaestus-dev/hephaestus/ports"
@@ -20,10 +18,7 @@ import (
 var _ = Describe("Publications that travel with a step's commit", func() {
 	It("are removed by a teardown later in the same step, as if they had been written at once", func(ctx SpecContext) {
 		ws := support.Workspace(ctx, writerPool, "acme")
-		box, err := deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		feed, err := changefeed.New(writerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
+		box, feed := writer()
 		d := support.LeasedEvent(ctx, writerPool, ws, github.Provider, "issues", "github:spec", `{}`)
 		hctx, _ := d.Dispatch(ctx)
 

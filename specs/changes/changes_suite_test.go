@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
@@ -80,4 +82,50 @@ func entity(data json.RawMessage) json.RawMessage {
 		Expect(s).To(ContainSubstring(`"version": "`), "every change carries its entity's version")
 	}
 	return json.RawMessage(versionMember.ReplaceAllString(string(data), ""))
+}
+
+// writer is the inbox and the change feed of the writing servers, on their pool: what a
+// handler's step publishes through.
+func writer() (*deliveryinbox.Inbox, *changefeed.Store) {
+	GinkgoHelper()
+	box, err := deliveryinbox.New(writerPool)
+	Expect(err).NotTo(HaveOccurred())
+	feed, err := changefeed.New(writerPool, nil)
+	Expect(err).NotTo(HaveOccurred())
+	return box, feed
+}
+
+// writerAndReader is writer, and the change feed as the reading server reads it, on its own pool.
+func writerAndReader() (box *deliveryinbox.Inbox, feed, read *changefeed.Store) {
+	GinkgoHelper()
+	box, feed = writer()
+	read, err := changefeed.New(readerPool, nil)
+	Expect(err).NotTo(HaveOccurred())
+	return box, feed, read
+}
+
+// slowThenFast publishes "slow" in a transaction that stays open, then "fast", which commits
+// while slow is still in flight with the older transaction id. commitSlow lets slow commit and
+// waits until it did (a failing spec's cleanup lets it commit too).
+func slowThenFast(ctx context.Context, box *deliveryinbox.Inbox, feed *changefeed.Store, ws int64) (commitSlow func()) {
+	GinkgoHelper()
+	started, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	let := func() { releaseOnce.Do(func() { close(release) }) }
+	DeferCleanup(let) // a failing spec must not leave the slow transaction open
+	slow := make(chan error, 1)
+	go func() {
+		slow <- publish(ctx, box, feed, ws, "slow", func(context.Context, ports.Tx) error {
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	Eventually(started).WithTimeout(10 * time.Second).Should(BeClosed())
+	Expect(publish(ctx, box, feed, ws, "fast", nil)).To(Succeed())
+	return func() {
+		GinkgoHelper()
+		let()
+		Eventually(slow).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
+	}
 }

@@ -12,13 +12,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
-	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/application/consumer"
 	"github.com/hephaestus-dev/hephaestus/domain/change"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -235,11 +230,7 @@ var _ = Describe("GitHub handlers publishing the other mirrored entities", func(
 		started := time.Date(2024, 7, 1, 10, 0, 0, 0, time.UTC)
 		runs := &suiteRuns{suite: suite, runs: []githubmodel.CheckRun{{ID: 6001, HeadSHA: at(p, "check_suite", "head_sha").(string),
 			Name: "build", Status: "queued", StartedAt: &started}}}
-		withReader := consumer.NewRegistry()
-		store, err := githubmirror.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(versionChecked(h.feed), githubread.Views{})).To(Succeed())
-		Expect(githubhandlers.Register(withReader, githubhandlers.Deps{Inbox: h.box, Store: store, Reader: runs, Log: support.Logger{}})).To(Succeed())
+		_, withReader := githubWriter(writerPool, h.feed, runs)
 		deliver := func() support.Delivery {
 			GinkgoHelper()
 			d := support.LeasedEvent(ctx, writerPool, h.ws, github.Provider, "check_suite", "github:spec", string(raw))
@@ -274,19 +265,13 @@ var _ = Describe("A pull request's check state in the change feed", func() {
 		ws := support.Workspace(ctx, writerPool, "acme")
 		feed, err := changefeed.New(writerPool, nil)
 		Expect(err).NotTo(HaveOccurred())
-		store, err := githubmirror.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
-		box, err := deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
 		raw, p := corpusPayload(filepath.Join("check_suite", "requested.payload.json"))
 		suite, err := num(p, "check_suite", "id").Int64()
 		Expect(err).NotTo(HaveOccurred())
 		head := at(p, "check_suite", "head_sha").(string)
 		started := time.Date(2024, 7, 1, 10, 0, 0, 0, time.UTC)
 		runs := &suiteRuns{suite: suite, runs: []githubmodel.CheckRun{{ID: 6002, HeadSHA: head, Name: "build", Status: "queued", StartedAt: &started}}}
-		reg := consumer.NewRegistry()
-		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Reader: runs, Log: support.Logger{}})).To(Succeed())
+		_, reg := githubWriter(writerPool, feed, runs)
 		deliver := func(event, payload string) {
 			GinkgoHelper()
 			d := support.LeasedEvent(ctx, writerPool, ws, github.Provider, event, "github:spec", payload)

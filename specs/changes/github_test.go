@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
+	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
@@ -54,15 +56,24 @@ func sha(n int) string { return fmt.Sprintf("%040x", n) }
 // servers' pool, as the service does; the store publishes to feed (nil: it publishes nothing).
 func githubHandlers(feed *changefeed.Store) (*githubmirror.Store, *consumer.Registry) {
 	GinkgoHelper()
-	store, err := githubmirror.New(writerPool)
+	return githubWriter(writerPool, feed, nil)
+}
+
+// githubWriter is the GitHub part of one writing server on pool, as the service composes it:
+// the real inbox and mirror store, and the handlers in a registry of their own. The store
+// publishes through the version-checked feed (nil: it publishes nothing); reader stands in for
+// GitHub's API (nil: none).
+func githubWriter(pool *pgxpool.Pool, feed *changefeed.Store, reader githubmodel.ProviderReader) (*githubmirror.Store, *consumer.Registry) {
+	GinkgoHelper()
+	store, err := githubmirror.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	if feed != nil {
 		Expect(store.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
 	}
-	box, err := deliveryinbox.New(writerPool)
+	box, err := deliveryinbox.New(pool)
 	Expect(err).NotTo(HaveOccurred())
 	reg := consumer.NewRegistry()
-	Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Log: support.Logger{}})).To(Succeed())
+	Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: store, Reader: reader, Log: support.Logger{}})).To(Succeed())
 	return store, reg
 }
 

@@ -1,16 +1,11 @@
 package changes_test
 
 import (
-	"context"
-	"sync"
-	"time"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/changefeed"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deliveryinbox"
-	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -24,13 +19,7 @@ var _ = Describe("The head of the change feed", func() {
 	)
 
 	BeforeEach(func(ctx SpecContext) {
-		var err error
-		box, err = deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		feed, err = changefeed.New(writerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
-		read, err = changefeed.New(readerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
+		box, feed, read = writerAndReader()
 		ws = support.Workspace(ctx, writerPool, "acme")
 		other = support.Workspace(ctx, writerPool, "globex")
 	})
@@ -55,27 +44,13 @@ var _ = Describe("The head of the change feed", func() {
 	When("a transaction that published first commits after a later one", func() {
 		It("holds back the later change until the earlier commits, so following from the head skips neither", func(ctx SpecContext) {
 			Expect(publish(ctx, box, feed, ws, "before", nil)).To(Succeed())
-			started, release := make(chan struct{}), make(chan struct{})
-			var releaseOnce sync.Once
-			let := func() { releaseOnce.Do(func() { close(release) }) }
-			DeferCleanup(let)
-			slow := make(chan error, 1)
-			go func() {
-				slow <- publish(ctx, box, feed, ws, "slow", func(context.Context, ports.Tx) error {
-					close(started)
-					<-release
-					return nil
-				})
-			}()
-			Eventually(started).WithTimeout(10 * time.Second).Should(BeClosed())
-			Expect(publish(ctx, box, feed, ws, "fast", nil)).To(Succeed())
+			commitSlow := slowThenFast(ctx, box, feed, ws)
 
 			head, err := read.LatestChanges(ctx, ws, 50)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(subjects(head)).To(Equal([]string{"before"}), "fast is committed, but slow may still precede it")
 
-			let()
-			Eventually(slow).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
+			commitSlow()
 			followed, err := read.Changes(ctx, ws, head[0].Cursor, 100)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(subjects(followed)).To(Equal([]string{"slow", "fast"}))

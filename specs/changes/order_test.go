@@ -30,32 +30,13 @@ var _ = Describe("Following the change feed", func() {
 	)
 
 	BeforeEach(func(ctx SpecContext) {
-		var err error
-		box, err = deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		feed, err = changefeed.New(writerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
-		read, err = changefeed.New(readerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
+		box, feed, read = writerAndReader()
 		ws = support.Workspace(ctx, writerPool, "acme")
 	})
 
 	When("a transaction that published first commits after a later one", func() {
 		It("hands out neither until the earlier one commits, then both in publication order", func(ctx SpecContext) {
-			started, release := make(chan struct{}), make(chan struct{})
-			var releaseOnce sync.Once
-			let := func() { releaseOnce.Do(func() { close(release) }) }
-			DeferCleanup(let) // a failing spec must not leave the slow transaction open
-			slow := make(chan error, 1)
-			go func() {
-				slow <- publish(ctx, box, feed, ws, "slow", func(context.Context, ports.Tx) error {
-					close(started)
-					<-release
-					return nil
-				})
-			}()
-			Eventually(started).WithTimeout(10 * time.Second).Should(BeClosed())
-			Expect(publish(ctx, box, feed, ws, "fast", nil)).To(Succeed())
+			commitSlow := slowThenFast(ctx, box, feed, ws)
 
 			// "fast" is committed and visible to a plain SELECT, but "slow" is still in flight
 			// with an older transaction id: the feed hands out nothing yet.
@@ -64,8 +45,7 @@ var _ = Describe("Following the change feed", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(page).To(BeEmpty())
 
-			let()
-			Eventually(slow).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
+			commitSlow()
 			page, err = read.Changes(ctx, ws, change.Cursor{}, 100)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(subjects(page)).To(Equal([]string{"slow", "fast"}))

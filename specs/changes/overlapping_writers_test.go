@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/github"
-	"github.com/hephaestus-dev/hephaestus/adapters/github/githubhandlers"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmirror"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubmodel"
 	"github.com/hephaestus-dev/hephaestus/adapters/github/githubread"
@@ -42,13 +41,7 @@ var _ = Describe("Overlapping writers of one entity", func() {
 		GinkgoHelper()
 		feed, err := changefeed.New(pool, nil)
 		Expect(err).NotTo(HaveOccurred())
-		s, err := githubmirror.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(s.PublishChanges(versionChecked(feed), githubread.Views{})).To(Succeed())
-		box, err := deliveryinbox.New(pool)
-		Expect(err).NotTo(HaveOccurred())
-		reg := consumer.NewRegistry()
-		Expect(githubhandlers.Register(reg, githubhandlers.Deps{Inbox: box, Store: s, Log: support.Logger{}})).To(Succeed())
+		s, reg := githubWriter(pool, feed, nil)
 		return reg, s
 	}
 

@@ -41,10 +41,7 @@ var _ = Describe("Change retention", func() {
 
 	BeforeEach(func(ctx SpecContext) {
 		var err error
-		box, err = deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		feed, err = changefeed.New(writerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
+		box, feed = writer()
 		lease, err = inboxstore.New(writerPool, inboxstore.Config{})
 		Expect(err).NotTo(HaveOccurred())
 		metrics = telemetry.NewMetrics()

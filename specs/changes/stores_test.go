@@ -34,11 +34,7 @@ var _ = Describe("Mirror stores publishing to the change feed", func() {
 
 	BeforeEach(func(ctx SpecContext) {
 		ws = support.Workspace(ctx, writerPool, "acme")
-		var err error
-		box, err = deliveryinbox.New(writerPool)
-		Expect(err).NotTo(HaveOccurred())
-		feed, err = changefeed.New(writerPool, nil)
-		Expect(err).NotTo(HaveOccurred())
+		box, feed = writer()
 	})
 
 	write := func(ctx context.Context, fn func(ctx context.Context, tx ports.Tx) error) {

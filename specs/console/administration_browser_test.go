@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -55,32 +53,12 @@ func noticeSays(want string) chromedp.Action[chromedp.Void] {
 var _ = Describe("The administration pages in a real browser", Ordered, func() {
 	var browser context.Context
 
-	BeforeAll(func() {
-		path := chromiumPath()
-		_, err := os.Stat(path)
-		Expect(err).NotTo(HaveOccurred(), "the browser specs need Chromium (apt-get install chromium; .ci/run installs it)")
-		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-			chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun,
-			chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-background-networking", true),
-			chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-			chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900), chromedp.UserDataDir(GinkgoT().TempDir()))
-		DeferCleanup(cancelAlloc)
-		var cancelBrowser context.CancelFunc
-		browser, cancelBrowser = chromedp.NewContext(alloc)
-		DeferCleanup(cancelBrowser)
-		Expect(chromedp.Do(browser)).To(Succeed())
-	})
+	BeforeAll(func() { browser = startChromium(chromedp.WindowSize(1280, 900)) })
 
 	tab := func() context.Context {
 		GinkgoHelper()
-		t, cancel := chromedp.NewContext(browser)
-		DeferCleanup(cancel)
 		// Generous: Chromium shares the machine's cores with the other suites.
-		t, cancelTimeout := context.WithTimeout(t, 90*time.Second)
-		DeferCleanup(cancelTimeout)
-		_, err := chromedp.Call(t, network.ClearBrowserCookies, cdp.Empty{})
-		Expect(err).NotTo(HaveOccurred())
-		return t
+		return newTab(browser, 90*time.Second)
 	}
 	signIn := func(token string) chromedp.Action[chromedp.Void] {
 		return chromedp.Steps(

@@ -48,46 +48,58 @@ func chromiumPath() string {
 	return "/usr/bin/chromium"
 }
 
+// startChromium starts a headless Chromium for an Ordered container (opts add to the console
+// specs' options), and stops it after the container.
+func startChromium(opts ...chromedp.ExecAllocatorOption) context.Context {
+	GinkgoHelper()
+	path := chromiumPath()
+	_, err := os.Stat(path)
+	Expect(err).NotTo(HaveOccurred(), "the browser specs need Chromium (apt-get install chromium; .ci/run installs it)")
+	opts = append([]chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(GinkgoT().TempDir()),
+	}, opts...)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	DeferCleanup(cancelAlloc)
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	DeferCleanup(cancelBrowser)
+	Expect(chromedp.Do(browser)).To(Succeed())
+	return browser
+}
+
+// newTab is a fresh tab of browser, bounded by timeout, without the cookies of earlier specs;
+// it closes when the spec ends.
+func newTab(browser context.Context, timeout time.Duration) context.Context {
+	GinkgoHelper()
+	t, cancel := chromedp.NewContext(browser)
+	DeferCleanup(cancel)
+	t, cancelTimeout := context.WithTimeout(t, timeout)
+	DeferCleanup(cancelTimeout)
+	_, err := chromedp.Call(t, network.ClearBrowserCookies, cdp.Empty{})
+	Expect(err).NotTo(HaveOccurred())
+	return t
+}
+
 // The browser specs share one headless Chromium (one per suite); each spec opens its own tab
 // with no cookies.
 var _ = Describe("The console in a real browser", Ordered, func() {
 	var browser context.Context
 
-	BeforeAll(func() {
-		path := chromiumPath()
-		_, err := os.Stat(path)
-		Expect(err).NotTo(HaveOccurred(), "the browser specs need Chromium (apt-get install chromium; .ci/run installs it)")
-		opts := []chromedp.ExecAllocatorOption{
-			chromedp.ExecPath(path),
-			chromedp.NoSandbox, // CI runs as root
-			chromedp.Headless,
-			chromedp.DisableGPU,
-			chromedp.NoFirstRun,
-			chromedp.NoDefaultBrowserCheck,
-			chromedp.Flag("disable-background-networking", true),
-			chromedp.Flag("disable-component-update", true),
-			chromedp.Flag("disable-sync", true),
-			chromedp.Flag("disable-dev-shm-usage", true),
-			chromedp.UserDataDir(GinkgoT().TempDir()),
-		}
-		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-		DeferCleanup(cancelAlloc)
-		var cancelBrowser context.CancelFunc
-		browser, cancelBrowser = chromedp.NewContext(alloc)
-		DeferCleanup(cancelBrowser)
-		Expect(chromedp.Do(browser)).To(Succeed())
-	})
+	BeforeAll(func() { browser = startChromium() })
 
 	// tab is a fresh tab of the browser, bounded in time, without the cookies of earlier specs.
 	tab := func() context.Context {
 		GinkgoHelper()
-		t, cancel := chromedp.NewContext(browser)
-		DeferCleanup(cancel)
-		t, cancelTimeout := context.WithTimeout(t, 30*time.Second)
-		DeferCleanup(cancelTimeout)
-		_, err := chromedp.Call(t, network.ClearBrowserCookies, cdp.Empty{})
-		Expect(err).NotTo(HaveOccurred())
-		return t
+		return newTab(browser, 30*time.Second)
 	}
 
 	var f fixture

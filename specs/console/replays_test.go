@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -158,12 +156,7 @@ var _ = Describe("The console's bulk replay page", func() {
 		BeforeAll(func() { browser = startChromium() })
 
 		It("counts the rows of a filter, starts the replay, shows its progress and cancels it, as the workspace's ADMIN", func(ctx SpecContext) {
-			t, cancel := chromedp.NewContext(browser)
-			DeferCleanup(cancel)
-			t, cancelTimeout := context.WithTimeout(t, 30*time.Second)
-			DeferCleanup(cancelTimeout)
-			_, err := chromedp.Call(t, network.ClearBrowserCookies, cdp.Empty{})
-			Expect(err).NotTo(HaveOccurred())
+			t := newTab(browser, 30*time.Second)
 
 			Expect(chromedp.Do(t,
 				chromedp.EmulateViewport(1400, 900),
@@ -234,25 +227,6 @@ var _ = Describe("The console's bulk replay page", func() {
 		})
 	})
 })
-
-// startChromium starts a headless Chromium for an Ordered container, as the console's browser
-// specs do, and stops it after the container.
-func startChromium() context.Context {
-	GinkgoHelper()
-	path := chromiumPath()
-	_, err := os.Stat(path)
-	Expect(err).NotTo(HaveOccurred(), "the browser specs need Chromium (apt-get install chromium; .ci/run installs it)")
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(GinkgoT().TempDir()))
-	DeferCleanup(cancelAlloc)
-	browser, cancelBrowser := chromedp.NewContext(alloc)
-	DeferCleanup(cancelBrowser)
-	Expect(chromedp.Do(browser)).To(Succeed())
-	return browser
-}
 
 // mustFilter is the filter of every DEAD row.
 func mustFilter() replayjob.Filter {

@@ -37,17 +37,7 @@ var _ = Describe("The console's sync progress and its Sync again button", func()
 	}
 	states := func(ctx context.Context) []string {
 		GinkgoHelper()
-		rows, err := pool.Query(ctx, `SELECT state || ':' || items || ':' || COALESCE(last_error, '-') FROM sync_job WHERE connection_id = $1 ORDER BY resource_id`, conn)
-		Expect(err).NotTo(HaveOccurred())
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			var s string
-			Expect(rows.Scan(&s)).To(Succeed())
-			out = append(out, s)
-		}
-		Expect(rows.Err()).NotTo(HaveOccurred())
-		return out
+		return support.Column(ctx, pool, `SELECT state || ':' || items || ':' || COALESCE(last_error, '-') FROM sync_job WHERE connection_id = $1 ORDER BY resource_id`, conn)
 	}
 	seeded := []string{"DONE:120:-", "FAILED:40:provider-unreadable", "FAILED:0:" + rawMessage}
 

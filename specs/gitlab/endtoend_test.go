@@ -1,14 +1,10 @@
 package gitlab_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -17,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap"
 
 	"github.com/hephaestus-dev/hephaestus/bootstrap"
-	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+	"github.com/hephaestus-dev/hephaestus/specs/support/appserver"
 )
 
 // The seed's GitLabWorkspaceEventRoutingIntegrationTest: the real server (bootstrap, its router
@@ -34,95 +30,33 @@ var _ = Describe("GitLab deliveries through the running server", Ordered, func()
 		projectID  = 4711
 	)
 	var (
-		base  string
+		base  *appserver.Server
 		srvDB *pgxpool.Pool
 		hc    = &http.Client{Timeout: 10 * time.Second}
 	)
 
 	BeforeAll(func(ctx SpecContext) {
-		db, err := pgtest.NewDatabase(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) { Expect(db.Drop(ctx)).To(Succeed()) })
-
-		key := make([]byte, 32)
-		_, _ = rand.Read(key)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		Expect(err).NotTo(HaveOccurred())
-		addr := ln.Addr().String()
-		Expect(ln.Close()).To(Succeed())
-		env := map[string]string{
+		db := support.Database(ctx)
+		base = appserver.Start(appserver.Options{Env: map[string]string{
 			bootstrap.EnvDatabaseURL:     db.URL,
-			bootstrap.EnvHTTPAddr:        addr,
 			bootstrap.EnvAdminToken:      adminToken,
-			bootstrap.EnvCredentialsKey:  base64.StdEncoding.EncodeToString(key),
 			bootstrap.EnvPollInterval:    "200ms",
 			bootstrap.EnvPoisonBaseDelay: "100ms",
-		}
-		cfg, err := bootstrap.LoadConfig(func(name string) string { return env[name] })
-		Expect(err).NotTo(HaveOccurred())
-		app, err := bootstrap.InitializeApp(cfg, zap.NewNop())
-		Expect(err).NotTo(HaveOccurred())
-		appCtx, stop := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- app.Run(appCtx) }()
-		DeferCleanup(func() {
-			stop()
-			Eventually(done).WithTimeout(60*time.Second).Should(Receive(BeNil()), "the server stops cleanly")
-		})
-		base = "http://" + addr
-		Eventually(func() int {
-			resp, err := hc.Get(base + "/readyz")
-			if err != nil {
-				return 0
-			}
-			_ = resp.Body.Close()
-			return resp.StatusCode
-		}).WithTimeout(60 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal(http.StatusOK))
-
-		srvDB, err = pgxpool.New(ctx, db.URL)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(srvDB.Close)
+		}})
+		srvDB = support.Pool(ctx, db, 4)
 	})
 
 	// call is one management API request with the administrator token.
 	call := func(ctx context.Context, method, path string, body any, want int) map[string]any {
 		GinkgoHelper()
-		raw, err := json.Marshal(body)
-		Expect(err).NotTo(HaveOccurred())
-		req, err := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(raw))
-		Expect(err).NotTo(HaveOccurred())
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
-		answer, err := io.ReadAll(resp.Body)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(resp.StatusCode).To(Equal(want), string(answer))
-		out := map[string]any{}
-		Expect(json.Unmarshal(answer, &out)).To(Succeed())
-		return out
+		return base.Call(ctx, hc, method, path, adminToken, body, want)
 	}
 
 	// subscribe writes a VERIFIED project subscription straight into the database, as the
-	// management API stores one whose access GitLab vouched for: under the connection's
-	// lifecycle lock, with the config_version bump admission reads.
+	// management API stores one whose access GitLab vouched for.
 	subscribe := func(ctx context.Context, connectionID, workspaceID int64) {
 		GinkgoHelper()
-		Expect(pgx.BeginFunc(ctx, srvDB, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, connectionID); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `
-				INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id,
-				                                     name, access, access_checked_at)
-				VALUES ($1, $2, 'GITLAB', 'project', $3, 'acme/api', 'VERIFIED', now())`,
-				connectionID, workspaceID, strconv.Itoa(projectID)); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, connectionID)
-			return err
-		})).To(Succeed())
+		support.VerifiedSubscription(ctx, srvDB, connectionID, workspaceID, "GITLAB", "project", strconv.Itoa(projectID), "acme/api")
 	}
 
 	issue := func(iid int, title string) []byte {
@@ -146,15 +80,8 @@ var _ = Describe("GitLab deliveries through the running server", Ordered, func()
 	// deliver posts body to a connection's hook as GitLab does, with the hook's secret token.
 	deliver := func(ctx context.Context, hook, token, key string, body []byte) (int, string) {
 		GinkgoHelper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+hook, bytes.NewReader(body))
-		Expect(err).NotTo(HaveOccurred())
-		req.Header.Set("Content-Type", "application/json")
+		req := support.GitLabHook(ctx, base.Base+hook, "Issue Hook", key, gitlabURL, token, body)
 		req.Header.Set("User-Agent", "GitLab/17.8.1")
-		req.Header.Set("X-Gitlab-Event", "Issue Hook")
-		req.Header.Set("X-Gitlab-Event-UUID", key)
-		req.Header.Set("Idempotency-Key", key)
-		req.Header.Set("X-Gitlab-Instance", gitlabURL)
-		req.Header.Set("X-Gitlab-Token", token)
 		resp, err := hc.Do(req)
 		Expect(err).NotTo(HaveOccurred())
 		defer resp.Body.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -473,4 +474,37 @@ func expectScopeOrder(ctx context.Context, p *pgxpool.Pool, l *scopeLog) {
 	Expect(rows.Err()).NotTo(HaveOccurred())
 	Expect(l.Done()).To(Equal(want))
 	Expect(l.Violations()).To(BeEmpty())
+}
+
+// overScopes is the repositories of rows rows spread over scopes scopes: row i is in scope
+// i % scopes.
+func overScopes(rows, scopes int) []string {
+	repos := make([]string, rows)
+	for i := range repos {
+		repos[i] = fmt.Sprintf("%d", i%scopes)
+	}
+	return repos
+}
+
+// failingAtRandom is a handler that records each dispatch in l and fails as fail says for a
+// random number in [0, 1) (nil: the attempt succeeds).
+func (l *scopeLog) failingAtRandom(fail func(p float64) error) ports.HandlerFunc {
+	return func(_ context.Context, d ports.Dispatch) error {
+		l.enter(d)
+		err := fail(rand.Float64())
+		l.exit(d, err == nil)
+		return err
+	}
+}
+
+// contendingConfig is server i of several contending for the same rows: claimers claimers each,
+// fast retries, and poison only after 1,000 attempts.
+func contendingConfig(i, claimers int) consumer.Config {
+	cfg := specConfig(fmt.Sprintf("server-%d", i))
+	cfg.Claimers = claimers
+	cfg.PoisonMaxAttempts = 1000
+	cfg.RetryBaseDelay = time.Millisecond
+	cfg.RetryMaxDelay = 5 * time.Millisecond
+	cfg.PollInterval = 20 * time.Millisecond
+	return cfg
 }

@@ -1,10 +1,8 @@
 package inbox_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,7 +12,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/bootstrap"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
-	"github.com/hephaestus-dev/hephaestus/ports"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -47,25 +44,18 @@ var _ = Describe("Isolation of the main pool", func() {
 			}
 
 			ws := newWorkspace(ctx, plain, "acme", "ACTIVE")
-			repos := make([]string, rows)
-			for i := range repos {
-				repos[i] = fmt.Sprintf("%d", i%scopes)
-			}
-			storeRows(ctx, plain, ws, repos, `{"action":"opened"}`)
+			storeRows(ctx, plain, ws, overScopes(rows, scopes), `{"action":"opened"}`)
 
 			log := newScopeLog()
-			handler := func(_ context.Context, d ports.Dispatch) error {
-				log.enter(d)
-				var err error
-				switch p := rand.Float64(); {
+			handler := log.failingAtRandom(func(p float64) error {
+				switch {
 				case p < 0.05:
-					err = errors.New("unknown failure")
+					return errors.New("unknown failure")
 				case p < 0.08:
-					err = &inbox.ProviderError{Provider: "github", Op: "GET /x", Kind: inbox.ProviderServerError, Status: 502}
+					return &inbox.ProviderError{Provider: "github", Op: "GET /x", Kind: inbox.ProviderServerError, Status: 502}
 				}
-				log.exit(d, err == nil)
-				return err
-			}
+				return nil
+			})
 			var started []*server
 			for i := range servers {
 				p := mainPool(claimers + 4)
@@ -73,13 +63,7 @@ var _ = Describe("Isolation of the main pool", func() {
 				Expect(support.Scalar[string](ctx, p, `SHOW default_transaction_isolation`)).To(Equal("read committed"))
 				st, err := inboxstore.New(p, inboxstore.Config{})
 				Expect(err).NotTo(HaveOccurred())
-				cfg := specConfig(fmt.Sprintf("server-%d", i))
-				cfg.Claimers = claimers
-				cfg.PoisonMaxAttempts = 1000
-				cfg.RetryBaseDelay = time.Millisecond
-				cfg.RetryMaxDelay = 5 * time.Millisecond
-				cfg.PollInterval = 20 * time.Millisecond
-				started = append(started, startServer(cfg, st, registry(handler)))
+				started = append(started, startServer(contendingConfig(i, claimers), st, registry(handler)))
 			}
 
 			Eventually(func() int { return countRows(ctx, plain, "state = 'DONE'") }).

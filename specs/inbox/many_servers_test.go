@@ -1,10 +1,7 @@
 package inbox_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,7 +9,6 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/inboxstore"
 	"github.com/hephaestus-dev/hephaestus/domain/inbox"
-	"github.com/hephaestus-dev/hephaestus/ports"
 )
 
 var _ = Describe("Many servers", func() {
@@ -24,25 +20,18 @@ var _ = Describe("Many servers", func() {
 			scopes   = 50
 		)
 		ws := newWorkspace(ctx, pool, "acme", "ACTIVE")
-		repos := make([]string, rows)
-		for i := range repos {
-			repos[i] = fmt.Sprintf("%d", i%scopes)
-		}
-		storeRows(ctx, pool, ws, repos, `{"action":"opened"}`)
+		storeRows(ctx, pool, ws, overScopes(rows, scopes), `{"action":"opened"}`)
 
 		log := newScopeLog()
-		handler := func(_ context.Context, d ports.Dispatch) error {
-			log.enter(d)
-			var err error
-			switch p := rand.Float64(); {
+		handler := log.failingAtRandom(func(p float64) error {
+			switch {
 			case p < 0.08:
-				err = errors.New("unknown failure")
+				return errors.New("unknown failure")
 			case p < 0.12:
-				err = inbox.Transient("provider", errors.New("timeout"))
+				return inbox.Transient("provider", errors.New("timeout"))
 			}
-			log.exit(d, err == nil)
-			return err
-		}
+			return nil
+		})
 		for i := range servers {
 			// Each server has its own pool, store and consumer, as separate processes would.
 			p, err := db.Pool(ctx, claimers+4)
@@ -50,13 +39,7 @@ var _ = Describe("Many servers", func() {
 			DeferCleanup(p.Close) // registered first, so it runs after the consumer stopped
 			st, err := inboxstore.New(p, inboxstore.Config{})
 			Expect(err).NotTo(HaveOccurred())
-			cfg := specConfig(fmt.Sprintf("server-%d", i))
-			cfg.Claimers = claimers
-			cfg.PoisonMaxAttempts = 1000
-			cfg.RetryBaseDelay = time.Millisecond
-			cfg.RetryMaxDelay = 5 * time.Millisecond
-			cfg.PollInterval = 20 * time.Millisecond
-			startServer(cfg, st, registry(handler))
+			startServer(contendingConfig(i, claimers), st, registry(handler))
 		}
 
 		Eventually(func() int { return countRows(ctx, pool, "state = 'DONE'") }).

@@ -3,12 +3,9 @@ package inbox_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -22,13 +19,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap"
 
 	"github.com/hephaestus-dev/hephaestus/adapters/http/operatorapi"
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/deadletterstore"
 	"github.com/hephaestus-dev/hephaestus/application/deliveries"
 	"github.com/hephaestus-dev/hephaestus/bootstrap"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
+	"github.com/hephaestus-dev/hephaestus/specs/support/appserver"
 )
 
 // floodServer is a running `hephaestus serve` on the suite's database, and what the flood spec
@@ -50,42 +47,16 @@ const floodAdminToken = "flood-spec-admin-token-0123456789abcdef"
 // other tenant).
 func startFloodServer(ctx SpecContext, acme, globex int64) *floodServer {
 	GinkgoHelper()
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	addr := ln.Addr().String()
-	Expect(ln.Close()).To(Succeed())
-	env := map[string]string{
-		bootstrap.EnvDatabaseURL:    db.URL,
-		bootstrap.EnvHTTPAddr:       addr,
-		bootstrap.EnvAdminToken:     floodAdminToken,
-		bootstrap.EnvCredentialsKey: base64.StdEncoding.EncodeToString(key),
-		bootstrap.EnvServerID:       "flood-spec",
-	}
-	cfg, err := bootstrap.LoadConfig(func(name string) string { return env[name] })
-	Expect(err).NotTo(HaveOccurred())
-	app, err := bootstrap.InitializeApp(cfg, zap.NewNop())
-	Expect(err).NotTo(HaveOccurred())
-	appCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Run(appCtx) }()
-	DeferCleanup(func() {
-		stop()
-		Eventually(done).WithTimeout(60*time.Second).Should(Receive(BeNil()), "the server stops cleanly")
-	})
-	s := &floodServer{base: "http://" + addr, serverID: cfg.ServerID, readConns: cfg.OperatorReadConnections,
+	srv := appserver.Start(appserver.Options{Env: map[string]string{
+		bootstrap.EnvDatabaseURL: db.URL,
+		bootstrap.EnvAdminToken:  floodAdminToken,
+		bootstrap.EnvServerID:    "flood-spec",
+	}})
+	cfg := srv.Config
+	s := &floodServer{base: srv.Base, serverID: cfg.ServerID, readConns: cfg.OperatorReadConnections,
 		perAccount: cfg.OperatorReadsPerAccount, flooded: "acme", otherWorkspace: "globex",
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
 	DeferCleanup(s.client.CloseIdleConnections)
-	Eventually(func() int {
-		resp, err := s.client.Get(s.base + "/readyz")
-		if err != nil {
-			return 0
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode
-	}).WithTimeout(60 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal(http.StatusOK))
 
 	svc, _ := support.Management(pool, floodAdminToken)
 	s.member = support.NewAccount(ctx, svc, "flooder", false, "acme", "MEMBER").Token
@@ -104,19 +75,7 @@ func startFloodServer(ctx SpecContext, acme, globex int64) *floodServer {
 	}
 	Expect(json.Unmarshal(body, &created)).To(Succeed())
 	s.hook = created.WebhookURL
-	Expect(pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, created.ID); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id,
-			                                     name, access, access_checked_at)
-			VALUES ($1, $2, 'GITLAB', 'project', '4711', 'globex/api', 'VERIFIED', now())`, created.ID, globex); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, created.ID)
-		return err
-	})).To(Succeed())
+	support.VerifiedSubscription(ctx, pool, created.ID, globex, "GITLAB", "project", "4711", "globex/api")
 	return s
 }
 
@@ -171,15 +130,8 @@ func (s *floodServer) deliver(ctx context.Context, n int) time.Duration {
 		"labels": []any{}, "changes": map[string]any{},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+s.hook, bytes.NewReader(body))
-	Expect(err).NotTo(HaveOccurred())
 	key := fmt.Sprintf("0f1e2d3c-4b5a-4968-8776-%012d", n)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Gitlab-Event", "Issue Hook")
-	req.Header.Set("X-Gitlab-Event-UUID", key)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("X-Gitlab-Instance", "https://gitlab.example.com")
-	req.Header.Set("X-Gitlab-Token", s.hookToken)
+	req := support.GitLabHook(ctx, s.base+s.hook, "Issue Hook", key, "https://gitlab.example.com", s.hookToken, body)
 	start := time.Now()
 	resp, err := s.client.Do(req)
 	took := time.Since(start)

@@ -37,7 +37,7 @@ var _ = Describe("Install flows prove control and are bound to the browser", fun
 		for _, flow := range []string{"github-app", "slack"} {
 			It("sets a short-lived, signed, HttpOnly, SameSite=Lax cookie for the callbacks on the answer of "+flow, func() {
 				r := br.start(a, flow, "acme", ana.Token)
-				Expect(r.Status).To(Equal(http.StatusOK), r.Body)
+				Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 				cookies := (&http.Response{Header: r.Header}).Cookies()
 				Expect(cookies).To(HaveLen(1))
 				c := cookies[0]
@@ -48,7 +48,7 @@ var _ = Describe("Install flows prove control and are bound to the browser", fun
 				Expect(c.MaxAge).To(BeNumerically(">", 0))
 				Expect(c.MaxAge).To(BeNumerically("<=", 3600))
 				Expect(c.Value).To(MatchRegexp(`^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$`))
-				Expect(r.Body).NotTo(ContainSubstring(c.Value), "the cookie is not in the link")
+				Expect(r.Raw).NotTo(ContainSubstring(c.Value), "the cookie is not in the link")
 			})
 		}
 	})
@@ -60,7 +60,7 @@ var _ = Describe("Install flows prove control and are bound to the browser", fun
 		It("asks for confirmation naming the workspace, and creates, uses and exchanges nothing before it", func(ctx SpecContext) {
 			r := br.get(a, githubQuery("1001", "code-ana", state))
 			expectPage(r, http.StatusOK, "Confirm the connection")
-			Expect(r.Body).To(ContainSubstring("Workspace: <strong>acme</strong> (acme)"))
+			Expect(r.Raw).To(ContainSubstring("Workspace: <strong>acme</strong> (acme)"))
 			Expect(r.Header.Get("Content-Security-Policy")).To(ContainSubstring("form-action 'self'"))
 			Expect(r.Header.Get("X-Frame-Options")).To(Equal("DENY"))
 			action, form := confirmation(r)
@@ -73,7 +73,7 @@ var _ = Describe("Install flows prove control and are bound to the browser", fun
 
 			r = br.post(b, action, form)
 			expectPage(r, http.StatusOK, "connection was created for the workspace below")
-			Expect(r.Body).To(ContainSubstring("Workspace: <strong>acme</strong> (acme)"))
+			Expect(r.Raw).To(ContainSubstring("Workspace: <strong>acme</strong> (acme)"))
 			Expect(connections(ctx)).To(Equal(1))
 			expectCleanLogs(state)
 		})
@@ -139,7 +139,7 @@ var _ = Describe("Install flows prove control and are bound to the browser", fun
 			victim := newBrowser()
 			r := victim.callback(a, githubQuery("1001", "code-ana", evil))
 			expectPage(r, http.StatusForbidden, "was not started in this browser")
-			Expect(r.Body).NotTo(ContainSubstring("<form"))
+			Expect(r.Raw).NotTo(ContainSubstring("<form"))
 			Expect(connections(ctx)).To(BeZero())
 			Expect(exchanges()).To(BeZero(), "the victim's code is never exchanged")
 			Expect(logs.all()).To(ContainSubstring("browser-cookie-missing"))
@@ -186,7 +186,7 @@ var _ = Describe("Install flows prove control and are bound to the browser", fun
 
 		It("refuses a confirmation that is not a bounded form", func(ctx SpecContext) {
 			_, form := confirmation(br.get(a, githubQuery("1001", "code-ana", state)))
-			req, err := http.NewRequest(http.MethodPost, a.url+"/connect/github/setup", strings.NewReader(form.Encode()))
+			req, err := http.NewRequest(http.MethodPost, a.URL+"/connect/github/setup", strings.NewReader(form.Encode()))
 			Expect(err).NotTo(HaveOccurred())
 			req.Header.Set("Content-Type", "application/json")
 			expectPage(br.send(req), http.StatusBadRequest, "invalid")
@@ -208,7 +208,7 @@ var _ = Describe("Install flows prove control and are bound to the browser", fun
 			state := installURL(a, "slack", "acme", ana.Token).Query().Get("state")
 			r := br.get(a, slackQuery("slack-code", state))
 			expectPage(r, http.StatusOK, "Confirm the connection")
-			Expect(r.Body).To(ContainSubstring("Workspace: <strong>acme</strong> (acme)"))
+			Expect(r.Raw).To(ContainSubstring("Workspace: <strong>acme</strong> (acme)"))
 			Expect(slackExchanges()).To(BeZero())
 			action, form := confirmation(r)
 			form.Del("csrf")
@@ -217,7 +217,7 @@ var _ = Describe("Install flows prove control and are bound to the browser", fun
 
 			r = slackCallback(b, "slack-code", state)
 			expectPage(r, http.StatusOK, "connection was created")
-			Expect(r.Body).To(ContainSubstring("Workspace: <strong>acme</strong> (acme)"))
+			Expect(r.Raw).To(ContainSubstring("Workspace: <strong>acme</strong> (acme)"))
 			Expect(support.Column(ctx, pool, `SELECT w.slug || ' ' || c.kind FROM connection c JOIN workspace w ON w.id = c.workspace_id`)).
 				To(Equal([]string{"acme SLACK"}))
 			expectCleanLogs(state, evil)

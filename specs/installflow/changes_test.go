@@ -37,9 +37,9 @@ var _ = Describe("Install flows in the change feed", func() {
 	listed := func(slug string, id int64) json.RawMessage {
 		GinkgoHelper()
 		r := a.do(http.MethodGet, "/api/workspaces/"+slug+"/connections", adminToken)
-		Expect(r.Status).To(Equal(http.StatusOK), r.Body)
+		Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 		var page struct{ Items []json.RawMessage }
-		Expect(json.Unmarshal([]byte(r.Body), &page)).To(Succeed())
+		Expect(json.Unmarshal([]byte(r.Raw), &page)).To(Succeed())
 		for _, item := range page.Items {
 			var c struct{ ID int64 }
 			Expect(json.Unmarshal(item, &c)).To(Succeed())
@@ -47,7 +47,7 @@ var _ = Describe("Install flows in the change feed", func() {
 				return item
 			}
 		}
-		Fail("connection " + strconv.FormatInt(id, 10) + " not listed: " + r.Body)
+		Fail("connection " + strconv.FormatInt(id, 10) + " not listed: " + r.Raw)
 		return nil
 	}
 	expectOneCreation := func(ctx context.Context) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -21,7 +20,7 @@ import (
 func createWorkspace(slug string) {
 	GinkgoHelper()
 	r := a.post("/api/admin/workspaces", adminToken, fmt.Sprintf(`{"slug":%q,"name":%q}`, slug, slug))
-	Expect(r.Status).To(Equal(http.StatusCreated), r.Body)
+	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
 }
 
 type account struct {
@@ -32,20 +31,15 @@ type account struct {
 func createAccount(login, slug, role string) account {
 	GinkgoHelper()
 	r := a.post("/api/admin/accounts", adminToken, fmt.Sprintf(`{"login":%q}`, login))
-	Expect(r.Status).To(Equal(http.StatusCreated), r.Body)
+	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
 	var acc struct {
 		ID    int64  `json:"id"`
 		Token string `json:"token"`
 	}
-	Expect(json.Unmarshal([]byte(r.Body), &acc)).To(Succeed())
+	Expect(json.Unmarshal([]byte(r.Raw), &acc)).To(Succeed())
 	if role != "" {
-		req, err := http.NewRequest(http.MethodPut, fmt.Sprintf("%s/api/workspaces/%s/members/%d", a.url, slug, acc.ID), strings.NewReader(fmt.Sprintf(`{"role":%q}`, role)))
-		Expect(err).NotTo(HaveOccurred())
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		res, err := a.client.Do(req)
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		Expect(res.StatusCode).To(Equal(http.StatusOK))
+		m := a.Call(http.MethodPut, fmt.Sprintf("/api/workspaces/%s/members/%d", slug, acc.ID), adminToken, fmt.Sprintf(`{"role":%q}`, role))
+		Expect(m.Status).To(Equal(http.StatusOK), m.Raw)
 	}
 	return account{ID: acc.ID, Token: acc.Token}
 }
@@ -68,19 +62,14 @@ var _ = BeforeEach(func() { br = newBrowser() })
 
 func (b *browser) send(req *http.Request) response {
 	GinkgoHelper()
-	res, err := b.client.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	Expect(err).NotTo(HaveOccurred())
-	return response{Status: res.StatusCode, Header: res.Header, Body: string(raw)}
+	return support.API{Client: b.client}.Do(req)
 }
 
 // start asks s for flow's install link of slug as token, from this browser (as the console's
 // fetch would), and answers the whole response.
 func (b *browser) start(s server, flow, slug, token string) response {
 	GinkgoHelper()
-	req, err := http.NewRequest(http.MethodPost, s.url+"/api/workspaces/"+slug+"/connections/"+flow+"/install", nil)
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/api/workspaces/"+slug+"/connections/"+flow+"/install", nil)
 	Expect(err).NotTo(HaveOccurred())
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -93,12 +82,12 @@ func (b *browser) start(s server, flow, slug, token string) response {
 func (b *browser) installURL(s server, flow, slug, token string) *url.URL {
 	GinkgoHelper()
 	r := b.start(s, flow, slug, token)
-	Expect(r.Status).To(Equal(http.StatusOK), r.Body)
+	Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 	Expect(r.Header.Get("Cache-Control")).To(Equal("no-store"))
 	var body struct {
 		InstallURL string `json:"installUrl"`
 	}
-	Expect(json.Unmarshal([]byte(r.Body), &body)).To(Succeed())
+	Expect(json.Unmarshal([]byte(r.Raw), &body)).To(Succeed())
 	u, err := url.Parse(body.InstallURL)
 	Expect(err).NotTo(HaveOccurred())
 	return u
@@ -113,7 +102,7 @@ func installURL(s server, flow, slug, token string) *url.URL {
 // get is the provider's redirect to path arriving in this browser.
 func (b *browser) get(s server, path string) response {
 	GinkgoHelper()
-	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
+	req, err := http.NewRequest(http.MethodGet, s.URL+path, nil)
 	Expect(err).NotTo(HaveOccurred())
 	return b.send(req)
 }
@@ -121,7 +110,7 @@ func (b *browser) get(s server, path string) response {
 // post submits form to path from this browser.
 func (b *browser) post(s server, path string, form url.Values) response {
 	GinkgoHelper()
-	req, err := http.NewRequest(http.MethodPost, s.url+path, strings.NewReader(form.Encode()))
+	req, err := http.NewRequest(http.MethodPost, s.URL+path, strings.NewReader(form.Encode()))
 	Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	return b.send(req)
@@ -135,10 +124,10 @@ var (
 // confirmation reads the confirmation page's form: its action and fields.
 func confirmation(r response) (string, url.Values) {
 	GinkgoHelper()
-	m := formPattern.FindStringSubmatch(r.Body)
-	Expect(m).NotTo(BeNil(), r.Body)
+	m := formPattern.FindStringSubmatch(r.Raw)
+	Expect(m).NotTo(BeNil(), r.Raw)
 	form := url.Values{}
-	for _, in := range inputPattern.FindAllStringSubmatch(r.Body, -1) {
+	for _, in := range inputPattern.FindAllStringSubmatch(r.Raw, -1) {
 		form.Set(html.UnescapeString(in[1]), html.UnescapeString(in[2]))
 	}
 	return html.UnescapeString(m[1]), form
@@ -149,7 +138,7 @@ func confirmation(r response) (string, url.Values) {
 func (b *browser) callback(s server, path string) response {
 	GinkgoHelper()
 	r := b.get(s, path)
-	if r.Status != http.StatusOK || !formPattern.MatchString(r.Body) {
+	if r.Status != http.StatusOK || !formPattern.MatchString(r.Raw) {
 		return r
 	}
 	action, form := confirmation(r)
@@ -179,12 +168,12 @@ func slackCallback(s server, code, state string) response {
 // expectPage expects a plain HTML page with status saying text.
 func expectPage(r response, status int, text string) {
 	GinkgoHelper()
-	Expect(r.Status).To(Equal(status), r.Body)
+	Expect(r.Status).To(Equal(status), r.Raw)
 	Expect(r.Header.Get("Content-Type")).To(Equal("text/html; charset=utf-8"))
 	Expect(r.Header.Get("Cache-Control")).To(Equal("no-store"))
 	Expect(r.Header.Get("Referrer-Policy")).To(Equal("no-referrer"))
-	Expect(r.Body).To(HavePrefix("<!doctype html>"))
-	Expect(r.Body).To(ContainSubstring(text))
+	Expect(r.Raw).To(HavePrefix("<!doctype html>"))
+	Expect(r.Raw).To(ContainSubstring(text))
 }
 
 func connections(ctx context.Context) int {
@@ -341,7 +330,7 @@ var _ = Describe("Install flows", func() {
 
 		It("says the installation is already connected when a live connection has it", func(ctx SpecContext) {
 			r := a.post("/api/workspaces/globex/connections", adminToken, `{"kind":"GITHUB_APP","sourceServerUrl":"https://github.com","config":{"installationId":1001}}`)
-			Expect(r.Status).To(Equal(http.StatusCreated), r.Body)
+			Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
 			expectPage(githubSetup(a, "1001", "code-ana", state), http.StatusConflict, "already connected")
 			Expect(support.Count(ctx, pool, `SELECT count(*) FROM connection c JOIN workspace w ON w.id = c.workspace_id WHERE w.slug = 'acme'`)).To(BeZero())
 		})
@@ -387,7 +376,7 @@ var _ = Describe("Install flows", func() {
 
 		It("says the team is already connected when a live connection has it, and creates no second connection", func(ctx SpecContext) {
 			r := a.post("/api/workspaces/globex/connections", adminToken, `{"kind":"SLACK","sourceServerUrl":"https://slack.com","config":{"teamId":"T9TK3CUKW"}}`)
-			Expect(r.Status).To(Equal(http.StatusCreated), r.Body)
+			Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
 			expectPage(slackCallback(b, "slack-code", state), http.StatusConflict, "already connected")
 			Expect(support.Column(ctx, pool, `SELECT w.slug || ' ' || c.kind || ' ' || c.source_key FROM connection c JOIN workspace w ON w.id = c.workspace_id`)).
 				To(Equal([]string{"globex SLACK T9TK3CUKW"}), "only the earlier connection")

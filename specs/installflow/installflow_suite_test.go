@@ -29,7 +29,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/slackoauth"
 	"github.com/hephaestus-dev/hephaestus/application/installflow"
 	"github.com/hephaestus-dev/hephaestus/application/management"
-	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
 	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
@@ -50,10 +49,7 @@ const (
 )
 
 // server is one "server" of the service: own pool, own services, own HTTP handler.
-type server struct {
-	url    string
-	client *http.Client
-}
+type server struct{ support.API }
 
 var (
 	pool     *pgxpool.Pool
@@ -89,17 +85,8 @@ func start(ctx context.Context, db *pgtest.Database) server {
 func startWith(ctx context.Context, db *pgtest.Database, admin string) server {
 	GinkgoHelper()
 	p := support.Pool(ctx, db, 8)
-	modules := []contract.ProviderModule{github.Module{}, slack.Module{}}
-	var kinds []connection.Kind
-	for _, m := range modules {
-		kinds = append(kinds, m.Kinds()...)
-	}
-	workspaces, err := managementstore.NewWorkspaces(p)
-	Expect(err).NotTo(HaveOccurred())
-	connections, err := managementstore.NewConnections(p, managementstore.Config{Kinds: kinds})
-	Expect(err).NotTo(HaveOccurred())
-	svc, err := management.New(management.Config{AdminToken: admin}, workspaces, workspaces, connections, box, modules)
-	Expect(err).NotTo(HaveOccurred())
+	m := support.ManagementOf(p, management.Config{AdminToken: admin}, box, github.Module{}, slack.Module{})
+	svc, connections := m.Service, m.Connections
 	feed, err := changefeed.New(p, nil)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(connections.PublishChanges(feed, managementapi.ConnectionView(svc))).To(Succeed())
@@ -121,7 +108,7 @@ func startWith(ctx context.Context, db *pgtest.Database, admin string) server {
 	s, c := support.Serve(engine)
 	// The callbacks are browser redirects: the client must not follow anything.
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return server{url: s.URL, client: c}
+	return server{support.API{URL: s.URL, Client: c}}
 }
 
 var _ = BeforeEach(func(ctx SpecContext) {
@@ -168,41 +155,19 @@ func (l *recordingLogger) all() string {
 	return strings.Join(l.lines, "\n")
 }
 
-type response struct {
-	Status int
-	Header http.Header
-	Body   string
-}
+// response is one answer of a server or of a fake provider.
+type response = support.Answer
 
+// do sends method path to s with token as the bearer ("" for none).
 func (s server) do(method, path, token string) response {
 	GinkgoHelper()
-	req, err := http.NewRequestWithContext(context.Background(), method, s.url+path, nil)
-	Expect(err).NotTo(HaveOccurred())
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := s.client.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	Expect(err).NotTo(HaveOccurred())
-	return response{Status: res.StatusCode, Header: res.Header, Body: string(raw)}
+	return s.Call(method, path, token, nil)
 }
 
+// post sends the JSON body to s with token as the bearer ("" for none).
 func (s server) post(path, token string, body string) response {
 	GinkgoHelper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, s.url+path, strings.NewReader(body))
-	Expect(err).NotTo(HaveOccurred())
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := s.client.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	Expect(err).NotTo(HaveOccurred())
-	return response{Status: res.StatusCode, Header: res.Header, Body: string(raw)}
+	return s.Call(http.MethodPost, path, token, body)
 }
 
 // fakeGitHub answers as GitHub documents the OAuth code exchange and GET /user/installations

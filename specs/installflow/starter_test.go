@@ -57,7 +57,7 @@ var _ = Describe("An install flow ends with the token that started it", func() {
 
 			It("completes while the token works, even after another token of the account is revoked", func(ctx SpecContext) {
 				other := a.post(fmt.Sprintf("/api/admin/accounts/%d/tokens", ana.ID), adminToken, `{}`)
-				Expect(other.Status).To(Equal(http.StatusCreated), other.Body)
+				Expect(other.Status).To(Equal(http.StatusCreated), other.Raw)
 				state := installURL(a, flow.name, "acme", ana.Token).Query().Get("state")
 				revoke(ana, tokenIDs(ctx, ana)[1])
 				expectPage(br.callback(b, flow.callback(state)), http.StatusOK, "connection was created")
@@ -73,7 +73,7 @@ var _ = Describe("An install flow ends with the token that started it", func() {
 			It("refuses the confirmation when the token is revoked after the confirmation page", func(ctx SpecContext) {
 				state := installURL(a, flow.name, "acme", ana.Token).Query().Get("state")
 				page := br.get(a, flow.callback(state))
-				Expect(page.Status).To(Equal(http.StatusOK), page.Body)
+				Expect(page.Status).To(Equal(http.StatusOK), page.Raw)
 				action, form := confirmation(page)
 				revoke(ana, tokenIDs(ctx, ana)[0])
 				expectPage(br.post(b, action, form), http.StatusForbidden, revokedPage)
@@ -84,18 +84,18 @@ var _ = Describe("An install flow ends with the token that started it", func() {
 			It("refuses once the token was rotated (POST /api/me/tokens/rotate)", func(ctx SpecContext) {
 				state := installURL(a, flow.name, "acme", ana.Token).Query().Get("state")
 				rotated := a.post("/api/me/tokens/rotate", ana.Token, "")
-				Expect(rotated.Status).To(Equal(http.StatusOK), rotated.Body)
+				Expect(rotated.Status).To(Equal(http.StatusOK), rotated.Raw)
 				refused(ctx, a, state)
 			})
 
 			It("refuses once the token has expired", func(ctx SpecContext) {
 				issued := a.post(fmt.Sprintf("/api/admin/accounts/%d/tokens", ana.ID), adminToken, `{"expiresAt":"2999-01-01T00:00:00Z"}`)
-				Expect(issued.Status).To(Equal(http.StatusCreated), issued.Body)
+				Expect(issued.Status).To(Equal(http.StatusCreated), issued.Raw)
 				var token struct {
 					ID    int64  `json:"id"`
 					Token string `json:"token"`
 				}
-				Expect(json.Unmarshal([]byte(issued.Body), &token)).To(Succeed())
+				Expect(json.Unmarshal([]byte(issued.Raw), &token)).To(Succeed())
 				state := installURL(a, flow.name, "acme", token.Token).Query().Get("state")
 				// Time passes past the token's expiry (database time decides, as for every request).
 				_, err := pool.Exec(ctx, `UPDATE account_token SET expires_at = clock_timestamp() - interval '1 second' WHERE id = $1`, token.ID)

@@ -47,12 +47,12 @@ var _ = Describe("Creating an account", func() {
 		Expect(r.Header.Get("Cache-Control")).To(Equal("no-store"))
 
 		var stored []byte
-		Expect(pool.QueryRow(ctx, `SELECT token_hash FROM account_token WHERE account_id = $1`, r.id("id")).Scan(&stored)).To(Succeed())
+		Expect(pool.QueryRow(ctx, `SELECT token_hash FROM account_token WHERE account_id = $1`, r.ID("id")).Scan(&stored)).To(Succeed())
 		sum := sha256.Sum256([]byte(token))
 		Expect(stored).To(Equal(sum[:]))
 
 		createWorkspace("acme")
-		Expect(call(http.MethodPut, "/api/workspaces/acme/members/"+itoa(r.id("id")), adminToken, map[string]any{"role": "ADMIN"}).Status).
+		Expect(call(http.MethodPut, "/api/workspaces/acme/members/"+itoa(r.ID("id")), adminToken, map[string]any{"role": "ADMIN"}).Status).
 			To(Equal(http.StatusOK))
 		Expect(call(http.MethodGet, "/api/workspaces/acme/connections", token, nil).Status).To(Equal(http.StatusOK))
 	})

@@ -50,7 +50,7 @@ var _ = Describe("A connection's provider API token", func() {
 		Expect(r.Raw).NotTo(ContainSubstring(created))
 		Expect(r.JSON).NotTo(HaveKey("apiToken"))
 		Expect(r.JSON).To(HaveKeyWithValue("hasApiToken", true))
-		id := r.id("id")
+		id := r.ID("id")
 		Expect(string(sealedToken(ctx, id))).NotTo(ContainSubstring(created))
 		Expect(opened(ctx, box, id)).To(Equal(created))
 
@@ -100,7 +100,7 @@ var _ = Describe("A connection's provider API token", func() {
 		BeforeEach(func() {
 			r := outlineConnection("")
 			Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-			id = r.id("id")
+			id = r.ID("id")
 		})
 
 		It("sets the token for a workspace ADMIN and answers the connection, never the token", func(ctx SpecContext) {

@@ -23,7 +23,7 @@ var _ = Describe("Creating a connection", func() {
 			}
 			r := createConnection("acme", adminToken, body)
 			Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-			id := r.id("id")
+			id := r.ID("id")
 			Expect(r.JSON).To(HaveKeyWithValue("kind", kind))
 			Expect(r.JSON).To(HaveKeyWithValue("state", "ACTIVE"))
 			Expect(r.JSON).To(HaveKeyWithValue("sourceServerUrl", serverURL))
@@ -57,7 +57,7 @@ var _ = Describe("Creating a connection", func() {
 			Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
 			Expect(r.Raw).NotTo(ContainSubstring(secret))
 			Expect(r.JSON).NotTo(HaveKey("secret"))
-			id := r.id("id")
+			id := r.ID("id")
 
 			list := call(http.MethodGet, "/api/workspaces/acme/connections", adminToken, nil)
 			Expect(list.Status).To(Equal(http.StatusOK))
@@ -109,7 +109,7 @@ var _ = Describe("Creating a connection", func() {
 				"config": map[string]any{"groupId": 42}, "secret": "plain-token"})
 			Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
 			Expect(r.JSON).To(HaveKeyWithValue("sourceServerUrl", canonical), typed)
-			Expect(count(ctx, `SELECT count(*) FROM connection WHERE id = $1 AND source_server_url = $2`, r.id("id"), canonical)).To(Equal(1), typed)
+			Expect(count(ctx, `SELECT count(*) FROM connection WHERE id = $1 AND source_server_url = $2`, r.ID("id"), canonical)).To(Equal(1), typed)
 		}
 	})
 

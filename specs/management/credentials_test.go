@@ -162,9 +162,5 @@ var _ = Describe("Connection secrets at rest", func() {
 
 // kindsOfFakeModules are the connection kinds the suite's fake provider modules declare.
 func kindsOfFakeModules() []connection.Kind {
-	var kinds []connection.Kind
-	for _, m := range fakeModules() {
-		kinds = append(kinds, m.Kinds()...)
-	}
-	return kinds
+	return support.Kinds(fakeModules()...)
 }

@@ -61,7 +61,7 @@ var _ = Describe("Changing a connection's lifecycle", func() {
 			app = appConnection("acme", 1001)
 			r := createConnection("acme", adminToken, map[string]any{"kind": "SLACK", "sourceServerUrl": "https://slack.com", "config": map[string]any{"teamId": "T1"}})
 			Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-			team = r.id("id")
+			team = r.ID("id")
 		})
 
 		stateOf := func(ctx context.Context, conn int64) string {

@@ -1,11 +1,7 @@
 package management_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -48,18 +44,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	box = support.SecretBox()
 
 	modules := fakeModules()
-	var kinds []connection.Kind
-	for _, m := range modules {
-		kinds = append(kinds, m.Kinds()...)
-	}
-	workspaces, err := managementstore.NewWorkspaces(pool)
+	var err error
+	directory, err = managementstore.NewSourceDirectory(pool, box, managementstore.Config{Kinds: support.Kinds(modules...)})
 	Expect(err).NotTo(HaveOccurred())
-	connections, err := managementstore.NewConnections(pool, managementstore.Config{Kinds: kinds})
-	Expect(err).NotTo(HaveOccurred())
-	directory, err = managementstore.NewSourceDirectory(pool, box, managementstore.Config{Kinds: kinds})
-	Expect(err).NotTo(HaveOccurred())
-	svc, err := management.New(management.Config{AdminToken: adminToken}, workspaces, workspaces, connections, box, modules)
-	Expect(err).NotTo(HaveOccurred())
+	svc := support.ManagementOf(pool, management.Config{AdminToken: adminToken}, box, modules...).Service
 
 	gin.SetMode(gin.TestMode)
 	engine := gin.New()
@@ -144,59 +132,19 @@ func fakeModules() []contract.ProviderModule {
 }
 
 // response is one answer of the API under test.
-type response struct {
-	Status int
-	Header http.Header
-	Raw    string
-	JSON   map[string]any
-}
+type response = support.Answer
 
 // call sends body (nil: none; string: as is; otherwise JSON) with token as bearer ("" for none).
 func call(method, path, token string, body any) response {
 	GinkgoHelper()
-	var reader io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		reader = strings.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		Expect(err).NotTo(HaveOccurred())
-		reader = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(context.Background(), method, server.URL+path, reader)
-	Expect(err).NotTo(HaveOccurred())
-	if reader != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
-	r := response{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
-	if len(raw) > 0 && raw[0] == '{' {
-		Expect(json.Unmarshal(raw, &r.JSON)).To(Succeed())
-	}
-	return r
-}
-
-// id reads a JSON number field as an id.
-func (r response) id(field string) int64 {
-	GinkgoHelper()
-	v, ok := r.JSON[field].(float64)
-	Expect(ok).To(BeTrue(), "field %q of %s is not a number", field, r.Raw)
-	return int64(v)
+	return support.API{URL: server.URL, Client: client}.Call(method, path, token, body)
 }
 
 func createWorkspace(slug string) int64 {
 	GinkgoHelper()
 	r := call(http.MethodPost, "/api/admin/workspaces", adminToken, map[string]any{"slug": slug, "name": strings.ToUpper(slug)})
 	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-	return r.id("id")
+	return r.ID("id")
 }
 
 // createAccount creates an account through the API and returns its id and token.
@@ -205,7 +153,7 @@ func createAccount(login string, instanceAdmin bool) (int64, string) {
 	r := call(http.MethodPost, "/api/admin/accounts", adminToken, map[string]any{"login": login, "instanceAdmin": instanceAdmin})
 	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
 	token, _ := r.JSON["token"].(string)
-	return r.id("id"), token
+	return r.ID("id"), token
 }
 
 // memberWithRole creates an account with role in the workspace and returns its token.
@@ -229,7 +177,7 @@ func gitlabConnection(slug string) int64 {
 		"config": map[string]any{"groupId": 42}, "secret": "gitlab-token-" + slug,
 	})
 	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-	return r.id("id")
+	return r.ID("id")
 }
 
 func appConnection(slug string, installationID int) int64 {
@@ -239,7 +187,7 @@ func appConnection(slug string, installationID int) int64 {
 		"config": map[string]any{"installationId": installationID},
 	})
 	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-	return r.id("id")
+	return r.ID("id")
 }
 
 func connectionPath(slug string, id int64, rest string) string {

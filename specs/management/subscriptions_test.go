@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 var _ = Describe("Setting a connection's subscriptions", func() {
@@ -24,19 +26,9 @@ var _ = Describe("Setting a connection's subscriptions", func() {
 	}
 	stored := func(ctx context.Context) []string {
 		GinkgoHelper()
-		rows, err := pool.Query(ctx, `
+		return support.Column(ctx, pool, `
 			SELECT resource_type || '/' || resource_id || '/' || name || '/' || provider || '/' || workspace_id
 			FROM connection_subscription WHERE connection_id = $1 ORDER BY 1`, id)
-		Expect(err).NotTo(HaveOccurred())
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			var s string
-			Expect(rows.Scan(&s)).To(Succeed())
-			out = append(out, s)
-		}
-		Expect(rows.Err()).NotTo(HaveOccurred())
-		return out
 	}
 	put := func(resources ...map[string]any) response {
 		GinkgoHelper()

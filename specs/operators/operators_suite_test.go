@@ -1,10 +1,7 @@
 package operators_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -180,38 +177,10 @@ func (c *countingNotifier) count() int {
 var _ ports.Notifier = (*countingNotifier)(nil)
 
 // response is one answer of the API under test.
-type response struct {
-	Status int
-	Header http.Header
-	Raw    string
-	JSON   map[string]any
-}
+type response = support.Answer
 
 // call sends body (nil: none; otherwise JSON) with token as bearer ("" for none).
 func call(method, path, token string, body any) response {
 	GinkgoHelper()
-	var reader io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		Expect(err).NotTo(HaveOccurred())
-		reader = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, server.URL+path, reader)
-	Expect(err).NotTo(HaveOccurred())
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := client.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	Expect(err).NotTo(HaveOccurred())
-	r := response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
-	if len(raw) > 0 && raw[0] == '{' {
-		Expect(json.Unmarshal(raw, &r.JSON)).To(Succeed(), string(raw))
-	}
-	return r
+	return support.API{URL: server.URL, Client: client}.Call(method, path, token, body)
 }

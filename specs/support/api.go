@@ -16,8 +16,10 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/postgres/managementstore"
 	"github.com/hephaestus-dev/hephaestus/adapters/secrets"
 	"github.com/hephaestus-dev/hephaestus/application/management"
+	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
 	"github.com/hephaestus-dev/hephaestus/ports"
+	"github.com/hephaestus-dev/hephaestus/ports/contract"
 )
 
 // InstanceAdmin is the principal of the configured administrator token.
@@ -112,4 +114,36 @@ func GetJSON(client *http.Client, url, token string) Response {
 // read filters may name.
 func Providers() provider.Set {
 	return provider.NewSet(provider.MustNew("GITHUB"), provider.MustNew("GITLAB"), provider.MustNew("SLACK"), provider.MustNew("OUTLINE"))
+}
+
+// Modular is the management use case as the service composes it with provider modules: the
+// stores it is made of are on one pool and know the modules' connection kinds.
+type Modular struct {
+	Service     *management.Service
+	Workspaces  *managementstore.Workspaces
+	Connections *managementstore.Connections
+}
+
+// ManagementOf is the management use case on pool with cfg, box sealing the connections'
+// secrets, and modules; Kinds are the modules' connection kinds.
+func ManagementOf(pool *pgxpool.Pool, cfg management.Config, box ports.SecretBox, modules ...contract.ProviderModule) Modular {
+	ginkgo.GinkgoHelper()
+	var m Modular
+	var err error
+	m.Workspaces, err = managementstore.NewWorkspaces(pool)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	m.Connections, err = managementstore.NewConnections(pool, managementstore.Config{Kinds: Kinds(modules...)})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	m.Service, err = management.New(cfg, m.Workspaces, m.Workspaces, m.Connections, box, modules)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	return m
+}
+
+// Kinds are the connection kinds modules declare.
+func Kinds(modules ...contract.ProviderModule) []connection.Kind {
+	var kinds []connection.Kind
+	for _, m := range modules {
+		kinds = append(kinds, m.Kinds()...)
+	}
+	return kinds
 }

@@ -1,6 +1,7 @@
 // Package support is the setup the behaviour specs share: the suite's own database on the test
-// cluster, the goroutine-leak check, the management service and an HTTP server for the API under
-// test, and inbox rows leased as a claim leaves them and dispatched as the consumer does.
+// cluster (or one migrated from an older schema), the goroutine-leak check, the management
+// service (with or without provider modules), an HTTP server for the API under test and one JSON
+// caller of it, and inbox rows leased as a claim leaves them and dispatched as the consumer does.
 //
 // It asserts with Gomega and registers its cleanups with Ginkgo's DeferCleanup, so it is for
 // specs only: called in BeforeSuite, what it opens is closed when the suite ends, in reverse

@@ -19,7 +19,7 @@ var _ = Describe("Verifying a PAT subscription with the token", func() {
 		fakeGitHub.grant("ghp_token", repoOfA)
 		r := patConnection("globex", adminB, "ghp_token")
 		Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-		pat = r.id()
+		pat = r.ID("id")
 	})
 
 	DescribeTable("maps the provider's answer, and stores nothing unless it admits",
@@ -77,7 +77,7 @@ var _ = Describe("Verifying a PAT subscription with the token", func() {
 				r := createConnection("globex", adminB, map[string]any{"kind": "GITLAB", "sourceServerUrl": "https://gitlab.example.com",
 					"config": map[string]any{"groupId": 42}, "secret": "gitlab-token"})
 				Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-				id = r.id()
+				id = r.ID("id")
 			}
 			r := subscribe("globex", adminB, id, resource)
 			Expect(r.Status).To(Equal(http.StatusBadRequest), r.Raw)

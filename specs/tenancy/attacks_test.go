@@ -51,7 +51,7 @@ var _ = Describe("A workspace receives only what the provider vouches it may see
 			pat := patConnection("globex", adminB, "ghp_mallory")
 			Expect(pat.Status).To(Equal(http.StatusCreated), pat.Raw)
 
-			r := subscribe("globex", adminB, pat.id(), repository(repoOfA))
+			r := subscribe("globex", adminB, pat.ID("id"), repository(repoOfA))
 			Expect(r.Status).To(Equal(http.StatusForbidden), r.Raw)
 			Expect(r.JSON).To(Equal(map[string]any{"error": "resource-not-accessible"}))
 			Expect(count(ctx, `SELECT count(*) FROM connection_subscription WHERE workspace_id = $1`, wsB)).To(BeZero())
@@ -69,7 +69,7 @@ var _ = Describe("A workspace receives only what the provider vouches it may see
 			Expect(pat.Status).To(Equal(http.StatusCreated), pat.Raw)
 			Expect(pat.JSON).To(HaveKeyWithValue("access", "VERIFIED"))
 
-			r := subscribe("globex", adminB, pat.id(), repository(repoOfA))
+			r := subscribe("globex", adminB, pat.ID("id"), repository(repoOfA))
 			Expect(r.Status).To(Equal(http.StatusOK), r.Raw)
 			items := r.JSON["resources"].([]any)
 			Expect(items).To(HaveLen(1))
@@ -85,7 +85,7 @@ var _ = Describe("A workspace receives only what the provider vouches it may see
 			fakeGitHub.grant("ghp_collaborator", repoOfA)
 			pat := patConnection("globex", adminB, "ghp_collaborator")
 			Expect(pat.Status).To(Equal(http.StatusCreated), pat.Raw)
-			Expect(subscribe("globex", adminB, pat.id(), repository(repoOfA)).Status).To(Equal(http.StatusOK))
+			Expect(subscribe("globex", adminB, pat.ID("id"), repository(repoOfA)).Status).To(Equal(http.StatusOK))
 
 			member := func(key string) response {
 				GinkgoHelper()
@@ -116,7 +116,7 @@ var _ = Describe("A workspace receives only what the provider vouches it may see
 		It("still needs A's installation connection to be ACTIVE", func(ctx SpecContext) {
 			fakeGitHub.grant("ghp_collaborator", repoOfA)
 			pat := patConnection("globex", adminB, "ghp_collaborator")
-			Expect(subscribe("globex", adminB, pat.id(), repository(repoOfA)).Status).To(Equal(http.StatusOK))
+			Expect(subscribe("globex", adminB, pat.ID("id"), repository(repoOfA)).Status).To(Equal(http.StatusOK))
 			Expect(call(http.MethodPost, connectionPath("acme", appA, "suspend"), adminToken, nil).Status).To(Equal(http.StatusOK))
 
 			Expect(deliver().JSON).To(HaveKeyWithValue("reason", "source-inactive"))
@@ -187,11 +187,11 @@ var _ = Describe("A workspace receives only what the provider vouches it may see
 			slA := createConnection("acme", adminToken, map[string]any{"kind": "SLACK", "sourceServerUrl": "https://slack.com",
 				"config": map[string]any{"teamId": teamA, "appId": "A1"}})
 			Expect(slA.Status).To(Equal(http.StatusCreated), slA.Raw)
-			Expect(subscribe("acme", adminToken, slA.id(), map[string]any{"type": "channel", "id": "C0PRIVATE"}).Status).To(Equal(http.StatusOK))
+			Expect(subscribe("acme", adminToken, slA.ID("id"), map[string]any{"type": "channel", "id": "C0PRIVATE"}).Status).To(Equal(http.StatusOK))
 			slB := createConnection("globex", adminToken, map[string]any{"kind": "SLACK", "sourceServerUrl": "https://slack.com",
 				"config": map[string]any{"teamId": "T0B", "appId": "A1"}})
 			Expect(slB.Status).To(Equal(http.StatusCreated), slB.Raw)
-			Expect(subscribe("globex", adminB, slB.id(), map[string]any{"type": "channel", "id": "C0PRIVATE"}).Status).To(Equal(http.StatusOK))
+			Expect(subscribe("globex", adminB, slB.ID("id"), map[string]any{"type": "channel", "id": "C0PRIVATE"}).Status).To(Equal(http.StatusOK))
 
 			Expect(deliverSlack(teamA, "C0PRIVATE", "Ev1").JSON).To(HaveKeyWithValue("stored", 1.0))
 			Expect(deliverSlack(teamA, "D0DIRECT", "Ev2").JSON).To(HaveKeyWithValue("stored", 1.0)) // team-wide

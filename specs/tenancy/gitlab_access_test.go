@@ -26,7 +26,7 @@ var _ = Describe("A GitLab subscription is verified with the connection's own AP
 		}
 		r := createConnection(slug, token, body)
 		Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-		return r.id()
+		return r.ID("id")
 	}
 	project := func(id string) map[string]any { return map[string]any{"type": "project", "id": id} }
 	group := func(id string) map[string]any { return map[string]any{"type": "group", "id": id} }

@@ -1,28 +1,15 @@
 package tenancy_test
 
 import (
-	"github.com/jackc/pgx/v5/stdlib"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/pressly/goose/v3"
 
-	"github.com/hephaestus-dev/hephaestus/migrations"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 var _ = Describe("Migrating existing GitLab subscriptions (migration 00040)", func() {
 	It("makes the GitLab subscriptions stored unchecked UNVERIFIED, so they route and backfill nothing until the connection's API token verified them, and leaves other kinds alone", func(ctx SpecContext) {
-		// A database of its own: the suite's other specs keep theirs at the latest version.
-		own := support.Database(ctx)
-		p := support.Pool(ctx, own, 2)
-		sqlDB := stdlib.OpenDBFromPool(p)
-		DeferCleanup(sqlDB.Close)
-		provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = provider.DownTo(ctx, 32)
-		Expect(err).NotTo(HaveOccurred())
-
-		_, err = p.Exec(ctx, `
+		p := support.MigrateFrom(ctx, 32, `
 			INSERT INTO workspace (slug, name) VALUES ('acme', 'acme'), ('globex', 'globex');
 			INSERT INTO connection (id, workspace_id, kind, provider, source_server_url, config, secret_ciphertext, api_token_ciphertext, source_key)
 			OVERRIDING SYSTEM VALUE VALUES
@@ -30,10 +17,7 @@ var _ = Describe("Migrating existing GitLab subscriptions (migration 00040)", fu
 			  (2, 2, 'GITLAB', 'GITLAB', 'https://gitlab.example', '{"groupId":40}', '\x01', NULL, NULL),
 			  (3, 2, 'GITLAB', 'GITLAB', 'https://gitlab.example', '{"groupId":41}', '\x01', '\x02', NULL);
 			INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id) VALUES
-			  (1, 1, 'GITHUB', 'repository', '500'), (2, 2, 'GITLAB', 'project', '7'), (3, 2, 'GITLAB', 'group', '41')`)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = provider.Up(ctx)
-		Expect(err).NotTo(HaveOccurred())
+			  (1, 1, 'GITHUB', 'repository', '500'), (2, 2, 'GITLAB', 'project', '7'), (3, 2, 'GITLAB', 'group', '41')`).Pool
 
 		Expect(support.Column(ctx, p, `SELECT connection_id || ':' || access || ':' || coalesce(access_reason, '')
 			FROM connection_subscription ORDER BY connection_id`)).To(Equal([]string{

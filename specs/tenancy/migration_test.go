@@ -1,47 +1,21 @@
 package tenancy_test
 
 import (
-	"sync"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/pressly/goose/v3"
 
-	"github.com/hephaestus-dev/hephaestus/migrations"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 var _ = Describe("Migrating existing data (migrations 00010 and 00011)", Ordered, func() {
 	var (
-		provider *goose.Provider
 		migrated *pgxpool.Pool
-		notices  []string
-		mu       sync.Mutex
+		notices  func() []string
 	)
 
 	BeforeAll(func(ctx SpecContext) {
-		// A database of its own: the suite's other specs keep theirs at the latest version.
-		own := support.Database(ctx)
-		cfg, err := pgx.ParseConfig(own.URL)
-		Expect(err).NotTo(HaveOccurred())
-		cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-			mu.Lock()
-			defer mu.Unlock()
-			notices = append(notices, n.Message)
-		}
-		sqlDB := stdlib.OpenDB(*cfg)
-		DeferCleanup(sqlDB.Close)
-		provider, err = goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = provider.DownTo(ctx, 9)
-		Expect(err).NotTo(HaveOccurred())
-
-		p := support.Pool(ctx, own, 2)
-		_, err = p.Exec(ctx, `
+		m := support.MigrateFrom(ctx, 9, `
 			INSERT INTO workspace (slug, name) VALUES ('acme', 'acme'), ('globex', 'globex');
 			INSERT INTO connection (id, workspace_id, kind, provider, source_server_url, config, secret_ciphertext, source_key, created_at)
 			OVERRIDING SYSTEM VALUE VALUES
@@ -54,13 +28,7 @@ var _ = Describe("Migrating existing data (migrations 00010 and 00011)", Ordered
 			INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id) VALUES
 			  (1, 1, 'GITHUB', 'repository', '500'), (2, 2, 'GITHUB', 'repository', '500'),
 			  (3, 2, 'GITHUB', 'repository', '501'), (4, 1, 'SLACK', 'channel', 'C1')`)
-		Expect(err).NotTo(HaveOccurred())
-		mu.Lock()
-		notices = nil
-		mu.Unlock()
-		_, err = provider.Up(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		migrated = p
+		migrated, notices = m.Pool, m.Notices
 	})
 
 	It("keeps PAT connections and their subscriptions, UNVERIFIED, so they stop receiving", func(ctx SpecContext) {
@@ -73,8 +41,6 @@ var _ = Describe("Migrating existing data (migrations 00010 and 00011)", Ordered
 	It("keeps the newest live connection of a Slack team, uninstalls the others and reports them", func(ctx SpecContext) {
 		Expect(support.Column(ctx, migrated, `SELECT id || ':' || state FROM connection WHERE kind = 'SLACK' ORDER BY id`)).
 			To(Equal([]string{"4:UNINSTALLED", "5:ACTIVE", "6:ACTIVE"}))
-		mu.Lock()
-		defer mu.Unlock()
-		Expect(notices).To(ConsistOf(ContainSubstring("duplicate live Slack connection 4 (workspace 1) of team T1: UNINSTALLED, connection 5 kept")))
+		Expect(notices()).To(ConsistOf(ContainSubstring("duplicate live Slack connection 4 (workspace 1) of team T1: UNINSTALLED, connection 5 kept")))
 	})
 })

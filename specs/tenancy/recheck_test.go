@@ -33,7 +33,7 @@ var _ = Describe("The periodic access recheck", func() {
 		fakeGitHub.grant("ghp_token", repoOfA)
 		r := patConnection("globex", adminB, "ghp_token")
 		Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-		pat = r.id()
+		pat = r.ID("id")
 		Expect(subscribe("globex", adminB, pat, repository(repoOfA)).Status).To(Equal(http.StatusOK))
 	})
 

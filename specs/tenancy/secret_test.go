@@ -40,7 +40,7 @@ var _ = Describe("Setting a connection's token", func() {
 		fakeGitHub.grant("ghp_old", repoOfA)
 		r := patConnection("globex", adminB, "ghp_old")
 		Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-		pat = r.id()
+		pat = r.ID("id")
 		Expect(subscribe("globex", adminB, pat, repository(repoOfA)).Status).To(Equal(http.StatusOK))
 		_, err := pool.Exec(ctx, `UPDATE connection SET secret_ciphertext = NULL WHERE id = $1;`, pat)
 		Expect(err).NotTo(HaveOccurred())

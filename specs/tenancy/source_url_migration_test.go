@@ -1,46 +1,22 @@
 package tenancy_test
 
 import (
-	"sync"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/pressly/goose/v3"
 
 	"github.com/hephaestus-dev/hephaestus/domain/provider"
-	"github.com/hephaestus-dev/hephaestus/migrations"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
 var _ = Describe("Migrating source server URLs to their canonical form (migration 00045)", Ordered, func() {
 	var (
 		migrated *pgxpool.Pool
-		notices  []string
-		mu       sync.Mutex
+		notices  func() []string
 	)
 
 	BeforeAll(func(ctx SpecContext) {
-		own := support.Database(ctx)
-		cfg, err := pgx.ParseConfig(own.URL)
-		Expect(err).NotTo(HaveOccurred())
-		cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-			mu.Lock()
-			defer mu.Unlock()
-			notices = append(notices, n.Message)
-		}
-		sqlDB := stdlib.OpenDB(*cfg)
-		DeferCleanup(sqlDB.Close)
-		gp, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = gp.DownTo(ctx, 44)
-		Expect(err).NotTo(HaveOccurred())
-
-		p := support.Pool(ctx, own, 2)
-		_, err = p.Exec(ctx, `
+		m := support.MigrateFrom(ctx, 44, `
 			INSERT INTO workspace (slug, name) VALUES ('acme', 'acme'), ('globex', 'globex');
 			INSERT INTO connection (id, workspace_id, kind, provider, source_server_url, config, source_key)
 			OVERRIDING SYSTEM VALUE VALUES
@@ -50,13 +26,7 @@ var _ = Describe("Migrating source server URLs to their canonical form (migratio
 			  (4, 1, 'OUTLINE', 'OUTLINE', 'https://docs.example.com:8443', '{}', NULL);
 			INSERT INTO inbox_erasure (provider, source_server_url, identities, requested_by)
 			VALUES ('GITHUB', 'https://github.com/', '[{"login":"octocat"}]', 0)`)
-		Expect(err).NotTo(HaveOccurred())
-		mu.Lock()
-		notices = nil
-		mu.Unlock()
-		_, err = gp.Up(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		migrated = p
+		migrated, notices = m.Pool, m.Notices
 	})
 
 	It("stores every connection's and erasure request's URL canonical, and reports the connections it rewrote", func(ctx SpecContext) {
@@ -64,9 +34,7 @@ var _ = Describe("Migrating source server URLs to their canonical form (migratio
 			"1 https://github.com", "2 https://github.com", "3 http://gitlab.example.com/group", "4 https://docs.example.com:8443",
 		}))
 		Expect(support.Column(ctx, migrated, `SELECT source_server_url FROM inbox_erasure`)).To(Equal([]string{"https://github.com"}))
-		mu.Lock()
-		defer mu.Unlock()
-		Expect(notices).To(ConsistOf(
+		Expect(notices()).To(ConsistOf(
 			ContainSubstring("connection 1: source server url stored canonical (1 other connection(s) already had it)"),
 			ContainSubstring("connection 3: source server url stored canonical (0 other connection(s) already had it)"),
 		))

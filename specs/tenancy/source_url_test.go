@@ -16,7 +16,7 @@ var _ = Describe("Canonical source URLs in admission", func() {
 			"config": map[string]any{"installationId": installationA}})
 		Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
 		Expect(r.JSON).To(HaveKeyWithValue("sourceServerUrl", "https://github.com"))
-		Expect(subscribe("acme", adminToken, r.id(), repository(repoOfA)).Status).To(Equal(http.StatusOK))
+		Expect(subscribe("acme", adminToken, r.ID("id"), repository(repoOfA)).Status).To(Equal(http.StatusOK))
 
 		Expect(deliverIssue(installationA, repoOfA, "canonical-1").JSON).To(HaveKeyWithValue("stored", 1.0))
 		Expect(support.Column(ctx, pool, `SELECT headers->>'Hephaestus-Source-Server-Url' FROM provider_event WHERE workspace_id = $1`, ws)).

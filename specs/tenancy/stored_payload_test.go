@@ -1,7 +1,6 @@
 package tenancy_test
 
 import (
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,9 +8,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/pressly/goose/v3"
 
-	"github.com/hephaestus-dev/hephaestus/migrations"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
 
@@ -26,7 +23,7 @@ var _ = Describe("Stored payloads", func() {
 			conn := createConnection("acme", adminToken, map[string]any{"kind": "SLACK", "sourceServerUrl": "https://slack.com",
 				"config": map[string]any{"teamId": teamA, "appId": "A1"}})
 			Expect(conn.Status).To(Equal(http.StatusCreated), conn.Raw)
-			Expect(subscribe("acme", adminToken, conn.id(), map[string]any{"type": "channel", "id": "C0GENERAL"}).Status).To(Equal(http.StatusOK))
+			Expect(subscribe("acme", adminToken, conn.ID("id"), map[string]any{"type": "channel", "id": "C0GENERAL"}).Status).To(Equal(http.StatusOK))
 
 			body := fmt.Sprintf(`{"token":%q,"team_id":%q,"api_app_id":"A1","type":"event_callback","event_id":"Ev1",
 				"event_time":1700000000,"event":{"type":"message","channel":"C0GENERAL","user":"U1","text":"the token is %s",
@@ -57,28 +54,13 @@ var _ = Describe("Stored payloads", func() {
 
 var _ = Describe("Scrubbing Slack payloads stored before (migration 00145)", func() {
 	It("removes the verification token from every stored Slack row, and nothing else", func(ctx SpecContext) {
-		// A database of its own: the suite's other specs keep theirs at the latest version.
-		own := support.Database(ctx)
-		sqlDB, err := sql.Open("pgx", own.URL)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(sqlDB.Close)
-		migrator, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = migrator.DownTo(ctx, 144)
-		Expect(err).NotTo(HaveOccurred())
-
-		p := support.Pool(ctx, own, 2)
-		_, err = p.Exec(ctx, `
+		p := support.MigrateFrom(ctx, 144, `
 			INSERT INTO workspace (slug, name) VALUES ('acme', 'acme');
 			INSERT INTO provider_event (workspace_id, provider, event_type, delivery_key, scope_key, subject, payload, state, ended_at)
 			VALUES (1, 'SLACK', 'message', 'Ev1', 'slack:channel:C1', 's', '{"token":"XXYYZZ","team_id":"T1","event":{"type":"message","token":"kept"}}', 'DONE', now()),
 			       (1, 'SLACK', 'message', 'Ev2', 'slack:channel:C1', 's', '{"team_id":"T1","event":{"type":"message"}}', 'QUEUED', NULL),
 			       (1, 'SLACK', 'message', 'Ev3', 'slack:channel:C2', 's', '{"token":"XXYYZZ","team_id":"T1"}', 'DEAD', now()),
-			       (1, 'GITHUB', 'issues', 'g1', 'github:repo:1', 's', '{"token":"not-a-slack-token","action":"opened"}', 'DONE', now())`)
-		Expect(err).NotTo(HaveOccurred())
-
-		_, err = migrator.Up(ctx)
-		Expect(err).NotTo(HaveOccurred())
+			       (1, 'GITHUB', 'issues', 'g1', 'github:repo:1', 's', '{"token":"not-a-slack-token","action":"opened"}', 'DONE', now())`).Pool
 
 		Expect(support.Column(ctx, p, `SELECT delivery_key || ' ' || state || ' ' || payload::text FROM provider_event ORDER BY id`)).To(Equal([]string{
 			`Ev1 DONE {"event": {"type": "message", "token": "kept"}, "team_id": "T1"}`,

@@ -90,20 +90,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 
 	modules := []contract.ProviderModule{github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{}}
-	var kinds []connection.Kind
-	for _, m := range modules {
-		kinds = append(kinds, m.Kinds()...)
-	}
-	cfg := managementstore.Config{Kinds: kinds}
-	workspaces, err := managementstore.NewWorkspaces(pool)
+	directory, err := managementstore.NewSourceDirectory(pool, box, managementstore.Config{Kinds: support.Kinds(modules...)})
 	Expect(err).NotTo(HaveOccurred())
-	connections, err := managementstore.NewConnections(pool, cfg)
-	Expect(err).NotTo(HaveOccurred())
-	directory, err := managementstore.NewSourceDirectory(pool, box, cfg)
-	Expect(err).NotTo(HaveOccurred())
-	svc, err := management.New(management.Config{AdminToken: adminToken, AccessCheckers: []contract.ResourceAccessChecker{checker, gitlabChecker}},
-		workspaces, workspaces, connections, box, modules)
-	Expect(err).NotTo(HaveOccurred())
+	m := support.ManagementOf(pool, management.Config{AdminToken: adminToken, AccessCheckers: []contract.ResourceAccessChecker{checker, gitlabChecker}},
+		box, modules...)
+	svc, workspaces := m.Service, m.Workspaces
 
 	store, err := admissionstore.New(admissionPool)
 	Expect(err).NotTo(HaveOccurred())
@@ -349,48 +340,18 @@ func (f *gitHubAPI) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // response is one answer of the server under test.
-type response struct {
-	Status int
-	Header http.Header
-	Raw    string
-	JSON   map[string]any
-}
+type response = support.Answer
 
+// call sends body (nil: none; otherwise JSON) with token as bearer ("" for none).
 func call(method, path, token string, body any) response {
 	GinkgoHelper()
-	var reader io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		Expect(err).NotTo(HaveOccurred())
-		reader = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, server.URL+path, reader)
-	Expect(err).NotTo(HaveOccurred())
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	return do(req)
+	return support.API{URL: server.URL, Client: client}.Call(method, path, token, body)
 }
 
+// do sends req to the server under test as it is.
 func do(req *http.Request) response {
 	GinkgoHelper()
-	resp, err := client.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
-	r := response{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
-	if len(raw) > 0 && raw[0] == '{' {
-		Expect(json.Unmarshal(raw, &r.JSON)).To(Succeed())
-	}
-	return r
-}
-
-func (r response) id() int64 {
-	GinkgoHelper()
-	v, ok := r.JSON["id"].(float64)
-	Expect(ok).To(BeTrue(), r.Raw)
-	return int64(v)
+	return support.API{Client: client}.Do(req)
 }
 
 // workspace creates a workspace with an ADMIN account and returns the workspace id and the
@@ -399,7 +360,7 @@ func workspace(slug string) (int64, string) {
 	GinkgoHelper()
 	r := call(http.MethodPost, "/api/admin/workspaces", adminToken, map[string]any{"slug": slug, "name": slug})
 	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-	ws := r.id()
+	ws := r.ID("id")
 	return ws, member(slug, slug+"-admin", "ADMIN")
 }
 
@@ -407,7 +368,7 @@ func member(slug, login, role string) string {
 	GinkgoHelper()
 	a := call(http.MethodPost, "/api/admin/accounts", adminToken, map[string]any{"login": login, "instanceAdmin": false})
 	Expect(a.Status).To(Equal(http.StatusCreated), a.Raw)
-	m := call(http.MethodPut, fmt.Sprintf("/api/workspaces/%s/members/%d", slug, a.id()), adminToken, map[string]any{"role": role})
+	m := call(http.MethodPut, fmt.Sprintf("/api/workspaces/%s/members/%d", slug, a.ID("id")), adminToken, map[string]any{"role": role})
 	Expect(m.Status).To(Equal(http.StatusOK), m.Raw)
 	return a.JSON["token"].(string)
 }
@@ -422,7 +383,7 @@ func appConnection(slug string, installation int) int64 {
 	r := createConnection(slug, adminToken, map[string]any{"kind": "GITHUB_APP", "sourceServerUrl": "https://github.com",
 		"config": map[string]any{"installationId": installation}})
 	Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-	return r.id()
+	return r.ID("id")
 }
 
 func patConnection(slug, token, pat string) response {

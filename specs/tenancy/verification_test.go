@@ -1,7 +1,6 @@
 package tenancy_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -29,7 +28,6 @@ import (
 	"github.com/hephaestus-dev/hephaestus/adapters/slack"
 	"github.com/hephaestus-dev/hephaestus/adapters/slack/webapi"
 	"github.com/hephaestus-dev/hephaestus/application/management"
-	"github.com/hephaestus-dev/hephaestus/domain/connection"
 	"github.com/hephaestus-dev/hephaestus/ports/contract"
 	"github.com/hephaestus-dev/hephaestus/specs/support"
 )
@@ -199,44 +197,14 @@ func verifyingServer(f *providerFakes, withApp bool) func(method, path, token st
 	outlineClient, err := outlineapi.New(outlineapi.Config{BaseURL: f.server.URL + "/outline"})
 	Expect(err).NotTo(HaveOccurred())
 
-	modules := []contract.ProviderModule{github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{}}
-	var kinds []connection.Kind
-	for _, m := range modules {
-		kinds = append(kinds, m.Kinds()...)
-	}
-	workspaces, err := managementstore.NewWorkspaces(pool)
-	Expect(err).NotTo(HaveOccurred())
-	connections, err := managementstore.NewConnections(pool, managementstore.Config{Kinds: kinds})
-	Expect(err).NotTo(HaveOccurred())
-	svc, err := management.New(management.Config{AdminToken: adminToken, AccessCheckers: []contract.ResourceAccessChecker{
-		appAccess, slackAccess, outlineapi.NewCollectionAccess(outlineClient)}}, workspaces, workspaces, connections, box, modules)
-	Expect(err).NotTo(HaveOccurred())
+	m := support.ManagementOf(pool, management.Config{AdminToken: adminToken, AccessCheckers: []contract.ResourceAccessChecker{
+		appAccess, slackAccess, outlineapi.NewCollectionAccess(outlineClient)}}, box, github.Module{}, gitlab.Module{}, slack.Module{}, outline.Module{})
+	svc := m.Service
 	engine := gin.New()
 	verificationLog = &recordingLog{}
 	managementapi.Register(engine, svc, verificationLog)
 	srv, cl := support.Serve(engine)
-	return func(method, path, token string, body any) response {
-		GinkgoHelper()
-		var reader io.Reader
-		if body != nil {
-			raw, err := json.Marshal(body)
-			Expect(err).NotTo(HaveOccurred())
-			reader = bytes.NewReader(raw)
-		}
-		req, err := http.NewRequest(method, srv.URL+path, reader)
-		Expect(err).NotTo(HaveOccurred())
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := cl.Do(req)
-		Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		Expect(err).NotTo(HaveOccurred())
-		r := response{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
-		if len(raw) > 0 && raw[0] == '{' {
-			Expect(json.Unmarshal(raw, &r.JSON)).To(Succeed())
-		}
-		return r
-	}
+	return support.API{URL: srv.URL, Client: cl}.Call
 }
 
 // Every subscription of every provider is verified with its connection's own
@@ -258,7 +226,7 @@ var _ = Describe("Every subscription is verified with its connection's own crede
 		GinkgoHelper()
 		r := api(http.MethodPost, "/api/workspaces/"+slug+"/connections", token, body)
 		Expect(r.Status).To(Equal(http.StatusCreated), r.Raw)
-		return r.id()
+		return r.ID("id")
 	}
 	sub := func(slug, token string, id int64, resources ...map[string]any) response {
 		GinkgoHelper()

@@ -59,34 +59,13 @@ var _ = Describe("Erasure passes and redelivery runs as spans", Ordered, func() 
 			stores = append(stores, r.(map[string]any)["store"].(string))
 		}
 		Eventually(fake.listReads).WithTimeout(60*time.Second).Should(BeNumerically(">=", 1), "the reconciler ran at start")
-		s.stop() // the stop exports what the batcher still holds
+		s.Stop() // the stop exports what the batcher still holds
 		hookJWTs = fake.tokens()
 		spans = exporter.GetSpans()
 	})
 
 	named := func(name string) tracetest.SpanStubs { return spansNamed(spans, name) }
 	attr := spanAttr
-	// noSecretIn checks every attribute, event and status of s against values that must not
-	// appear in a trace.
-	noSecretIn := func(s tracetest.SpanStub, forbidden ...string) {
-		GinkgoHelper()
-		values := []string{s.Name, s.Status.Description}
-		for _, kv := range s.Attributes {
-			values = append(values, kv.Value.String())
-		}
-		for _, ev := range s.Events {
-			values = append(values, ev.Name)
-			for _, kv := range ev.Attributes {
-				values = append(values, kv.Value.String())
-			}
-		}
-		for _, v := range values {
-			for _, f := range forbidden {
-				Expect(v).NotTo(ContainSubstring(f), "span %s", s.Name)
-			}
-		}
-	}
-
 	It("records each erasure pass as a root span naming its erasure, store, pass and server, and no identity value", func() {
 		passes := named("erasure.pass")
 		Expect(stores).NotTo(BeEmpty(), "the erasure committed its passes")

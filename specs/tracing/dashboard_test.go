@@ -63,7 +63,7 @@ func dashboardQueries() []string {
 // families (not the Go runtime's, the process's or the handler's own).
 func exported(ctx context.Context, s *server) (samples map[string]bool, families []string) {
 	GinkgoHelper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Base+"/metrics", nil)
 	Expect(err).NotTo(HaveOccurred())
 	resp, err := hc.Do(req)
 	Expect(err).NotTo(HaveOccurred())

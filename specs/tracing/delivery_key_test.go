@@ -89,7 +89,7 @@ var _ = Describe("Traces found by the provider's delivery id", Ordered, func() {
 		Eventually(state(deadKey)).WithContext(ctx).WithTimeout(60 * time.Second).WithPolling(50 * time.Millisecond).
 			Should(Equal("DONE"))
 		detail = s.call(ctx, http.MethodGet, fmt.Sprintf("/api/workspaces/acme/integration/deliveries/%d", dead.id), nil, http.StatusOK)
-		s.stop() // the stop exports what the batcher still holds
+		s.Stop() // the stop exports what the batcher still holds
 
 		rows = map[string]row{}
 		for _, key := range []string{doneKey, retriedKey, deadKey} {

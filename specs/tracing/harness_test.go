@@ -1,14 +1,10 @@
 package tracing_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -28,6 +23,8 @@ import (
 
 	"github.com/hephaestus-dev/hephaestus/bootstrap"
 	"github.com/hephaestus-dev/hephaestus/internal/pgtest"
+	"github.com/hephaestus-dev/hephaestus/specs/support"
+	"github.com/hephaestus-dev/hephaestus/specs/support/appserver"
 )
 
 const (
@@ -54,21 +51,13 @@ type instance struct {
 
 func newInstance(ctx context.Context) *instance {
 	GinkgoHelper()
-	db, err := pgtest.NewDatabase(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func(ctx context.Context) { Expect(db.Drop(ctx)).To(Succeed()) })
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	pool, err := pgxpool.New(ctx, db.URL)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(pool.Close)
-	return &instance{db: db, pool: pool, key: base64.StdEncoding.EncodeToString(key)}
+	db := support.Database(ctx)
+	return &instance{db: db, pool: support.Pool(ctx, db, 4), key: appserver.NewCredentialsKey()}
 }
 
 // server is one running bootstrap.App (its router, its claimers, its own pools).
 type server struct {
-	base string
-	stop func()
+	*appserver.Server
 }
 
 // start runs a server on in's database. env adds variables (the OTEL_* ones are read from the
@@ -76,13 +65,8 @@ type server struct {
 // option the bootstrap takes instead of the OTLP one.
 func (in *instance) start(serverID string, env map[string]string, exporter sdktrace.SpanExporter) *server {
 	GinkgoHelper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	addr := ln.Addr().String()
-	Expect(ln.Close()).To(Succeed())
 	vars := map[string]string{
 		bootstrap.EnvDatabaseURL:     in.db.URL,
-		bootstrap.EnvHTTPAddr:        addr,
 		bootstrap.EnvAdminToken:      adminToken,
 		bootstrap.EnvCredentialsKey:  in.key,
 		bootstrap.EnvServerID:        serverID,
@@ -93,45 +77,17 @@ func (in *instance) start(serverID string, env map[string]string, exporter sdktr
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := bootstrap.LoadConfig(func(name string) string {
-		if v, ok := vars[name]; ok {
-			return v
-		}
-		if strings.HasPrefix(name, "OTEL_") {
-			return os.Getenv(name)
-		}
-		return ""
-	})
-	Expect(err).NotTo(HaveOccurred())
-	cfg.SpanExporter = exporter
-	logger := in.logger
-	if logger == nil {
-		logger = zap.NewNop()
-	}
-	app, err := bootstrap.InitializeApp(cfg, logger)
-	Expect(err).NotTo(HaveOccurred())
-	appCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Run(appCtx) }()
-	var once sync.Once
-	s := &server{base: "http://" + addr}
-	s.stop = func() {
-		once.Do(func() {
-			cancel()
-			Eventually(done).WithTimeout(60*time.Second).Should(Receive(BeNil()), "the server stops cleanly")
-		})
-	}
-	DeferCleanup(s.stop)
-	hc := &http.Client{Timeout: 5 * time.Second}
-	Eventually(func() int {
-		resp, err := hc.Get(s.base + "/readyz")
-		if err != nil {
-			return 0
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode
-	}).WithTimeout(60 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal(http.StatusOK))
-	return s
+	return &server{appserver.Start(appserver.Options{
+		Env: vars,
+		Lookup: func(name string) string {
+			if strings.HasPrefix(name, "OTEL_") {
+				return os.Getenv(name)
+			}
+			return ""
+		},
+		Configure: func(cfg *bootstrap.Config) { cfg.SpanExporter = exporter },
+		Logger:    in.logger,
+	})}
 }
 
 var hc = &http.Client{Timeout: 10 * time.Second}
@@ -139,21 +95,7 @@ var hc = &http.Client{Timeout: 10 * time.Second}
 // call is one management API request with the administrator token.
 func (s *server) call(ctx context.Context, method, path string, body any, want int) map[string]any {
 	GinkgoHelper()
-	raw, err := json.Marshal(body)
-	Expect(err).NotTo(HaveOccurred())
-	req, err := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(raw))
-	Expect(err).NotTo(HaveOccurred())
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(resp.StatusCode).To(Equal(want), string(answer))
-	out := map[string]any{}
-	Expect(json.Unmarshal(answer, &out)).To(Succeed())
-	return out
+	return s.Call(ctx, hc, method, path, adminToken, body, want)
 }
 
 // tenant is a workspace with a GitLab connection (its hook token and API token) whose project
@@ -172,22 +114,8 @@ func (in *instance) tenant(ctx context.Context, s *server, slug string) tenant {
 	t := tenant{workspace: int64(ws["id"].(float64)), connection: int64(c["id"].(float64)), hook: c["webhookUrl"].(string)}
 	s.call(ctx, http.MethodPut, fmt.Sprintf("/api/workspaces/%s/connections/%d/api-token", slug, t.connection),
 		map[string]string{"token": apiToken}, http.StatusOK)
-	// The VERIFIED project subscription, written as the management API stores one: under the
-	// connection's lifecycle lock, with the config_version bump admission reads.
-	Expect(pgx.BeginFunc(ctx, in.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM connection WHERE id = $1 FOR UPDATE`, t.connection); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO connection_subscription (connection_id, workspace_id, provider, resource_type, resource_id,
-			                                     name, access, access_checked_at)
-			VALUES ($1, $2, 'GITLAB', 'project', $3, 'acme/api', 'VERIFIED', now())`,
-			t.connection, t.workspace, strconv.Itoa(projectID)); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `UPDATE connection SET config_version = config_version + 1 WHERE id = $1`, t.connection)
-		return err
-	})).To(Succeed())
+	// The VERIFIED project subscription, written as the management API stores one.
+	support.VerifiedSubscription(ctx, in.pool, t.connection, t.workspace, "GITLAB", "project", strconv.Itoa(projectID), "acme/api")
 	return t
 }
 
@@ -215,14 +143,7 @@ func mergeRequest(iid int) []byte {
 // the sender chose: the server must not make it the delivery's parent.
 func (s *server) deliver(ctx context.Context, t tenant, key string, body []byte) {
 	GinkgoHelper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+t.hook, bytes.NewReader(body))
-	Expect(err).NotTo(HaveOccurred())
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Gitlab-Event", "Merge Request Hook")
-	req.Header.Set("X-Gitlab-Event-UUID", key)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("X-Gitlab-Instance", gitlabURL)
-	req.Header.Set("X-Gitlab-Token", hookToken)
+	req := support.GitLabHook(ctx, s.Base+t.hook, "Merge Request Hook", key, gitlabURL, hookToken, body)
 	req.Header.Set("traceparent", senderTraceParent)
 	resp, err := hc.Do(req)
 	Expect(err).NotTo(HaveOccurred())
@@ -323,4 +244,25 @@ func spanAttr(s tracetest.SpanStub, k attribute.Key) attribute.Value {
 		}
 	}
 	return attribute.Value{}
+}
+
+// noSecretIn checks every attribute, event and status of s against values that must not
+// appear in a trace.
+func noSecretIn(s tracetest.SpanStub, forbidden ...string) {
+	GinkgoHelper()
+	values := []string{s.Name, s.Status.Description}
+	for _, kv := range s.Attributes {
+		values = append(values, kv.Value.String())
+	}
+	for _, ev := range s.Events {
+		values = append(values, ev.Name)
+		for _, kv := range ev.Attributes {
+			values = append(values, kv.Value.String())
+		}
+	}
+	for _, v := range values {
+		for _, f := range forbidden {
+			Expect(v).NotTo(ContainSubstring(f), "span %s", s.Name)
+		}
+	}
 }

@@ -101,7 +101,7 @@ var _ = Describe("Trace export configured by the standard OTEL_* variables", fun
 			return r.state, err
 		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal("DONE"))
 		during()
-		s.stop()
+		s.Stop()
 		r, err := in.row(ctx, key)
 		Expect(err).NotTo(HaveOccurred())
 		return r

@@ -44,7 +44,7 @@ WHERE holder = $1 AND leased_until > now()`, holder)
 		a := in.start("server-a", env, nil)
 		Eventually(held("server-a")).WithTimeout(60*time.Second).WithPolling(50*time.Millisecond).
 			Should(ConsistOf(loops), "every loop took its lease at its first pass")
-		a.stop()
+		a.Stop()
 		Expect(held("server-a")()).To(BeEmpty(), "the stopped server holds no lease")
 
 		in.start("server-b", env, nil)

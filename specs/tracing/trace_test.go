@@ -47,7 +47,7 @@ var _ = Describe("One trace per delivery", Ordered, func() {
 			r, err := in.row(ctx, key)
 			return r.state, err
 		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal("QUEUED"))
-		a.stop()
+		a.Stop()
 
 		// Hours later, on another server with its own pools: the retry is due now.
 		_, err := in.pool.Exec(ctx, `UPDATE provider_event SET due_at = now() WHERE delivery_key = $1`, key)
@@ -57,7 +57,7 @@ var _ = Describe("One trace per delivery", Ordered, func() {
 			r, err := in.row(ctx, key)
 			return r.state, err
 		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal("DONE"))
-		b.stop() // the stop exports what the batcher still holds
+		b.Stop() // the stop exports what the batcher still holds
 		Expect(fake.approvalReads()).To(Equal(2))
 
 		stored, err = in.row(ctx, key)
@@ -196,21 +196,7 @@ var _ = Describe("One trace per delivery", Ordered, func() {
 		forbidden := []string{hookToken, apiToken, authorName, authorUser, mrTitle, "acme/api", scopeKey,
 			"Private-Token", strings.TrimPrefix(gitlabURL, "https://")}
 		for _, s := range spans {
-			values := []string{s.Name, s.Status.Description}
-			for _, kv := range s.Attributes {
-				values = append(values, kv.Value.String())
-			}
-			for _, ev := range s.Events {
-				values = append(values, ev.Name)
-				for _, kv := range ev.Attributes {
-					values = append(values, kv.Value.String())
-				}
-			}
-			for _, v := range values {
-				for _, f := range forbidden {
-					Expect(v).NotTo(ContainSubstring(f), "span %s", s.Name)
-				}
-			}
+			noSecretIn(s, forbidden...)
 		}
 	})
 })
